@@ -1,0 +1,46 @@
+"""Hour-bucket storage: delay logs and indexes by delivery hour, ready logs, key window.
+
+A pure library: no networking, no threads, no clock. See ``store`` for the layout
+and each module's docstring for its file format (collected in docs/storage.md).
+"""
+
+from .config import StorageConfig
+from .errors import (
+    CorruptLogError,
+    DeliverTimeOutOfRangeError,
+    InvalidMessageError,
+    MessageExpiredError,
+    SealedHourError,
+    StorageError,
+    StorageFullError,
+    UnknownMessageError,
+)
+from .message import Message, MessageLimits, StoredMessage
+from .message_id import MessageId
+from .ready_log import ReadyEntry
+from .store import SKIPPED, Storage
+from .tag_signature import may_match, tag_signature, tags_signature
+from .transaction import Transaction
+
+__all__ = [
+    "SKIPPED",
+    "CorruptLogError",
+    "DeliverTimeOutOfRangeError",
+    "InvalidMessageError",
+    "Message",
+    "MessageExpiredError",
+    "MessageId",
+    "MessageLimits",
+    "ReadyEntry",
+    "SealedHourError",
+    "Storage",
+    "StorageConfig",
+    "StorageError",
+    "StorageFullError",
+    "StoredMessage",
+    "Transaction",
+    "UnknownMessageError",
+    "may_match",
+    "tag_signature",
+    "tags_signature",
+]

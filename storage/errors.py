@@ -1,0 +1,53 @@
+"""Errors raised by the storage engine. Every one derives from :class:`StorageError`."""
+
+from __future__ import annotations
+
+
+class StorageError(Exception):
+    """Raised when the storage engine cannot do what was asked; base of every storage error."""
+
+
+class CorruptLogError(StorageError):
+    """Raised when committed bytes of a file are missing or fail their checksum.
+
+    A torn tail (bytes past the last commit) is never reported this way: it is set
+    aside and cut on open. This error means data that was committed is damaged, so
+    the engine refuses to guess.
+    """
+
+    def __init__(self, path: str, offset: int, reason: str = "checksum mismatch") -> None:
+        super().__init__(f"{path}: corrupt at offset {offset}: {reason}")
+        self.path = path
+        self.offset = offset
+        self.reason = reason
+
+
+class StorageFullError(StorageError):
+    """Raised when the disk is full (ENOSPC); the batch that hit it was rolled back whole."""
+
+
+class InvalidMessageError(StorageError, ValueError):
+    """Raised when a message is refused before anything is written: too large, bad field."""
+
+    def __init__(self, message: str, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+class DeliverTimeOutOfRangeError(InvalidMessageError):
+    """Raised when a deliver time is negative or beyond the maximum delay."""
+
+
+class UnknownMessageError(StorageError, KeyError):
+    """Raised when a message id is malformed or names no stored message."""
+
+    def __str__(self) -> str:  # KeyError quotes its argument; keep the plain sentence
+        return str(self.args[0]) if self.args else "unknown message"
+
+
+class MessageExpiredError(UnknownMessageError):
+    """Raised when a message id names an hour whose files were removed by retention."""
+
+
+class SealedHourError(StorageError):
+    """Raised when a write targets an hour that was sealed (already delivered, immutable)."""

@@ -1,0 +1,102 @@
+"""Every file the journal knows, opened lazily, with what the open batch has done to them.
+
+Between :meth:`begin` and :meth:`commit`/:meth:`rollback` the table remembers each
+touched file's committed length and each file it created, so a failed batch is undone
+whole: files cut back, new files removed.
+"""
+
+from __future__ import annotations
+
+import os
+
+from .append_file import AppendFile, fsync_dir
+from .magic import magic
+
+
+class FileTable:
+    def __init__(self, directory: str, committed: dict[str, int]) -> None:
+        self.directory = directory
+        self.committed = committed  # the journal's {relpath: length}, updated on commit
+        self._open: dict[str, AppendFile] = {}
+        self._touched: dict[str, int] = {}  # relpath -> length before this batch
+        self._created: set[str] = set()
+        self._removed: set[str] = set()
+
+    def path(self, rel: str) -> str:
+        return os.path.join(self.directory, rel)
+
+    def exists(self, rel: str) -> bool:
+        return rel in self.committed or rel in self._created
+
+    def get(self, rel: str) -> AppendFile | None:
+        f = self._open.get(rel)
+        if f is None and rel in self.committed:
+            f = self._open[rel] = AppendFile(self.path(rel), self.committed[rel])
+        return f
+
+    def writable(self, rel: str, kind: bytes) -> AppendFile:
+        """The file, created with its magic if new, marked as touched by this batch."""
+        f = self.get(rel)
+        if f is None:
+            os.makedirs(os.path.dirname(self.path(rel)), exist_ok=True)
+            f = self._open[rel] = AppendFile.create(self.path(rel), magic(kind))
+            self._created.add(rel)
+            self._touched.setdefault(rel, 0)
+        else:
+            self._touched.setdefault(rel, f.length)
+        return f
+
+    def remove(self, rel: str) -> None:
+        if self.exists(rel):
+            self._removed.add(rel)
+
+    def pending_lengths(self) -> dict[str, int]:
+        return {rel: self._open[rel].length for rel in self._touched if rel not in self._removed}
+
+    def created_in_batch(self) -> set[str]:
+        return set(self._created)
+
+    def pending_removals(self) -> list[str]:
+        return sorted(self._removed)
+
+    def sync(self) -> None:
+        """Make the batch's bytes durable: the step that must precede the journal frame."""
+        for rel in self._touched:
+            if rel not in self._removed:
+                self._open[rel].fsync()
+        for d in {os.path.dirname(self.path(rel)) for rel in self._created}:
+            fsync_dir(d)
+
+    def commit(self) -> None:
+        for rel in self._removed:
+            self.close(rel)
+            if os.path.exists(self.path(rel)):
+                os.unlink(self.path(rel))
+        self._forget_batch()
+
+    def rollback(self) -> None:
+        for rel, length in self._touched.items():
+            if rel in self._created:
+                self.close(rel)
+                os.unlink(self.path(rel))
+            else:
+                self._open[rel].truncate(length)
+        self._forget_batch()
+
+    def _forget_batch(self) -> None:
+        self._touched.clear()
+        self._created.clear()
+        self._removed.clear()
+
+    def in_batch(self, rel: str) -> bool:
+        return rel in self._touched
+
+    def close(self, rel: str) -> None:
+        f = self._open.pop(rel, None)
+        if f is not None:
+            f.close()
+
+    def close_all(self) -> None:
+        for f in self._open.values():
+            f.close()
+        self._open.clear()

@@ -1,0 +1,86 @@
+"""Length-and-checksum framing shared by the append-only record files.
+
+Every frame is::
+
+    u32 len | payload (len bytes) | u32 crc32(payload) | u32 len      (little-endian)
+
+The trailing copy of ``len`` lets a reader check a frame's end as well as its start.
+A scan stops at the first frame that does not check out:
+
+* if that frame runs to (or past) the end of the file, it is a *torn tail*: the last
+  write was cut short, and the caller may set it aside and truncate;
+* otherwise the damage is in the middle of the file and :class:`CorruptLogError` is raised.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from collections.abc import Iterator
+
+from .errors import CorruptLogError
+
+FRAME_HEAD = struct.Struct("<I")
+FRAME_TAIL = struct.Struct("<II")
+FRAME_OVERHEAD = FRAME_HEAD.size + FRAME_TAIL.size
+assert FRAME_OVERHEAD == 12
+
+_pack_head = FRAME_HEAD.pack
+_pack_tail = FRAME_TAIL.pack
+
+
+def frame(payload: bytes) -> bytes:
+    """Wrap one payload in its frame."""
+    n = len(payload)
+    return _pack_head(n) + payload + _pack_tail(zlib.crc32(payload), n)
+
+
+def read_frame(buf: bytes | memoryview, offset: int, path: str) -> bytes:
+    """Return the payload of the committed frame at ``offset``; any mismatch is corruption."""
+    end = len(buf)
+    if offset + FRAME_OVERHEAD > end:
+        raise CorruptLogError(path, offset, "frame runs past committed end")
+    (n,) = FRAME_HEAD.unpack_from(buf, offset)
+    stop = offset + FRAME_HEAD.size + n
+    if stop + FRAME_TAIL.size > end:
+        raise CorruptLogError(path, offset, "frame length runs past committed end")
+    payload = bytes(buf[offset + FRAME_HEAD.size : stop])
+    crc, n2 = FRAME_TAIL.unpack_from(buf, stop)
+    if n2 != n or crc != zlib.crc32(payload):
+        raise CorruptLogError(path, offset)
+    return payload
+
+
+def scan_frames(buf: bytes | memoryview, start: int, path: str) -> Iterator[tuple[int, bytes]]:
+    """Yield ``(offset, payload)`` for each good frame from ``start``.
+
+    Stops silently at a torn tail (the caller learns where from the last offset it
+    saw); raises :class:`CorruptLogError` for a bad frame that is followed by more data.
+    """
+    end = len(buf)
+    offset = start
+    while offset < end:
+        if offset + FRAME_OVERHEAD > end:
+            return  # torn: not even a whole empty frame left
+        (n,) = FRAME_HEAD.unpack_from(buf, offset)
+        stop = offset + FRAME_HEAD.size + n
+        if stop + FRAME_TAIL.size > end:
+            return  # torn: the frame claims more bytes than the file holds
+        payload = bytes(buf[offset + FRAME_HEAD.size : stop])
+        crc, n2 = FRAME_TAIL.unpack_from(buf, stop)
+        if n2 != n or crc != zlib.crc32(payload):
+            if stop + FRAME_TAIL.size == end:
+                return  # torn: the last frame was half-written
+            raise CorruptLogError(path, offset)
+        yield offset, payload
+        offset = stop + FRAME_TAIL.size
+
+
+def committed_frames(buf: bytes | memoryview, start: int, path: str) -> Iterator[tuple[int, bytes]]:
+    """Like :func:`scan_frames` over bytes that were all committed: no torn tail allowed."""
+    end = start
+    for offset, payload in scan_frames(buf, start, path):
+        end = offset + FRAME_OVERHEAD + len(payload)
+        yield offset, payload
+    if end != len(buf):
+        raise CorruptLogError(path, end, "committed bytes do not end on a whole frame")

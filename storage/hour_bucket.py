@@ -1,0 +1,244 @@
+"""One delivery hour: its delay log, delay index, tombstones and cached heads.
+
+Files, named by the UTC hour ``YYYYMMDDHH`` under ``delay/``::
+
+    <hour>.log    magic HZDLOG v1, then one frame per message (framing, message)
+    <hour>.idx    magic HZDIDX v1, then 40-byte entries (delay_index)
+    <hour>.tomb   magic HZTOMB v1, then 8-byte cancel entries (tombstones)
+    <hour>.heads  per-second chain heads, a rebuildable cache (heads)
+
+Appends are O(1) per message whatever its second: the message becomes the new head
+of its second's reverse-linked list. Reading a second walks that list from its head.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from .delay_index import INDEX, MS_PER_HOUR, SECONDS_PER_HOUR
+from .errors import CorruptLogError, UnknownMessageError
+from .file_table import FileTable
+from .framing import frame, read_frame
+from .heads import Heads
+from .hour_names import hour_name
+from .magic import DELAY_INDEX, DELAY_LOG, MAGIC_SIZE, TOMBSTONES, check_magic
+from .message import Message, StoredMessage, decode_record, encode_record
+from .message_id import MessageId
+from .tombstones import TOMBSTONE
+
+
+class HourBucket:
+    def __init__(self, files: FileTable, hour: int) -> None:
+        self.files = files
+        self.hour = hour
+        name = hour_name(hour)
+        self.log_rel = f"delay/{name}.log"
+        self.idx_rel = f"delay/{name}.idx"
+        self.tomb_rel = f"delay/{name}.tomb"
+        self.heads_path = files.path(f"delay/{name}.heads")
+        self._heads: Heads | None = None
+        self._heads_saved = -1  # the ``covered`` of the heads file as last read or written
+        self._cancelled: np.ndarray | None = None
+        self._verified = 0  # index entries whose crc this process has checked
+        self._mapped = False
+
+    # -- sizes and views ------------------------------------------------------
+
+    @property
+    def count(self) -> int:
+        f = self.files.get(self.idx_rel)
+        return 0 if f is None else INDEX.count_in(f.length)
+
+    @property
+    def start_ms(self) -> int:
+        return self.hour * MS_PER_HOUR
+
+    def set_mapped(self, mapped: bool) -> None:
+        """Use mmap for this hour's reads: only the current and next delivery hours."""
+        self._mapped = mapped
+        for rel in (self.log_rel, self.idx_rel):
+            f = self.files.get(rel)
+            if f is not None:
+                f.set_mapped(mapped)
+
+    def index_view(self) -> np.ndarray:
+        """All index entries as a numpy structured array, checksums verified once."""
+        f = self.files.get(self.idx_rel)
+        if f is None:
+            return np.empty(0, dtype=INDEX.dtype)
+        f.set_mapped(self._mapped)
+        buf = f.buffer()
+        check_magic(bytes(buf[:MAGIC_SIZE]), DELAY_INDEX, f.path)
+        n = INDEX.count_in(f.length)
+        if self._verified < n:
+            INDEX.verify(buf, self._verified, n, f.path)
+            self._verified = n
+        return INDEX.view(buf, n)
+
+    def entry(self, gi: int) -> np.void:
+        if not 0 <= gi < self.count:
+            raise UnknownMessageError(f"no message {MessageId(self.hour, gi)}")
+        f = self.files.get(self.idx_rel)
+        raw = f.read(INDEX.offset_of(gi), INDEX.size)
+        if gi >= self._verified:
+            INDEX.verify_entry(raw, f.path, INDEX.offset_of(gi))
+        return np.frombuffer(raw, dtype=INDEX.dtype)[0]
+
+    # -- heads ----------------------------------------------------------------
+
+    @property
+    def heads(self) -> Heads:
+        if self._heads is None:
+            n = self.count
+            h = Heads.load(self.heads_path)
+            if h is None or h.covered > n:
+                h = Heads()
+            self._heads_saved = h.covered
+            if h.covered < n:
+                h.absorb(self.index_view()[h.covered :], h.covered)
+            self._heads = h
+        return self._heads
+
+    def save_heads(self) -> None:
+        """Write the heads cache file if it lags what is in memory."""
+        h = self._heads
+        if h is not None and h.covered == self.count and h.covered != self._heads_saved:
+            h.save(self.heads_path)
+            self._heads_saved = h.covered
+
+    def forget(self) -> None:
+        """Drop in-memory caches, e.g. after a rolled-back batch cut the files."""
+        self._heads = None
+        self._cancelled = None
+        self._verified = min(self._verified, self.count)
+
+    # -- appends --------------------------------------------------------------
+
+    def append(self, items: list[tuple[Message, int, int, int]]) -> list[int]:
+        """Append ``(message, slot_ms, topic_id, tag_sig)`` items; return their globalIndexes."""
+        heads = self.heads
+        log = self.files.writable(self.log_rel, DELAY_LOG)
+        idx = self.files.writable(self.idx_rel, DELAY_INDEX)
+        first = INDEX.count_in(idx.length)
+        assert heads.covered == first, (heads.covered, first)
+        last, count = heads.last, heads.count
+        offset = log.length
+        records: list[bytes] = []
+        entries: list[bytes] = []
+        pack = INDEX.pack
+        base = self.start_ms
+        for k, (msg, slot_ms, topic_id, tag_sig) in enumerate(items):
+            gi = first + k
+            rel = slot_ms - base
+            sec, ms = divmod(rel, 1000)
+            assert 0 <= sec < SECONDS_PER_HOUR, (slot_ms, self.hour)
+            rec = frame(encode_record(MessageId(self.hour, gi), msg))
+            li = int(count[sec])
+            entries.append(pack(offset, len(rec), li, int(last[sec]), sec, ms, tag_sig, topic_id))
+            records.append(rec)
+            offset += len(rec)
+            count[sec] = li + 1
+            last[sec] = gi
+        heads.covered = first + len(items)
+        log.append(b"".join(records))
+        idx.append(b"".join(entries))
+        if self._verified == first:
+            self._verified = heads.covered
+        return list(range(first, first + len(items)))
+
+    # -- reads ----------------------------------------------------------------
+
+    def chain(self, sec: int, from_local_index: int = 0) -> np.ndarray:
+        """GlobalIndexes of second ``sec`` in arrival (localIndex) order.
+
+        With ``from_local_index`` only the messages from that ordinal on: the walk
+        from the head stops there, so catching up on new arrivals costs O(new).
+        """
+        n = int(self.heads.count[sec])
+        out = np.empty(max(0, n - from_local_index), dtype=np.int64)
+        if len(out) == 0:
+            return out
+        view = self.index_view()
+        pre = view["pre_global_index"]
+        secs = view["second_of_hour"]
+        lis = view["local_index"]
+        gi = int(self.heads.last[sec])
+        for li in range(n - 1, from_local_index - 1, -1):
+            if gi < 0 or gi >= len(view) or secs[gi] != sec or lis[gi] != li:
+                raise CorruptLogError(
+                    self.files.path(self.idx_rel),
+                    INDEX.offset_of(max(gi, 0)),
+                    f"chain of second {sec} broken at localIndex {li}",
+                )
+            out[li - from_local_index] = gi
+            gi = int(pre[gi])
+        if from_local_index == 0 and gi != -1:
+            raise CorruptLogError(
+                self.files.path(self.idx_rel),
+                INDEX.offset_of(int(out[0])),
+                f"chain of second {sec} runs past localIndex 0",
+            )
+        return out
+
+    def read_message(self, gi: int) -> StoredMessage:
+        e = self.entry(gi)
+        log = self.files.get(self.log_rel)
+        offset, size = int(e["offset"]), int(e["size"])
+        if offset + size > log.length:
+            raise CorruptLogError(log.path, offset, "index points past the log's end")
+        raw = log.read(offset, size)
+        payload = read_frame(raw, 0, log.path)
+        stored = decode_record(payload, log.path, offset)
+        if stored.id != MessageId(self.hour, gi):
+            raise CorruptLogError(log.path, offset, f"record is {stored.id}, index says {gi}")
+        return stored
+
+    # -- tombstones -----------------------------------------------------------
+
+    def cancelled_mask(self) -> np.ndarray:
+        """A bitmap (bool per globalIndex) of cancelled messages."""
+        n = self.count
+        if self._cancelled is None:
+            mask = np.zeros(n, dtype=bool)
+            f = self.files.get(self.tomb_rel)
+            if f is not None:
+                buf = f.buffer()
+                check_magic(bytes(buf[:MAGIC_SIZE]), TOMBSTONES, f.path)
+                k = TOMBSTONE.count_in(f.length)
+                TOMBSTONE.verify(buf, 0, k, f.path)
+                gis = TOMBSTONE.view(buf, k)["global_index"].astype(np.int64)
+                if len(gis) and gis.max() >= n:
+                    raise CorruptLogError(f.path, MAGIC_SIZE, "tombstone names no message")
+                mask[gis] = True
+            self._cancelled = mask
+        elif len(self._cancelled) < n:
+            self._cancelled = np.concatenate([self._cancelled, np.zeros(n - len(self._cancelled), bool)])
+        return self._cancelled
+
+    def is_cancelled(self, gi: int) -> bool:
+        mask = self.cancelled_mask()
+        return bool(gi < len(mask) and mask[gi])
+
+    def add_tombstone(self, gi: int) -> None:
+        mask = self.cancelled_mask()
+        f = self.files.writable(self.tomb_rel, TOMBSTONES)
+        f.append(TOMBSTONE.pack(gi))
+        mask[gi] = True
+
+    def close_files(self) -> None:
+        """Release the fds (and maps); caches stay, files reopen on the next use."""
+        for rel in (self.log_rel, self.idx_rel, self.tomb_rel):
+            self.files.close(rel)
+
+    def close(self) -> None:
+        self.save_heads()
+        self.close_files()
+        self._heads = None
+        self._cancelled = None
+        self._verified = 0
+
+    def remove_cache_files(self) -> None:
+        if os.path.exists(self.heads_path):
+            os.unlink(self.heads_path)

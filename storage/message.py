@@ -1,0 +1,111 @@
+"""A message as the storage engine keeps it, and its delay-log record encoding.
+
+A delay-log record is a msgpack map with exactly these keys::
+
+    id              str   16 hex digits, see message_id
+    topic           str
+    tags            [str]
+    body            bin
+    deliver_at_ms   int   when the producer asked for it (epoch ms)
+    key             str | nil   optional producer key (idempotency, cancel-by-key)
+    headers         {str: str}
+    attempt         int   0 on first delivery, +1 per retry
+    produced_at_ms  int   the master's clock when it accepted the message
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import msgpack
+
+from .errors import CorruptLogError, DeliverTimeOutOfRangeError, InvalidMessageError
+from .message_id import MessageId
+
+RECORD_KEYS = frozenset(
+    ("id", "topic", "tags", "body", "deliver_at_ms", "key", "headers", "attempt", "produced_at_ms")
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    topic: str
+    body: bytes
+    deliver_at_ms: int
+    produced_at_ms: int
+    tags: tuple[str, ...] = ()
+    key: str | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    attempt: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class StoredMessage:
+    id: MessageId
+    message: Message
+
+
+@dataclass(frozen=True, slots=True)
+class MessageLimits:
+    max_body_bytes: int = 256 * 1024
+    max_delay_ms: int = 400 * 24 * 3600 * 1000
+
+    def validate(self, msg: Message) -> None:
+        """Refuse a message before anything is written; the field names the culprit."""
+        if not isinstance(msg.body, bytes | bytearray):
+            raise InvalidMessageError("body must be bytes", "body")
+        if len(msg.body) > self.max_body_bytes:
+            raise InvalidMessageError(
+                f"body is {len(msg.body)} bytes; the limit is {self.max_body_bytes}", "body"
+            )
+        if not msg.topic:
+            raise InvalidMessageError("topic must not be empty", "topic")
+        if msg.deliver_at_ms < 0:
+            raise DeliverTimeOutOfRangeError("deliver_at is before the epoch", "deliver_at")
+        if msg.deliver_at_ms - msg.produced_at_ms > self.max_delay_ms:
+            raise DeliverTimeOutOfRangeError(
+                f"deliver_at is {msg.deliver_at_ms - msg.produced_at_ms} ms ahead; "
+                f"the maximum delay is {self.max_delay_ms} ms",
+                "deliver_at",
+            )
+        if msg.attempt < 0:
+            raise InvalidMessageError("attempt must be >= 0", "attempt")
+
+
+_packer = msgpack.Packer(use_bin_type=True)
+
+
+def encode_record(mid: MessageId, msg: Message) -> bytes:
+    return _packer.pack(
+        {
+            "id": str(mid),
+            "topic": msg.topic,
+            "tags": list(msg.tags),
+            "body": bytes(msg.body),
+            "deliver_at_ms": msg.deliver_at_ms,
+            "key": msg.key,
+            "headers": msg.headers,
+            "attempt": msg.attempt,
+            "produced_at_ms": msg.produced_at_ms,
+        }
+    )
+
+
+def decode_record(payload: bytes, path: str, offset: int) -> StoredMessage:
+    try:
+        rec = msgpack.unpackb(payload, raw=False)
+        if not isinstance(rec, dict) or rec.keys() != RECORD_KEYS:
+            raise ValueError("unexpected record keys")
+        msg = Message(
+            topic=rec["topic"],
+            body=rec["body"],
+            deliver_at_ms=rec["deliver_at_ms"],
+            produced_at_ms=rec["produced_at_ms"],
+            tags=tuple(rec["tags"]),
+            key=rec["key"],
+            headers=rec["headers"],
+            attempt=rec["attempt"],
+        )
+        return StoredMessage(MessageId.parse(rec["id"]), msg)
+    except (ValueError, TypeError, KeyError, msgpack.UnpackException) as e:
+        raise CorruptLogError(path, offset, f"undecodable record: {e}") from e

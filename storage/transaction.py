@@ -1,0 +1,131 @@
+"""The writes of one applied batch; committed whole or not at all (see Storage.apply)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from .delay_index import MS_PER_HOUR
+from .errors import SealedHourError, UnknownMessageError
+from .key_window import key_file, key_record
+from .magic import KEY_LOG, READY_LOG
+from .message import Message
+from .message_id import MessageId
+from .ready_log import READY, ReadyEntry
+from .tag_signature import tags_signature
+
+if TYPE_CHECKING:
+    from .store import Storage
+
+
+class Transaction:
+    def __init__(self, store: Storage, raft_index: int) -> None:
+        self.store = store
+        self.raft_index = raft_index
+        self.topics: dict[str, int] = {}
+        self.meta: dict[str, Any] = {}
+        self.buckets_touched: set[int] = set()
+        self.dropped_hours: set[int] = set()
+
+    def topic_id(self, topic: str) -> int:
+        tid = self.store.topic_id(topic)
+        if tid is None:
+            tid = self.topics.get(topic)
+        if tid is None:
+            tid = len(self.store.topics()) + len(self.topics)
+            self.topics[topic] = tid
+        return tid
+
+    def set_meta(self, key: str, value: Any) -> None:
+        self.meta[key] = value
+
+    def append(self, messages: Sequence[Message], slot_ms: Sequence[int] | None = None) -> list[MessageId]:
+        """Store messages, each filed at its slot (default: its deliver_at_ms).
+
+        Every message is validated before any byte is written. A message whose
+        ``(topic, key)`` is in the key window is not stored again: its first id is
+        returned instead.
+        """
+        store = self.store
+        slots = [m.deliver_at_ms for m in messages] if slot_ms is None else list(slot_ms)
+        sealed = store.sealed_before_hour
+        for msg, slot in zip(messages, slots, strict=True):
+            store.config.limits.validate(msg)
+            if slot // MS_PER_HOUR < sealed:
+                raise SealedHourError(f"hour {slot // MS_PER_HOUR} is sealed; file late messages later")
+        ids: list[MessageId | None] = [None] * len(messages)
+        by_hour: dict[int, list[tuple[int, tuple[Message, int, int, int]]]] = {}
+        first_with_key: dict[tuple[str, str], int] = {}
+        dup_of: dict[int, int] = {}
+        for i, (msg, slot) in enumerate(zip(messages, slots, strict=True)):
+            if msg.key is not None:
+                k = (msg.topic, msg.key)
+                seen = store.keys.get(*k)
+                if seen is not None:
+                    ids[i] = seen
+                    continue
+                if k in first_with_key:
+                    dup_of[i] = first_with_key[k]
+                    continue
+                first_with_key[k] = i
+            item = (msg, slot, self.topic_id(msg.topic), tags_signature(msg.tags))
+            by_hour.setdefault(slot // MS_PER_HOUR, []).append((i, item))
+        for hour in sorted(by_hour):
+            bucket = store.bucket(hour)
+            self.buckets_touched.add(hour)
+            gis = bucket.append([item for _, item in by_hour[hour]])
+            for (i, _), gi in zip(by_hour[hour], gis, strict=True):
+                ids[i] = MessageId(hour, gi)
+        for i, j in dup_of.items():
+            ids[i] = ids[j]
+        for (topic, key), i in first_with_key.items():
+            self._remember_key(topic, key, ids[i], messages[i].produced_at_ms)
+        return ids  # type: ignore[return-value]
+
+    def _remember_key(self, topic: str, key: str, mid: MessageId, produced_at_ms: int) -> None:
+        store = self.store
+        rel = key_file(produced_at_ms // MS_PER_HOUR)
+        new_hour = not store.files.exists(rel)
+        store.files.writable(rel, KEY_LOG).append(key_record(topic, key, mid, produced_at_ms))
+        store.keys.add(topic, key, mid, produced_at_ms)
+        if new_hour:  # the window moves on by hours; sweep expired key files then
+            for h in store.key_file_hours():
+                if h < store.keys.oldest_hour_kept():
+                    store.files.remove(key_file(h))
+
+    def cancel(self, mid: MessageId) -> bool:
+        """Tombstone a stored message; False when it already was one."""
+        store = self.store
+        if mid.hour < store.sealed_before_hour:
+            raise SealedHourError(f"message {mid} is in a sealed hour")
+        bucket = store.bucket(mid.hour)
+        if not 0 <= mid.global_index < bucket.count:
+            raise UnknownMessageError(f"no message {mid}")
+        if bucket.is_cancelled(mid.global_index):
+            return False
+        self.buckets_touched.add(mid.hour)
+        bucket.add_tombstone(mid.global_index)
+        return True
+
+    def append_ready(self, topic: str, entries: Sequence[ReadyEntry]) -> int:
+        """Append delivered messages to a topic's ready log; return the first new offset."""
+        f = self.store.files.writable(f"ready/{self.topic_id(topic)}.rdy", READY_LOG)
+        first = READY.count_in(f.length)
+        f.append(b"".join(e.pack() for e in entries))
+        return first
+
+    def seal_before(self, hour: int) -> None:
+        """Hours before ``hour`` are delivered: no appends or cancels, snapshots hard-link them."""
+        if hour > self.store.sealed_before_hour:
+            self.meta["sealed_before_hour"] = hour
+
+    def drop_hours_before(self, hour: int) -> None:
+        """Retention: delete the files of delivered hours before ``hour``."""
+        store = self.store
+        hour = min(hour, store.sealed_before_hour)
+        for h in store.hours():
+            if h >= hour:
+                break
+            store.drop_bucket(h)
+        if hour > store.meta("retained_from_hour", 0):
+            self.meta["retained_from_hour"] = hour

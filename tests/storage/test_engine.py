@@ -1,0 +1,221 @@
+"""Determinism, validation, disk full, keys, retention, snapshots."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+
+import pytest
+
+from horologe.storage import (
+    DeliverTimeOutOfRangeError,
+    InvalidMessageError,
+    MessageExpiredError,
+    MessageId,
+    ReadyEntry,
+    SealedHourError,
+    Storage,
+    StorageConfig,
+    StorageFullError,
+    UnknownMessageError,
+)
+from horologe.storage.hour_names import hour_name
+
+from .helpers import H0, HOUR, msg, tree_bytes
+
+
+def feed(store: Storage) -> int:
+    """Twenty batches spread over 50 hours, with keys, tags and cancels; returns the last index."""
+    ri = 0
+    for n in range(20):
+        batch = [
+            msg(
+                H0 + (n * 7919 + i * 104729) % (50 * 3_600_000),
+                body=bytes([n, i]),
+                key=f"{n}/{i}" if i % 3 == 0 else None,
+                tags=[f"t{i % 4}"],
+            )
+            for i in range(50)
+        ]
+        ri += 1
+        ids = store.apply(ri, lambda tx, b=batch: tx.append(b))
+        if n % 5 == 0:
+            ri += 1
+            store.apply(ri, lambda tx, i=ids: tx.cancel(i[3]))
+    return ri
+
+
+def test_same_batches_give_identical_bytes(tmp_path):
+    a, b = str(tmp_path / "a"), str(tmp_path / "b")
+    cfg = StorageConfig(fsync=False, max_open_hours=2, max_cached_hours=4)
+
+    def run(root, reopen_every):
+        s = Storage(root, cfg)
+        for ri in range(1, 30):
+            batch = [
+                msg(
+                    H0 + (ri * 7919 + i * 104729) % (50 * 3_600_000),
+                    body=bytes([ri, i]),
+                    key=f"{ri}/{i}" if i % 3 == 0 else None,
+                )
+                for i in range(40)
+            ]
+            ids = s.apply(ri, lambda tx, b=batch: tx.append(b))
+            if ri % 4 == 0:
+                s.apply(ri + 0, lambda tx: None)  # a replay: must change nothing
+            if reopen_every and ri % reopen_every == 0:
+                s.close()
+                s = Storage(root, cfg)
+            del ids
+        s.close()
+
+    run(a, reopen_every=0)
+    run(b, reopen_every=3)
+    assert tree_bytes(a) == tree_bytes(b)
+
+
+def test_invalid_messages_are_refused_before_any_write(tmp_path):
+    root = str(tmp_path / "s")
+    with Storage(root, StorageConfig(fsync=False)) as s:
+        s.apply(1, lambda tx: tx.append([msg(H0)]))
+        before = tree_bytes(root)
+        big = msg(H0, body=b"x" * (256 * 1024 + 1))
+        with pytest.raises(InvalidMessageError) as e:
+            s.apply(2, lambda tx: tx.append([msg(H0 + 1), big]))
+        assert e.value.field == "body"
+        far = msg(H0 + 401 * 86_400_000)
+        with pytest.raises(DeliverTimeOutOfRangeError):
+            s.apply(2, lambda tx: tx.append([far]))
+        with pytest.raises(DeliverTimeOutOfRangeError):
+            s.apply(2, lambda tx: tx.append([msg(-5)]))
+        assert tree_bytes(root) == before
+        assert s.applied_index == 1
+
+
+def test_failed_batch_midway_leaves_nothing(tmp_path):
+    root = str(tmp_path / "s")
+    with Storage(root, StorageConfig(fsync=False)) as s:
+        ids = s.apply(1, lambda tx: tx.append([msg(H0, key="k")]))
+        before = tree_bytes(root)
+
+        def half_then_fail(tx):
+            tx.append([msg(H0 + 9 * 3_600_000, key="other"), msg(H0 + 1)])
+            tx.cancel(MessageId(HOUR + 77, 0))  # no such message: fails after writes
+
+        with pytest.raises(UnknownMessageError):
+            s.apply(2, half_then_fail)
+        assert tree_bytes(root) == before
+        assert s.lookup_key("orders", "other") is None
+        assert s.lookup_key("orders", "k") == ids[0]
+        assert s.bucket(HOUR).count == 1
+        s.check()
+
+
+@pytest.fixture
+def tiny_fs(tmp_path):
+    mnt = tmp_path / "tiny"
+    mnt.mkdir()
+    r = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=512k", "tmpfs", str(mnt)], capture_output=True, text=True
+    )
+    if r.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here ({r.stderr.strip()}); needs root")
+    yield str(mnt)
+    subprocess.run(["umount", str(mnt)], check=True)
+
+
+def test_disk_full_rolls_back_the_whole_batch(tiny_fs):
+    root = os.path.join(tiny_fs, "s")
+    s = Storage(root, StorageConfig(fsync=True))
+    stored = {}
+    ri = 0
+    with pytest.raises(StorageFullError):
+        while True:
+            ri += 1
+            batch = [msg(H0 + ri * 1000 + i, body=os.urandom(2000)) for i in range(20)]
+            ids = s.apply(ri, lambda tx, b=batch: tx.append(b))
+            stored.update({mid: m.body for mid, m in zip(ids, batch, strict=False)})
+    assert s.applied_index == ri - 1
+    assert s.bucket(HOUR).count == len(stored)
+    s.check()
+    s.close()
+    s = Storage(root)
+    assert s.recovered == []
+    for mid, body in stored.items():
+        assert s.read_message(mid).message.body == body
+    s.check()
+    s.close()
+
+
+def test_key_window_is_idempotent_and_expires_by_produced_time(tmp_path):
+    cfg = StorageConfig(fsync=False, key_window_ms=3_600_000)
+    with Storage(str(tmp_path / "s"), cfg) as s:
+        first = s.apply(1, lambda tx: tx.append([msg(H0 + 10, key="order-1")]))[0]
+        again = s.apply(2, lambda tx: tx.append([msg(H0 + 99, key="order-1", body=b"retry")]))[0]
+        assert again == first
+        assert s.bucket(HOUR).count == 1
+        both = s.apply(3, lambda tx: tx.append([msg(H0 + 5, key="x"), msg(H0 + 6, key="x")]))
+        assert both[0] == both[1]
+        other_topic = s.apply(4, lambda tx: tx.append([msg(H0, key="order-1", topic="pay")]))[0]
+        assert other_topic != first
+        later = H0 + 2 * 3_600_000 + 1
+        s.apply(5, lambda tx: tx.append([msg(later, key="z", produced_at_ms=later)]))
+        assert s.lookup_key("orders", "order-1") is None  # produced more than 1 h before
+        fresh = s.apply(6, lambda tx: tx.append([msg(later, key="order-1", produced_at_ms=later)]))[0]
+        assert fresh != first
+        s.check()
+
+
+def test_retention_and_sealing(tmp_path):
+    with Storage(str(tmp_path / "s"), StorageConfig(fsync=False)) as s:
+        ids = s.apply(1, lambda tx: tx.append([msg(H0 + h * 3_600_000) for h in range(4)]))
+        s.apply(2, lambda tx: tx.seal_before(HOUR + 2))
+        with pytest.raises(SealedHourError):
+            s.apply(3, lambda tx: tx.append([msg(H0 + 1)]))
+        with pytest.raises(SealedHourError):
+            s.apply(3, lambda tx: tx.cancel(ids[0]))
+        s.apply(3, lambda tx: tx.drop_hours_before(HOUR + 5))  # clamped to the sealed hours
+        assert s.hours() == [HOUR + 2, HOUR + 3]
+        with pytest.raises(MessageExpiredError):
+            s.read_message(ids[0])
+        assert s.read_message(ids[2]).message.deliver_at_ms == H0 + 2 * 3_600_000
+        left = {n.split(".")[0] for n in os.listdir(os.path.join(s.directory, "delay"))}
+        assert left == {hour_name(HOUR + 2), hour_name(HOUR + 3)}
+        s.check()
+
+
+def test_snapshot_restores_a_self_contained_copy(tmp_path):
+    src = str(tmp_path / "src")
+    with Storage(src, StorageConfig(fsync=False)) as s:
+        feed(s)
+        s.apply(5000, lambda tx: tx.seal_before(HOUR + 10))
+        s.apply(5001, lambda tx: tx.append_ready("orders", [ReadyEntry(HOUR, 0, 0, H0, H0)]))
+        s.snapshot(str(tmp_path / "snap"))
+        expected = s.check()
+        s.apply(5002, lambda tx: tx.append([msg(H0 + 20 * 3_600_000, body=b"after the snapshot")]))
+    other = str(tmp_path / "other")
+    with Storage(other, StorageConfig(fsync=False)) as o:
+        o.apply(1, lambda tx: tx.append([msg(H0, body=b"to be replaced")]))
+        o.restore(str(tmp_path / "snap"))
+        assert o.applied_index == 5001
+        assert o.check() == expected
+        o.apply(5002, lambda tx: tx.append([msg(H0 + 20 * 3_600_000, body=b"after the snapshot")]))
+    with Storage(src) as s:
+        s.check()
+    # the snapshot itself is untouched by appends made after restoring from it
+    with Storage(str(tmp_path / "snap")) as snap:
+        assert snap.applied_index == 5001
+        assert snap.check() == expected
+
+
+def test_malformed_and_unknown_ids(tmp_path):
+    with Storage(str(tmp_path / "s"), StorageConfig(fsync=False)) as s:
+        s.apply(1, lambda tx: tx.append([msg(H0)]))
+        for bad in ("", "xyz", "0" * 15, "g" * 16):
+            with pytest.raises(UnknownMessageError):
+                MessageId.parse(bad)
+        with pytest.raises(UnknownMessageError):
+            s.read_message(MessageId(HOUR, 1))
+        with pytest.raises(UnknownMessageError):
+            s.read_message(MessageId(HOUR + 3, 0))
+        assert str(MessageId(HOUR, 0)) == f"{HOUR:08x}00000000"
