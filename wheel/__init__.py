@@ -1,0 +1,26 @@
+"""The two-level time wheel (seconds within the hour, hours up to the maximum delay).
+
+Pure: no threads, no sleeps, no clock. Time comes in as ``now_ms``.
+"""
+
+from .errors import DelayTooLongError, InvalidWatermarkError, WheelError
+from .expand import SecondCache, expand
+from .loaded_second import DUE
+from .realign import FastForward, Sleep, realign
+from .time_wheel import TimeWheel
+from .watermark import ALL, Watermark
+
+__all__ = [
+    "ALL",
+    "DUE",
+    "DelayTooLongError",
+    "FastForward",
+    "InvalidWatermarkError",
+    "SecondCache",
+    "Sleep",
+    "TimeWheel",
+    "Watermark",
+    "WheelError",
+    "expand",
+    "realign",
+]
