@@ -1,0 +1,37 @@
+"""Replication: the Raft state machine (pure) and its pysyncobj shell."""
+
+from .entries import CANCEL, PRODUCE, RELEASE, SYNC, Entry, decode
+from .errors import (
+    BadEntryError,
+    ClusterError,
+    InsecureConfigError,
+    NotMasterError,
+    ProposalRejectedError,
+    ProposalTimeoutError,
+)
+from .settings import ClusterSettings, Peer
+from .state_machine import CANCELLED, DELIVERED, SCHEDULED, UNKNOWN, ApplyResult, MessageStatus, StateMachine
+
+__all__ = [
+    "CANCEL",
+    "CANCELLED",
+    "DELIVERED",
+    "PRODUCE",
+    "RELEASE",
+    "SCHEDULED",
+    "SYNC",
+    "UNKNOWN",
+    "ApplyResult",
+    "BadEntryError",
+    "ClusterError",
+    "ClusterSettings",
+    "Entry",
+    "InsecureConfigError",
+    "MessageStatus",
+    "NotMasterError",
+    "Peer",
+    "ProposalRejectedError",
+    "ProposalTimeoutError",
+    "StateMachine",
+    "decode",
+]

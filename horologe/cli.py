@@ -15,9 +15,184 @@ from horologe import __version__
 def main() -> None:
     """Horologe: a replicated delayed-message service.
 
-    Node, cluster and client commands arrive with the cluster issue; what is here
-    today works on a node's data directory.
+    Start a local cluster with `horologe local-cluster`, then use produce, status and
+    release-master against it. Tokens come from --token / HOROLOGE_CLIENT_TOKEN and
+    --admin-token / HOROLOGE_ADMIN_TOKEN.
     """
+
+
+DEFAULT_URL = "http://127.0.0.1:8081"
+url_option = click.option(
+    "--url",
+    default=DEFAULT_URL,
+    show_default=True,
+    envvar="HOROLOGE_URL",
+    help="Any node's HTTP address (writes are redirected to the master).",
+)
+token_option = click.option("--token", envvar="HOROLOGE_CLIENT_TOKEN", help="Client token.")
+admin_option = click.option("--admin-token", envvar="HOROLOGE_ADMIN_TOKEN", help="Admin token.")
+
+
+def _api(method: str, url: str, token: str | None, body=None):
+    from horologe.http_client import ApiCallError, call
+
+    try:
+        return call(method, url, token, body)[1]
+    except ApiCallError as e:
+        raise click.ClickException(str(e)) from e
+
+
+def _echo_json(obj) -> None:
+    import json
+
+    click.echo(json.dumps(obj, indent=2))
+
+
+@main.command()
+@click.option("--config", "config_path", type=click.Path(dir_okay=False), help="Node TOML file (DESIGN §6).")
+@click.option("--node-id", help="Overrides node_id.")
+@click.option("--data-dir", help="Overrides data_dir.")
+@click.option("--http", "http_addr", help="Overrides http (host:port).")
+@click.option("--raft", "raft_addr", help="Overrides raft (host:port; also this node's identity).")
+@click.option(
+    "--insecure-dev",
+    is_flag=True,
+    default=None,
+    help="Allow running without tokens and cluster secret. Never in production.",
+)
+def node(config_path, node_id, data_dir, http_addr, raft_addr, insecure_dev) -> None:
+    """Run one node: HTTP API, Raft replication, and the wheel when master."""
+    from horologe.node.config import load_config
+    from horologe.node.errors import ConfigError
+    from horologe.node.main import run_node
+
+    try:
+        cfg = load_config(
+            config_path,
+            node_id=node_id,
+            data_dir=data_dir,
+            http=http_addr,
+            raft=raft_addr,
+            insecure_dev=insecure_dev,
+        )
+    except ConfigError as e:
+        raise click.ClickException(str(e)) from e
+    run_node(cfg)
+
+
+@main.command("local-cluster")
+@click.option("--nodes", default=3, show_default=True, type=click.IntRange(1, 9))
+@click.option(
+    "--data",
+    default="data/local",
+    show_default=True,
+    type=click.Path(file_okay=False),
+    help="Where configs, data and logs go.",
+)
+@click.option(
+    "--http-port", default=8081, show_default=True, help="First HTTP port; nodes take consecutive ones."
+)
+@click.option("--raft-port", default=7081, show_default=True, help="First Raft port.")
+@click.option("--demo/--no-demo", default=False, help="Schedule a few messages and show them delivered.")
+@click.option("--exit-after-demo", is_flag=True, help="Stop the cluster when the demo is done.")
+def local_cluster(nodes, data, http_port, raft_port, demo, exit_after_demo) -> None:
+    """Start NODES node processes on 127.0.0.1 and keep them running until Ctrl-C.
+
+    Tokens and the cluster secret come from HOROLOGE_CLIENT_TOKEN, HOROLOGE_ADMIN_TOKEN
+    and HOROLOGE_CLUSTER_SECRET when set; otherwise they are generated and printed.
+    Node logs go to DATA/n<i>.log.
+    """
+    import signal
+    import time
+
+    from horologe.node import local_cluster as lc
+
+    env, generated = lc.secrets_env()
+    configs = lc.write_configs(
+        data, [http_port + i for i in range(nodes)], [raft_port + i for i in range(nodes)]
+    )
+    procs = lc.start(configs, env, data)
+    urls = [f"http://127.0.0.1:{http_port + i}" for i in range(nodes)]
+    stopping = False
+
+    def on_signal(*_):
+        nonlocal stopping
+        stopping = True
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, on_signal)
+    try:
+        leader = lc.wait_ready(urls, env["HOROLOGE_ADMIN_TOKEN"])
+        click.echo(f"{nodes} nodes up; master is {leader}")
+        for i, u in enumerate(urls, 1):
+            click.echo(f"  n{i}  {u}   raft 127.0.0.1:{raft_port + i - 1}   log {data}/n{i}.log")
+        if generated:
+            click.echo("dev tokens (generated; export them to reuse):")
+        for name in lc.TOKEN_ENV:
+            click.echo(f"  export {name}={env[name]}")
+        if demo:
+            lc.demo(urls[0], env["HOROLOGE_CLIENT_TOKEN"], click.echo)
+        if not exit_after_demo:
+            click.echo("running; Ctrl-C stops every node")
+            while all(p.poll() is None for p in procs):
+                time.sleep(0.5)
+            click.echo("a node exited; stopping the others", err=True)
+    except KeyboardInterrupt:
+        pass
+    except (TimeoutError, click.ClickException) as e:
+        lc.stop(procs)
+        raise click.ClickException(f"{e} (see {data}/n*.log)") from e
+    finally:
+        click.echo("stopping nodes...")
+        lc.stop(procs)
+
+
+@main.command()
+@url_option
+@token_option
+@click.option("--topic", required=True)
+@click.option("--body", required=True, help="Message body (text).")
+@click.option("--tag", "tags", multiple=True, help="A tag; repeat for more.")
+@click.option("--key", help="Producer key: retries with the same key return the first id.")
+@click.option("--at", "deliver_at", help="Deliver at: epoch ms or ISO-8601 with a zone.")
+@click.option("--after", "deliver_after", help="Deliver after: ms, or 500ms / 90s / 5m / 2h / 3d.")
+@click.option("--level", "delay_level", type=int, help="RocketMQ delay level 1..18 (1s .. 2h).")
+def produce(url, token, topic, body, tags, key, deliver_at, deliver_after, delay_level) -> None:
+    """Schedule one message; prints its id and deliver time."""
+    msg = {"topic": topic, "body": body}
+    if tags:
+        msg["tags"] = list(tags)
+    if key:
+        msg["key"] = key
+    if deliver_at is not None:
+        msg["deliver_at"] = int(deliver_at) if deliver_at.isdigit() else deliver_at
+    if deliver_after is not None:
+        msg["deliver_after"] = int(deliver_after) if deliver_after.isdigit() else deliver_after
+    if delay_level is not None:
+        msg["delay_level"] = delay_level
+    _echo_json(_api("POST", f"{url}/v1/messages", token, msg))
+
+
+@main.command()
+@url_option
+@token_option
+@admin_option
+@click.argument("message_id", required=False)
+def status(url, token, admin_token, message_id) -> None:
+    """Show MESSAGE_ID's state, or the node's status when no id is given."""
+    if message_id:
+        _echo_json(_api("GET", f"{url}/v1/messages/{message_id}", token))
+    else:
+        _echo_json(_api("GET", f"{url}/admin/status", admin_token))
+
+
+@main.command("release-master")
+@url_option
+@admin_option
+@click.option("--to", help="Node id to hand mastership to (default: the most caught-up).")
+def release_master(url, admin_token, to) -> None:
+    """Make the master hand over: final sync, release marker, Raft transfer."""
+    _echo_json(_api("POST", f"{url}/admin/release-master", admin_token, {"to": to} if to else {}))
 
 
 @main.group()

@@ -26,6 +26,7 @@ class Transaction:
         self.meta: dict[str, Any] = {}
         self.buckets_touched: set[int] = set()
         self.dropped_hours: set[int] = set()
+        self.fresh: list[bool] = []  # per message of the last append: stored now (not a known key)
 
     def topic_id(self, topic: str) -> int:
         tid = self.store.topic_id(topic)
@@ -54,6 +55,7 @@ class Transaction:
             if slot // MS_PER_HOUR < sealed:
                 raise SealedHourError(f"hour {slot // MS_PER_HOUR} is sealed; file late messages later")
         ids: list[MessageId | None] = [None] * len(messages)
+        known = set()  # positions answered from the key window
         by_hour: dict[int, list[tuple[int, tuple[Message, int, int, int]]]] = {}
         first_with_key: dict[tuple[str, str], int] = {}
         dup_of: dict[int, int] = {}
@@ -63,6 +65,7 @@ class Transaction:
                 seen = store.keys.get(*k)
                 if seen is not None:
                     ids[i] = seen
+                    known.add(i)
                     continue
                 if k in first_with_key:
                     dup_of[i] = first_with_key[k]
@@ -76,6 +79,7 @@ class Transaction:
             gis = bucket.append([item for _, item in by_hour[hour]])
             for (i, _), gi in zip(by_hour[hour], gis, strict=True):
                 ids[i] = MessageId(hour, gi)
+        self.fresh = [i not in known and i not in dup_of for i in range(len(messages))]
         for i, j in dup_of.items():
             ids[i] = ids[j]
         for (topic, key), i in first_with_key.items():

@@ -1,0 +1,95 @@
+"""Replicated log entries: one msgpack map per entry, with a type tag.
+
+Every entry carries the master's wheel state ``ws`` (wheel.Watermark wire form) and
+its clock reading ``clock_ms``; applying an entry first advances the watermark to
+``ws`` (delivering what that passes), then does the entry's own work::
+
+    {"t": "P", "ws": ws, "clock_ms": int, "msgs": [[topic, body, deliver_at_ms,
+              produced_at_ms, tags, key, headers, attempt], ...]}       produce
+    {"t": "S", "ws": ws, "clock_ms": int}                               sync / deliver
+    {"t": "C", "ws": ws, "clock_ms": int, "ids": [id], "keys": [[topic, key]]}   cancel
+    {"t": "X", "ws": ws, "clock_ms": int, "node": str}                  release marker
+
+``A`` (ack) and ``R`` (retry) are reserved for the consumer side.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import msgpack
+
+from horologe.storage import Message
+from horologe.wheel import Watermark
+
+from .errors import BadEntryError
+
+PRODUCE, SYNC, CANCEL, RELEASE = "P", "S", "C", "X"
+KNOWN = {PRODUCE, SYNC, CANCEL, RELEASE}
+
+
+@dataclass(frozen=True)
+class Entry:
+    kind: str
+    ws: Watermark
+    clock_ms: int
+    messages: list[Message] = field(default_factory=list)
+    ids: list[str] = field(default_factory=list)
+    keys: list[tuple[str, str]] = field(default_factory=list)
+    node: str = ""
+
+    def encode(self) -> bytes:
+        d: dict = {"t": self.kind, "ws": self.ws.to_wire(), "clock_ms": self.clock_ms}
+        if self.kind == PRODUCE:
+            d["msgs"] = [
+                [
+                    m.topic,
+                    m.body,
+                    m.deliver_at_ms,
+                    m.produced_at_ms,
+                    list(m.tags),
+                    m.key,
+                    m.headers,
+                    m.attempt,
+                ]
+                for m in self.messages
+            ]
+        elif self.kind == CANCEL:
+            d["ids"] = self.ids
+            d["keys"] = [list(k) for k in self.keys]
+        elif self.kind == RELEASE:
+            d["node"] = self.node
+        return msgpack.packb(d, use_bin_type=True)
+
+
+def decode(blob: bytes) -> Entry:
+    try:
+        d = msgpack.unpackb(blob, raw=False)
+        kind = d["t"]
+        if kind not in KNOWN:
+            raise ValueError(f"unknown entry type {kind!r}")
+        ws = Watermark.from_wire(d["ws"])
+        msgs = [
+            Message(
+                topic=t,
+                body=b,
+                deliver_at_ms=da,
+                produced_at_ms=pa,
+                tags=tuple(tg),
+                key=k,
+                headers=h,
+                attempt=at,
+            )
+            for t, b, da, pa, tg, k, h, at in d.get("msgs", ())
+        ]
+        return Entry(
+            kind,
+            ws,
+            int(d["clock_ms"]),
+            msgs,
+            list(d.get("ids", ())),
+            [tuple(k) for k in d.get("keys", ())],
+            d.get("node", ""),
+        )
+    except (ValueError, TypeError, KeyError, msgpack.UnpackException) as e:
+        raise BadEntryError(f"undecodable entry: {e}") from e

@@ -1,0 +1,32 @@
+"""Errors raised by the replicated cluster layer. Every one derives from :class:`ClusterError`."""
+
+from __future__ import annotations
+
+
+class ClusterError(Exception):
+    """Raised when the cluster cannot do what was asked; base of cluster errors."""
+
+
+class NotMasterError(ClusterError):
+    """Raised when a write reaches a node that is not the master; ``leader`` names the one
+    it believes is (None during an election)."""
+
+    def __init__(self, leader: str | None) -> None:
+        super().__init__(f"not the master; master is {leader or 'unknown (election under way)'}")
+        self.leader = leader
+
+
+class ProposalTimeoutError(ClusterError):
+    """Raised when a proposed entry was neither committed nor rejected in time."""
+
+
+class ProposalRejectedError(ClusterError):
+    """Raised when Raft refused or discarded a proposed entry (lost leadership, queue full)."""
+
+
+class BadEntryError(ClusterError, ValueError):
+    """Raised when a log entry cannot be decoded; apply records it and moves on."""
+
+
+class InsecureConfigError(ClusterError):
+    """Raised when a node would start without a cluster secret outside dev mode."""

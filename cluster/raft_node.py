@@ -1,0 +1,197 @@
+"""The Raft shell around the state machine: pysyncobj, proposals, snapshots, handover.
+
+pysyncobj runs its own tick thread; applying an entry happens there, under ``lock``
+(the asyncio side takes the same lock to read storage). Results go back to asyncio
+with ``loop.call_soon_threadsafe``: nothing here blocks the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import logging
+import os
+import pickle
+import shutil
+import struct
+import tarfile
+import threading
+import time
+from collections.abc import Callable
+
+import pysyncobj.pickle as raft_pickle
+from pysyncobj import FAIL_REASON, SyncObj, SyncObjConf, replicated
+from pysyncobj.syncobj import _RAFT_STATE
+
+from horologe.storage import Storage
+from horologe.storage.commit_journal import CommitJournal
+
+from .dial_node import DialNode
+from .errors import InsecureConfigError, ProposalRejectedError, ProposalTimeoutError
+from .settings import ClusterSettings
+from .state_machine import ApplyResult, StateMachine
+
+log = logging.getLogger(__name__)
+
+# Field notes: protocol 4 doubles throughput over pysyncobj's default 2. Read at call time.
+setattr(raft_pickle, "__protocol", 4)
+
+_HEADER = struct.Struct("<Q")
+
+
+class RaftNode(SyncObj):
+    def __init__(
+        self,
+        settings: ClusterSettings,
+        state: StateMachine,
+        lock: threading.Lock,
+        on_applied: Callable[[ApplyResult], None] | None = None,
+    ) -> None:
+        if not settings.cluster_secret and not settings.insecure_dev:
+            raise InsecureConfigError(
+                "no cluster secret: anyone reaching the Raft port could run code on this node "
+                "(set cluster_secret or HOROLOGE_CLUSTER_SECRET; --insecure-dev only for local tests)"
+            )
+        self.settings = settings
+        self.state = state
+        self.lock = lock
+        self._on_applied = on_applied
+        raft_dir = os.path.join(settings.data_dir, "raft")
+        os.makedirs(raft_dir, exist_ok=True)
+        conf = SyncObjConf(
+            password=settings.cluster_secret or None,
+            journalFile=os.path.join(raft_dir, "journal"),
+            fullDumpFile=os.path.join(raft_dir, "snapshot"),
+            serializer=self._write_snapshot,
+            deserializer=self._read_snapshot,
+            appendEntriesUseBatch=False,
+            appendEntriesBatchSizeBytes=settings.append_batch_bytes,
+            raftMinTimeout=settings.raft_min_timeout,
+            raftMaxTimeout=settings.raft_max_timeout,
+            appendEntriesPeriod=settings.heartbeat_s,
+            leaderFallbackTimeout=settings.leader_fallback_timeout,
+            logCompactionMinEntries=settings.log_compaction_min_entries,
+            logCompactionMinTime=settings.log_compaction_min_time,
+            bindAddress=settings.bind,
+            dynamicMembershipChange=False,
+        )
+        peers = [DialNode(p.raft, p.dial) for p in settings.peers]
+        super().__init__(DialNode(settings.raft), peers, conf)
+        self._transfer: tuple[str | None, float, Callable[[bool], None]] | None = None
+        self.addOnTickCallback(self._tick_transfer)
+
+    # -- the one replicated method ----------------------------------------------
+
+    @replicated
+    def apply_entry(self, blob: bytes) -> ApplyResult:
+        # Never raises (field notes: a raising entry is retried forever).
+        index = self.raftLastApplied + 1
+        with self.lock:
+            res = self.state.apply(index, blob)
+        if self._on_applied is not None:
+            try:
+                self._on_applied(res)
+            except Exception:  # noqa: BLE001 - a listener bug must not stall Raft
+                log.exception("apply listener failed")
+        return res
+
+    async def propose(self, blob: bytes, timeout: float | None = None) -> ApplyResult:
+        """Propose an entry; resolve when this node has applied it."""
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[ApplyResult] = loop.create_future()
+
+        def done(res, err) -> None:  # on the tick thread
+            def settle() -> None:
+                if fut.done():
+                    return
+                if err == FAIL_REASON.SUCCESS:
+                    fut.set_result(res)
+                else:
+                    fut.set_exception(ProposalRejectedError(f"entry not committed: reason {err}"))
+
+            loop.call_soon_threadsafe(settle)
+
+        self.apply_entry(blob, callback=done)
+        try:
+            return await asyncio.wait_for(fut, timeout or self.settings.proposal_timeout_s)
+        except TimeoutError as e:
+            raise ProposalTimeoutError("entry neither committed nor rejected in time") from e
+
+    # -- roles ------------------------------------------------------------------
+
+    # Methods, not properties: SyncObj.__init__ calls getattr on every attribute.
+    def is_master(self) -> bool:
+        return self._isLeader()
+
+    def role(self) -> str:
+        state = self.getStatus()["state"]
+        return {_RAFT_STATE.LEADER: "master", _RAFT_STATE.CANDIDATE: "candidate"}.get(state, "slave")
+
+    def leader_address(self) -> str | None:
+        leader = self._getLeader()
+        return None if leader is None else leader.address
+
+    # -- handover -------------------------------------------------------------
+
+    def transfer_leadership_to(
+        self, target: str | None, deadline_s: float, done: Callable[[bool], None]
+    ) -> None:
+        """Ask for a transfer from the tick thread, retrying while it is denied."""
+        self._transfer = (target, time.monotonic() + deadline_s, done)
+
+    def _tick_transfer(self) -> None:
+        pending = self._transfer
+        if pending is None:
+            return
+        target, deadline, done = pending
+        if not self._isLeader():
+            self._transfer = None
+            done(True)
+            return
+        if time.monotonic() > deadline:
+            self._transfer = None
+            done(False)
+            return
+
+        def answer(_res, err) -> None:
+            if err not in (FAIL_REASON.SUCCESS, FAIL_REASON.REQUEST_DENIED):
+                log.warning("transfer of leadership failed: reason %s", err)
+
+        self.transferLeadership(target, callback=answer)
+
+    # -- snapshots: a self-contained copy of the store, shipped as one file -------
+
+    def _write_snapshot(self, filename: str, raft_data) -> None:
+        staging = filename + ".dir"
+        shutil.rmtree(staging, ignore_errors=True)
+        with self.lock:
+            self.state.store.snapshot(staging)
+        head = pickle.dumps(raft_data, protocol=4)
+        with open(filename, "wb") as f:
+            f.write(_HEADER.pack(len(head)) + head)
+            with tarfile.open(fileobj=f, mode="w|") as tar:
+                tar.add(staging, arcname="store")
+            f.flush()
+            os.fsync(f.fileno())
+        shutil.rmtree(staging, ignore_errors=True)
+
+    def _read_snapshot(self, filename: str):
+        with open(filename, "rb") as f:
+            (n,) = _HEADER.unpack(f.read(_HEADER.size))
+            raft_data = pickle.loads(f.read(n))
+            staging = filename + ".restore"
+            shutil.rmtree(staging, ignore_errors=True)
+            with tarfile.open(fileobj=io.BufferedReader(f), mode="r|") as tar:
+                tar.extractall(staging, filter="data")
+        src = os.path.join(staging, "store")
+        probe = CommitJournal(src, 1 << 30)
+        probe.open()
+        probe.close()
+        with self.lock:
+            store: Storage = self.state.store
+            if probe.state.applied_index > store.applied_index:
+                log.info("installing snapshot at index %d", probe.state.applied_index)
+                store.restore(src)
+                self.state.cache.clear()
+        shutil.rmtree(staging, ignore_errors=True)
+        return raft_data

@@ -1,0 +1,35 @@
+"""Raft settings for one node, with the values the pysyncobj field notes call for (DESIGN §5)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Peer:
+    node_id: str
+    raft: str  # the peer's identity: its own Raft address
+    http: str
+    dial: str | None = None  # where this node connects to it (e.g. a per-link proxy)
+
+
+@dataclass(frozen=True)
+class ClusterSettings:
+    node_id: str
+    raft: str  # this node's Raft address and identity
+    data_dir: str
+    peers: tuple[Peer, ...] = field(default_factory=tuple)
+    cluster_secret: str | None = None
+    insecure_dev: bool = False
+    bind: str | None = None  # listen address when it differs from the identity
+    # Failover speed: elections in 0.3-0.6 s; an isolated leader steps down after 2 s.
+    raft_min_timeout: float = 0.3
+    raft_max_timeout: float = 0.6
+    leader_fallback_timeout: float = 2.0
+    heartbeat_s: float = 0.05  # pysyncobj requires raft_min_timeout > 3 x heartbeat
+    # Must be >= 4x the largest command, or big commands crawl (field notes).
+    append_batch_bytes: int = 4 * 1024 * 1024
+    # Compaction snapshots the whole store; keep it rare (field notes).
+    log_compaction_min_entries: int = 50_000
+    log_compaction_min_time: float = 600.0
+    proposal_timeout_s: float = 5.0

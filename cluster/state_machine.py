@@ -1,0 +1,224 @@
+"""The replicated state machine: what applying one log entry does, on every node alike.
+
+Pure apart from storage I/O: no Raft, no threads, no clock (time comes in the entry).
+Applying an entry first advances the delivery watermark to the entry's ``ws``,
+appending what that passes (``wheel.expand``) to the ready logs, then does the
+entry's own work. It never raises: a bad entry is recorded and skipped identically
+on every node; a local I/O failure (disk full) halts this node instead, since going
+on without the entry would make it diverge from its peers.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict, deque
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from horologe.storage import (
+    SKIPPED,
+    MessageExpiredError,
+    MessageId,
+    ReadyEntry,
+    Storage,
+    StorageError,
+    StorageFullError,
+    Transaction,
+    UnknownMessageError,
+)
+from horologe.storage.delay_index import MS_PER_HOUR
+from horologe.wheel import SecondCache, Watermark, expand
+
+from .entries import CANCEL, PRODUCE, RELEASE, Entry, decode
+from .errors import BadEntryError
+
+log = logging.getLogger(__name__)
+
+SCHEDULED, DELIVERED, CANCELLED, UNKNOWN = "scheduled", "delivered", "cancelled", "unknown"
+
+
+@dataclass
+class ApplyResult:
+    kind: str = ""
+    raft_index: int = 0
+    ids: list[MessageId] = field(default_factory=list)
+    pending_slots: list[int] = field(default_factory=list)  # for the master's wheel.on_append
+    cancels: list[str] = field(default_factory=list)  # one status per id / key asked
+    delivered: int = 0
+    error: str | None = None
+    skipped: bool = False
+
+
+@dataclass(frozen=True)
+class MessageStatus:
+    id: MessageId
+    topic: str
+    state: str
+    deliver_at_ms: int
+    delivered_at_ms: int | None
+
+
+class StateMachine:
+    def __init__(self, store: Storage) -> None:
+        self.store = store
+        self.cache = SecondCache(store)
+        self.errors: deque[tuple[int, str]] = deque(maxlen=100)  # skipped entries, for status
+        self.halted: str | None = None  # set when this node must stop applying
+
+    @property
+    def ws(self) -> Watermark:
+        wire = self.store.meta("ws")
+        return Watermark(0) if wire is None else Watermark.from_wire(wire)
+
+    def counters(self) -> dict[str, int]:
+        return {k: self.store.meta(k, 0) for k in ("stored", "delivered", "cancelled")}
+
+    # -- apply ----------------------------------------------------------------
+
+    def apply(self, raft_index: int, blob: bytes) -> ApplyResult:
+        if self.halted:
+            return ApplyResult(raft_index=raft_index, error=self.halted)
+        try:
+            entry = decode(blob)
+            res = self.store.apply(raft_index, lambda tx: self._apply(tx, entry, raft_index))
+        except (StorageFullError, OSError) as e:
+            self.halted = f"entry {raft_index}: {e}"
+            log.critical("halting: cannot apply entry %d: %s", raft_index, e)
+            return ApplyResult(raft_index=raft_index, error=self.halted)
+        except (BadEntryError, StorageError, ValueError) as e:
+            self.errors.append((raft_index, str(e)))
+            log.error("entry %d skipped: %s", raft_index, e)
+            return ApplyResult(raft_index=raft_index, error=str(e))
+        if res is SKIPPED:
+            return ApplyResult(raft_index=raft_index, skipped=True)
+        return res
+
+    def _apply(self, tx: Transaction, entry: Entry, raft_index: int) -> ApplyResult:
+        res = ApplyResult(kind=entry.kind, raft_index=raft_index)
+        w_old = self.ws
+        w = max(w_old, entry.ws)
+        if w > w_old:
+            res.delivered += self._deliver(tx, expand(self.store, w_old, w, self.cache), entry.clock_ms)
+            tx.set_meta("ws", w.to_wire())
+            tx.seal_before(w.sealed_before_hour())
+        if entry.kind == PRODUCE:
+            self._produce(tx, entry, w, res)
+        elif entry.kind == CANCEL:
+            self._cancel(tx, entry, w, res)
+        elif entry.kind == RELEASE:
+            tx.set_meta("released_by", entry.node)
+        return res
+
+    def _bump(self, tx: Transaction, key: str, n: int) -> None:
+        if n:
+            tx.set_meta(key, tx.meta.get(key, self.store.meta(key, 0)) + n)
+
+    def _deliver(self, tx: Transaction, batches: Iterable[np.ndarray], clock_ms: int) -> int:
+        """Append due rows (wheel DUE dtype) to their topics' ready logs; skip cancelled ones."""
+        by_topic: dict[int, list[ReadyEntry]] = defaultdict(list)
+        for rows in batches:
+            for hour in np.unique(rows["hour"]):
+                part = rows[rows["hour"] == hour]
+                bucket = self.store.bucket(int(hour))
+                gis = part["global_index"].astype(np.int64)
+                live = ~bucket.cancelled_mask()[gis]
+                entries = bucket.index_view()[gis[live]]
+                for gi, slot, sig, tid in zip(
+                    gis[live].tolist(),
+                    part["slot_ms"][live].tolist(),
+                    entries["tag_sig"].tolist(),
+                    entries["topic_id"].tolist(),
+                    strict=True,
+                ):
+                    by_topic[tid].append(ReadyEntry(int(hour), gi, sig, slot, clock_ms, 0))
+        n = 0
+        for tid, entries in sorted(by_topic.items()):
+            tx.append_ready(self.store.topic_name(tid), entries)
+            n += len(entries)
+        self._bump(tx, "delivered", n)
+        return n
+
+    def _slot(self, deliver_at_ms: int, w: Watermark, clock_ms: int) -> tuple[int, bool]:
+        """Where to file a message and whether this apply delivers it (``now``).
+
+        Behind the watermark and due by the master's clock: delivered on arrival.
+        Behind the watermark but not yet due, which happens only while a new master's
+        clock is behind a tick left by a master whose clock ran ahead: filed just past
+        the watermark, so the wheel releases it once the clock gets there, never early.
+        """
+        if not w.passed(deliver_at_ms):
+            return deliver_at_ms, False
+        if deliver_at_ms <= clock_ms:
+            return w.late_slot(deliver_at_ms), True
+        return w.ms + 1, False
+
+    def _produce(self, tx: Transaction, entry: Entry, w: Watermark, res: ApplyResult) -> None:
+        msgs = entry.messages
+        placed = [self._slot(m.deliver_at_ms, w, entry.clock_ms) for m in msgs]
+        res.ids = tx.append(msgs, [slot for slot, _ in placed])
+        fresh = tx.fresh
+        self._bump(tx, "stored", sum(fresh))
+        now_ready: dict[str, list[ReadyEntry]] = defaultdict(list)
+        for mid, m, (slot, now), fr in zip(res.ids, msgs, placed, fresh, strict=True):
+            if not fr:
+                continue
+            if now:
+                sig = int(self.store.bucket(mid.hour).entry(mid.global_index)["tag_sig"])
+                now_ready[m.topic].append(
+                    ReadyEntry(mid.hour, mid.global_index, sig, m.deliver_at_ms, entry.clock_ms, m.attempt)
+                )
+            else:
+                res.pending_slots.append(slot)
+        delivered_now = sum(len(v) for v in now_ready.values())
+        for topic, entries in sorted(now_ready.items()):
+            tx.append_ready(topic, entries)
+        res.delivered += delivered_now
+        self._bump(tx, "delivered", delivered_now)
+
+    def _cancel(self, tx: Transaction, entry: Entry, w: Watermark, res: ApplyResult) -> None:
+        targets: list[MessageId | None] = []
+        for text in entry.ids:
+            try:
+                targets.append(MessageId.parse(text))
+            except UnknownMessageError:
+                targets.append(None)
+        targets += [self.store.lookup_key(topic, key) for topic, key in entry.keys]
+        done = 0
+        for mid in targets:
+            state = self._state(mid, w)
+            if state == SCHEDULED:
+                tx.cancel(mid)
+                state = CANCELLED
+                done += 1
+            res.cancels.append(state)
+        self._bump(tx, "cancelled", done)
+
+    # -- reads ----------------------------------------------------------------
+
+    def _state(self, mid: MessageId | None, w: Watermark) -> str:
+        if mid is None:
+            return UNKNOWN
+        try:
+            e = self.store.index_entry(mid)
+        except MessageExpiredError:
+            return DELIVERED
+        except UnknownMessageError:
+            return UNKNOWN
+        if self.store.is_cancelled(mid):
+            return CANCELLED
+        slot = mid.hour * MS_PER_HOUR + int(e["second_of_hour"]) * 1000 + int(e["ms"])
+        return DELIVERED if (slot, int(e["local_index"])) <= tuple(w) else SCHEDULED
+
+    def status(self, mid: MessageId) -> MessageStatus:
+        """State of one message: O(1) from its id; delivered_at scans its topic's ready log."""
+        stored = self.store.read_message(mid)
+        state = self._state(mid, self.ws)
+        delivered_at = None
+        if state == DELIVERED:
+            ready = self.store.read_ready(stored.message.topic)
+            hit = np.flatnonzero((ready["hour"] == mid.hour) & (ready["global_index"] == mid.global_index))
+            if len(hit):
+                delivered_at = int(ready["delivered_at_ms"][hit[0]])
+        return MessageStatus(mid, stored.message.topic, state, stored.message.deliver_at_ms, delivered_at)

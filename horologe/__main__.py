@@ -1,0 +1,3 @@
+from horologe.cli import main
+
+main()

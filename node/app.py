@@ -1,0 +1,247 @@
+"""The aiohttp app factory: routes of DESIGN §6 over a NodeService."""
+
+from __future__ import annotations
+
+import hmac
+import json
+from collections.abc import AsyncIterator
+
+from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Gauge, generate_latest
+
+from horologe.cluster import CANCELLED, DELIVERED, ClusterError, NotMasterError, ProposalTimeoutError
+from horologe.storage import MessageExpiredError, MessageId, StorageFullError, UnknownMessageError
+
+from .clock import Clock, system_clock
+from .config import NodeConfig
+from .errors import ApiError
+from .service import NodeService
+from .validation import parse_message
+
+SERVICE = web.AppKey("service", NodeService)
+CONFIG = web.AppKey("config", NodeConfig)
+METRICS = web.AppKey("metrics", dict)
+MAX_REQUEST_BYTES = 64 * 1024 * 1024
+PUBLIC = {"/healthz", "/readyz", "/metrics", "/openapi.json"}
+
+
+def _json(status: int, body: dict) -> web.Response:
+    return web.json_response(body, status=status)
+
+
+@web.middleware
+async def errors_and_auth(request: web.Request, handler):
+    cfg = request.app[CONFIG]
+    try:
+        if request.path not in PUBLIC:
+            want = cfg.admin_token if request.path.startswith("/admin/") else cfg.client_token
+            if want:  # unset only under --insecure-dev
+                auth = request.headers.get("Authorization", "")
+                if not auth.startswith("Bearer "):
+                    raise ApiError(401, "unauthorized", "missing Authorization: Bearer <token>")
+                if not hmac.compare_digest(auth[7:].encode(), want.encode()):
+                    raise ApiError(403, "forbidden", "wrong token for this API")
+        return await handler(request)
+    except ApiError as e:
+        return _json(e.status, e.body())
+    except NotMasterError as e:
+        if e.leader is None:
+            return _json(503, {"error": {"code": "no_master", "message": str(e)}, "leader": None})
+        raise web.HTTPTemporaryRedirect(f"http://{e.leader}{request.rel_url}") from e
+    except ProposalTimeoutError as e:
+        return _json(503, {"error": {"code": "timeout", "message": str(e)}, "leader": None})
+    except StorageFullError as e:
+        return _json(507, {"error": {"code": "disk_full", "message": str(e)}})
+    except ClusterError as e:
+        return _json(503, {"error": {"code": "unavailable", "message": str(e)}, "leader": None})
+    except web.HTTPRequestEntityTooLarge:
+        return _json(413, {"error": {"code": "too_large", "message": "request body too large"}})
+
+
+async def _json_body(request: web.Request):
+    try:
+        return await request.json(loads=json.loads)
+    except json.JSONDecodeError as e:
+        raise ApiError(400, "invalid_json", f"body is not JSON: {e}") from e
+
+
+def _mid(text: str) -> MessageId:
+    try:
+        return MessageId.parse(text)
+    except UnknownMessageError as e:
+        raise ApiError(404, "not_found", str(e), "id") from e
+
+
+async def post_message(request: web.Request) -> web.Response:
+    """Schedule one message."""
+    svc = request.app[SERVICE]
+    svc.require_master()
+    msg = parse_message(await _json_body(request), svc.clock(), svc.store.config.limits)
+    (mid,) = await svc.produce([msg])
+    return _json(201, {"id": str(mid), "topic": msg.topic, "deliver_at": msg.deliver_at_ms})
+
+
+async def post_batch(request: web.Request) -> web.Response:
+    """Schedule many messages; one result per item, in order."""
+    svc = request.app[SERVICE]
+    svc.require_master()
+    body = await _json_body(request)
+    if not isinstance(body, dict) or set(body) != {"messages"} or not isinstance(body["messages"], list):
+        raise ApiError(400, "invalid_body", 'body must be {"messages": [...]}', "messages")
+    now = svc.clock()
+    results: list[dict] = []
+    good = []
+    for i, item in enumerate(body["messages"]):
+        try:
+            good.append((i, parse_message(item, now, svc.store.config.limits)))
+            results.append({})
+        except ApiError as e:
+            results.append(e.body())
+    if good:
+        ids = await svc.produce([m for _, m in good])
+        for (i, m), mid in zip(good, ids, strict=True):
+            results[i] = {"id": str(mid), "deliver_at": m.deliver_at_ms}
+    return _json(200, {"results": results})
+
+
+async def get_message(request: web.Request) -> web.Response:
+    """A message's state: scheduled, delivered or cancelled."""
+    svc = request.app[SERVICE]
+    svc.require_master()
+    try:
+        st = svc.message_status(_mid(request.match_info["id"]))
+    except MessageExpiredError as e:
+        raise ApiError(404, "expired", str(e), "id") from e
+    except UnknownMessageError as e:
+        raise ApiError(404, "not_found", str(e), "id") from e
+    out = {"id": str(st.id), "topic": st.topic, "state": st.state, "deliver_at": st.deliver_at_ms}
+    if st.delivered_at_ms is not None:
+        out["delivered_at"] = st.delivered_at_ms
+    return _json(200, out)
+
+
+def _cancel_answer(ident: str, state: str) -> web.Response:
+    if state == CANCELLED:
+        return _json(200, {"id": ident, "state": CANCELLED})
+    if state == DELIVERED:
+        raise ApiError(409, "already_delivered", f"{ident} was already delivered", "id")
+    raise ApiError(404, "not_found", f"no scheduled message {ident}", "id")
+
+
+async def delete_message(request: web.Request) -> web.Response:
+    """Cancel a scheduled message (409 once delivered)."""
+    svc = request.app[SERVICE]
+    ident = str(_mid(request.match_info["id"]))
+    (state,) = await svc.cancel([ident], [])
+    return _cancel_answer(ident, state)
+
+
+async def delete_by_key(request: web.Request) -> web.Response:
+    """Cancel by producer key: ?topic=&key=."""
+    svc = request.app[SERVICE]
+    topic, key = request.query.get("topic"), request.query.get("key")
+    if not topic or not key:
+        raise ApiError(400, "invalid_query", "give topic= and key=", "topic" if not topic else "key")
+    with svc.lock:
+        mid = svc.store.lookup_key(topic, key)
+    (state,) = await svc.cancel([], [(topic, key)])
+    return _cancel_answer(str(mid) if mid else f"{topic}/{key}", state)
+
+
+async def admin_status(request: web.Request) -> web.Response:
+    """This node's role, Raft indexes, wheel state and counters."""
+    return _json(200, request.app[SERVICE].admin_status())
+
+
+async def release_master(request: web.Request) -> web.Response:
+    """Make the master hand over, optionally to a named node."""
+    svc = request.app[SERVICE]
+    body = await _json_body(request) if request.can_read_body else {}
+    if not isinstance(body, dict) or set(body) - {"to"}:
+        raise ApiError(400, "invalid_body", 'body must be {} or {"to": "<node_id>"}', "to")
+    return _json(200, await svc.release_master(body.get("to")))
+
+
+async def healthz(request: web.Request) -> web.Response:
+    """The process is up."""
+    return _json(200, {"ok": True})
+
+
+async def readyz(request: web.Request) -> web.Response:
+    """A master is known and this node is applying."""
+    svc = request.app[SERVICE]
+    leader = svc.leader_id()
+    if svc.state.halted or leader is None:
+        return _json(503, {"ready": False, "leader": leader, "halted": svc.state.halted})
+    return _json(200, {"ready": True, "leader": leader})
+
+
+METRIC_DOCS = {
+    "applied_index": "Raft index applied to storage",
+    "pending": "messages scheduled and not yet delivered or cancelled",
+    "is_master": "1 on the master",
+    "stored": "messages stored",
+    "delivered": "messages delivered to ready logs",
+    "cancelled": "messages cancelled",
+}
+
+
+async def metrics(request: web.Request) -> web.Response:
+    """Prometheus metrics of this node."""
+    st = request.app[SERVICE].admin_status()
+    values = {
+        "applied_index": st["applied_index"],
+        "pending": st["pending"],
+        "is_master": int(st["role"] == "master"),
+        **st["counters"],
+    }
+    m = request.app[METRICS]
+    for name, value in values.items():
+        m["gauges"][name].set(value)
+    return web.Response(body=generate_latest(m["registry"]), headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+
+def _metrics() -> dict:
+    reg = CollectorRegistry()
+    gauges = {name: Gauge(f"horologe_{name}", doc, registry=reg) for name, doc in METRIC_DOCS.items()}
+    return {"registry": reg, "gauges": gauges}
+
+
+async def openapi(request: web.Request) -> web.Response:
+    """This list of routes."""
+    paths = {}
+    for route in request.app.router.routes():
+        info = route.resource.get_info() if route.resource else {}
+        path = info.get("path") or info.get("formatter")
+        if path and route.method != "HEAD":
+            paths.setdefault(path, {})[route.method.lower()] = {
+                "summary": (route.handler.__doc__ or "").strip()
+            }
+    return _json(200, {"openapi": "3.0.3", "info": {"title": "Horologe", "version": "1"}, "paths": paths})
+
+
+def create_app(config: NodeConfig, *, clock: Clock | None = None) -> web.Application:
+    app = web.Application(middlewares=[errors_and_auth], client_max_size=MAX_REQUEST_BYTES)
+    app[CONFIG] = config
+    app[METRICS] = _metrics()
+
+    async def service_ctx(app: web.Application) -> AsyncIterator[None]:
+        svc = NodeService(config, clock or system_clock(config.clock_offset_ms))
+        await svc.start()
+        app[SERVICE] = svc
+        yield
+        await svc.stop()
+
+    app.cleanup_ctx.append(service_ctx)
+    app.router.add_post("/v1/messages", post_message)
+    app.router.add_post("/v1/messages/batch", post_batch)
+    app.router.add_get("/v1/messages/{id}", get_message)
+    app.router.add_delete("/v1/messages/{id}", delete_message)
+    app.router.add_delete("/v1/messages", delete_by_key)
+    app.router.add_get("/admin/status", admin_status)
+    app.router.add_post("/admin/release-master", release_master)
+    app.router.add_get("/healthz", healthz)
+    app.router.add_get("/readyz", readyz)
+    app.router.add_get("/metrics", metrics)
+    app.router.add_get("/openapi.json", openapi)
+    return app

@@ -1,0 +1,113 @@
+"""Node configuration: a TOML file (DESIGN §6), then ``HOROLOGE_*`` env, then flags."""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, field, replace
+
+from horologe.cluster import ClusterSettings, Peer
+
+from .errors import ConfigError
+
+ENV_SECRETS = {
+    "client_token": "HOROLOGE_CLIENT_TOKEN",
+    "admin_token": "HOROLOGE_ADMIN_TOKEN",
+    "cluster_secret": "HOROLOGE_CLUSTER_SECRET",
+}
+
+
+@dataclass(frozen=True)
+class NodeConfig:
+    node_id: str
+    data_dir: str
+    http: str
+    raft: str
+    peers: tuple[Peer, ...] = field(default_factory=tuple)
+    client_token: str | None = None
+    admin_token: str | None = None
+    cluster_secret: str | None = None
+    insecure_dev: bool = False
+    raft_bind: str | None = None
+    sync_interval_ms: int = 50  # longest gap between wheel-state syncs
+    batch_window_ms: int = 5  # produce group commit
+    fire_batch_limit: int = 10_000  # refs per delivering entry (hot seconds, fast-forward)
+    fsync: bool = True
+    log_compaction_min_entries: int = 50_000
+    clock_offset_ms: int = 0  # test-only skew (HOROLOGE_TEST_CLOCK_OFFSET_MS); use libfaketime for real skew
+
+    def cluster_settings(self) -> ClusterSettings:
+        return ClusterSettings(
+            node_id=self.node_id,
+            raft=self.raft,
+            data_dir=self.data_dir,
+            peers=self.peers,
+            cluster_secret=self.cluster_secret,
+            insecure_dev=self.insecure_dev,
+            bind=self.raft_bind,
+            log_compaction_min_entries=self.log_compaction_min_entries,
+        )
+
+    def peer_by_raft(self, raft: str | None) -> Peer | None:
+        if raft is None:
+            return None
+        if raft == self.raft:
+            return Peer(self.node_id, self.raft, self.http)
+        return next((p for p in self.peers if p.raft == raft), None)
+
+
+def _host_port(value: str, key: str) -> str:
+    host, sep, port = value.rpartition(":")
+    if not sep or not host or not port.isdigit():
+        raise ConfigError(f"{key} must be host:port, got {value!r}")
+    return value
+
+
+def load_config(path: str | None, **overrides) -> NodeConfig:
+    """Read ``path`` (TOML), apply env secrets and any non-None ``overrides``."""
+    raw: dict = {}
+    if path is not None:
+        try:
+            with open(path, "rb") as f:
+                raw = tomllib.load(f)
+        except FileNotFoundError as e:
+            raise ConfigError(f"no config file at {path}") from e
+        except tomllib.TOMLDecodeError as e:
+            raise ConfigError(f"{path}: {e}") from e
+    peers_raw = raw.pop("peers", {})
+    known = {f for f in NodeConfig.__dataclass_fields__ if f != "peers"}
+    unknown = set(raw) - known
+    if unknown:
+        raise ConfigError(f"unknown config keys: {', '.join(sorted(unknown))}")
+    for key, env in ENV_SECRETS.items():
+        if os.environ.get(env):
+            raw[key] = os.environ[env]
+    if os.environ.get("HOROLOGE_TEST_CLOCK_OFFSET_MS"):
+        raw["clock_offset_ms"] = int(os.environ["HOROLOGE_TEST_CLOCK_OFFSET_MS"])
+    raw.update({k: v for k, v in overrides.items() if v is not None})
+    missing = [k for k in ("node_id", "data_dir", "http", "raft") if not raw.get(k)]
+    if missing:
+        raise ConfigError(f"missing config keys: {', '.join(missing)}")
+    peers = []
+    for pid, p in sorted(peers_raw.items()):
+        if not isinstance(p, dict) or "raft" not in p or "http" not in p:
+            raise ConfigError(f"peers.{pid} needs raft and http addresses")
+        peers.append(
+            Peer(
+                pid,
+                _host_port(p["raft"], f"peers.{pid}.raft"),
+                _host_port(p["http"], f"peers.{pid}.http"),
+                _host_port(p["dial"], f"peers.{pid}.dial") if p.get("dial") else None,
+            )
+        )
+    cfg = NodeConfig(peers=tuple(peers), **raw)
+    _host_port(cfg.http, "http")
+    _host_port(cfg.raft, "raft")
+    if not cfg.insecure_dev:
+        for key in ENV_SECRETS:
+            if not getattr(cfg, key):
+                raise ConfigError(
+                    f"{key} is not set (config key or {ENV_SECRETS[key]}); "
+                    "only --insecure-dev may run without it"
+                )
+    return replace(cfg)

@@ -1,0 +1,37 @@
+"""Run one node process: ``horologe node --config node.toml``."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from aiohttp import web
+
+from .app import SERVICE, create_app
+from .config import NodeConfig
+
+log = logging.getLogger(__name__)
+
+
+async def _release_if_master(app: web.Application) -> None:
+    """Graceful SIGTERM: a master hands over before it stops (DESIGN §5)."""
+    svc = app.get(SERVICE)
+    if svc is None or svc.raft is None or not svc.raft.is_master():
+        return
+    if not any(p["connected"] for p in svc.admin_status()["peers"]):
+        return  # nobody to hand over to
+    try:
+        res = await asyncio.wait_for(svc.release_master(None), 4.0)
+        log.info("released mastership on shutdown: %s", res)
+    except Exception as e:  # noqa: BLE001 - shutting down regardless
+        log.warning("could not release mastership on shutdown: %s", e)
+
+
+def run_node(config: NodeConfig) -> None:
+    logging.basicConfig(
+        level=logging.INFO, format=f"%(asctime)s {config.node_id} %(levelname)s %(name)s: %(message)s"
+    )
+    app = create_app(config)
+    app.on_shutdown.append(_release_if_master)
+    host, _, port = config.http.rpartition(":")
+    web.run_app(app, host=host, port=int(port), print=None, shutdown_timeout=5.0, access_log=None)

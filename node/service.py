@@ -1,0 +1,188 @@
+"""One node: storage, state machine, Raft, wheel driver and produce batcher, wired together.
+
+The HTTP layer (app.py) calls only this. Storage is touched under ``lock`` because
+pysyncobj applies entries on its own thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import threading
+import time
+
+from horologe.cluster import (
+    CANCEL,
+    PRODUCE,
+    RELEASE,
+    SYNC,
+    ApplyResult,
+    Entry,
+    MessageStatus,
+    NotMasterError,
+    StateMachine,
+)
+from horologe.cluster.raft_node import RaftNode
+from horologe.storage import Message, MessageId, Storage, StorageConfig
+
+from .clock import Clock
+from .config import NodeConfig
+from .errors import ApiError
+from .produce_batcher import ProduceBatcher
+from .wheel_driver import WheelDriver
+
+log = logging.getLogger(__name__)
+
+
+class NodeService:
+    def __init__(self, config: NodeConfig, clock: Clock) -> None:
+        self.config = config
+        self.clock = clock
+        self.lock = threading.Lock()
+        self.store = Storage(os.path.join(config.data_dir, "store"), StorageConfig(fsync=config.fsync))
+        for line in self.store.recovered:
+            log.warning("storage recovery: %s", line)
+        self.state = StateMachine(self.store)
+        self.driver = WheelDriver(self)
+        self.batcher = ProduceBatcher(self._propose_produce, config.batch_window_ms)
+        self.raft: RaftNode | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._tasks: list[asyncio.Task] = []
+        self.syncs_applied = 0
+        self.last_sync_applied_at = 0.0
+
+    # -- lifecycle ----------------------------------------------------------------
+
+    async def start(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self.raft = RaftNode(self.config.cluster_settings(), self.state, self.lock, self._on_applied)
+        self._tasks = [asyncio.create_task(self.driver.run()), asyncio.create_task(self.batcher.run())]
+
+    async def stop(self) -> None:
+        for t in self._tasks:
+            t.cancel()
+        for t in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await t
+        if self.raft is not None:
+            self.raft.destroy()
+        with self.lock:
+            self.store.close()
+
+    def _on_applied(self, res: ApplyResult) -> None:  # pysyncobj's tick thread
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            return
+        if res.pending_slots:
+            loop.call_soon_threadsafe(self.driver.on_append, res.pending_slots)
+        if res.kind == SYNC:
+            loop.call_soon_threadsafe(self._note_sync)
+
+    def _note_sync(self) -> None:
+        self.syncs_applied += 1
+        self.last_sync_applied_at = time.monotonic()
+
+    # -- roles ------------------------------------------------------------------
+
+    def leader_http(self) -> str | None:
+        peer = self.config.peer_by_raft(self.raft.leader_address())
+        return None if peer is None else peer.http
+
+    def leader_id(self) -> str | None:
+        peer = self.config.peer_by_raft(self.raft.leader_address())
+        return None if peer is None else peer.node_id
+
+    def require_master(self) -> None:
+        if not self.raft.is_master():
+            raise NotMasterError(self.leader_http())
+        if self.state.halted:
+            raise ApiError(507, "halted", f"this node stopped applying: {self.state.halted}")
+
+    # -- writes -----------------------------------------------------------------
+
+    async def _propose_produce(self, messages: list[Message]) -> ApplyResult:
+        return await self.raft.propose(Entry(PRODUCE, self.driver.ws, self.clock(), messages).encode())
+
+    async def produce(self, messages: list[Message]) -> list[MessageId]:
+        self.require_master()
+        return await self.batcher.submit(messages)
+
+    async def cancel(self, ids: list[str], keys: list[tuple[str, str]]) -> list[str]:
+        self.require_master()
+        entry = Entry(CANCEL, self.driver.ws, self.clock(), ids=ids, keys=keys)
+        res = await self.raft.propose(entry.encode())
+        if res.error:
+            raise ApiError(500, "apply_failed", res.error)
+        return res.cancels
+
+    async def release_master(self, to: str | None) -> dict:
+        """Stop the wheel, commit a final S and X, hand Raft leadership over (DESIGN §5)."""
+        self.require_master()
+        target = None
+        if to is not None:
+            peer = next((p for p in self.config.peers if p.node_id == to), None)
+            if peer is None:
+                raise ApiError(422, "unknown_node", f"no peer named {to!r}", "to")
+            target = peer.raft
+        t0 = time.monotonic()
+        self.driver.paused = True
+        try:
+            while self.driver.wheel is not None:  # let the loop finish its turn
+                self.driver.wake()
+                await asyncio.sleep(0.001)
+            ws = self.state.ws
+            await self.raft.propose(Entry(SYNC, ws, self.clock()).encode())
+            await self.raft.propose(Entry(RELEASE, ws, self.clock(), node=self.config.node_id).encode())
+            marker = self.syncs_applied
+            done = self._loop.create_future()
+            self.raft.transfer_leadership_to(
+                target, 3.0, lambda ok: self._loop.call_soon_threadsafe(done.set_result, ok)
+            )
+            moved = await done
+        finally:
+            self.driver.paused = False
+        if not moved:
+            raise ApiError(503, "transfer_failed", "no follower took over in 3 s; still master")
+        deadline = time.monotonic() + 3.0
+        while self.syncs_applied <= marker and time.monotonic() < deadline:
+            await asyncio.sleep(0.001)
+        gap_ms = None
+        if self.syncs_applied > marker:
+            gap_ms = round((self.last_sync_applied_at - t0) * 1000, 1)
+        return {"old_master": self.config.node_id, "new_master": self.leader_id(), "gap_ms": gap_ms}
+
+    # -- reads ------------------------------------------------------------------
+
+    def message_status(self, mid: MessageId) -> MessageStatus:
+        with self.lock:
+            return self.state.status(mid)
+
+    def admin_status(self) -> dict:
+        raft = self.raft
+        st = raft.getStatus()
+        with self.lock:
+            ws = self.state.ws
+            counters = self.state.counters()
+            applied = self.store.applied_index
+        peers = []
+        for p in self.config.peers:
+            connected = st.get(f"partner_node_status_server_{p.raft}", 0) == 2
+            peers.append({"node_id": p.node_id, "raft": p.raft, "http": p.http, "connected": connected})
+        return {
+            "node_id": self.config.node_id,
+            "pid": os.getpid(),
+            "role": raft.role(),
+            "leader": self.leader_id(),
+            "term": st["raft_term"],
+            "commit_index": st["commit_idx"],
+            "applied_index": applied,
+            "wheel": {"tick": ws.tick, "local_index": ws.to_wire()["local_index"], "ms": ws.ms},
+            "clock_ms": self.clock(),
+            "pending": counters["stored"] - counters["delivered"] - counters["cancelled"],
+            "counters": counters,
+            "peers": peers,
+            "halted": self.state.halted,
+            "skipped_entries": len(self.state.errors),
+        }

@@ -1,0 +1,121 @@
+"""The replicated state machine without Raft: deterministic, idempotent, never raises."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from horologe.cluster import CANCEL, CANCELLED, DELIVERED, PRODUCE, SYNC, UNKNOWN, Entry, StateMachine
+from horologe.storage import Message, Storage, StorageConfig
+from horologe.wheel import ALL, Watermark
+
+T = 1_767_225_600_000  # 2026-01-01 00:00 UTC
+
+
+def machine(path) -> StateMachine:
+    return StateMachine(Storage(str(path), StorageConfig(fsync=False)))
+
+
+def produce(ws_ms: int, clock_ms: int, times: list[int], **kw) -> bytes:
+    msgs = [Message("t", f"{d}".encode(), d, clock_ms, **kw) for d in times]
+    return Entry(PRODUCE, Watermark(ws_ms), clock_ms, msgs).encode()
+
+
+def sync(ws: Watermark, clock_ms: int) -> bytes:
+    return Entry(SYNC, ws, clock_ms).encode()
+
+
+def ready(sm: StateMachine) -> np.ndarray:
+    return sm.store.read_ready("t")
+
+
+def test_advance_delivers_in_order_with_the_entry_clock(tmp_path):
+    sm = machine(tmp_path)
+    res = sm.apply(1, produce(T, T, [T + 300, T + 100, T + 200, T + 5_000]))
+    assert (
+        res.error is None
+        and len(res.ids) == 4
+        and res.pending_slots == [T + 300, T + 100, T + 200, T + 5_000]
+    )
+    assert sm.apply(2, sync(Watermark(T + 250), T + 251)).delivered == 2
+    rows = ready(sm)
+    assert rows["deliver_at_ms"].tolist() == [T + 100, T + 200]
+    assert rows["delivered_at_ms"].tolist() == [T + 251, T + 251]
+    assert sm.ws == Watermark(T + 250)
+
+
+def test_replayed_and_stale_entries_change_nothing(tmp_path):
+    sm = machine(tmp_path)
+    sm.apply(1, produce(T, T, [T + 10]))
+    sm.apply(2, sync(Watermark(T + 20), T + 20))
+    assert sm.apply(2, sync(Watermark(T + 20), T + 20)).skipped
+    assert sm.apply(3, sync(Watermark(T + 5), T + 30)).delivered == 0  # a stale ws never moves back
+    assert sm.ws == Watermark(T + 20) and len(ready(sm)) == 1
+
+
+def test_two_nodes_applying_the_same_entries_hold_the_same_bytes(tmp_path):
+    entries = [
+        produce(T, T, [T + k * 7 for k in range(50)], tags=("a",)),
+        sync(Watermark(T + 100, 3), T + 101),
+        produce(T + 100, T + 102, [T + 50, T + 400]),
+        Entry(CANCEL, Watermark(T + 100), T + 103, ids=[]).encode(),
+        sync(Watermark(T + 500), T + 500),
+    ]
+    a, b = machine(tmp_path / "a"), machine(tmp_path / "b")
+    for i, e in enumerate(entries, 1):
+        a.apply(i, e)
+        b.apply(i, e)
+    a.store.close()
+    b.store.close()
+    for d, _, names in os.walk(tmp_path / "a"):
+        for n in names:
+            pa = os.path.join(d, n)
+            with open(pa, "rb") as fa, open(pa.replace("/a/", "/b/", 1), "rb") as fb:
+                assert fa.read() == fb.read(), n
+
+
+def test_late_arrival_behind_the_watermark(tmp_path):
+    sm = machine(tmp_path)
+    sm.apply(1, sync(Watermark(T + 1_000), T + 1_000))
+    res = sm.apply(2, produce(T + 1_000, T + 1_001, [T + 500]))
+    assert res.delivered == 1 and res.pending_slots == []
+    assert ready(sm)["delivered_at_ms"].tolist() == [T + 1_001]
+
+
+def test_arrival_behind_a_skewed_watermark_waits_for_the_clock(tmp_path):
+    """The tick was left ahead by a master whose clock ran fast; this master's clock is behind it."""
+    sm = machine(tmp_path)
+    sm.apply(1, sync(Watermark(T + 10_000), T + 10_000))
+    res = sm.apply(2, produce(T + 10_000, T + 1, [T + 3_000]))  # due at +3 s, this clock says +1 ms
+    assert res.delivered == 0 and res.pending_slots == [T + 10_001]
+    sm.apply(3, sync(Watermark(T + 10_001, ALL), T + 10_001))
+    rows = ready(sm)
+    assert rows["delivered_at_ms"].tolist() == [T + 10_001] and (rows["delivered_at_ms"] >= T + 3_000).all()
+
+
+def test_cancel_states(tmp_path):
+    sm = machine(tmp_path)
+    ids = sm.apply(1, produce(T, T, [T + 10, T + 5_000], key=None)).ids
+    sm.apply(2, sync(Watermark(T + 20), T + 20))
+    res = sm.apply(
+        3,
+        Entry(
+            CANCEL, Watermark(T + 20), T + 21, ids=[str(ids[0]), str(ids[1]), "0" * 16, "nonsense"]
+        ).encode(),
+    )
+    assert res.cancels == [DELIVERED, CANCELLED, UNKNOWN, UNKNOWN]
+    assert sm.apply(4, Entry(CANCEL, Watermark(T + 20), T + 22, ids=[str(ids[1])]).encode()).cancels == [
+        CANCELLED
+    ]
+    sm.apply(5, sync(Watermark(T + 6_000), T + 6_000))
+    assert len(ready(sm)) == 1  # the cancelled one was skipped
+    assert sm.status(ids[1]).state == CANCELLED and sm.status(ids[0]).delivered_at_ms == T + 20
+    assert sm.counters() == {"stored": 2, "delivered": 1, "cancelled": 1}
+
+
+def test_bad_entry_is_recorded_not_raised(tmp_path):
+    sm = machine(tmp_path)
+    res = sm.apply(1, b"\x93not an entry")
+    assert res.error and sm.errors and sm.halted is None
+    assert sm.apply(2, sync(Watermark(T), T)).error is None

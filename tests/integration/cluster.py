@@ -1,0 +1,133 @@
+"""Real node processes on 127.0.0.1 for the integration tests."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import time
+
+from horologe.http_client import ApiCallError, call
+from horologe.node import local_cluster as lc
+from horologe.storage import Storage
+
+ENV = {
+    "HOROLOGE_CLIENT_TOKEN": "client-token-for-tests",
+    "HOROLOGE_ADMIN_TOKEN": "admin-token-for-tests",
+    "HOROLOGE_CLUSTER_SECRET": "cluster-secret-for-tests",
+}
+CLIENT, ADMIN = ENV["HOROLOGE_CLIENT_TOKEN"], ENV["HOROLOGE_ADMIN_TOKEN"]
+
+
+def free_ports(n: int) -> list[int]:
+    socks = [socket.socket() for _ in range(n)]
+    for s in socks:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in socks]
+    for s in socks:
+        s.close()
+    return ports
+
+
+class Cluster:
+    def __init__(self, root: str, nodes: int = 3, extra_toml: str = "", env: dict[int, dict] | None = None):
+        self.root = root
+        ports = free_ports(2 * nodes)
+        self.http_ports, self.raft_ports = ports[:nodes], ports[nodes:]
+        self.configs = lc.write_configs(root, self.http_ports, self.raft_ports, extra_toml)
+        self.env = env or {}
+        self.procs: dict[int, subprocess.Popen] = {}
+
+    def url(self, i: int) -> str:
+        return f"http://127.0.0.1:{self.http_ports[i]}"
+
+    @property
+    def indexes(self) -> list[int]:
+        return list(range(len(self.configs)))
+
+    def start(self, i: int) -> None:
+        self.procs[i] = lc.start_node(self.configs[i], {**ENV, **self.env.get(i, {})}, self.root)
+
+    def start_all(self) -> None:
+        for i in self.indexes:
+            self.start(i)
+        self.wait_connected()
+
+    def wait_connected(self, timeout_s: float = 20.0) -> int:
+        """Until a master is agreed and sees every other live node connected; returns it."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            master = self.wait_leader(timeout_s=deadline - time.monotonic())
+            peers = self.status(master)["peers"]
+            if all(p["connected"] for p in peers if int(p["node_id"][1:]) - 1 in self.alive()):
+                return master
+            time.sleep(0.1)
+        raise TimeoutError("nodes never all connected")
+
+    def alive(self) -> list[int]:
+        return [i for i, p in self.procs.items() if p.poll() is None]
+
+    def status(self, i: int) -> dict:
+        return call("GET", f"{self.url(i)}/admin/status", ADMIN, retry_s=0, timeout=2)[1]
+
+    def wait_leader(
+        self, among: list[int] | None = None, timeout_s: float = 20.0, exclude: int | None = None
+    ) -> int:
+        """Index of the master once every live node (or ``among``) agrees on one (not ``exclude``)."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            try:
+                seen = {self.status(i)["leader"] for i in (among or self.alive())}
+                if len(seen) == 1 and None not in seen:
+                    leader = int(seen.pop()[1:]) - 1
+                    if leader != exclude:
+                        return leader
+            except ApiCallError:
+                pass
+            time.sleep(0.1)
+        raise TimeoutError("no agreed master")
+
+    def signal(self, i: int, sig: int) -> None:
+        os.kill(self.procs[i].pid, sig)
+        if sig == signal.SIGKILL:
+            self.procs[i].wait()
+
+    def stop(self, i: int) -> None:
+        p = self.procs[i]
+        if p.poll() is None:
+            p.send_signal(signal.SIGTERM)
+            try:
+                p.wait(15)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+
+    def stop_all(self) -> None:
+        """SIGTERM every node at once (a stopped one first gets SIGCONT), then wait."""
+        for p in self.procs.values():
+            if p.poll() is None:
+                p.send_signal(signal.SIGCONT)
+                p.send_signal(signal.SIGTERM)
+        for i in list(self.procs):
+            self.stop(i)
+
+    def produce(self, i: int, messages: list[dict]) -> list[dict]:
+        return call("POST", f"{self.url(i)}/v1/messages/batch", CLIENT, {"messages": messages})[1]["results"]
+
+    def store(self, i: int) -> Storage:
+        """Open node i's store (stop the node first)."""
+        return Storage(os.path.join(self.root, f"n{i + 1}", "store"))
+
+    def log(self, i: int) -> str:
+        with open(os.path.join(self.root, f"n{i + 1}.log")) as f:
+            return f.read()
+
+
+def ready_ids(store: Storage, topic: str) -> list[tuple[int, int]]:
+    rows = store.read_ready(topic)
+    return list(zip(rows["hour"].tolist(), rows["global_index"].tolist(), strict=True))
+
+
+def ready_rows(store: Storage, topic: str):
+    return store.read_ready(topic)
