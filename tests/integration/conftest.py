@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from .cluster import Cluster
+from horologe.node.process_cluster import Cluster
 
 
 @pytest.hookimpl(wrapper=True)

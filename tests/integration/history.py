@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from horologe.node.process_cluster import Cluster
 from horologe.storage import MessageId
-
-from .cluster import Cluster
 
 
 def verify_ready_logs(

@@ -1,4 +1,7 @@
-"""Real node processes on 127.0.0.1 for the integration tests."""
+"""A cluster of real node processes on 127.0.0.1, on free ports: for tests, benchmarks and chaos.
+
+Fixed dev tokens (``ENV``); every node's log goes to ``<root>/n<i>.log``.
+"""
 
 from __future__ import annotations
 
@@ -9,8 +12,9 @@ import subprocess
 import time
 
 from horologe.http_client import ApiCallError, call
-from horologe.node import local_cluster as lc
 from horologe.storage import Storage
+
+from . import local_cluster as lc
 
 ENV = {
     "HOROLOGE_CLIENT_TOKEN": "client-token-for-tests",
@@ -122,12 +126,3 @@ class Cluster:
     def log(self, i: int) -> str:
         with open(os.path.join(self.root, f"n{i + 1}.log")) as f:
             return f.read()
-
-
-def ready_ids(store: Storage, topic: str) -> list[tuple[int, int]]:
-    rows = store.read_ready(topic)
-    return list(zip(rows["hour"].tolist(), rows["global_index"].tolist(), strict=True))
-
-
-def ready_rows(store: Storage, topic: str):
-    return store.read_ready(topic)

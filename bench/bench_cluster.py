@@ -1,0 +1,263 @@
+"""Cluster figures on 3 real node processes on this machine (issue #4's table).
+
+    python bench/bench_cluster.py [--only produce,single,lateness,hot,failover,release]
+                                  [--pending 10000 1000000] [--seconds 10]
+
+* produce   acknowledged produce rate, batch endpoint, 1,000 x 200 B per request
+* single    single-message produce latency p50/p99
+* lateness  delivery lateness p50/p99 with 2,000 msg/s falling due
+* failover  SIGKILL of the master -> first delivery by the new master, with
+            ``--pending`` messages pending days ahead (no rebuild: should not grow)
+* release   forced release gap over 10 releases
+* hot       100,000 messages due in one second: when the last one is delivered
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import tempfile
+import threading
+import time
+
+import numpy as np
+
+from horologe.http_client import ApiCallError, call
+from horologe.node.process_cluster import ADMIN, CLIENT, Cluster
+
+BODY = "b" * 200
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def pct(values, q) -> float:
+    return float(np.percentile(np.asarray(values, dtype=float), q))
+
+
+def fresh(root: str, name: str, extra: str = "") -> Cluster:
+    c = Cluster(os.path.join(root, name), 3, extra)
+    c.start_all()
+    return c
+
+
+def post_batches(c: Cluster, master: int, msgs_fn, seconds: float, threads: int) -> int:
+    acked = [0] * threads
+    deadline = time.monotonic() + seconds
+
+    def worker(k: int) -> None:
+        while time.monotonic() < deadline:
+            _, res = call(
+                "POST", f"{c.url(master)}/v1/messages/batch", CLIENT, {"messages": msgs_fn()}, timeout=30
+            )
+            acked[k] += sum(1 for r in res["results"] if "id" in r)
+
+    ts = [threading.Thread(target=worker, args=(k,)) for k in range(threads)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    return sum(acked)
+
+
+def bench_produce(root: str, seconds: float) -> None:
+    c = fresh(root, "produce")
+    try:
+        master = c.wait_leader()
+        for threads in (1, 4):
+            t0 = time.monotonic()
+            n = post_batches(
+                c,
+                master,
+                lambda: [{"topic": "bench", "body": BODY, "deliver_after": "1d"}] * 1000,
+                seconds,
+                threads,
+            )
+            rate = n / (time.monotonic() - t0)
+            print(
+                f"produce  batch 1,000 x 200 B, {threads} client thread(s): {rate:>10,.0f} msg/s acked",
+                flush=True,
+            )
+    finally:
+        c.stop_all()
+
+
+def bench_single(root: str, count: int = 1000) -> None:
+    c = fresh(root, "single")
+    try:
+        url = f"{c.url(c.wait_leader())}/v1/messages"
+        lat = []
+        for _ in range(count):
+            t0 = time.perf_counter()
+            call("POST", url, CLIENT, {"topic": "bench", "body": BODY, "deliver_after": "1d"})
+            lat.append((time.perf_counter() - t0) * 1000)
+        print(
+            f"single   produce latency over {count}: p50 {pct(lat, 50):.1f} ms  p99 {pct(lat, 99):.1f} ms",
+            flush=True,
+        )
+    finally:
+        c.stop_all()
+
+
+def bench_lateness(root: str, rate: int = 2000, seconds: int = 10) -> None:
+    c = fresh(root, "lateness")
+    try:
+        master = c.wait_leader()
+        start = now_ms() + 15_000  # time to schedule them all first
+        total = rate * seconds
+        for first in range(0, total, 1000):
+            c.produce(
+                master,
+                [
+                    {"topic": "due", "body": BODY, "deliver_at": start + (k * 1000) // rate}
+                    for k in range(first, min(total, first + 1000))
+                ],
+            )
+        while now_ms() < start + seconds * 1000 + 3000:
+            time.sleep(0.5)
+        c.stop_all()
+        with c.store(0) as s:
+            rows = s.read_ready("due")
+        late = rows["delivered_at_ms"] - rows["deliver_at_ms"]
+        print(
+            f"lateness {len(rows):,} msgs at {rate:,}/s falling due: p50 {pct(late, 50):.0f} ms"
+            f"  p99 {pct(late, 99):.0f} ms  max {late.max()} ms  early {(late < 0).sum()}",
+            flush=True,
+        )
+    finally:
+        c.stop_all()
+
+
+def bench_failover(root: str, pending: int) -> float:
+    c = fresh(root, f"failover-{pending}")
+    try:
+        master = c.wait_leader()
+        for first in range(0, pending, 1000):  # far-future backlog, spread over 3 days
+            c.produce(
+                master,
+                [
+                    {
+                        "topic": "backlog",
+                        "body": BODY,
+                        "deliver_at": now_ms() + 86_400_000 + (k * 7919) % (3 * 86_400_000),
+                    }
+                    for k in range(first, min(pending, first + 1000))
+                ],
+            )
+        base = now_ms()
+        ticks = [{"topic": "tick", "body": "t", "deliver_at": base + 2_000 + 10 * k} for k in range(1000)]
+        c.produce(master, ticks)  # one due every 10 ms from +2 s to +12 s
+        while now_ms() < base + 4_000:
+            time.sleep(0.05)
+        killed_at = now_ms()
+        c.signal(master, signal.SIGKILL)
+        survivor = next(i for i in c.indexes if i != master)
+        c.wait_leader([i for i in c.indexes if i != master], exclude=master)
+        while now_ms() < base + 14_000:
+            time.sleep(0.2)
+        c.stop_all()
+        with c.store(survivor) as s:
+            rows = s.read_ready("tick")
+        after = rows["delivered_at_ms"][rows["delivered_at_ms"] > killed_at]
+        gap = (int(after.min()) - killed_at) / 1000 if len(after) else float("nan")
+        print(
+            f"failover {pending:>9,} pending: SIGKILL -> first delivery by the new master {gap:.2f} s",
+            flush=True,
+        )
+        return gap
+    finally:
+        c.stop_all()
+
+
+def bench_release(root: str, times: int = 10) -> None:
+    c = fresh(root, "release")
+    stop = threading.Event()
+
+    def load() -> None:
+        while not stop.is_set():
+            try:
+                c.produce(
+                    c.wait_leader(),
+                    [{"topic": "r", "body": BODY, "deliver_after": 300 + k} for k in range(200)],
+                )
+            except (ApiCallError, TimeoutError):
+                pass
+
+    t = threading.Thread(target=load, daemon=True)
+    t.start()
+    try:
+        gaps = []
+        for _ in range(times):
+            time.sleep(0.5)
+            _, res = call("POST", f"{c.url(c.wait_leader())}/admin/release-master", ADMIN, {})
+            gaps.append(res["gap_ms"])
+        print(
+            f"release  {times} forced releases under load: "
+            f"gap_ms p50 {pct(gaps, 50):.0f}  max {max(gaps):.0f}"
+            f"  all {gaps}",
+            flush=True,
+        )
+    finally:
+        stop.set()
+        t.join(5)
+        c.stop_all()
+
+
+def bench_hot(root: str, count: int = 100_000) -> None:
+    c = fresh(root, "hot")
+    try:
+        master = c.wait_leader()
+        second = (now_ms() // 1000 + 40) * 1000  # a whole second, after scheduling is done
+        for first in range(0, count, 1000):
+            c.produce(
+                master,
+                [
+                    {"topic": "hot", "body": "h", "deliver_at": second + (k * 7) % 1000}
+                    for k in range(first, min(count, first + 1000))
+                ],
+            )
+        assert now_ms() < second, "scheduling took longer than the lead time"
+        while now_ms() < second + 5_000:
+            time.sleep(0.2)
+        c.stop_all()
+        with c.store(0) as s:
+            rows = s.read_ready("hot")
+        late = rows["delivered_at_ms"] - rows["deliver_at_ms"]
+        last = int(rows["delivered_at_ms"].max()) - second
+        print(
+            f"hot      {len(rows):,} due in one second: last delivered {last} ms after the second began;"
+            f" lateness p50 {pct(late, 50):.0f} ms p99 {pct(late, 99):.0f} ms",
+            flush=True,
+        )
+    finally:
+        c.stop_all()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--only", default="produce,single,lateness,hot,failover,release")
+    ap.add_argument("--pending", type=int, nargs="+", default=[10_000, 1_000_000])
+    ap.add_argument("--seconds", type=float, default=10.0)
+    args = ap.parse_args()
+    which = set(args.only.split(","))
+    with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_DIR")) as root:
+        if "produce" in which:
+            bench_produce(root, args.seconds)
+        if "single" in which:
+            bench_single(root)
+        if "lateness" in which:
+            bench_lateness(root)
+        if "hot" in which:
+            bench_hot(root)
+        if "failover" in which:
+            gaps = [bench_failover(root, p) for p in args.pending]
+            if len(gaps) > 1:
+                print(f"failover largest / smallest backlog: {gaps[-1] / gaps[0]:.2f}x")
+        if "release" in which:
+            bench_release(root)
+
+
+if __name__ == "__main__":
+    main()
