@@ -1,6 +1,6 @@
 """Replication: the Raft state machine (pure) and its pysyncobj shell."""
 
-from .entries import CANCEL, PRODUCE, RELEASE, SYNC, Entry, decode
+from .entries import ACK, CANCEL, PRODUCE, RELEASE, RETRY, SYNC, Entry, decode
 from .errors import (
     BadEntryError,
     ClusterError,
@@ -13,6 +13,8 @@ from .settings import ClusterSettings, Peer
 from .state_machine import CANCELLED, DELIVERED, SCHEDULED, UNKNOWN, ApplyResult, MessageStatus, StateMachine
 
 __all__ = [
+    "ACK",
+    "RETRY",
     "CANCEL",
     "CANCELLED",
     "DELIVERED",

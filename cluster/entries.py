@@ -9,8 +9,12 @@ its clock reading ``clock_ms``; applying an entry first advances the watermark t
     {"t": "S", "ws": ws, "clock_ms": int}                               sync / deliver
     {"t": "C", "ws": ws, "clock_ms": int, "ids": [id], "keys": [[topic, key]]}   cancel
     {"t": "X", "ws": ws, "clock_ms": int, "node": str}                  release marker
+    {"t": "A", "ws": ws, "clock_ms": int, "acks": [[group, topic, offset], ...]}      ack
+    {"t": "R", "ws": ws, "clock_ms": int,
+     "retries": [[group, topic, offset, deliver_at_ms], ...]}           nack: retry, or
+                                                                        DLQ when deliver_at_ms < 0
 
-``A`` (ack) and ``R`` (retry) are reserved for the consumer side.
+``topic`` and ``offset`` name a ready-log entry; ``offset`` is its number.
 """
 
 from __future__ import annotations
@@ -24,8 +28,8 @@ from horologe.wheel import Watermark
 
 from .errors import BadEntryError
 
-PRODUCE, SYNC, CANCEL, RELEASE = "P", "S", "C", "X"
-KNOWN = {PRODUCE, SYNC, CANCEL, RELEASE}
+PRODUCE, SYNC, CANCEL, RELEASE, ACK, RETRY = "P", "S", "C", "X", "A", "R"
+KNOWN = {PRODUCE, SYNC, CANCEL, RELEASE, ACK, RETRY}
 
 
 @dataclass(frozen=True)
@@ -37,6 +41,8 @@ class Entry:
     ids: list[str] = field(default_factory=list)
     keys: list[tuple[str, str]] = field(default_factory=list)
     node: str = ""
+    acks: list[tuple[str, str, int]] = field(default_factory=list)
+    retries: list[tuple[str, str, int, int]] = field(default_factory=list)
 
     def encode(self) -> bytes:
         d: dict = {"t": self.kind, "ws": self.ws.to_wire(), "clock_ms": self.clock_ms}
@@ -59,6 +65,10 @@ class Entry:
             d["keys"] = [list(k) for k in self.keys]
         elif self.kind == RELEASE:
             d["node"] = self.node
+        elif self.kind == ACK:
+            d["acks"] = [list(a) for a in self.acks]
+        elif self.kind == RETRY:
+            d["retries"] = [list(r) for r in self.retries]
         return msgpack.packb(d, use_bin_type=True)
 
 
@@ -90,6 +100,8 @@ def decode(blob: bytes) -> Entry:
             list(d.get("ids", ())),
             [tuple(k) for k in d.get("keys", ())],
             d.get("node", ""),
+            [(str(g), str(t), int(o)) for g, t, o in d.get("acks", ())],
+            [(str(g), str(t), int(o), int(at)) for g, t, o, at in d.get("retries", ())],
         )
     except (ValueError, TypeError, KeyError, msgpack.UnpackException) as e:
         raise BadEntryError(f"undecodable entry: {e}") from e

@@ -19,6 +19,7 @@ import numpy as np
 
 from horologe.storage import (
     SKIPPED,
+    Message,
     MessageExpiredError,
     MessageId,
     ReadyEntry,
@@ -31,7 +32,8 @@ from horologe.storage import (
 from horologe.storage.delay_index import MS_PER_HOUR
 from horologe.wheel import SecondCache, Watermark, expand
 
-from .entries import CANCEL, PRODUCE, RELEASE, Entry, decode
+from .consumer_groups import ORIGIN_HEADER, GroupProgress, dlq_topic, progress_key, retry_topic
+from .entries import ACK, CANCEL, PRODUCE, RELEASE, RETRY, Entry, decode
 from .errors import BadEntryError
 
 log = logging.getLogger(__name__)
@@ -104,9 +106,13 @@ class StateMachine:
             tx.set_meta("ws", w.to_wire())
             tx.seal_before(w.sealed_before_hour())
         if entry.kind == PRODUCE:
-            self._produce(tx, entry, w, res)
+            self._store(tx, entry.messages, w, entry.clock_ms, res)
         elif entry.kind == CANCEL:
             self._cancel(tx, entry, w, res)
+        elif entry.kind == ACK:
+            self._ack(tx, entry.acks)
+        elif entry.kind == RETRY:
+            self._retry(tx, entry, w, res)
         elif entry.kind == RELEASE:
             tx.set_meta("released_by", entry.node)
         return res
@@ -154,9 +160,10 @@ class StateMachine:
             return w.late_slot(deliver_at_ms), True
         return w.ms + 1, False
 
-    def _produce(self, tx: Transaction, entry: Entry, w: Watermark, res: ApplyResult) -> None:
-        msgs = entry.messages
-        placed = [self._slot(m.deliver_at_ms, w, entry.clock_ms) for m in msgs]
+    def _store(
+        self, tx: Transaction, msgs: list[Message], w: Watermark, clock_ms: int, res: ApplyResult
+    ) -> None:
+        placed = [self._slot(m.deliver_at_ms, w, clock_ms) for m in msgs]
         res.ids = tx.append(msgs, [slot for slot, _ in placed])
         fresh = tx.fresh
         self._bump(tx, "stored", sum(fresh))
@@ -167,7 +174,7 @@ class StateMachine:
             if now:
                 sig = int(self.store.bucket(mid.hour).entry(mid.global_index)["tag_sig"])
                 now_ready[m.topic].append(
-                    ReadyEntry(mid.hour, mid.global_index, sig, m.deliver_at_ms, entry.clock_ms, m.attempt)
+                    ReadyEntry(mid.hour, mid.global_index, sig, m.deliver_at_ms, clock_ms, m.attempt)
                 )
             else:
                 res.pending_slots.append(slot)
@@ -176,6 +183,66 @@ class StateMachine:
             tx.append_ready(topic, entries)
         res.delivered += delivered_now
         self._bump(tx, "delivered", delivered_now)
+
+    def group_progress(self, group: str, topic: str, tx: Transaction | None = None) -> GroupProgress:
+        key = progress_key(group, topic)
+        value = tx.meta.get(key) if tx is not None and key in tx.meta else self.store.meta(key)
+        return GroupProgress.from_wire(value)
+
+    def _ack(self, tx: Transaction, acks: Iterable[tuple[str, str, int]]) -> None:
+        by_group: dict[tuple[str, str], list[int]] = defaultdict(list)
+        for group, topic, offset in acks:
+            by_group[(group, topic)].append(offset)
+        for (group, topic), offsets in sorted(by_group.items()):
+            progress = self.group_progress(group, topic, tx).ack(offsets)
+            tx.set_meta(progress_key(group, topic), progress.to_wire())
+
+    def _retry(self, tx: Transaction, entry: Entry, w: Watermark, res: ApplyResult) -> None:
+        """Nacks: a copy for the group's retry topic at the given time, or the DLQ."""
+        copies: list[Message] = []
+        dead: dict[str, list[ReadyEntry]] = defaultdict(list)
+        done = []
+        for group, topic, offset, deliver_at in entry.retries:
+            rows = self.store.read_ready(topic, offset, offset + 1)
+            if len(rows) == 0:
+                continue  # names no delivered message: nothing to retry
+            row = rows[0]
+            mid = MessageId(int(row["hour"]), int(row["global_index"]))
+            done.append((group, topic, offset))
+            try:
+                m = self.store.read_message(mid).message
+            except UnknownMessageError:
+                continue  # removed by retention: acknowledge, there is nothing to resend
+            if deliver_at < 0:
+                dead[dlq_topic(group)].append(
+                    ReadyEntry(
+                        mid.hour,
+                        mid.global_index,
+                        int(row["tag_sig"]),
+                        int(row["deliver_at_ms"]),
+                        entry.clock_ms,
+                        m.attempt,
+                    )
+                )
+            else:
+                headers = {**m.headers, ORIGIN_HEADER: m.headers.get(ORIGIN_HEADER, m.topic)}
+                copies.append(
+                    Message(
+                        retry_topic(group),
+                        m.body,
+                        deliver_at,
+                        entry.clock_ms,
+                        m.tags,
+                        None,
+                        headers,
+                        m.attempt + 1,
+                    )
+                )
+        if copies:
+            self._store(tx, copies, w, entry.clock_ms, res)
+        for topic, entries in sorted(dead.items()):
+            tx.append_ready(topic, entries)
+        self._ack(tx, done)
 
     def _cancel(self, tx: Transaction, entry: Entry, w: Watermark, res: ApplyResult) -> None:
         targets: list[MessageId | None] = []

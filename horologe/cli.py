@@ -33,19 +33,33 @@ token_option = click.option("--token", envvar="HOROLOGE_CLIENT_TOKEN", help="Cli
 admin_option = click.option("--admin-token", envvar="HOROLOGE_ADMIN_TOKEN", help="Admin token.")
 
 
-def _api(method: str, url: str, token: str | None, body=None):
-    from horologe.http_client import ApiCallError, call
+def _client(url: str, token: str | None, admin_token: str | None = None):
+    from horologe.client import Client
 
-    try:
-        return call(method, url, token, body)[1]
-    except ApiCallError as e:
-        raise click.ClickException(str(e)) from e
+    return Client([u.strip() for u in url.split(",")], token or "", admin_token=admin_token)
 
 
 def _echo_json(obj) -> None:
+    import dataclasses
     import json
 
-    click.echo(json.dumps(obj, indent=2))
+    click.echo(json.dumps(dataclasses.asdict(obj) if dataclasses.is_dataclass(obj) else obj, indent=2))
+
+
+def _sdk_errors(fn):
+    """Turn SDK errors into one-line CLI errors (exit 1)."""
+    import functools
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        from horologe.client import HorologeError
+
+        try:
+            return fn(*args, **kwargs)
+        except HorologeError as e:
+            raise click.ClickException(str(e)) from e
+
+    return wrapper
 
 
 @main.command()
@@ -153,24 +167,86 @@ def local_cluster(nodes, data, http_port, raft_port, demo, exit_after_demo) -> N
 @click.option("--topic", required=True)
 @click.option("--body", required=True, help="Message body (text).")
 @click.option("--tag", "tags", multiple=True, help="A tag; repeat for more.")
-@click.option("--key", help="Producer key: retries with the same key return the first id.")
+@click.option("--key", help="Producer key: a retry with the same key returns the first id.")
 @click.option("--at", "deliver_at", help="Deliver at: epoch ms or ISO-8601 with a zone.")
 @click.option("--after", "deliver_after", help="Deliver after: ms, or 500ms / 90s / 5m / 2h / 3d.")
 @click.option("--level", "delay_level", type=int, help="RocketMQ delay level 1..18 (1s .. 2h).")
+@_sdk_errors
 def produce(url, token, topic, body, tags, key, deliver_at, deliver_after, delay_level) -> None:
-    """Schedule one message; prints its id and deliver time."""
-    msg = {"topic": topic, "body": body}
-    if tags:
-        msg["tags"] = list(tags)
-    if key:
-        msg["key"] = key
-    if deliver_at is not None:
-        msg["deliver_at"] = int(deliver_at) if deliver_at.isdigit() else deliver_at
-    if deliver_after is not None:
-        msg["deliver_after"] = int(deliver_after) if deliver_after.isdigit() else deliver_after
-    if delay_level is not None:
-        msg["delay_level"] = delay_level
-    _echo_json(_api("POST", f"{url}/v1/messages", token, msg))
+    """Schedule one message; prints its id and deliver time (epoch ms)."""
+    as_int = lambda v: int(v) if v is not None and v.isdigit() else v  # noqa: E731
+    _echo_json(
+        _client(url, token).produce(
+            topic,
+            body,
+            tags=tags,
+            key=key,
+            deliver_at=as_int(deliver_at),
+            deliver_after=as_int(deliver_after),
+            delay_level=delay_level,
+        )
+    )
+
+
+@main.command()
+@url_option
+@token_option
+@click.option("--topic", required=True, help="Topic to consume (or %DLQ%<group>).")
+@click.option("--group", required=True, help="Consumer group: its consumers share the messages.")
+@click.option("--tags", default="*", show_default=True, help='Tag filter: "a||b" or "*".')
+@click.option("--max", "max_messages", default=32, show_default=True, help="Messages per pull.")
+@click.option("--count", type=int, help="Stop after this many messages (default: run until Ctrl-C).")
+@click.option("--nack", is_flag=True, help="Nack instead of ack (exercise retries and the DLQ).")
+@_sdk_errors
+def consume(url, token, topic, group, tags, max_messages, count, nack) -> None:
+    """Print messages as they arrive, one JSON line each, and ack them."""
+    import json
+
+    client = _client(url, token)
+    seen = 0
+    try:
+        while count is None or seen < count:
+            batch = client.pull(topic, group, tags=tags, max=max_messages, wait_ms=5_000)
+            for m in batch:
+                body = m.body.decode(errors="replace")
+                click.echo(
+                    json.dumps(
+                        {
+                            "id": m.id,
+                            "topic": m.topic,
+                            "tags": list(m.tags),
+                            "body": body,
+                            "deliver_at": m.deliver_at,
+                            "delivered_at": m.delivered_at,
+                            "attempt": m.attempt,
+                        }
+                    )
+                )
+            if batch:
+                receipts = [m.receipt for m in batch]
+                (client.nack if nack else client.ack)(topic, group, receipts)
+                seen += len(batch)
+    except KeyboardInterrupt:
+        pass
+
+
+@main.command()
+@url_option
+@token_option
+@click.argument("message_id", required=False)
+@click.option("--topic", help="With --key: cancel by producer key instead of id.")
+@click.option("--key", help="Producer key (with --topic).")
+@_sdk_errors
+def cancel(url, token, message_id, topic, key) -> None:
+    """Cancel a scheduled message by MESSAGE_ID, or by --topic and --key."""
+    if bool(message_id) == bool(topic and key):
+        raise click.UsageError("give MESSAGE_ID, or --topic and --key")
+    client = _client(url, token)
+    if message_id:
+        client.cancel(message_id)
+    else:
+        client.cancel_key(topic, key)
+    click.echo("cancelled")
 
 
 @main.command()
@@ -178,21 +254,21 @@ def produce(url, token, topic, body, tags, key, deliver_at, deliver_after, delay
 @token_option
 @admin_option
 @click.argument("message_id", required=False)
+@_sdk_errors
 def status(url, token, admin_token, message_id) -> None:
     """Show MESSAGE_ID's state, or the node's status when no id is given."""
-    if message_id:
-        _echo_json(_api("GET", f"{url}/v1/messages/{message_id}", token))
-    else:
-        _echo_json(_api("GET", f"{url}/admin/status", admin_token))
+    client = _client(url, token, admin_token)
+    _echo_json(client.status(message_id) if message_id else client.node_status())
 
 
 @main.command("release-master")
 @url_option
 @admin_option
 @click.option("--to", help="Node id to hand mastership to (default: the most caught-up).")
+@_sdk_errors
 def release_master(url, admin_token, to) -> None:
     """Make the master hand over: final sync, release marker, Raft transfer."""
-    _echo_json(_api("POST", f"{url}/admin/release-master", admin_token, {"to": to} if to else {}))
+    _echo_json(_client(url, None, admin_token).release_master(to))
 
 
 @main.group()

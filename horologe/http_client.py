@@ -9,6 +9,8 @@ import urllib.error
 import urllib.request
 from urllib.parse import urljoin
 
+from horologe.client.core import parse_body
+
 
 class ApiCallError(Exception):
     """Raised when the API answers an error; carries the status and the JSON error."""
@@ -46,11 +48,7 @@ def call(
                 raw = resp.read()
                 return resp.status, json.loads(raw) if raw else {}
         except urllib.error.HTTPError as e:
-            raw = e.read()
-            try:
-                payload = json.loads(raw) if raw else {}
-            except ValueError:
-                payload = {"error": {"message": raw.decode(errors="replace")}}
+            payload = parse_body(e.read())
             if e.code == 307 and hops < 3:
                 url = urljoin(url, e.headers["Location"])
                 hops += 1

@@ -16,7 +16,7 @@ from .clock import Clock, system_clock
 from .config import NodeConfig
 from .errors import ApiError
 from .service import NodeService
-from .validation import parse_message
+from .validation import parse_consumer_request, parse_message
 
 SERVICE = web.AppKey("service", NodeService)
 CONFIG = web.AppKey("config", NodeConfig)
@@ -148,6 +148,33 @@ async def delete_by_key(request: web.Request) -> web.Response:
     return _cancel_answer(str(mid) if mid else f"{topic}/{key}", state)
 
 
+async def pull(request: web.Request) -> web.Response:
+    """Lease up to max messages to this consumer of the group; long-polls up to wait_ms."""
+    svc = request.app[SERVICE]
+    svc.require_master()
+    req = parse_consumer_request(request.match_info["topic"], await _json_body(request), "pull")
+    msgs = await svc.consumers.pull(
+        req["group"], req["topic"], req.get("tags"), req["max"], req["wait_ms"], req["visibility_ms"]
+    )
+    return _json(200, {"messages": msgs})
+
+
+async def ack(request: web.Request) -> web.Response:
+    """Acknowledge leased messages by receipt; never handed out again, even after failover."""
+    svc = request.app[SERVICE]
+    svc.require_master()
+    req = parse_consumer_request(request.match_info["topic"], await _json_body(request), "ack")
+    return _json(200, {"acked": await svc.consumers.ack(req["group"], req["receipts"])})
+
+
+async def nack(request: web.Request) -> web.Response:
+    """Give messages back: redelivered at the next retry level, or to %DLQ%<group> after the last."""
+    svc = request.app[SERVICE]
+    svc.require_master()
+    req = parse_consumer_request(request.match_info["topic"], await _json_body(request), "nack")
+    return _json(200, await svc.consumers.nack(req["group"], req["receipts"]))
+
+
 async def admin_status(request: web.Request) -> web.Response:
     """This node's role, Raft indexes, wheel state and counters."""
     return _json(200, request.app[SERVICE].admin_status())
@@ -238,6 +265,9 @@ def create_app(config: NodeConfig, *, clock: Clock | None = None) -> web.Applica
     app.router.add_get("/v1/messages/{id}", get_message)
     app.router.add_delete("/v1/messages/{id}", delete_message)
     app.router.add_delete("/v1/messages", delete_by_key)
+    app.router.add_post("/v1/topics/{topic}/pull", pull)
+    app.router.add_post("/v1/topics/{topic}/ack", ack)
+    app.router.add_post("/v1/topics/{topic}/nack", nack)
     app.router.add_get("/admin/status", admin_status)
     app.router.add_post("/admin/release-master", release_master)
     app.router.add_get("/healthz", healthz)

@@ -10,6 +10,11 @@ from horologe.cluster import ClusterSettings, Peer
 
 from .errors import ConfigError
 
+# RocketMQ's 16 retry levels: 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h
+DEFAULT_RETRY_LEVELS_MS = tuple(
+    s * 1000 for s in (10, 30, 60, 120, 180, 240, 300, 360, 420, 480, 540, 600, 1200, 1800, 3600, 7200)
+)
+
 ENV_SECRETS = {
     "client_token": "HOROLOGE_CLIENT_TOKEN",
     "admin_token": "HOROLOGE_ADMIN_TOKEN",
@@ -34,6 +39,9 @@ class NodeConfig:
     fire_batch_limit: int = 10_000  # refs per delivering entry (hot seconds, fast-forward)
     fsync: bool = True
     log_compaction_min_entries: int = 50_000
+    # Nack delays by attempt (RocketMQ's 16 levels, 10 s .. 2 h); after the last, the DLQ.
+    retry_levels_ms: tuple[int, ...] = DEFAULT_RETRY_LEVELS_MS
+    ack_window_ms: int = 50  # acks are replicated at most this often
     clock_offset_ms: int = 0  # test-only skew (HOROLOGE_TEST_CLOCK_OFFSET_MS); use libfaketime for real skew
 
     def cluster_settings(self) -> ClusterSettings:
@@ -100,6 +108,11 @@ def load_config(path: str | None, **overrides) -> NodeConfig:
                 _host_port(p["dial"], f"peers.{pid}.dial") if p.get("dial") else None,
             )
         )
+    if "retry_levels_ms" in raw:
+        levels = raw["retry_levels_ms"]
+        if not isinstance(levels, list) or not all(isinstance(x, int) and x > 0 for x in levels):
+            raise ConfigError("retry_levels_ms must be a list of positive integers (ms)")
+        raw["retry_levels_ms"] = tuple(levels)
     cfg = NodeConfig(peers=tuple(peers), **raw)
     _host_port(cfg.http, "http")
     _host_port(cfg.raft, "raft")

@@ -1,4 +1,4 @@
-"""One node: storage, state machine, Raft, wheel driver and produce batcher, wired together.
+"""One node: storage, state machine, Raft, wheel driver, group commit and consumers, wired together.
 
 The HTTP layer (app.py) calls only this. Storage is touched under ``lock`` because
 pysyncobj applies entries on its own thread.
@@ -29,8 +29,9 @@ from horologe.storage import Message, MessageId, Storage, StorageConfig
 
 from .clock import Clock
 from .config import NodeConfig
+from .consumers import Consumers
 from .errors import ApiError
-from .produce_batcher import ProduceBatcher
+from .group_commit import GroupCommit
 from .wheel_driver import WheelDriver
 
 log = logging.getLogger(__name__)
@@ -46,7 +47,10 @@ class NodeService:
             log.warning("storage recovery: %s", line)
         self.state = StateMachine(self.store)
         self.driver = WheelDriver(self)
-        self.batcher = ProduceBatcher(self._propose_produce, config.batch_window_ms)
+        self.produce_commit = GroupCommit(
+            self._propose_produce, config.batch_window_ms, lambda m: len(m.body) + 128
+        )
+        self.consumers = Consumers(self, config.retry_levels_ms, config.ack_window_ms)
         self.raft: RaftNode | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._tasks: list[asyncio.Task] = []
@@ -58,7 +62,8 @@ class NodeService:
     async def start(self) -> None:
         self._loop = asyncio.get_running_loop()
         self.raft = RaftNode(self.config.cluster_settings(), self.state, self.lock, self._on_applied)
-        self._tasks = [asyncio.create_task(self.driver.run()), asyncio.create_task(self.batcher.run())]
+        loops = (self.driver, self.produce_commit, self.consumers.ack_commit)
+        self._tasks = [asyncio.create_task(t.run()) for t in loops]
 
     async def stop(self) -> None:
         for t in self._tasks:
@@ -79,6 +84,8 @@ class NodeService:
             loop.call_soon_threadsafe(self.driver.on_append, res.pending_slots)
         if res.kind == SYNC:
             loop.call_soon_threadsafe(self._note_sync)
+        if res.delivered:
+            asyncio.run_coroutine_threadsafe(self.consumers.notify(), loop)
 
     def _note_sync(self) -> None:
         self.syncs_applied += 1
@@ -102,19 +109,24 @@ class NodeService:
 
     # -- writes -----------------------------------------------------------------
 
-    async def _propose_produce(self, messages: list[Message]) -> ApplyResult:
-        return await self.raft.propose(Entry(PRODUCE, self.driver.ws, self.clock(), messages).encode())
-
-    async def produce(self, messages: list[Message]) -> list[MessageId]:
-        self.require_master()
-        return await self.batcher.submit(messages)
-
-    async def cancel(self, ids: list[str], keys: list[tuple[str, str]]) -> list[str]:
-        self.require_master()
-        entry = Entry(CANCEL, self.driver.ws, self.clock(), ids=ids, keys=keys)
+    async def propose(self, entry: Entry) -> ApplyResult:
+        """Propose an entry and wait for it to be applied here; an apply error is a 500."""
         res = await self.raft.propose(entry.encode())
         if res.error:
             raise ApiError(500, "apply_failed", res.error)
+        return res
+
+    async def _propose_produce(self, messages: list[Message]) -> ApplyResult:
+        return await self.propose(Entry(PRODUCE, self.driver.ws, self.clock(), messages))
+
+    async def produce(self, messages: list[Message]) -> list[MessageId]:
+        self.require_master()
+        res, at = await self.produce_commit.submit(messages)
+        return res.ids[at : at + len(messages)]
+
+    async def cancel(self, ids: list[str], keys: list[tuple[str, str]]) -> list[str]:
+        self.require_master()
+        res = await self.propose(Entry(CANCEL, self.driver.ws, self.clock(), ids=ids, keys=keys))
         return res.cancels
 
     async def release_master(self, to: str | None) -> dict:

@@ -138,3 +138,46 @@ def parse_message(obj, now_ms: int, limits: MessageLimits) -> Message:
         key=key,
         headers=headers,
     )
+
+
+PULL_FIELDS = {"group", "tags", "max", "wait_ms", "visibility_ms"}
+RECEIPT_FIELDS = {"group", "receipts"}
+MAX_PULL = 1000
+MAX_WAIT_MS = 30_000
+DEFAULT_VISIBILITY_MS = 30_000
+
+
+def parse_consumer_request(topic: str, obj, action: str) -> dict:
+    """Validate a pull / ack / nack body. ``topic`` may be a group's ``%DLQ%<group>``."""
+    if not isinstance(obj, dict):
+        raise ApiError(400, "invalid_body", "body must be a JSON object")
+    allowed = PULL_FIELDS if action == "pull" else RECEIPT_FIELDS
+    unknown = sorted(set(obj) - allowed)
+    if unknown:
+        raise _bad(f"unknown field {unknown[0]!r}", unknown[0], code="unknown_field")
+    group = obj.get("group")
+    if not isinstance(group, str) or not TOPIC_RE.match(group):
+        raise _bad("group must be 1-128 of A-Z a-z 0-9 . _ - (not starting with . _ -)", "group")
+    if not TOPIC_RE.match(topic) and topic != f"%DLQ%{group}":
+        raise _bad("topic must be a topic name or %DLQ%<this group>", "topic")
+    out = {"group": group, "topic": topic}
+    if action != "pull":
+        receipts = obj.get("receipts")
+        if not isinstance(receipts, list) or not receipts or len(receipts) > MAX_PULL:
+            raise _bad(f"receipts must be a list of 1-{MAX_PULL} receipts", "receipts")
+        out["receipts"] = receipts
+        return out
+    tags = obj.get("tags")
+    if tags is not None and not isinstance(tags, str):
+        raise _bad('tags must be an expression like "a||b" or "*"', "tags")
+    out["tags"] = tags
+    for name, default, low, high in (
+        ("max", 32, 1, MAX_PULL),
+        ("wait_ms", 0, 0, MAX_WAIT_MS),
+        ("visibility_ms", DEFAULT_VISIBILITY_MS, 100, 12 * 3_600_000),
+    ):
+        value = _int(obj.get(name, default), name)
+        if not low <= value <= high:
+            raise _bad(f"{name} must be {low}..{high}", name, 422, "out_of_range")
+        out[name] = value
+    return out

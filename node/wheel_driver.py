@@ -62,6 +62,7 @@ class WheelDriver:
             finally:
                 self.wheel = None
                 self.leading.clear()
+                self.svc.consumers.forget_leases()
 
     def _still_master(self) -> bool:
         return self.svc.raft.is_master() and not self.paused
@@ -73,6 +74,7 @@ class WheelDriver:
     async def _lead(self) -> None:
         svc = self.svc
         clock = svc.clock
+        svc.consumers.forget_leases()  # leases of an earlier term mean nothing now
         await self._propose_sync(svc.state.ws, clock())  # barrier: all earlier entries applied
         with svc.lock:
             self.wheel = TimeWheel(svc.store, svc.state.ws)

@@ -58,3 +58,17 @@ class FixedLayout:
         for n in range(first, stop):
             at = MAGIC_SIZE + n * size
             self.verify_entry(mv[at : at + size], path, at)
+
+    def read(self, f, first: int, stop: int, verified: int) -> np.ndarray:
+        """Entries ``first .. stop-1`` read from append file ``f``, checking the crc of
+        those at or past ``verified`` (and reading back to it when it lies before ``first``)."""
+        lo = min(first, verified) if verified < stop else first
+        size = self.size
+        raw = f.read(self.offset_of(lo), (stop - lo) * size)
+        if len(raw) != (stop - lo) * size:
+            raise CorruptLogError(f.path, self.offset_of(lo), "file ends inside its committed entries")
+        mv = memoryview(raw)
+        for n in range(max(lo, verified), stop):
+            at = (n - lo) * size
+            self.verify_entry(mv[at : at + size], f.path, self.offset_of(n))
+        return np.frombuffer(raw, dtype=self.dtype)[first - lo :]

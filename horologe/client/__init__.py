@@ -1,0 +1,32 @@
+"""Python client SDK for Horologe, blocking (:class:`Client`) and asyncio (:class:`AsyncClient`).
+
+Both follow 307 redirects to the master and remember it, fail over across the node URLs
+they were given, and give every produced message an idempotency key (unless you pass
+one), so a send retried across a failover is stored once.
+"""
+
+from .async_client import AsyncClient
+from .errors import (
+    AlreadyDeliveredError,
+    AuthError,
+    HorologeError,
+    InvalidRequestError,
+    NotFoundError,
+    UnavailableError,
+)
+from .models import MessageStatus, ReceivedMessage, Scheduled
+from .sync_client import Client
+
+__all__ = [
+    "AlreadyDeliveredError",
+    "AsyncClient",
+    "AuthError",
+    "Client",
+    "HorologeError",
+    "InvalidRequestError",
+    "MessageStatus",
+    "NotFoundError",
+    "ReceivedMessage",
+    "Scheduled",
+    "UnavailableError",
+]

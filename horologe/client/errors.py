@@ -1,0 +1,48 @@
+"""Errors raised by the client SDK. Every one derives from :class:`HorologeError`."""
+
+from __future__ import annotations
+
+
+class HorologeError(Exception):
+    """Raised when a call fails; ``status`` and ``code`` come from the API when it answered."""
+
+    def __init__(self, message: str, status: int = 0, code: str = "", field: str | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.field = field
+
+
+class InvalidRequestError(HorologeError):
+    """Raised when the API refuses the request as invalid (400, 413, 422)."""
+
+
+class AuthError(HorologeError):
+    """Raised when the token is missing or wrong (401, 403)."""
+
+
+class NotFoundError(HorologeError):
+    """Raised when the message or receipt does not exist (404)."""
+
+
+class AlreadyDeliveredError(HorologeError):
+    """Raised when cancelling a message that was already delivered (409)."""
+
+
+class UnavailableError(HorologeError):
+    """Raised when no master answered within the retry budget (503, timeouts, refused connections)."""
+
+
+def error_for(status: int, body) -> HorologeError:
+    err = body.get("error", {}) if isinstance(body, dict) else {}
+    message = f"HTTP {status}: {err.get('code', '?')}: {err.get('message', body)}"
+    kind = {
+        400: InvalidRequestError,
+        413: InvalidRequestError,
+        422: InvalidRequestError,
+        401: AuthError,
+        403: AuthError,
+        404: NotFoundError,
+        409: AlreadyDeliveredError,
+    }.get(status, UnavailableError if status in (0, 503) else HorologeError)
+    return kind(message, status, err.get("code", ""), err.get("field"))

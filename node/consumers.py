@@ -1,0 +1,226 @@
+"""Consumers on the master: pull with leases, ack, nack (retry levels, then the DLQ).
+
+Leases live only in the master's memory: a message leased and not acked within
+``visibility_ms`` is handed out again, and so is every unacked one after a failover.
+Acks are replicated (``A`` entries, group-committed at most every ``ack_window_ms``)
+before they are answered, so an acked message is never handed out again, even by a
+new master. A group skips messages its tag filter rejects; those are acked for it too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import itertools
+from dataclasses import dataclass
+
+import numpy as np
+
+from horologe.cluster import ACK, RETRY, Entry
+from horologe.cluster.consumer_groups import DLQ_PREFIX, ORIGIN_HEADER, retry_topic
+from horologe.storage import MessageId, UnknownMessageError, tag_signature
+
+from .errors import ApiError
+from .group_commit import GroupCommit
+
+SCAN_CHUNK = 65_536
+
+
+@dataclass(frozen=True)
+class TagFilter:
+    """``"*"`` (or nothing): every message; ``"a||b"``: messages with tag a or b."""
+
+    tags: frozenset[str]
+
+    @classmethod
+    def parse(cls, expr: str | None) -> TagFilter:
+        if expr is None or expr.strip() in ("", "*"):
+            return cls(frozenset())
+        tags = frozenset(t.strip() for t in expr.split("||"))
+        if "" in tags:
+            raise ApiError(400, "invalid_field", f"bad tag expression {expr!r}: want a||b or *", "tags")
+        return cls(tags)
+
+    def prefilter(self, sigs: np.ndarray) -> np.ndarray:
+        """Bloom prefilter over index signatures: never a false negative (seeds/004)."""
+        if not self.tags:
+            return np.ones(len(sigs), dtype=bool)
+        mask = np.zeros(len(sigs), dtype=bool)
+        for tag in self.tags:
+            want = np.uint64(tag_signature(tag))
+            mask |= (sigs & want) == want
+        return mask
+
+    def matches(self, tags) -> bool:
+        return not self.tags or bool(self.tags.intersection(tags))
+
+
+def receipt_of(topic: str, offset: int, nonce: int) -> str:
+    return f"{offset}.{nonce}.{topic}"
+
+
+def parse_receipt(receipt) -> tuple[str, int]:
+    try:
+        offset, _nonce, topic = receipt.split(".", 2)
+        return topic, int(offset)
+    except (AttributeError, ValueError) as e:
+        raise ApiError(400, "invalid_field", f"malformed receipt {receipt!r}", "receipts") from e
+
+
+class Consumers:
+    def __init__(self, service, retry_levels_ms: tuple[int, ...], ack_window_ms: int) -> None:
+        self.svc = service
+        self.retry_levels_ms = retry_levels_ms
+        self.leases: dict[tuple[str, str], dict[int, int]] = {}  # (group, topic) -> offset -> expiry
+        self._nonce = itertools.count(1)
+        self._arrived = asyncio.Condition()
+        self.ack_commit = GroupCommit(self._propose_acks, ack_window_ms)
+
+    async def _propose_acks(self, acks: list[tuple[str, str, int]]):
+        return await self.svc.propose(Entry(ACK, self.svc.driver.ws, self.svc.clock(), acks=acks))
+
+    async def notify(self) -> None:
+        async with self._arrived:
+            self._arrived.notify_all()
+
+    def forget_leases(self) -> None:
+        """On losing mastership: a new master starts with none."""
+        self.leases.clear()
+
+    # -- pull ---------------------------------------------------------------------
+
+    def _scan(
+        self,
+        group: str,
+        topic: str,
+        filt: TagFilter,
+        want: int,
+        now: int,
+        out: list[dict],
+        skipped: list[tuple[str, str, int]],
+        visibility_ms: int,
+        origin: str | None = None,
+    ) -> None:
+        """Lease up to ``want`` messages of ready log ``topic`` to this caller."""
+        svc = self.svc
+        leases = self.leases.setdefault((group, topic), {})
+        with svc.lock:
+            progress = svc.state.group_progress(group, topic)
+            end = svc.store.ready_count(topic)
+            start = progress.committed
+            while start < end and len(out) < want:
+                rows = svc.store.read_ready(topic, start, min(end, start + SCAN_CHUNK))
+                offsets = np.arange(start, start + len(rows))
+                keep = filt.prefilter(rows["tag_sig"])
+                for k in np.flatnonzero(~keep):
+                    if not progress.is_acked(int(offsets[k])):
+                        skipped.append((group, topic, int(offsets[k])))
+                for k in np.flatnonzero(keep):
+                    off = int(offsets[k])
+                    if progress.is_acked(off) or leases.get(off, 0) > now:
+                        continue
+                    mid = MessageId(int(rows["hour"][k]), int(rows["global_index"][k]))
+                    try:
+                        m = svc.store.read_message(mid).message
+                    except UnknownMessageError:
+                        skipped.append((group, topic, off))  # removed by retention
+                        continue
+                    source = m.headers.get(ORIGIN_HEADER, m.topic)
+                    if not filt.matches(m.tags) or (origin is not None and source != origin):
+                        if origin is None:
+                            skipped.append((group, topic, off))  # exact check: a Bloom false positive
+                        continue
+                    nonce = next(self._nonce)
+                    leases[off] = now + visibility_ms
+                    out.append(_pulled(mid, m, rows[k], receipt_of(topic, off, nonce), source))
+                    if len(out) >= want:
+                        break
+                start += len(rows)
+
+    async def pull(
+        self, group: str, topic: str, tags: str | None, max_messages: int, wait_ms: int, visibility_ms: int
+    ) -> list[dict]:
+        self.svc.require_master()
+        filt = TagFilter.parse(tags)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + wait_ms / 1000
+        while True:
+            out: list[dict] = []
+            skipped: list[tuple[str, str, int]] = []
+            now = self.svc.clock()
+            self._scan(group, topic, filt, max_messages, now, out, skipped, visibility_ms)
+            if len(out) < max_messages and not topic.startswith(DLQ_PREFIX):
+                self._scan(
+                    group,
+                    retry_topic(group),
+                    filt,
+                    max_messages,
+                    now,
+                    out,
+                    skipped,
+                    visibility_ms,
+                    origin=topic,
+                )
+            if skipped:  # filtered out for this group: let its committed offset move past them
+                asyncio.get_running_loop().create_task(self.ack_commit.submit(skipped))
+            remaining = deadline - loop.time()
+            if out or remaining <= 0:
+                return out
+            async with self._arrived:
+                try:
+                    await asyncio.wait_for(self._arrived.wait(), min(remaining, 1.0))
+                except TimeoutError:
+                    pass
+
+    # -- ack / nack ---------------------------------------------------------------
+
+    async def ack(self, group: str, receipts: list) -> int:
+        self.svc.require_master()
+        acks = [(group, *parse_receipt(r)) for r in receipts]
+        for _, topic, off in acks:
+            self.leases.get((group, topic), {}).pop(off, None)
+        if acks:
+            await self.ack_commit.submit(acks)
+        return len(acks)
+
+    async def nack(self, group: str, receipts: list) -> dict:
+        svc = self.svc
+        svc.require_master()
+        now = svc.clock()
+        retries = []
+        dead = 0
+        for receipt in receipts:
+            topic, off = parse_receipt(receipt)
+            with svc.lock:
+                rows = svc.store.read_ready(topic, off, off + 1)
+                if len(rows) == 0:
+                    raise ApiError(404, "not_found", f"no delivered message at {receipt!r}", "receipts")
+                mid = MessageId(int(rows["hour"][0]), int(rows["global_index"][0]))
+                attempt = svc.store.read_message(mid).message.attempt
+            if attempt < len(self.retry_levels_ms):
+                retries.append((group, topic, off, now + self.retry_levels_ms[attempt]))
+            else:
+                retries.append((group, topic, off, -1))
+                dead += 1
+            self.leases.get((group, topic), {}).pop(off, None)
+        if retries:
+            await svc.propose(Entry(RETRY, svc.driver.ws, now, retries=retries))
+        return {"retried": len(retries) - dead, "dead_lettered": dead}
+
+
+def _pulled(mid: MessageId, m, row, receipt: str, topic: str) -> dict:
+    out = {
+        "id": str(mid),
+        "receipt": receipt,
+        "topic": topic,
+        "tags": list(m.tags),
+        "deliver_at": int(row["deliver_at_ms"]),
+        "delivered_at": int(row["delivered_at_ms"]),
+        "attempt": m.attempt,
+        "headers": m.headers,
+    }
+    try:
+        out["body"] = m.body.decode()
+    except UnicodeDecodeError:
+        out["body_b64"] = base64.b64encode(m.body).decode()
+    return out

@@ -1,0 +1,153 @@
+"""Consumers on a real cluster, through the client SDK: groups, leases, retries, DLQ, filters."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import time
+
+import pytest
+
+from horologe.client import AlreadyDeliveredError, AsyncClient, Client
+from horologe.node.process_cluster import CLIENT
+
+SHORT_RETRIES = "retry_levels_ms = [300, 300]\n"
+
+
+def client(cluster) -> Client:
+    return Client([cluster.url(i) for i in cluster.indexes], CLIENT, retry_s=20)
+
+
+def drain(c: Client, topic: str, group: str, *, tags=None, idle_s: float = 1.5, ack: bool = True) -> list:
+    """Pull and ack until nothing arrives for ``idle_s``; returns the messages seen."""
+    seen, quiet_since = [], time.monotonic()
+    while time.monotonic() - quiet_since < idle_s:
+        batch = c.pull(topic, group, tags=tags, max=100, wait_ms=300)
+        if batch:
+            quiet_since = time.monotonic()
+            seen += batch
+            if ack:
+                c.ack(topic, group, [m.receipt for m in batch])
+    return seen
+
+
+def test_groups_share_or_each_get_everything(cluster):
+    c = client(cluster)
+    ids = {s.id for s in c.produce_batch([{"topic": "orders", "body": f"o{k}"} for k in range(60)])}
+    a1 = c.pull("orders", "billing", max=30, wait_ms=3_000)
+    a2 = c.pull("orders", "billing", max=100, wait_ms=1_000)  # a second consumer of the group
+    assert {m.id for m in a1}.isdisjoint({m.id for m in a2})
+    c.ack("orders", "billing", [m.receipt for m in a1 + a2])
+    assert {m.id for m in a1 + a2} == ids
+    other = drain(c, "orders", "audit")  # an independent group gets everything too
+    assert {m.id for m in other} == ids
+    assert c.pull("orders", "billing", max=10, wait_ms=300) == []  # acked: never again
+
+
+def test_lease_expiry_redelivers(cluster):
+    c = client(cluster)
+    c.produce("jobs", "run me")
+    (first,) = c.pull("jobs", "workers", wait_ms=3_000, visibility_ms=500)
+    assert c.pull("jobs", "workers", wait_ms=0) == []  # leased to the first consumer
+    time.sleep(0.7)
+    (again,) = c.pull("jobs", "workers", wait_ms=1_000)
+    assert again.id == first.id and again.receipt != first.receipt
+    c.ack("jobs", "workers", [again.receipt])
+
+
+def test_nack_retries_then_dead_letters(make_cluster):
+    cluster = make_cluster(extra_toml=SHORT_RETRIES)
+    c = client(cluster)
+    sent = c.produce("pay", "charge card", tags=["card"])
+    attempts = []
+    deadline = time.monotonic() + 20
+    while len(attempts) < 3 and time.monotonic() < deadline:
+        for m in c.pull("pay", "charger", wait_ms=1_000):
+            attempts.append(m.attempt)
+            assert m.topic == "pay" and m.tags == ("card",)
+            c.nack("pay", "charger", [m.receipt])
+    assert attempts == [0, 1, 2]  # the first delivery, then one per retry level
+    (dead,) = c.pull("%DLQ%charger", "charger", wait_ms=3_000)
+    assert dead.text == "charge card" and dead.attempt == 2
+    c.ack("%DLQ%charger", "charger", [dead.receipt])
+    assert c.pull("pay", "charger", wait_ms=1_000) == [] and sent.id
+    assert c.pull("%DLQ%charger", "charger", wait_ms=300) == []
+
+
+def test_tag_filter_skips_for_that_group(cluster):
+    c = client(cluster)
+    c.produce_batch(
+        [
+            {"topic": "ev", "body": f"{k}", "tags": [["red"], ["blue"], ["red", "green"], []][k % 4]}
+            for k in range(40)
+        ]
+    )
+    reds = drain(c, "ev", "g-red", tags="red")
+    assert len(reds) == 20 and all("red" in m.tags for m in reds)
+    either = drain(c, "ev", "g-either", tags="blue||green")
+    assert len(either) == 20 and all({"blue", "green"} & set(m.tags) for m in either)
+    assert len(drain(c, "ev", "g-all", tags="*")) == 40
+
+
+def test_failover_during_consumption(cluster):
+    c = client(cluster)
+    ids = {s.id for s in c.produce_batch([{"topic": "f", "body": f"{k}"} for k in range(40)])}
+    acked = c.pull("f", "g", max=15, wait_ms=3_000)
+    c.ack("f", "g", [m.receipt for m in acked])
+    leased = c.pull("f", "g", max=10, wait_ms=1_000)  # leased, never acked
+    assert len(acked) == 15 and len(leased) == 10
+    master = cluster.wait_leader()
+    cluster.signal(master, signal.SIGKILL)
+    cluster.wait_leader([i for i in cluster.indexes if i != master], exclude=master)
+    rest = drain(c, "f", "g", idle_s=2.0)
+    rest_ids = [m.id for m in rest]
+    assert not {m.id for m in acked} & set(rest_ids), "an acked message came back"
+    assert {m.id for m in leased} <= set(rest_ids), "an unacked lease was not handed out again"
+    assert {m.id for m in acked} | set(rest_ids) == ids and len(rest_ids) == len(set(rest_ids))
+
+
+def test_idempotent_produce_and_cancel_through_the_sdk(cluster):
+    c = client(cluster)
+    first = c.produce("o", "x", key="order-9", deliver_after="1h")
+    assert c.produce("o", "x again", key="order-9", deliver_after="1h").id == first.id
+    c.cancel(first.id)
+    assert c.status(first.id).state == "cancelled"
+    now = c.produce("o", "now")
+    drain(c, "o", "g")
+    with pytest.raises(AlreadyDeliveredError):
+        c.cancel(now.id)
+
+
+def test_async_client(cluster):
+    async def run():
+        async with AsyncClient([cluster.url(i) for i in cluster.indexes], CLIENT) as c:
+            s = await c.produce("a", b"\x00\x01binary", tags=["t"])
+            msgs = await c.pull("a", "g", tags="t", wait_ms=3_000)
+            await c.ack("a", "g", [m.receipt for m in msgs])
+            return s, msgs, await c.status(s.id)
+
+    s, msgs, st = asyncio.run(run())
+    assert [m.body for m in msgs] == [b"\x00\x01binary"] and st.state == "delivered" and msgs[0].id == s.id
+
+
+def test_cli_produce_consume_cancel(cluster):
+    import json
+
+    from click.testing import CliRunner
+
+    from horologe.cli import main
+
+    env = {"HOROLOGE_CLIENT_TOKEN": CLIENT, "HOROLOGE_URL": ",".join(cluster.url(i) for i in cluster.indexes)}
+    run = CliRunner(env=env).invoke
+    r = run(main, ["produce", "--topic", "cli", "--body", "hello", "--tag", "x"])
+    assert r.exit_code == 0, r.output
+    later = run(main, ["produce", "--topic", "cli", "--body", "later", "--after", "1h", "--key", "k1"])
+    assert run(main, ["cancel", "--topic", "cli", "--key", "k1"]).output.strip() == "cancelled"
+    r = run(main, ["consume", "--topic", "cli", "--group", "g", "--count", "1"])
+    assert r.exit_code == 0, r.output
+    (line,) = r.output.strip().splitlines()
+    assert json.loads(line)["body"] == "hello" and json.loads(line)["tags"] == ["x"]
+    r = run(main, ["status", json.loads(later.output)["id"]])
+    assert json.loads(r.output)["state"] == "cancelled"
+    r = run(main, ["cancel", json.loads(later.output)["id"], "--topic", "cli", "--key", "k1"])
+    assert r.exit_code == 2  # id or topic+key, not both
