@@ -151,3 +151,16 @@ def test_cli_produce_consume_cancel(cluster):
     assert json.loads(r.output)["state"] == "cancelled"
     r = run(main, ["cancel", json.loads(later.output)["id"], "--topic", "cli", "--key", "k1"])
     assert r.exit_code == 2  # id or topic+key, not both
+
+
+def test_produce_retried_across_failover_is_stored_once(cluster):
+    """A producer that never heard back retries with the same key on the new master."""
+    c = client(cluster)
+    first = c.produce("pay", "charge #77", key="charge-77", deliver_after="300ms")
+    master = cluster.wait_leader()
+    cluster.signal(master, signal.SIGKILL)
+    cluster.wait_leader([i for i in cluster.indexes if i != master], exclude=master)
+    again = c.produce("pay", "charge #77", key="charge-77", deliver_after="300ms")
+    assert again.id == first.id
+    got = drain(c, "pay", "g", idle_s=2.0)
+    assert [m.id for m in got] == [first.id]
