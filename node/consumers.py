@@ -74,6 +74,7 @@ class Consumers:
         self.leases: dict[tuple[str, str], dict[int, int]] = {}  # (group, topic) -> offset -> expiry
         self._nonce = itertools.count(1)
         self._arrived = asyncio.Condition()
+        self._background: set[asyncio.Task] = set()  # skip-acks in flight (referenced until done)
         self.ack_commit = GroupCommit(self._propose_acks, ack_window_ms)
 
     async def _propose_acks(self, acks: list[tuple[str, str, int]]):
@@ -162,7 +163,9 @@ class Consumers:
                     origin=topic,
                 )
             if skipped:  # filtered out for this group: let its committed offset move past them
-                asyncio.get_running_loop().create_task(self.ack_commit.submit(skipped))
+                task = asyncio.get_running_loop().create_task(self.ack_commit.submit(skipped))
+                self._background.add(task)
+                task.add_done_callback(self._background.discard)
             remaining = deadline - loop.time()
             if out or remaining <= 0:
                 return out
