@@ -56,6 +56,7 @@ class NodeService:
         self._tasks: list[asyncio.Task] = []
         self.syncs_applied = 0
         self.last_sync_applied_at = 0.0
+        self.releasing = False  # a handover is under way: no new entries but its own
 
     # -- lifecycle ----------------------------------------------------------------
 
@@ -102,6 +103,8 @@ class NodeService:
         return None if peer is None else peer.node_id
 
     def require_master(self) -> None:
+        if self.releasing:
+            raise NotMasterError(None)  # 503: the next master is a moment away; clients retry
         if not self.raft.is_master():
             raise NotMasterError(self.leader_http())
         if self.state.halted:
@@ -111,6 +114,10 @@ class NodeService:
 
     async def propose(self, entry: Entry) -> ApplyResult:
         """Propose an entry and wait for it to be applied here; an apply error is a 500."""
+        if self.releasing and entry.kind not in (SYNC, RELEASE):
+            # Entries proposed now would leave the transfer target behind, and Raft
+            # would refuse it the election (field notes: transfer is denied then).
+            raise NotMasterError(None)
         res = await self.raft.propose(entry.encode())
         if res.error:
             raise ApiError(500, "apply_failed", res.error)
@@ -130,7 +137,11 @@ class NodeService:
         return res.cancels
 
     async def release_master(self, to: str | None) -> dict:
-        """Stop the wheel, commit a final S and X, hand Raft leadership over (DESIGN §5)."""
+        """Stop the wheel, commit a final S and X, hand Raft leadership over (DESIGN §5).
+
+        While it runs, no other entry is proposed (writes get 503 and are retried), so the
+        target catches up and wins; if this node is elected again, the transfer is retried.
+        """
         self.require_master()
         target = None
         if to is not None:
@@ -139,6 +150,7 @@ class NodeService:
                 raise ApiError(422, "unknown_node", f"no peer named {to!r}", "to")
             target = peer.raft
         t0 = time.monotonic()
+        self.releasing = True
         self.driver.paused = True
         try:
             while self.driver.wheel is not None:  # let the loop finish its turn
@@ -148,22 +160,45 @@ class NodeService:
             await self.raft.propose(Entry(SYNC, ws, self.clock()).encode())
             await self.raft.propose(Entry(RELEASE, ws, self.clock(), node=self.config.node_id).encode())
             marker = self.syncs_applied
-            done = self._loop.create_future()
-            self.raft.transfer_leadership_to(
-                target, 3.0, lambda ok: self._loop.call_soon_threadsafe(done.set_result, ok)
-            )
-            moved = await done
+            new_master = None
+            for _attempt in range(3):
+                if not await self._transfer(target):
+                    break
+                new_master = await self._await_other_master(3.0)
+                if new_master is not None or not self.raft.is_master():
+                    break
         finally:
+            self.releasing = False
             self.driver.paused = False
-        if not moved:
-            raise ApiError(503, "transfer_failed", "no follower took over in 3 s; still master")
+        if new_master is None:
+            raise ApiError(503, "transfer_failed", "no other node took over; this node is still master")
         deadline = time.monotonic() + 3.0
         while self.syncs_applied <= marker and time.monotonic() < deadline:
             await asyncio.sleep(0.001)
         gap_ms = None
         if self.syncs_applied > marker:
             gap_ms = round((self.last_sync_applied_at - t0) * 1000, 1)
-        return {"old_master": self.config.node_id, "new_master": self.leader_id(), "gap_ms": gap_ms}
+        return {"old_master": self.config.node_id, "new_master": new_master, "gap_ms": gap_ms}
+
+    async def _transfer(self, target: str | None) -> bool:
+        """Ask Raft to hand leadership over; True once this node stepped down."""
+        done = self._loop.create_future()
+        self.raft.transfer_leadership_to(
+            target, 3.0, lambda ok: self._loop.call_soon_threadsafe(done.set_result, ok)
+        )
+        return await done
+
+    async def _await_other_master(self, timeout_s: float) -> str | None:
+        """The new master's id once one other than this node is known, else None."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            leader = self.leader_id()
+            if leader is not None and leader != self.config.node_id:
+                return leader
+            if self.raft.is_master():
+                return None  # elected again: the caller retries the transfer
+            await asyncio.sleep(0.002)
+        return None
 
     # -- reads ------------------------------------------------------------------
 

@@ -28,7 +28,7 @@ from typing import Any
 import msgpack
 
 from .append_file import AppendFile, fsync_dir
-from .errors import CorruptLogError
+from .errors import CorruptLogError, StorageError
 from .framing import frame, scan_frames
 from .magic import COMMIT_JOURNAL, MAGIC_SIZE, check_magic, magic
 
@@ -77,8 +77,11 @@ class CommitJournal:
         self.torn_tail: tuple[int, int] | None = None  # (offset, bytes) set aside on open
         self._file: AppendFile | None = None
 
-    def open(self) -> None:
+    def open(self, read_only: bool = False) -> None:
+        """Fold the journal. A torn last frame is set aside, or only skipped when ``read_only``."""
         if not os.path.exists(self.path):
+            if read_only:
+                raise StorageError(f"{self.directory} is not a Horologe store (no {JOURNAL_NAME})")
             self.write_checkpoint(self.state)
             return
         with open(self.path, "rb") as f:
@@ -94,6 +97,9 @@ class CommitJournal:
             end = offset + len(payload) + 12
         if end < len(buf):
             self.torn_tail = (end, len(buf) - end)
+        if read_only:
+            return
+        if end < len(buf):
             with open(f"{self.path}.torn-{end}", "wb") as aside:
                 aside.write(buf[end:])
         self._file = AppendFile(self.path, end)

@@ -232,8 +232,9 @@ class HourBucket:
         for rel in (self.log_rel, self.idx_rel, self.tomb_rel):
             self.files.close(rel)
 
-    def close(self) -> None:
-        self.save_heads()
+    def close(self, save_heads: bool = True) -> None:
+        if save_heads:
+            self.save_heads()
         self.close_files()
         self._heads = None
         self._cancelled = None

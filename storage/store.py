@@ -66,10 +66,16 @@ def _hour_of(rel: str) -> int | None:
 
 
 class Storage:
-    def __init__(self, directory: str, config: StorageConfig | None = None) -> None:
+    def __init__(
+        self, directory: str, config: StorageConfig | None = None, *, read_only: bool = False
+    ) -> None:
+        """Open (or create) a store. ``read_only`` opens a store that a running node may be
+        writing: nothing is set aside, cached or written, and bytes past a commit are ignored."""
         self.directory = os.path.abspath(directory)
         self.config = config or StorageConfig()
-        os.makedirs(self.directory, exist_ok=True)
+        self.read_only = read_only
+        if not read_only:
+            os.makedirs(self.directory, exist_ok=True)
         self._open()
 
     # -- open and recovery ----------------------------------------------------
@@ -77,8 +83,8 @@ class Storage:
     def _open(self) -> None:
         self.recovered: list[str] = []  # what open set aside, for the operator's log
         self.journal = CommitJournal(self.directory, self.config.journal_compact_bytes)
-        self.journal.open()
-        if self.journal.torn_tail:
+        self.journal.open(self.read_only)
+        if self.journal.torn_tail and not self.read_only:
             at, n = self.journal.torn_tail
             self.recovered.append(f"commits.log: set aside a torn tail of {n} bytes at {at}")
         self._recover_files()
@@ -118,8 +124,10 @@ class Storage:
                 raise CorruptLogError(
                     path, max(size, 0), f"file holds {max(size, 0)} bytes; {length} were committed"
                 )
-            if size > length:
+            if size > length and not self.read_only:
                 self._set_aside(rel, length)
+        if self.read_only:
+            return
         for d in DATA_DIRS:
             full = os.path.join(self.directory, d)
             if not os.path.isdir(full):
@@ -188,6 +196,8 @@ class Storage:
 
         Returns :data:`SKIPPED` without calling ``fn`` when the index was applied already.
         """
+        if self.read_only:
+            raise StorageError("this store was opened read-only")
         if raft_index <= self.applied_index:
             return SKIPPED
         if self._tx is not None:
@@ -267,7 +277,7 @@ class Storage:
                 if hour in self._mapped:
                     continue
                 if tier is self._buckets:
-                    tier.pop(hour).close()
+                    tier.pop(hour).close(save_heads=not self.read_only)
                     self._with_files.pop(hour, None)
                 else:
                     tier.pop(hour)
@@ -382,7 +392,7 @@ class Storage:
 
     def close(self) -> None:
         for b in self._buckets.values():
-            b.close()
+            b.close(save_heads=not self.read_only)
         self._buckets.clear()
         self._with_files.clear()
         self.files.close_all()

@@ -16,6 +16,7 @@ from horologe.storage import (
     SealedHourError,
     Storage,
     StorageConfig,
+    StorageError,
     StorageFullError,
     UnknownMessageError,
 )
@@ -219,3 +220,20 @@ def test_malformed_and_unknown_ids(tmp_path):
         with pytest.raises(UnknownMessageError):
             s.read_message(MessageId(HOUR + 3, 0))
         assert str(MessageId(HOUR, 0)) == f"{HOUR:08x}00000000"
+
+
+def test_read_only_open_changes_nothing(tmp_path):
+    root = str(tmp_path / "s")
+    with Storage(root, StorageConfig(fsync=False)) as s:
+        ids = s.apply(1, lambda tx: tx.append([msg(H0 + k * 1000) for k in range(5)]))
+    with open(os.path.join(root, "commits.log"), "ab") as f:
+        f.write(b"\x05\x00\x00\x00torn")  # a write in flight on a live node
+    before = tree_bytes(root)
+    with Storage(root, read_only=True) as ro:
+        assert ro.read_message(ids[3]).message.deliver_at_ms == H0 + 3000
+        assert ro.check().messages == 5
+        with pytest.raises(StorageError):
+            ro.apply(2, lambda tx: None)
+    assert tree_bytes(root) == before
+    with pytest.raises(StorageError):
+        Storage(str(tmp_path / "nothing"), read_only=True)
