@@ -21,6 +21,7 @@ from collections.abc import Callable
 
 import pysyncobj.pickle as raft_pickle
 from pysyncobj import FAIL_REASON, SyncObj, SyncObjConf, replicated
+from pysyncobj.monotonic import monotonic as monotonic_time
 from pysyncobj.syncobj import _RAFT_STATE
 
 from horologe.storage import Storage
@@ -146,6 +147,7 @@ class RaftNode(SyncObj):
         target, deadline, done = pending
         if not self._isLeader():
             self._transfer = None
+            self._hold_back_from_elections()
             done(True)
             return
         if time.monotonic() > deadline:
@@ -158,6 +160,16 @@ class RaftNode(SyncObj):
                 log.warning("transfer of leadership failed: reason %s", err)
 
         self.transferLeadership(target, callback=answer)
+
+    def _hold_back_from_elections(self) -> None:
+        """Keep a master that just handed over from standing for election for a while.
+
+        Its election deadline went stale while it led; unless a vote resets it, it would
+        call an election at once and could unseat the node it just handed over to (DESIGN
+        §5: "hold the old node back"). pysyncobj has no API for this: the deadline is set
+        directly, on the tick thread that owns it.
+        """
+        self._SyncObj__raftElectionDeadline = monotonic_time() + self.settings.hold_back_s
 
     # -- snapshots: a self-contained copy of the store, shipped as one file -------
 

@@ -33,3 +33,4 @@ class ClusterSettings:
     log_compaction_min_entries: int = 50_000
     log_compaction_min_time: float = 600.0
     proposal_timeout_s: float = 5.0
+    hold_back_s: float = 2.0  # after a forced release, no election from the old master
