@@ -1,4 +1,4 @@
-"""Fixtures for tests that run real node processes."""
+"""Fixtures for tests that run real node processes (integration and pipeline)."""
 
 from __future__ import annotations
 
