@@ -52,6 +52,9 @@ class ColumnMapping:
         ]
         return [n for n in names if n is not None]
 
+    def time_column(self) -> str:
+        return next(getattr(self, o) for o in TIME_OPTIONS if getattr(self, o) is not None)
+
     def check_columns(self, available: list[str]) -> None:
         missing = [c for c in self.columns() if c not in available]
         if missing:

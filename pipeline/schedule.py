@@ -5,6 +5,7 @@
    reject file (JSON lines: the row and the reason) and never reach the cluster.
 3. Post the valid rows from the executors (``foreachPartition``), in batches, with
    retries and per-row keys (poster), so task retries and reruns store nothing twice.
+   Rows go out sorted by deliver time, which keeps each batch within a few hours.
 """
 
 from __future__ import annotations
@@ -70,7 +71,9 @@ def run_schedule(
 ) -> ScheduleSummary:
     df = read_input(spark, path, fmt)
     mapping.check_columns(df.columns)
-    df = df.select(*mapping.columns())
+    # Sorted by deliver time, each batch of consecutive rows falls in a few delivery
+    # hours, so a node's group commit touches (and fsyncs) a few files, not hundreds.
+    df = df.select(*mapping.columns()).orderBy(mapping.time_column())
     now = int(time.time() * 1000)
 
     def validate(rows):

@@ -17,6 +17,7 @@ def spark_session(master: str = "local[*]", app_name: str = "horologe"):
         SparkSession.builder.master(master)
         .appName(app_name)
         .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")  # our own progress display instead
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
         .config("spark.sql.shuffle.partitions", "8")
         .config("spark.driver.extraJavaOptions", "-Dlog4j2.level=ERROR")

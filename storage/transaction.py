@@ -82,16 +82,24 @@ class Transaction:
         self.fresh = [i not in known and i not in dup_of for i in range(len(messages))]
         for i, j in dup_of.items():
             ids[i] = ids[j]
-        for (topic, key), i in first_with_key.items():
-            self._remember_key(topic, key, ids[i], messages[i].produced_at_ms)
+        self._remember_keys(
+            [(topic, key, ids[i], messages[i].produced_at_ms) for (topic, key), i in first_with_key.items()]
+        )
         return ids  # type: ignore[return-value]
 
-    def _remember_key(self, topic: str, key: str, mid: MessageId, produced_at_ms: int) -> None:
+    def _remember_keys(self, keyed: list[tuple[str, str, MessageId, int]]) -> None:
+        """Record ``(topic, key, id, produced_at_ms)``: one append per key file."""
         store = self.store
-        rel = key_file(produced_at_ms // MS_PER_HOUR)
-        new_hour = not store.files.exists(rel)
-        store.files.writable(rel, KEY_LOG).append(key_record(topic, key, mid, produced_at_ms))
-        store.keys.add(topic, key, mid, produced_at_ms)
+        by_file: dict[str, list[bytes]] = {}
+        for topic, key, mid, produced_at_ms in keyed:
+            by_file.setdefault(key_file(produced_at_ms // MS_PER_HOUR), []).append(
+                key_record(topic, key, mid, produced_at_ms)
+            )
+            store.keys.add(topic, key, mid, produced_at_ms)
+        new_hour = False
+        for rel, records in by_file.items():
+            new_hour |= not store.files.exists(rel)
+            store.files.writable(rel, KEY_LOG).append(b"".join(records))
         if new_hour:  # the window moves on by hours; sweep expired key files then
             for h in store.key_file_hours():
                 if h < store.keys.oldest_hour_kept():

@@ -19,9 +19,26 @@ def test_schedule_then_audit(spark, make_cluster, tmp_path):
             topic = "bad topic" if k == 13 else "orders"
             f.write(f'{{"t": "{topic}", "b": "order {k}", "at": {now + 500 + k}, "tags": ["a"]}}\n')
     env = {"HOROLOGE_CLIENT_TOKEN": CLIENT, "HOROLOGE_URL": ",".join(cluster.url(i) for i in cluster.indexes)}
-    r = CliRunner(env=env).invoke(main, [
-        "spark", "schedule", str(src), "--topic-col", "t", "--body-col", "b", "--deliver-at-col", "at",
-        "--tags-col", "tags", "--rejects", str(tmp_path / "rej"), "--master", "local[2]"])
+    r = CliRunner(env=env).invoke(
+        main,
+        [
+            "spark",
+            "schedule",
+            str(src),
+            "--topic-col",
+            "t",
+            "--body-col",
+            "b",
+            "--deliver-at-col",
+            "at",
+            "--tags-col",
+            "tags",
+            "--rejects",
+            str(tmp_path / "rej"),
+            "--master",
+            "local[2]",
+        ],
+    )
     assert r.exit_code == 0, r.output
     assert "rows 50: accepted 49, rejected 1" in r.output
     time.sleep(2.0)  # all due within a second
