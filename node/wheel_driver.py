@@ -24,9 +24,7 @@ class WheelDriver:
         self.svc = service
         self.wheel: TimeWheel | None = None
         self.paused = False
-        self.leading = asyncio.Event()  # set while the loop runs as master
         self._wake = asyncio.Event()
-        self.syncs_proposed = 0
 
     @property
     def ws(self) -> Watermark:
@@ -61,7 +59,6 @@ class WheelDriver:
                 await asyncio.sleep(0.1)
             finally:
                 self.wheel = None
-                self.leading.clear()
                 self.svc.consumers.forget_leases()
 
     def _still_master(self) -> bool:
@@ -69,7 +66,6 @@ class WheelDriver:
 
     async def _propose_sync(self, ws: Watermark, now: int) -> None:
         await self.svc.raft.propose(Entry(SYNC, ws, now).encode())
-        self.syncs_proposed += 1
 
     async def _lead(self) -> None:
         svc = self.svc
@@ -83,10 +79,12 @@ class WheelDriver:
         if isinstance(plan, Sleep):
             while self._still_master() and clock() < plan.until_ms:
                 await asyncio.sleep(min(0.05, (plan.until_ms - clock()) / 1000))
-        self.leading.set()
         interval = svc.config.sync_interval_ms / 1000
         last_sync = time.monotonic()
         while self._still_master():
+            # Cleared before looking, so an arrival reported while this turn runs still
+            # cuts the coming wait short.
+            self._wake.clear()
             now = clock()
             with svc.lock:
                 due = self.wheel.advance_to(now, svc.config.fire_batch_limit)
@@ -100,7 +98,6 @@ class WheelDriver:
             if nxt is not None:
                 wait = min(wait, (nxt - clock()) / 1000)
             if wait > 0:
-                self._wake.clear()
                 try:
                     await asyncio.wait_for(self._wake.wait(), wait)
                 except TimeoutError:
