@@ -27,10 +27,12 @@ def _skewed_failover(make_cluster, offset_ms: int):
     """
     skew = {"HOROLOGE_TEST_CLOCK_OFFSET_MS": str(offset_ms)}
     cluster = make_cluster(env={1: skew, 2: skew})
-    master = cluster.wait_connected()
-    if master != 0:
+    for _ in range(3):  # set-up: n1 (true clock) must be master; a handover can be undone by an election
+        master = cluster.wait_connected()
+        if master == 0:
+            break
         call("POST", f"{cluster.url(master)}/admin/release-master", ADMIN, {"to": "n1"})
-        assert cluster.wait_leader(exclude=master) == 0
+    assert cluster.wait_connected() == 0
     now = int(time.time() * 1000)
     acked = {
         r["id"]: r["deliver_at"]
@@ -61,11 +63,11 @@ def test_new_master_behind_the_tick_sleeps(make_cluster):
 def test_new_master_ahead_of_the_tick_fast_forwards(make_cluster):
     log, rows = _skewed_failover(make_cluster, +SKEW_MS)
     assert "FastForward(" in log
-    # by its own clock never early; by the true clock every message went out ahead of
-    # time, at once on takeover: the fast-forward through seconds it saw as expired
-    real = rows["delivered_at_ms"] - SKEW_MS
+    # Its clock, 10 s ahead, was past every deliver time when it took over: all of them
+    # went out in the one catch-up entry of the fast-forward (one delivered_at), not one
+    # by one at their 20 ms-apart times; and by its own clock none was early.
+    assert len(set(rows["delivered_at_ms"].tolist())) == 1
     assert (rows["delivered_at_ms"] >= rows["deliver_at_ms"]).all()
-    assert (real < rows["deliver_at_ms"]).all()
 
 
 @pytest.mark.parametrize("offset", [-SKEW_MS, SKEW_MS])
