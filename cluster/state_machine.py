@@ -29,7 +29,7 @@ from horologe.storage import (
     Transaction,
     UnknownMessageError,
 )
-from horologe.storage.delay_index import MS_PER_HOUR
+from horologe.storage.delay_index import slot_ms
 from horologe.wheel import SecondCache, Watermark, expand
 
 from .consumer_groups import ORIGIN_HEADER, GroupProgress, dlq_topic, progress_key, retry_topic
@@ -275,7 +275,7 @@ class StateMachine:
             return UNKNOWN
         if self.store.is_cancelled(mid):
             return CANCELLED
-        slot = mid.hour * MS_PER_HOUR + int(e["second_of_hour"]) * 1000 + int(e["ms"])
+        slot = int(slot_ms(mid.hour, e))
         return DELIVERED if (slot, int(e["local_index"])) <= tuple(w) else SCHEDULED
 
     def status(self, mid: MessageId) -> MessageStatus:

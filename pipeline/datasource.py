@@ -68,9 +68,9 @@ class StoreReader(DataSourceReader):
 
 def message_batches(store, hour: int):
     """Arrow batches of one hour's messages, decoded from its delay log."""
-    import numpy as np
     import pyarrow as pa
 
+    from horologe.storage.delay_index import slot_ms
     from horologe.storage.framing import committed_frames
     from horologe.storage.magic import MAGIC_SIZE
     from horologe.storage.message import decode_record
@@ -81,7 +81,7 @@ def message_batches(store, hour: int):
         return
     cancelled = bucket.cancelled_mask()
     log = store.files.get(bucket.log_rel)
-    slots = hour * 3_600_000 + view["second_of_hour"].astype(np.int64) * 1000 + view["ms"].astype(np.int64)
+    slots = slot_ms(hour, view)
     cols: dict[str, list] = {
         k: []
         for k in ("id", "topic", "tags", "key", "deliver_at_ms", "produced_at_ms", "attempt", "body_bytes")

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import msgpack
 import numpy as np
 
-from .delay_index import INDEX, MS_PER_HOUR
+from .delay_index import INDEX, slot_ms
 from .errors import CorruptLogError
 from .framing import FRAME_OVERHEAD, committed_frames
 from .heads import Heads
@@ -69,7 +69,7 @@ def _check_hour(store: Storage, hour: int, report: CheckReport) -> None:
         msg = stored.message
         if stored.id != MessageId(hour, gi):
             _fail(log.path, offset, f"record says {stored.id}, it sits at {MessageId(hour, gi)}")
-        slot = hour * MS_PER_HOUR + int(e["second_of_hour"]) * 1000 + int(e["ms"])
+        slot = int(slot_ms(hour, e))
         if int(e["second_of_hour"]) >= 3600 or int(e["ms"]) >= 1000 or msg.deliver_at_ms > slot:
             _fail(idx.path, at, f"entry {gi} is filed at {slot}, before deliver_at {msg.deliver_at_ms}")
         if int(e["tag_sig"]) != tags_signature(msg.tags):

@@ -46,3 +46,12 @@ assert INDEX.size == 40
 
 SECONDS_PER_HOUR = 3600
 MS_PER_HOUR = SECONDS_PER_HOUR * 1000
+
+
+def slot_ms(hour: int, entries):
+    """The epoch ms an entry (or a numpy array of them) is filed at: its slot."""
+    return (
+        hour * MS_PER_HOUR
+        + entries["second_of_hour"].astype(np.int64) * 1000
+        + entries["ms"].astype(np.int64)
+    )

@@ -16,11 +16,10 @@ from collections import deque
 
 import msgpack
 
+from .delay_index import MS_PER_HOUR
 from .framing import frame
 from .hour_names import hour_name
 from .message_id import MessageId
-
-MS_PER_HOUR = 3_600_000
 
 
 def key_file(hour: int) -> str:

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from horologe.storage import Storage
+from horologe.storage.delay_index import MS_PER_HOUR, SECONDS_PER_HOUR
 
 from .loaded_second import LoadedSecond
 from .watermark import Watermark
@@ -46,13 +47,13 @@ class SecondCache:
 def nonempty_seconds(store: Storage, first_ms: int, last_ms: int, hours: list[int]) -> Iterator[int]:
     """Epoch seconds between the two times (inclusive) that hold any message, looking
     only in ``hours`` (ascending hours that may hold messages)."""
-    for hour in hours[bisect.bisect_left(hours, first_ms // 3_600_000) :]:
-        start = hour * 3_600_000
+    for hour in hours[bisect.bisect_left(hours, first_ms // MS_PER_HOUR) :]:
+        start = hour * MS_PER_HOUR
         if start > last_ms:
             return
         counts = store.bucket(hour).heads.count
         s0 = max(0, (first_ms - start) // 1000)
-        s1 = min(3599, (last_ms - start) // 1000)
+        s1 = min(SECONDS_PER_HOUR - 1, (last_ms - start) // 1000)
         for sec in np.flatnonzero(counts[s0 : s1 + 1]):
             yield hour * 3600 + s0 + int(sec)
 

@@ -15,10 +15,11 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from horologe.storage.delay_index import MS_PER_HOUR
+
 from .errors import InvalidWatermarkError
 
 ALL = 0xFFFF_FFFF
-MS_PER_HOUR = 3_600_000
 
 
 class Watermark(NamedTuple):
