@@ -180,11 +180,16 @@ class Consumers:
     async def ack(self, group: str, receipts: list) -> int:
         self.svc.require_master()
         acks = [(group, *parse_receipt(r)) for r in receipts]
-        for _, topic, off in acks:
-            self.leases.get((group, topic), {}).pop(off, None)
         if acks:
             await self.ack_commit.submit(acks)
+        # Only now: until the ack is applied, the lease is what keeps the message from
+        # being handed out again.
+        self._release(acks)
         return len(acks)
+
+    def _release(self, offsets: list[tuple]) -> None:
+        for group, topic, off, *_ in offsets:
+            self.leases.get((group, topic), {}).pop(off, None)
 
     async def nack(self, group: str, receipts: list) -> dict:
         svc = self.svc
@@ -205,9 +210,9 @@ class Consumers:
             else:
                 retries.append((group, topic, off, -1))
                 dead += 1
-            self.leases.get((group, topic), {}).pop(off, None)
         if retries:
             await svc.propose(Entry(RETRY, svc.driver.ws, now, retries=retries))
+        self._release(retries)
         return {"retried": len(retries) - dead, "dead_lettered": dead}
 
 

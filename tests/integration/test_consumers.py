@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import threading
 import time
 
 import pytest
@@ -53,6 +54,23 @@ def test_lease_expiry_redelivers(cluster):
     (again,) = c.pull("jobs", "workers", wait_ms=1_000)
     assert again.id == first.id and again.receipt != first.receipt
     c.ack("jobs", "workers", [again.receipt])
+
+
+def test_message_being_acked_is_not_handed_out_meanwhile(cluster):
+    """Acks commit in windows of 50 ms; until then the lease must still hold the message."""
+    c, other = client(cluster), client(cluster)
+    c.produce_batch([{"topic": "acking", "body": f"a{k}"} for k in range(40)])
+    time.sleep(0.5)
+    handed_twice = []
+    for _ in range(20):
+        (m,) = c.pull("acking", "g", max=1, wait_ms=3_000)
+        acker = threading.Thread(target=c.ack, args=("acking", "g", [m.receipt]))
+        acker.start()
+        while acker.is_alive():
+            probe = other.pull("acking", "g", max=100, visibility_ms=100)  # never acked
+            handed_twice += [x.id for x in probe if x.id == m.id]
+        acker.join()
+    assert handed_twice == []
 
 
 def test_nack_retries_then_dead_letters(make_cluster):
