@@ -118,6 +118,31 @@ class RaftNode(SyncObj):
         except TimeoutError as e:
             raise ProposalTimeoutError("entry neither committed nor rejected in time") from e
 
+    def _applyCommand(self, command, callback, commandType=None) -> None:  # noqa: N802 - pysyncobj's name
+        """Every proposal starts here; refuse the ones forwarded by other nodes.
+
+        pysyncobj hands a proposal to the leader when its proposer is no longer leader.
+        Horologe proposes only on the master (clients are redirected there), so a
+        forwarded proposal comes from a deposed master that has not yet learnt it was
+        deposed, say one just woken from a pause. Committing it would let that master
+        decide (advance the wheel, release) after losing its place. Its proposer gets
+        REQUEST_DENIED instead.
+        """
+        if callback is None or isinstance(callback, tuple):  # (node, request id): from the wire
+            log.warning("refused a proposal forwarded by another node (a deposed master)")
+            if isinstance(callback, tuple):
+                node, request_id = callback
+                self._SyncObj__transport.send(
+                    node,
+                    {
+                        "type": "apply_command_response",
+                        "request_id": request_id,
+                        "error": FAIL_REASON.REQUEST_DENIED,
+                    },
+                )
+            return
+        super()._applyCommand(command, callback, commandType)
+
     # -- roles ------------------------------------------------------------------
 
     # Methods, not properties: SyncObj.__init__ calls getattr on every attribute.

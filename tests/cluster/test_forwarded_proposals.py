@@ -1,0 +1,60 @@
+"""pysyncobj forwards a non-leader's proposal to the leader; Horologe's leader refuses it.
+
+Three in-process Raft nodes: a proposal made on a follower (as a deposed master would
+make one) is denied, never committed, while the leader's own proposals commit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+
+import pytest
+
+from horologe.cluster import SYNC, ClusterSettings, Entry, Peer, ProposalRejectedError, StateMachine
+from horologe.cluster.raft_node import RaftNode
+from horologe.node.process_cluster import free_ports
+from horologe.storage import Storage
+from horologe.wheel import Watermark
+
+
+@pytest.fixture
+def nodes(tmp_path):
+    addrs = [f"127.0.0.1:{p}" for p in free_ports(3)]
+    made = []
+    for i, addr in enumerate(addrs):
+        store = Storage(str(tmp_path / f"n{i}" / "store"))
+        peers = tuple(Peer(f"n{j}", a, "127.0.0.1:1") for j, a in enumerate(addrs) if j != i)
+        settings = ClusterSettings(f"n{i}", addr, str(tmp_path / f"n{i}"), peers, insecure_dev=True)
+        made.append((RaftNode(settings, StateMachine(store), threading.Lock()), store))
+    yield [n for n, _ in made]
+    for n, store in made:
+        n.destroy()
+        store.close()
+
+
+def _leader(nodes, timeout_s: float = 15.0) -> int:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        leaders = [i for i, n in enumerate(nodes) if n.is_master()]
+        if len(leaders) == 1 and all(n.leader_address() == nodes[leaders[0]].settings.raft for n in nodes):
+            return leaders[0]
+        time.sleep(0.05)
+    raise TimeoutError("no leader")
+
+
+def test_a_proposal_forwarded_by_a_follower_is_refused(nodes):
+    leader = _leader(nodes)
+    follower = next(n for i, n in enumerate(nodes) if i != leader)
+
+    async def propose(node, ms: int):
+        return await node.propose(Entry(SYNC, Watermark(ms), ms).encode(), timeout=5)
+
+    asyncio.run(propose(nodes[leader], 1_000))  # the leader's own: committed
+    with pytest.raises(ProposalRejectedError):
+        asyncio.run(propose(follower, 2_000))  # forwarded to the leader: denied
+    asyncio.run(propose(nodes[leader], 1_500))
+    time.sleep(0.3)
+    for n in nodes:
+        assert n.state.ws == Watermark(1_500)  # 2_000 was never applied anywhere
