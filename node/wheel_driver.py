@@ -24,6 +24,10 @@ class WheelDriver:
         self.svc = service
         self.wheel: TimeWheel | None = None
         self.paused = False
+        # S entries this process proposed as master that were committed, and the clock
+        # reading (ms) that the latest of them carried.
+        self.syncs_led = 0
+        self.last_sync_led_ms: int | None = None
         self._wake = asyncio.Event()
 
     @property
@@ -66,6 +70,8 @@ class WheelDriver:
 
     async def _propose_sync(self, ws: Watermark, now: int) -> None:
         await self.svc.raft.propose(Entry(SYNC, ws, now).encode())
+        self.syncs_led += 1
+        self.last_sync_led_ms = now
 
     async def _lead(self) -> None:
         svc = self.svc
