@@ -11,8 +11,9 @@ It speaks the part of toxiproxy's HTTP API that the chaos suite and the real
 Toxics, on the ``upstream`` (client to server) or ``downstream`` stream, each applied to a
 connection with probability ``toxicity``, and to live connections as soon as added:
 
-    latency     {latency, jitter} ms added to every chunk
-    timeout     {timeout} ms: no data passes; the connection closes after it (0: held until removed)
+    latency     {latency, jitter} ms added to every chunk, counted from its arrival
+    timeout     data is dropped; the connection closes after {timeout} ms without data
+                (0: never), and when the toxic is removed
     reset_peer  {timeout} ms, then the connection is reset (RST)
     bandwidth   {rate} KB/s
     limit_data  {bytes}: the connection closes once that many bytes have passed
@@ -36,6 +37,7 @@ from aiohttp import web
 VERSION = "2.9.0-horologe-standin"
 TOXIC_TYPES = {"latency", "timeout", "reset_peer", "bandwidth", "limit_data"}
 CHUNK = 32 * 1024
+POLL_S = 0.02  # how often a link looks again at its toxics while idle
 
 
 @dataclass
@@ -64,7 +66,7 @@ class Proxy:
     enabled: bool = True
     toxics: dict[str, Toxic] = field(default_factory=dict)
     server: asyncio.AbstractServer | None = None
-    conns: set = field(default_factory=set)
+    links: dict = field(default_factory=dict)  # (client, upstream) writers -> per-toxic rolls
 
     def json(self) -> dict:
         return {
@@ -85,9 +87,18 @@ class Proxy:
             self.server.close()
             await self.server.wait_closed()
             self.server = None
-        for w in list(self.conns):
-            w.close()
-        self.conns.clear()
+        for pair in list(self.links):
+            _close(pair)
+        self.links.clear()
+
+    def remove_toxic(self, name: str) -> Toxic | None:
+        """Remove a toxic; like toxiproxy, removing a ``timeout`` closes the links it held."""
+        t = self.toxics.pop(name, None)
+        if t is not None and t.type == "timeout":
+            for pair, rolls in list(self.links.items()):
+                if rolls.get(name):
+                    _close(pair)
+        return t
 
     async def _accept(self, cr: asyncio.StreamReader, cw: asyncio.StreamWriter) -> None:
         host, _, port = self.upstream.rpartition(":")
@@ -96,8 +107,8 @@ class Proxy:
         except OSError:
             cw.close()
             return
-        self.conns.update((cw, uw))
-        rolls = {}  # per connection and toxic: does it apply (toxicity)?
+        rolls: dict[str, bool] = {}  # per connection and toxic: does it apply (toxicity)?
+        self.links[(cw, uw)] = rolls
         pumps = [
             asyncio.ensure_future(self._pump(cr, uw, "upstream", cw, rolls)),
             asyncio.ensure_future(self._pump(ur, cw, "downstream", cw, rolls)),
@@ -107,9 +118,8 @@ class Proxy:
         for task in pumps:
             task.cancel()
         await asyncio.gather(*pumps, return_exceptions=True)
-        for w in (cw, uw):
-            self.conns.discard(w)
-            w.close()
+        self.links.pop((cw, uw), None)
+        _close((cw, uw))
 
     def _active(self, stream: str, rolls: dict) -> list[Toxic]:
         out = []
@@ -122,26 +132,42 @@ class Proxy:
         return out
 
     async def _pump(self, reader, writer, stream: str, client_writer, rolls: dict) -> None:
+        """Chunks are stamped as they arrive and pass the toxics in order, as in toxiproxy."""
+        chunks: asyncio.Queue = asyncio.Queue()
+        reading = asyncio.ensure_future(_read_into(reader, chunks))
+        try:
+            await self._deliver(chunks, writer, stream, client_writer, rolls)
+        finally:
+            reading.cancel()
+
+    async def _deliver(self, chunks: asyncio.Queue, writer, stream: str, client_writer, rolls: dict) -> None:
         passed = 0
+        cut_since = None
         while True:
-            data = await reader.read(CHUNK)
+            cuts = [t for t in self._active(stream, rolls) if t.type == "timeout"]
+            if cuts:  # toxiproxy drops the data; a limit closes the link once it runs out
+                cut_since = cut_since or time.monotonic()  # an idle limit: each chunk restarts it
+                limit = cuts[0].attributes.get("timeout", 0)
+                if limit and (time.monotonic() - cut_since) * 1000 >= limit:
+                    raise ConnectionError("timeout toxic")
+            else:
+                cut_since = None
+            try:
+                arrived, data = await asyncio.wait_for(chunks.get(), POLL_S)
+            except TimeoutError:
+                continue
             if not data:
                 writer.close()
                 return
-            started = time.monotonic()
-            while True:  # timeout toxics hold the data back while they last
-                blocking = [t for t in self._active(stream, rolls) if t.type == "timeout"]
-                if not blocking:
-                    break
-                limit = blocking[0].attributes.get("timeout", 0)
-                if limit and (time.monotonic() - started) * 1000 >= limit:
-                    raise ConnectionError("timeout toxic")
-                await asyncio.sleep(0.01)
+            if cuts:
+                cut_since = time.monotonic()
+                continue
             for t in self._active(stream, rolls):
                 a = t.attributes
                 if t.type == "latency":
                     jitter = a.get("jitter", 0)
-                    await asyncio.sleep(max(0, a.get("latency", 0) + random.uniform(-jitter, jitter)) / 1000)
+                    delay = max(0, a.get("latency", 0) + random.uniform(-jitter, jitter)) / 1000
+                    await asyncio.sleep(max(0.0, arrived + delay - time.monotonic()))
                 elif t.type == "bandwidth" and a.get("rate", 0) > 0:
                     await asyncio.sleep(len(data) / (a["rate"] * 1024))
                 elif t.type == "reset_peer":
@@ -157,6 +183,23 @@ class Proxy:
             writer.write(data)
             await writer.drain()
             passed += len(data)
+
+
+async def _read_into(reader: asyncio.StreamReader, chunks: asyncio.Queue) -> None:
+    """Read until EOF (queued as b""), stamping each chunk with its arrival time."""
+    while True:
+        try:
+            data = await reader.read(CHUNK)
+        except ConnectionError:
+            data = b""
+        await chunks.put((time.monotonic(), data))
+        if not data:
+            return
+
+
+def _close(pair: tuple) -> None:
+    for w in pair:
+        w.close()
 
 
 def _reset(writer: asyncio.StreamWriter) -> None:
@@ -249,14 +292,15 @@ async def add_toxic(request: web.Request) -> web.Response:
 
 async def delete_toxic(request: web.Request) -> web.Response:
     p = _proxy(request)
-    if p is None or p.toxics.pop(request.match_info["toxic"], None) is None:
+    if p is None or p.remove_toxic(request.match_info["toxic"]) is None:
         return _error(404, "toxic not found")
     return web.Response(status=204)
 
 
 async def reset(request: web.Request) -> web.Response:
     for p in request.app[PROXIES].values():
-        p.toxics.clear()
+        for name in list(p.toxics):
+            p.remove_toxic(name)
         if not p.enabled:
             p.enabled = True
             await p.start()

@@ -8,14 +8,28 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 
 from horologe.http_client import ApiCallError, call
 
 TOKEN_ENV = ("HOROLOGE_CLIENT_TOKEN", "HOROLOGE_ADMIN_TOKEN", "HOROLOGE_CLUSTER_SECRET")
 
 
-def write_configs(data: str, http_ports: list[int], raft_ports: list[int], extra: str = "") -> list[str]:
-    """One TOML file per node (n1, n2, ...) in ``data``; ``extra`` is added to each."""
+PeerFields = Callable[[int, int], dict[str, str]]
+
+
+def write_configs(
+    data: str,
+    http_ports: list[int],
+    raft_ports: list[int],
+    extra: str = "",
+    peer_fields: PeerFields | None = None,
+) -> list[str]:
+    """One TOML file per node (n1, n2, ...) in ``data``; ``extra`` is added to each.
+
+    ``peer_fields(i, j)`` (0-based) overrides fields of peer j in node i's file: its
+    ``dial`` address (a proxy), or the ``http`` address clients are sent to.
+    """
     paths = []
     nodes = len(http_ports)
     for i in range(1, nodes + 1):
@@ -28,11 +42,10 @@ def write_configs(data: str, http_ports: list[int], raft_ports: list[int], extra
         ]
         for j in range(1, nodes + 1):
             if j != i:
-                lines += [
-                    f"[peers.n{j}]",
-                    f'http = "127.0.0.1:{http_ports[j - 1]}"',
-                    f'raft = "127.0.0.1:{raft_ports[j - 1]}"',
-                ]
+                fields = {"http": f"127.0.0.1:{http_ports[j - 1]}", "raft": f"127.0.0.1:{raft_ports[j - 1]}"}
+                fields.update(peer_fields(i - 1, j - 1) if peer_fields else {})
+                lines.append(f"[peers.n{j}]")
+                lines += [f'{k} = "{v}"' for k, v in fields.items()]
         path = os.path.join(data, f"n{i}.toml")
         os.makedirs(data, exist_ok=True)
         with open(path, "w") as f:

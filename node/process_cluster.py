@@ -35,11 +35,22 @@ def free_ports(n: int) -> list[int]:
 
 
 class Cluster:
-    def __init__(self, root: str, nodes: int = 3, extra_toml: str = "", env: dict[int, dict] | None = None):
+    def __init__(
+        self,
+        root: str,
+        nodes: int = 3,
+        extra_toml: str = "",
+        env: dict[int, dict] | None = None,
+        ports: tuple[list[int], list[int]] | None = None,
+        peer_fields: lc.PeerFields | None = None,
+    ):
+        """``ports`` is (http, raft), free ones by default; ``env[i]`` is added to node i's."""
         self.root = root
-        ports = free_ports(2 * nodes)
-        self.http_ports, self.raft_ports = ports[:nodes], ports[nodes:]
-        self.configs = lc.write_configs(root, self.http_ports, self.raft_ports, extra_toml)
+        if ports is None:
+            free = free_ports(2 * nodes)
+            ports = free[:nodes], free[nodes:]
+        self.http_ports, self.raft_ports = ports
+        self.configs = lc.write_configs(root, self.http_ports, self.raft_ports, extra_toml, peer_fields)
         self.env = env or {}
         self.procs: dict[int, subprocess.Popen] = {}
 

@@ -1,0 +1,175 @@
+"""The verdict on a chaos run: the history the clients recorded, against every node's ready log.
+
+Checked, per scenario:
+
+* **lost**: acknowledged, not cancelled (200), and never consumed;
+* **ready duplicates**: a message twice in a node's ready log, and whether all nodes'
+  ready logs are identical;
+* **redeliveries**: a message handed to consumers again; *explained* unless an earlier
+  hand-out of it had been acked successfully before the pull that got it again was
+  sent (so: a lease lost with its master, an ack that failed, or one still in flight);
+* **early**: delivered before its deliver time by the clock of the master that fired it
+  (``delivered_at_ms`` in the ready log). By the true clock, a master whose clock runs
+  ``s`` ahead delivers up to ``s`` early: that is ``early_true`` and its allowance;
+* **cancelled but delivered**: a cancel answered 200 whose message is in a ready log;
+* **lateness** p50/p99/max: ``delivered_at - max(deliver_at, sent)``, by the master's
+  clock (the ready log), and as consumers saw it by the true clock;
+* **time to recover**: the longest stretch without an acknowledged produce, from the
+  first fault to the end of the load.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+
+from horologe.storage import MessageId
+
+
+def ready_ids(rows: np.ndarray) -> list[str]:
+    return [
+        str(MessageId(h, g))
+        for h, g in zip(rows["hour"].tolist(), rows["global_index"].tolist(), strict=True)
+    ]
+
+
+def percentiles(values) -> dict:
+    a = np.asarray(list(values), dtype=float)
+    if a.size == 0:
+        return {"n": 0, "p50": None, "p99": None, "max": None}
+    return {
+        "n": int(a.size),
+        "p50": float(np.percentile(a, 50)),
+        "p99": float(np.percentile(a, 99)),
+        "max": float(a.max()),
+    }
+
+
+def check(
+    history: dict,
+    ready: dict[str, np.ndarray],
+    store_errors: dict[str, str | None],
+    early_allowance_ms: int = 0,
+) -> dict:
+    produced = {p["id"]: p for p in history["produced"]}
+    cancelled_ok = {c["id"] for c in history["cancels"] if c["outcome"] == "ok"}
+    consumed = history["consumed"]
+    consumed_ids = {c["id"] for c in consumed}
+
+    # Ready logs: duplicates, agreement, early by the master's clock.
+    per_node = {}
+    first = None
+    identical = True
+    for node, rows in ready.items():
+        ids = ready_ids(rows)
+        dups = sum(n - 1 for n in Counter(ids).values() if n > 1)
+        early = int((rows["delivered_at_ms"] < rows["deliver_at_ms"]).sum())
+        per_node[node] = {
+            "delivered": len(ids),
+            "duplicates": dups,
+            "early": early,
+            "store_check": store_errors.get(node),
+        }
+        if first is None:
+            first = rows
+        elif not np.array_equal(rows, first):
+            identical = False
+    rows = (
+        first
+        if first is not None
+        else np.zeros(
+            0,
+            dtype=[
+                ("hour", "<u4"),
+                ("global_index", "<u4"),
+                ("deliver_at_ms", "<i8"),
+                ("delivered_at_ms", "<i8"),
+            ],
+        )
+    )
+    ids = ready_ids(rows)
+    delivered_at = dict(zip(ids, rows["delivered_at_ms"].tolist(), strict=True))
+
+    owed = set(produced) - cancelled_ok
+    lost = sorted(owed - consumed_ids)
+    not_in_ready = sorted(owed - set(ids))
+    cancelled_delivered = sorted(cancelled_ok & (set(ids) | consumed_ids))
+
+    # Redeliveries, and whether each is explained by an earlier hand-out that was not acked.
+    acked_at = {r: a["at_ms"] for a in history["acks"] if a["ok"] for r in a["receipts"]}
+    seen: dict[str, list[dict]] = {}
+    redeliveries = unexplained = 0
+    unexplained_ids = []
+    for c in sorted(consumed, key=lambda c: c["at_ms"]):
+        earlier = seen.setdefault(c["id"], [])
+        if earlier:
+            redeliveries += 1
+            if any(acked_at.get(e["receipt"], c["sent_ms"]) < c["sent_ms"] for e in earlier):
+                unexplained += 1
+                unexplained_ids.append(c["id"])
+        earlier.append(c)
+
+    # Lateness: from when the message could first be delivered.
+    due = {mid: max(p["deliver_at"], p["sent_ms"]) for mid, p in produced.items()}
+    timeline = sorted((due[m], delivered_at[m] - due[m]) for m in due if m in delivered_at)
+    late_master = [late for _, late in timeline]
+    first_seen = {}
+    for c in consumed:
+        first_seen[c["id"]] = min(first_seen.get(c["id"], c["at_ms"]), c["at_ms"])
+    late_true = [first_seen[m] - due[m] for m in due if m in first_seen]
+    early_true = max(
+        (produced[m]["deliver_at"] - t for m, t in first_seen.items() if m in produced), default=0
+    )
+
+    return {
+        "acknowledged": len(produced),
+        "produce_failures": sum(f["count"] for f in history["produce_failures"]),
+        "cancels": dict(Counter(c["outcome"].split(":")[0] for c in history["cancels"])),
+        "consumed": len(consumed),
+        "lost": len(lost),
+        "lost_ids": lost[:20],
+        "not_in_ready_log": len(not_in_ready),
+        "duplicates": sum(n["duplicates"] for n in per_node.values()),
+        "ready_logs_identical": identical,
+        "redeliveries": redeliveries,
+        "redeliveries_unexplained": unexplained,
+        "unexplained_ids": unexplained_ids[:20],
+        "early": sum(n["early"] for n in per_node.values()),
+        "early_true_max_ms": max(0, early_true),
+        "early_true_allowance_ms": early_allowance_ms,
+        "cancelled_but_delivered": len(cancelled_delivered),
+        "lateness_ms": percentiles(late_master),
+        "consumer_lateness_ms": percentiles(late_true),
+        "time_to_recover_ms": time_to_recover(history),
+        "nodes": per_node,
+        "timeline": timeline,  # (due ms, lateness ms by the master's clock), for the plot
+    }
+
+
+def time_to_recover(history: dict) -> int | None:
+    """The longest gap between acknowledged produces from the first fault's start on."""
+    if not history["faults"]:
+        return None
+    start = min(f["start_ms"] for f in history["faults"])
+    acks = sorted({p["acked_ms"] for p in history["produced"] if p["acked_ms"] >= start})
+    if not acks:
+        return None
+    points = [start, *acks]
+    return int(max(b - a for a, b in zip(points, points[1:], strict=False))) if len(points) > 1 else 0
+
+
+def violations(result: dict) -> list[str]:
+    """What makes a run fail; empty when it passes."""
+    out = []
+    for key in ("lost", "duplicates", "redeliveries_unexplained", "early", "cancelled_but_delivered"):
+        if result[key]:
+            out.append(f"{key} = {result[key]}")
+    if not result["ready_logs_identical"]:
+        out.append("ready logs differ between nodes")
+    if result["early_true_max_ms"] > result["early_true_allowance_ms"]:
+        out.append(f"early by the true clock: {result['early_true_max_ms']} ms > allowance")
+    for node, n in result["nodes"].items():
+        if n["store_check"]:
+            out.append(f"{node} store check: {n['store_check']}")
+    return out

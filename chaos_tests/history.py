@@ -1,0 +1,60 @@
+"""What a chaos run saw, as the clients saw it: the input of the checker.
+
+All times are the harness's true wall clock, in epoch ms (nodes' clocks may be skewed).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from dataclasses import dataclass, field, fields
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+@dataclass
+class History:
+    seed: int
+    start_ms: int = field(default_factory=now_ms)
+    # {id, key, deliver_at, sent_ms, acked_ms}: every produce the cluster acknowledged
+    produced: list[dict] = field(default_factory=list)
+    # {sent_ms, failed_ms, count, error}: batches the client gave up on (may or may not be stored)
+    produce_failures: list[dict] = field(default_factory=list)
+    # {id, sent_ms, answered_ms, outcome}: outcome is ok (200), delivered (409), not_found, error
+    cancels: list[dict] = field(default_factory=list)
+    # {id, receipt, sent_ms (the pull), at_ms (its answer), node, consumer, deliver_at, delivered_at, attempt}
+    consumed: list[dict] = field(default_factory=list)
+    # {receipts, at_ms, ok, error}
+    acks: list[dict] = field(default_factory=list)
+    # {name, start_ms, end_ms}
+    faults: list[dict] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def add(self, kind: str, **event) -> None:
+        with self._lock:
+            getattr(self, kind).append(event)
+
+    def snapshot(self, kind: str) -> list[dict]:
+        with self._lock:
+            return list(getattr(self, kind))
+
+    def to_dict(self) -> dict:
+        with self._lock:
+            return {f.name: _copy(getattr(self, f.name)) for f in fields(self) if f.name != "_lock"}
+
+    def save(self, path: str) -> None:
+        with open(path, "w") as f:
+            json.dump(self.to_dict(), f)
+
+    @classmethod
+    def load(cls, path: str) -> History:
+        with open(path) as f:
+            return cls(**json.load(f))
+
+
+def _copy(value):
+    return list(value) if isinstance(value, list) else value

@@ -1,0 +1,141 @@
+"""Run chaos scenarios against a fresh 3-node cluster each, and write the report.
+
+python -m chaos_tests.run                      # every scenario (make chaos)
+python -m chaos_tests.run --quick              # the make-test subset
+python -m chaos_tests.run -s sigkill_master -s clock_skew --seed 7
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import signal
+import sys
+import tempfile
+import time
+
+import click
+
+from horologe.node.process_cluster import CLIENT
+
+from .checker import check, violations
+from .harness import ChaosCluster
+from .history import History
+from .report import write_scenario, write_summary
+from .scenarios import SCENARIOS, Run
+from .toxiproxy_server import ToxiproxyServer, launch
+from .workload import Workload
+
+WARMUP_S = 4.0
+SETTLE_S = 4.0
+
+
+def run_scenario(name: str, seed: int, work: str, out: str, toxiproxy: ToxiproxyServer) -> dict:
+    """One scenario from a fresh cluster to its verdict; writes ``<out>/<name>.json|png``."""
+    scenario = SCENARIOS[name]
+    print(f"{name}: seed {seed} (toxiproxy: {toxiproxy.kind})", flush=True)
+    root = os.path.join(work, name)
+    cluster = ChaosCluster(root, toxiproxy)
+    for i, offset in scenario.skew.items():
+        cluster.skew(i, offset)
+    history = History(seed)
+    workload = Workload(cluster.client_urls, CLIENT, history)
+    run = Run(cluster, workload, history, random.Random(seed))
+    began = time.monotonic()
+    try:
+        cluster.start_all()
+        workload.start()
+        time.sleep(WARMUP_S)
+        try:
+            scenario.run(run)
+        except Exception as e:  # noqa: BLE001 - a fault that went wrong is a finding, not a crash
+            run.violations.append(f"the scenario did not complete: {type(e).__name__}: {e}")
+        time.sleep(SETTLE_S)
+        workload.stop_producing()
+        print(f"  load stopped: {len(history.produced)} acknowledged; draining", flush=True)
+        left = workload.drain()
+        if left:
+            run.note(f"{len(left)} owed messages still unconsumed when the drain gave up")
+    finally:
+        workload.stop()
+        cluster.stop_all()
+        cluster.topology.destroy()
+    ready, errors = read_ready_logs(cluster, workload.topic)
+    result = check(history.to_dict(), ready, errors, scenario.early_allowance_ms)
+    result.update(
+        scenario=name,
+        seed=seed,
+        start_ms=history.start_ms,
+        faults=history.faults,
+        notes=history.notes,
+        duration_s=time.monotonic() - began,
+        toxiproxy=toxiproxy.kind,
+    )
+    result["violations"] = violations(result) + run.violations
+    write_scenario(out, name, result)
+    history.save(os.path.join(out, f"{name}.history.json"))
+    print(
+        f"  {name}: {'pass' if not result['violations'] else 'FAIL ' + '; '.join(result['violations'])}"
+        f" ({result['acknowledged']} acked, lateness p99 {result['lateness_ms']['p99']} ms,"
+        f" recover {result['time_to_recover_ms']} ms)",
+        flush=True,
+    )
+    return result
+
+
+def read_ready_logs(cluster: ChaosCluster, topic: str) -> tuple[dict, dict]:
+    """Every (stopped) node's ready log for ``topic``, and its store check's complaint."""
+    ready, errors = {}, {}
+    for i in cluster.indexes:
+        node = f"n{i + 1}"
+        with cluster.store(i) as store:
+            try:
+                store.check()
+                errors[node] = None
+            except Exception as e:  # noqa: BLE001 - reported as a violation
+                errors[node] = f"{type(e).__name__}: {e}"
+            ready[node] = store.read_ready(topic)
+    return ready, errors
+
+
+@click.command(help=__doc__, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "-s",
+    "--scenario",
+    "names",
+    multiple=True,
+    type=click.Choice(sorted(SCENARIOS)),
+    help="Run this scenario (repeatable). Default: all.",
+)
+@click.option("--quick", is_flag=True, help="Only the quick subset that `make test` runs.")
+@click.option(
+    "--seed", type=int, default=None, help="Seed for every random choice. Default: a new one, printed."
+)
+@click.option("--out", default="chaos-report", show_default=True, help="Folder for REPORT.md, JSON and PNGs.")
+@click.option("--keep", is_flag=True, help="Keep the nodes' data folders and logs (printed).")
+def main(names: tuple[str, ...], quick: bool, seed: int | None, out: str, keep: bool) -> None:
+    names = names or tuple(n for n, s in SCENARIOS.items() if s.quick or not quick)
+    seed = seed if seed is not None else random.SystemRandom().randrange(1, 1_000_000)
+    print(f"seed {seed}; scenarios: {', '.join(names)}", flush=True)
+    work = tempfile.mkdtemp(prefix="horologe-chaos-")
+    toxiproxy = launch(os.path.join(work, "toxiproxy.log"))
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
+    results = {}
+    try:
+        for name in names:
+            results[name] = run_scenario(name, seed, work, out, toxiproxy)
+    finally:
+        toxiproxy.stop()
+        if keep:
+            print(f"data and logs kept in {work}")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+    report = write_summary(out, results)
+    failed = [n for n, r in results.items() if r["violations"]]
+    print(f"report: {report}; {len(results) - len(failed)} passed, {len(failed)} failed", flush=True)
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()

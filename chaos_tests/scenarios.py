@@ -1,0 +1,253 @@
+"""The named faults. Each runs while the workload runs, and marks its fault window(s).
+
+A scenario gets a :class:`Run` and returns when the cluster should have recovered; the
+runner then stops the load, drains, and checks. ``skew`` starts nodes with clocks off
+(libfaketime); ``early_allowance_ms`` is how early, by the true clock, a skewed master
+may deliver (by its own clock it may never be early).
+"""
+
+from __future__ import annotations
+
+import random
+import signal
+import threading
+import time
+from collections.abc import Callable
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+from horologe.http_client import ApiCallError, call
+from horologe.node.process_cluster import ADMIN
+
+from .harness import ChaosCluster
+from .history import History, now_ms
+from .workload import Workload
+
+SKEW_S = 30
+PAUSE_S = 4.0  # SIGSTOP: beyond the 0.3-0.6 s election timeout and the 2 s leader fallback
+
+
+@dataclass
+class Run:
+    cluster: ChaosCluster
+    workload: Workload
+    history: History
+    rng: random.Random
+    violations: list[str] = field(default_factory=list)
+
+    @contextmanager
+    def fault(self, name: str):
+        start = now_ms()
+        print(f"  fault: {name}", flush=True)
+        try:
+            yield
+        finally:
+            self.history.add("faults", name=name, start_ms=start, end_ms=now_ms())
+
+    def note(self, text: str) -> None:
+        print(f"  {text}", flush=True)
+        self.history.notes.append(text)
+
+    def others(self, i: int) -> list[int]:
+        return [j for j in self.cluster.indexes if j != i]
+
+    def release(self, to: int | None = None) -> dict:
+        """Force the master to hand over (to node ``to``), retrying a refused handover."""
+        c = self.cluster
+        for _ in range(5):
+            m = c.wait_leader()
+            if to is not None and m == to:
+                return {"old_master": f"n{m + 1}", "new_master": f"n{m + 1}", "gap_ms": 0}
+            body = {"to": f"n{to + 1}"} if to is not None else {}
+            try:
+                res = call("POST", f"{c.url(m)}/admin/release-master", ADMIN, body, retry_s=0, timeout=20)[1]
+            except ApiCallError as e:
+                self.note(f"release from n{m + 1} refused ({e}); again")
+                time.sleep(1)
+                continue
+            c.wait_leader(exclude=m)
+            return res
+        raise RuntimeError("the master would not hand over")
+
+    def last_sync_led_ms(self, i: int) -> int:
+        """The proposer clock of the latest committed wheel sync node i proposed (0: none)."""
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                return self.cluster.status(i)["wheel"]["last_sync_led_ms"] or 0
+            except ApiCallError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+
+
+def sigkill_master(run: Run) -> None:
+    c = run.cluster
+    old = c.wait_leader()
+    with run.fault(f"SIGKILL master n{old + 1}"):
+        c.signal(old, signal.SIGKILL)
+        new = c.wait_leader(run.others(old), exclude=old)
+    run.note(f"n{new + 1} leads; n{old + 1} restarts in 3 s")
+    time.sleep(3)
+    c.start(old)
+    c.catch_up(old)
+
+
+def sigkill_slave(run: Run) -> None:
+    c = run.cluster
+    victim = run.rng.choice(run.others(c.wait_leader()))
+    with run.fault(f"SIGKILL slave n{victim + 1}, down 5 s"):
+        c.signal(victim, signal.SIGKILL)
+        time.sleep(5)
+    c.start(victim)
+    c.catch_up(victim)
+
+
+def sigstop_master(run: Run) -> None:
+    """The old master must commit nothing after waking: every committed sync it proposed
+    carries a clock reading from before the pause. (One proposed just before the pause
+    may be committed later, by the next master: that one decided nothing new.)"""
+    c = run.cluster
+    old = c.wait_leader()
+    with run.fault(f"SIGSTOP master n{old + 1} for {PAUSE_S:g} s"):
+        stopped = now_ms()
+        c.signal(old, signal.SIGSTOP)
+        new = c.wait_leader(run.others(old), exclude=old)
+        time.sleep(max(0.0, PAUSE_S - (now_ms() - stopped) / 1000))
+        c.signal(old, signal.SIGCONT)
+    c.wait_connected()
+    time.sleep(2)
+    last = run.last_sync_led_ms(old)
+    run.note(
+        f"n{new + 1} led while n{old + 1} slept; n{old + 1}'s last committed sync was proposed "
+        f"{stopped - last} ms before the SIGSTOP"
+    )
+    if last >= stopped:
+        run.violations.append(f"n{old + 1} committed a wheel sync proposed after waking (at {last})")
+
+
+def isolate_master(run: Run) -> None:
+    """As with SIGSTOP: nothing the isolated master proposes once cut off may commit."""
+    c = run.cluster
+    old = c.wait_leader()
+    with run.fault(f"isolate master n{old + 1} from both slaves, 6 s"):
+        cut = now_ms()
+        c.topology.isolate(old)
+        new = c.wait_leader(run.others(old), exclude=old)
+        time.sleep(6)
+        role = c.status(old)["role"]
+        c.topology.heal()
+    c.wait_connected()
+    last = run.last_sync_led_ms(old)
+    run.note(
+        f"n{new + 1} led; the isolated n{old + 1} was {role} at the end; its last committed sync "
+        f"was proposed {cut - last} ms before the cut"
+    )
+    if last >= cut:
+        run.violations.append(
+            f"isolated n{old + 1} committed a wheel sync proposed after the cut (at {last})"
+        )
+
+
+def one_way_partition(run: Run) -> None:
+    c = run.cluster
+    m = c.wait_leader()
+    s = run.rng.choice(run.others(m))
+    with run.fault(f"cut n{m + 1} -> n{s + 1} only, 8 s"):
+        c.topology.cut(m, s)
+        time.sleep(8)
+        c.topology.heal()
+    run.note(f"master n{c.wait_connected() + 1} after healing")
+
+
+def raft_latency(run: Run) -> None:
+    c = run.cluster
+    with run.fault("latency 100 ms +- 50 ms on every Raft link, 10 s"):
+        c.topology.raft_latency(100, 50)
+        time.sleep(10)
+        c.topology.heal()
+    c.wait_connected()
+
+
+def clock_skew(run: Run) -> None:
+    """n3 runs 30 s ahead. Handing the wheel to it makes it fast-forward 30 s; handing it
+    back to n1 leaves n1 30 s behind the tick, so n1 sleeps until its clock gets there."""
+    c = run.cluster
+    skewed, normal = 2, 0
+    if c.wait_leader() == skewed:
+        run.release(to=normal)
+    with run.fault(f"master -> n{skewed + 1} (clock +{SKEW_S} s): fast-forward"):
+        run.release(to=skewed)
+    time.sleep(6)
+    with run.fault(f"master -> n{normal + 1} ({SKEW_S} s behind the tick): sleep"):
+        run.release(to=normal)
+        tick_ms = c.status(normal)["wheel"]["ms"]
+        while c.status(normal)["clock_ms"] < tick_ms:
+            time.sleep(0.2)
+    run.note(f"n{normal + 1} slept until its clock reached the tick {tick_ms}")
+
+
+def forced_release_x10(run: Run) -> None:
+    gaps = []
+    with run.fault("10 forced releases in a row"):
+        for _ in range(10):
+            gaps.append(run.release()["gap_ms"])
+            time.sleep(1)
+    run.note(f"release gaps ms: {gaps}")
+
+
+def rolling_restart(run: Run) -> None:
+    c = run.cluster
+    m = c.wait_leader()
+    with run.fault("rolling restart: each slave, then the master"):
+        for i in [*run.others(m), m]:
+            c.stop(i)
+            time.sleep(1)
+            c.start(i)
+            c.catch_up(i)
+            c.wait_connected()
+
+
+def crash_mid_write(run: Run) -> None:
+    """SIGKILL the master while 1,000-message batches of 2 KB bodies stream in."""
+    c = run.cluster
+    m = c.wait_leader()
+    halt = threading.Event()
+
+    def heavy() -> None:
+        client = run.workload.new_client(timeout=10, retry_s=10)
+        while not halt.is_set():
+            run.workload.send_batch(client, 1000, body_bytes=2048)
+
+    writer = threading.Thread(target=heavy, daemon=True)
+    writer.start()
+    time.sleep(run.rng.uniform(0.5, 2.0))
+    with run.fault(f"SIGKILL master n{m + 1} during 2 MB batch appends"):
+        c.signal(m, signal.SIGKILL)
+        c.wait_leader(run.others(m), exclude=m)
+    halt.set()
+    writer.join(30)
+    c.start(m)
+    c.catch_up(m)
+
+
+@dataclass(frozen=True)
+class Scenario:
+    run: Callable[[Run], None]
+    quick: bool = False  # in `make test`
+    skew: dict[int, int] = field(default_factory=dict)  # node index -> clock offset, s
+    early_allowance_ms: int = 0
+
+
+SCENARIOS = {
+    "sigkill_master": Scenario(sigkill_master, quick=True),
+    "sigkill_slave": Scenario(sigkill_slave),
+    "sigstop_master": Scenario(sigstop_master),
+    "isolate_master": Scenario(isolate_master),
+    "one_way_partition": Scenario(one_way_partition),
+    "raft_latency": Scenario(raft_latency),
+    "clock_skew": Scenario(clock_skew, quick=True, skew={2: SKEW_S}, early_allowance_ms=SKEW_S * 1000),
+    "forced_release_x10": Scenario(forced_release_x10, quick=True),
+    "rolling_restart": Scenario(rolling_restart),
+    "crash_mid_write": Scenario(crash_mid_write),
+}

@@ -1,0 +1,24 @@
+"""The quick chaos subset, in `make test`: SIGKILL of the master, ten forced releases under
+load, and clock skew. Each scenario's report goes to the test's tmp folder (printed).
+``CHAOS_SEED`` fixes the seed; otherwise a new one is drawn and printed."""
+
+from __future__ import annotations
+
+import os
+import random
+
+import pytest
+
+from .run import run_scenario
+from .scenarios import SCENARIOS
+
+SEED = int(os.environ.get("CHAOS_SEED") or random.SystemRandom().randrange(1, 1_000_000))
+
+
+@pytest.mark.parametrize("name", [n for n, s in SCENARIOS.items() if s.quick])
+def test_quick_scenario(name, toxiproxy, tmp_path):
+    print(f"chaos seed {SEED} (CHAOS_SEED={SEED} repeats it); report in {tmp_path}")
+    result = run_scenario(name, SEED, str(tmp_path / "work"), str(tmp_path), toxiproxy)
+    assert result["acknowledged"] > 500, "the workload hardly ran"
+    assert result["faults"], "no fault was injected"
+    assert result["violations"] == []

@@ -1,0 +1,202 @@
+"""The chaos workload: a producer, a canceller and consumers, all through the SDK and the proxies.
+
+* The producer sends batches of ``batch`` messages, each with its own key (so a batch
+  resent across a failover is stored once), deliver times from ``past_ms`` ago to
+  ``horizon_ms`` ahead, and a ``hot_share`` of them in one hot second 10-20 s ahead.
+* The canceller cancels a ``cancel_share`` of what was acknowledged, at a moment between
+  1.5 s before and 0.3 s after its deliver time, so both answers (200 and 409) occur.
+* Consumers pull, record, and ack at once; what they saw and how each ack ended goes in
+  the :class:`History`.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import random
+import threading
+import time
+
+from horologe.client import Client
+from horologe.client.errors import AlreadyDeliveredError, HorologeError, NotFoundError
+
+from .history import History, now_ms
+
+
+class Workload:
+    def __init__(
+        self,
+        urls: list[str],
+        token: str,
+        history: History,
+        *,
+        topic: str = "chaos",
+        group: str = "chaos",
+        batch: int = 10,
+        pause_s: float = 0.05,
+        past_ms: int = 2_000,
+        horizon_ms: int = 30_000,
+        hot_share: float = 0.2,
+        cancel_share: float = 0.05,
+        consumers: int = 2,
+    ) -> None:
+        self.urls, self.token, self.history = urls, token, history
+        self.topic, self.group = topic, group
+        self.batch, self.pause_s = batch, pause_s
+        self.past_ms, self.horizon_ms = past_ms, horizon_ms
+        self.hot_share, self.cancel_share = hot_share, cancel_share
+        self.rng = random.Random(history.seed)
+        self._producing = threading.Event()
+        self._consuming = threading.Event()
+        self._cancels: list[tuple[int, str]] = []
+        self._cancels_lock = threading.Lock()
+        self._seq = itertools.count(1)
+        self.threads = [
+            threading.Thread(target=self._produce, name="producer", daemon=True),
+            threading.Thread(target=self._cancel, name="canceller", daemon=True),
+        ] + [
+            threading.Thread(target=self._consume, args=(k,), name=f"consumer{k}", daemon=True)
+            for k in range(consumers)
+        ]
+
+    def new_client(self, timeout: float = 10, retry_s: float = 10) -> Client:
+        urls = list(self.urls)
+        self.rng.shuffle(urls)
+        return Client(urls, self.token, timeout=timeout, retry_s=retry_s)
+
+    def start(self) -> None:
+        self._producing.set()
+        self._consuming.set()
+        for t in self.threads:
+            t.start()
+
+    def stop_producing(self) -> None:
+        self._producing.clear()
+        if self.threads[0].is_alive():
+            self.threads[0].join(30)
+
+    def stop(self) -> None:
+        self._producing.clear()
+        self._consuming.clear()
+        for t in self.threads:
+            if t.is_alive():
+                t.join(30)
+
+    # -- producing and cancelling ------------------------------------------------------
+
+    def _deliver_at(self, now: int) -> int:
+        if self.rng.random() < self.hot_share:
+            return ((now // 10_000) + 2) * 10_000 + self.rng.randrange(1000)
+        return now + self.rng.randrange(-self.past_ms, self.horizon_ms)
+
+    def send_batch(self, client: Client, count: int, body_bytes: int = 0) -> None:
+        """Produce ``count`` messages in one request; record what was acknowledged."""
+        sent = now_ms()
+        msgs = []
+        for _ in range(count):
+            key = f"{self.history.seed}-{next(self._seq)}"
+            body = key.ljust(body_bytes, ".")
+            msgs.append({"topic": self.topic, "body": body, "key": key, "deliver_at": self._deliver_at(sent)})
+        try:
+            results = client.produce_batch(msgs)
+        except HorologeError as e:
+            self.history.add("produce_failures", sent_ms=sent, failed_ms=now_ms(), count=count, error=str(e))
+            return
+        acked = now_ms()
+        for m, r in zip(msgs, results, strict=True):
+            if isinstance(r, HorologeError):
+                self.history.add("produce_failures", sent_ms=sent, failed_ms=acked, count=1, error=str(r))
+                continue
+            self.history.add(
+                "produced", id=r.id, key=m["key"], deliver_at=r.deliver_at, sent_ms=sent, acked_ms=acked
+            )
+            if self.rng.random() < self.cancel_share:
+                at = max(acked, r.deliver_at + self.rng.randint(-1500, 300))
+                with self._cancels_lock:
+                    heapq.heappush(self._cancels, (at, r.id))
+
+    def _produce(self) -> None:
+        client = self.new_client(timeout=3, retry_s=10)
+        while self._producing.is_set():
+            self.send_batch(client, self.batch)
+            time.sleep(self.pause_s)
+
+    def _cancel(self) -> None:
+        client = self.new_client(timeout=3, retry_s=10)
+        while self._consuming.is_set():
+            with self._cancels_lock:
+                due = self._cancels[0][0] <= now_ms() if self._cancels else False
+                at, mid = heapq.heappop(self._cancels) if due else (0, "")
+            if not due:
+                time.sleep(0.01)
+                continue
+            sent = now_ms()
+            try:
+                client.cancel(mid)
+                outcome = "ok"
+            except AlreadyDeliveredError:
+                outcome = "delivered"
+            except NotFoundError:
+                outcome = "not_found"
+            except HorologeError as e:
+                outcome = f"error: {e}"
+            self.history.add("cancels", id=mid, sent_ms=sent, answered_ms=now_ms(), outcome=outcome)
+
+    # -- consuming ----------------------------------------------------------------------
+
+    def _consume(self, k: int) -> None:
+        client = self.new_client(timeout=5, retry_s=5)
+        nodes = {u: i for i, u in enumerate(self.urls)}
+        while self._consuming.is_set():
+            sent = now_ms()
+            try:
+                got = client.pull(self.topic, self.group, max=100, wait_ms=500, visibility_ms=10_000)
+            except HorologeError:
+                time.sleep(0.1)
+                continue
+            at = now_ms()
+            base = client.endpoints.master or client.endpoints.order()[0]
+            for m in got:
+                self.history.add(
+                    "consumed",
+                    id=m.id,
+                    receipt=m.receipt,
+                    sent_ms=sent,
+                    at_ms=at,
+                    node=nodes.get(base),
+                    consumer=k,
+                    deliver_at=m.deliver_at,
+                    delivered_at=m.delivered_at,
+                    attempt=m.attempt,
+                )
+            if not got:
+                continue
+            receipts = [m.receipt for m in got]
+            try:
+                client.ack(self.topic, self.group, receipts)
+                self.history.add("acks", receipts=receipts, at_ms=now_ms(), ok=True, error=None)
+            except HorologeError as e:
+                self.history.add("acks", receipts=receipts, at_ms=now_ms(), ok=False, error=str(e))
+
+    # -- waiting ------------------------------------------------------------------------
+
+    def outstanding(self) -> set[str]:
+        """Acknowledged, not cancelled (200), and not consumed yet."""
+        cancelled = {c["id"] for c in self.history.snapshot("cancels") if c["outcome"] == "ok"}
+        consumed = {c["id"] for c in self.history.snapshot("consumed")}
+        return {p["id"] for p in self.history.snapshot("produced")} - cancelled - consumed
+
+    def drain(self, slack_s: float = 45.0, progress=None) -> set[str]:
+        """Wait until everything owed is consumed, or ``slack_s`` after the last deliver time."""
+        produced = self.history.snapshot("produced")
+        last_due = max((p["deliver_at"] for p in produced), default=now_ms())
+        deadline = max(last_due, now_ms()) + slack_s * 1000
+        while True:
+            left = self.outstanding()
+            with self._cancels_lock:
+                cancels_left = len(self._cancels)
+            if (not left and not cancels_left) or now_ms() > deadline:
+                return left
+            if progress:
+                progress(len(left))
+            time.sleep(0.5)
