@@ -6,12 +6,14 @@ STAMP   := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
 # Debian packages the test suites drive for real (libfaketime for clock skew).
 DEB_TOOLS := faketime
 
-.PHONY: help install test lint unit bench run deb-tools clean
+.PHONY: help install test lint unit bench run chaos compose-check deb-tools clean
 
 help:
 	@echo "make run    - start a local 3-node cluster, show messages scheduled and delivered; Ctrl-C stops it"
 	@echo "make test   - install everything the tests need, then lint and run the default suite"
 	@echo "make bench  - run the benchmarks in bench/ and print their figures"
+	@echo "make chaos  - every chaos scenario (about 15 min); report in chaos-report/"
+	@echo "make compose-check - validate docker-compose.yml offline and its node command lines"
 	@echo "make clean  - remove .venv and build leftovers"
 
 $(PY):
@@ -37,6 +39,16 @@ lint: install
 
 test: install deb-tools lint
 	$(VENV)/bin/pytest -q
+
+# Every fault scenario, each on a fresh cluster; CHAOS_SEED=N repeats a run.
+chaos: install deb-tools
+	$(PY) -m chaos_tests.run --out chaos-report $(if $(CHAOS_SEED),--seed $(CHAOS_SEED))
+
+# Offline: Debian's docker-compose parses the file; the node command lines go through the CLI.
+compose-check: install
+	@command -v docker-compose >/dev/null || { apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker-compose >/dev/null; }
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) deploy/compose_check.py
 
 bench: install
 	@for b in bench/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done

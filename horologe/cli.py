@@ -74,7 +74,12 @@ def _sdk_errors(fn):
     default=None,
     help="Allow running without tokens and cluster secret. Never in production.",
 )
-def node(config_path, node_id, data_dir, http_addr, raft_addr, insecure_dev) -> None:
+@click.option(
+    "--check-config",
+    is_flag=True,
+    help="Validate the configuration (file, HOROLOGE_* env, flags), print it without secrets, and exit.",
+)
+def node(config_path, node_id, data_dir, http_addr, raft_addr, insecure_dev, check_config) -> None:
     """Run one node: HTTP API, Raft replication, and the wheel when master."""
     from horologe.node.config import load_config
     from horologe.node.errors import ConfigError
@@ -91,6 +96,14 @@ def node(config_path, node_id, data_dir, http_addr, raft_addr, insecure_dev) -> 
         )
     except ConfigError as e:
         raise click.ClickException(str(e)) from e
+    if check_config:
+        click.echo(
+            f"{cfg.node_id}: http {cfg.http}, raft {cfg.raft} (listening on {cfg.raft_bind or cfg.raft}), "
+            f"data {cfg.data_dir}"
+        )
+        for p in cfg.peers:
+            click.echo(f"  peer {p.node_id}: raft {p.raft} dialled at {p.dial or p.raft}, http {p.http}")
+        return
     run_node(cfg)
 
 

@@ -1,0 +1,155 @@
+"""``make compose-check``: docker-compose.yml is valid, and its node command lines and
+files agree with the CLI and with each other. No Docker engine is needed.
+
+1. ``docker-compose --env-file .env.example config -q`` (Debian's docker-compose) parses it;
+2. each node service's command, run by the real CLI with ``--check-config`` and the
+   service's environment (its config file mapped back from the container), is accepted;
+3. the wiring agrees: every peer is dialled through a toxiproxy proxy whose upstream is
+   that peer's Raft address; the healthcheck asks ``/readyz`` on the HTTP port; the
+   published port is the one peers send clients to; the data folder is a named volume.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tomllib
+
+import yaml
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _port(addr: str) -> int:
+    return int(addr.rpartition(":")[2])
+
+
+def _binds(service: dict) -> dict[str, str]:
+    """Container path -> host path, for bind mounts ("src:dst[:mode]")."""
+    out = {}
+    for v in service.get("volumes", []):
+        src, dst = (v["source"], v["target"]) if isinstance(v, dict) else v.split(":")[:2]
+        out[dst] = os.path.join(ROOT, src) if src.startswith(".") else src
+    return out
+
+
+def check_wiring(compose: dict) -> tuple[list[str], dict[str, tuple[list[str], dict, str]]]:
+    """The cross-file checks; returns (problems, {service: (command, env, host config path)})."""
+    problems: list[str] = []
+    services = compose.get("services", {})
+    nodes = {name: s for name, s in services.items() if "build" in s}
+    if len(nodes) != 3:
+        problems.append(f"expected 3 node services, found {sorted(nodes)}")
+    tox = services.get("toxiproxy")
+    proxies = {}
+    if tox is None or "shopify/toxiproxy" not in tox.get("image", ""):
+        problems.append("no toxiproxy service with the real ghcr.io/shopify/toxiproxy image")
+    else:
+        tox_json = _binds(tox).get("/config/toxiproxy.json")
+        with open(tox_json) as f:
+            proxies = {_port(p["listen"]): p for p in json.load(f)}
+    named = set(compose.get("volumes") or {})
+    published = {}
+    configs = {}
+    runs = {}
+    for name, s in nodes.items():
+        cmd = s.get("command")
+        if not isinstance(cmd, list) or "--config" not in cmd:
+            problems.append(f"{name}: command must be a list with --config")
+            continue
+        path = _binds(s).get(cmd[cmd.index("--config") + 1])
+        if path is None or not os.path.isfile(path):
+            problems.append(f"{name}: the --config file is not bind-mounted from this repository")
+            continue
+        with open(path, "rb") as f:
+            cfg = tomllib.load(f)
+        configs[name] = cfg
+        runs[name] = (cmd, {k: str(v) for k, v in (s.get("environment") or {}).items()}, path)
+        http = _port(cfg["http"])
+        test = " ".join(s.get("healthcheck", {}).get("test", []))
+        if f"127.0.0.1:{http}/readyz" not in test:
+            problems.append(f"{name}: healthcheck must ask /readyz on port {http}")
+        for p in s.get("ports", []):
+            spec = (
+                p
+                if isinstance(p, dict)
+                else {"published": p.rsplit(":", 2)[-2], "target": p.rsplit(":", 1)[1]}
+            )
+            if int(spec["target"]) == http:
+                published[name] = int(spec["published"])
+        if name not in published:
+            problems.append(f"{name}: HTTP port {http} is not published")
+        data_vols = [v for v in s.get("volumes", []) if _target(v) == cfg["data_dir"]]
+        if not data_vols or _source(data_vols[0]) not in named:
+            problems.append(f"{name}: data_dir {cfg['data_dir']} is not on a named volume")
+    for name, cfg in configs.items():
+        for peer, p in cfg.get("peers", {}).items():
+            other = configs.get(peer)
+            if other is None:
+                problems.append(f"{name}: peer {peer} is not a service")
+                continue
+            if p["raft"] != other["raft"]:
+                problems.append(f"{name}: peer {peer} raft {p['raft']} but {peer} says {other['raft']}")
+            proxy = proxies.get(_port(p.get("dial", ":0")))
+            if not p.get("dial", "").startswith("toxiproxy:") or proxy is None:
+                problems.append(f"{name}: peer {peer} is not dialled through a toxiproxy proxy")
+            elif proxy["upstream"] != other["raft"] or proxy["name"] != f"raft_{name}_to_{peer}":
+                problems.append(
+                    f"{name}: proxy {proxy['name']} -> {proxy['upstream']} does not lead to {peer}"
+                )
+            if peer in published and _port(p["http"]) != published[peer]:
+                problems.append(
+                    f"{name}: sends clients to {p['http']} but {peer} is published on {published[peer]}"
+                )
+    return problems, runs
+
+
+def _target(v) -> str:
+    return v["target"] if isinstance(v, dict) else v.split(":")[1]
+
+
+def _source(v) -> str:
+    return v["source"] if isinstance(v, dict) else v.split(":")[0]
+
+
+def check_commands(runs: dict) -> list[str]:
+    """Run each node's command line through the real CLI with --check-config."""
+    problems = []
+    horologe = shutil.which("horologe") or os.path.join(os.path.dirname(sys.executable), "horologe")
+    for name, (cmd, env, path) in runs.items():
+        args = list(cmd)
+        args[args.index("--config") + 1] = path
+        res = subprocess.run(
+            [horologe, *args, "--check-config"], env={**os.environ, **env}, capture_output=True, text=True
+        )
+        if res.returncode != 0:
+            problems.append(f"{name}: `horologe {' '.join(cmd)}` is refused: {res.stderr.strip()}")
+        else:
+            print(res.stdout.rstrip())
+    return problems
+
+
+def main() -> int:
+    os.chdir(ROOT)
+    base = ["docker-compose", "--env-file", ".env.example"]
+    valid = subprocess.run([*base, "config", "-q"])
+    if valid.returncode != 0:
+        print("docker-compose config -q: docker-compose.yml is invalid", file=sys.stderr)
+        return 1
+    compose = yaml.safe_load(
+        subprocess.run([*base, "config"], capture_output=True, text=True, check=True).stdout
+    )
+    problems, runs = check_wiring(compose)
+    problems += check_commands(runs)
+    for p in problems:
+        print(f"compose-check: {p}", file=sys.stderr)
+    if not problems:
+        print(f"compose-check: docker-compose.yml is valid; {len(runs)} node command lines accepted")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
