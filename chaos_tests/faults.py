@@ -1,6 +1,7 @@
 """Network faults by hand, on any toxiproxy whose proxies follow the suite's names
 (``raft_n<i>_to_n<j>``, ``http_n<i>``), such as the docker-compose deployment's:
 
+\b
     python -m chaos_tests.faults isolate n2     # cut n2 off from both peers
     python -m chaos_tests.faults cut n1 n3      # drop what n1 sends n3; n3 -> n1 still flows
     python -m chaos_tests.faults latency        # 100 ms +- 50 ms on every Raft link

@@ -1,5 +1,6 @@
 """Run chaos scenarios against a fresh 3-node cluster each, and write the report.
 
+\b
 python -m chaos_tests.run                      # every scenario (make chaos)
 python -m chaos_tests.run --quick              # the make-test subset
 python -m chaos_tests.run -s sigkill_master -s clock_skew --seed 7
