@@ -49,28 +49,18 @@ class AsyncClient(core.ClientSettings):
                         status, location = r.status, r.headers.get("Location")
                         text = await r.text()
                     payload = core.parse_body(text)
-                except TimeoutError as e:
-                    if not resend:
-                        raise UnavailableError(
-                            f"{base}: timed out; the call may or may not have applied"
-                        ) from e
-                    self.endpoints.failed(base)
-                    last = UnavailableError(f"{base}: timed out")
+                except TimeoutError:
+                    last = self.endpoints.unreachable(base, "timed out", timed_out=True, resend=resend)
                     continue
                 except aiohttp.ClientError as e:
-                    self.endpoints.failed(base)
-                    last = UnavailableError(f"{base}: {e}")
+                    last = self.endpoints.unreachable(base, e, timed_out=False, resend=resend)
                     continue
-                if status == 307 and location:
-                    self.endpoints.redirected(location)
-                    break
-                try:
-                    return core.answer_or_raise(status, payload)
-                except HorologeError as e:
-                    if not core.retryable(e):
-                        raise
-                    self.endpoints.failed(base)
-                    last = e
+                outcome = self.endpoints.answered(base, status, payload, location)
+                if outcome is core.REDIRECTED:
+                    break  # go again, master first
+                if not isinstance(outcome, HorologeError):
+                    return outcome
+                last = outcome
             else:
                 if loop.time() > deadline:
                     raise last

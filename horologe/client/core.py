@@ -43,6 +43,9 @@ def message_body(
     return msg
 
 
+REDIRECTED = object()  # Endpoints.answered: a 307 to the master was followed
+
+
 class Endpoints:
     """The known nodes, and the master once a redirect or an answer has named it."""
 
@@ -66,6 +69,29 @@ class Endpoints:
     def failed(self, base: str) -> None:
         if self.master == base:
             self.master = None
+
+    def answered(self, base: str, status: int, payload, location: str | None):
+        """What node ``base``'s answer means: ``REDIRECTED`` (go again, master first), the
+        payload, or an :class:`UnavailableError` returned so the next node is tried.
+        Any other error is raised."""
+        if status == 307 and location:
+            self.redirected(location)
+            return REDIRECTED
+        try:
+            return answer_or_raise(status, payload)
+        except HorologeError as e:
+            if not retryable(e):
+                raise
+            self.failed(base)
+            return e
+
+    def unreachable(self, base: str, reason, *, timed_out: bool, resend: bool) -> UnavailableError:
+        """Node ``base`` did not answer: the error to keep while the next node is tried.
+        Raises at once for a timed-out call that must not be resent: it may have applied."""
+        if timed_out and not resend:
+            raise UnavailableError(f"{base}: timed out; the call may or may not have applied")
+        self.failed(base)
+        return UnavailableError(f"{base}: {reason}")
 
 
 class ClientSettings:

@@ -49,23 +49,14 @@ class Client(core.ClientSettings):
                     status, payload, location = self._send(method, base + path, token, body)
                 except (urllib.error.URLError, ConnectionError, TimeoutError) as e:
                     timed_out = isinstance(e, socket.timeout | TimeoutError) or "timed out" in str(e)
-                    if timed_out and not resend:
-                        raise UnavailableError(
-                            f"{base}: timed out; the call may or may not have applied"
-                        ) from e
-                    self.endpoints.failed(base)
-                    last = UnavailableError(f"{base}: {e}")
+                    last = self.endpoints.unreachable(base, e, timed_out=timed_out, resend=resend)
                     continue
-                if status == 307 and location:
-                    self.endpoints.redirected(location)
+                outcome = self.endpoints.answered(base, status, payload, location)
+                if outcome is core.REDIRECTED:
                     break  # go again, master first
-                try:
-                    return core.answer_or_raise(status, payload)
-                except HorologeError as e:
-                    if not core.retryable(e):
-                        raise
-                    self.endpoints.failed(base)
-                    last = e
+                if not isinstance(outcome, HorologeError):
+                    return outcome
+                last = outcome
             else:
                 if time.monotonic() > deadline:
                     raise last
