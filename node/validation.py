@@ -59,15 +59,27 @@ def parse_duration(value) -> int:
     return ms
 
 
-def parse_message(obj, now_ms: int, limits: MessageLimits) -> Message:
+def _object(obj, allowed: set[str], what: str) -> dict:
+    """``obj`` as a JSON object with only ``allowed`` fields, or a 400."""
     if not isinstance(obj, dict):
-        raise ApiError(400, "invalid_body", "a message must be a JSON object")
-    unknown = sorted(set(obj) - FIELDS)
+        raise ApiError(400, "invalid_body", f"{what} must be a JSON object")
+    unknown = sorted(set(obj) - allowed)
     if unknown:
         raise _bad(f"unknown field {unknown[0]!r}", unknown[0], code="unknown_field")
-    topic = obj.get("topic")
-    if not isinstance(topic, str) or not TOPIC_RE.match(topic):
-        raise _bad("topic must be 1-128 of A-Z a-z 0-9 . _ - (not starting with . _ -)", "topic")
+    return obj
+
+
+def _name(obj: dict, field: str) -> str:
+    """A topic or group name from ``obj[field]``, or a 400."""
+    value = obj.get(field)
+    if not isinstance(value, str) or not TOPIC_RE.match(value):
+        raise _bad(f"{field} must be 1-128 of A-Z a-z 0-9 . _ - (not starting with . _ -)", field)
+    return value
+
+
+def parse_message(obj, now_ms: int, limits: MessageLimits) -> Message:
+    obj = _object(obj, FIELDS, "a message")
+    topic = _name(obj, "topic")
     if ("body" in obj) == ("body_b64" in obj):
         raise _bad("give exactly one of body and body_b64", "body")
     if "body" in obj:
@@ -149,15 +161,8 @@ DEFAULT_VISIBILITY_MS = 30_000
 
 def parse_consumer_request(topic: str, obj, action: str) -> dict:
     """Validate a pull / ack / nack body. ``topic`` may be a group's ``%DLQ%<group>``."""
-    if not isinstance(obj, dict):
-        raise ApiError(400, "invalid_body", "body must be a JSON object")
-    allowed = PULL_FIELDS if action == "pull" else RECEIPT_FIELDS
-    unknown = sorted(set(obj) - allowed)
-    if unknown:
-        raise _bad(f"unknown field {unknown[0]!r}", unknown[0], code="unknown_field")
-    group = obj.get("group")
-    if not isinstance(group, str) or not TOPIC_RE.match(group):
-        raise _bad("group must be 1-128 of A-Z a-z 0-9 . _ - (not starting with . _ -)", "group")
+    obj = _object(obj, PULL_FIELDS if action == "pull" else RECEIPT_FIELDS, "body")
+    group = _name(obj, "group")
     if not TOPIC_RE.match(topic) and topic != f"%DLQ%{group}":
         raise _bad("topic must be a topic name or %DLQ%<this group>", "topic")
     out = {"group": group, "topic": topic}
