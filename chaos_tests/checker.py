@@ -24,14 +24,7 @@ from collections import Counter
 
 import numpy as np
 
-from horologe.storage import MessageId
-
-
-def ready_ids(rows: np.ndarray) -> list[str]:
-    return [
-        str(MessageId(h, g))
-        for h, g in zip(rows["hour"].tolist(), rows["global_index"].tolist(), strict=True)
-    ]
+from horologe.storage import ready_ids
 
 
 def percentiles(values) -> dict:
@@ -57,37 +50,18 @@ def check(
     consumed = history["consumed"]
     consumed_ids = {c["id"] for c in consumed}
 
-    # Ready logs: duplicates, agreement, early by the master's clock.
+    # Ready logs (one per node, never none): duplicates, agreement, early by the master's clock.
     per_node = {}
-    first = None
-    identical = True
-    for node, rows in ready.items():
-        ids = ready_ids(rows)
-        dups = sum(n - 1 for n in Counter(ids).values() if n > 1)
-        early = int((rows["delivered_at_ms"] < rows["deliver_at_ms"]).sum())
+    for node, node_rows in ready.items():
+        node_ids = ready_ids(node_rows)
         per_node[node] = {
-            "delivered": len(ids),
-            "duplicates": dups,
-            "early": early,
+            "delivered": len(node_ids),
+            "duplicates": sum(n - 1 for n in Counter(node_ids).values() if n > 1),
+            "early": int((node_rows["delivered_at_ms"] < node_rows["deliver_at_ms"]).sum()),
             "store_check": store_errors.get(node),
         }
-        if first is None:
-            first = rows
-        elif not np.array_equal(rows, first):
-            identical = False
-    rows = (
-        first
-        if first is not None
-        else np.zeros(
-            0,
-            dtype=[
-                ("hour", "<u4"),
-                ("global_index", "<u4"),
-                ("deliver_at_ms", "<i8"),
-                ("delivered_at_ms", "<i8"),
-            ],
-        )
-    )
+    rows = next(iter(ready.values()))
+    identical = all(np.array_equal(r, rows) for r in ready.values())
     ids = ready_ids(rows)
     delivered_at = dict(zip(ids, rows["delivered_at_ms"].tolist(), strict=True))
 
@@ -156,7 +130,7 @@ def time_to_recover(history: dict) -> int | None:
     if not acks:
         return None
     points = [start, *acks]
-    return int(max(b - a for a, b in zip(points, points[1:], strict=False))) if len(points) > 1 else 0
+    return int(max(b - a for a, b in zip(points, points[1:], strict=False)))
 
 
 def violations(result: dict) -> list[str]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import glob
-import time
 
 from horologe.node.process_cluster import Cluster, free_ports
 
@@ -11,6 +10,7 @@ from .topology import Topology
 from .toxiproxy_server import ToxiproxyServer
 
 FAKETIME_LIBS = "/usr/lib/*/faketime/libfaketimeMT.so.1"  # Debian's `faketime` package
+FAKETIME_KEYS = ("LD_PRELOAD", "FAKETIME")  # what faketime_env sets
 
 
 def faketime_env(offset_s: int) -> dict[str, str]:
@@ -43,20 +43,7 @@ class ChaosCluster(Cluster):
     def skew(self, i: int, offset_s: int) -> None:
         """Node i's clock runs ``offset_s`` off from its next start (0: the true clock)."""
         env = self.env.setdefault(i, {})
-        for key in faketime_env(0):
+        for key in FAKETIME_KEYS:
             env.pop(key, None)
         if offset_s:
             env.update(faketime_env(offset_s))
-
-    def catch_up(self, i: int, timeout_s: float = 30.0) -> None:
-        """Until node i has applied (nearly) what the master has committed."""
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            try:
-                m = self.status(self.wait_leader(timeout_s=max(0.1, deadline - time.monotonic())))
-                if self.status(i)["applied_index"] >= m["applied_index"] - 5:
-                    return
-            except Exception:  # noqa: BLE001 - a node still starting, or an election
-                pass
-            time.sleep(0.2)
-        raise TimeoutError(f"n{i + 1} did not catch up")

@@ -27,11 +27,15 @@ def _port(addr: str) -> int:
     return int(addr.rpartition(":")[2])
 
 
+def _volume(v) -> tuple[str, str]:
+    """(source, target) of a volume entry, long form or "src:dst[:mode]"."""
+    return (v["source"], v["target"]) if isinstance(v, dict) else tuple(v.split(":")[:2])
+
+
 def _binds(service: dict) -> dict[str, str]:
-    """Container path -> host path, for bind mounts ("src:dst[:mode]")."""
+    """Container path -> host path, for bind mounts."""
     out = {}
-    for v in service.get("volumes", []):
-        src, dst = (v["source"], v["target"]) if isinstance(v, dict) else v.split(":")[:2]
+    for src, dst in map(_volume, service.get("volumes", [])):
         out[dst] = os.path.join(ROOT, src) if src.startswith(".") else src
     return out
 
@@ -82,8 +86,8 @@ def check_wiring(compose: dict) -> tuple[list[str], dict[str, tuple[list[str], d
                 published[name] = int(spec["published"])
         if name not in published:
             problems.append(f"{name}: HTTP port {http} is not published")
-        data_vols = [v for v in s.get("volumes", []) if _target(v) == cfg["data_dir"]]
-        if not data_vols or _source(data_vols[0]) not in named:
+        data_vols = [src for src, dst in map(_volume, s.get("volumes", [])) if dst == cfg["data_dir"]]
+        if not data_vols or data_vols[0] not in named:
             problems.append(f"{name}: data_dir {cfg['data_dir']} is not on a named volume")
     for name, cfg in configs.items():
         for peer, p in cfg.get("peers", {}).items():
@@ -105,14 +109,6 @@ def check_wiring(compose: dict) -> tuple[list[str], dict[str, tuple[list[str], d
                     f"{name}: sends clients to {p['http']} but {peer} is published on {published[peer]}"
                 )
     return problems, runs
-
-
-def _target(v) -> str:
-    return v["target"] if isinstance(v, dict) else v.split(":")[1]
-
-
-def _source(v) -> str:
-    return v["source"] if isinstance(v, dict) else v.split(":")[0]
 
 
 def check_commands(runs: dict) -> list[str]:

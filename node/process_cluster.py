@@ -103,6 +103,19 @@ class Cluster:
             time.sleep(0.1)
         raise TimeoutError("no agreed master")
 
+    def catch_up(self, i: int, timeout_s: float = 30.0, behind: int = 2) -> None:
+        """Until node i has applied all but ``behind`` entries of what the master has."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            try:
+                m = self.status(self.wait_leader(timeout_s=max(0.1, deadline - time.monotonic())))
+                if self.status(i)["applied_index"] >= m["applied_index"] - behind:
+                    return
+            except (ApiCallError, TimeoutError):  # a node still starting, or an election
+                pass
+            time.sleep(0.2)
+        raise TimeoutError(f"n{i + 1} did not catch up")
+
     def signal(self, i: int, sig: int) -> None:
         os.kill(self.procs[i].pid, sig)
         if sig == signal.SIGKILL:

@@ -17,7 +17,7 @@ from .errors import (
 )
 from .message import Message, MessageLimits, StoredMessage
 from .message_id import MessageId
-from .ready_log import ReadyEntry
+from .ready_log import ReadyEntry, ready_ids
 from .store import SKIPPED, Storage
 from .tag_signature import may_match, tag_signature, tags_signature
 from .transaction import Transaction
@@ -38,6 +38,7 @@ __all__ = [
     "StorageError",
     "StorageFullError",
     "StoredMessage",
+    "ready_ids",
     "Transaction",
     "UnknownMessageError",
     "may_match",

@@ -21,6 +21,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .fixed_records import FixedLayout
+from .message_id import MessageId
 
 READY = FixedLayout(
     struct.Struct("<IIQqqHH"),
@@ -58,3 +59,11 @@ class ReadyEntry(NamedTuple):
             self.attempt,
             0,
         )
+
+
+def ready_ids(rows: np.ndarray) -> list[str]:
+    """The message ids of ready-log rows (as read by ``Storage.read_ready``), as strings."""
+    return [
+        str(MessageId(h, g))
+        for h, g in zip(rows["hour"].tolist(), rows["global_index"].tolist(), strict=True)
+    ]

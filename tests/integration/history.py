@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from horologe.node.process_cluster import Cluster
-from horologe.storage import MessageId
+from horologe.storage import ready_ids
 
 
 def verify_ready_logs(
@@ -23,10 +23,7 @@ def verify_ready_logs(
         with cluster.store(i) as s:
             s.check()
             rows = s.read_ready(topic)
-        ids = [
-            str(MessageId(h, g))
-            for h, g in zip(rows["hour"].tolist(), rows["global_index"].tolist(), strict=True)
-        ]
+        ids = ready_ids(rows)
         assert len(ids) == len(set(ids)), f"n{i + 1}: {len(ids) - len(set(ids))} duplicates in the ready log"
         missing = set(acked) - set(ids)
         assert not missing, f"n{i + 1}: {len(missing)} acknowledged messages never delivered"

@@ -12,20 +12,6 @@ from .history import verify_ready_logs
 from .load import Producer, wait_delivered
 
 
-def _catch_up(cluster, i: int, timeout_s: float = 30.0) -> None:
-    """Wait until node i has applied what the master has."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        try:
-            m = cluster.status(cluster.wait_leader())
-            if cluster.status(i)["applied_index"] >= m["applied_index"] - 2:
-                return
-        except Exception:  # noqa: BLE001 - a node still starting
-            pass
-        time.sleep(0.2)
-    raise TimeoutError(f"n{i + 1} did not catch up")
-
-
 def test_sigkill_master_under_load(cluster):
     load = Producer(cluster, spread_ms=2500)
     load.start()
@@ -41,7 +27,7 @@ def test_sigkill_master_under_load(cluster):
     wait_delivered(cluster)
     assert "leads the wheel from" in cluster.log(new)
     cluster.start(old)
-    _catch_up(cluster, old)
+    cluster.catch_up(old)
     wait_delivered(cluster)
     cluster.stop_all()
     lateness = verify_ready_logs(cluster, "load", load.acked)
@@ -124,7 +110,7 @@ def test_follower_down_long_catches_up_by_snapshot(make_cluster):
             acked[r["id"]] = r["deliver_at"]
     time.sleep(3.0)  # S entries every 50 ms: the log compacts well past the lagging node
     cluster.start(lagging)
-    _catch_up(cluster, lagging)
+    cluster.catch_up(lagging)
     wait_delivered(cluster)
     assert "installing snapshot" in cluster.log(lagging)
     cluster.stop_all()
