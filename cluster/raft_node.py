@@ -38,6 +38,7 @@ log = logging.getLogger(__name__)
 setattr(raft_pickle, "__protocol", 4)
 
 _HEADER = struct.Struct("<Q")
+KEEPALIVE = "horologe_keepalive"  # a message type pysyncobj does not use
 
 
 class RaftNode(SyncObj):
@@ -75,11 +76,17 @@ class RaftNode(SyncObj):
             logCompactionMinTime=settings.log_compaction_min_time,
             bindAddress=settings.bind,
             dynamicMembershipChange=False,
+            connectionRetryTime=settings.connect_retry_s,
         )
-        peers = [DialNode(p.raft, p.dial) for p in settings.peers]
-        super().__init__(DialNode(settings.raft), peers, conf)
+        self._peers = [DialNode(p.raft, p.dial) for p in settings.peers]
+        super().__init__(DialNode(settings.raft), self._peers, conf)
         self._transfer: tuple[str | None, float, Callable[[bool], None]] | None = None
         self.addOnTickCallback(self._tick_transfer)
+        self._transport = self._SyncObj__transport
+        self._on_raft_message = self._transport._onMessageReceivedCallback
+        self._transport.setOnMessageReceivedCallback(self._on_message)
+        self._next_keepalive = 0.0
+        self.addOnTickCallback(self._tick_keepalive)
 
     # -- the one replicated method ----------------------------------------------
 
@@ -142,6 +149,31 @@ class RaftNode(SyncObj):
                 )
             return
         super()._applyCommand(command, callback, commandType)
+
+    # -- links ------------------------------------------------------------------
+
+    def _tick_keepalive(self) -> None:
+        """Send every linked peer a keep-alive (see ``ClusterSettings.link_keepalive_s``).
+
+        Only to peers whose link finished its handshake: a message sent earlier would
+        be taken for the encryption key exchange.
+        """
+        now = monotonic_time()
+        if now < self._next_keepalive:
+            return
+        self._next_keepalive = now + self.settings.link_keepalive_s
+        for node in self._peers:
+            if self.isNodeConnected(node):
+                self._transport.send(node, {"type": KEEPALIVE})
+
+    def _on_message(self, node, message) -> None:
+        if isinstance(message, dict) and message.get("type") == KEEPALIVE:
+            return  # reading it refreshed the link; there is nothing else to do
+        self._on_raft_message(node, message)
+
+    def linked_peers(self) -> set[str]:
+        """Raft addresses of the peers this node has a live, handshaken link to."""
+        return {node.address for node in self._peers if self.isNodeConnected(node)}
 
     # -- roles ------------------------------------------------------------------
 

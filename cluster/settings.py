@@ -27,6 +27,14 @@ class ClusterSettings:
     raft_max_timeout: float = 0.6
     leader_fallback_timeout: float = 2.0
     heartbeat_s: float = 0.05  # pysyncobj requires raft_min_timeout > 3 x heartbeat
+    # A refused connect answers at once on a LAN, so retrying often costs one SYN. At
+    # pysyncobj's 5 s a link that missed its peer's start stayed down for seconds, and a
+    # release could pick a master that a follower could not hear (docs/cluster.md).
+    connect_retry_s: float = 0.2
+    # pysyncobj drops a link on the first send after 3.5 s without reading from it, and
+    # two followers exchange nothing: the new master's first message after a release
+    # killed the link it needed. A keep-alive on every link keeps each side reading.
+    link_keepalive_s: float = 0.5
     # Must be >= 4x the largest command, or big commands crawl (field notes).
     append_batch_bytes: int = 4 * 1024 * 1024
     # Compaction snapshots the whole store; keep it rare (field notes).

@@ -195,12 +195,9 @@ async def healthz(request: web.Request) -> web.Response:
 
 
 async def readyz(request: web.Request) -> web.Response:
-    """A master is known and this node is applying."""
-    svc = request.app[SERVICE]
-    leader = svc.leader_id()
-    if svc.state.halted or leader is None:
-        return _json(503, {"ready": False, "leader": leader, "halted": svc.state.halted})
-    return _json(200, {"ready": True, "leader": leader})
+    """A master is known, this node is applying, and it has links to a quorum; ``links`` per peer."""
+    body = request.app[SERVICE].readiness()
+    return _json(200 if body["ready"] else 503, body)
 
 
 METRIC_DOCS = {

@@ -81,17 +81,28 @@ def start(configs: list[str], env: dict[str, str], log_dir: str) -> list[subproc
 
 
 def wait_ready(urls: list[str], admin_token: str, timeout_s: float = 30.0) -> str:
-    """Wait until every node answers and agrees on a leader; return its node id."""
+    """Wait until every node answers, agrees on a leader and is linked to every other; return the leader.
+
+    Links matter: a node that cannot hear a master it may be handed to would campaign
+    and take the wheel back (docs/cluster.md, "Links and releases").
+    """
     deadline = time.monotonic() + timeout_s
+    missing: list[str] = ["no node answered"]
     while time.monotonic() < deadline:
         try:
-            leaders = {call("GET", f"{u}/admin/status", admin_token, retry_s=0)[1]["leader"] for u in urls}
-            if len(leaders) == 1 and None not in leaders:
-                return leaders.pop()
+            states = [call("GET", f"{u}/admin/status", admin_token, retry_s=0)[1] for u in urls]
         except ApiCallError:
-            pass
-        time.sleep(0.2)
-    raise TimeoutError(f"cluster not ready after {timeout_s:.0f} s")
+            time.sleep(0.2)
+            continue
+        leaders = {st["leader"] for st in states}
+        missing = [
+            f"{st['node_id']} -> {p['node_id']}" for st in states for p in st["peers"] if not p["connected"]
+        ]
+        if len(leaders) == 1 and None not in leaders and not missing:
+            return leaders.pop()
+        missing = missing or [f"leaders seen: {sorted(map(str, leaders))}"]
+        time.sleep(0.1)
+    raise TimeoutError(f"cluster not ready after {timeout_s:.0f} s: {', '.join(missing)} not linked")
 
 
 def stop(procs: list[subprocess.Popen], timeout_s: float = 10.0) -> None:

@@ -18,7 +18,7 @@ async def _release_if_master(app: web.Application) -> None:
     svc = app.get(SERVICE)
     if svc is None or svc.raft is None or not svc.raft.is_master():
         return
-    if not any(p["connected"] for p in svc.admin_status()["peers"]):
+    if not svc.linked_peer_ids():
         return  # nobody to hand over to
     try:
         res = await asyncio.wait_for(svc.release_master(None), 4.0)

@@ -70,15 +70,23 @@ class Cluster:
         self.wait_connected()
 
     def wait_connected(self, timeout_s: float = 20.0) -> int:
-        """Until a master is agreed and sees every other live node connected; returns it."""
+        """Until a master is agreed and every live node has a link to every other; returns it."""
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             master = self.wait_leader(timeout_s=deadline - time.monotonic())
-            peers = self.status(master)["peers"]
-            if all(p["connected"] for p in peers if int(p["node_id"][1:]) - 1 in self.alive()):
-                return master
+            alive = self.alive()
+            try:
+                if all(
+                    p["connected"]
+                    for i in alive
+                    for p in self.status(i)["peers"]
+                    if int(p["node_id"][1:]) - 1 in alive
+                ):
+                    return master
+            except ApiCallError:
+                pass
             time.sleep(0.1)
-        raise TimeoutError("nodes never all connected")
+        raise TimeoutError("nodes never all linked")
 
     def alive(self) -> list[int]:
         return [i for i, p in self.procs.items() if p.poll() is None]

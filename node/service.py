@@ -13,6 +13,8 @@ import os
 import threading
 import time
 
+import aiohttp
+
 from horologe.cluster import (
     CANCEL,
     PRODUCE,
@@ -22,6 +24,7 @@ from horologe.cluster import (
     Entry,
     MessageStatus,
     NotMasterError,
+    Peer,
     StateMachine,
 )
 from horologe.cluster.raft_node import RaftNode
@@ -32,6 +35,7 @@ from .config import NodeConfig
 from .consumers import Consumers
 from .errors import ApiError
 from .group_commit import GroupCommit
+from .peer_readiness import peer_readiness
 from .wheel_driver import WheelDriver
 
 log = logging.getLogger(__name__)
@@ -102,6 +106,23 @@ class NodeService:
         peer = self.config.peer_by_raft(self.raft.leader_address())
         return None if peer is None else peer.node_id
 
+    def linked_peer_ids(self) -> set[str]:
+        """Ids of the peers this node has a live Raft link to."""
+        linked = self.raft.linked_peers()
+        return {p.node_id for p in self.config.peers if p.raft in linked}
+
+    def readiness(self) -> dict:
+        """Ready: a master is known, this node applies, and it is linked to a quorum.
+
+        ``links`` names each peer and whether this node has a live Raft link to it.
+        """
+        leader = self.leader_id()
+        linked = self.linked_peer_ids()
+        links = {p.node_id: p.node_id in linked for p in self.config.peers}
+        quorum = 1 + len(linked) > (1 + len(links)) / 2
+        ready = leader is not None and not self.state.halted and quorum
+        return {"ready": ready, "leader": leader, "halted": self.state.halted, "links": links}
+
     def require_master(self) -> None:
         if self.releasing:
             raise NotMasterError(None)  # 503: the next master is a moment away; clients retry
@@ -139,46 +160,103 @@ class NodeService:
     async def release_master(self, to: str | None) -> dict:
         """Stop the wheel, commit a final S and X, hand Raft leadership over (DESIGN §5).
 
-        While it runs, no other entry is proposed (writes get 503 and are retried), so the
-        target catches up and wins; if this node is elected again, the transfer is retried.
+        The target must have a link to every node this master is linked to, or one of
+        them would not hear it, campaign, and take the wheel back (docs/cluster.md). While
+        the handover runs, no other entry is proposed (writes get 503 and are retried), so
+        the target catches up and wins; if this node is elected again, the transfer is
+        retried. It answers once the linked nodes follow the new master.
         """
         self.require_master()
-        target = None
-        if to is not None:
-            peer = next((p for p in self.config.peers if p.node_id == to), None)
-            if peer is None:
-                raise ApiError(422, "unknown_node", f"no peer named {to!r}", "to")
-            target = peer.raft
-        t0 = time.monotonic()
-        self.releasing = True
-        self.driver.paused = True
-        try:
-            while self.driver.wheel is not None:  # let the loop finish its turn
-                self.driver.wake()
-                await asyncio.sleep(0.001)
-            ws = self.state.ws
-            await self.raft.propose(Entry(SYNC, ws, self.clock()).encode())
-            await self.raft.propose(Entry(RELEASE, ws, self.clock(), node=self.config.node_id).encode())
-            marker = self.syncs_applied
-            new_master = None
-            for _attempt in range(3):
-                if not await self._transfer(target):
-                    break
-                new_master = await self._await_other_master(3.0)
-                if new_master is not None or not self.raft.is_master():
-                    break
-        finally:
-            self.releasing = False
-            self.driver.paused = False
-        if new_master is None:
-            raise ApiError(503, "transfer_failed", "no other node took over; this node is still master")
+        linked = self.linked_peer_ids()
+        async with aiohttp.ClientSession() as session:
+            target = await self._release_target(session, to, linked)
+            t0 = time.monotonic()
+            self.releasing = True
+            self.driver.paused = True
+            try:
+                while self.driver.wheel is not None:  # let the loop finish its turn
+                    self.driver.wake()
+                    await asyncio.sleep(0.001)
+                ws = self.state.ws
+                await self.raft.propose(Entry(SYNC, ws, self.clock()).encode())
+                await self.raft.propose(Entry(RELEASE, ws, self.clock(), node=self.config.node_id).encode())
+                marker = self.syncs_applied
+                new_master = None
+                for _attempt in range(3):
+                    if not await self._transfer(target.raft):
+                        break
+                    new_master = await self._await_other_master(3.0)
+                    if new_master is not None or not self.raft.is_master():
+                        break
+            finally:
+                self.releasing = False
+                self.driver.paused = False
+            if new_master is None:
+                raise ApiError(503, "transfer_failed", "no other node took over; this node is still master")
+            heard_by = await self._followers_of(session, new_master, linked, 2.0)
+        if len(heard_by) <= (1 + len(self.config.peers)) / 2:
+            raise ApiError(
+                503,
+                "transfer_unconfirmed",
+                f"{new_master} took over but only {', '.join(heard_by)} follow it; it may be deposed",
+            )
         deadline = time.monotonic() + 3.0
         while self.syncs_applied <= marker and time.monotonic() < deadline:
             await asyncio.sleep(0.001)
         gap_ms = None
         if self.syncs_applied > marker:
             gap_ms = round((self.last_sync_applied_at - t0) * 1000, 1)
-        return {"old_master": self.config.node_id, "new_master": new_master, "gap_ms": gap_ms}
+        return {
+            "old_master": self.config.node_id,
+            "new_master": new_master,
+            "gap_ms": gap_ms,
+            "heard_by": heard_by,
+        }
+
+    async def _release_target(self, session: aiohttp.ClientSession, to: str | None, linked: set[str]) -> Peer:
+        """The named peer, or the first one, that has a link to every node linked to this one."""
+        if to is not None and to not in {p.node_id for p in self.config.peers}:
+            raise ApiError(422, "unknown_node", f"no peer named {to!r}", "to")
+        reasons = []
+        for peer in self.config.peers:
+            if to not in (None, peer.node_id):
+                continue
+            if peer.node_id not in linked:
+                reasons.append(f"{peer.node_id} has no link to {self.config.node_id}")
+                continue
+            seen = await peer_readiness(session, peer.http, 1.0)
+            if seen is None:
+                reasons.append(f"{peer.node_id} did not answer /readyz")
+                continue
+            missing = sorted(n for n in linked - {peer.node_id} if not seen.get("links", {}).get(n))
+            if missing:
+                reasons.append(f"{peer.node_id} has no link to {', '.join(missing)}")
+                continue
+            return peer
+        raise ApiError(
+            409,
+            "no_linked_target",
+            "no node could take over and be heard by every node: " + "; ".join(reasons),
+            "to" if to is not None else None,
+        )
+
+    async def _followers_of(
+        self, session: aiohttp.ClientSession, master: str, linked: set[str], timeout_s: float
+    ) -> list[str]:
+        """The nodes that follow ``master`` (it included), waiting up to ``timeout_s`` for the linked ones."""
+        heard = {master}
+        deadline = time.monotonic() + timeout_s
+        while True:
+            if self.leader_id() == master:
+                heard.add(self.config.node_id)
+            for peer in self.config.peers:
+                if peer.node_id in linked and peer.node_id not in heard:
+                    seen = await peer_readiness(session, peer.http, max(0.05, deadline - time.monotonic()))
+                    if seen is not None and seen.get("leader") == master:
+                        heard.add(peer.node_id)
+            if heard >= linked | {self.config.node_id} or time.monotonic() >= deadline:
+                return sorted(heard)
+            await asyncio.sleep(0.02)
 
     async def _transfer(self, target: str | None) -> bool:
         """Ask Raft to hand leadership over; True once this node stepped down."""
@@ -213,10 +291,11 @@ class NodeService:
             ws = self.state.ws
             counters = self.state.counters()
             applied = self.store.applied_index
-        peers = []
-        for p in self.config.peers:
-            connected = st.get(f"partner_node_status_server_{p.raft}", 0) == 2
-            peers.append({"node_id": p.node_id, "raft": p.raft, "http": p.http, "connected": connected})
+        linked = self.linked_peer_ids()
+        peers = [
+            {"node_id": p.node_id, "raft": p.raft, "http": p.http, "connected": p.node_id in linked}
+            for p in self.config.peers
+        ]
         return {
             "node_id": self.config.node_id,
             "pid": os.getpid(),
