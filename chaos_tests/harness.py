@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import glob
+import os
 
 from horologe.node.process_cluster import Cluster, free_ports
 
@@ -10,7 +11,14 @@ from .topology import Topology
 from .toxiproxy_server import ToxiproxyServer
 
 FAKETIME_LIBS = "/usr/lib/*/faketime/libfaketimeMT.so.1"  # Debian's `faketime` package
-FAKETIME_KEYS = ("LD_PRELOAD", "FAKETIME")  # what faketime_env sets
+FAKETIME_KEYS = ("LD_PRELOAD", "FAKETIME", "FAKETIME_TIMESTAMP_FILE", "FAKETIME_CACHE_DURATION")
+
+
+def _libfaketime() -> str:
+    libs = glob.glob(FAKETIME_LIBS)
+    if not libs:
+        raise RuntimeError("libfaketime is missing: apt-get install faketime (make test does)")
+    return libs[0]
 
 
 def faketime_env(offset_s: int) -> dict[str, str]:
@@ -20,10 +28,17 @@ def faketime_env(offset_s: int) -> dict[str, str]:
     0.9.10 makes Python's ``time.sleep`` fail with EINVAL. A constant shift of a
     monotonic clock changes no timeout, so only the wall clock is skewed in effect.
     """
-    libs = glob.glob(FAKETIME_LIBS)
-    if not libs:
-        raise RuntimeError("libfaketime is missing: apt-get install faketime (make test does)")
-    return {"LD_PRELOAD": libs[0], "FAKETIME": f"{offset_s:+d}s"}
+    return {"LD_PRELOAD": _libfaketime(), "FAKETIME": f"{offset_s:+d}s"}
+
+
+def stepped_clock_env(path: str) -> dict[str, str]:
+    """Environment whose clocks follow the offset written in ``path`` (re-read every second).
+
+    Writing ``+3600s`` there steps the process's clocks an hour ahead while it runs, as a
+    bad NTP server or an operator's ``date -s`` would (the monotonic clock steps too: see
+    :func:`faketime_env`).
+    """
+    return {"LD_PRELOAD": _libfaketime(), "FAKETIME_TIMESTAMP_FILE": path, "FAKETIME_CACHE_DURATION": "1"}
 
 
 class ChaosCluster(Cluster):
@@ -47,3 +62,17 @@ class ChaosCluster(Cluster):
             env.pop(key, None)
         if offset_s:
             env.update(faketime_env(offset_s))
+
+    def steppable(self, i: int) -> None:
+        """Node i's clock can be stepped with :meth:`step` from its next start."""
+        self.skew(i, 0)
+        self.step(i, 0)
+        self.env.setdefault(i, {}).update(stepped_clock_env(self._step_file(i)))
+
+    def step(self, i: int, offset_s: int) -> None:
+        """Set node i's clock ``offset_s`` off the true one, now (it reads it within 1 s)."""
+        with open(self._step_file(i), "w") as f:
+            f.write(f"{offset_s:+d}s\n")
+
+    def _step_file(self, i: int) -> str:
+        return os.path.join(self.root, f"n{i + 1}.faketime")

@@ -40,6 +40,8 @@ def run_scenario(name: str, seed: int, work: str, out: str, toxiproxy: Toxiproxy
     cluster = ChaosCluster(root, toxiproxy)
     for i, offset in scenario.skew.items():
         cluster.skew(i, offset)
+    for i in scenario.steppable:
+        cluster.steppable(i)
     history = History(seed)
     workload = Workload(cluster.client_urls, CLIENT, history)
     run = Run(cluster, workload, history, random.Random(seed))

@@ -48,7 +48,9 @@ class RaftNode(SyncObj):
         state: StateMachine,
         lock: threading.Lock,
         on_applied: Callable[[ApplyResult], None] | None = None,
+        clock: Callable[[], int] | None = None,
     ) -> None:
+        """``clock`` (wall ms) is sent to peers on every keep-alive; see :meth:`peer_clocks`."""
         if not settings.cluster_secret and not settings.insecure_dev:
             raise InsecureConfigError(
                 "no cluster secret: anyone reaching the Raft port could run code on this node "
@@ -86,6 +88,8 @@ class RaftNode(SyncObj):
         self._on_raft_message = self._transport._onMessageReceivedCallback
         self._transport.setOnMessageReceivedCallback(self._on_message)
         self._next_keepalive = 0.0
+        self._clock = clock or (lambda: time.time_ns() // 1_000_000)
+        self._peer_clocks: dict[str, tuple[int, float]] = {}  # address -> (ms, monotonic arrival)
         self.addOnTickCallback(self._tick_keepalive)
 
     # -- the one replicated method ----------------------------------------------
@@ -153,23 +157,32 @@ class RaftNode(SyncObj):
     # -- links ------------------------------------------------------------------
 
     def _tick_keepalive(self) -> None:
-        """Send every linked peer a keep-alive (see ``ClusterSettings.link_keepalive_s``).
+        """Send every linked peer a keep-alive with this node's clock reading.
 
-        Only to peers whose link finished its handshake: a message sent earlier would
-        be taken for the encryption key exchange.
+        It keeps links read (``ClusterSettings.link_keepalive_s``) and lets each node know
+        the others' clocks (node/quorum_clock.py). Only to peers whose link finished its
+        handshake: a message sent earlier would be taken for the encryption key exchange.
         """
         now = monotonic_time()
         if now < self._next_keepalive:
             return
         self._next_keepalive = now + self.settings.link_keepalive_s
+        message = {"type": KEEPALIVE, "clock_ms": self._clock()}
         for node in self._peers:
             if self.isNodeConnected(node):
-                self._transport.send(node, {"type": KEEPALIVE})
+                self._transport.send(node, message)
 
     def _on_message(self, node, message) -> None:
         if isinstance(message, dict) and message.get("type") == KEEPALIVE:
-            return  # reading it refreshed the link; there is nothing else to do
+            if isinstance(message.get("clock_ms"), int):
+                self._peer_clocks[node.address] = (message["clock_ms"], monotonic_time())
+            return
         self._on_raft_message(node, message)
+
+    def peer_clocks(self) -> list[tuple[int, float]]:
+        """The latest clock reading of each peer heard from: (ms, seconds since it arrived)."""
+        now = monotonic_time()
+        return [(ms, now - at) for ms, at in list(self._peer_clocks.values())]
 
     def linked_peers(self) -> set[str]:
         """Raft addresses of the peers this node has a live, handshaken link to."""

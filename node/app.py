@@ -207,6 +207,8 @@ METRIC_DOCS = {
     "stored": "messages stored",
     "delivered": "messages delivered to ready logs",
     "cancelled": "messages cancelled",
+    "clock_offset_ms": "this node's clock minus the quorum's (docs/cluster.md, Clocks)",
+    "clock_handovers": "times this node handed the wheel over because its clock strayed",
 }
 
 
@@ -217,6 +219,8 @@ async def metrics(request: web.Request) -> web.Response:
         "applied_index": st["applied_index"],
         "pending": st["pending"],
         "is_master": int(st["role"] == "master"),
+        "clock_offset_ms": float("nan") if st["clock_offset_ms"] is None else st["clock_offset_ms"],
+        "clock_handovers": st["clock_handovers"],
         **st["counters"],
     }
     m = request.app[METRICS]

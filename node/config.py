@@ -42,6 +42,9 @@ class NodeConfig:
     # Nack delays by attempt (RocketMQ's 16 levels, 10 s .. 2 h); after the last, the DLQ.
     retry_levels_ms: tuple[int, ...] = DEFAULT_RETRY_LEVELS_MS
     ack_window_ms: int = 50  # acks are replicated at most this often
+    # The master's clock may stray this far from the quorum's before it is clamped and
+    # hands the wheel over (node/quorum_clock.py).
+    clock_tolerance_ms: int = 2000
     clock_offset_ms: int = 0  # test-only skew (HOROLOGE_TEST_CLOCK_OFFSET_MS); use libfaketime for real skew
 
     def cluster_settings(self) -> ClusterSettings:

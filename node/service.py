@@ -21,6 +21,7 @@ from horologe.cluster import (
     RELEASE,
     SYNC,
     ApplyResult,
+    ClusterError,
     Entry,
     MessageStatus,
     NotMasterError,
@@ -36,6 +37,7 @@ from .consumers import Consumers
 from .errors import ApiError
 from .group_commit import GroupCommit
 from .peer_readiness import peer_readiness
+from .quorum_clock import QuorumClock
 from .wheel_driver import WheelDriver
 
 log = logging.getLogger(__name__)
@@ -44,7 +46,14 @@ log = logging.getLogger(__name__)
 class NodeService:
     def __init__(self, config: NodeConfig, clock: Clock) -> None:
         self.config = config
-        self.clock = clock
+        self.own_clock = clock
+        self.quorum_clock = QuorumClock(
+            clock, self._peer_clocks, 1 + len(config.peers), config.clock_tolerance_ms
+        )
+        # Every entry, deadline and relative delay is taken by the quorum-bounded clock.
+        self.clock = self.quorum_clock.now_ms
+        self.clock_handovers = 0
+        self._next_clock_handover = 0.0
         self.lock = threading.Lock()
         self.store = Storage(os.path.join(config.data_dir, "store"), StorageConfig(fsync=config.fsync))
         for line in self.store.recovered:
@@ -66,7 +75,9 @@ class NodeService:
 
     async def start(self) -> None:
         self._loop = asyncio.get_running_loop()
-        self.raft = RaftNode(self.config.cluster_settings(), self.state, self.lock, self._on_applied)
+        self.raft = RaftNode(
+            self.config.cluster_settings(), self.state, self.lock, self._on_applied, clock=self.own_clock
+        )
         loops = (self.driver, self.produce_commit, self.consumers.ack_commit)
         self._tasks = [asyncio.create_task(t.run()) for t in loops]
 
@@ -91,6 +102,30 @@ class NodeService:
             loop.call_soon_threadsafe(self._note_sync)
         if res.delivered:
             asyncio.run_coroutine_threadsafe(self.consumers.notify(), loop)
+
+    def _peer_clocks(self) -> list[tuple[int, float]]:
+        return [] if self.raft is None else self.raft.peer_clocks()
+
+    def hand_over_for_clock(self, offset_ms: int) -> None:
+        """The master's clock disagrees with the quorum's: hand the wheel over (at most every 10 s)."""
+        if time.monotonic() < self._next_clock_handover:
+            return
+        self._next_clock_handover = time.monotonic() + 10.0
+        self.clock_handovers += 1
+        log.warning(
+            "this clock is %+d ms off the quorum's (tolerance %d ms): handing the wheel over",
+            offset_ms,
+            self.quorum_clock.tolerance_ms,
+        )
+
+        async def release() -> None:
+            try:
+                log.info("released for a clock off the quorum's: %s", await self.release_master(None))
+            except (ApiError, NotMasterError, ClusterError) as e:
+                log.warning("could not hand over for the clock: %s", e)
+
+        task = self._loop.create_task(release())
+        self._tasks.append(task)
 
     def _note_sync(self) -> None:
         self.syncs_applied += 1
@@ -128,6 +163,8 @@ class NodeService:
             raise NotMasterError(None)  # 503: the next master is a moment away; clients retry
         if not self.raft.is_master():
             raise NotMasterError(self.leader_http())
+        if not self.quorum_clock.known():
+            raise NotMasterError(None)  # 503 for the moment until a majority's clocks are in
         if self.state.halted:
             raise ApiError(507, "halted", f"this node stopped applying: {self.state.halted}")
 
@@ -311,7 +348,9 @@ class NodeService:
                 "syncs_led": self.driver.syncs_led,
                 "last_sync_led_ms": self.driver.last_sync_led_ms,
             },
-            "clock_ms": self.clock(),
+            "clock_ms": self.own_clock(),
+            "clock_offset_ms": self.quorum_clock.offset_ms(),
+            "clock_handovers": self.clock_handovers,
             "pending": counters["stored"] - counters["delivered"] - counters["cancelled"],
             "counters": counters,
             "peers": peers,

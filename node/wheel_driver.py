@@ -77,6 +77,8 @@ class WheelDriver:
         svc = self.svc
         clock = svc.clock
         svc.consumers.forget_leases()  # leases of an earlier term mean nothing now
+        while self._still_master() and not svc.quorum_clock.known():
+            await asyncio.sleep(0.02)  # no time to fire by until a majority's clocks are in
         await self._propose_sync(svc.state.ws, clock())  # barrier: all earlier entries applied
         with svc.lock:
             self.wheel = TimeWheel(svc.store, svc.state.ws)
@@ -91,6 +93,9 @@ class WheelDriver:
             # Cleared before looking, so an arrival reported while this turn runs still
             # cuts the coming wait short.
             self._wake.clear()
+            offset = svc.quorum_clock.offset_ms()
+            if offset is not None and abs(offset) > svc.quorum_clock.tolerance_ms:
+                svc.hand_over_for_clock(offset)
             now = clock()
             with svc.lock:
                 due = self.wheel.advance_to(now, svc.config.fire_batch_limit)
