@@ -149,7 +149,7 @@ def local_cluster(nodes, data, http_port, raft_port, demo, exit_after_demo) -> N
 
     signal.signal(signal.SIGTERM, on_signal)
     try:
-        leader = lc.wait_ready(urls, env["HOROLOGE_ADMIN_TOKEN"])
+        leader = lc.wait_ready(urls)
         click.echo(f"{nodes} nodes up; master is {leader}")
         for i, u in enumerate(urls, 1):
             click.echo(f"  n{i}  {u}   raft 127.0.0.1:{raft_port + i - 1}   log {data}/n{i}.log")

@@ -80,8 +80,8 @@ def start(configs: list[str], env: dict[str, str], log_dir: str) -> list[subproc
     return [start_node(path, env, log_dir) for path in configs]
 
 
-def wait_ready(urls: list[str], admin_token: str, timeout_s: float = 30.0) -> str:
-    """Wait until every node answers, agrees on a leader and is linked to every other; return the leader.
+def wait_ready(urls: list[str], timeout_s: float = 30.0) -> str:
+    """Wait until every node is ready, agrees on a leader and is linked to every other; return the leader.
 
     Links matter: a node that cannot hear a master it may be handed to would campaign
     and take the wheel back (docs/cluster.md, "Links and releases").
@@ -89,20 +89,25 @@ def wait_ready(urls: list[str], admin_token: str, timeout_s: float = 30.0) -> st
     deadline = time.monotonic() + timeout_s
     missing: list[str] = ["no node answered"]
     while time.monotonic() < deadline:
-        try:
-            states = [call("GET", f"{u}/admin/status", admin_token, retry_s=0)[1] for u in urls]
-        except ApiCallError:
+        states = []
+        for u in urls:
+            try:
+                states.append(call("GET", f"{u}/readyz", None, retry_s=0)[1])
+            except ApiCallError as e:
+                states.append(e.body if isinstance(e.body, dict) and "links" in e.body else None)
+        if None in states:
             time.sleep(0.2)
             continue
         leaders = {st["leader"] for st in states}
-        missing = [
-            f"{st['node_id']} -> {p['node_id']}" for st in states for p in st["peers"] if not p["connected"]
-        ]
+        missing = []
+        for i, st in enumerate(states):
+            missing += [f"n{i + 1} -> {peer}" for peer, up in st["links"].items() if not up]
+            missing += [] if st["clock"] else [f"n{i + 1}'s clock quorum"]
         if len(leaders) == 1 and None not in leaders and not missing:
             return leaders.pop()
-        missing = missing or [f"leaders seen: {sorted(map(str, leaders))}"]
+        missing = missing or [f"one master (seen: {sorted(map(str, leaders))})"]
         time.sleep(0.1)
-    raise TimeoutError(f"cluster not ready after {timeout_s:.0f} s: {', '.join(missing)} not linked")
+    raise TimeoutError(f"cluster not ready after {timeout_s:.0f} s; waiting for {', '.join(missing)}")
 
 
 def stop(procs: list[subprocess.Popen], timeout_s: float = 10.0) -> None:

@@ -70,23 +70,23 @@ class Cluster:
         self.wait_connected()
 
     def wait_connected(self, timeout_s: float = 20.0) -> int:
-        """Until a master is agreed and every live node has a link to every other; returns it."""
+        """Until a master is agreed and every live node is ready and linked to every other; returns it."""
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             master = self.wait_leader(timeout_s=deadline - time.monotonic())
             alive = self.alive()
-            try:
-                if all(
-                    p["connected"]
-                    for i in alive
-                    for p in self.status(i)["peers"]
-                    if int(p["node_id"][1:]) - 1 in alive
-                ):
-                    return master
-            except ApiCallError:
-                pass
+            if all(self.ready(i, among=alive) for i in alive):
+                return master
             time.sleep(0.1)
         raise TimeoutError("nodes never all linked")
+
+    def ready(self, i: int, among: list[int]) -> bool:
+        """Node i answers /readyz 200 and has a link to every node of ``among``."""
+        try:
+            body = call("GET", f"{self.url(i)}/readyz", None, retry_s=0, timeout=2)[1]
+        except ApiCallError:
+            return False
+        return all(up for peer, up in body["links"].items() if int(peer[1:]) - 1 in among)
 
     def alive(self) -> list[int]:
         return [i for i, p in self.procs.items() if p.poll() is None]

@@ -147,16 +147,18 @@ class NodeService:
         return {p.node_id for p in self.config.peers if p.raft in linked}
 
     def readiness(self) -> dict:
-        """Ready: a master is known, this node applies, and it is linked to a quorum.
+        """Ready: a master is known, this node applies, is linked to a quorum and knows its clocks.
 
-        ``links`` names each peer and whether this node has a live Raft link to it.
+        ``links`` names each peer and whether this node has a live Raft link to it;
+        ``clock`` whether a majority's clock readings are in (a master serves nothing before).
         """
         leader = self.leader_id()
         linked = self.linked_peer_ids()
         links = {p.node_id: p.node_id in linked for p in self.config.peers}
         quorum = 1 + len(linked) > (1 + len(links)) / 2
-        ready = leader is not None and not self.state.halted and quorum
-        return {"ready": ready, "leader": leader, "halted": self.state.halted, "links": links}
+        clock = self.quorum_clock.known()
+        ready = leader is not None and not self.state.halted and quorum and clock
+        return {"ready": ready, "leader": leader, "halted": self.state.halted, "links": links, "clock": clock}
 
     def require_master(self) -> None:
         if self.releasing:
