@@ -3,8 +3,9 @@ VENV    ?= .venv
 PY      := $(VENV)/bin/python
 PIP     := $(VENV)/bin/pip
 STAMP   := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
-# Debian packages the test suites drive for real (libfaketime for clock skew).
-DEB_TOOLS := faketime
+# Debian packages the test suites need: faketime (clock skew), fuse3 (the lazyfs power-loss
+# mounts), and libfuse3-dev + pkg-config, without which pip cannot build pyfuse3 (test extra).
+DEB_PACKAGES := faketime fuse3 libfuse3-dev pkg-config
 
 .PHONY: help install test lint unit bench run chaos compose-check deb-tools clean
 
@@ -20,7 +21,8 @@ $(PY):
 	python3 -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
 
-$(STAMP): pyproject.toml | $(PY)
+# deb-tools first: the test extra's pyfuse3 compiles against libfuse3-dev.
+$(STAMP): pyproject.toml | $(PY) deb-tools
 	$(PIP) install --quiet -e '.[test,spark]'
 	rm -f $(VENV)/.installed-* && touch $@
 
@@ -28,7 +30,9 @@ install: $(STAMP)
 
 # Installs only what is missing, so a warm machine skips apt entirely.
 deb-tools:
-	@missing=""; for t in $(DEB_TOOLS); do command -v $$t >/dev/null || missing="$$missing $$t"; done; \
+	@missing=""; for p in $(DEB_PACKAGES); do \
+		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || missing="$$missing $$p"; \
+	done; \
 	if [ -n "$$missing" ]; then \
 		echo "installing Debian packages:$$missing"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
@@ -37,11 +41,11 @@ deb-tools:
 lint: install
 	$(VENV)/bin/ruff check .
 
-test: install deb-tools lint
+test: deb-tools install lint
 	$(VENV)/bin/pytest -q
 
 # Every fault scenario, each on a fresh cluster; CHAOS_SEED=N repeats a run.
-chaos: install deb-tools
+chaos: deb-tools install
 	$(PY) -m chaos_tests.run --out chaos-report $(if $(CHAOS_SEED),--seed $(CHAOS_SEED))
 
 # Offline: Debian's docker-compose parses the file; the node command lines go through the CLI.
