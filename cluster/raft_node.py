@@ -28,6 +28,7 @@ from horologe.storage import Storage
 from horologe.storage.commit_journal import CommitJournal
 
 from .dial_node import DialNode
+from .durable_journal import DurableJournal
 from .errors import InsecureConfigError, ProposalRejectedError, ProposalTimeoutError
 from .settings import ClusterSettings
 from .state_machine import ApplyResult, StateMachine
@@ -82,6 +83,9 @@ class RaftNode(SyncObj):
         )
         self._peers = [DialNode(p.raft, p.dial) for p in settings.peers]
         super().__init__(DialNode(settings.raft), self._peers, conf)
+        self._journal = DurableJournal(self._SyncObj__raftLog)
+        self._SyncObj__raftLog = self._journal
+        self._journal.sync()
         self._transfer: tuple[str | None, float, Callable[[bool], None]] | None = None
         self.addOnTickCallback(self._tick_transfer)
         self._transport = self._SyncObj__transport
@@ -98,6 +102,7 @@ class RaftNode(SyncObj):
     def apply_entry(self, blob: bytes) -> ApplyResult:
         # Never raises (field notes: a raising entry is retried forever).
         index = self.raftLastApplied + 1
+        self._sync_journal()  # durable here before it is applied, and so before it is acked
         with self.lock:
             res = self.state.apply(index, blob)
         if self._on_applied is not None:
@@ -153,6 +158,19 @@ class RaftNode(SyncObj):
                 )
             return
         super()._applyCommand(command, callback, commandType)
+
+    def _SyncObj__sendNextNodeIdx(self, node, reset=False, nextNodeIdx=None, success=False):  # noqa: N802, N803
+        """A follower's answer to the leader: entries it reports having are on disk first."""
+        if success:
+            self._sync_journal()
+        SyncObj._SyncObj__sendNextNodeIdx(self, node, reset, nextNodeIdx, success)
+
+    def _sync_journal(self) -> None:
+        # The tick thread starts inside SyncObj.__init__, before the journal is wrapped;
+        # the wrapper's first sync covers what it did until then.
+        journal = getattr(self, "_journal", None)
+        if journal is not None:
+            journal.sync()
 
     # -- links ------------------------------------------------------------------
 
