@@ -44,11 +44,25 @@ def stepped_clock_env(path: str) -> dict[str, str]:
 class ChaosCluster(Cluster):
     """A :class:`Cluster` whose Raft and client links all pass through toxiproxy."""
 
-    def __init__(self, root: str, toxiproxy: ToxiproxyServer, nodes: int = 3, extra_toml: str = "") -> None:
+    def __init__(
+        self,
+        root: str,
+        toxiproxy: ToxiproxyServer,
+        nodes: int = 3,
+        extra_toml: str = "",
+        data_root: str | None = None,
+    ) -> None:
         ports = free_ports(2 * nodes)
         http, raft = ports[:nodes], ports[nodes:]
         self.topology = Topology.create(toxiproxy.client, http, raft)
-        super().__init__(root, nodes, extra_toml, ports=(http, raft), peer_fields=self.topology.peer_fields)
+        super().__init__(
+            root,
+            nodes,
+            extra_toml,
+            ports=(http, raft),
+            peer_fields=self.topology.peer_fields,
+            data_root=data_root,
+        )
 
     @property
     def client_urls(self) -> list[str]:

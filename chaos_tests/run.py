@@ -23,6 +23,7 @@ from horologe.node.process_cluster import CLIENT
 from .checker import check, violations
 from .harness import ChaosCluster
 from .history import History
+from .lazyfs import LazyFS
 from .report import write_scenario, write_summary
 from .scenarios import SCENARIOS, Run
 from .toxiproxy_server import ToxiproxyServer, launch
@@ -37,34 +38,44 @@ def run_scenario(name: str, seed: int, work: str, out: str, toxiproxy: Toxiproxy
     scenario = SCENARIOS[name]
     print(f"{name}: seed {seed} (toxiproxy: {toxiproxy.kind})", flush=True)
     root = os.path.join(work, name)
-    cluster = ChaosCluster(root, toxiproxy)
-    for i, offset in scenario.skew.items():
-        cluster.skew(i, offset)
-    for i in scenario.steppable:
-        cluster.steppable(i)
-    history = History(seed)
-    workload = Workload(cluster.client_urls, CLIENT, history)
-    run = Run(cluster, workload, history, random.Random(seed))
-    began = time.monotonic()
+    disk = None
+    if scenario.power_loss:  # node data on a file system that can lose unsynced writes
+        disk = LazyFS(
+            os.path.join(root, "disk"), os.path.join(root, "data"), log_path=os.path.join(root, "lazyfs.log")
+        )
+        disk.start()
     try:
-        cluster.start_all()
-        workload.start()
-        time.sleep(WARMUP_S)
+        cluster = ChaosCluster(root, toxiproxy, data_root=disk and str(disk.mountpoint))
+        for i, offset in scenario.skew.items():
+            cluster.skew(i, offset)
+        for i in scenario.steppable:
+            cluster.steppable(i)
+        history = History(seed)
+        workload = Workload(cluster.client_urls, CLIENT, history)
+        run = Run(cluster, workload, history, random.Random(seed), disk=disk)
+        began = time.monotonic()
         try:
-            scenario.run(run)
-        except Exception as e:  # noqa: BLE001 - a fault that went wrong is a finding, not a crash
-            run.violations.append(f"the scenario did not complete: {type(e).__name__}: {e}")
-        time.sleep(SETTLE_S)
-        workload.stop_producing()
-        print(f"  load stopped: {len(history.produced)} acknowledged; draining", flush=True)
-        left = workload.drain()
-        if left:
-            run.note(f"{len(left)} owed messages still unconsumed when the drain gave up")
+            cluster.start_all()
+            workload.start()
+            time.sleep(WARMUP_S)
+            try:
+                scenario.run(run)
+            except Exception as e:  # noqa: BLE001 - a fault that went wrong is a finding, not a crash
+                run.violations.append(f"the scenario did not complete: {type(e).__name__}: {e}")
+            time.sleep(SETTLE_S)
+            workload.stop_producing()
+            print(f"  load stopped: {len(history.produced)} acknowledged; draining", flush=True)
+            left = workload.drain()
+            if left:
+                run.note(f"{len(left)} owed messages still unconsumed when the drain gave up")
+        finally:
+            workload.stop()
+            cluster.stop_all()
+            cluster.topology.destroy()
+        ready, errors = read_ready_logs(cluster, workload.topic)
     finally:
-        workload.stop()
-        cluster.stop_all()
-        cluster.topology.destroy()
-    ready, errors = read_ready_logs(cluster, workload.topic)
+        if disk is not None:
+            disk.stop()
     result = check(history.to_dict(), ready, errors, scenario.early_allowance_ms)
     result.update(
         scenario=name,

@@ -8,6 +8,7 @@ may deliver (by its own clock it may never be early).
 
 from __future__ import annotations
 
+import os
 import random
 import signal
 import threading
@@ -21,6 +22,7 @@ from horologe.node.process_cluster import ADMIN
 
 from .harness import ChaosCluster
 from .history import History, now_ms
+from .lazyfs import LazyFS
 from .workload import Workload
 
 SKEW_S = 30
@@ -36,6 +38,7 @@ class Run:
     workload: Workload
     history: History
     rng: random.Random
+    disk: LazyFS | None = None  # where node data lives, for power_loss
     violations: list[str] = field(default_factory=list)
 
     @contextmanager
@@ -254,12 +257,28 @@ def crash_mid_write(run: Run) -> None:
     c.catch_up(m, behind=LOADED_SLACK)
 
 
+def power_loss(run: Run) -> None:
+    """Every node loses power at once: SIGKILL, then every write not yet fsynced (or
+    msynced) is gone, as on a real power cut. Restarted on what was durable, the nodes must
+    still deliver every acknowledged message, once."""
+    c = run.cluster
+    with run.fault("power loss of all three nodes"):
+        for i in c.indexes:
+            os.kill(c.procs[i].pid, signal.SIGKILL)
+        for i in c.indexes:
+            c.procs[i].wait()
+        run.disk.lose_power()
+        run.disk.start()
+        c.start_all()
+
+
 @dataclass(frozen=True)
 class Scenario:
     run: Callable[[Run], None]
     quick: bool = False  # in `make test`
     skew: dict[int, int] = field(default_factory=dict)  # node index -> clock offset, s
     steppable: tuple[int, ...] = ()  # nodes whose clocks the scenario steps while they run
+    power_loss: bool = False  # node data on chaos_tests/lazyfs.py, which run.disk controls
     early_allowance_ms: int = 0
 
 
@@ -277,5 +296,6 @@ SCENARIOS = {
     "clock_step_behind": Scenario(clock_step(-3600), steppable=(SKEWED,), early_allowance_ms=TOLERANCE_MS),
     "forced_release_x10": Scenario(forced_release_x10, quick=True),
     "rolling_restart": Scenario(rolling_restart),
+    "power_loss": Scenario(power_loss, quick=True, power_loss=True),
     "crash_mid_write": Scenario(crash_mid_write),
 }

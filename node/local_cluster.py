@@ -24,8 +24,11 @@ def write_configs(
     raft_ports: list[int],
     extra: str = "",
     peer_fields: PeerFields | None = None,
+    data_root: str | None = None,
 ) -> list[str]:
     """One TOML file per node (n1, n2, ...) in ``data``; ``extra`` is added to each.
+
+    Node i keeps its data in ``<data_root>/n<i>`` (``data_root`` defaults to ``data``).
 
     ``peer_fields(i, j)`` (0-based) overrides fields of peer j in node i's file: its
     ``dial`` address (a proxy), or the ``http`` address clients are sent to.
@@ -35,7 +38,7 @@ def write_configs(
     for i in range(1, nodes + 1):
         lines = [
             f'node_id = "n{i}"',
-            f'data_dir = "{os.path.abspath(os.path.join(data, f"n{i}"))}"',
+            f'data_dir = "{os.path.abspath(os.path.join(data_root or data, f"n{i}"))}"',
             f'http = "127.0.0.1:{http_ports[i - 1]}"',
             f'raft = "127.0.0.1:{raft_ports[i - 1]}"',
             extra,

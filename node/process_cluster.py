@@ -43,14 +43,21 @@ class Cluster:
         env: dict[int, dict] | None = None,
         ports: tuple[list[int], list[int]] | None = None,
         peer_fields: lc.PeerFields | None = None,
+        data_root: str | None = None,
     ):
-        """``ports`` is (http, raft), free ones by default; ``env[i]`` is added to node i's."""
+        """``ports`` is (http, raft), free ones by default; ``env[i]`` is added to node i's.
+
+        Configs and logs go to ``root``, node data to ``data_root`` (default: ``root``).
+        """
         self.root = root
+        self.data_root = data_root or root
         if ports is None:
             free = free_ports(2 * nodes)
             ports = free[:nodes], free[nodes:]
         self.http_ports, self.raft_ports = ports
-        self.configs = lc.write_configs(root, self.http_ports, self.raft_ports, extra_toml, peer_fields)
+        self.configs = lc.write_configs(
+            root, self.http_ports, self.raft_ports, extra_toml, peer_fields, self.data_root
+        )
         self.env = env or {}
         self.procs: dict[int, subprocess.Popen] = {}
 
@@ -153,7 +160,7 @@ class Cluster:
 
     def store(self, i: int) -> Storage:
         """Open node i's store (stop the node first)."""
-        return Storage(os.path.join(self.root, f"n{i + 1}", "store"))
+        return Storage(os.path.join(self.data_root, f"n{i + 1}", "store"))
 
     def log(self, i: int) -> str:
         with open(os.path.join(self.root, f"n{i + 1}.log")) as f:
