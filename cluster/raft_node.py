@@ -88,6 +88,8 @@ class RaftNode(SyncObj):
         self._journal.sync()
         self._transfer: tuple[str | None, float, Callable[[bool], None]] | None = None
         self.addOnTickCallback(self._tick_transfer)
+        self.addOnTickCallback(self._tick_halted)
+        self._next_halted_transfer = 0.0
         self._transport = self._SyncObj__transport
         self._on_raft_message = self._transport._onMessageReceivedCallback
         self._transport.setOnMessageReceivedCallback(self._on_message)
@@ -103,8 +105,10 @@ class RaftNode(SyncObj):
         # Never raises (field notes: a raising entry is retried forever).
         index = self.raftLastApplied + 1
         self._sync_journal()  # durable here before it is applied, and so before it is acked
+        entries = self._SyncObj__getEntries(index, 1)
+        term = entries[0][2] if entries else None
         with self.lock:
-            res = self.state.apply(index, blob)
+            res = self.state.apply(index, blob, term)
         if self._on_applied is not None:
             try:
                 self._on_applied(res)
@@ -248,6 +252,28 @@ class RaftNode(SyncObj):
                 log.warning("transfer of leadership failed: reason %s", err)
 
         self.transferLeadership(target, callback=answer)
+
+    def _tick_halted(self) -> None:
+        """A halted replica leads nothing: it hands leadership over and never campaigns.
+
+        It still stores and acknowledges entries (its journal is durable), so it counts for
+        commits, and a restart replays what it could not apply.
+        """
+        if not self.state.halted:
+            return
+        self._hold_back_from_elections()
+        now = monotonic_time()
+        if self._isLeader() and now >= self._next_halted_transfer:
+            self._next_halted_transfer = now + 0.2
+            log.warning("halted: handing leadership over (%s)", self.state.halted)
+            self.transferLeadership(None)
+
+    def _SyncObj__tryLogCompaction(self):  # noqa: N802
+        """No snapshot while halted: it would be labelled with entries the store never applied,
+        and compaction would then drop them from the journal that a restart replays."""
+        if self.state.halted:
+            return
+        SyncObj._SyncObj__tryLogCompaction(self)
 
     def _hold_back_from_elections(self) -> None:
         """Keep a master that just handed over from standing for election for a while.

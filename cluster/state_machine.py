@@ -19,6 +19,7 @@ import numpy as np
 
 from horologe.storage import (
     SKIPPED,
+    CorruptLogError,
     Message,
     MessageExpiredError,
     MessageId,
@@ -79,26 +80,48 @@ class StateMachine:
 
     # -- apply ----------------------------------------------------------------
 
-    def apply(self, raft_index: int, blob: bytes) -> ApplyResult:
+    def apply(self, raft_index: int, blob: bytes, term: int | None = None) -> ApplyResult:
+        """Apply the entry at ``raft_index`` (of Raft term ``term``, when known).
+
+        What is wrong with the entry itself is the same on every node: it is recorded and
+        skipped. What is wrong with this replica halts it (it stops applying and reports
+        why), since skipping here alone would make it diverge: a full disk or an I/O error,
+        a damaged file (CorruptLogError), a store that holds another term's entry at this
+        index (written before a power loss this log no longer remembers), or any error not
+        foreseen here.
+        """
         if self.halted:
             return ApplyResult(raft_index=raft_index, error=self.halted)
+        if term is not None and raft_index == self.store.applied_index:
+            held = self.store.meta("applied_term")
+            if held is not None and held != term:
+                why = f"the store holds entry {raft_index} of term {held}, the log one of term {term}"
+                return self._halt(raft_index, why)
         try:
             entry = decode(blob)
-            res = self.store.apply(raft_index, lambda tx: self._apply(tx, entry, raft_index))
-        except (StorageFullError, OSError) as e:
-            self.halted = f"entry {raft_index}: {e}"
-            log.critical("halting: cannot apply entry %d: %s", raft_index, e)
-            return ApplyResult(raft_index=raft_index, error=self.halted)
+            res = self.store.apply(raft_index, lambda tx: self._apply(tx, entry, raft_index, term))
+        except (StorageFullError, OSError, CorruptLogError) as e:
+            return self._halt(raft_index, f"{type(e).__name__}: {e}")
         except (BadEntryError, StorageError, ValueError) as e:
             self.errors.append((raft_index, str(e)))
             log.error("entry %d skipped: %s", raft_index, e)
             return ApplyResult(raft_index=raft_index, error=str(e))
+        except Exception as e:  # noqa: BLE001 - unforeseen: stop here rather than guess
+            log.exception("unexpected error applying entry %d", raft_index)
+            return self._halt(raft_index, f"unexpected {type(e).__name__}: {e}")
         if res is SKIPPED:
             return ApplyResult(raft_index=raft_index, skipped=True)
         return res
 
-    def _apply(self, tx: Transaction, entry: Entry, raft_index: int) -> ApplyResult:
+    def _halt(self, raft_index: int, why: str) -> ApplyResult:
+        self.halted = f"entry {raft_index}: {why}"
+        log.critical("halting: this replica stops applying at entry %d: %s", raft_index, why)
+        return ApplyResult(raft_index=raft_index, error=self.halted)
+
+    def _apply(self, tx: Transaction, entry: Entry, raft_index: int, term: int | None) -> ApplyResult:
         res = ApplyResult(kind=entry.kind, raft_index=raft_index)
+        if term is not None:
+            tx.set_meta("applied_term", term)
         w_old = self.ws
         w = max(w_old, entry.ws)
         if w > w_old:

@@ -7,7 +7,7 @@ import os
 import numpy as np
 
 from horologe.cluster import CANCEL, CANCELLED, DELIVERED, PRODUCE, SYNC, UNKNOWN, Entry, StateMachine
-from horologe.storage import Message, Storage, StorageConfig
+from horologe.storage import CorruptLogError, Message, Storage, StorageConfig
 from horologe.wheel import ALL, Watermark
 
 T = 1_767_225_600_000  # 2026-01-01 00:00 UTC
@@ -119,3 +119,36 @@ def test_bad_entry_is_recorded_not_raised(tmp_path):
     res = sm.apply(1, b"\x93not an entry")
     assert res.error and sm.errors and sm.halted is None
     assert sm.apply(2, sync(Watermark(T), T)).error is None
+
+
+def test_a_damaged_replica_halts_instead_of_skipping(tmp_path, monkeypatch):
+    sm = machine(tmp_path)
+    sm.apply(1, produce(T, T, [T + 1_000]))
+
+    def damaged(*_args):
+        raise CorruptLogError(str(tmp_path / "delay" / "x.log"), 40)
+
+    monkeypatch.setattr(sm, "_store", damaged)
+    res = sm.apply(2, produce(T, T, [T + 2_000]))
+    assert sm.halted and "CorruptLogError" in sm.halted and res.error == sm.halted
+    assert not sm.errors  # not recorded as a skipped entry: nothing moves on
+    assert sm.store.applied_index == 1
+    assert sm.apply(3, sync(Watermark(T), T)).error == sm.halted
+
+
+def test_an_unforeseen_error_halts(tmp_path, monkeypatch):
+    sm = machine(tmp_path)
+    monkeypatch.setattr(sm, "_store", lambda *_a: 1 / 0)
+    res = sm.apply(1, produce(T, T, [T + 1_000]))
+    assert sm.halted and "ZeroDivisionError" in sm.halted and res.error == sm.halted
+    assert sm.store.applied_index == 0
+
+
+def test_a_replayed_index_of_another_term_halts(tmp_path):
+    sm = machine(tmp_path)
+    sm.apply(1, produce(T, T, [T + 1_000]), term=2)
+    sm.apply(2, produce(T, T, [T + 2_000]), term=2)
+    assert sm.apply(1, produce(T, T, [T + 1_000]), term=2).skipped  # an older index: skipped
+    assert sm.apply(2, produce(T, T, [T + 2_000]), term=2).skipped and sm.halted is None
+    res = sm.apply(2, produce(T, T, [T + 9_000]), term=3)  # the log after a power loss
+    assert sm.halted and "term 2" in sm.halted and "term 3" in sm.halted and res.error

@@ -1,0 +1,79 @@
+"""A replica that cannot apply (its disk is full) halts: it hands the master's place over,
+never campaigns, takes no snapshot, and once it has room again a restart replays what
+it missed. Its store sits on a small tmpfs (we are root in the test environment)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+
+import pytest
+
+from horologe.http_client import ApiCallError, call
+from horologe.node.process_cluster import ADMIN
+
+DAY_MS = 86_400_000
+BODY = "x" * 32_000
+
+
+def _mount_tmpfs(path: str, size: str) -> None:
+    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", path], check=True)
+
+
+def _make_master(cluster, i: int) -> None:
+    for _ in range(5):
+        master = cluster.wait_connected()
+        if master == i:
+            return
+        call("POST", f"{cluster.url(master)}/admin/release-master", ADMIN, {"to": f"n{i + 1}"})
+    assert cluster.wait_connected() == i
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs needs root")
+def test_a_full_disk_halts_the_master_which_steps_down_then_replays(make_cluster):
+    cluster = make_cluster(start=False, extra_toml="log_compaction_min_entries = 40")
+    store = os.path.join(cluster.data_root, "n1", "store")
+    os.makedirs(store)
+    _mount_tmpfs(store, "3m")
+    try:
+        cluster.start_all()
+        _make_master(cluster, 0)
+        far = int(time.time() * 1000) + 2 * DAY_MS
+        for k in range(200):  # 32 KB x 10 a request: the 3 MB fill up within ~10 requests
+            batch = [{"topic": "full", "body": BODY, "deliver_at": far + k} for _ in range(10)]
+            try:
+                cluster.produce(0, batch)
+            except ApiCallError:
+                break
+        st = cluster.status(0)
+        assert st["halted"] and "StorageFullError" in st["halted"], st["halted"]
+        master = cluster.wait_leader(exclude=0)  # it stepped down by itself
+        snapshot = os.path.join(cluster.data_root, "n1", "raft", "snapshot")
+        snapshot_mtime = os.path.getmtime(snapshot) if os.path.exists(snapshot) else None
+
+        for k in range(60):  # past the compaction threshold on the other nodes
+            cluster.produce(master, [{"topic": "later", "body": f"{k}", "deliver_at": far + k}])
+        for _ in range(20):
+            st = cluster.status(0)
+            assert st["role"] != "master" and st["halted"]
+            time.sleep(0.1)
+        if snapshot_mtime is not None:
+            assert os.path.getmtime(snapshot) == snapshot_mtime, "a halted node wrote a snapshot"
+        else:
+            assert not os.path.exists(snapshot), "a halted node wrote a snapshot"
+
+        cluster.stop(0)
+        subprocess.run(["mount", "-o", "remount,size=256m", store], check=True)
+        cluster.start(0)
+        cluster.catch_up(0)
+        counters = [cluster.status(i)["counters"] for i in cluster.indexes]
+        assert counters[0] == counters[1] == counters[2] and counters[0]["stored"] >= 60
+        assert cluster.status(0)["halted"] is None
+        cluster.stop_all()
+        for i in cluster.indexes:
+            with cluster.store(i) as s:
+                s.check()
+    finally:
+        cluster.stop_all()
+        subprocess.run(["umount", "-l", store], check=False)
