@@ -349,15 +349,19 @@ class Storage:
     def snapshot(self, dest: str) -> list[str]:
         """Write a self-contained copy of the committed state into the new folder ``dest``.
 
-        Files of sealed hours never change again, so they are hard-linked; the rest are
-        copied up to their committed length. Returns the relative paths written.
+        Every file the journal names is append-only (a failed batch only cuts back what it
+        appended), so each is hard-linked: the bytes up to its committed length never
+        change, and the checkpoint written here names those lengths. That makes a snapshot
+        O(files), not O(bytes), under the apply lock. The folder shares inodes with this
+        store: ship it or open it read-only; :meth:`restore` copies the committed prefixes.
+        Returns the relative paths written.
         """
         if self._tx is not None:
             raise StorageError("snapshot() inside apply()")
         for b in self._buckets.values():
             b.save_heads()
         state = self.journal.state
-        written = _materialize(self.directory, dest, state.files, self.sealed_before_hour)
+        written = _materialize(self.directory, dest, state.files, self.sealed_before_hour, link_all=True)
         self.journal.write_checkpoint(state, directory=dest)
         return written
 
@@ -405,15 +409,18 @@ class Storage:
         self.close()
 
 
-def _materialize(src: str, dest: str, files: dict[str, int], sealed_before_hour: int) -> list[str]:
-    """Copy committed files from ``src`` to the new folder ``dest``; hard-link sealed ones."""
+def _materialize(
+    src: str, dest: str, files: dict[str, int], sealed_before_hour: int, link_all: bool = False
+) -> list[str]:
+    """Copy committed files from ``src`` to the new folder ``dest``; hard-link sealed ones
+    whole, or with ``link_all`` every file (see :meth:`Storage.snapshot`)."""
     os.makedirs(dest, exist_ok=False)
     written = []
     for rel, length in sorted(files.items()):
         s, d = os.path.join(src, rel), os.path.join(dest, rel)
         os.makedirs(os.path.dirname(d), exist_ok=True)
         sealed = rel.startswith("delay/") and _hour_of(rel) < sealed_before_hour
-        if sealed and os.path.getsize(s) == length:
+        if link_all or (sealed and os.path.getsize(s) == length):
             try:
                 os.link(s, d)
             except OSError:

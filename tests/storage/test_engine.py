@@ -203,10 +203,23 @@ def test_snapshot_restores_a_self_contained_copy(tmp_path):
         o.apply(5002, lambda tx: tx.append([msg(H0 + 20 * 3_600_000, body=b"after the snapshot")]))
     with Storage(src) as s:
         s.check()
-    # the snapshot itself is untouched by appends made after restoring from it
-    with Storage(str(tmp_path / "snap")) as snap:
+    # the snapshot still reads as it was, though it shares files with src, which grew since
+    with Storage(str(tmp_path / "snap"), read_only=True) as snap:
         assert snap.applied_index == 5001
         assert snap.check() == expected
+
+
+def test_a_snapshot_links_every_file_instead_of_copying(tmp_path):
+    """O(files) under the apply lock, however much is pending in unsealed hours."""
+    src = str(tmp_path / "src")
+    with Storage(src, StorageConfig(fsync=False)) as s:
+        feed(s)
+        s.apply(5000, lambda tx: tx.append([msg(H0 + 40 * 3_600_000, body=b"far ahead")]))
+        written = s.snapshot(str(tmp_path / "snap"))
+    unsealed = [rel for rel in written if rel.startswith("delay/")]
+    assert unsealed
+    for rel in written:
+        assert os.stat(os.path.join(src, rel)).st_ino == os.stat(tmp_path / "snap" / rel).st_ino, rel
 
 
 def test_malformed_and_unknown_ids(tmp_path):
