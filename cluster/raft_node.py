@@ -8,13 +8,9 @@ with ``loop.call_soon_threadsafe``: nothing here blocks the event loop.
 from __future__ import annotations
 
 import asyncio
-import io
 import logging
 import os
-import pickle
 import shutil
-import struct
-import tarfile
 import threading
 import time
 from collections.abc import Callable
@@ -28,6 +24,7 @@ from horologe.storage import Storage
 from horologe.storage.commit_journal import CommitJournal
 
 from .dial_node import DialNode
+from .dump_file import DumpWriter, read_dump
 from .durable_journal import DurableJournal
 from .errors import InsecureConfigError, ProposalRejectedError, ProposalTimeoutError
 from .settings import ClusterSettings
@@ -38,7 +35,6 @@ log = logging.getLogger(__name__)
 # Field notes: protocol 4 doubles throughput over pysyncobj's default 2. Read at call time.
 setattr(raft_pickle, "__protocol", 4)
 
-_HEADER = struct.Struct("<Q")
 KEEPALIVE = "horologe_keepalive"  # a message type pysyncobj does not use
 
 
@@ -63,11 +59,13 @@ class RaftNode(SyncObj):
         self._on_applied = on_applied
         raft_dir = os.path.join(settings.data_dir, "raft")
         os.makedirs(raft_dir, exist_ok=True)
+        self._dump = DumpWriter(os.path.join(raft_dir, "snapshot"), self._link_store)
         conf = SyncObjConf(
             password=settings.cluster_secret or None,
             journalFile=os.path.join(raft_dir, "journal"),
             fullDumpFile=os.path.join(raft_dir, "snapshot"),
-            serializer=self._write_snapshot,
+            serializer=self._dump.start,
+            serializeChecker=self._dump.state,
             deserializer=self._read_snapshot,
             appendEntriesUseBatch=False,
             appendEntriesBatchSizeBytes=settings.append_batch_bytes,
@@ -287,28 +285,15 @@ class RaftNode(SyncObj):
 
     # -- snapshots: a self-contained copy of the store, shipped as one file -------
 
-    def _write_snapshot(self, filename: str, raft_data) -> None:
-        staging = filename + ".dir"
-        shutil.rmtree(staging, ignore_errors=True)
+    def _link_store(self, folder: str) -> None:
         with self.lock:
-            self.state.store.snapshot(staging)
-        head = pickle.dumps(raft_data, protocol=4)
-        with open(filename, "wb") as f:
-            f.write(_HEADER.pack(len(head)) + head)
-            with tarfile.open(fileobj=f, mode="w|") as tar:
-                tar.add(staging, arcname="store")
-            f.flush()
-            os.fsync(f.fileno())
-        shutil.rmtree(staging, ignore_errors=True)
+            self.state.store.snapshot(folder)
 
     def _read_snapshot(self, filename: str):
-        with open(filename, "rb") as f:
-            (n,) = _HEADER.unpack(f.read(_HEADER.size))
-            raft_data = pickle.loads(f.read(n))
-            staging = filename + ".restore"
-            shutil.rmtree(staging, ignore_errors=True)
-            with tarfile.open(fileobj=io.BufferedReader(f), mode="r|") as tar:
-                tar.extractall(staging, filter="data")
+        """pysyncobj's deserializer: at start, and when the leader sent a snapshot (tick thread)."""
+        self._dump.note_install()
+        staging = filename + ".restore"
+        raft_data = read_dump(filename, staging)
         src = os.path.join(staging, "store")
         probe = CommitJournal(src, 1 << 30)
         probe.open()
