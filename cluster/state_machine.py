@@ -40,6 +40,9 @@ from .errors import BadEntryError
 log = logging.getLogger(__name__)
 
 SCHEDULED, DELIVERED, CANCELLED, UNKNOWN = "scheduled", "delivered", "cancelled", "unknown"
+DELIVERED_AT_SLACK_MS = 600_000  # far beyond how far one master's clock may trail another's
+STATUS_SCAN_ROWS = 4_000_000  # a status looks no further for a ready entry (160 MB of log)
+STATUS_SCAN_CHUNK = 65_536
 
 
 @dataclass
@@ -302,13 +305,36 @@ class StateMachine:
         return DELIVERED if (slot, int(e["local_index"])) <= tuple(w) else SCHEDULED
 
     def status(self, mid: MessageId) -> MessageStatus:
-        """State of one message: O(1) from its id; delivered_at scans its topic's ready log."""
+        """State of one message: O(1) from its id; delivered_at from its ready entry."""
         stored = self.store.read_message(mid)
         state = self._state(mid, self.ws)
         delivered_at = None
         if state == DELIVERED:
-            ready = self.store.read_ready(stored.message.topic)
-            hit = np.flatnonzero((ready["hour"] == mid.hour) & (ready["global_index"] == mid.global_index))
-            if len(hit):
-                delivered_at = int(ready["delivered_at_ms"][hit[0]])
+            delivered_at = self._delivered_at(stored.message.topic, mid, stored.message.deliver_at_ms)
         return MessageStatus(mid, stored.message.topic, state, stored.message.deliver_at_ms, delivered_at)
+
+    def _delivered_at(self, topic: str, mid: MessageId, deliver_at_ms: int) -> int | None:
+        """Find the message's ready entry without reading the whole log.
+
+        A message is never delivered before its deliver_at by the delivering master's
+        clock, and delivered_at runs forward in the log except where one master's clock
+        is behind the last one's: by far less than ``DELIVERED_AT_SLACK_MS``. So no entry
+        before the first with delivered_at >= deliver_at - slack (found by bisection)
+        can be this message's; it is searched from there, at most ``STATUS_SCAN_ROWS``.
+        """
+        n = self.store.ready_count(topic)
+        target = deliver_at_ms - DELIVERED_AT_SLACK_MS
+        lo, hi = 0, n
+        while lo < hi:
+            mid_row = (lo + hi) // 2
+            if int(self.store.read_ready(topic, mid_row, mid_row + 1)["delivered_at_ms"][0]) < target:
+                lo = mid_row + 1
+            else:
+                hi = mid_row
+        stop = min(n, lo + STATUS_SCAN_ROWS)
+        for start in range(lo, stop, STATUS_SCAN_CHUNK):
+            rows = self.store.read_ready(topic, start, min(stop, start + STATUS_SCAN_CHUNK))
+            hit = np.flatnonzero((rows["hour"] == mid.hour) & (rows["global_index"] == mid.global_index))
+            if len(hit):
+                return int(rows["delivered_at_ms"][hit[0]])
+        return None

@@ -24,6 +24,7 @@ from .errors import ApiError
 from .group_commit import GroupCommit
 
 SCAN_CHUNK = 65_536
+SCAN_LIMIT = 4 * SCAN_CHUNK  # ready entries one pull turn reads, under the store lock
 
 
 @dataclass(frozen=True)
@@ -109,6 +110,9 @@ class Consumers:
             progress = svc.state.group_progress(group, topic)
             end = svc.store.ready_count(topic)
             start = progress.committed
+            # Bounded: a filter that matches little, or a group far behind, scans at most
+            # SCAN_LIMIT entries per pull turn; the skip-acks move its offset past them.
+            end = min(end, start + SCAN_LIMIT)
             while start < end and len(out) < want:
                 rows = svc.store.read_ready(topic, start, min(end, start + SCAN_CHUNK))
                 offsets = np.arange(start, start + len(rows))

@@ -45,6 +45,7 @@ T = TypeVar("T")
 
 DATA_DIRS = ("delay", "ready", "keys")
 TORN_DIR = "torn"
+READY_VERIFY_CHUNK = 65_536  # ready entries whose checksums are remembered as verified together
 
 
 class Skipped:
@@ -92,7 +93,7 @@ class Storage:
         self._buckets: OrderedDict[int, HourBucket] = OrderedDict()  # LRU: heads in memory
         self._with_files: OrderedDict[int, None] = OrderedDict()  # LRU: buckets with open fds
         self._mapped: set[int] = set()
-        self._ready_verified: dict[int, int] = {}
+        self._ready_verified: dict[int, set[int]] = {}  # topic id -> verified chunks
         self._tx: Transaction | None = None
         self._reindex_names()
         self._load_keys()
@@ -326,9 +327,11 @@ class Storage:
         return 0 if f is None else READY.count_in(f.length)
 
     def read_ready(self, topic: str, start: int = 0, stop: int | None = None) -> np.ndarray:
-        """Ready-log entries ``start .. stop-1`` (read-only), each checksum verified once.
+        """Ready-log entries ``start .. stop-1`` (read-only), each checksum verified.
 
-        Reads only that range (plus any not yet verified entries before it)."""
+        Reads and verifies only that range, so the first read of a long log after start
+        costs what it reads; a whole chunk of ``READY_VERIFY_CHUNK`` entries, once read,
+        is not verified again."""
         f = self.ready_file(topic)
         if f is None:
             return np.empty(0, dtype=READY.dtype)
@@ -339,9 +342,11 @@ class Storage:
         done = self._ready_verified.get(tid)
         if done is None:
             check_magic(f.read(0, MAGIC_SIZE), READY_LOG, f.path)
-            done = 0
-        rows = READY.read(f, start, stop, done)
-        self._ready_verified[tid] = max(done, stop)
+            done = self._ready_verified[tid] = set()
+        chunk = READY_VERIFY_CHUNK
+        todo = [c for c in range(start // chunk, -(-stop // chunk)) if c not in done]
+        rows = READY.read(f, start, stop, start if todo else stop)
+        done.update(c for c in todo if start <= c * chunk and (c + 1) * chunk <= stop)
         return rows
 
     # -- snapshots ------------------------------------------------------------

@@ -7,7 +7,7 @@ import os
 import numpy as np
 
 from horologe.cluster import CANCEL, CANCELLED, DELIVERED, PRODUCE, SYNC, UNKNOWN, Entry, StateMachine
-from horologe.storage import CorruptLogError, Message, Storage, StorageConfig
+from horologe.storage import CorruptLogError, Message, MessageId, ReadyEntry, Storage, StorageConfig
 from horologe.wheel import ALL, Watermark
 
 T = 1_767_225_600_000  # 2026-01-01 00:00 UTC
@@ -152,3 +152,15 @@ def test_a_replayed_index_of_another_term_halts(tmp_path):
     assert sm.apply(2, produce(T, T, [T + 2_000]), term=2).skipped and sm.halted is None
     res = sm.apply(2, produce(T, T, [T + 9_000]), term=3)  # the log after a power loss
     assert sm.halted and "term 2" in sm.halted and "term 3" in sm.halted and res.error
+
+
+def test_delivered_at_is_found_by_bisection_despite_small_clock_regressions(tmp_path):
+    sm = machine(tmp_path)
+    n = 200_000
+    delivered = T + np.arange(n, dtype=np.int64) * 10
+    delivered[n // 2 :] -= 3_000  # a new master whose clock trails the last one's by 3 s
+    rows = [ReadyEntry(5, k, 0, int(delivered[k]) - 50, int(delivered[k])) for k in range(n)]
+    sm.store.apply(1, lambda tx: tx.append_ready("t", rows))
+    for k in (0, 1, n // 2 - 1, n // 2, n // 2 + 1, n - 1):
+        assert sm._delivered_at("t", MessageId(5, k), int(delivered[k]) - 50) == int(delivered[k])
+    assert sm._delivered_at("t", MessageId(6, 0), T) is None
