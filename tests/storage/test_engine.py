@@ -8,6 +8,7 @@ import subprocess
 import pytest
 
 from horologe.storage import (
+    CorruptLogError,
     DeliverTimeOutOfRangeError,
     InvalidMessageError,
     MessageExpiredError,
@@ -250,3 +251,20 @@ def test_read_only_open_changes_nothing(tmp_path):
     assert tree_bytes(root) == before
     with pytest.raises(StorageError):
         Storage(str(tmp_path / "nothing"), read_only=True)
+
+
+def test_a_ready_read_verifies_what_it_reads_not_the_log_before_it(tmp_path):
+    """The first read of a long ready log after start costs what it reads (no rescan
+    from offset 0 under the apply lock); damage elsewhere is still found when read."""
+    path = str(tmp_path / "s")
+    n = 3 * 65_536 + 10
+    with Storage(path, StorageConfig(fsync=False)) as s:
+        s.apply(1, lambda tx: tx.append_ready("orders", [ReadyEntry(HOUR, k, 0, H0, H0) for k in range(n)]))
+        rel = next(r for r in s.journal.state.files if r.startswith("ready/"))
+    with open(os.path.join(path, rel), "r+b") as f:  # damage entry 0's bytes
+        f.seek(16)
+        f.write(b"\xff\xff")
+    with Storage(path, StorageConfig(fsync=False)) as s:
+        assert len(s.read_ready("orders", n - 10, n)) == 10
+        with pytest.raises(CorruptLogError):
+            s.read_ready("orders", 0, 5)
