@@ -229,6 +229,8 @@ class StateMachine:
         dead: dict[str, list[ReadyEntry]] = defaultdict(list)
         done = []
         for group, topic, offset, deliver_at in entry.retries:
+            if (group, topic, offset) in done or self.group_progress(group, topic, tx).is_acked(offset):
+                continue  # nacked twice, or acked already: one copy at most
             rows = self.store.read_ready(topic, offset, offset + 1)
             if len(rows) == 0:
                 continue  # names no delivered message: nothing to retry

@@ -21,7 +21,6 @@ from .validation import parse_consumer_request, parse_message
 SERVICE = web.AppKey("service", NodeService)
 CONFIG = web.AppKey("config", NodeConfig)
 METRICS = web.AppKey("metrics", dict)
-MAX_REQUEST_BYTES = 64 * 1024 * 1024
 PUBLIC = {"/healthz", "/readyz", "/metrics", "/openapi.json"}
 
 
@@ -63,6 +62,9 @@ async def _json_body(request: web.Request):
         return await request.json(loads=json.loads)
     except json.JSONDecodeError as e:
         raise ApiError(400, "invalid_json", f"body is not JSON: {e}") from e
+    except web.HTTPRequestEntityTooLarge as e:
+        limit = request.app[CONFIG].max_request_bytes
+        raise ApiError(413, "too_large", f"request body over {limit} bytes (max_request_bytes)") from e
 
 
 def _mid(text: str) -> MessageId:
@@ -88,6 +90,11 @@ async def post_batch(request: web.Request) -> web.Response:
     body = await _json_body(request)
     if not isinstance(body, dict) or set(body) != {"messages"} or not isinstance(body["messages"], list):
         raise ApiError(400, "invalid_body", 'body must be {"messages": [...]}', "messages")
+    limit = request.app[CONFIG].max_batch_items
+    if len(body["messages"]) > limit:
+        raise ApiError(
+            413, "too_large", f"{len(body['messages'])} messages in one batch; at most {limit}", "messages"
+        )
     now = svc.clock()
     results: list[dict] = []
     good = []
@@ -249,7 +256,7 @@ async def openapi(request: web.Request) -> web.Response:
 
 
 def create_app(config: NodeConfig, *, clock: Clock | None = None) -> web.Application:
-    app = web.Application(middlewares=[errors_and_auth], client_max_size=MAX_REQUEST_BYTES)
+    app = web.Application(middlewares=[errors_and_auth], client_max_size=config.max_request_bytes)
     app[CONFIG] = config
     app[METRICS] = _metrics()
 

@@ -36,6 +36,8 @@ class NodeConfig:
     raft_bind: str | None = None
     sync_interval_ms: int = 50  # longest gap between wheel-state syncs
     batch_window_ms: int = 5  # produce group commit
+    max_batch_items: int = 1000  # messages in one POST /v1/messages/batch
+    max_request_bytes: int = 4 * 1024 * 1024  # a request body; a larger one gets 413
     fire_batch_limit: int = 10_000  # refs per delivering entry (hot seconds, fast-forward)
     fsync: bool = True
     log_compaction_min_entries: int = 50_000
@@ -74,6 +76,27 @@ def _host_port(value: str, key: str) -> str:
     return value
 
 
+# Numeric keys and the range each must lie in (inclusive).
+RANGES = {
+    "sync_interval_ms": (1, 60_000),
+    "batch_window_ms": (0, 1_000),
+    "max_batch_items": (1, 100_000),
+    "max_request_bytes": (64 * 1024, 1 << 30),
+    "fire_batch_limit": (1, 10_000_000),
+    "log_compaction_min_entries": (10, 1_000_000_000),
+    "ack_window_ms": (1, 10_000),
+    "clock_tolerance_ms": (100, 86_400_000),
+}
+
+
+def _check_ranges(raw: dict) -> None:
+    for key, (lo, hi) in RANGES.items():
+        if key in raw:
+            v = raw[key]
+            if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
+                raise ConfigError(f"{key} must be an integer from {lo} to {hi}, got {v!r}")
+
+
 def load_config(path: str | None, **overrides) -> NodeConfig:
     """Read ``path`` (TOML), apply env secrets and any non-None ``overrides``."""
     raw: dict = {}
@@ -90,12 +113,15 @@ def load_config(path: str | None, **overrides) -> NodeConfig:
     unknown = set(raw) - known
     if unknown:
         raise ConfigError(f"unknown config keys: {', '.join(sorted(unknown))}")
+    if "clock_offset_ms" in raw:
+        raise ConfigError("clock_offset_ms is for tests only: they set HOROLOGE_TEST_CLOCK_OFFSET_MS")
     for key, env in ENV_SECRETS.items():
         if os.environ.get(env):
             raw[key] = os.environ[env]
     if os.environ.get("HOROLOGE_TEST_CLOCK_OFFSET_MS"):
         raw["clock_offset_ms"] = int(os.environ["HOROLOGE_TEST_CLOCK_OFFSET_MS"])
     raw.update({k: v for k, v in overrides.items() if v is not None})
+    _check_ranges(raw)
     missing = [k for k in ("node_id", "data_dir", "http", "raft") if not raw.get(k)]
     if missing:
         raise ConfigError(f"missing config keys: {', '.join(missing)}")

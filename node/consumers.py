@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import itertools
 from dataclasses import dataclass
 
 import numpy as np
@@ -22,6 +21,7 @@ from horologe.storage import MessageId, UnknownMessageError, tag_signature
 
 from .errors import ApiError
 from .group_commit import GroupCommit
+from .receipts import Receipts
 
 SCAN_CHUNK = 65_536
 SCAN_LIMIT = 4 * SCAN_CHUNK  # ready entries one pull turn reads, under the store lock
@@ -56,24 +56,14 @@ class TagFilter:
         return not self.tags or bool(self.tags.intersection(tags))
 
 
-def receipt_of(topic: str, offset: int, nonce: int) -> str:
-    return f"{offset}.{nonce}.{topic}"
-
-
-def parse_receipt(receipt) -> tuple[str, int]:
-    try:
-        offset, _nonce, topic = receipt.split(".", 2)
-        return topic, int(offset)
-    except (AttributeError, ValueError) as e:
-        raise ApiError(400, "invalid_field", f"malformed receipt {receipt!r}", "receipts") from e
-
-
 class Consumers:
-    def __init__(self, service, retry_levels_ms: tuple[int, ...], ack_window_ms: int) -> None:
+    def __init__(
+        self, service, retry_levels_ms: tuple[int, ...], ack_window_ms: int, receipts: Receipts
+    ) -> None:
         self.svc = service
+        self.receipts = receipts
         self.retry_levels_ms = retry_levels_ms
         self.leases: dict[tuple[str, str], dict[int, int]] = {}  # (group, topic) -> offset -> expiry
-        self._nonce = itertools.count(1)
         self._arrived = asyncio.Condition()
         self._background: set[asyncio.Task] = set()  # skip-acks in flight (referenced until done)
         self.ack_commit = GroupCommit(self._propose_acks, ack_window_ms)
@@ -135,9 +125,9 @@ class Consumers:
                         if origin is None:
                             skipped.append((group, topic, off))  # exact check: a Bloom false positive
                         continue
-                    nonce = next(self._nonce)
                     leases[off] = now + visibility_ms
-                    out.append(_pulled(mid, m, rows[k], receipt_of(topic, off, nonce), source))
+                    receipt = self.receipts.issue(group, topic, off, leases[off])
+                    out.append(_pulled(mid, m, rows[k], receipt, source))
                     if len(out) >= want:
                         break
                 start += len(rows)
@@ -183,7 +173,7 @@ class Consumers:
 
     async def ack(self, group: str, receipts: list) -> int:
         self.svc.require_master()
-        acks = [(group, *parse_receipt(r)) for r in receipts]
+        acks = list(dict.fromkeys((group, *self.receipts.open(group, r)) for r in receipts))
         if acks:
             await self.ack_commit.submit(acks)
         # Only now: until the ack is applied, the lease is what keeps the message from
@@ -201,8 +191,8 @@ class Consumers:
         now = svc.clock()
         retries = []
         dead = 0
-        for receipt in receipts:
-            topic, off = parse_receipt(receipt)
+        for topic, off in dict.fromkeys(self.receipts.open(group, r) for r in receipts):
+            receipt = f"{topic}@{off}"
             with svc.lock:
                 rows = svc.store.read_ready(topic, off, off + 1)
                 if len(rows) == 0:

@@ -35,12 +35,30 @@ from .clock import Clock
 from .config import NodeConfig
 from .consumers import Consumers
 from .errors import ApiError
-from .group_commit import GroupCommit
+from .group_commit import MAX_ENTRY_BYTES, GroupCommit
 from .peer_readiness import peer_readiness
 from .quorum_clock import QuorumClock
+from .receipts import Receipts
 from .wheel_driver import WheelDriver
 
 log = logging.getLogger(__name__)
+
+
+def _message_bytes(m: Message) -> int:
+    return len(m.body) + 128
+
+
+def _entry_parts(messages: list[Message]) -> list[list[Message]]:
+    """``messages`` cut into runs of at most ``MAX_ENTRY_BYTES`` (one message at least)."""
+    parts: list[list[Message]] = [[]]
+    size = 0
+    for m in messages:
+        if parts[-1] and size + _message_bytes(m) > MAX_ENTRY_BYTES:
+            parts.append([])
+            size = 0
+        parts[-1].append(m)
+        size += _message_bytes(m)
+    return parts
 
 
 class NodeService:
@@ -60,10 +78,10 @@ class NodeService:
             log.warning("storage recovery: %s", line)
         self.state = StateMachine(self.store)
         self.driver = WheelDriver(self)
-        self.produce_commit = GroupCommit(
-            self._propose_produce, config.batch_window_ms, lambda m: len(m.body) + 128
+        self.produce_commit = GroupCommit(self._propose_produce, config.batch_window_ms, _message_bytes)
+        self.consumers = Consumers(
+            self, config.retry_levels_ms, config.ack_window_ms, Receipts(config.cluster_secret)
         )
-        self.consumers = Consumers(self, config.retry_levels_ms, config.ack_window_ms)
         self.raft: RaftNode | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._tasks: list[asyncio.Task] = []
@@ -187,9 +205,20 @@ class NodeService:
         return await self.propose(Entry(PRODUCE, self.driver.ws, self.clock(), messages))
 
     async def produce(self, messages: list[Message]) -> list[MessageId]:
+        """Propose messages (each part of a big batch may share a P entry with others), in order.
+
+        A Raft entry stays under ``MAX_ENTRY_BYTES`` (DESIGN §5: commands of a quarter of
+        the append batch or more crawl), so a big batch is split across entries. Each part
+        commits on its own: if one fails the caller gets the error and, retrying, relies on
+        keys for idempotency.
+        """
         self.require_master()
-        res, at = await self.produce_commit.submit(messages)
-        return res.ids[at : at + len(messages)]
+        parts = _entry_parts(messages)
+        committed = await asyncio.gather(*(self.produce_commit.submit(p) for p in parts))
+        ids: list[MessageId] = []
+        for (res, at), part in zip(committed, parts, strict=True):
+            ids += res.ids[at : at + len(part)]
+        return ids
 
     async def cancel(self, ids: list[str], keys: list[tuple[str, str]]) -> list[str]:
         self.require_master()

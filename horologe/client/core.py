@@ -60,7 +60,19 @@ class Endpoints:
         return ([self.master] if self.master else []) + [u for u in self.urls if u != self.master]
 
     def redirected(self, location: str) -> str:
+        """Remember the master a 307 named; credentials go only to hosts the caller gave.
+
+        A node names the master by its configured address, usually another port of a
+        host already given; a host not given (or another scheme) is refused rather than
+        sent the token.
+        """
         parts = urlsplit(location)
+        given = {(urlsplit(u).scheme, urlsplit(u).hostname) for u in self.urls}
+        if (parts.scheme, parts.hostname) not in given:
+            raise UnavailableError(
+                f"redirected to {parts.scheme}://{parts.netloc}, a host not among the nodes given; "
+                "pass every node's URL to the client"
+            )
         self.master = f"{parts.scheme}://{parts.netloc}"
         if self.master not in self.urls:
             self.urls.append(self.master)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 import urllib.request
 
 import pytest
@@ -94,3 +95,32 @@ def test_followers_redirect_writes_to_the_master(cluster):
         urllib.request.build_opener(NoFollow).open(req, timeout=5)
     assert e.value.code == 307
     assert e.value.headers["Location"] == f"http://127.0.0.1:{cluster.http_ports[master]}/v1/messages"
+
+
+def test_requests_are_bounded_and_a_big_batch_is_split_across_entries(cluster):
+    master = cluster.wait_leader()
+    url = f"{cluster.url(master)}/v1/messages/batch"
+    before = _stored(cluster)
+    with pytest.raises(ApiCallError) as e:
+        call("POST", url, CLIENT, {"messages": [{"topic": "t", "body": "x"}] * 1001}, retry_s=0)
+    assert (e.value.status, e.value.body["error"]["code"], e.value.body["error"]["field"]) == (
+        413,
+        "too_large",
+        "messages",
+    )
+    huge = {"messages": [{"topic": "t", "body": "x" * 200_000} for _ in range(25)]}  # 5 MB
+    code, res = _raw(url, json.dumps(huge).encode(), {"Authorization": f"Bearer {CLIENT}"})
+    assert (code, res["error"]["code"]) == (413, "too_large")
+    assert _stored(cluster) == before
+
+    # 3 MB in one request: three Raft entries or more, one answer, in the request's order
+    applied = cluster.status(master)["applied_index"]
+    later = int(time.time() * 1000) + 3_600_000
+    items = [{"topic": "t", "body": "y" * 200_000, "deliver_at": later + k} for k in range(15)]
+    results = call("POST", url, CLIENT, {"messages": items})[1]["results"]
+    assert [r["deliver_at"] for r in results] == [later + k for k in range(15)]
+    for k, r in enumerate(results):  # each id names the item at its place
+        status = call("GET", f"{cluster.url(master)}/v1/messages/{r['id']}", CLIENT)[1]
+        assert status["deliver_at"] == later + k
+    assert _stored(cluster) == before + 15
+    assert cluster.status(master)["applied_index"] >= applied + 3

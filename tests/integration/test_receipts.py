@@ -1,0 +1,53 @@
+"""Receipts cannot be forged, borrowed from another group, or repeated to multiply retries."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from horologe.http_client import ApiCallError, call
+from horologe.node.process_cluster import CLIENT
+
+from .test_consumers import SHORT_RETRIES, client, drain
+
+
+def _post(cluster, path: str, body: dict):
+    return call("POST", f"{cluster.url(cluster.wait_leader())}{path}", CLIENT, body, retry_s=0)
+
+
+def _refused(cluster, path: str, body: dict) -> None:
+    with pytest.raises(ApiCallError) as e:
+        _post(cluster, path, body)
+    assert e.value.status == 400 and e.value.body["error"]["code"] == "invalid_receipt", e.value.body
+
+
+def test_forged_and_borrowed_receipts_are_refused_and_nothing_is_lost(cluster):
+    c = client(cluster)
+    # Forged before delivery (as a careless or hostile client could), and absurd.
+    for forged in [f"{k}.1.t" for k in range(10)] + [f"{2**70}.1.t", "nonsense", "0.1.00.t"]:
+        _refused(cluster, "/v1/topics/t/ack", {"group": "g", "receipts": [forged]})
+        _refused(cluster, "/v1/topics/t/nack", {"group": "g", "receipts": [forged]})
+    later = int(time.time() * 1000) + 1_000
+    sent = c.produce_batch([{"topic": "t", "body": f"{k}", "deliver_at": later} for k in range(10)])
+    ids = {s.id for s in sent}
+    other = c.pull("t", "other-group", max=10, wait_ms=5_000)
+    assert other
+    _refused(cluster, "/v1/topics/t/ack", {"group": "g", "receipts": [other[0].receipt]})  # not g's
+    tampered = other[0].receipt.rsplit(".", 1)[0] + ".u"  # same mac, another topic
+    _refused(cluster, "/v1/topics/u/ack", {"group": "other-group", "receipts": [tampered]})
+    assert {m.id for m in drain(c, "t", "g")} == ids  # every message still reaches g
+
+
+def test_a_receipt_repeated_in_a_nack_retries_its_message_once(make_cluster):
+    cluster = make_cluster(extra_toml=SHORT_RETRIES)
+    c = client(cluster)
+    c.produce("jobs", "run me")
+    (first,) = c.pull("jobs", "workers", wait_ms=5_000)
+    res = _post(cluster, "/v1/topics/jobs/nack", {"group": "workers", "receipts": [first.receipt] * 500})[1]
+    assert res == {"retried": 1, "dead_lettered": 0}
+    again = drain(c, "jobs", "workers", idle_s=2.0)
+    assert [(m.body, m.attempt) for m in again] == [(b"run me", 1)]  # one copy, a retry
+    # a second nack of the same hand-out, after it was retried, makes no further copy
+    _post(cluster, "/v1/topics/jobs/nack", {"group": "workers", "receipts": [first.receipt]})
+    assert drain(c, "jobs", "workers", idle_s=1.5) == []
