@@ -132,7 +132,7 @@ def local_cluster(nodes, data, http_port, raft_port, demo, exit_after_demo) -> N
     import signal
     import time
 
-    from horologe.node import local_cluster as lc
+    from horologe import local_cluster as lc
 
     env, generated = lc.secrets_env()
     configs = lc.write_configs(

@@ -11,10 +11,9 @@ import socket
 import subprocess
 import time
 
+from horologe import local_cluster as lc
 from horologe.http_client import ApiCallError, call
 from horologe.storage import Storage
-
-from . import local_cluster as lc
 
 ENV = {
     "HOROLOGE_CLIENT_TOKEN": "client-token-for-tests",
