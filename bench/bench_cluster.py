@@ -22,9 +22,10 @@ import threading
 import time
 
 import numpy as np
+import repo_root  # noqa: F401 - the repo root on sys.path, for testkit
 
 from horologe.http_client import ApiCallError, call
-from horologe.node.process_cluster import ADMIN, CLIENT, Cluster
+from testkit.process_cluster import ADMIN, CLIENT, Cluster
 
 BODY = "b" * 200
 

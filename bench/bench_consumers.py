@@ -17,11 +17,12 @@ import threading
 import time
 
 import numpy as np
+import repo_root  # noqa: F401 - the repo root on sys.path, for testkit
 
 from horologe.client import Client
 from horologe.node.consumers import SCAN_CHUNK, TagFilter
-from horologe.node.process_cluster import CLIENT, Cluster
 from horologe.storage import ReadyEntry, Storage, StorageConfig, tags_signature
+from testkit.process_cluster import CLIENT, Cluster
 
 
 def bench_scan(root: str, entries: int) -> None:

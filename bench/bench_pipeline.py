@@ -18,6 +18,7 @@ import tempfile
 import time
 
 import numpy as np
+import repo_root  # noqa: F401 - the repo root on sys.path, for testkit
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -25,11 +26,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 def bench_schedule(root: str, rows: int) -> None:
     import pyarrow.parquet as pq
 
-    from horologe.node.process_cluster import CLIENT, Cluster
     from horologe.pipeline.column_mapping import ColumnMapping
     from horologe.pipeline.poster import post_messages
     from horologe.pipeline.schedule import run_schedule
     from horologe.pipeline.spark_session import spark_session
+    from testkit.process_cluster import CLIENT, Cluster
 
     src = os.path.join(root, "rows.parquet")
     subprocess.run([sys.executable, os.path.join(HERE, "make_rows.py"), src, "--rows", str(rows)], check=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import glob
 import os
 
-from horologe.node.process_cluster import Cluster, free_ports
+from testkit.process_cluster import Cluster, free_ports
 
 from .topology import Topology
 from .toxiproxy_server import ToxiproxyServer

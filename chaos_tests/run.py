@@ -18,7 +18,7 @@ import time
 
 import click
 
-from horologe.node.process_cluster import CLIENT
+from testkit.process_cluster import CLIENT
 
 from .checker import check, violations
 from .harness import ChaosCluster

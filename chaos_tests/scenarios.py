@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from horologe.http_client import ApiCallError, call
-from horologe.node.process_cluster import ADMIN
+from testkit.process_cluster import ADMIN
 
 from .harness import ChaosCluster
 from .history import History, now_ms

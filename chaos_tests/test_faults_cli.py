@@ -8,7 +8,7 @@ import os
 import pytest
 from click.testing import CliRunner
 
-from horologe.node.process_cluster import free_ports
+from testkit.process_cluster import free_ports
 
 from .faults import main
 

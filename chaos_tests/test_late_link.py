@@ -9,7 +9,7 @@ import time
 import pytest
 
 from horologe.http_client import ApiCallError, call
-from horologe.node.process_cluster import ADMIN
+from testkit.process_cluster import ADMIN
 
 from .harness import ChaosCluster
 

@@ -19,7 +19,7 @@ import re
 
 from toxiproxy import Toxiproxy
 
-from horologe.node.process_cluster import free_ports
+from testkit.process_cluster import free_ports
 
 CUT = "one_way_cut"
 RAFT_NAME = re.compile(r"raft_n(\d+)_to_n(\d+)")

@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 
 from toxiproxy import Toxiproxy
 
-from horologe.node.process_cluster import free_ports
+from testkit.process_cluster import free_ports
 
 STANDIN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "toxiproxy_standin.py")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from horologe.node.process_cluster import Cluster
+from testkit.process_cluster import Cluster
 
 
 @pytest.hookimpl(wrapper=True)

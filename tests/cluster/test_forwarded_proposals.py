@@ -14,9 +14,9 @@ import pytest
 
 from horologe.cluster import SYNC, ClusterSettings, Entry, Peer, ProposalRejectedError, StateMachine
 from horologe.cluster.raft_node import RaftNode
-from horologe.node.process_cluster import free_ports
 from horologe.storage import Storage
 from horologe.wheel import Watermark
+from testkit.process_cluster import free_ports
 
 
 @pytest.fixture

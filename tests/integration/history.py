@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from horologe.node.process_cluster import Cluster
 from horologe.storage import ready_ids
+from testkit.process_cluster import Cluster
 
 
 def verify_ready_logs(

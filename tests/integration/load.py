@@ -7,7 +7,7 @@ import threading
 import time
 
 from horologe.http_client import ApiCallError, call
-from horologe.node.process_cluster import CLIENT, Cluster
+from testkit.process_cluster import CLIENT, Cluster
 
 
 class Producer(threading.Thread):

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from horologe.client import AlreadyDeliveredError, AsyncClient, Client
-from horologe.node.process_cluster import CLIENT
+from testkit.process_cluster import CLIENT
 
 SHORT_RETRIES = "retry_levels_ms = [300, 300]\n"
 

@@ -7,7 +7,7 @@ import time
 import pytest
 
 from horologe.http_client import ApiCallError, call
-from horologe.node.process_cluster import CLIENT
+from testkit.process_cluster import CLIENT
 
 from .history import verify_ready_logs
 from .load import wait_delivered

@@ -6,7 +6,7 @@ import signal
 import time
 
 from horologe.http_client import call
-from horologe.node.process_cluster import ADMIN
+from testkit.process_cluster import ADMIN
 
 from .history import verify_ready_logs
 from .load import Producer, wait_delivered

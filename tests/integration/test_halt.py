@@ -11,7 +11,7 @@ import time
 import pytest
 
 from horologe.http_client import ApiCallError, call
-from horologe.node.process_cluster import ADMIN
+from testkit.process_cluster import ADMIN
 
 DAY_MS = 86_400_000
 BODY = "x" * 32_000

@@ -16,7 +16,7 @@ import time
 import pytest
 
 from horologe.http_client import call
-from horologe.node.process_cluster import ADMIN
+from testkit.process_cluster import ADMIN
 
 from .history import verify_ready_logs
 from .load import wait_delivered

@@ -7,7 +7,7 @@ import time
 import pytest
 
 from horologe.http_client import ApiCallError, call
-from horologe.node.process_cluster import CLIENT
+from testkit.process_cluster import CLIENT
 
 from .test_consumers import SHORT_RETRIES, client, drain
 

@@ -9,7 +9,7 @@ import urllib.request
 import pytest
 
 from horologe.http_client import ApiCallError, call
-from horologe.node.process_cluster import ADMIN, CLIENT
+from testkit.process_cluster import ADMIN, CLIENT
 
 CASES = [
     ({"topic": "t", "body": "x", "colour": "red"}, 400, "unknown_field", "colour"),

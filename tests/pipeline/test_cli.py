@@ -7,7 +7,7 @@ import time
 from click.testing import CliRunner
 
 from horologe.cli import main
-from horologe.node.process_cluster import CLIENT
+from testkit.process_cluster import CLIENT
 
 
 def test_schedule_then_audit(spark, make_cluster, tmp_path):

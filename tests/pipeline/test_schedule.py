@@ -9,9 +9,9 @@ import signal
 import threading
 import time
 
-from horologe.node.process_cluster import ADMIN, CLIENT
 from horologe.pipeline.column_mapping import ColumnMapping
 from horologe.pipeline.poster import post_messages
+from testkit.process_cluster import ADMIN, CLIENT
 
 
 def stored(cluster) -> int:
