@@ -14,9 +14,8 @@ from dataclasses import dataclass
 
 import xxhash
 
-from horologe.node.errors import ApiError
-from horologe.node.validation import parse_message
-from horologe.storage import MessageLimits
+from horologe.storage import InvalidFieldError, MessageLimits
+from horologe.storage.message_json import parse_message
 
 from .errors import ColumnMappingError
 
@@ -83,7 +82,7 @@ class ColumnMapping:
         msg["body"] = str(msg["body"])
         try:
             parse_message(msg, now_ms, MessageLimits())
-        except ApiError as e:
+        except InvalidFieldError as e:
             raise ValueError(f"{e.field or 'row'}: {e.message}") from e
         key = row.get(self.key_col) if self.key_col is not None else None
         msg["key"] = str(key) if key not in (None, "") else row_key(msg)

@@ -8,6 +8,7 @@ from .config import StorageConfig
 from .errors import (
     CorruptLogError,
     DeliverTimeOutOfRangeError,
+    InvalidFieldError,
     InvalidMessageError,
     MessageExpiredError,
     SealedHourError,
@@ -26,6 +27,7 @@ __all__ = [
     "SKIPPED",
     "CorruptLogError",
     "DeliverTimeOutOfRangeError",
+    "InvalidFieldError",
     "InvalidMessageError",
     "Message",
     "MessageExpiredError",

@@ -38,6 +38,20 @@ class DeliverTimeOutOfRangeError(InvalidMessageError):
     """Raised when a deliver time is negative or beyond the maximum delay."""
 
 
+class InvalidFieldError(StorageError, ValueError):
+    """Raised when request JSON breaks a rule of ``message_json``; ``field`` names the culprit.
+
+    ``code`` says which rule: ``invalid_body`` (not a JSON object), ``unknown_field``,
+    ``invalid_field`` (a bad type or form), ``too_large`` or ``out_of_range``.
+    """
+
+    def __init__(self, code: str, message: str, field: str | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.field = field
+
+
 class UnknownMessageError(StorageError, KeyError):
     """Raised when a message id is malformed or names no stored message."""
 

@@ -1,0 +1,153 @@
+"""Turning request JSON into messages (DESIGN §6). Every refusal names its field.
+
+The API's rules, here below the node so that the Spark pipeline checks rows by the very
+rules the server applies without importing the server. A refusal is an
+:class:`InvalidFieldError` whose ``code`` says which rule; the node answers it over HTTP.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import datetime as dt
+import re
+
+from .errors import InvalidFieldError
+from .message import Message, MessageLimits
+
+TOPIC_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+TAG_RE = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
+DURATION_RE = re.compile(r"^(\d+)(ms|s|m|h|d)$")
+UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+# RocketMQ's 18 delay levels: 1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h
+DELAY_LEVELS_MS = [
+    s * 1000 for s in (1, 5, 10, 30, 60, 120, 180, 240, 300, 360, 420, 480, 540, 600, 1200, 1800, 3600, 7200)
+]
+FIELDS = {"topic", "body", "body_b64", "tags", "deliver_at", "deliver_after", "delay_level", "key", "headers"}
+TIME_FIELDS = ("deliver_at", "deliver_after", "delay_level")
+MAX_TAGS = 16
+MAX_HEADERS = 32
+
+
+def refusal(message: str, field: str, code: str = "invalid_field") -> InvalidFieldError:
+    return InvalidFieldError(code, message, field)
+
+
+def int_field(value, field: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise refusal(f"{field} must be an integer", field)
+    return value
+
+
+def parse_deliver_at(value) -> int:
+    if isinstance(value, str):
+        try:
+            t = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError as e:
+            raise refusal(f"deliver_at is not ISO-8601: {value!r}", "deliver_at") from e
+        if t.tzinfo is None:
+            raise refusal("deliver_at needs a time zone (e.g. Z or +02:00)", "deliver_at")
+        return int(t.timestamp() * 1000)
+    return int_field(value, "deliver_at")
+
+
+def parse_duration(value) -> int:
+    if isinstance(value, str):
+        m = DURATION_RE.match(value.strip())
+        if not m:
+            raise refusal(f"deliver_after {value!r} is not like 500ms, 90s, 5m, 2h or 3d", "deliver_after")
+        return int(m.group(1)) * UNIT_MS[m.group(2)]
+    ms = int_field(value, "deliver_after")
+    if ms < 0:
+        raise refusal("deliver_after must not be negative", "deliver_after", "out_of_range")
+    return ms
+
+
+def json_object(obj, allowed: set[str], what: str) -> dict:
+    """``obj`` as a JSON object with only ``allowed`` fields."""
+    if not isinstance(obj, dict):
+        raise InvalidFieldError("invalid_body", f"{what} must be a JSON object")
+    unknown = sorted(set(obj) - allowed)
+    if unknown:
+        raise refusal(f"unknown field {unknown[0]!r}", unknown[0], code="unknown_field")
+    return obj
+
+
+def name_field(obj: dict, field: str) -> str:
+    """A topic or group name from ``obj[field]``."""
+    value = obj.get(field)
+    if not isinstance(value, str) or not TOPIC_RE.match(value):
+        raise refusal(f"{field} must be 1-128 of A-Z a-z 0-9 . _ - (not starting with . _ -)", field)
+    return value
+
+
+def parse_message(obj, now_ms: int, limits: MessageLimits) -> Message:
+    obj = json_object(obj, FIELDS, "a message")
+    topic = name_field(obj, "topic")
+    if ("body" in obj) == ("body_b64" in obj):
+        raise refusal("give exactly one of body and body_b64", "body")
+    if "body" in obj:
+        if not isinstance(obj["body"], str):
+            raise refusal("body must be a string (use body_b64 for bytes)", "body")
+        body = obj["body"].encode()
+    else:
+        try:
+            body = base64.b64decode(obj["body_b64"], validate=True)
+        except (binascii.Error, TypeError, ValueError) as e:
+            raise refusal("body_b64 is not valid base64", "body_b64") from e
+    if len(body) > limits.max_body_bytes:
+        raise refusal(f"body is {len(body)} bytes; the limit is {limits.max_body_bytes}", "body", "too_large")
+    tags = obj.get("tags", [])
+    if isinstance(tags, str):
+        tags = [tags]
+    if (
+        not isinstance(tags, list)
+        or len(tags) > MAX_TAGS
+        or not all(isinstance(t, str) and TAG_RE.match(t) for t in tags)
+    ):
+        raise refusal(f"tags must be up to {MAX_TAGS} strings of A-Z a-z 0-9 . _ -", "tags")
+    given = [f for f in TIME_FIELDS if f in obj]
+    if len(given) > 1:
+        raise refusal(
+            f"give at most one of deliver_at, deliver_after, delay_level (got {', '.join(given)})", given[1]
+        )
+    if "deliver_at" in obj:
+        deliver_at = parse_deliver_at(obj["deliver_at"])
+        if deliver_at < 0:
+            raise refusal("deliver_at is before the epoch", "deliver_at", "out_of_range")
+    elif "deliver_after" in obj:
+        deliver_at = now_ms + parse_duration(obj["deliver_after"])
+    elif "delay_level" in obj:
+        level = int_field(obj["delay_level"], "delay_level")
+        if not 1 <= level <= len(DELAY_LEVELS_MS):
+            raise refusal(f"delay_level must be 1..{len(DELAY_LEVELS_MS)}", "delay_level", "out_of_range")
+        deliver_at = now_ms + DELAY_LEVELS_MS[level - 1]
+    else:
+        deliver_at = now_ms
+    if deliver_at - now_ms > limits.max_delay_ms:
+        raise refusal(
+            f"deliver time is beyond the maximum delay of {limits.max_delay_ms // 86_400_000} days",
+            given[0],
+            "out_of_range",
+        )
+    key = obj.get("key")
+    if key is not None and (not isinstance(key, str) or not 1 <= len(key) <= 256):
+        raise refusal("key must be a string of 1-256 characters", "key")
+    headers = obj.get("headers", {})
+    if (
+        not isinstance(headers, dict)
+        or len(headers) > MAX_HEADERS
+        or not all(
+            isinstance(k, str) and isinstance(v, str) and len(k) + len(v) <= 1024 for k, v in headers.items()
+        )
+    ):
+        raise refusal(f"headers must be up to {MAX_HEADERS} string pairs of at most 1 KiB each", "headers")
+    return Message(
+        topic=topic,
+        body=body,
+        deliver_at_ms=deliver_at,
+        produced_at_ms=now_ms,
+        tags=tuple(tags),
+        key=key,
+        headers=headers,
+    )
