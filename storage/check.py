@@ -24,7 +24,7 @@ from .message_id import MessageId
 from .ready_log import READY
 from .tag_signature import tags_signature
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # hints only: store imports this module, and imports stay acyclic
     from .store import Storage
 
 

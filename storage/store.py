@@ -27,6 +27,7 @@ from typing import Any, TypeVar
 import msgpack
 import numpy as np
 
+from .check import check_store
 from .commit_journal import CommitJournal
 from .config import StorageConfig
 from .errors import CorruptLogError, MessageExpiredError, StorageError
@@ -395,8 +396,6 @@ class Storage:
     def check(self, on_hour: Callable[[int], None] | None = None):
         """Verify every invariant of the committed state; raises CorruptLogError on the first
         break. ``on_hour`` is called after each hour is verified (for progress displays)."""
-        from .check import check_store  # noqa: PLC0415 - keeps the hot import path small
-
         return check_store(self, on_hour)
 
     def close(self) -> None:
