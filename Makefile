@@ -38,8 +38,10 @@ deb-tools:
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
 	fi
 
+# The import contracts (pyproject's [tool.importlinter]) run on a copy laid out as installed.
 lint: install
 	$(VENV)/bin/ruff check .
+	$(PY) tools/lint_imports.py
 
 test: deb-tools install lint
 	$(VENV)/bin/pytest -q
