@@ -13,7 +13,7 @@ help:
 	@echo "make run    - start a local 3-node cluster, show messages scheduled and delivered; Ctrl-C stops it"
 	@echo "make test   - install everything the tests need, then lint and run the default suite"
 	@echo "make bench  - run the benchmarks in bench/ and print their figures"
-	@echo "make chaos  - every chaos scenario (about 12 min); report in chaos-report/"
+	@echo "make chaos  - every chaos scenario (about 11 min); report in chaos-report/"
 	@echo "make compose-check - validate docker-compose.yml offline and its node command lines"
 	@echo "make clean  - remove .venv and build leftovers"
 
