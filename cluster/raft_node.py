@@ -86,8 +86,8 @@ class RaftNode(SyncObj):
         self._journal.sync()
         self._transfer: tuple[str | None, float, Callable[[bool], None]] | None = None
         self.addOnTickCallback(self._tick_transfer)
-        self.addOnTickCallback(self._tick_halted)
         self._next_halted_transfer = 0.0
+        self.addOnTickCallback(self._tick_halted)
         self._transport = self._SyncObj__transport
         self._on_raft_message = self._transport._onMessageReceivedCallback
         self._transport.setOnMessageReceivedCallback(self._on_message)

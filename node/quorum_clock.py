@@ -23,9 +23,14 @@ from .clock import Clock
 PeerReadings = Callable[[], list[tuple[int, float]]]
 
 
+def majority(cluster_size: int) -> int:
+    """How many nodes of ``cluster_size`` make a majority."""
+    return cluster_size // 2 + 1
+
+
 def quorum_ms(readings: Sequence[int], cluster_size: int) -> int | None:
     """The k-th largest reading, k a majority of ``cluster_size``; None with fewer readings."""
-    k = cluster_size // 2 + 1
+    k = majority(cluster_size)
     if len(readings) < k:
         return None
     return sorted(readings, reverse=True)[k - 1]

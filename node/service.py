@@ -37,7 +37,7 @@ from .consumers import Consumers
 from .errors import ApiError
 from .group_commit import MAX_ENTRY_BYTES, GroupCommit
 from .peer_readiness import peer_readiness
-from .quorum_clock import QuorumClock
+from .quorum_clock import QuorumClock, majority
 from .receipts import Receipts
 from .wheel_driver import WheelDriver
 
@@ -173,7 +173,7 @@ class NodeService:
         leader = self.leader_id()
         linked = self.linked_peer_ids()
         links = {p.node_id: p.node_id in linked for p in self.config.peers}
-        quorum = 1 + len(linked) > (1 + len(links)) / 2
+        quorum = 1 + len(linked) >= majority(1 + len(links))
         clock = self.quorum_clock.known()
         ready = leader is not None and not self.state.halted and quorum and clock
         return {"ready": ready, "leader": leader, "halted": self.state.halted, "links": links, "clock": clock}
@@ -262,7 +262,7 @@ class NodeService:
             if new_master is None:
                 raise ApiError(503, "transfer_failed", "no other node took over; this node is still master")
             heard_by = await self._followers_of(session, new_master, linked, 2.0)
-        if len(heard_by) <= (1 + len(self.config.peers)) / 2:
+        if len(heard_by) < majority(1 + len(self.config.peers)):
             raise ApiError(
                 503,
                 "transfer_unconfirmed",
