@@ -70,12 +70,17 @@ def test_stale_master_delivers_nothing_after_waking(cluster):
     time.sleep(1.0)
     old = cluster.wait_leader()
     cluster.signal(old, signal.SIGSTOP)
+    stopped = int(time.time() * 1000)  # after the signal: a sync proposed before may commit
     cluster.wait_leader([i for i in cluster.indexes if i != old], exclude=old)
     time.sleep(3.0)  # beyond the election timeout and the 2 s leader fallback
     cluster.signal(old, signal.SIGCONT)
     time.sleep(2.0)
     load.stop()
     wait_delivered(cluster)
+    # Delivered exactly once proves little if the woken master's own sync committed (it
+    # fires nothing new): every committed sync it proposed must predate the pause.
+    last = cluster.status(old)["wheel"]["last_sync_led_ms"]
+    assert last is not None and last < stopped, (last, stopped)
     cluster.stop_all()
     verify_ready_logs(cluster, "load", load.acked)
 
