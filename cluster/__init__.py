@@ -1,6 +1,6 @@
 """Replication: the Raft state machine (pure) and its pysyncobj shell."""
 
-from .entries import ACK, CANCEL, PRODUCE, RELEASE, RETRY, SYNC, Entry, decode
+from .entries import ACK, CANCEL, PRODUCE, RELEASE, RETRY, SYNC, Entry, EntryKind, decode
 from .errors import (
     BadEntryError,
     ClusterError,
@@ -10,7 +10,16 @@ from .errors import (
     ProposalTimeoutError,
 )
 from .settings import ClusterSettings, Peer
-from .state_machine import CANCELLED, DELIVERED, SCHEDULED, UNKNOWN, ApplyResult, MessageStatus, StateMachine
+from .state_machine import (
+    CANCELLED,
+    DELIVERED,
+    SCHEDULED,
+    UNKNOWN,
+    ApplyResult,
+    MessageState,
+    MessageStatus,
+    StateMachine,
+)
 
 __all__ = [
     "ACK",
@@ -28,7 +37,9 @@ __all__ = [
     "ClusterError",
     "ClusterSettings",
     "Entry",
+    "EntryKind",
     "InsecureConfigError",
+    "MessageState",
     "MessageStatus",
     "NotMasterError",
     "Peer",

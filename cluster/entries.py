@@ -20,6 +20,7 @@ its clock reading ``clock_ms``; applying an entry first advances the watermark t
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 import msgpack
 
@@ -28,13 +29,24 @@ from horologe.wheel import Watermark
 
 from .errors import BadEntryError
 
-PRODUCE, SYNC, CANCEL, RELEASE, ACK, RETRY = "P", "S", "C", "X", "A", "R"
-KNOWN = {PRODUCE, SYNC, CANCEL, RELEASE, ACK, RETRY}
+
+class EntryKind(StrEnum):
+    """The type tag ``t`` of an entry (the wire keeps the one-letter string)."""
+
+    PRODUCE = "P"
+    SYNC = "S"
+    CANCEL = "C"
+    RELEASE = "X"
+    ACK = "A"
+    RETRY = "R"
+
+
+PRODUCE, SYNC, CANCEL, RELEASE, ACK, RETRY = EntryKind
 
 
 @dataclass(frozen=True)
 class Entry:
-    kind: str
+    kind: EntryKind
     ws: Watermark
     clock_ms: int
     messages: list[Message] = field(default_factory=list)
@@ -75,9 +87,7 @@ class Entry:
 def decode(blob: bytes) -> Entry:
     try:
         d = msgpack.unpackb(blob, raw=False)
-        kind = d["t"]
-        if kind not in KNOWN:
-            raise ValueError(f"unknown entry type {kind!r}")
+        kind = EntryKind(d["t"])  # ValueError for an unknown type
         ws = Watermark.from_wire(d["ws"])
         msgs = [
             Message(

@@ -14,6 +14,7 @@ import logging
 from collections import defaultdict, deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 import numpy as np
 
@@ -34,12 +35,22 @@ from horologe.storage.delay_index import slot_ms
 from horologe.wheel import SecondCache, Watermark, expand
 
 from .consumer_groups import ORIGIN_HEADER, GroupProgress, dlq_topic, progress_key, retry_topic
-from .entries import ACK, CANCEL, PRODUCE, RELEASE, RETRY, Entry, decode
+from .entries import ACK, CANCEL, PRODUCE, RELEASE, RETRY, Entry, EntryKind, decode
 from .errors import BadEntryError
 
 log = logging.getLogger(__name__)
 
-SCHEDULED, DELIVERED, CANCELLED, UNKNOWN = "scheduled", "delivered", "cancelled", "unknown"
+
+class MessageState(StrEnum):
+    """What ``GET /v1/messages/{id}`` and cancels report (the wire keeps the strings)."""
+
+    SCHEDULED = "scheduled"
+    DELIVERED = "delivered"
+    CANCELLED = "cancelled"
+    UNKNOWN = "unknown"
+
+
+SCHEDULED, DELIVERED, CANCELLED, UNKNOWN = MessageState
 DELIVERED_AT_SLACK_MS = 600_000  # far beyond how far one master's clock may trail another's
 STATUS_SCAN_ROWS = 4_000_000  # a status looks no further for a ready entry (160 MB of log)
 STATUS_SCAN_CHUNK = 65_536
@@ -47,7 +58,7 @@ STATUS_SCAN_CHUNK = 65_536
 
 @dataclass
 class ApplyResult:
-    kind: str = ""
+    kind: EntryKind | None = None  # None: nothing applied (skipped, halted or an error)
     raft_index: int = 0
     ids: list[MessageId] = field(default_factory=list)
     pending_slots: list[int] = field(default_factory=list)  # for the master's wheel.on_append
@@ -61,7 +72,7 @@ class ApplyResult:
 class MessageStatus:
     id: MessageId
     topic: str
-    state: str
+    state: MessageState
     deliver_at_ms: int
     delivered_at_ms: int | None
 

@@ -43,7 +43,7 @@ class TagFilter:
         return cls(tags)
 
     def prefilter(self, sigs: np.ndarray) -> np.ndarray:
-        """Bloom prefilter over index signatures: never a false negative (seeds/004)."""
+        """Bloom prefilter over index signatures: never a false negative (docs/storage.md: tag_sig)."""
         if not self.tags:
             return np.ones(len(sigs), dtype=bool)
         mask = np.zeros(len(sigs), dtype=bool)

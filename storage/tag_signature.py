@@ -1,4 +1,4 @@
-"""64-bit Bloom signatures of tags (seeds/004): a message stores the OR of its tags'.
+"""64-bit Bloom signatures of tags (docs/storage.md, delay index entry): a message stores the OR of its tags'.
 
 Each tag sets ``BITS_PER_TAG`` bits chosen from its xxh64 hash (stable across
 processes and machines, unlike Python's ``hash()``). A subscribed tag *may* be on

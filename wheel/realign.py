@@ -1,4 +1,4 @@
-"""Takeover (seeds/000): a new master lines the committed wheel state up with its clock."""
+"""Takeover (docs/wheel.md, "Takeover"): a new master lines the committed wheel state up with its clock."""
 
 from __future__ import annotations
 

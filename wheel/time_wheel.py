@@ -97,7 +97,7 @@ class TimeWheel:
         return found
 
     def _remap(self) -> None:
-        """On entering an hour: map it and the next, release the rest (seeds/000)."""
+        """On entering an hour: map it and the next, release the rest (docs/wheel.md)."""
         hour = self._ws.hour
         if hour != self._mapped_hour:
             self._mapped_hour = hour

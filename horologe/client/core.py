@@ -165,7 +165,7 @@ def to_status(d: dict) -> MessageStatus:
 
 
 def split_by_tags(messages: list[dict], tags: str | None) -> tuple[list[ReceivedMessage], list[str]]:
-    """The client's own exact tag check (seeds/004); returns (kept, receipts to ack away)."""
+    """The client's own exact tag check (docs/api.md, pull); returns (kept, receipts to ack away)."""
     wanted = None if tags in (None, "", "*") else {t.strip() for t in tags.split("||")}
     kept, stray = [], []
     for d in messages:

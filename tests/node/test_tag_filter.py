@@ -1,4 +1,5 @@
-"""Tag filtering (seeds/004): the Bloom prefilter never drops a match; the exact check drops the rest."""
+"""Tag filtering (docs/storage.md, tag_sig): the Bloom prefilter never drops a match; the exact check
+drops the rest."""
 
 from __future__ import annotations
 
