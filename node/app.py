@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import hmac
 import json
 from collections.abc import AsyncIterator
@@ -15,12 +17,14 @@ from horologe.storage import MessageExpiredError, MessageId, StorageFullError, U
 from .clock import Clock, system_clock
 from .config import NodeConfig
 from .errors import ApiError
+from .loop_lag import LoopLag
 from .service import NodeService
 from .validation import parse_consumer_request, parse_message
 
 SERVICE = web.AppKey("service", NodeService)
 CONFIG = web.AppKey("config", NodeConfig)
 METRICS = web.AppKey("metrics", dict)
+LOOP_LAG = web.AppKey("loop_lag", LoopLag)
 PUBLIC = {"/healthz", "/readyz", "/metrics", "/openapi.json"}
 
 
@@ -216,6 +220,8 @@ METRIC_DOCS = {
     "cancelled": "messages cancelled",
     "clock_offset_ms": "this node's clock minus the quorum's (docs/cluster.md, Clocks)",
     "clock_handovers": "times this node handed the wheel over because its clock strayed",
+    "loop_lag_p99_ms": "p99 of how late the event loop ran a 1 ms timer, last 10,000 samples",
+    "loop_lag_max_ms": "the largest such lag in the same window",
 }
 
 
@@ -230,6 +236,9 @@ async def metrics(request: web.Request) -> web.Response:
         "clock_handovers": st["clock_handovers"],
         **st["counters"],
     }
+    if LOOP_LAG in request.app:
+        lag = request.app[LOOP_LAG].figures()
+        values.update(loop_lag_p99_ms=lag["p99_ms"], loop_lag_max_ms=lag["max_ms"])
     m = request.app[METRICS]
     for name, value in values.items():
         m["gauges"][name].set(value)
@@ -267,7 +276,17 @@ def create_app(config: NodeConfig, *, clock: Clock | None = None) -> web.Applica
         yield
         await svc.stop()
 
+    async def loop_lag_ctx(app: web.Application) -> AsyncIterator[None]:
+        probe = app[LOOP_LAG] = LoopLag(config.loop_lag_probe_ms)
+        task = asyncio.create_task(probe.run())
+        yield
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
     app.cleanup_ctx.append(service_ctx)
+    if config.loop_lag_probe_ms:
+        app.cleanup_ctx.append(loop_lag_ctx)
     app.router.add_post("/v1/messages", post_message)
     app.router.add_post("/v1/messages/batch", post_batch)
     app.router.add_get("/v1/messages/{id}", get_message)

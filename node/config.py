@@ -47,6 +47,7 @@ class NodeConfig:
     # The master's clock may stray this far from the quorum's before it is clamped and
     # hands the wheel over (node/quorum_clock.py).
     clock_tolerance_ms: int = 2000
+    loop_lag_probe_ms: int = 1  # event-loop lag probe period (node/loop_lag.py); 0: off
     clock_offset_ms: int = 0  # test-only skew (HOROLOGE_TEST_CLOCK_OFFSET_MS); use libfaketime for real skew
 
     def cluster_settings(self) -> ClusterSettings:
@@ -86,6 +87,7 @@ RANGES = {
     "log_compaction_min_entries": (10, 1_000_000_000),
     "ack_window_ms": (1, 10_000),
     "clock_tolerance_ms": (100, 86_400_000),
+    "loop_lag_probe_ms": (0, 1_000),
 }
 
 

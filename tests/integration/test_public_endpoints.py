@@ -19,6 +19,7 @@ def test_public_endpoints(cluster):
     assert status == 200 and json.loads(body)["leader"] == f"n{master + 1}"
     status, body = _get(f"{url}/metrics")
     assert status == 200 and b"horologe_is_master 1.0" in body and b"horologe_pending" in body
+    assert b"horologe_loop_lag_p99_ms" in body and b"horologe_clock_offset_ms" in body
     status, body = _get(f"{url}/openapi.json")
     paths = json.loads(body)["paths"]
     assert paths["/v1/messages/{id}"]["delete"]["summary"].startswith("Cancel")
