@@ -206,7 +206,7 @@ async def healthz(request: web.Request) -> web.Response:
 
 
 async def readyz(request: web.Request) -> web.Response:
-    """A master is known, this node is applying, and it has links to a quorum; ``links`` per peer."""
+    """Ready: a master is known, this node applies, is linked to a quorum and knows its clocks."""
     body = request.app[SERVICE].readiness()
     return _json(200 if body["ready"] else 503, body)
 

@@ -192,11 +192,10 @@ class Consumers:
         retries = []
         dead = 0
         for topic, off in dict.fromkeys(self.receipts.open(group, r) for r in receipts):
-            receipt = f"{topic}@{off}"
             with svc.lock:
                 rows = svc.store.read_ready(topic, off, off + 1)
                 if len(rows) == 0:
-                    raise ApiError(404, "not_found", f"no delivered message at {receipt!r}", "receipts")
+                    raise ApiError(404, "not_found", f"no delivered message at {topic}@{off}", "receipts")
                 mid = MessageId(int(rows["hour"][0]), int(rows["global_index"][0]))
                 attempt = svc.store.read_message(mid).message.attempt
             if attempt < len(self.retry_levels_ms):
