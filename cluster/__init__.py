@@ -1,5 +1,6 @@
 """Replication: the Raft state machine (pure) and its pysyncobj shell."""
 
+from .committed_reads import CANCELLED, DELIVERED, SCHEDULED, UNKNOWN, MessageState, MessageStatus
 from .entries import ACK, CANCEL, PRODUCE, RELEASE, RETRY, SYNC, Entry, EntryKind, decode
 from .errors import (
     BadEntryError,
@@ -10,16 +11,7 @@ from .errors import (
     ProposalTimeoutError,
 )
 from .settings import ClusterSettings, Peer
-from .state_machine import (
-    CANCELLED,
-    DELIVERED,
-    SCHEDULED,
-    UNKNOWN,
-    ApplyResult,
-    MessageState,
-    MessageStatus,
-    StateMachine,
-)
+from .state_machine import ApplyResult, StateMachine
 
 __all__ = [
     "ACK",

@@ -5,8 +5,8 @@ Format: ``u64 n | pickle(pysyncobj's raft data), n bytes | tar of the store fold
 
 pysyncobj calls the serializer on its tick thread, which also sends heartbeats, so a dump
 that reads every pending byte there stalls heartbeats and starts elections (DESIGN §5).
-Here the tick thread only hard-links the store (``Storage.snapshot``, O(files), under the
-apply lock) and starts a thread that writes the tar to ``<dump>.next``. pysyncobj asks
+Here the tick thread only hard-links the store (``Storage.snapshot``, O(files), between two
+applies) and starts a thread that writes the tar to ``<dump>.next``. pysyncobj asks
 ``state()`` on every tick (its ``serializeChecker``); once the thread is done, ``state()``
 renames ``.next`` over the dump, on the tick thread, so that it never races a snapshot
 pysyncobj installs from the leader (also on the tick thread). If one was installed while

@@ -1,8 +1,10 @@
 """The Raft shell around the state machine: pysyncobj, proposals, snapshots, handover.
 
-pysyncobj runs its own tick thread; applying an entry happens there, under ``lock``
-(the asyncio side takes the same lock to read storage). Results go back to asyncio
-with ``loop.call_soon_threadsafe``: nothing here blocks the event loop.
+pysyncobj runs its own tick thread, which owns the writer (loop_crossing.py states the
+thread rule): it applies entries, writes and installs snapshots, and after each of
+these publishes the committed state. Everything for the event loop (what was applied,
+proposals' outcomes, role changes, transfers) crosses through one ``LoopCrossing``,
+in order; nothing here blocks the event loop.
 """
 
 from __future__ import annotations
@@ -11,9 +13,9 @@ import asyncio
 import logging
 import os
 import shutil
-import threading
 import time
 from collections.abc import Callable
+from typing import NamedTuple
 
 import pysyncobj.pickle as raft_pickle
 from pysyncobj import FAIL_REASON, SyncObj, SyncObjConf, replicated
@@ -22,11 +24,13 @@ from pysyncobj.syncobj import _RAFT_STATE
 
 from horologe.storage import Storage
 from horologe.storage.commit_journal import CommitJournal
+from horologe.storage.store_reads import CommittedState
 
 from .dial_node import DialNode
 from .dump_file import DumpWriter, read_dump
 from .durable_journal import DurableJournal
 from .errors import InsecureConfigError, ProposalRejectedError, ProposalTimeoutError
+from .loop_crossing import LoopCrossing
 from .settings import ClusterSettings
 from .state_machine import ApplyResult, StateMachine
 
@@ -38,16 +42,28 @@ setattr(raft_pickle, "__protocol", 4)
 KEEPALIVE = "horologe_keepalive"  # a message type pysyncobj does not use
 
 
+class Applied(NamedTuple):
+    """What the tick thread publishes after an apply (``result``) or a snapshot install (None)."""
+
+    result: ApplyResult | None
+    committed: CommittedState
+    halted: str | None  # why this replica stopped applying, if it did
+    skipped: int  # bad entries recorded and skipped (the latest 100 at most)
+
+
 class RaftNode(SyncObj):
     def __init__(
         self,
         settings: ClusterSettings,
         state: StateMachine,
-        lock: threading.Lock,
-        on_applied: Callable[[ApplyResult], None] | None = None,
+        crossing: LoopCrossing,
+        on_applied: Callable[[Applied], None],
+        on_role: Callable[[bool], None],
         clock: Callable[[], int] | None = None,
     ) -> None:
-        """``clock`` (wall ms) is sent to peers on every keep-alive; see :meth:`peer_clocks`."""
+        """``on_applied`` and ``on_role`` (True: this node leads now) run on the event loop,
+        through ``crossing``. ``clock`` (wall ms) is sent to peers on every keep-alive; see
+        :meth:`peer_clocks`."""
         if not settings.cluster_secret and not settings.insecure_dev:
             raise InsecureConfigError(
                 "no cluster secret: anyone reaching the Raft port could run code on this node "
@@ -55,8 +71,9 @@ class RaftNode(SyncObj):
             )
         self.settings = settings
         self.state = state
-        self.lock = lock
+        self._crossing = crossing
         self._on_applied = on_applied
+        self._on_role = on_role
         raft_dir = os.path.join(settings.data_dir, "raft")
         os.makedirs(raft_dir, exist_ok=True)
         self._dump = DumpWriter(os.path.join(raft_dir, "snapshot"), self._link_store)
@@ -78,6 +95,7 @@ class RaftNode(SyncObj):
             bindAddress=settings.bind,
             dynamicMembershipChange=False,
             connectionRetryTime=settings.connect_retry_s,
+            onStateChanged=self._state_changed,
         )
         self._peers = [DialNode(p.raft, p.dial) for p in settings.peers]
         super().__init__(DialNode(settings.raft), self._peers, conf)
@@ -101,34 +119,38 @@ class RaftNode(SyncObj):
     @replicated
     def apply_entry(self, blob: bytes) -> ApplyResult:
         # Never raises (field notes: a raising entry is retried forever).
+        self._crossing.require_off_loop("applying an entry")
         index = self.raftLastApplied + 1
         self._sync_journal()  # durable here before it is applied, and so before it is acked
         entries = self._SyncObj__getEntries(index, 1)
         term = entries[0][2] if entries else None
-        with self.lock:
-            res = self.state.apply(index, blob, term)
-        if self._on_applied is not None:
-            try:
-                self._on_applied(res)
-            except Exception:  # noqa: BLE001 - a listener bug must not stall Raft
-                log.exception("apply listener failed")
+        res = self.state.apply(index, blob, term)
+        self._publish(res)
         return res
 
+    def _publish(self, res: ApplyResult | None) -> None:
+        state = self.state
+        applied = Applied(res, state.store.published(), state.halted, len(state.errors))
+        self._crossing.post(self._on_applied, applied)
+
+    def _state_changed(self, old: int, new: int) -> None:  # tick thread
+        if (old == _RAFT_STATE.LEADER) != (new == _RAFT_STATE.LEADER):
+            self._crossing.post(self._on_role, new == _RAFT_STATE.LEADER)
+
     async def propose(self, blob: bytes, timeout: float | None = None) -> ApplyResult:
-        """Propose an entry; resolve when this node has applied it."""
-        loop = asyncio.get_running_loop()
-        fut: asyncio.Future[ApplyResult] = loop.create_future()
+        """Propose an entry; resolve when this node has applied it (after its Applied was posted)."""
+        fut: asyncio.Future[ApplyResult] = asyncio.get_running_loop().create_future()
 
-        def done(res, err) -> None:  # on the tick thread
-            def settle() -> None:
-                if fut.done():
-                    return
-                if err == FAIL_REASON.SUCCESS:
-                    fut.set_result(res)
-                else:
-                    fut.set_exception(ProposalRejectedError(f"entry not committed: reason {err}"))
+        def settle(res, err) -> None:  # on the loop
+            if fut.done():
+                return
+            if err == FAIL_REASON.SUCCESS:
+                fut.set_result(res)
+            else:
+                fut.set_exception(ProposalRejectedError(f"entry not committed: reason {err}"))
 
-            loop.call_soon_threadsafe(settle)
+        def done(res, err) -> None:  # on the tick thread (or at once, here, when refused)
+            self._crossing.post(settle, res, err)
 
         self.apply_entry(blob, callback=done)
         try:
@@ -224,11 +246,16 @@ class RaftNode(SyncObj):
 
     # -- handover -------------------------------------------------------------
 
-    def transfer_leadership_to(
-        self, target: str | None, deadline_s: float, done: Callable[[bool], None]
-    ) -> None:
-        """Ask for a transfer from the tick thread, retrying while it is denied."""
+    async def transfer_leadership_to(self, target: str | None, deadline_s: float) -> bool:
+        """Ask for a transfer from the tick thread, retrying while it is denied; True once
+        this node stepped down."""
+        fut: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+
+        def done(ok: bool) -> None:  # tick thread
+            self._crossing.post(lambda: fut.done() or fut.set_result(ok))
+
         self._transfer = (target, time.monotonic() + deadline_s, done)
+        return await fut
 
     def _tick_transfer(self) -> None:
         pending = self._transfer
@@ -285,9 +312,8 @@ class RaftNode(SyncObj):
 
     # -- snapshots: a self-contained copy of the store, shipped as one file -------
 
-    def _link_store(self, folder: str) -> None:
-        with self.lock:
-            self.state.store.snapshot(folder)
+    def _link_store(self, folder: str) -> None:  # tick thread (pysyncobj's serializer)
+        self.state.store.snapshot(folder)
 
     def _read_snapshot(self, filename: str):
         """pysyncobj's deserializer: at start, and when the leader sent a snapshot (tick thread)."""
@@ -298,11 +324,11 @@ class RaftNode(SyncObj):
         probe = CommitJournal(src, 1 << 30)
         probe.open()
         probe.close()
-        with self.lock:
-            store: Storage = self.state.store
-            if probe.state.applied_index > store.applied_index:
-                log.info("installing snapshot at index %d", probe.state.applied_index)
-                store.restore(src)
-                self.state.cache.clear()
+        store: Storage = self.state.store
+        if probe.state.applied_index > store.applied_index:
+            log.info("installing snapshot at index %d", probe.state.applied_index)
+            store.restore(src)
+            self.state.cache.clear()
+            self._publish(None)
         shutil.rmtree(staging, ignore_errors=True)
         return raft_data

@@ -14,7 +14,6 @@ import logging
 from collections import defaultdict, deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from enum import StrEnum
 
 import numpy as np
 
@@ -22,7 +21,6 @@ from horologe.storage import (
     SKIPPED,
     CorruptLogError,
     Message,
-    MessageExpiredError,
     MessageId,
     ReadyEntry,
     Storage,
@@ -31,29 +29,14 @@ from horologe.storage import (
     Transaction,
     UnknownMessageError,
 )
-from horologe.storage.delay_index import slot_ms
 from horologe.wheel import SecondCache, Watermark, expand
 
+from .committed_reads import CANCELLED, SCHEDULED, group_progress, message_state, watermark
 from .consumer_groups import ORIGIN_HEADER, GroupProgress, dlq_topic, progress_key, retry_topic
 from .entries import ACK, CANCEL, PRODUCE, RELEASE, RETRY, Entry, EntryKind, decode
 from .errors import BadEntryError
 
 log = logging.getLogger(__name__)
-
-
-class MessageState(StrEnum):
-    """What ``GET /v1/messages/{id}`` and cancels report (the wire keeps the strings)."""
-
-    SCHEDULED = "scheduled"
-    DELIVERED = "delivered"
-    CANCELLED = "cancelled"
-    UNKNOWN = "unknown"
-
-
-SCHEDULED, DELIVERED, CANCELLED, UNKNOWN = MessageState
-DELIVERED_AT_SLACK_MS = 600_000  # far beyond how far one master's clock may trail another's
-STATUS_SCAN_ROWS = 4_000_000  # a status looks no further for a ready entry (160 MB of log)
-STATUS_SCAN_CHUNK = 65_536
 
 
 @dataclass
@@ -63,18 +46,10 @@ class ApplyResult:
     ids: list[MessageId] = field(default_factory=list)
     pending_slots: list[int] = field(default_factory=list)  # for the master's wheel.on_append
     cancels: list[str] = field(default_factory=list)  # one status per id / key asked
+    cancel_ids: list[str | None] = field(default_factory=list)  # the id each one resolved to
     delivered: int = 0
     error: str | None = None
     skipped: bool = False
-
-
-@dataclass(frozen=True)
-class MessageStatus:
-    id: MessageId
-    topic: str
-    state: MessageState
-    deliver_at_ms: int
-    delivered_at_ms: int | None
 
 
 class StateMachine:
@@ -86,11 +61,8 @@ class StateMachine:
 
     @property
     def ws(self) -> Watermark:
-        wire = self.store.meta("ws")
-        return Watermark(0) if wire is None else Watermark.from_wire(wire)
-
-    def counters(self) -> dict[str, int]:
-        return {k: self.store.meta(k, 0) for k in ("stored", "delivered", "cancelled")}
+        """The committed watermark, as this writer sees it."""
+        return watermark(self.store)
 
     # -- apply ----------------------------------------------------------------
 
@@ -221,10 +193,12 @@ class StateMachine:
         res.delivered += delivered_now
         self._bump(tx, "delivered", delivered_now)
 
-    def group_progress(self, group: str, topic: str, tx: Transaction | None = None) -> GroupProgress:
+    def group_progress(self, group: str, topic: str, tx: Transaction) -> GroupProgress:
+        """A group's progress as the open batch ``tx`` has left it so far."""
         key = progress_key(group, topic)
-        value = tx.meta.get(key) if tx is not None and key in tx.meta else self.store.meta(key)
-        return GroupProgress.from_wire(value)
+        if key in tx.meta:
+            return GroupProgress.from_wire(tx.meta[key])
+        return group_progress(self.store, group, topic)
 
     def _ack(self, tx: Transaction, acks: Iterable[tuple[str, str, int]]) -> None:
         by_group: dict[tuple[str, str], list[int]] = defaultdict(list)
@@ -293,61 +267,11 @@ class StateMachine:
         targets += [self.store.lookup_key(topic, key) for topic, key in entry.keys]
         done = 0
         for mid in targets:
-            state = self._state(mid, w)
+            res.cancel_ids.append(None if mid is None else str(mid))
+            state = message_state(self.store, mid, w)
             if state == SCHEDULED:
                 tx.cancel(mid)
                 state = CANCELLED
                 done += 1
             res.cancels.append(state)
         self._bump(tx, "cancelled", done)
-
-    # -- reads ----------------------------------------------------------------
-
-    def _state(self, mid: MessageId | None, w: Watermark) -> str:
-        if mid is None:
-            return UNKNOWN
-        try:
-            e = self.store.index_entry(mid)
-        except MessageExpiredError:
-            return DELIVERED
-        except UnknownMessageError:
-            return UNKNOWN
-        if self.store.is_cancelled(mid):
-            return CANCELLED
-        slot = int(slot_ms(mid.hour, e))
-        return DELIVERED if (slot, int(e["local_index"])) <= tuple(w) else SCHEDULED
-
-    def status(self, mid: MessageId) -> MessageStatus:
-        """State of one message: O(1) from its id; delivered_at from its ready entry."""
-        stored = self.store.read_message(mid)
-        state = self._state(mid, self.ws)
-        delivered_at = None
-        if state == DELIVERED:
-            delivered_at = self._delivered_at(stored.message.topic, mid, stored.message.deliver_at_ms)
-        return MessageStatus(mid, stored.message.topic, state, stored.message.deliver_at_ms, delivered_at)
-
-    def _delivered_at(self, topic: str, mid: MessageId, deliver_at_ms: int) -> int | None:
-        """Find the message's ready entry without reading the whole log.
-
-        A message is never delivered before its deliver_at by the delivering master's
-        clock, and delivered_at runs forward in the log except where one master's clock
-        is behind the last one's: by far less than ``DELIVERED_AT_SLACK_MS``. So no entry
-        before the first with delivered_at >= deliver_at - slack (found by bisection)
-        can be this message's; it is searched from there, at most ``STATUS_SCAN_ROWS``.
-        """
-        n = self.store.ready_count(topic)
-        target = deliver_at_ms - DELIVERED_AT_SLACK_MS
-        lo, hi = 0, n
-        while lo < hi:
-            mid_row = (lo + hi) // 2
-            if int(self.store.read_ready(topic, mid_row, mid_row + 1)["delivered_at_ms"][0]) < target:
-                lo = mid_row + 1
-            else:
-                hi = mid_row
-        stop = min(n, lo + STATUS_SCAN_ROWS)
-        for start in range(lo, stop, STATUS_SCAN_CHUNK):
-            rows = self.store.read_ready(topic, start, min(stop, start + STATUS_SCAN_CHUNK))
-            hit = np.flatnonzero((rows["hour"] == mid.hour) & (rows["global_index"] == mid.global_index))
-            if len(hit):
-                return int(rows["delivered_at_ms"][hit[0]])
-        return None

@@ -82,7 +82,7 @@ async def post_message(request: web.Request) -> web.Response:
     """Schedule one message."""
     svc = request.app[SERVICE]
     svc.require_master()
-    msg = parse_message(await _json_body(request), svc.clock(), svc.store.config.limits)
+    msg = parse_message(await _json_body(request), svc.clock(), svc.limits)
     (mid,) = await svc.produce([msg])
     return _json(201, {"id": str(mid), "topic": msg.topic, "deliver_at": msg.deliver_at_ms})
 
@@ -104,7 +104,7 @@ async def post_batch(request: web.Request) -> web.Response:
     good = []
     for i, item in enumerate(body["messages"]):
         try:
-            good.append((i, parse_message(item, now, svc.store.config.limits)))
+            good.append((i, parse_message(item, now, svc.limits)))
             results.append({})
         except ApiError as e:
             results.append(e.body())
@@ -120,7 +120,7 @@ async def get_message(request: web.Request) -> web.Response:
     svc = request.app[SERVICE]
     svc.require_master()
     try:
-        st = svc.message_status(_mid(request.match_info["id"]))
+        st = svc.view.status(_mid(request.match_info["id"]))
     except MessageExpiredError as e:
         raise ApiError(404, "expired", str(e), "id") from e
     except UnknownMessageError as e:
@@ -132,6 +132,7 @@ async def get_message(request: web.Request) -> web.Response:
 
 
 def _cancel_answer(ident: str, state: str) -> web.Response:
+    """200 once cancelled (now or before), 409 once delivered, 404 for what was never stored."""
     if state == CANCELLED:
         return _json(200, {"id": ident, "state": CANCELLED})
     if state == DELIVERED:
@@ -142,21 +143,21 @@ def _cancel_answer(ident: str, state: str) -> web.Response:
 async def delete_message(request: web.Request) -> web.Response:
     """Cancel a scheduled message (409 once delivered)."""
     svc = request.app[SERVICE]
+    svc.require_master()
     ident = str(_mid(request.match_info["id"]))
-    (state,) = await svc.cancel([ident], [])
+    ((state, _),) = await svc.cancel([ident], [])
     return _cancel_answer(ident, state)
 
 
 async def delete_by_key(request: web.Request) -> web.Response:
     """Cancel by producer key: ?topic=&key=."""
     svc = request.app[SERVICE]
+    svc.require_master()
     topic, key = request.query.get("topic"), request.query.get("key")
     if not topic or not key:
         raise ApiError(400, "invalid_query", "give topic= and key=", "topic" if not topic else "key")
-    with svc.lock:
-        mid = svc.store.lookup_key(topic, key)
-    (state,) = await svc.cancel([], [(topic, key)])
-    return _cancel_answer(str(mid) if mid else f"{topic}/{key}", state)
+    ((state, mid),) = await svc.cancel([], [(topic, key)])
+    return _cancel_answer(mid or f"{topic}/{key}", state)
 
 
 async def pull(request: web.Request) -> web.Response:

@@ -11,20 +11,22 @@ from __future__ import annotations
 
 import asyncio
 import base64
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 import numpy as np
 
-from horologe.cluster import ACK, RETRY, Entry
+from horologe.cluster import ACK, RETRY, ApplyResult
 from horologe.cluster.consumer_groups import DLQ_PREFIX, ORIGIN_HEADER, retry_topic
 from horologe.storage import MessageId, UnknownMessageError, tag_signature
 
+from .committed_view import CommittedView
 from .errors import ApiError
 from .group_commit import GroupCommit
 from .receipts import Receipts
 
 SCAN_CHUNK = 65_536
-SCAN_LIMIT = 4 * SCAN_CHUNK  # ready entries one pull turn reads, under the store lock
+SCAN_LIMIT = 4 * SCAN_CHUNK  # ready entries one pull turn reads (the loop waits meanwhile)
 
 
 @dataclass(frozen=True)
@@ -57,26 +59,41 @@ class TagFilter:
 
 
 class Consumers:
+    """Pulls, acks and nacks on the master, over the committed view.
+
+    ``propose(kind, **fields)`` stamps and proposes an entry; the caller has checked
+    that this node is the master.
+    """
+
     def __init__(
-        self, service, retry_levels_ms: tuple[int, ...], ack_window_ms: int, receipts: Receipts
+        self,
+        view: CommittedView,
+        propose: Callable[..., Awaitable[ApplyResult]],
+        clock: Callable[[], int],
+        retry_levels_ms: tuple[int, ...],
+        ack_window_ms: int,
+        receipts: Receipts,
     ) -> None:
-        self.svc = service
+        self.view = view
+        self._propose = propose
+        self._clock = clock
         self.receipts = receipts
         self.retry_levels_ms = retry_levels_ms
         self.leases: dict[tuple[str, str], dict[int, int]] = {}  # (group, topic) -> offset -> expiry
-        self._arrived = asyncio.Condition()
+        self._arrived = asyncio.Event()  # replaced after each notify: a fresh one to wait on
         self._background: set[asyncio.Task] = set()  # skip-acks in flight (referenced until done)
         self.ack_commit = GroupCommit(self._propose_acks, ack_window_ms)
 
-    async def _propose_acks(self, acks: list[tuple[str, str, int]]):
-        return await self.svc.propose(Entry(ACK, self.svc.driver.ws, self.svc.clock(), acks=acks))
+    async def _propose_acks(self, acks: list[tuple[str, str, int]]) -> ApplyResult:
+        return await self._propose(ACK, acks=acks)
 
-    async def notify(self) -> None:
-        async with self._arrived:
-            self._arrived.notify_all()
+    def notify(self) -> None:
+        """Messages became ready (the view already shows them): wake every waiting pull."""
+        self._arrived.set()
+        self._arrived = asyncio.Event()
 
     def forget_leases(self) -> None:
-        """On losing mastership: a new master starts with none."""
+        """On a change of role: a new master starts with none."""
         self.leases.clear()
 
     # -- pull ---------------------------------------------------------------------
@@ -94,55 +111,52 @@ class Consumers:
         origin: str | None = None,
     ) -> None:
         """Lease up to ``want`` messages of ready log ``topic`` to this caller."""
-        svc = self.svc
+        reads = self.view.reads
         leases = self.leases.setdefault((group, topic), {})
-        with svc.lock:
-            progress = svc.state.group_progress(group, topic)
-            end = svc.store.ready_count(topic)
-            start = progress.committed
-            # Bounded: a filter that matches little, or a group far behind, scans at most
-            # SCAN_LIMIT entries per pull turn; the skip-acks move its offset past them.
-            end = min(end, start + SCAN_LIMIT)
-            while start < end and len(out) < want:
-                rows = svc.store.read_ready(topic, start, min(end, start + SCAN_CHUNK))
-                offsets = np.arange(start, start + len(rows))
-                keep = filt.prefilter(rows["tag_sig"])
-                for k in np.flatnonzero(~keep):
-                    if not progress.is_acked(int(offsets[k])):
-                        skipped.append((group, topic, int(offsets[k])))
-                for k in np.flatnonzero(keep):
-                    off = int(offsets[k])
-                    if progress.is_acked(off) or leases.get(off, 0) > now:
-                        continue
-                    mid = MessageId(int(rows["hour"][k]), int(rows["global_index"][k]))
-                    try:
-                        m = svc.store.read_message(mid).message
-                    except UnknownMessageError:
-                        skipped.append((group, topic, off))  # removed by retention
-                        continue
-                    source = m.headers.get(ORIGIN_HEADER, m.topic)
-                    if not filt.matches(m.tags) or (origin is not None and source != origin):
-                        if origin is None:
-                            skipped.append((group, topic, off))  # exact check: a Bloom false positive
-                        continue
-                    leases[off] = now + visibility_ms
-                    receipt = self.receipts.issue(group, topic, off, leases[off])
-                    out.append(_pulled(mid, m, rows[k], receipt, source))
-                    if len(out) >= want:
-                        break
-                start += len(rows)
+        progress = self.view.group_progress(group, topic)
+        start = progress.committed
+        # Bounded: a filter that matches little, or a group far behind, scans at most
+        # SCAN_LIMIT entries per pull turn; the skip-acks move its offset past them.
+        end = min(reads.ready_count(topic), start + SCAN_LIMIT)
+        while start < end and len(out) < want:
+            rows = reads.read_ready(topic, start, min(end, start + SCAN_CHUNK))
+            offsets = np.arange(start, start + len(rows))
+            keep = filt.prefilter(rows["tag_sig"])
+            for k in np.flatnonzero(~keep):
+                if not progress.is_acked(int(offsets[k])):
+                    skipped.append((group, topic, int(offsets[k])))
+            for k in np.flatnonzero(keep):
+                off = int(offsets[k])
+                if progress.is_acked(off) or leases.get(off, 0) > now:
+                    continue
+                mid = MessageId(int(rows["hour"][k]), int(rows["global_index"][k]))
+                try:
+                    m = reads.read_message(mid).message
+                except UnknownMessageError:
+                    skipped.append((group, topic, off))  # removed by retention
+                    continue
+                source = m.headers.get(ORIGIN_HEADER, m.topic)
+                if not filt.matches(m.tags) or (origin is not None and source != origin):
+                    if origin is None:
+                        skipped.append((group, topic, off))  # exact check: a Bloom false positive
+                    continue
+                leases[off] = now + visibility_ms
+                receipt = self.receipts.issue(group, topic, off, leases[off])
+                out.append(_pulled(mid, m, rows[k], receipt, source))
+                if len(out) >= want:
+                    break
+            start += len(rows)
 
     async def pull(
         self, group: str, topic: str, tags: str | None, max_messages: int, wait_ms: int, visibility_ms: int
     ) -> list[dict]:
-        self.svc.require_master()
         filt = TagFilter.parse(tags)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + wait_ms / 1000
         while True:
             out: list[dict] = []
             skipped: list[tuple[str, str, int]] = []
-            now = self.svc.clock()
+            now = self._clock()
             self._scan(group, topic, filt, max_messages, now, out, skipped, visibility_ms)
             if len(out) < max_messages and not topic.startswith(DLQ_PREFIX):
                 self._scan(
@@ -163,16 +177,14 @@ class Consumers:
             remaining = deadline - loop.time()
             if out or remaining <= 0:
                 return out
-            async with self._arrived:
-                try:
-                    await asyncio.wait_for(self._arrived.wait(), min(remaining, 1.0))
-                except TimeoutError:
-                    pass
+            try:
+                await asyncio.wait_for(self._arrived.wait(), min(remaining, 1.0))  # leases expire too
+            except TimeoutError:
+                pass
 
     # -- ack / nack ---------------------------------------------------------------
 
     async def ack(self, group: str, receipts: list) -> int:
-        self.svc.require_master()
         acks = list(dict.fromkeys((group, *self.receipts.open(group, r)) for r in receipts))
         if acks:
             await self.ack_commit.submit(acks)
@@ -186,25 +198,23 @@ class Consumers:
             self.leases.get((group, topic), {}).pop(off, None)
 
     async def nack(self, group: str, receipts: list) -> dict:
-        svc = self.svc
-        svc.require_master()
-        now = svc.clock()
+        reads = self.view.reads
+        now = self._clock()
         retries = []
         dead = 0
         for topic, off in dict.fromkeys(self.receipts.open(group, r) for r in receipts):
-            with svc.lock:
-                rows = svc.store.read_ready(topic, off, off + 1)
-                if len(rows) == 0:
-                    raise ApiError(404, "not_found", f"no delivered message at {topic}@{off}", "receipts")
-                mid = MessageId(int(rows["hour"][0]), int(rows["global_index"][0]))
-                attempt = svc.store.read_message(mid).message.attempt
+            rows = reads.read_ready(topic, off, off + 1)
+            if len(rows) == 0:
+                raise ApiError(404, "not_found", f"no delivered message at {topic}@{off}", "receipts")
+            mid = MessageId(int(rows["hour"][0]), int(rows["global_index"][0]))
+            attempt = reads.read_message(mid).message.attempt
             if attempt < len(self.retry_levels_ms):
                 retries.append((group, topic, off, now + self.retry_levels_ms[attempt]))
             else:
                 retries.append((group, topic, off, -1))
                 dead += 1
         if retries:
-            await svc.propose(Entry(RETRY, svc.driver.ws, now, retries=retries))
+            await self._propose(RETRY, retries=retries)
         self._release(retries)
         return {"retried": len(retries) - dead, "dead_lettered": dead}
 

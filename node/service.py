@@ -1,7 +1,9 @@
 """One node: storage, state machine, Raft, wheel driver, group commit and consumers, wired together.
 
-The HTTP layer (app.py) calls only this. Storage is touched under ``lock`` because
-pysyncobj applies entries on its own thread.
+The HTTP layer (app.py) calls only this. The writer (store and state machine) belongs
+to pysyncobj's tick thread; this service, on the event loop, reads the committed view
+that the tick thread publishes after each apply (cluster/loop_crossing.py has the
+rule). It is the one place that stamps entries with the watermark and clock.
 """
 
 from __future__ import annotations
@@ -10,7 +12,6 @@ import asyncio
 import contextlib
 import logging
 import os
-import threading
 import time
 
 import aiohttp
@@ -23,15 +24,18 @@ from horologe.cluster import (
     ApplyResult,
     ClusterError,
     Entry,
-    MessageStatus,
+    EntryKind,
     NotMasterError,
     Peer,
     StateMachine,
 )
-from horologe.cluster.raft_node import RaftNode
+from horologe.cluster.loop_crossing import LoopCrossing
+from horologe.cluster.raft_node import Applied, RaftNode
 from horologe.storage import Message, MessageId, Storage, StorageConfig
+from horologe.storage.store_reader import StoreReader
 
 from .clock import Clock
+from .committed_view import CommittedView
 from .config import NodeConfig
 from .consumers import Consumers
 from .errors import ApiError
@@ -39,7 +43,7 @@ from .group_commit import MAX_ENTRY_BYTES, GroupCommit
 from .peer_readiness import peer_readiness
 from .quorum_clock import QuorumClock, majority
 from .receipts import Receipts
-from .wheel_driver import WheelDriver
+from .wheel_driver import WheelDriver, WheelSettings
 
 log = logging.getLogger(__name__)
 
@@ -72,15 +76,30 @@ class NodeService:
         self.clock = self.quorum_clock.now_ms
         self.clock_handovers = 0
         self._next_clock_handover = 0.0
-        self.lock = threading.Lock()
-        self.store = Storage(os.path.join(config.data_dir, "store"), StorageConfig(fsync=config.fsync))
-        for line in self.store.recovered:
+        store = Storage(os.path.join(config.data_dir, "store"), StorageConfig(fsync=config.fsync))
+        for line in store.recovered:
             log.warning("storage recovery: %s", line)
-        self.state = StateMachine(self.store)
-        self.driver = WheelDriver(self)
+        self.limits = store.config.limits
+        # The writer: handed to the tick thread at start, never used here again.
+        self._writer = StateMachine(store)
+        self.view = CommittedView(StoreReader(store.directory, store.config, store.published()))
+        self.driver = WheelDriver(
+            self.view.reads,
+            lambda: self.view.ws,
+            lambda now: self.propose(SYNC, clock_ms=now),
+            self.clock,
+            WheelSettings(config.fire_batch_limit, config.sync_interval_ms, config.node_id),
+            clock_known=self.quorum_clock.known,
+            each_turn=self._check_clock,
+        )
         self.produce_commit = GroupCommit(self._propose_produce, config.batch_window_ms, _message_bytes)
         self.consumers = Consumers(
-            self, config.retry_levels_ms, config.ack_window_ms, Receipts(config.cluster_secret)
+            self.view,
+            self.propose,
+            self.clock,
+            config.retry_levels_ms,
+            config.ack_window_ms,
+            Receipts(config.cluster_secret),
         )
         self.raft: RaftNode | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -94,35 +113,56 @@ class NodeService:
     async def start(self) -> None:
         self._loop = asyncio.get_running_loop()
         self.raft = RaftNode(
-            self.config.cluster_settings(), self.state, self.lock, self._on_applied, clock=self.own_clock
+            self.config.cluster_settings(),
+            self._writer,
+            LoopCrossing(self._loop),
+            self._on_applied,
+            self._on_role,
+            clock=self.own_clock,
         )
-        loops = (self.driver, self.produce_commit, self.consumers.ack_commit)
+        loops = (self.produce_commit, self.consumers.ack_commit)
         self._tasks = [asyncio.create_task(t.run()) for t in loops]
 
     async def stop(self) -> None:
+        await self.driver.stop()
         for t in self._tasks:
             t.cancel()
         for t in self._tasks:
             with contextlib.suppress(asyncio.CancelledError):
                 await t
         if self.raft is not None:
-            self.raft.destroy()
-        with self.lock:
-            self.store.close()
+            await asyncio.to_thread(self.raft.destroy_synchronous)  # the tick thread is gone after
+        self.view.close()
+        self._writer.store.close()
 
-    def _on_applied(self, res: ApplyResult) -> None:  # pysyncobj's tick thread
-        loop = self._loop
-        if loop is None or loop.is_closed():
+    def _on_applied(self, applied: Applied) -> None:  # via the crossing, in apply order
+        self.view.follow(applied)
+        res = applied.result
+        if res is None:
             return
         if res.pending_slots:
-            loop.call_soon_threadsafe(self.driver.on_append, res.pending_slots)
+            self.driver.on_append(res.pending_slots)
         if res.kind == SYNC:
-            loop.call_soon_threadsafe(self._note_sync)
+            self.syncs_applied += 1
+            self.last_sync_applied_at = time.monotonic()
         if res.delivered:
-            asyncio.run_coroutine_threadsafe(self.consumers.notify(), loop)
+            self.consumers.notify()
+
+    def _on_role(self, leads: bool) -> None:  # via the crossing, when this node starts or stops leading
+        self.consumers.forget_leases()  # leases of another term mean nothing now
+        if leads and not self.releasing:
+            self.driver.start()
+        elif not leads:
+            self.driver.cancel()
 
     def _peer_clocks(self) -> list[tuple[int, float]]:
         return [] if self.raft is None else self.raft.peer_clocks()
+
+    def _check_clock(self) -> None:
+        """Each wheel turn: hand the wheel over if this clock strays from the quorum's."""
+        offset = self.quorum_clock.offset_ms()
+        if offset is not None and abs(offset) > self.quorum_clock.tolerance_ms:
+            self.hand_over_for_clock(offset)
 
     def hand_over_for_clock(self, offset_ms: int) -> None:
         """The master's clock disagrees with the quorum's: hand the wheel over (at most every 10 s)."""
@@ -144,10 +184,6 @@ class NodeService:
 
         task = self._loop.create_task(release())
         self._tasks.append(task)
-
-    def _note_sync(self) -> None:
-        self.syncs_applied += 1
-        self.last_sync_applied_at = time.monotonic()
 
     # -- roles ------------------------------------------------------------------
 
@@ -175,8 +211,9 @@ class NodeService:
         links = {p.node_id: p.node_id in linked for p in self.config.peers}
         quorum = 1 + len(linked) >= majority(1 + len(links))
         clock = self.quorum_clock.known()
-        ready = leader is not None and not self.state.halted and quorum and clock
-        return {"ready": ready, "leader": leader, "halted": self.state.halted, "links": links, "clock": clock}
+        halted = self.view.halted
+        ready = leader is not None and not halted and quorum and clock
+        return {"ready": ready, "leader": leader, "halted": halted, "links": links, "clock": clock}
 
     def require_master(self) -> None:
         if self.releasing:
@@ -185,24 +222,26 @@ class NodeService:
             raise NotMasterError(self.leader_http())
         if not self.quorum_clock.known():
             raise NotMasterError(None)  # 503 for the moment until a majority's clocks are in
-        if self.state.halted:
-            raise ApiError(507, "halted", f"this node stopped applying: {self.state.halted}")
+        if self.view.halted:
+            raise ApiError(507, "halted", f"this node stopped applying: {self.view.halted}")
 
     # -- writes -----------------------------------------------------------------
 
-    async def propose(self, entry: Entry) -> ApplyResult:
-        """Propose an entry and wait for it to be applied here; an apply error is a 500."""
-        if self.releasing and entry.kind not in (SYNC, RELEASE):
+    async def propose(self, kind: EntryKind, clock_ms: int | None = None, **fields) -> ApplyResult:
+        """Stamp an entry with the live watermark and the clock, propose it, and wait until it
+        is applied here (and in the view); an apply error is a 500."""
+        if self.releasing and kind not in (SYNC, RELEASE):
             # Entries proposed now would leave the transfer target behind, and Raft
             # would refuse it the election (field notes: transfer is denied then).
             raise NotMasterError(None)
-        res = await self.raft.propose(entry.encode())
+        now = self.clock() if clock_ms is None else clock_ms
+        res = await self.raft.propose(Entry(kind, self.driver.ws, now, **fields).encode())
         if res.error:
             raise ApiError(500, "apply_failed", res.error)
         return res
 
     async def _propose_produce(self, messages: list[Message]) -> ApplyResult:
-        return await self.propose(Entry(PRODUCE, self.driver.ws, self.clock(), messages))
+        return await self.propose(PRODUCE, messages=messages)
 
     async def produce(self, messages: list[Message]) -> list[MessageId]:
         """Propose messages (each part of a big batch may share a P entry with others), in order.
@@ -212,7 +251,6 @@ class NodeService:
         commits on its own: if one fails the caller gets the error and, retrying, relies on
         keys for idempotency.
         """
-        self.require_master()
         parts = _entry_parts(messages)
         committed = await asyncio.gather(*(self.produce_commit.submit(p) for p in parts))
         ids: list[MessageId] = []
@@ -220,10 +258,10 @@ class NodeService:
             ids += res.ids[at : at + len(part)]
         return ids
 
-    async def cancel(self, ids: list[str], keys: list[tuple[str, str]]) -> list[str]:
-        self.require_master()
-        res = await self.propose(Entry(CANCEL, self.driver.ws, self.clock(), ids=ids, keys=keys))
-        return res.cancels
+    async def cancel(self, ids: list[str], keys: list[tuple[str, str]]) -> list[tuple[str, str | None]]:
+        """Cancel by id and by (topic, key): each one's state and the id it names (None: unknown)."""
+        res = await self.propose(CANCEL, ids=ids, keys=keys)
+        return list(zip(res.cancels, res.cancel_ids, strict=True))
 
     async def release_master(self, to: str | None) -> dict:
         """Stop the wheel, commit a final S and X, hand Raft leadership over (DESIGN §5).
@@ -240,14 +278,10 @@ class NodeService:
             target = await self._release_target(session, to, linked)
             t0 = time.monotonic()
             self.releasing = True
-            self.driver.paused = True
+            await self.driver.stop()
             try:
-                while self.driver.wheel is not None:  # let the loop finish its turn
-                    self.driver.wake()
-                    await asyncio.sleep(0.001)
-                ws = self.state.ws
-                await self.raft.propose(Entry(SYNC, ws, self.clock()).encode())
-                await self.raft.propose(Entry(RELEASE, ws, self.clock(), node=self.config.node_id).encode())
+                await self.propose(SYNC)
+                await self.propose(RELEASE, node=self.config.node_id)
                 marker = self.syncs_applied
                 new_master = None
                 for _attempt in range(3):
@@ -258,7 +292,8 @@ class NodeService:
                         break
             finally:
                 self.releasing = False
-                self.driver.paused = False
+                if self.raft.is_master():
+                    self.driver.start()
             if new_master is None:
                 raise ApiError(503, "transfer_failed", "no other node took over; this node is still master")
             heard_by = await self._followers_of(session, new_master, linked, 2.0)
@@ -328,11 +363,7 @@ class NodeService:
 
     async def _transfer(self, target: str | None) -> bool:
         """Ask Raft to hand leadership over; True once this node stepped down."""
-        done = self._loop.create_future()
-        self.raft.transfer_leadership_to(
-            target, 3.0, lambda ok: self._loop.call_soon_threadsafe(done.set_result, ok)
-        )
-        return await done
+        return await self.raft.transfer_leadership_to(target, 3.0)
 
     async def _await_other_master(self, timeout_s: float) -> str | None:
         """The new master's id once one other than this node is known, else None."""
@@ -348,17 +379,12 @@ class NodeService:
 
     # -- reads ------------------------------------------------------------------
 
-    def message_status(self, mid: MessageId) -> MessageStatus:
-        with self.lock:
-            return self.state.status(mid)
-
     def admin_status(self) -> dict:
         raft = self.raft
         st = raft.getStatus()
-        with self.lock:
-            ws = self.state.ws
-            counters = self.state.counters()
-            applied = self.store.applied_index
+        ws = self.view.ws
+        counters = self.view.counters()
+        applied = self.view.applied_index
         linked = self.linked_peer_ids()
         peers = [
             {"node_id": p.node_id, "raft": p.raft, "http": p.http, "connected": p.node_id in linked}
@@ -385,6 +411,6 @@ class NodeService:
             "pending": counters["stored"] - counters["delivered"] - counters["cancelled"],
             "counters": counters,
             "peers": peers,
-            "halted": self.state.halted,
-            "skipped_entries": len(self.state.errors),
+            "halted": self.view.halted,
+            "skipped_entries": self.view.skipped_entries,
         }

@@ -1,29 +1,65 @@
 """The master-only asyncio driver of the time wheel.
 
-On becoming master it commits a barrier entry (so everything committed before is
-applied), builds the wheel from the committed watermark, realigns against its clock
-(sleep while the tick is ahead, fast-forward while it is behind), then loops: fire what
-is due, propose ``S`` with the new watermark, sleep until the next due message, the
-sync interval, or an earlier arrival. It stops the moment this node is not master.
+Started when this node becomes master and stopped when it stops being one (the node
+calls :meth:`WheelDriver.start` and :meth:`WheelDriver.stop` on role changes; no
+polling). Leading: it commits a barrier entry (so everything committed before is
+applied and in the committed view), builds the wheel on that view from the
+committed watermark, realigns against its clock (sleep while the tick is ahead,
+fast-forward while it is behind), then loops: fire what is due, propose ``S`` with
+the new watermark, sleep until the next due message, the sync interval, or an
+earlier arrival.
+
+It is given only what it needs: the committed view's reads and watermark, a
+``propose_sync(clock_ms)`` that stamps and proposes an ``S`` entry, and a clock.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 
-from horologe.cluster import SYNC, ClusterError, Entry
+from horologe.cluster import ClusterError
+from horologe.storage.store_reads import StoreReads
 from horologe.wheel import Sleep, TimeWheel, Watermark, realign
 
 log = logging.getLogger(__name__)
 
 
+@dataclass(frozen=True)
+class WheelSettings:
+    fire_batch_limit: int
+    sync_interval_ms: int
+    node_id: str = ""
+
+
 class WheelDriver:
-    def __init__(self, service) -> None:
-        self.svc = service
+    def __init__(
+        self,
+        reads: StoreReads,
+        committed_ws: Callable[[], Watermark],
+        propose_sync: Callable[[int], Awaitable[object]],
+        clock: Callable[[], int],
+        settings: WheelSettings,
+        *,
+        clock_known: Callable[[], bool] = lambda: True,
+        each_turn: Callable[[], None] = lambda: None,
+    ) -> None:
+        """``clock_known``: whether the clock may be trusted yet (the wheel waits for it);
+        ``each_turn``: called at the top of every turn (the node checks its clock there)."""
+        self._reads = reads
+        self._committed_ws = committed_ws
+        self._propose_sync = propose_sync
+        self._clock = clock
+        self._settings = settings
+        self._clock_known = clock_known
+        self._each_turn = each_turn
         self.wheel: TimeWheel | None = None
-        self.paused = False
+        self._task: asyncio.Task | None = None  # leading
+        self._stopping: asyncio.Task | None = None  # cancelled, perhaps not finished yet
         # S entries this process proposed as master that were committed, and the clock
         # reading (ms) that the latest of them carried.
         self.syncs_led = 0
@@ -32,84 +68,98 @@ class WheelDriver:
 
     @property
     def ws(self) -> Watermark:
-        """The watermark to piggyback on proposals: the wheel's when leading."""
+        """The watermark to piggyback on proposals: the wheel's when leading, else the committed one."""
         w = self.wheel
-        return w.ws if w is not None else self.svc.state.ws
+        return w.ws if w is not None else self._committed_ws()
+
+    def start(self) -> None:
+        """Lead the wheel (this node became master); a no-op while it already does."""
+        if self._task is None:
+            previous, self._stopping = self._stopping, None
+            self._task = asyncio.get_running_loop().create_task(self._run(previous))
+
+    def cancel(self) -> None:
+        """Stop leading (this node is no longer master); the wheel is let go of shortly."""
+        if self._task is not None:
+            self._task.cancel()
+            self._stopping, self._task = self._task, None
+
+    async def stop(self) -> None:
+        """Stop leading and wait until the wheel is let go of."""
+        self.cancel()
+        if self._stopping is not None:
+            await asyncio.wait([self._stopping])  # its cancellation is not ours
 
     def wake(self) -> None:
-        """Cut the current wait short (new arrivals, or a release waiting for the loop)."""
+        """Cut the current wait short (new arrivals)."""
         self._wake.set()
 
     def on_append(self, slots: list[int]) -> None:
-        """From the apply listener (via call_soon_threadsafe): new messages on this master."""
+        """New messages were applied on this master (called after the view followed them)."""
         w = self.wheel
-        if w is None or not slots:
-            return
-        with self.svc.lock:
-            wake = w.on_append(slots)
-        if wake:
+        if w is not None and slots and w.on_append(slots):
             self.wake()
 
-    async def run(self) -> None:
+    async def _run(self, previous: asyncio.Task | None) -> None:
+        if previous is not None:  # a quick loss and regain of the role: let go first
+            await asyncio.wait([previous])
         while True:
-            while self.paused or not self.svc.raft.is_master():
-                await asyncio.sleep(0.01)
             try:
                 await self._lead()
             except ClusterError as e:
-                log.info("wheel stopped: %s", e)
+                log.info("wheel turn failed (%s); leading again", e)
             except Exception:
-                log.exception("wheel driver failed; retrying")
-                await asyncio.sleep(0.1)
+                log.exception("wheel driver failed; leading again")
             finally:
                 self.wheel = None
-                self.svc.consumers.forget_leases()
+            await asyncio.sleep(0.1)
+            self._check_leading()
 
-    def _still_master(self) -> bool:
-        return self.svc.raft.is_master() and not self.paused
+    def _check_leading(self) -> None:
+        """End this run unless it is the current one. Checked after every wait, because a
+        cancel can be lost (asyncio.wait_for in 3.11 swallows one that races a result)."""
+        if asyncio.current_task() is not self._task:
+            raise asyncio.CancelledError
 
-    async def _propose_sync(self, ws: Watermark, now: int) -> None:
-        await self.svc.raft.propose(Entry(SYNC, ws, now).encode())
+    async def _sync(self, now: int) -> None:
+        await self._propose_sync(now)
         self.syncs_led += 1
         self.last_sync_led_ms = now
 
     async def _lead(self) -> None:
-        svc = self.svc
-        clock = svc.clock
-        svc.consumers.forget_leases()  # leases of an earlier term mean nothing now
-        while self._still_master() and not svc.quorum_clock.known():
+        clock, cfg = self._clock, self._settings
+        while not self._clock_known():
             await asyncio.sleep(0.02)  # no time to fire by until a majority's clocks are in
-        await self._propose_sync(svc.state.ws, clock())  # barrier: all earlier entries applied
-        with svc.lock:
-            self.wheel = TimeWheel(svc.store, svc.state.ws)
-        plan = realign(self.wheel.ws, clock(), svc.config.fire_batch_limit)
-        log.info("%s leads the wheel from %s: %s", svc.config.node_id, self.wheel.ws.to_wire(), plan)
+            self._check_leading()
+        await self._sync(clock())  # barrier: all earlier entries applied and in the view
+        self._check_leading()
+        self.wheel = TimeWheel(self._reads, self._committed_ws())
+        plan = realign(self.wheel.ws, clock(), cfg.fire_batch_limit)
+        log.info("%s leads the wheel from %s: %s", cfg.node_id, self.wheel.ws.to_wire(), plan)
         if isinstance(plan, Sleep):
-            while self._still_master() and clock() < plan.until_ms:
+            while clock() < plan.until_ms:
                 await asyncio.sleep(min(0.05, (plan.until_ms - clock()) / 1000))
-        interval = svc.config.sync_interval_ms / 1000
+                self._check_leading()
+        interval = cfg.sync_interval_ms / 1000
         last_sync = time.monotonic()
-        while self._still_master():
+        while True:
             # Cleared before looking, so an arrival reported while this turn runs still
             # cuts the coming wait short.
             self._wake.clear()
-            offset = svc.quorum_clock.offset_ms()
-            if offset is not None and abs(offset) > svc.quorum_clock.tolerance_ms:
-                svc.hand_over_for_clock(offset)
+            self._each_turn()
             now = clock()
-            with svc.lock:
-                due = self.wheel.advance_to(now, svc.config.fire_batch_limit)
-                nxt = self.wheel.next_due_ms()
+            due = self.wheel.advance_to(now, cfg.fire_batch_limit)
+            nxt = self.wheel.next_due_ms()
             if len(due) or time.monotonic() - last_sync >= interval:
-                await self._propose_sync(self.wheel.ws, now)
+                await self._sync(now)
+                self._check_leading()
                 last_sync = time.monotonic()
-            if len(due) >= svc.config.fire_batch_limit:
+            if len(due) >= cfg.fire_batch_limit:
                 continue  # more is due: fast-forward without sleeping
             wait = interval - (time.monotonic() - last_sync)
             if nxt is not None:
                 wait = min(wait, (nxt - clock()) / 1000)
             if wait > 0:
-                try:
+                with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), wait)
-                except TimeoutError:
-                    pass
+                self._check_leading()

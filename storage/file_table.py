@@ -8,13 +8,14 @@ whole: files cut back, new files removed.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 
 from .append_file import AppendFile, fsync_dir
 from .magic import magic
 
 
 class FileTable:
-    def __init__(self, directory: str, committed: dict[str, int]) -> None:
+    def __init__(self, directory: str, committed: Mapping[str, int]) -> None:
         self.directory = directory
         self.committed = committed  # the journal's {relpath: length}, updated on commit
         self._open: dict[str, AppendFile] = {}
@@ -87,6 +88,15 @@ class FileTable:
         self._touched.clear()
         self._created.clear()
         self._removed.clear()
+
+    def follow(self, committed: Mapping[str, int]) -> None:
+        """A reader's table: take the writer's newer committed lengths (files only grow)."""
+        self.committed = committed
+        for rel, f in list(self._open.items()):
+            if rel in committed:
+                f.length = committed[rel]
+            else:
+                self.close(rel)
 
     def in_batch(self, rel: str) -> bool:
         return rel in self._touched

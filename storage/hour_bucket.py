@@ -41,6 +41,7 @@ class HourBucket:
         self._heads: Heads | None = None
         self._heads_saved = -1  # the ``covered`` of the heads file as last read or written
         self._cancelled: np.ndarray | None = None
+        self._tombs_read = 0  # tombstones folded into ``_cancelled``
         self._verified = 0  # index entries whose crc this process has checked
         self._mapped = False
 
@@ -90,16 +91,18 @@ class HourBucket:
 
     @property
     def heads(self) -> Heads:
-        if self._heads is None:
-            n = self.count
+        """Chain heads covering every committed entry; a reader's catch up on what was appended."""
+        n = self.count
+        h = self._heads
+        if h is None:
             h = Heads.load(self.heads_path)
             if h is None or h.covered > n:
                 h = Heads()
             self._heads_saved = h.covered
-            if h.covered < n:
-                h.absorb(self.index_view()[h.covered :], h.covered)
             self._heads = h
-        return self._heads
+        if h.covered < n:
+            h.absorb(self.index_view()[h.covered :], h.covered)
+        return h
 
     def save_heads(self) -> None:
         """Write the heads cache file if it lags what is in memory."""
@@ -198,24 +201,27 @@ class HourBucket:
     # -- tombstones -----------------------------------------------------------
 
     def cancelled_mask(self) -> np.ndarray:
-        """A bitmap (bool per globalIndex) of cancelled messages."""
+        """A bitmap (bool per globalIndex) of cancelled messages, tombstones read incrementally."""
         n = self.count
-        if self._cancelled is None:
-            mask = np.zeros(n, dtype=bool)
-            f = self.files.get(self.tomb_rel)
-            if f is not None:
-                buf = f.buffer()
+        mask = self._cancelled
+        if mask is None:
+            mask = self._cancelled = np.zeros(n, dtype=bool)
+            self._tombs_read = 0
+        elif len(mask) < n:
+            mask = self._cancelled = np.concatenate([mask, np.zeros(n - len(mask), bool)])
+        f = self.files.get(self.tomb_rel)
+        k = 0 if f is None else TOMBSTONE.count_in(f.length)
+        if k > self._tombs_read:
+            buf = f.buffer()
+            if self._tombs_read == 0:
                 check_magic(bytes(buf[:MAGIC_SIZE]), TOMBSTONES, f.path)
-                k = TOMBSTONE.count_in(f.length)
-                TOMBSTONE.verify(buf, 0, k, f.path)
-                gis = TOMBSTONE.view(buf, k)["global_index"].astype(np.int64)
-                if len(gis) and gis.max() >= n:
-                    raise CorruptLogError(f.path, MAGIC_SIZE, "tombstone names no message")
-                mask[gis] = True
-            self._cancelled = mask
-        elif len(self._cancelled) < n:
-            self._cancelled = np.concatenate([self._cancelled, np.zeros(n - len(self._cancelled), bool)])
-        return self._cancelled
+            TOMBSTONE.verify(buf, self._tombs_read, k, f.path)
+            gis = TOMBSTONE.view(buf, k)["global_index"][self._tombs_read :].astype(np.int64)
+            if len(gis) and gis.max() >= n:
+                raise CorruptLogError(f.path, MAGIC_SIZE, "tombstone names no message")
+            mask[gis] = True
+            self._tombs_read = k
+        return mask
 
     def is_cancelled(self, gi: int) -> bool:
         mask = self.cancelled_mask()
@@ -226,6 +232,7 @@ class HourBucket:
         f = self.files.writable(self.tomb_rel, TOMBSTONES)
         f.append(TOMBSTONE.pack(gi))
         mask[gi] = True
+        self._tombs_read = TOMBSTONE.count_in(f.length)
 
     def close_files(self) -> None:
         """Release the fds (and maps); caches stay, files reopen on the next use."""

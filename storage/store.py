@@ -20,33 +20,30 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections import OrderedDict
-from collections.abc import Callable, Iterable
-from typing import Any, TypeVar
+from collections.abc import Callable
+from types import MappingProxyType
+from typing import TypeVar
 
 import msgpack
-import numpy as np
 
 from .check import check_store
-from .commit_journal import CommitJournal
+from .commit_journal import CommitJournal, JournalState
 from .config import StorageConfig
-from .errors import CorruptLogError, MessageExpiredError, StorageError
+from .errors import CorruptLogError, StorageError
 from .file_table import FileTable
 from .framing import committed_frames
 from .hour_bucket import HourBucket
 from .hour_names import parse_hour_name
 from .key_window import KeyWindow, key_file
-from .magic import KEY_LOG, MAGIC_SIZE, READY_LOG, check_magic
-from .message import StoredMessage
+from .magic import KEY_LOG, MAGIC_SIZE, check_magic
 from .message_id import MessageId
-from .ready_log import READY
+from .store_reads import CommittedState, StoreReads
 from .transaction import Transaction
 
 T = TypeVar("T")
 
 DATA_DIRS = ("delay", "ready", "keys")
 TORN_DIR = "torn"
-READY_VERIFY_CHUNK = 65_536  # ready entries whose checksums are remembered as verified together
 
 
 class Skipped:
@@ -67,7 +64,7 @@ def _hour_of(rel: str) -> int | None:
     return parse_hour_name(name.split(".", 1)[0])
 
 
-class Storage:
+class Storage(StoreReads):
     def __init__(
         self, directory: str, config: StorageConfig | None = None, *, read_only: bool = False
     ) -> None:
@@ -91,12 +88,10 @@ class Storage:
             self.recovered.append(f"commits.log: set aside a torn tail of {n} bytes at {at}")
         self._recover_files()
         self.files = FileTable(self.directory, self.journal.state.files)
-        self._buckets: OrderedDict[int, HourBucket] = OrderedDict()  # LRU: heads in memory
-        self._with_files: OrderedDict[int, None] = OrderedDict()  # LRU: buckets with open fds
-        self._mapped: set[int] = set()
-        self._ready_verified: dict[int, set[int]] = {}  # topic id -> verified chunks
         self._tx: Transaction | None = None
-        self._reindex_names()
+        self.generation = getattr(self, "generation", -1) + 1  # a new one per open or restore
+        self.names_version = 0
+        self._init_reads()
         self._load_keys()
 
     def _set_aside(self, rel: str, start: int) -> None:
@@ -141,15 +136,6 @@ class Storage:
                 elif rel not in committed and not name.endswith(".heads"):
                     self._set_aside(rel, 0)
 
-    def _reindex_names(self) -> None:
-        st = self.journal.state
-        self._topic_names = {tid: name for name, tid in st.topics.items()}
-        self._hours = sorted(
-            parse_hour_name(rel[6:16])
-            for rel in st.files
-            if rel.startswith("delay/") and rel.endswith(".idx")
-        )
-
     def _load_keys(self) -> None:
         self.keys = KeyWindow(self.config.key_window_ms, self.config.max_keys)
         for hour in self.key_file_hours():
@@ -162,33 +148,22 @@ class Storage:
 
     # -- state ----------------------------------------------------------------
 
-    @property
-    def applied_index(self) -> int:
-        return self.journal.state.applied_index
+    def _state(self) -> JournalState:
+        return self.journal.state
 
-    def meta(self, key: str, default: Any = None) -> Any:
-        return self.journal.state.meta.get(key, default)
+    def _in_batch(self) -> bool:
+        return self._tx is not None
 
-    @property
-    def sealed_before_hour(self) -> int:
-        return self.meta("sealed_before_hour", 0)
-
-    def topics(self) -> dict[str, int]:
-        return dict(self.journal.state.topics)
-
-    def topic_id(self, name: str) -> int | None:
-        return self.journal.state.topics.get(name)
-
-    def topic_name(self, tid: int) -> str:
-        return self._topic_names[tid]
-
-    def hours(self) -> list[int]:
-        """Hours that hold messages, ascending."""
-        return list(self._hours)
-
-    def key_file_hours(self) -> list[int]:
-        return sorted(
-            parse_hour_name(rel[5:15]) for rel in self.journal.state.files if rel.startswith("keys/")
+    def published(self) -> CommittedState:
+        """The committed state as it is now, for readers on other threads (StoreReader)."""
+        st = self.journal.state
+        return CommittedState(
+            st.applied_index,
+            MappingProxyType(dict(st.files)),
+            MappingProxyType(dict(st.topics)),
+            MappingProxyType(dict(st.meta)),
+            self.generation,
+            self.names_version,
         )
 
     # -- writes ---------------------------------------------------------------
@@ -232,6 +207,7 @@ class Storage:
             self._with_files.pop(hour, None)
             self._buckets.pop(hour, HourBucket(self.files, hour)).remove_cache_files()
         if names_changed:
+            self.names_version += 1
             self._reindex_names()
         self._evict()
         return result
@@ -253,102 +229,8 @@ class Storage:
         assert self._tx is not None
         self._tx.dropped_hours.add(hour)
 
-    # -- reads ----------------------------------------------------------------
-
-    def bucket(self, hour: int) -> HourBucket:
-        b = self._buckets.get(hour)
-        if b is None:
-            b = self._buckets[hour] = HourBucket(self.files, hour)
-            b.set_mapped(hour in self._mapped)
-        else:
-            self._buckets.move_to_end(hour)
-        self._with_files[hour] = None
-        self._with_files.move_to_end(hour)
-        if self._tx is None:
-            self._evict()
-        return b
-
-    def _evict(self) -> None:
-        """Trim both LRUs; never during a batch, whose files must stay open until commit."""
-        cfg = self.config
-        for tier, limit in ((self._with_files, cfg.max_open_hours), (self._buckets, cfg.max_cached_hours)):
-            excess = len(tier) - limit
-            for hour in list(tier):
-                if excess <= 0:
-                    break
-                if hour in self._mapped:
-                    continue
-                if tier is self._buckets:
-                    tier.pop(hour).close(save_heads=not self.read_only)
-                    self._with_files.pop(hour, None)
-                else:
-                    tier.pop(hour)
-                    if hour in self._buckets:
-                        self._buckets[hour].close_files()
-                excess -= 1
-
-    def map_hours(self, hours: Iterable[int]) -> None:
-        """Read these hours through mmap (the current and next delivery hours); unmap the rest."""
-        wanted = set(hours)
-        for hour in self._mapped - wanted:
-            if hour in self._buckets:
-                self._buckets[hour].set_mapped(False)
-        self._mapped = wanted
-        for hour in wanted:
-            self.bucket(hour).set_mapped(True)
-
-    def mapped_hours(self) -> set[int]:
-        return set(self._mapped)
-
-    def _check_retained(self, mid: MessageId) -> None:
-        if mid.hour < self.meta("retained_from_hour", 0):
-            raise MessageExpiredError(f"message {mid} was removed by retention")
-
-    def read_message(self, mid: MessageId) -> StoredMessage:
-        self._check_retained(mid)
-        return self.bucket(mid.hour).read_message(mid.global_index)
-
-    def index_entry(self, mid: MessageId) -> np.void:
-        self._check_retained(mid)
-        return self.bucket(mid.hour).entry(mid.global_index)
-
-    def is_cancelled(self, mid: MessageId) -> bool:
-        self._check_retained(mid)
-        return self.bucket(mid.hour).is_cancelled(mid.global_index)
-
     def lookup_key(self, topic: str, key: str) -> MessageId | None:
         return self.keys.get(topic, key)
-
-    def ready_file(self, topic: str):
-        tid = self.topic_id(topic)
-        return None if tid is None else self.files.get(f"ready/{tid}.rdy")
-
-    def ready_count(self, topic: str) -> int:
-        f = self.ready_file(topic)
-        return 0 if f is None else READY.count_in(f.length)
-
-    def read_ready(self, topic: str, start: int = 0, stop: int | None = None) -> np.ndarray:
-        """Ready-log entries ``start .. stop-1`` (read-only), each checksum verified.
-
-        Reads and verifies only that range, so the first read of a long log after start
-        costs what it reads; a whole chunk of ``READY_VERIFY_CHUNK`` entries, once read,
-        is not verified again."""
-        f = self.ready_file(topic)
-        if f is None:
-            return np.empty(0, dtype=READY.dtype)
-        n = READY.count_in(f.length)
-        stop = n if stop is None else min(stop, n)
-        start = min(start, stop)
-        tid = self.topic_id(topic)
-        done = self._ready_verified.get(tid)
-        if done is None:
-            check_magic(f.read(0, MAGIC_SIZE), READY_LOG, f.path)
-            done = self._ready_verified[tid] = set()
-        chunk = READY_VERIFY_CHUNK
-        todo = [c for c in range(start // chunk, -(-stop // chunk)) if c not in done]
-        rows = READY.read(f, start, stop, start if todo else stop)
-        done.update(c for c in todo if start <= c * chunk and (c + 1) * chunk <= stop)
-        return rows
 
     # -- snapshots ------------------------------------------------------------
 
@@ -358,7 +240,7 @@ class Storage:
         Every file the journal names is append-only (a failed batch only cuts back what it
         appended), so each is hard-linked: the bytes up to its committed length never
         change, and the checkpoint written here names those lengths. That makes a snapshot
-        O(files), not O(bytes), under the apply lock. The folder shares inodes with this
+        O(files), not O(bytes), on the writer's thread. The folder shares inodes with this
         store: ship it or open it read-only; :meth:`restore` copies the committed prefixes.
         Returns the relative paths written.
         """
@@ -399,10 +281,7 @@ class Storage:
         return check_store(self, on_hour)
 
     def close(self) -> None:
-        for b in self._buckets.values():
-            b.close(save_heads=not self.read_only)
-        self._buckets.clear()
-        self._with_files.clear()
+        self._close_buckets()
         self.files.close_all()
         self.journal.close()
 

@@ -14,8 +14,8 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from horologe.storage import Storage
 from horologe.storage.delay_index import MS_PER_HOUR, SECONDS_PER_HOUR
+from horologe.storage.store_reads import StoreReads
 
 from .loaded_second import LoadedSecond
 from .watermark import Watermark
@@ -25,7 +25,7 @@ class SecondCache:
     """The last few seconds read, so a hot second released in many small advances is
     walked once and then only caught up."""
 
-    def __init__(self, store: Storage, capacity: int = 8) -> None:
+    def __init__(self, store: StoreReads, capacity: int = 8) -> None:
         self.store = store
         self.capacity = capacity
         self._seconds: OrderedDict[int, LoadedSecond] = OrderedDict()
@@ -44,7 +44,7 @@ class SecondCache:
         self._seconds.clear()
 
 
-def nonempty_seconds(store: Storage, first_ms: int, last_ms: int, hours: list[int]) -> Iterator[int]:
+def nonempty_seconds(store: StoreReads, first_ms: int, last_ms: int, hours: list[int]) -> Iterator[int]:
     """Epoch seconds between the two times (inclusive) that hold any message, looking
     only in ``hours`` (ascending hours that may hold messages)."""
     for hour in hours[bisect.bisect_left(hours, first_ms // MS_PER_HOUR) :]:
@@ -58,7 +58,7 @@ def nonempty_seconds(store: Storage, first_ms: int, last_ms: int, hours: list[in
             yield hour * 3600 + s0 + int(sec)
 
 
-def expand(store: Storage, w_old: Watermark, w_new: Watermark, cache: SecondCache) -> Iterator[np.ndarray]:
+def expand(store: StoreReads, w_old: Watermark, w_new: Watermark, cache: SecondCache) -> Iterator[np.ndarray]:
     """Yield, second by second, the due rows (loaded_second.DUE) of the advance."""
     if w_new <= w_old:
         return

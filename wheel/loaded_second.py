@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from horologe.storage import Storage
+from horologe.storage.store_reads import StoreReads
 
 from .watermark import ALL, Watermark
 
@@ -26,7 +26,7 @@ class LoadedSecond:
 
     __slots__ = ("store", "abs_sec", "known", "rows")
 
-    def __init__(self, store: Storage, abs_sec: int) -> None:
+    def __init__(self, store: StoreReads, abs_sec: int) -> None:
         self.store = store
         self.abs_sec = abs_sec
         self.known = 0  # how many of the second's messages ``rows`` holds

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Iterator
 
 import numpy as np
 
-from horologe.storage import Storage
+from horologe.storage.store_reads import StoreReads
 
 from .errors import DelayTooLongError
 from .expand import nonempty_seconds
@@ -38,7 +38,7 @@ NEVER = 1 << 62
 class TimeWheel:
     def __init__(
         self,
-        store: Storage,
+        store: StoreReads,
         ws: Watermark,
         *,
         preload_ms: int = DEFAULT_PRELOAD_MS,

@@ -7,6 +7,7 @@ import os
 import numpy as np
 
 from horologe.cluster import CANCEL, CANCELLED, DELIVERED, PRODUCE, SYNC, UNKNOWN, Entry, StateMachine
+from horologe.cluster.committed_reads import counters, delivered_at, message_status
 from horologe.storage import CorruptLogError, Message, MessageId, ReadyEntry, Storage, StorageConfig
 from horologe.wheel import ALL, Watermark
 
@@ -110,8 +111,9 @@ def test_cancel_states(tmp_path):
     ]
     sm.apply(5, sync(Watermark(T + 6_000), T + 6_000))
     assert len(ready(sm)) == 1  # the cancelled one was skipped
-    assert sm.status(ids[1]).state == CANCELLED and sm.status(ids[0]).delivered_at_ms == T + 20
-    assert sm.counters() == {"stored": 2, "delivered": 1, "cancelled": 1}
+    assert message_status(sm.store, ids[1]).state == CANCELLED
+    assert message_status(sm.store, ids[0]).delivered_at_ms == T + 20
+    assert counters(sm.store) == {"stored": 2, "delivered": 1, "cancelled": 1}
 
 
 def test_bad_entry_is_recorded_not_raised(tmp_path):
@@ -162,5 +164,5 @@ def test_delivered_at_is_found_by_bisection_despite_small_clock_regressions(tmp_
     rows = [ReadyEntry(5, k, 0, int(delivered[k]) - 50, int(delivered[k])) for k in range(n)]
     sm.store.apply(1, lambda tx: tx.append_ready("t", rows))
     for k in (0, 1, n // 2 - 1, n // 2, n // 2 + 1, n - 1):
-        assert sm._delivered_at("t", MessageId(5, k), int(delivered[k]) - 50) == int(delivered[k])
-    assert sm._delivered_at("t", MessageId(6, 0), T) is None
+        assert delivered_at(sm.store, "t", MessageId(5, k), int(delivered[k]) - 50) == int(delivered[k])
+    assert delivered_at(sm.store, "t", MessageId(6, 0), T) is None

@@ -1,25 +1,85 @@
-"""One pull turn reads a bounded part of a ready log, whatever the filter rejects."""
+"""Consumers built without a node: a committed view and a proposal function are all they need."""
 
 from __future__ import annotations
 
-import threading
-from types import SimpleNamespace
+import asyncio
 
-from horologe.cluster import StateMachine
+import pytest
+
+from horologe.cluster import ACK, PRODUCE, SYNC
 from horologe.node.consumers import SCAN_LIMIT, Consumers, TagFilter
 from horologe.node.receipts import Receipts
-from horologe.storage import ReadyEntry, Storage, StorageConfig
+from horologe.storage import Message, ReadyEntry
+from horologe.wheel import ALL, Watermark
+
+from .local_log import LocalLog
 
 T = 1_767_225_600_000
 
 
-def test_a_filter_that_matches_nothing_reads_at_most_scan_limit_entries(tmp_path):
-    sm = StateMachine(Storage(str(tmp_path / "s"), StorageConfig(fsync=False)))
+@pytest.fixture
+def log(tmp_path):
+    now = [T]
+    log = LocalLog(str(tmp_path / "s"), lambda: now[0])
+    log.now = now
+    yield log
+    log.close()
+
+
+def consumers_over(log: LocalLog) -> Consumers:
+    return Consumers(log.view, log.propose, log.clock, (1000,), 50, Receipts("secret"))
+
+
+def test_a_filter_that_matches_nothing_reads_at_most_scan_limit_entries(log):
     n = SCAN_LIMIT + 100_000
-    sm.store.apply(1, lambda tx: tx.append_ready("t", [ReadyEntry(5, k, 0, T, T) for k in range(n)]))
-    svc = SimpleNamespace(lock=threading.Lock(), state=sm, store=sm.store)
-    consumers = Consumers(svc, (1000,), 50, Receipts("secret"))
+    log.machine.store.apply(1, lambda tx: tx.append_ready("t", [ReadyEntry(5, k, 0, T, T) for k in range(n)]))
+    log.index = 1
+    consumers = consumers_over(log)
     out, skipped = [], []
+    consumers._scan("g", "t", TagFilter.parse("red"), 32, T, out, skipped, 30_000)
+    assert out == skipped == []  # the view has not followed the write yet: nothing to read
+    log.publish()
     consumers._scan("g", "t", TagFilter.parse("red"), 32, T, out, skipped, 30_000)
     assert out == [] and len(skipped) == SCAN_LIMIT  # skip-acks for what it read, no more
     assert [off for _, _, off in skipped] == list(range(SCAN_LIMIT))
+
+
+async def _deliver(log: LocalLog, n: int) -> None:
+    """Store ``n`` messages due at T and let the watermark pass them."""
+    await log.propose(PRODUCE, messages=[Message("t", b"m%d" % i, T, T) for i in range(n)])
+    log.now[0] = T + 1
+    log.ws = lambda: Watermark(T, ALL)
+    await log.propose(SYNC)
+
+
+def test_pull_ack_and_nack_over_the_view(log):
+    async def run() -> None:
+        await _deliver(log, 3)
+        consumers = consumers_over(log)
+        task = asyncio.create_task(consumers.ack_commit.run())
+        got = await consumers.pull("g", "t", None, 10, 0, 30_000)
+        assert [m["body"] for m in got] == ["m0", "m1", "m2"]
+        assert await consumers.pull("g", "t", None, 10, 0, 30_000) == []  # leased
+        assert await consumers.ack("g", [got[0]["receipt"], got[0]["receipt"]]) == 1
+        assert log.view.group_progress("g", "t").is_acked(0)
+        assert await consumers.nack("g", [got[1]["receipt"]]) == {"retried": 1, "dead_lettered": 0}
+        assert [r.kind for r in log.applied][-2:] == [ACK, "R"]
+        task.cancel()
+
+    asyncio.run(run())
+
+
+def test_a_waiting_pull_wakes_on_notify(log):
+    async def run() -> None:
+        consumers = consumers_over(log)
+        pull = asyncio.create_task(consumers.pull("g", "t", None, 10, 5_000, 30_000))
+        await asyncio.sleep(0.05)
+        assert not pull.done()
+        await _deliver(log, 1)
+        consumers.notify()
+        for _ in range(10):  # a few turns of the loop, no timer: the notify wakes it
+            await asyncio.sleep(0)
+        assert pull.done()
+        assert [m["body"] for m in pull.result()] == ["m0"]
+
+    asyncio.run(run())

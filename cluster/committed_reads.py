@@ -1,0 +1,112 @@
+"""What the replicated state says, read from a store at a committed state.
+
+The state machine uses these functions on its writer store while applying; a node's
+event loop uses them on its :class:`~horologe.storage.store_reader.StoreReader`
+(node/committed_view.py) without ever taking a lock. They only read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+import numpy as np
+
+from horologe.storage import MessageExpiredError, MessageId, UnknownMessageError
+from horologe.storage.delay_index import slot_ms
+from horologe.storage.store_reads import StoreReads
+from horologe.wheel import Watermark
+
+from .consumer_groups import GroupProgress, progress_key
+
+
+class MessageState(StrEnum):
+    """What ``GET /v1/messages/{id}`` and cancels report (the wire keeps the strings)."""
+
+    SCHEDULED = "scheduled"
+    DELIVERED = "delivered"
+    CANCELLED = "cancelled"
+    UNKNOWN = "unknown"
+
+
+SCHEDULED, DELIVERED, CANCELLED, UNKNOWN = MessageState
+DELIVERED_AT_SLACK_MS = 600_000  # far beyond how far one master's clock may trail another's
+STATUS_SCAN_ROWS = 4_000_000  # a status looks no further for a ready entry (160 MB of log)
+STATUS_SCAN_CHUNK = 65_536
+COUNTERS = ("stored", "delivered", "cancelled")
+
+
+@dataclass(frozen=True)
+class MessageStatus:
+    id: MessageId
+    topic: str
+    state: MessageState
+    deliver_at_ms: int
+    delivered_at_ms: int | None
+
+
+def watermark(reads: StoreReads) -> Watermark:
+    """The committed delivery watermark."""
+    wire = reads.meta("ws")
+    return Watermark(0) if wire is None else Watermark.from_wire(wire)
+
+
+def counters(reads: StoreReads) -> dict[str, int]:
+    return {k: reads.meta(k, 0) for k in COUNTERS}
+
+
+def group_progress(reads: StoreReads, group: str, topic: str) -> GroupProgress:
+    return GroupProgress.from_wire(reads.meta(progress_key(group, topic)))
+
+
+def message_state(reads: StoreReads, mid: MessageId | None, w: Watermark) -> MessageState:
+    """State of ``mid`` with the delivery watermark at ``w``."""
+    if mid is None:
+        return UNKNOWN
+    try:
+        e = reads.index_entry(mid)
+    except MessageExpiredError:
+        return DELIVERED
+    except UnknownMessageError:
+        return UNKNOWN
+    if reads.is_cancelled(mid):
+        return CANCELLED
+    slot = int(slot_ms(mid.hour, e))
+    return DELIVERED if (slot, int(e["local_index"])) <= tuple(w) else SCHEDULED
+
+
+def message_status(reads: StoreReads, mid: MessageId) -> MessageStatus:
+    """State of one message: O(1) from its id; delivered_at from its ready entry."""
+    stored = reads.read_message(mid)
+    state = message_state(reads, mid, watermark(reads))
+    at = None
+    if state == DELIVERED:
+        at = delivered_at(reads, stored.message.topic, mid, stored.message.deliver_at_ms)
+    return MessageStatus(mid, stored.message.topic, state, stored.message.deliver_at_ms, at)
+
+
+def delivered_at(reads: StoreReads, topic: str, mid: MessageId, deliver_at_ms: int) -> int | None:
+    """Find the message's ready entry without reading the whole log.
+
+    A message is never delivered before its deliver_at by the delivering master's
+    clock, and delivered_at runs forward in the log except where one master's clock
+    is behind the last one's: by far less than ``DELIVERED_AT_SLACK_MS``. So no entry
+    before the first with delivered_at >= deliver_at - slack (found by bisection)
+    can be this message's; it is searched from there, at most ``STATUS_SCAN_ROWS``.
+    """
+    n = reads.ready_count(topic)
+    target = deliver_at_ms - DELIVERED_AT_SLACK_MS
+    lo, hi = 0, n
+    while lo < hi:
+        mid_row = (lo + hi) // 2
+        if int(reads.read_ready(topic, mid_row, mid_row + 1)["delivered_at_ms"][0]) < target:
+            lo = mid_row + 1
+        else:
+            hi = mid_row
+    stop = min(n, lo + STATUS_SCAN_ROWS)
+    for start in range(lo, stop, STATUS_SCAN_CHUNK):
+        rows = reads.read_ready(topic, start, min(stop, start + STATUS_SCAN_CHUNK))
+        hit = np.flatnonzero((rows["hour"] == mid.hour) & (rows["global_index"] == mid.global_index))
+        if len(hit):
+            return int(rows["delivered_at_ms"][hit[0]])
+    return None

@@ -1,0 +1,54 @@
+"""The event loop's view of the replicated state: what the tick thread last published.
+
+The writer publishes an :class:`~horologe.cluster.raft_node.Applied` after every
+apply; the loop hands it to :meth:`CommittedView.follow` before anything else sees
+the apply's result, so a proposal answered here is always visible here. Reads take
+no lock and never wait on the writer (cluster/loop_crossing.py).
+"""
+
+from __future__ import annotations
+
+from horologe.cluster.committed_reads import (
+    MessageStatus,
+    counters,
+    group_progress,
+    message_status,
+    watermark,
+)
+from horologe.cluster.consumer_groups import GroupProgress
+from horologe.cluster.raft_node import Applied
+from horologe.storage import MessageId
+from horologe.storage.store_reader import StoreReader
+from horologe.wheel import Watermark
+
+
+class CommittedView:
+    def __init__(self, reader: StoreReader) -> None:
+        self.reads = reader
+        self.halted: str | None = None
+        self.skipped_entries = 0
+
+    def follow(self, applied: Applied) -> None:
+        self.reads.follow(applied.committed)
+        self.halted = applied.halted
+        self.skipped_entries = applied.skipped
+
+    @property
+    def applied_index(self) -> int:
+        return self.reads.applied_index
+
+    @property
+    def ws(self) -> Watermark:
+        return watermark(self.reads)
+
+    def counters(self) -> dict[str, int]:
+        return counters(self.reads)
+
+    def group_progress(self, group: str, topic: str) -> GroupProgress:
+        return group_progress(self.reads, group, topic)
+
+    def status(self, mid: MessageId) -> MessageStatus:
+        return message_status(self.reads, mid)
+
+    def close(self) -> None:
+        self.reads.close()

@@ -1,0 +1,117 @@
+"""The wheel driver built without a node: a view, a proposal function and a clock."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from horologe.cluster import PRODUCE, SYNC
+from horologe.node.wheel_driver import WheelDriver, WheelSettings
+from horologe.storage import Message
+
+from .local_log import LocalLog
+
+T = 1_767_225_600_000
+
+
+def _driver(tmp_path) -> tuple[LocalLog, WheelDriver]:
+    t0 = time.monotonic()
+    log = LocalLog(str(tmp_path / "s"), lambda: T + int((time.monotonic() - t0) * 1000))
+    driver = WheelDriver(
+        log.view.reads,
+        lambda: log.view.ws,
+        lambda now: log.propose(SYNC, clock_ms=now),
+        log.clock,
+        WheelSettings(fire_batch_limit=1000, sync_interval_ms=50),
+    )
+    log.ws = lambda: driver.ws  # entries carry the live watermark, as the node stamps them
+    log.listeners.append(lambda res: driver.on_append(res.pending_slots))
+    return log, driver
+
+
+def _runs() -> list[asyncio.Task]:
+    return [t for t in asyncio.all_tasks() if t.get_coro().__qualname__ == "WheelDriver._run"]
+
+
+async def _until(predicate, turns: int = 400) -> bool:
+    for _ in range(turns):
+        if predicate():
+            return True
+        await asyncio.sleep(0.01)
+    return predicate()
+
+
+def test_fires_what_is_stored_before_and_after_it_leads(tmp_path):
+    log, driver = _driver(tmp_path)
+
+    async def run() -> None:
+        await log.propose(PRODUCE, messages=[Message("t", b"early", T + 30, T)])
+        driver.start()
+        assert await _until(lambda: log.view.reads.ready_count("t") == 1)
+        # Stored while it leads, due shortly: on_append shortens the wait.
+        await log.propose(PRODUCE, messages=[Message("t", b"late", log.clock() + 40, T)])
+        assert await _until(lambda: log.view.reads.ready_count("t") == 2)
+        assert driver.syncs_led >= 2
+        await driver.stop()
+        assert driver.wheel is None
+
+    try:
+        asyncio.run(run())
+    finally:
+        log.close()
+
+
+def test_losing_and_regaining_the_role_at_once_leaves_one_leader(tmp_path):
+    log, driver = _driver(tmp_path)
+
+    async def run() -> None:
+        driver.start()
+        assert await _until(lambda: driver.wheel is not None)
+        first = driver.wheel
+        driver.cancel()
+        driver.start()  # regained before the first run let go
+        assert await _until(lambda: driver.wheel is not None and driver.wheel is not first)
+        assert len(_runs()) == 1  # the cancelled run is gone; only the new one leads
+        await driver.stop()
+        assert driver.wheel is None and _runs() == []
+
+    try:
+        asyncio.run(run())
+    finally:
+        log.close()
+
+
+def test_stop_ends_a_run_whose_cancel_was_swallowed(tmp_path):
+    """asyncio.wait_for (3.11) can return a result and drop the cancel that raced it."""
+    log, _ = _driver(tmp_path)
+
+    in_sync = asyncio.Event()
+
+    async def swallowing_sync(now: int) -> None:
+        in_sync.set()
+        try:
+            await asyncio.sleep(0.05)
+        except asyncio.CancelledError:
+            pass  # as wait_for does when the inner result is in at the same moment
+        await log.propose(SYNC, clock_ms=now)
+
+    driver = WheelDriver(
+        log.view.reads,
+        lambda: log.view.ws,
+        swallowing_sync,
+        log.clock,
+        WheelSettings(fire_batch_limit=1000, sync_interval_ms=50),
+    )
+
+    async def run() -> None:
+        driver.start()
+        assert await _until(lambda: driver.wheel is not None)
+        in_sync.clear()
+        await in_sync.wait()  # the run is inside a sync now: the cancel lands there
+        await asyncio.wait_for(driver.stop(), 5)  # a hang here is the bug
+        assert driver.wheel is None and _runs() == []
+
+    try:
+        asyncio.run(run())
+    finally:
+        log.close()
