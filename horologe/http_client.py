@@ -9,7 +9,7 @@ import urllib.error
 import urllib.request
 from urllib.parse import urljoin
 
-from horologe.client.core import parse_body
+from horologe.client.calls import parse_body
 
 
 class ApiCallError(Exception):

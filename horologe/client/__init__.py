@@ -2,10 +2,13 @@
 
 Both follow 307 redirects to the master and remember it, fail over across the node URLs
 they were given, and give every produced message an idempotency key (unless you pass
-one), so a send retried across a failover is stored once.
+one), so a send retried across a failover is stored once. :class:`RawClient` sends one
+request and hands back the answer as it is (a :class:`Reply`), for tests and tools.
+All three run on httpx (:mod:`horologe.client.calls`).
 """
 
 from .async_client import AsyncClient
+from .calls import Reply
 from .errors import (
     AlreadyDeliveredError,
     AuthError,
@@ -15,6 +18,7 @@ from .errors import (
     UnavailableError,
 )
 from .models import MessageStatus, ReceivedMessage, Scheduled
+from .raw_client import RawClient
 from .sync_client import Client
 
 __all__ = [
@@ -26,7 +30,9 @@ __all__ = [
     "InvalidRequestError",
     "MessageStatus",
     "NotFoundError",
+    "RawClient",
     "ReceivedMessage",
+    "Reply",
     "Scheduled",
     "UnavailableError",
 ]

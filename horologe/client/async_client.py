@@ -2,69 +2,48 @@
 
 from __future__ import annotations
 
-import asyncio
 from urllib.parse import quote, urlencode
 
-import aiohttp
+import httpx
 
-from . import core
-from .errors import HorologeError, UnavailableError
+from . import calls, core
+from .calls import Reply
+from .errors import HorologeError
 from .models import MessageStatus, ReceivedMessage, Scheduled
 
 
 class AsyncClient(core.ClientSettings):
-    """Same calls as :class:`horologe.client.Client`, awaitable, over one aiohttp session."""
+    """Same calls as :class:`horologe.client.Client`, awaitable, over one pooled httpx.AsyncClient."""
 
     def __init__(self, urls, token: str, **settings) -> None:
-        """``settings``: admin_token, timeout (s, per request), retry_s (s, across failover)."""
+        """``settings``: admin_token, timeout (s, per request; None: no limit), retry_s (s,
+        across failover), transport (an httpx transport, e.g. ``httpx.MockTransport`` in tests)."""
         super().__init__(urls, token, **settings)
-        self._session: aiohttp.ClientSession | None = None
+        self._http: httpx.AsyncClient | None = None
 
     async def __aenter__(self) -> AsyncClient:
-        self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=self.timeout))
+        self._http = httpx.AsyncClient(timeout=self.timeout, transport=self.transport)
         return self
 
     async def __aexit__(self, *exc) -> None:
         await self.close()
 
     async def close(self) -> None:
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
+        if self._http is not None:
+            await self._http.aclose()
+            self._http = None
 
-    async def _call(self, method: str, path: str, body=None, *, admin: bool = False, resend: bool = True):
-        if self._session is None:
+    async def request(
+        self, method: str, path: str, body=None, *, admin: bool = False, resend: bool = True
+    ) -> Reply:
+        """See :meth:`horologe.client.Client.request`."""
+        if self._http is None:
             raise RuntimeError("use 'async with AsyncClient(...)'")
-        token = self.admin_token if admin else self.token
-        headers = {"Authorization": f"Bearer {token}"} if token else {}
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.retry_s
-        last: HorologeError = UnavailableError("no node answered")
-        while True:
-            for base in self.endpoints.order():
-                try:
-                    async with self._session.request(
-                        method, base + path, json=body, headers=headers, allow_redirects=False
-                    ) as r:
-                        status, location = r.status, r.headers.get("Location")
-                        text = await r.text()
-                    payload = core.parse_body(text)
-                except TimeoutError:
-                    last = self.endpoints.unreachable(base, "timed out", timed_out=True, resend=resend)
-                    continue
-                except aiohttp.ClientError as e:
-                    last = self.endpoints.unreachable(base, e, timed_out=False, resend=resend)
-                    continue
-                outcome = self.endpoints.answered(base, status, payload, location)
-                if outcome is core.REDIRECTED:
-                    break  # go again, master first
-                if not isinstance(outcome, HorologeError):
-                    return outcome
-                last = outcome
-            else:
-                if loop.time() > deadline:
-                    raise last
-                await asyncio.sleep(0.2)
+        plan = self.plan(self._http.build_request, method, path, body, admin=admin, resend=resend)
+        return await calls.run_async(self._http, plan)
+
+    async def _call(self, method: str, path: str, body=None, **options):
+        return (await self.request(method, path, body, **options)).body
 
     async def produce(self, topic: str, body: bytes | str, **options) -> Scheduled:
         msg = core.message_body(topic, body, **options)
@@ -113,3 +92,10 @@ class AsyncClient(core.ClientSettings):
             {"group": group, "receipts": receipts},
             resend=False,
         )
+
+    async def node_status(self) -> dict:
+        return await self._call("GET", "/admin/status", admin=True)
+
+    async def release_master(self, to: str | None = None) -> dict:
+        body = {"to": to} if to else {}
+        return await self._call("POST", "/admin/release-master", body, admin=True, resend=False)

@@ -2,65 +2,42 @@
 
 from __future__ import annotations
 
-import json
-import socket
-import time
-import urllib.error
-import urllib.request
+from urllib.parse import quote, urlencode
 
-from . import core
-from .errors import HorologeError, UnavailableError
+import httpx
+
+from . import calls, core
+from .calls import Reply
+from .errors import HorologeError
 from .models import MessageStatus, ReceivedMessage, Scheduled
 
 
-class _NoRedirect(urllib.request.HTTPRedirectHandler):
-    def redirect_request(self, *args, **kwargs):
-        return None  # 307s are followed by Client itself, keeping method and body
+class Client(core.ClientSettings, calls.BlockingPool):
+    """Talks to any node; follows the master, and retries across failover for ``retry_s``.
 
-
-class Client(core.ClientSettings):
-    """Talks to any node; follows the master, and retries across failover for ``retry_s``."""
+    One pool of kept-alive connections per client: make one and reuse it, and
+    :meth:`close` it (or use ``with Client(...) as c:``) when done. Safe to share
+    between threads.
+    """
 
     def __init__(self, urls, token: str, **settings) -> None:
-        """``settings``: admin_token, timeout (s, per request), retry_s (s, across failover)."""
+        """``settings``: admin_token, timeout (s, per request; None: no limit), retry_s (s,
+        across failover), transport (an httpx transport, e.g. ``httpx.MockTransport`` in tests)."""
         super().__init__(urls, token, **settings)
-        self._opener = urllib.request.build_opener(_NoRedirect)
+        self._http = httpx.Client(timeout=self.timeout, transport=self.transport)
 
-    def _send(self, method: str, url: str, token: str | None, body):
-        data = None if body is None else json.dumps(body).encode()
-        req = urllib.request.Request(url, data=data, method=method)
-        req.add_header("Content-Type", "application/json")
-        if token:
-            req.add_header("Authorization", f"Bearer {token}")
-        try:
-            with self._opener.open(req, timeout=self.timeout) as r:
-                return r.status, core.parse_body(r.read()), None
-        except urllib.error.HTTPError as e:
-            return e.code, core.parse_body(e.read()), e.headers.get("Location")
+    def request(
+        self, method: str, path: str, body=None, *, admin: bool = False, resend: bool = True
+    ) -> Reply:
+        """Any API call, e.g. ``request("DELETE", f"/v1/messages/{id}")``, following the
+        master and retrying like the calls below. Returns the 2xx :class:`Reply`; an error
+        answer raises its :class:`HorologeError`. ``admin`` sends the admin token;
+        ``resend=False`` for a call that must not be repeated after a timeout."""
+        plan = self.plan(self._http.build_request, method, path, body, admin=admin, resend=resend)
+        return calls.run_blocking(self._http, plan)
 
-    def _call(self, method: str, path: str, body=None, *, admin: bool = False, resend: bool = True):
-        """One API call; ``resend=False`` for calls that must not be repeated after a timeout."""
-        token = self.admin_token if admin else self.token
-        deadline = time.monotonic() + self.retry_s
-        last: HorologeError = UnavailableError("no node answered")
-        while True:
-            for base in self.endpoints.order():
-                try:
-                    status, payload, location = self._send(method, base + path, token, body)
-                except (urllib.error.URLError, ConnectionError, TimeoutError) as e:
-                    timed_out = isinstance(e, socket.timeout | TimeoutError) or "timed out" in str(e)
-                    last = self.endpoints.unreachable(base, e, timed_out=timed_out, resend=resend)
-                    continue
-                outcome = self.endpoints.answered(base, status, payload, location)
-                if outcome is core.REDIRECTED:
-                    break  # go again, master first
-                if not isinstance(outcome, HorologeError):
-                    return outcome
-                last = outcome
-            else:
-                if time.monotonic() > deadline:
-                    raise last
-                time.sleep(0.2)
+    def _call(self, method: str, path: str, body=None, **options):
+        return self.request(method, path, body, **options).body
 
     # -- producing ----------------------------------------------------------------
 
@@ -83,8 +60,6 @@ class Client(core.ClientSettings):
         self._call("DELETE", f"/v1/messages/{message_id}")
 
     def cancel_key(self, topic: str, key: str) -> None:
-        from urllib.parse import urlencode
-
         self._call("DELETE", f"/v1/messages?{urlencode({'topic': topic, 'key': key})}")
 
     # -- consuming ----------------------------------------------------------------
@@ -124,6 +99,4 @@ class Client(core.ClientSettings):
 
 
 def _quote(topic: str) -> str:
-    from urllib.parse import quote
-
     return quote(topic, safe="")

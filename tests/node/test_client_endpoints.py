@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from horologe.client.core import Endpoints
+from horologe.client.calls import Endpoints
 from horologe.client.errors import UnavailableError
 
 

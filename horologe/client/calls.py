@@ -1,0 +1,262 @@
+"""How one API call goes over HTTP (httpx), for Client, AsyncClient and RawClient alike.
+
+A call is written once, as a plan: a generator that yields what to do next, either an
+``httpx.Request`` to send or a pause in seconds, and is sent back what came of it, the
+``httpx.Response`` or the error that says the node could not be reached.
+:func:`run_blocking` carries a plan out on an ``httpx.Client``, :func:`run_async` on an
+``httpx.AsyncClient``. So the blocking and the asyncio client build requests, follow the
+master, retry and map errors with the same code.
+
+The SDK's plan (:func:`api_call`):
+
+- sends to the master first once one is known, then to the other nodes given;
+- follows a 307 with the same method and body, only to a host the client was given
+  (:meth:`Endpoints.redirected`), at most ``MAX_REDIRECTS`` in a row;
+- goes on to the next node after a 503, a refused connection or a timeout, and starts
+  over after ``RETRY_PAUSE_S`` until ``retry_s`` has passed; any other error answer is
+  raised at once (:func:`horologe.client.errors.error_for`);
+- raises at once when a call that must not be resent timed out after it was sent.
+
+The raw plan (:func:`single`) sends once and returns whatever came back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Callable, Generator
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+
+from .errors import HorologeError, UnavailableError, error_for
+
+RETRY_PAUSE_S = 0.2
+# More 307s in a row than this means the nodes do not agree on a master yet: pause, retry.
+MAX_REDIRECTS = 3
+
+# The node could not be reached or dropped the connection: worth trying another node.
+# Other httpx errors (a URL scheme it cannot send to, a header it cannot write) are the
+# caller's and propagate.
+UNREACHABLE = (httpx.NetworkError, httpx.TimeoutException, httpx.RemoteProtocolError, httpx.ProxyError)
+# Timed out after the request went out: the node may have applied it.
+MAYBE_APPLIED = (httpx.ReadTimeout, httpx.WriteTimeout)
+
+Build = Callable[..., httpx.Request]  # an httpx client's build_request: it adds the client's timeouts
+Sent = httpx.Response | httpx.TransportError | None
+Plan = Generator[httpx.Request | float, Sent, Any]
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One HTTP answer: ``status``, ``body`` (its JSON; a body that is not JSON becomes
+    ``{"error": {"message": <text>}}``), ``headers`` (case-insensitive) and ``content``."""
+
+    status: int
+    body: Any
+    headers: httpx.Headers
+    content: bytes
+
+    @classmethod
+    def of(cls, response: httpx.Response) -> Reply:
+        return cls(response.status_code, parse_body(response.content), response.headers, response.content)
+
+    @property
+    def text(self) -> str:
+        return self.content.decode(errors="replace")
+
+    def result(self):
+        """The body of a 2xx answer; any other status raises its :class:`HorologeError`."""
+        if 200 <= self.status < 300:
+            return self.body
+        raise error_for(self.status, self.body)
+
+
+def parse_body(raw: bytes | str):
+    """An answer's JSON; a body that is not JSON becomes an error message."""
+    try:
+        return json.loads(raw) if raw else {}
+    except ValueError:
+        text = raw.decode(errors="replace") if isinstance(raw, bytes) else raw
+        return {"error": {"message": text}}
+
+
+def check_token(token: str | None) -> None:
+    """Refuse a token the Authorization header cannot carry, before anything is sent."""
+    if token is not None and not (isinstance(token, str) and token.isascii() and token.isprintable()):
+        raise ValueError("a token must be a string of printable ASCII characters")
+
+
+def auth(token: str | None) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"} if token else {}
+
+
+class Endpoints:
+    """The known nodes, and the master once a redirect or an answer has named it."""
+
+    def __init__(self, urls) -> None:
+        urls = [urls] if isinstance(urls, str) else list(urls)
+        if not urls:
+            raise ValueError("give at least one node URL")
+        for u in urls:
+            parts = urlsplit(u)
+            if parts.scheme not in ("http", "https") or not parts.hostname:
+                raise ValueError(f"{u!r} is not a node URL such as http://127.0.0.1:8081")
+        self.urls = [u.rstrip("/") for u in urls]
+        self.master: str | None = None
+
+    def order(self) -> list[str]:
+        return ([self.master] if self.master else []) + [u for u in self.urls if u != self.master]
+
+    def redirected(self, location: str) -> str:
+        """Remember the master a 307 named; credentials go only to hosts the caller gave.
+
+        A node names the master by its configured address, usually another port of a
+        host already given; a host not given (or another scheme) is refused rather than
+        sent the token.
+        """
+        parts = urlsplit(location)
+        given = {(urlsplit(u).scheme, urlsplit(u).hostname) for u in self.urls}
+        if (parts.scheme, parts.hostname) not in given:
+            raise UnavailableError(
+                f"redirected to {parts.scheme}://{parts.netloc}, a host not among the nodes given; "
+                "pass every node's URL to the client"
+            )
+        self.master = f"{parts.scheme}://{parts.netloc}"
+        if self.master not in self.urls:
+            self.urls.append(self.master)
+        return self.master
+
+    def failed(self, base: str) -> None:
+        if self.master == base:
+            self.master = None
+
+    def unreachable(self, base: str, error: httpx.TransportError, *, resend: bool) -> UnavailableError:
+        """Node ``base`` did not answer: the error to keep while the next node is tried.
+        Raises at once for a call that must not be resent and timed out once sent."""
+        if not resend and isinstance(error, MAYBE_APPLIED):
+            raise UnavailableError(f"{base}: timed out; the call may or may not have applied") from error
+        self.failed(base)
+        return UnavailableError(f"{base}: {_reason(error)}")
+
+
+def api_call(
+    endpoints: Endpoints,
+    build: Build,
+    method: str,
+    path: str,
+    body,
+    token: str | None,
+    *,
+    retry_s: float,
+    resend: bool,
+) -> Plan:
+    """The SDK's plan for one call (see the module docstring); returns the 2xx :class:`Reply`."""
+    deadline = time.monotonic() + retry_s
+    last: HorologeError = UnavailableError("no node answered")
+    redirects = 0
+    while True:
+        for base in endpoints.order():
+            sent = yield build(method, base + path, json=body, headers=auth(token))
+            if isinstance(sent, httpx.TransportError):
+                last = endpoints.unreachable(base, sent, resend=resend)
+                continue
+            reply = Reply.of(sent)
+            location = reply.headers.get("location")
+            if reply.status == 307 and location:
+                if redirects < MAX_REDIRECTS:
+                    redirects += 1
+                    endpoints.redirected(location)
+                    break  # go again, master first
+                last = UnavailableError(f"{base}: {redirects} redirects in a row; no agreed master yet")
+                endpoints.failed(base)
+                continue
+            if 200 <= reply.status < 300:
+                return reply
+            error = error_for(reply.status, reply.body)
+            if not isinstance(error, UnavailableError):
+                raise error
+            last = error  # 503: an election or a handover under way
+            endpoints.failed(base)
+        else:
+            if time.monotonic() > deadline:
+                raise last
+            redirects = 0
+            yield RETRY_PAUSE_S
+
+
+def single(
+    build: Build,
+    method: str,
+    url: str,
+    *,
+    body=None,
+    content: bytes | None = None,
+    token: str | None = None,
+    headers: dict[str, str] | None = None,
+) -> Plan:
+    """Raw mode: send once, follow nothing; the :class:`Reply` whatever its status.
+    A node that cannot be reached raises :class:`UnavailableError`."""
+    sent = yield build(method, url, json=body, content=content, headers={**auth(token), **(headers or {})})
+    if isinstance(sent, httpx.TransportError):
+        raise UnavailableError(f"{url}: {_reason(sent)}") from sent
+    return Reply.of(sent)
+
+
+class BlockingPool:
+    """For a blocking client holding one kept-alive ``httpx.Client`` as ``_http``: ``close``
+    it, or use the client in a ``with`` block."""
+
+    _http: httpx.Client
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._http.close()
+
+
+def run_blocking(http: httpx.Client, plan: Plan):
+    """Carry ``plan`` out on ``http``; returns what the plan returns."""
+    sent: Sent = None
+    try:
+        while True:
+            step = plan.send(sent)
+            if isinstance(step, httpx.Request):
+                try:
+                    sent = http.send(step)
+                except UNREACHABLE as e:
+                    sent = e
+            else:
+                time.sleep(step)
+                sent = None
+    except StopIteration as done:
+        return done.value
+
+
+async def run_async(http: httpx.AsyncClient, plan: Plan):
+    """Carry ``plan`` out on ``http``, awaiting; returns what the plan returns."""
+    sent: Sent = None
+    try:
+        while True:
+            step = plan.send(sent)
+            if isinstance(step, httpx.Request):
+                try:
+                    sent = await http.send(step)
+                except UNREACHABLE as e:
+                    sent = e
+            else:
+                await asyncio.sleep(step)
+                sent = None
+    except StopIteration as done:
+        return done.value
+
+
+def _reason(error: httpx.TransportError) -> str:
+    return str(error) or type(error).__name__

@@ -1,0 +1,51 @@
+"""The raw client: one request, one answer, for tests and tools that judge answers themselves."""
+
+from __future__ import annotations
+
+import functools
+
+import httpx
+
+from . import calls
+from .calls import Reply
+
+
+class RawClient(calls.BlockingPool):
+    """Sends each request once, to the URL given: no redirect followed, no retry, and no
+    error raised for any status, so a 307, a 503 or a 4xx comes back as a :class:`Reply`
+    to look at. A node that cannot be reached raises :class:`UnavailableError`.
+
+    Same pooled, kept-alive connections as the SDK clients; ``close`` it (or use ``with``)
+    when done. Safe to share between threads.
+    """
+
+    def __init__(self, *, timeout: float | None = 10.0, transport: httpx.BaseTransport | None = None) -> None:
+        """``timeout``: seconds per request (None: no limit); ``transport``: an httpx transport."""
+        self._http = httpx.Client(timeout=timeout, transport=transport)
+
+    def request(
+        self,
+        method: str,
+        url: str,
+        body=None,
+        *,
+        token: str | None = None,
+        content: bytes | None = None,
+        headers: dict[str, str] | None = None,
+        timeout=httpx.USE_CLIENT_DEFAULT,
+    ) -> Reply:
+        """``body`` goes as JSON, or ``content`` as bytes as they are; ``token`` as Bearer;
+        ``timeout`` (s; None: no limit) for this request instead of the client's."""
+        calls.check_token(token)
+        build = functools.partial(self._http.build_request, timeout=timeout)
+        plan = calls.single(build, method, url, body=body, content=content, token=token, headers=headers)
+        return calls.run_blocking(self._http, plan)
+
+    def get(self, url: str, **options) -> Reply:
+        return self.request("GET", url, **options)
+
+    def post(self, url: str, body=None, **options) -> Reply:
+        return self.request("POST", url, body, **options)
+
+    def delete(self, url: str, **options) -> Reply:
+        return self.request("DELETE", url, **options)
