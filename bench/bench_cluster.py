@@ -24,8 +24,8 @@ import time
 import numpy as np
 import repo_root  # noqa: F401 - the repo root on sys.path, for testkit
 
-from horologe.http_client import ApiCallError, call
-from testkit.process_cluster import ADMIN, CLIENT, Cluster
+from horologe.client import Client, HorologeError
+from testkit.process_cluster import CLIENT, Cluster
 
 BODY = "b" * 200
 
@@ -49,10 +49,9 @@ def post_batches(c: Cluster, master: int, msgs_fn, seconds: float, threads: int)
     deadline = time.monotonic() + seconds
 
     def worker(k: int) -> None:
+        client = c.client(master, timeout=30)
         while time.monotonic() < deadline:
-            _, res = call(
-                "POST", f"{c.url(master)}/v1/messages/batch", CLIENT, {"messages": msgs_fn()}, timeout=30
-            )
+            res = client.request("POST", "/v1/messages/batch", {"messages": msgs_fn()}).body
             acked[k] += sum(1 for r in res["results"] if "id" in r)
 
     ts = [threading.Thread(target=worker, args=(k,)) for k in range(threads)]
@@ -88,11 +87,11 @@ def bench_produce(root: str, seconds: float) -> None:
 def bench_single(root: str, count: int = 1000) -> None:
     c = fresh(root, "single")
     try:
-        url = f"{c.url(c.wait_leader())}/v1/messages"
+        client = c.client(c.wait_leader())
         lat = []
         for _ in range(count):
             t0 = time.perf_counter()
-            call("POST", url, CLIENT, {"topic": "bench", "body": BODY, "deliver_after": "1d"})
+            client.request("POST", "/v1/messages", {"topic": "bench", "body": BODY, "deliver_after": "1d"})
             lat.append((time.perf_counter() - t0) * 1000)
         print(
             f"single   produce latency over {count}: p50 {pct(lat, 50):.1f} ms  p99 {pct(lat, 99):.1f} ms",
@@ -138,8 +137,6 @@ def bench_failover(root: str, pending: int, kills: int) -> float:
     restarts it, then reads the ticks' delivered_at through a consumer group: the gap is
     the first delivery after the kill. Returns the median gap in seconds.
     """
-    from horologe.client import Client
-
     c = fresh(root, f"failover-{pending}")
     gaps = []
     try:
@@ -202,7 +199,7 @@ def bench_release(root: str, times: int = 10) -> None:
                     c.wait_leader(),
                     [{"topic": "r", "body": BODY, "deliver_after": 300 + k} for k in range(200)],
                 )
-            except (ApiCallError, TimeoutError):
+            except (HorologeError, TimeoutError):
                 pass
 
     t = threading.Thread(target=load, daemon=True)
@@ -211,7 +208,7 @@ def bench_release(root: str, times: int = 10) -> None:
         gaps = []
         for _ in range(times):
             time.sleep(0.5)
-            _, res = call("POST", f"{c.url(c.wait_leader())}/admin/release-master", ADMIN, {})
+            res = c.client(c.wait_leader()).release_master()
             gaps.append(res["gap_ms"])
         print(
             f"release  {times} forced releases under load: "

@@ -18,12 +18,10 @@ import re
 import tempfile
 import threading
 import time
-import urllib.request
 
 import repo_root  # noqa: F401 - the repo root on sys.path, for testkit
 
 from horologe.client import Client
-from horologe.http_client import call
 from testkit.process_cluster import CLIENT, Cluster
 
 
@@ -45,8 +43,9 @@ def main() -> None:
 
             def produce() -> None:
                 batch = {"messages": [{"topic": "lag", "body": "b" * 200} for _ in range(1000)]}
+                client = c.client(master, timeout=30)
                 while time.monotonic() < stop:
-                    res = call("POST", f"{url}/v1/messages/batch", CLIENT, batch, timeout=30)[1]
+                    res = client.request("POST", "/v1/messages/batch", batch).body
                     with lock:
                         counts["acked"] += sum(1 for r in res["results"] if "id" in r)
 
@@ -65,19 +64,13 @@ def main() -> None:
                 t.start()
             for t in threads:
                 t.join()
-            body = _metrics(url)
+            body = c.http.get(f"{url}/metrics", timeout=10).text  # Prometheus text, not JSON
             p99, mx = (_gauge(body, f"horologe_loop_lag_{k}_ms") for k in ("p99", "max"))
             acked, consumed = (counts[k] / args.seconds for k in ("acked", "consumed"))
             rates = f"{acked:,.0f} msg/s acked, {consumed:,.0f} consumed"
             print(f"loop lag on the master ({rates}): p99 {p99:.1f} ms, max {mx:.1f} ms")
         finally:
             c.stop_all()
-
-
-def _metrics(url: str) -> str:
-    """``/metrics`` is Prometheus text, not the JSON ``call`` reads."""
-    with urllib.request.urlopen(f"{url}/metrics", timeout=10) as r:
-        return r.read().decode()
 
 
 def _gauge(text: str, name: str) -> float:

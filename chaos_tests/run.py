@@ -71,6 +71,7 @@ def run_scenario(name: str, seed: int, work: str, out: str, toxiproxy: Toxiproxy
         finally:
             workload.stop()
             cluster.stop_all()
+            cluster.close()
             cluster.topology.destroy()
         ready, errors = read_ready_logs(cluster, workload.topic)
     finally:

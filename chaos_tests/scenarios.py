@@ -17,8 +17,7 @@ from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from horologe.http_client import ApiCallError, call
-from testkit.process_cluster import ADMIN
+from horologe.client import HorologeError
 
 from .harness import ChaosCluster
 from .history import History, now_ms
@@ -64,10 +63,9 @@ class Run:
             m = c.wait_leader()
             if to is not None and m == to:
                 return {"old_master": f"n{m + 1}", "new_master": f"n{m + 1}", "gap_ms": 0}
-            body = {"to": f"n{to + 1}"} if to is not None else {}
             try:
-                res = call("POST", f"{c.url(m)}/admin/release-master", ADMIN, body, retry_s=0, timeout=20)[1]
-            except ApiCallError as e:
+                res = c.client(m, retry_s=0, timeout=20).release_master(None if to is None else f"n{to + 1}")
+            except HorologeError as e:
                 self.note(f"release from n{m + 1} refused ({e}); again")
                 time.sleep(1)
                 continue
@@ -81,7 +79,7 @@ class Run:
         while True:
             try:
                 return self.cluster.status(i)["wheel"]["last_sync_led_ms"] or 0
-            except ApiCallError:
+            except HorologeError:
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(0.05)

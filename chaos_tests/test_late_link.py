@@ -8,8 +8,7 @@ import time
 
 import pytest
 
-from horologe.http_client import ApiCallError, call
-from testkit.process_cluster import ADMIN
+from horologe.client import HorologeError
 
 from .harness import ChaosCluster
 
@@ -24,7 +23,7 @@ def _linked(c: ChaosCluster, i: int, j: int) -> bool:
 
 
 def _release(c: ChaosCluster, frm: int, to: int) -> dict:
-    return call("POST", f"{c.url(frm)}/admin/release-master", ADMIN, {"to": f"n{to + 1}"}, retry_s=0)[1]
+    return c.client(frm, retry_s=0).release_master(f"n{to + 1}")
 
 
 def _until(what, timeout_s: float = 15.0) -> float:
@@ -53,7 +52,7 @@ def test_release_refuses_an_unheard_target_then_sticks_once_linked(toxiproxy, tm
 
         _until(cut)
         term = c.status(2)["term"]
-        with pytest.raises(ApiCallError) as refused:
+        with pytest.raises(HorologeError) as refused:
             _release(c, 2, 0)
         assert refused.value.status == 409 and "n1 has no link to n2" in str(refused.value)
         assert c.wait_leader() == 2 and c.status(2)["term"] == term
@@ -78,4 +77,5 @@ def test_release_refuses_an_unheard_target_then_sticks_once_linked(toxiproxy, tm
             time.sleep(0.1)
     finally:
         c.stop_all()
+        c.close()
         c.topology.destroy()

@@ -60,10 +60,11 @@ def post_messages(
                 stats.accepted += 1
         batch.clear()
 
-    for msg in messages:
-        batch.append(msg)
-        if len(batch) >= batch_size:
+    with client:  # closes its connections
+        for msg in messages:
+            batch.append(msg)
+            if len(batch) >= batch_size:
+                flush()
+        if batch:
             flush()
-    if batch:
-        flush()
     return stats

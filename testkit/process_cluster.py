@@ -1,6 +1,8 @@
 """A cluster of real node processes on 127.0.0.1, on free ports: for tests, benchmarks and chaos.
 
-Fixed dev tokens (``ENV``); every node's log goes to ``<root>/n<i>.log``.
+Fixed dev tokens (``ENV``); every node's log goes to ``<root>/n<i>.log``. Node i is read
+through ``http`` (raw: the answer of that very node, no redirect followed, no retry) and
+written to through ``client(i)`` (the SDK from node i: it follows the master and retries).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import subprocess
 import time
 
 from horologe import local_cluster as lc
-from horologe.http_client import ApiCallError, call
+from horologe.client import Client, HorologeError, RawClient
 from horologe.storage import Storage
 
 ENV = {
@@ -59,9 +61,30 @@ class Cluster:
         )
         self.env = env or {}
         self.procs: dict[int, subprocess.Popen] = {}
+        self.http = RawClient(timeout=5.0)
+        self._clients: dict[tuple, Client] = {}
 
     def url(self, i: int) -> str:
         return f"http://127.0.0.1:{self.http_ports[i]}"
+
+    def client(self, i: int, *, retry_s: float = 10.0, timeout: float = 10.0) -> Client:
+        """An SDK client entering at node i (both tokens), one per settings, kept for reuse.
+
+        Writes go on to the master from there; once it has named the master, the client
+        goes there first. Reads that must come from node i itself go through ``http``.
+        """
+        key = (i, retry_s, timeout)
+        if key not in self._clients:
+            self._clients[key] = Client(
+                [self.url(i)], CLIENT, admin_token=ADMIN, retry_s=retry_s, timeout=timeout
+            )
+        return self._clients[key]
+
+    def close(self) -> None:
+        """Close the HTTP clients (the nodes are stopped by ``stop_all``)."""
+        for c in self._clients.values():
+            c.close()
+        self.http.close()
 
     @property
     def indexes(self) -> list[int]:
@@ -89,8 +112,8 @@ class Cluster:
     def ready(self, i: int, among: list[int]) -> bool:
         """Node i answers /readyz 200 and has a link to every node of ``among``."""
         try:
-            body = call("GET", f"{self.url(i)}/readyz", None, retry_s=0, timeout=2)[1]
-        except ApiCallError:
+            body = self.http.get(f"{self.url(i)}/readyz", timeout=2.0).result()
+        except HorologeError:
             return False
         return all(up for peer, up in body["links"].items() if int(peer[1:]) - 1 in among)
 
@@ -98,7 +121,7 @@ class Cluster:
         return [i for i, p in self.procs.items() if p.poll() is None]
 
     def status(self, i: int) -> dict:
-        return call("GET", f"{self.url(i)}/admin/status", ADMIN, retry_s=0, timeout=2)[1]
+        return self.http.get(f"{self.url(i)}/admin/status", token=ADMIN, timeout=2.0).result()
 
     def wait_leader(
         self, among: list[int] | None = None, timeout_s: float = 20.0, exclude: int | None = None
@@ -112,7 +135,7 @@ class Cluster:
                     leader = int(seen.pop()[1:]) - 1
                     if leader != exclude:
                         return leader
-            except ApiCallError:
+            except HorologeError:
                 pass
             time.sleep(0.1)
         raise TimeoutError("no agreed master")
@@ -125,7 +148,7 @@ class Cluster:
                 m = self.status(self.wait_leader(timeout_s=max(0.1, deadline - time.monotonic())))
                 if self.status(i)["applied_index"] >= m["applied_index"] - behind:
                     return
-            except (ApiCallError, TimeoutError):  # a node still starting, or an election
+            except (HorologeError, TimeoutError):  # a node still starting, or an election
                 pass
             time.sleep(0.2)
         raise TimeoutError(f"n{i + 1} did not catch up")
@@ -155,7 +178,8 @@ class Cluster:
             self.stop(i)
 
     def produce(self, i: int, messages: list[dict]) -> list[dict]:
-        return call("POST", f"{self.url(i)}/v1/messages/batch", CLIENT, {"messages": messages})[1]["results"]
+        """Post a batch through node i; the results, one per message."""
+        return self.client(i).request("POST", "/v1/messages/batch", {"messages": messages}).body["results"]
 
     def store(self, i: int) -> Storage:
         """Open node i's store (stop the node first)."""

@@ -30,6 +30,7 @@ def make_cluster(tmp_path, request):
     failed = getattr(request.node, "rep_call", None) is not None and request.node.rep_call.failed
     for c in made:
         c.stop_all()
+        c.close()
         if failed:
             for i in c.indexes:
                 print(f"----- n{i + 1}.log (tail) -----\n" + c.log(i)[-4000:])

@@ -6,8 +6,8 @@ import random
 import threading
 import time
 
-from horologe.http_client import ApiCallError, call
-from testkit.process_cluster import CLIENT, Cluster
+from horologe.client import HorologeError
+from testkit.process_cluster import Cluster
 
 
 class Producer(threading.Thread):
@@ -47,18 +47,12 @@ class Producer(threading.Thread):
                 for _ in range(self.batch)
             ]
             i = self.rng.choice(self.cluster.alive() or [0])
+            client = self.cluster.client(i, retry_s=0, timeout=3)
             try:
-                _, res = call(
-                    "POST",
-                    f"{self.cluster.url(i)}/v1/messages/batch",
-                    CLIENT,
-                    {"messages": msgs},
-                    retry_s=0,
-                    timeout=3,
-                )
+                res = client.request("POST", "/v1/messages/batch", {"messages": msgs}).body
                 for r in res["results"]:
                     self.acked[r["id"]] = r["deliver_at"]
-            except ApiCallError:
+            except HorologeError:
                 self.failures += 1
             time.sleep(self.pause_s)
 
@@ -77,7 +71,7 @@ def wait_delivered(cluster: Cluster, among: list[int] | None = None, timeout_s: 
             last = [(s["node_id"], s["pending"], s["applied_index"]) for s in sts]
             if all(s["pending"] == 0 for s in sts) and len({s["counters"]["delivered"] for s in sts}) == 1:
                 return
-        except ApiCallError:
+        except HorologeError:
             pass
         time.sleep(0.2)
     raise TimeoutError(f"still pending: {last}")

@@ -6,8 +6,7 @@ import time
 
 import pytest
 
-from horologe.http_client import ApiCallError, call
-from testkit.process_cluster import CLIENT
+from horologe.client import HorologeError
 
 from .history import verify_ready_logs
 from .load import wait_delivered
@@ -22,16 +21,15 @@ def test_produce_then_delivered_on_time_never_early(cluster):
         msgs.append({"topic": "orders", "body": "after", "deliver_after": "2s", "tags": ["vip"]})
         for r in cluster.produce(i, msgs):
             acked[r["id"]] = r["deliver_at"]
-    _, one = call(
-        "POST",
-        f"{cluster.url(0)}/v1/messages",
-        CLIENT,
-        {"topic": "orders", "body_b64": "aGk=", "delay_level": 1},
+    one = (
+        cluster.client(0)
+        .request("POST", "/v1/messages", {"topic": "orders", "body_b64": "aGk=", "delay_level": 1})
+        .body
     )
     acked[one["id"]] = one["deliver_at"]
     assert len(acked) == 3 * 62 + 1
     wait_delivered(cluster)
-    _, st = call("GET", f"{cluster.url(1)}/v1/messages/{one['id']}", CLIENT)
+    st = cluster.client(1).request("GET", f"/v1/messages/{one['id']}").body
     assert st["state"] == "delivered" and st["delivered_at"] >= st["deliver_at"] == one["deliver_at"]
     cluster.stop_all()
     lateness = verify_ready_logs(cluster, "orders", acked)
@@ -51,13 +49,13 @@ def test_cancel_before_and_after_delivery(cluster):
         ],
     )
     time.sleep(1.0)
-    status, res = call("DELETE", f"{cluster.url(1)}/v1/messages/{later['id']}", CLIENT)
-    assert status == 200 and res["state"] == "cancelled"
-    _, st = call("GET", f"{cluster.url(0)}/v1/messages/{later['id']}", CLIENT)
+    r = cluster.client(1).request("DELETE", f"/v1/messages/{later['id']}")
+    assert r.status == 200 and r.body["state"] == "cancelled"
+    st = cluster.client(0).request("GET", f"/v1/messages/{later['id']}").body
     assert st["state"] == "cancelled"
-    with pytest.raises(ApiCallError) as e:
-        call("DELETE", f"{cluster.url(0)}/v1/messages/{soon['id']}", CLIENT)
-    assert e.value.status == 409 and e.value.body["error"]["code"] == "already_delivered"
+    with pytest.raises(HorologeError) as e:
+        cluster.client(0).request("DELETE", f"/v1/messages/{soon['id']}")
+    assert e.value.status == 409 and e.value.code == "already_delivered"
     cluster.produce(0, [{"topic": "t", "body": "x", "deliver_at": now + 60_000, "key": "k2"}])
-    status, res = call("DELETE", f"{cluster.url(2)}/v1/messages?topic=t&key=k2", CLIENT)
-    assert status == 200 and res["state"] == "cancelled"
+    r = cluster.client(2).request("DELETE", "/v1/messages?topic=t&key=k2")
+    assert r.status == 200 and r.body["state"] == "cancelled"

@@ -5,9 +5,6 @@ from __future__ import annotations
 import signal
 import time
 
-from horologe.http_client import call
-from testkit.process_cluster import ADMIN
-
 from .history import verify_ready_logs
 from .load import Producer, wait_delivered
 
@@ -44,7 +41,7 @@ def test_forced_release_under_load(cluster):
     for _ in range(3):
         time.sleep(0.7)
         old = cluster.wait_leader()
-        _, res = call("POST", f"{cluster.url(old)}/admin/release-master", ADMIN, {})
+        res = cluster.client(old).release_master()
         assert res["old_master"] == f"n{old + 1}" and res["new_master"] not in (None, res["old_master"])
         assert isinstance(res["gap_ms"], float)
         gaps.append(res["gap_ms"])
@@ -59,7 +56,7 @@ def test_forced_release_under_load(cluster):
 def test_release_to_a_named_node(cluster):
     old = cluster.wait_leader()
     target = next(i for i in cluster.indexes if i != old)
-    _, res = call("POST", f"{cluster.url(old)}/admin/release-master", ADMIN, {"to": f"n{target + 1}"})
+    res = cluster.client(old).release_master(f"n{target + 1}")
     assert res["new_master"] == f"n{target + 1}"
     assert cluster.wait_leader() == target
 

@@ -10,8 +10,7 @@ import time
 
 import pytest
 
-from horologe.http_client import ApiCallError, call
-from testkit.process_cluster import ADMIN
+from horologe.client import HorologeError
 
 DAY_MS = 86_400_000
 BODY = "x" * 32_000
@@ -26,7 +25,7 @@ def _make_master(cluster, i: int) -> None:
         master = cluster.wait_connected()
         if master == i:
             return
-        call("POST", f"{cluster.url(master)}/admin/release-master", ADMIN, {"to": f"n{i + 1}"})
+        cluster.client(master).release_master(f"n{i + 1}")
     assert cluster.wait_connected() == i
 
 
@@ -45,7 +44,7 @@ def test_a_full_disk_halts_the_master_which_steps_down_then_replays(make_cluster
             batch = [{"topic": "full", "body": BODY, "deliver_at": far + k} for _ in range(10)]
             try:
                 cluster.produce(0, batch)
-            except ApiCallError:
+            except HorologeError:
                 break
         st = cluster.status(0)
         assert st["halted"] and "StorageFullError" in st["halted"], st["halted"]

@@ -15,9 +15,6 @@ import time
 
 import pytest
 
-from horologe.http_client import call
-from testkit.process_cluster import ADMIN
-
 from .history import verify_ready_logs
 from .load import wait_delivered
 
@@ -35,7 +32,7 @@ def _skewed_failover(make_cluster, offset_ms: int):
         master = cluster.wait_connected()
         if master == 0:
             break
-        call("POST", f"{cluster.url(master)}/admin/release-master", ADMIN, {"to": "n1"})
+        cluster.client(master).release_master("n1")
     assert cluster.wait_connected() == 0
     now = int(time.time() * 1000)
     acked = {
