@@ -36,7 +36,10 @@ admin_option = click.option("--admin-token", envvar="HOROLOGE_ADMIN_TOKEN", help
 def _client(url: str, token: str | None, admin_token: str | None = None):
     from horologe.client import Client
 
-    return Client([u.strip() for u in url.split(",")], token or "", admin_token=admin_token)
+    try:
+        return Client([u.strip() for u in url.split(",")], token or "", admin_token=admin_token)
+    except ValueError as e:  # a URL or a token the client cannot use
+        raise click.UsageError(str(e)) from e
 
 
 def _echo_json(obj) -> None:
@@ -133,6 +136,7 @@ def local_cluster(nodes, data, http_port, raft_port, demo, exit_after_demo) -> N
     import time
 
     from horologe import local_cluster as lc
+    from horologe.client import HorologeError
 
     env, generated = lc.secrets_env()
     configs = lc.write_configs(
@@ -166,7 +170,7 @@ def local_cluster(nodes, data, http_port, raft_port, demo, exit_after_demo) -> N
             click.echo("a node exited; stopping the others", err=True)
     except KeyboardInterrupt:
         pass
-    except (TimeoutError, click.ClickException) as e:
+    except (TimeoutError, HorologeError, click.ClickException) as e:
         lc.stop(procs)
         raise click.ClickException(f"{e} (see {data}/n*.log)") from e
     finally:

@@ -10,7 +10,7 @@ import sys
 import time
 from collections.abc import Callable
 
-from horologe.http_client import ApiCallError, call
+from horologe.client import Client, HorologeError, RawClient
 
 TOKEN_ENV = ("HOROLOGE_CLIENT_TOKEN", "HOROLOGE_ADMIN_TOKEN", "HOROLOGE_CLUSTER_SECRET")
 
@@ -91,25 +91,27 @@ def wait_ready(urls: list[str], timeout_s: float = 30.0) -> str:
     """
     deadline = time.monotonic() + timeout_s
     missing: list[str] = ["no node answered"]
-    while time.monotonic() < deadline:
-        states = []
-        for u in urls:
-            try:
-                states.append(call("GET", f"{u}/readyz", None, retry_s=0)[1])
-            except ApiCallError as e:
-                states.append(e.body if isinstance(e.body, dict) and "links" in e.body else None)
-        if None in states:
-            time.sleep(0.2)
-            continue
-        leaders = {st["leader"] for st in states}
-        missing = []
-        for i, st in enumerate(states):
-            missing += [f"n{i + 1} -> {peer}" for peer, up in st["links"].items() if not up]
-            missing += [] if st["clock"] else [f"n{i + 1}'s clock quorum"]
-        if len(leaders) == 1 and None not in leaders and not missing:
-            return leaders.pop()
-        missing = missing or [f"one master (seen: {sorted(map(str, leaders))})"]
-        time.sleep(0.1)
+    with RawClient(timeout=10.0) as http:  # a 503 is an answer here: its body says what is missing
+        while time.monotonic() < deadline:
+            states = []
+            for u in urls:
+                try:
+                    body = http.get(f"{u}/readyz").body
+                except HorologeError:
+                    body = None
+                states.append(body if isinstance(body, dict) and "links" in body else None)
+            if None in states:
+                time.sleep(0.2)
+                continue
+            leaders = {st["leader"] for st in states}
+            missing = []
+            for i, st in enumerate(states):
+                missing += [f"n{i + 1} -> {peer}" for peer, up in st["links"].items() if not up]
+                missing += [] if st["clock"] else [f"n{i + 1}'s clock quorum"]
+            if len(leaders) == 1 and None not in leaders and not missing:
+                return leaders.pop()
+            missing = missing or [f"one master (seen: {sorted(map(str, leaders))})"]
+            time.sleep(0.1)
     raise TimeoutError(f"cluster not ready after {timeout_s:.0f} s; waiting for {', '.join(missing)}")
 
 
@@ -129,25 +131,20 @@ def stop(procs: list[subprocess.Popen], timeout_s: float = 10.0) -> None:
 def demo(url: str, token: str, echo) -> None:
     """Schedule five messages at +2 .. +10 s and show them turn delivered, with lateness."""
     now = int(time.time() * 1000)
-    ids = []
-    for k in range(1, 6):
-        status, res = call(
-            "POST",
-            f"{url}/v1/messages",
-            token,
-            {"topic": "demo", "body": f"hello #{k}", "deliver_at": now + 2000 * k},
-        )
-        ids.append((res["id"], res["deliver_at"]))
-        echo(f"scheduled {res['id']} for +{2 * k:>2} s")
-    pending = dict(ids)
-    while pending:
-        time.sleep(0.1)
-        for mid in list(pending):
-            _, st = call("GET", f"{url}/v1/messages/{mid}", token)
-            if st["state"] == "delivered":
-                late = st["delivered_at"] - st["deliver_at"]
-                echo(
-                    f"delivered {mid}  deliver_at={st['deliver_at']}  delivered_at={st['delivered_at']}"
-                    f"  lateness={late} ms"
-                )
-                del pending[mid]
+    with Client([url], token) as client:
+        pending = []
+        for k in range(1, 6):
+            s = client.produce("demo", f"hello #{k}", deliver_at=now + 2000 * k)
+            pending.append(s.id)
+            echo(f"scheduled {s.id} for +{2 * k:>2} s")
+        while pending:
+            time.sleep(0.1)
+            for mid in list(pending):
+                st = client.status(mid)
+                if st.state == "delivered":
+                    late = st.delivered_at - st.deliver_at
+                    echo(
+                        f"delivered {mid}  deliver_at={st.deliver_at}  delivered_at={st.delivered_at}"
+                        f"  lateness={late} ms"
+                    )
+                    pending.remove(mid)
