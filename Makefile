@@ -7,12 +7,13 @@ STAMP   := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
 # mounts), and libfuse3-dev + pkg-config, without which pip cannot build pyfuse3 (test extra).
 DEB_PACKAGES := faketime fuse3 libfuse3-dev pkg-config
 
-.PHONY: help install test lint unit bench run chaos compose-check deb-tools clean
+.PHONY: help install test lint unit bench bench-parts run chaos compose-check deb-tools clean
 
 help:
 	@echo "make run    - start a local 3-node cluster, show messages scheduled and delivered; Ctrl-C stops it"
 	@echo "make test   - install everything the tests need, then lint and run the default suite"
-	@echo "make bench  - run the benchmarks in bench/ and print their figures"
+	@echo "make bench  - Horologe against a Redis sorted-set queue at the user's edge (~20 min); ratios"
+	@echo "make bench-parts - the component benchmarks (bench/bench_*.py) that explain edge figures"
 	@echo "make chaos  - every chaos scenario (about 11 min); report in chaos-report/"
 	@echo "make compose-check - validate docker-compose.yml offline and its node command lines"
 	@echo "make clean  - remove .venv and build leftovers"
@@ -23,7 +24,7 @@ $(PY):
 
 # deb-tools first: the test extra's pyfuse3 compiles against libfuse3-dev.
 $(STAMP): pyproject.toml | $(PY) deb-tools
-	$(PIP) install --quiet -e '.[test,spark]'
+	$(PIP) install --quiet -e '.[test,spark,bench]'
 	rm -f $(VENV)/.installed-* && touch $@
 
 install: $(STAMP)
@@ -56,7 +57,14 @@ compose-check: install
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker-compose >/dev/null; }
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) deploy/compose_check.py
 
+# The edge benchmarks (bench/edge/): both systems in one run, Debian's redis-server as the peer.
+# BENCH_ARGS="--only hot,lateness" or "--quick" runs part of it.
 bench: install
+	@command -v redis-server >/dev/null || { apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null; }
+	$(PY) -m bench $(BENCH_ARGS)
+
+bench-parts: install
 	@for b in bench/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
 
 # Starts 3 nodes on 127.0.0.1 (HTTP 8081-8083), schedules messages at +2 s .. +10 s,

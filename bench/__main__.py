@@ -1,0 +1,76 @@
+"""``python -m bench [--only hot,lateness] [--quick] [--big]``: the edge benchmarks.
+
+Runs every workload on Horologe (3 nodes) and on the Redis peer (primary + replica),
+one after the other on fresh instances, then prints a table with Horologe ÷ peer,
+writes one JSON line per figure and a PNG plot under ``bench/out/``.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import sys
+import tempfile
+import time
+
+import click
+
+from .edge import report
+from .edge.horologe_system import HorologeSystem
+from .edge.redis_system import RedisSystem
+from .edge.workloads import WORKLOADS, Scale
+
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "out")
+
+
+def _systems(root: str, workload: str):
+    yield HorologeSystem(os.path.join(root, "horologe"))
+    yield RedisSystem(os.path.join(root, "redis"))
+    if workload in ("lateness", "hot"):
+        poll = RedisSystem(os.path.join(root, "redis-poll"), mode="poll")
+        poll.name = "redis (10 ms poll)"
+        yield poll
+
+
+@click.command()
+@click.option("--only", default="", help="comma-separated workloads: " + ",".join(WORKLOADS))
+@click.option("--quick", is_flag=True, help="a tenth of the counts: a smoke run, not figures to quote")
+@click.option("--big", is_flag=True, help="also measure memory at 10,000,000 pending")
+@click.option("--out", "out_dir", default=OUT, show_default=True, help="where JSON lines and the plot go")
+def main(only: str, quick: bool, big: bool, out_dir: str) -> None:
+    """Horologe against a Redis sorted-set delay queue, measured at the user's edge."""
+    chosen = [w.strip() for w in only.split(",") if w.strip()] or list(WORKLOADS)
+    unknown = set(chosen) - set(WORKLOADS)
+    if unknown:
+        raise click.BadParameter(f"unknown workload(s) {', '.join(sorted(unknown))}", param_hint="--only")
+    scale = Scale()
+    scale = scale.quick() if quick else scale.big() if big else scale
+    results: dict[str, dict[str, dict]] = {}
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="horologe-bench-") as root:
+        for workload in chosen:
+            results[workload] = {}
+            for system in _systems(root, workload):
+                click.echo(f"[{time.monotonic() - started:6.0f} s] {workload} on {system.name} ...", err=True)
+                system.start()
+                try:
+                    results[workload][system.name] = WORKLOADS[workload](system, scale)
+                except Exception as e:  # noqa: BLE001 - reported in the table, the run goes on
+                    click.echo(f"  {workload} on {system.name} failed: {e!r}", err=True)
+                    results[workload][system.name] = {"_error": repr(e)}
+                finally:
+                    system.stop()
+    table = report.rows(results)
+    os.makedirs(out_dir, exist_ok=True)
+    stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%SZ")
+    meta = {"date": stamp, "quick": quick, "cpus": os.cpu_count()}
+    report.write_json_lines(os.path.join(out_dir, f"edge-{stamp}.jsonl"), table, meta)
+    plotted = report.plot(os.path.join(out_dir, f"edge-{stamp}.png"), results)
+    click.echo(report.markdown(table))
+    what = "JSON lines and plot" if plotted else "JSON lines"
+    took = time.monotonic() - started
+    click.echo(f"\n{len(table)} figures in {took:.0f} s; {what} in {out_dir}/edge-{stamp}.*")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

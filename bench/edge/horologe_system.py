@@ -1,0 +1,78 @@
+"""Horologe as a user runs it: three ``horologe node --config`` processes, the SDK.
+
+Nodes start with default settings (fsync on), through testkit's process cluster, which
+writes the same config files ``horologe local-cluster`` does. Producers use
+``Client.produce_batch``/``produce``; a consumer is ``Client.pull`` (a long poll) and
+``Client.ack``, and a message counts as received when its pull returns.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+
+from horologe.client import Client
+from testkit.process_cluster import CLIENT, Cluster
+
+from .procs import memory_kb
+
+TOPIC, GROUP = "bench", "g"
+PULL_MAX = 500
+
+
+class HorologeSystem:
+    name = "horologe"
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+        self.cluster: Cluster | None = None
+
+    def start(self) -> None:
+        shutil.rmtree(self.root, ignore_errors=True)
+        os.makedirs(self.root)
+        self.cluster = Cluster(self.root, 3)
+        self.cluster.start_all()
+        self.cluster.wait_leader()
+        self.urls = [self.cluster.url(i) for i in self.cluster.indexes]
+
+    def stop(self) -> None:
+        self.cluster.stop_all()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    def memory(self) -> dict[str, tuple[int, int]]:
+        return {f"n{i + 1}": memory_kb(p.pid) for i, p in sorted(self.cluster.procs.items())}
+
+    def _client(self) -> Client:
+        return Client(self.urls, CLIENT, timeout=60, retry_s=30)
+
+    def producer(self) -> HorologeProducer:
+        return HorologeProducer(self._client())
+
+    def consumer(self) -> HorologeConsumer:
+        return HorologeConsumer(self._client())
+
+
+class HorologeProducer:
+    def __init__(self, client: Client) -> None:
+        self.client = client
+
+    def batch(self, items: list[tuple[int, bytes]]) -> int:
+        res = self.client.produce_batch([{"topic": TOPIC, "body": b, "deliver_at": at} for at, b in items])
+        return sum(1 for r in res if not isinstance(r, Exception))
+
+    def one(self, item: tuple[int, bytes]) -> None:
+        self.client.produce(TOPIC, item[1], deliver_at=item[0])
+
+
+class HorologeConsumer:
+    def __init__(self, client: Client) -> None:
+        self.client = client
+
+    def receive(self, wait_s: float) -> tuple[float, list[int]]:
+        """(when the pull returned, in ms; the deliver times it brought), then acks them."""
+        got = self.client.pull(TOPIC, GROUP, max=PULL_MAX, wait_ms=int(wait_s * 1000))
+        at = time.time() * 1000
+        if got:
+            self.client.ack(TOPIC, GROUP, [m.receipt for m in got])
+        return at, [m.deliver_at for m in got]

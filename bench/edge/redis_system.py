@@ -1,0 +1,154 @@
+"""The peer: a Redis sorted-set delay queue, as most users would build one themselves.
+
+Debian's ``redis-server``: a primary and one replica on 127.0.0.1, ``appendonly yes``,
+``appendfsync everysec``. Producers pipeline ``HSET`` + ``ZADD`` (score: deliver time
+in ms) and ``WAIT 1 100`` per batch, so a batch counts as acked once the replica has
+it. Consumers pop due messages with one Lua script (``ZRANGEBYSCORE … LIMIT``,
+``ZREM``, ``HMGET``, ``HDEL``) and, when nothing is due, either sleep until the next
+score (``mode="sleep"``, at most 100 ms so new arrivals are seen) or poll every 10 ms
+(``mode="poll"``).
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import shutil
+import subprocess
+import time
+
+import redis
+
+from testkit.process_cluster import free_ports
+
+from .procs import memory_kb
+
+ZSET, BODIES = "dq", "dq:body"
+POP_LIMIT = 1000
+POP_DUE = """
+local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'WITHSCORES', 'LIMIT', 0, ARGV[2])
+if #due == 0 then
+  local nxt = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+  if #nxt == 0 then return {0, -1} end
+  return {0, nxt[2]}
+end
+local ids, scores = {}, {}
+for i = 1, #due, 2 do ids[#ids + 1] = due[i]; scores[#scores + 1] = due[i + 1] end
+redis.call('ZREM', KEYS[1], unpack(ids))
+local bodies = redis.call('HMGET', KEYS[2], unpack(ids))
+redis.call('HDEL', KEYS[2], unpack(ids))
+return {1, scores, bodies}
+"""
+
+
+class RedisSystem:
+    name = "redis"
+
+    def __init__(self, root: str, mode: str = "sleep") -> None:
+        self.root = root
+        self.mode = mode
+        self.procs: list[subprocess.Popen] = []
+        self._ids = itertools.count()
+
+    def start(self) -> None:
+        shutil.rmtree(self.root, ignore_errors=True)
+        primary, replica = free_ports(2)
+        self.port = primary
+        for role, port in (("primary", primary), ("replica", replica)):
+            d = os.path.join(self.root, role)
+            os.makedirs(d)
+            args = ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--dir", d]
+            args += [
+                "--appendonly",
+                "yes",
+                "--appendfsync",
+                "everysec",
+                "--save",
+                "",
+                "--protected-mode",
+                "no",
+            ]
+            if role == "replica":
+                args += ["--replicaof", "127.0.0.1", str(primary)]
+            log = open(os.path.join(self.root, f"{role}.log"), "wb")  # noqa: SIM115 - lives with the process
+            self.procs.append(subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT))
+        link = redis.Redis(port=replica)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            try:
+                if link.info("replication").get("master_link_status") == "up":
+                    return
+            except redis.ConnectionError:
+                pass
+            time.sleep(0.05)
+        raise RuntimeError("the Redis replica did not link to its primary")
+
+    def stop(self) -> None:
+        for p in self.procs:
+            p.terminate()
+        for p in self.procs:
+            p.wait(10)
+        self.procs = []
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    def memory(self) -> dict[str, tuple[int, int]]:
+        return {name: memory_kb(p.pid) for name, p in zip(("primary", "replica"), self.procs, strict=True)}
+
+    def producer(self) -> RedisProducer:
+        return RedisProducer(redis.Redis(port=self.port), f"p{next(self._ids)}")
+
+    def consumer(self) -> RedisConsumer:
+        return RedisConsumer(redis.Redis(port=self.port), self.mode)
+
+
+class RedisProducer:
+    def __init__(self, conn: redis.Redis, prefix: str) -> None:
+        self.conn = conn
+        self.prefix = prefix
+        self.seq = itertools.count()
+
+    def batch(self, items: list[tuple[int, bytes]]) -> int:
+        """Store ``(deliver_at_ms, body)`` items; the count acked by the replica (0 or all).
+
+        ``WAIT 1 100`` after the batch; a busy replica may take longer than 100 ms, and a
+        producer that needs the copy waits again (up to 50 times), as ours would.
+        """
+        pipe = self.conn.pipeline(transaction=False)
+        for deliver_at, body in items:
+            mid = f"{self.prefix}:{next(self.seq)}"
+            pipe.hset(BODIES, mid, body)
+            pipe.zadd(ZSET, {mid: deliver_at})
+        pipe.execute_command("WAIT", 1, 100)
+        replicas = pipe.execute()[-1]
+        for _ in range(50):
+            if replicas >= 1:
+                return len(items)
+            replicas = self.conn.execute_command("WAIT", 1, 100)
+        return 0
+
+    def one(self, item: tuple[int, bytes]) -> None:
+        if not self.batch([item]):
+            raise RuntimeError("the replica did not acknowledge within 100 ms")
+
+
+class RedisConsumer:
+    def __init__(self, conn: redis.Redis, mode: str) -> None:
+        self.pop = conn.register_script(POP_DUE)
+        self.mode = mode
+
+    def receive(self, wait_s: float) -> tuple[float, list[int]]:
+        """(when they were popped, in ms; deliver times of the messages popped); waits up to
+        ``wait_s`` for some to fall due."""
+        deadline = time.monotonic() + wait_s
+        while True:
+            got = self.pop(keys=[ZSET, BODIES], args=[int(time.time() * 1000), POP_LIMIT])
+            if got[0] == 1:
+                return time.time() * 1000, [int(float(s)) for s in got[1]]
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return time.time() * 1000, []
+            pause = 0.01
+            if self.mode == "sleep":
+                nxt = float(got[1])
+                pause = 0.1 if nxt < 0 else min(0.1, max(0.0, nxt / 1000 - time.time()))
+            time.sleep(min(pause, left))

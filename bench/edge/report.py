@@ -1,0 +1,98 @@
+"""The report: one JSON line per figure, a table with Horologe ÷ peer, and a plot."""
+
+from __future__ import annotations
+
+import json
+import math
+
+HIGHER_IS_BETTER = ("msg/s",)
+
+
+def rows(results: dict[str, dict[str, dict]]) -> list[dict]:
+    """``results[workload][system]`` -> one row per figure, with the ratio."""
+    out = []
+    for workload, by_system in results.items():
+        for system, figures in by_system.items():
+            if "_error" in figures:
+                out.append({"workload": workload, "figure": f"FAILED on {system}: {figures['_error']}"})
+        ours, peer = by_system.get("horologe", {}), by_system.get("redis", {})
+        for name in ours:
+            if name.startswith("_"):
+                continue
+            h, r = ours[name], peer.get(name)
+            ratio = h / r if r not in (None, 0) and not math.isnan(r) else None
+            better = "higher" if any(k in name for k in HIGHER_IS_BETTER) else "lower"
+            out.append(
+                {
+                    "workload": workload,
+                    "figure": name,
+                    "horologe": h,
+                    "redis": r,
+                    "ratio": ratio,
+                    "better": better,
+                }
+            )
+        for name, value in by_system.get("redis (10 ms poll)", {}).items():
+            if not name.startswith("_"):
+                out.append({"workload": workload, "figure": f"{name} [redis 10 ms poll]", "redis": value})
+    return out
+
+
+def write_json_lines(path: str, table: list[dict], meta: dict) -> None:
+    with open(path, "w") as f:
+        for row in table:
+            f.write(json.dumps({**meta, **row}) + "\n")
+
+
+def _fmt(v) -> str:
+    if v is None:
+        return "–"
+    if abs(v) >= 1000:
+        return f"{v:,.0f}"
+    return f"{v:.1f}" if abs(v) >= 10 else f"{v:.2f}"
+
+
+def markdown(table: list[dict]) -> str:
+    lines = ["| workload | figure | Horologe | Redis peer | Horologe ÷ peer |", "|---|---|---|---|---|"]
+    for r in table:
+        ratio = "–" if r.get("ratio") is None else f"{r['ratio']:.2f} ({r['better']} is better)"
+        values = f"{_fmt(r.get('horologe'))} | {_fmt(r.get('redis'))}"
+        lines.append(f"| {r['workload']} | {r['figure']} | {values} | {ratio} |")
+    return "\n".join(lines)
+
+
+def plot(path: str, results: dict[str, dict[str, dict]]) -> bool:
+    """Lateness distributions and RSS against pending, both systems; False if no data."""
+    late = results.get("lateness", {})
+    mem = results.get("memory", {})
+    if not late and not mem:
+        return False
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4))
+    for system, figures in late.items():
+        samples = np.sort(np.asarray(figures.get("_samples", []), dtype=float))
+        if len(samples):
+            a.plot(samples, np.linspace(0, 1, len(samples)), label=system)
+    if a.lines:
+        a.legend()
+    a.set_xscale("symlog", linthresh=1)
+    a.set_xlabel("received lateness (ms)")
+    a.set_ylabel("fraction of messages")
+    a.set_title("lateness, 2,000 msg/s falling due")
+    for system, figures in mem.items():
+        pts = figures.get("_samples", [])
+        if pts:
+            b.plot([n for n, _ in pts], [kb / 1024 for _, kb in pts], marker="o", label=system)
+    b.set_xlabel("pending messages")
+    b.set_ylabel("largest process RSS (MB)")
+    b.set_title("memory as pending grows")
+    if b.lines:
+        b.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    return True

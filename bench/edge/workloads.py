@@ -1,0 +1,197 @@
+"""The workloads, each run the same way on either system (issue #11's table).
+
+A workload gets a started system and a ``Scale`` and returns its figures as
+``{name: value}`` plus raw samples for the plots. Everything is bounded in count and
+time; a workload that cannot finish in time raises rather than report a partial figure.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+BODY = b"x" * 200
+DAY_MS = 86_400_000
+
+
+@dataclass(frozen=True)
+class Scale:
+    """Message counts; ``quick`` divides them by 10 for a smoke run."""
+
+    ingest: int = 200_000
+    single: int = 1_000
+    lateness_rate: int = 2_000
+    lateness_s: int = 10
+    hot: int = 100_000
+    consume: int = 200_000
+    memory_steps: tuple[int, ...] = (10_000, 1_000_000, 3_000_000)
+
+    def quick(self) -> Scale:
+        return Scale(20_000, 200, 500, 5, 10_000, 20_000, (10_000, 100_000))
+
+    def big(self) -> Scale:
+        return Scale(memory_steps=(*self.memory_steps, 10_000_000))
+
+
+def now_ms() -> float:
+    return time.time() * 1000
+
+
+def pct(values, q: float) -> float:
+    return float(np.percentile(np.asarray(values, dtype=float), q)) if len(values) else float("nan")
+
+
+def _run_threads(n: int, target: Callable[[int], None]) -> None:
+    errors: list[BaseException] = []
+
+    def guarded(k: int) -> None:
+        try:
+            target(k)
+        except BaseException as e:  # noqa: BLE001 - re-raised on the caller's thread
+            errors.append(e)
+
+    threads = [threading.Thread(target=guarded, args=(k,)) for k in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+
+
+def _load(system, total: int, deliver_at: Callable[[int], int], producers: int = 2) -> list[float]:
+    """Store ``total`` messages in batches of 1,000; the batch latencies (ms)."""
+    latencies: list[float] = []
+    per = -(-total // producers)
+
+    def produce(k: int) -> None:
+        p = system.producer()
+        start = k * per
+        for lo in range(start, min(total, start + per), 1000):
+            items = [(deliver_at(i), BODY) for i in range(lo, min(total, start + per, lo + 1000))]
+            t0 = time.perf_counter()
+            if p.batch(items) != len(items):
+                raise RuntimeError("a batch was not fully acknowledged")
+            latencies.append((time.perf_counter() - t0) * 1000)
+
+    _run_threads(producers, produce)
+    return latencies
+
+
+def _receive(system, consumers: int, expected: int, timeout_s: float) -> list[tuple[float, int]]:
+    """Consume until ``expected`` messages arrived; (received ms, deliver_at ms) of each."""
+    got: list[tuple[float, int]] = []
+    lock = threading.Lock()
+    deadline = time.monotonic() + timeout_s
+
+    def consume(_k: int) -> None:
+        c = system.consumer()
+        while time.monotonic() < deadline:
+            with lock:
+                if len(got) >= expected:
+                    return
+            at, delivers = c.receive(0.5)
+            with lock:
+                got.extend((at, d) for d in delivers)
+
+    _run_threads(consumers, consume)
+    if len(got) < expected:
+        raise TimeoutError(f"{len(got)} of {expected} messages received in {timeout_s:.0f} s")
+    return got
+
+
+def ingest(system, scale: Scale) -> dict:
+    out = {}
+    for producers in (1, 2):
+        t0 = time.perf_counter()
+        lat = _load(system, scale.ingest, lambda _i: int(now_ms()) + DAY_MS, producers)
+        rate = scale.ingest / (time.perf_counter() - t0)
+        out[f"{producers} producer(s): acked msg/s"] = rate
+        out[f"{producers} producer(s): batch p50 ms"] = pct(lat, 50)
+        out[f"{producers} producer(s): batch p99 ms"] = pct(lat, 99)
+    return out
+
+
+def single(system, scale: Scale) -> dict:
+    p = system.producer()
+    lat = []
+    for _ in range(scale.single):
+        t0 = time.perf_counter()
+        p.one((int(now_ms()) + DAY_MS, BODY))
+        lat.append((time.perf_counter() - t0) * 1000)
+    return {"p50 ms": pct(lat, 50), "p99 ms": pct(lat, 99), "max ms": max(lat)}
+
+
+def lateness(system, scale: Scale) -> dict:
+    n = scale.lateness_rate * scale.lateness_s
+    t0 = int(now_ms()) + 6_000  # ingest is done well before the first falls due
+    _load(system, n, lambda i: t0 + i * 1000 // scale.lateness_rate)
+    if now_ms() >= t0:
+        raise RuntimeError("loading took longer than the lead before the first deliver time")
+    got = _receive(system, 1, n, scale.lateness_s + 60)
+    late = [at - d for at, d in got]
+    return {
+        "received lateness p50 ms": pct(late, 50),
+        "received lateness p99 ms": pct(late, 99),
+        "received lateness max ms": max(late),
+        "received early (count)": sum(1 for x in late if x < 0),
+        "_samples": late,
+    }
+
+
+def hot(system, scale: Scale) -> dict:
+    out = {}
+    for consumers in (1, 2):
+        due = int(now_ms()) + 15_000
+        _load(system, scale.hot, lambda _i, due=due: due)
+        if now_ms() >= due:
+            raise RuntimeError("loading took longer than the lead before the hot millisecond")
+        got = _receive(system, consumers, scale.hot, 120)
+        late = [at - d for at, d in got]
+        out[f"{consumers} consumer(s): last received after ms"] = max(late)
+        out[f"{consumers} consumer(s): received p50 ms"] = pct(late, 50)
+    return out
+
+
+def consume(system, scale: Scale) -> dict:
+    _load(system, scale.consume, lambda _i: int(now_ms()) - 1_000)
+    t0 = now_ms()
+    got = _receive(system, 4, scale.consume, 300)
+    return {"4 consumers: msg/s end to end": scale.consume / ((max(at for at, _ in got) - t0) / 1000)}
+
+
+def memory(system, scale: Scale) -> dict:
+    """RSS of each process as pending grows (deliver times spread over 30 days)."""
+
+    def worst() -> tuple[int, dict]:
+        time.sleep(3)  # let background work (snapshots, AOF rewrite) settle before reading
+        mem = system.memory()
+        return max(rss for rss, _ in mem.values()), mem
+
+    base, _ = worst()
+    out: dict = {"_samples": [(0, base)]}
+    stored = 0
+    start = int(now_ms()) + 60_000
+    for target in scale.memory_steps:
+        _load(system, target - stored, lambda i, s=stored: start + (s + i) * 7919 % (30 * DAY_MS))
+        stored = target
+        rss, mem = worst()
+        out["_samples"].append((stored, rss))
+        out[f"{stored:,} pending: largest process RSS MB"] = rss / 1024
+        out[f"{stored:,} pending: bytes per pending"] = (rss - base) * 1024 / stored
+        out[f"{stored:,} pending: peak RSS MB"] = max(hwm for _, hwm in mem.values()) / 1024
+    return out
+
+
+WORKLOADS = {
+    "ingest": ingest,
+    "single": single,
+    "lateness": lateness,
+    "hot": hot,
+    "consume": consume,
+    "memory": memory,
+}

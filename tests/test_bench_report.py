@@ -1,0 +1,27 @@
+"""The edge benchmark's report: every Horologe figure gets the peer's and a ratio."""
+
+from __future__ import annotations
+
+from bench.edge import report
+
+
+def test_rows_pair_figures_and_compute_ratios():
+    results = {
+        "single": {"horologe": {"p99 ms": 12.0, "_samples": [1]}, "redis": {"p99 ms": 0.5}},
+        "ingest": {"horologe": {"acked msg/s": 20_000.0}, "redis": {"acked msg/s": 80_000.0}},
+        "hot": {
+            "horologe": {"last ms": 900.0},
+            "redis": {"last ms": 0.0},
+            "redis (10 ms poll)": {"last ms": 30.0},
+        },
+    }
+    rows = report.rows(results)
+    by = {(r["workload"], r["figure"]): r for r in rows}
+    assert by[("single", "p99 ms")]["ratio"] == 24.0 and by[("single", "p99 ms")]["better"] == "lower"
+    ingest = by[("ingest", "acked msg/s")]
+    assert ingest["ratio"] == 0.25 and ingest["better"] == "higher"
+    assert by[("hot", "last ms")]["ratio"] is None  # no ratio against a zero
+    assert by[("hot", "last ms [redis 10 ms poll]")]["redis"] == 30.0
+    assert not any(r["figure"].startswith("_") for r in rows)  # raw samples are not figures
+    table = report.markdown(rows)
+    assert "| single | p99 ms | 12.0 | 0.50 | 24.00 (lower is better) |" in table
