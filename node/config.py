@@ -8,6 +8,7 @@ from dataclasses import dataclass, field, replace
 
 from horologe.cluster import ClusterSettings, Peer
 
+from . import tls
 from .errors import ConfigError
 
 # RocketMQ's 16 retry levels: 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h
@@ -20,6 +21,11 @@ ENV_SECRETS = {
     "admin_token": "HOROLOGE_ADMIN_TOKEN",
     "cluster_secret": "HOROLOGE_CLUSTER_SECRET",
 }
+# A node's clock may be skewed for tests by CLOCK_OFFSET_ENV, and only when TEST_MODE_ENV
+# is "1": a stray variable on a production host must not move delivery times.
+CLOCK_OFFSET_ENV = "HOROLOGE_TEST_CLOCK_OFFSET_MS"
+TEST_MODE_ENV = "HOROLOGE_TEST_MODE"
+MAX_CLOCK_OFFSET_MS = 86_400_000
 
 
 @dataclass(frozen=True)
@@ -48,7 +54,12 @@ class NodeConfig:
     # hands the wheel over (node/quorum_clock.py).
     clock_tolerance_ms: int = 2000
     loop_lag_probe_ms: int = 1  # event-loop lag probe period (node/loop_lag.py); 0: off
-    clock_offset_ms: int = 0  # test-only skew (HOROLOGE_TEST_CLOCK_OFFSET_MS); use libfaketime for real skew
+    clock_offset_ms: int = 0  # test-only skew (CLOCK_OFFSET_ENV); use libfaketime for real skew
+    # HTTPS (node/tls.py): this node's certificate chain and key, and the CAs it trusts
+    # when it calls a peer's HTTP API.
+    tls_cert: str | None = None
+    tls_key: str | None = None
+    tls_ca: str | None = None
 
     def cluster_settings(self) -> ClusterSettings:
         return ClusterSettings(
@@ -62,6 +73,16 @@ class NodeConfig:
             log_compaction_min_entries=self.log_compaction_min_entries,
         )
 
+    @property
+    def scheme(self) -> str:
+        """How this node serves its HTTP API: ``https`` with a certificate, else ``http``."""
+        return "https" if self.tls_cert else "http"
+
+    def http_url(self, address: str) -> str:
+        """A peer's HTTP address as a URL, for redirects and calls: the scheme it names, or
+        this node's (a cluster serves HTTPS on every node or on none, unless told otherwise)."""
+        return address if "://" in address else f"{self.scheme}://{address}"
+
     def peer_by_raft(self, raft: str | None) -> Peer | None:
         if raft is None:
             return None
@@ -71,10 +92,21 @@ class NodeConfig:
 
 
 def _host_port(value: str, key: str) -> str:
-    host, sep, port = value.rpartition(":")
-    if not sep or not host or not port.isdigit():
+    host, sep, port = value.rpartition(":") if isinstance(value, str) else ("", "", "")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
         raise ConfigError(f"{key} must be host:port, got {value!r}")
     return value
+
+
+def _http_address(value: str, key: str) -> str:
+    """A peer's HTTP address: host:port, or http(s)://host:port to name its scheme."""
+    if isinstance(value, str) and "://" in value:
+        scheme, _, rest = value.partition("://")
+        if scheme not in ("http", "https"):
+            raise ConfigError(f"{key} must be host:port or http(s)://host:port, got {value!r}")
+        _host_port(rest, key)
+        return value
+    return _host_port(value, key)
 
 
 # Numeric keys and the range each must lie in (inclusive).
@@ -89,14 +121,71 @@ RANGES = {
     "clock_tolerance_ms": (100, 86_400_000),
     "loop_lag_probe_ms": (0, 1_000),
 }
+STRINGS = ("node_id", "data_dir", "http", "raft", "raft_bind", "tls_cert", "tls_key", "tls_ca", *ENV_SECRETS)
+BOOLS = ("insecure_dev", "fsync")
+# retry_levels_ms: how many levels (none: a nack goes straight to the DLQ), and each delay.
+MAX_RETRY_LEVELS = 100
+RETRY_LEVEL_RANGE = (1, 30 * 86_400_000)
 
 
-def _check_ranges(raw: dict) -> None:
+def _check_values(raw: dict) -> None:
+    """Types and ranges, each error naming its key."""
     for key, (lo, hi) in RANGES.items():
         if key in raw:
             v = raw[key]
             if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
                 raise ConfigError(f"{key} must be an integer from {lo} to {hi}, got {v!r}")
+    for key in STRINGS:
+        if key in raw and not isinstance(raw[key], str):
+            raise ConfigError(f"{key} must be a string, got {raw[key]!r}")
+    for key in BOOLS:
+        if key in raw and not isinstance(raw[key], bool):
+            raise ConfigError(f"{key} must be true or false, got {raw[key]!r}")
+    if "retry_levels_ms" in raw:
+        levels, (lo, hi) = raw["retry_levels_ms"], RETRY_LEVEL_RANGE
+        if (
+            not isinstance(levels, list | tuple)
+            or len(levels) > MAX_RETRY_LEVELS
+            or not all(isinstance(x, int) and not isinstance(x, bool) and lo <= x <= hi for x in levels)
+        ):
+            raise ConfigError(
+                f"retry_levels_ms must be a list of at most {MAX_RETRY_LEVELS} delays, "
+                f"each an integer from {lo} to {hi} (ms); got {levels!r}"
+            )
+        raw["retry_levels_ms"] = tuple(levels)
+
+
+def _clock_offset() -> int | None:
+    """The test-only clock offset from the environment; refused outside test mode."""
+    value = os.environ.get(CLOCK_OFFSET_ENV)
+    if not value:
+        return None
+    if os.environ.get(TEST_MODE_ENV) != "1":
+        raise ConfigError(
+            f"{CLOCK_OFFSET_ENV} skews this node's clock and is for tests only: "
+            f"refused unless {TEST_MODE_ENV}=1 (for a real skew, use libfaketime)"
+        )
+    try:
+        offset = int(value)
+    except ValueError as e:
+        raise ConfigError(f"{CLOCK_OFFSET_ENV} must be an integer (ms), got {value!r}") from e
+    if not -MAX_CLOCK_OFFSET_MS <= offset <= MAX_CLOCK_OFFSET_MS:
+        raise ConfigError(f"{CLOCK_OFFSET_ENV} must be within ±{MAX_CLOCK_OFFSET_MS} ms, got {offset}")
+    return offset
+
+
+def _check_tls(cfg: NodeConfig) -> None:
+    """Certificate and key come together, and every TLS file can be read and used."""
+    if bool(cfg.tls_cert) != bool(cfg.tls_key):
+        given, missing = ("tls_cert", "tls_key") if cfg.tls_cert else ("tls_key", "tls_cert")
+        raise ConfigError(f"{given} is set but {missing} is not: HTTPS needs both")
+    for key in ("tls_cert", "tls_key", "tls_ca"):
+        if getattr(cfg, key):
+            tls.check_readable(getattr(cfg, key), key)
+    if cfg.tls_cert:
+        tls.server_context(cfg.tls_cert, cfg.tls_key)
+    if cfg.tls_ca:
+        tls.client_context(cfg.tls_ca)
 
 
 def load_config(path: str | None, **overrides) -> NodeConfig:
@@ -111,19 +200,23 @@ def load_config(path: str | None, **overrides) -> NodeConfig:
         except tomllib.TOMLDecodeError as e:
             raise ConfigError(f"{path}: {e}") from e
     peers_raw = raw.pop("peers", {})
+    if not isinstance(peers_raw, dict):
+        raise ConfigError("peers must be a table of [peers.<id>] sections")
     known = {f for f in NodeConfig.__dataclass_fields__ if f != "peers"}
     unknown = set(raw) - known
     if unknown:
         raise ConfigError(f"unknown config keys: {', '.join(sorted(unknown))}")
-    if "clock_offset_ms" in raw:
-        raise ConfigError("clock_offset_ms is for tests only: they set HOROLOGE_TEST_CLOCK_OFFSET_MS")
+    overrides = {k: v for k, v in overrides.items() if v is not None}
+    if "clock_offset_ms" in raw or "clock_offset_ms" in overrides:
+        raise ConfigError(f"clock_offset_ms is for tests only: they set {CLOCK_OFFSET_ENV}")
     for key, env in ENV_SECRETS.items():
         if os.environ.get(env):
             raw[key] = os.environ[env]
-    if os.environ.get("HOROLOGE_TEST_CLOCK_OFFSET_MS"):
-        raw["clock_offset_ms"] = int(os.environ["HOROLOGE_TEST_CLOCK_OFFSET_MS"])
-    raw.update({k: v for k, v in overrides.items() if v is not None})
-    _check_ranges(raw)
+    offset = _clock_offset()
+    if offset is not None:
+        raw["clock_offset_ms"] = offset
+    raw.update(overrides)
+    _check_values(raw)
     missing = [k for k in ("node_id", "data_dir", "http", "raft") if not raw.get(k)]
     if missing:
         raise ConfigError(f"missing config keys: {', '.join(missing)}")
@@ -131,22 +224,23 @@ def load_config(path: str | None, **overrides) -> NodeConfig:
     for pid, p in sorted(peers_raw.items()):
         if not isinstance(p, dict) or "raft" not in p or "http" not in p:
             raise ConfigError(f"peers.{pid} needs raft and http addresses")
+        unknown = set(p) - {"raft", "http", "dial"}
+        if unknown:
+            raise ConfigError(f"unknown keys in peers.{pid}: {', '.join(sorted(unknown))}")
         peers.append(
             Peer(
                 pid,
                 _host_port(p["raft"], f"peers.{pid}.raft"),
-                _host_port(p["http"], f"peers.{pid}.http"),
+                _http_address(p["http"], f"peers.{pid}.http"),
                 _host_port(p["dial"], f"peers.{pid}.dial") if p.get("dial") else None,
             )
         )
-    if "retry_levels_ms" in raw:
-        levels = raw["retry_levels_ms"]
-        if not isinstance(levels, list) or not all(isinstance(x, int) and x > 0 for x in levels):
-            raise ConfigError("retry_levels_ms must be a list of positive integers (ms)")
-        raw["retry_levels_ms"] = tuple(levels)
     cfg = NodeConfig(peers=tuple(peers), **raw)
     _host_port(cfg.http, "http")
     _host_port(cfg.raft, "raft")
+    if cfg.raft_bind:
+        _host_port(cfg.raft_bind, "raft_bind")
+    _check_tls(cfg)
     if not cfg.insecure_dev:
         for key in ENV_SECRETS:
             if not getattr(cfg, key):

@@ -1,6 +1,7 @@
 """A new master realigns against its own clock: sleeps when behind the tick, fast-forwards when ahead.
 
-The two surviving nodes run with a test-only clock offset (HOROLOGE_TEST_CLOCK_OFFSET_MS);
+The two surviving nodes run with a test-only clock offset (HOROLOGE_TEST_CLOCK_OFFSET_MS,
+honoured only with HOROLOGE_TEST_MODE=1);
 the chaos suite does the same with libfaketime. Those two are a majority, so n1's true
 clock is the odd one out: with the default 2 s ``clock_tolerance_ms`` n1 would be held to
 their time and hand the wheel over at once (docs/cluster.md, "Clocks"; the chaos
@@ -21,12 +22,17 @@ from .load import wait_delivered
 SKEW_MS = 10_000
 
 
+def skewed(offset_ms: int) -> dict[str, str]:
+    """The env that skews a node's clock by ``offset_ms`` (test mode on: refused otherwise)."""
+    return {"HOROLOGE_TEST_MODE": "1", "HOROLOGE_TEST_CLOCK_OFFSET_MS": str(offset_ms)}
+
+
 def _skewed_failover(make_cluster, offset_ms: int):
     """n1 (true clock) masters and takes messages; it is killed; a skewed node takes over.
 
     Returns the new master's log and the delivered rows (from a survivor's ready log).
     """
-    skew = {"HOROLOGE_TEST_CLOCK_OFFSET_MS": str(offset_ms)}
+    skew = skewed(offset_ms)
     cluster = make_cluster(env={1: skew, 2: skew}, extra_toml=f"clock_tolerance_ms = {3 * SKEW_MS}")
     for _ in range(3):  # set-up: n1 (true clock) must be master; a handover can be undone by an election
         master = cluster.wait_connected()
@@ -73,6 +79,6 @@ def test_new_master_ahead_of_the_tick_fast_forwards(make_cluster):
 
 @pytest.mark.parametrize("offset", [-SKEW_MS, SKEW_MS])
 def test_status_reports_the_skewed_clock(make_cluster, offset):
-    cluster = make_cluster(nodes=1, env={0: {"HOROLOGE_TEST_CLOCK_OFFSET_MS": str(offset)}})
+    cluster = make_cluster(nodes=1, env={0: skewed(offset)})
     st = cluster.status(0)
     assert abs(st["clock_ms"] - (time.time() * 1000 + offset)) < 2_000

@@ -4,10 +4,25 @@ from __future__ import annotations
 
 import pytest
 
-from horologe.node.config import load_config
+from horologe.node.config import (
+    CLOCK_OFFSET_ENV,
+    ENV_SECRETS,
+    MAX_CLOCK_OFFSET_MS,
+    RANGES,
+    TEST_MODE_ENV,
+    load_config,
+)
 from horologe.node.errors import ConfigError
+from testkit.tls import make_pki
 
 BASE = 'node_id = "n1"\ndata_dir = "d"\nhttp = "127.0.0.1:1"\nraft = "127.0.0.1:2"\ninsecure_dev = true\n'
+
+
+@pytest.fixture(autouse=True)
+def no_test_env(monkeypatch):
+    """The outer environment (a test run's HOROLOGE_*) must not leak into these loads."""
+    for name in (CLOCK_OFFSET_ENV, TEST_MODE_ENV, *ENV_SECRETS.values()):
+        monkeypatch.delenv(name, raising=False)
 
 
 def _load(tmp_path, extra: str):
@@ -26,6 +41,18 @@ def _load(tmp_path, extra: str):
         ("max_request_bytes = 1", "max_request_bytes"),
         ("clock_offset_ms = 5000", "clock_offset_ms"),
         ("colour = 1", "colour"),
+        ('fsync = "no"', "fsync"),
+        ("fsync = 1", "fsync"),
+        ("client_token = 7", "client_token"),
+        ('raft_bind = "nowhere"', "raft_bind"),
+        ("retry_levels_ms = [1000, 0]", "retry_levels_ms"),
+        ("retry_levels_ms = [1000, true]", "retry_levels_ms"),
+        ("retry_levels_ms = 1000", "retry_levels_ms"),
+        (f"retry_levels_ms = [{31 * 86_400_000}]", "retry_levels_ms"),
+        (f"retry_levels_ms = [{', '.join(['1000'] * 101)}]", "retry_levels_ms"),
+        ('[peers.n2]\nraft = "127.0.0.1:3"\nhttp = "ftp://127.0.0.1:4"', "peers.n2.http"),
+        ('[peers.n2]\nraft = "127.0.0.1:3"\nhttp = "127.0.0.1:99999"', "peers.n2.http"),
+        ('[peers.n2]\nraft = "127.0.0.1:3"\nhttp = "127.0.0.1:4"\nhttps = "x"', "peers.n2"),
     ],
 )
 def test_bad_values_are_refused_naming_the_key(tmp_path, extra, key):
@@ -33,6 +60,147 @@ def test_bad_values_are_refused_naming_the_key(tmp_path, extra, key):
         _load(tmp_path, extra)
 
 
+@pytest.mark.parametrize("key", sorted(RANGES))
+def test_every_numeric_key_is_refused_just_outside_its_range(tmp_path, key):
+    lo, hi = RANGES[key]
+    for bad in (lo - 1, hi + 1):
+        with pytest.raises(ConfigError, match=f"{key} must be an integer from {lo} to {hi}"):
+            _load(tmp_path, f"{key} = {bad}")
+    for good in (lo, hi):
+        assert getattr(_load(tmp_path, f"{key} = {good}"), key) == good
+
+
 def test_good_values_load(tmp_path):
-    cfg = _load(tmp_path, "fire_batch_limit = 1\nmax_batch_items = 10\nclock_tolerance_ms = 500")
+    cfg = _load(
+        tmp_path,
+        "fire_batch_limit = 1\nmax_batch_items = 10\nclock_tolerance_ms = 500\nretry_levels_ms = []\n"
+        '[peers.n2]\nraft = "127.0.0.1:3"\nhttp = "https://127.0.0.1:4"\n'
+        '[peers.n3]\nraft = "127.0.0.1:5"\nhttp = "127.0.0.1:6"',
+    )
     assert (cfg.fire_batch_limit, cfg.max_batch_items, cfg.clock_tolerance_ms) == (1, 10, 500)
+    assert cfg.retry_levels_ms == ()  # no retries: a nack goes straight to the DLQ
+    # a peer's address keeps the scheme it names; a bare one takes this node's (no TLS: http)
+    assert [cfg.http_url(p.http) for p in cfg.peers] == ["https://127.0.0.1:4", "http://127.0.0.1:6"]
+
+
+# -- the test-only clock offset ------------------------------------------------------
+
+
+def test_the_clock_offset_is_refused_outside_test_mode(tmp_path, monkeypatch):
+    monkeypatch.setenv(CLOCK_OFFSET_ENV, "5000")
+    with pytest.raises(ConfigError, match=f"{CLOCK_OFFSET_ENV}.*tests only.*{TEST_MODE_ENV}=1"):
+        _load(tmp_path, "")
+    monkeypatch.setenv(TEST_MODE_ENV, "yes")  # only "1" turns test mode on
+    with pytest.raises(ConfigError, match=TEST_MODE_ENV):
+        _load(tmp_path, "")
+
+
+def test_the_clock_offset_applies_in_test_mode(tmp_path, monkeypatch):
+    monkeypatch.setenv(TEST_MODE_ENV, "1")
+    assert _load(tmp_path, "").clock_offset_ms == 0
+    monkeypatch.setenv(CLOCK_OFFSET_ENV, "-5000")
+    assert _load(tmp_path, "").clock_offset_ms == -5000
+
+
+@pytest.mark.parametrize("value", ["5s", str(MAX_CLOCK_OFFSET_MS + 1), str(-MAX_CLOCK_OFFSET_MS - 1)])
+def test_a_bad_clock_offset_is_refused_even_in_test_mode(tmp_path, monkeypatch, value):
+    monkeypatch.setenv(TEST_MODE_ENV, "1")
+    monkeypatch.setenv(CLOCK_OFFSET_ENV, value)
+    with pytest.raises(ConfigError, match=CLOCK_OFFSET_ENV):
+        _load(tmp_path, "")
+
+
+def test_the_clock_offset_cannot_come_in_as_an_override(tmp_path):
+    path = tmp_path / "n.toml"
+    path.write_text(BASE)
+    with pytest.raises(ConfigError, match="clock_offset_ms"):
+        load_config(str(path), clock_offset_ms=5000)
+
+
+# -- TLS -------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def pki(tmp_path):
+    return make_pki(str(tmp_path / "tls"), ["n1", "other"])
+
+
+def _tls(cert=None, key=None, ca=None) -> str:
+    pairs = {"tls_cert": cert, "tls_key": key, "tls_ca": ca}
+    return "".join(f'{k} = "{v}"\n' for k, v in pairs.items() if v is not None)
+
+
+def test_tls_loads_and_serves_https(tmp_path, pki):
+    cert, key = pki.certs["n1"]
+    cfg = _load(tmp_path, _tls(cert, key, pki.ca) + '[peers.n2]\nraft = "127.0.0.1:3"\nhttp = "127.0.0.1:4"')
+    assert (cfg.scheme, cfg.tls_cert, cfg.tls_key, cfg.tls_ca) == ("https", cert, key, pki.ca)
+    assert cfg.http_url(cfg.peers[0].http) == "https://127.0.0.1:4"  # a bare peer address takes https
+
+
+@pytest.mark.parametrize("given, missing", [("tls_cert", "tls_key"), ("tls_key", "tls_cert")])
+def test_tls_cert_and_key_come_together(tmp_path, pki, given, missing):
+    cert, key = pki.certs["n1"]
+    extra = _tls(cert=cert) if given == "tls_cert" else _tls(key=key)
+    with pytest.raises(ConfigError, match=f"{given} is set but {missing} is not"):
+        _load(tmp_path, extra)
+
+
+@pytest.mark.parametrize("key", ["tls_cert", "tls_key", "tls_ca"])
+def test_a_missing_tls_file_is_refused_naming_the_key(tmp_path, pki, key):
+    cert, k = pki.certs["n1"]
+    files = {"cert": cert, "key": k, "ca": pki.ca}
+    files[key[4:]] = str(tmp_path / "nowhere.pem")
+    with pytest.raises(ConfigError, match=f"{key}: no such file"):
+        _load(tmp_path, _tls(**files))
+    files[key[4:]] = str(tmp_path)  # a directory is no file either
+    with pytest.raises(ConfigError, match=f"{key}: no such file"):
+        _load(tmp_path, _tls(**files))
+
+
+def test_an_unreadable_tls_file_is_refused(tmp_path, pki, monkeypatch):
+    # Root reads through any mode bits, so the refusal is provoked at open().
+    import builtins
+
+    cert, key = pki.certs["n1"]
+    real_open = builtins.open
+
+    def deny(path, *args, **kwargs):
+        if str(path) == key:
+            raise PermissionError(13, "Permission denied", path)
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "open", deny)
+    with pytest.raises(ConfigError, match="tls_key: cannot read .*Permission denied"):
+        _load(tmp_path, _tls(cert, key))
+
+
+def test_a_key_that_is_not_the_certificates_is_refused(tmp_path, pki):
+    cert, _ = pki.certs["n1"]
+    _, other_key = pki.certs["other"]
+    with pytest.raises(ConfigError, match="tls_cert/tls_key: cannot use"):
+        _load(tmp_path, _tls(cert, other_key))
+
+
+def test_a_ca_file_without_certificates_is_refused(tmp_path, pki):
+    junk = tmp_path / "junk.pem"
+    junk.write_text("not a certificate\n")
+    with pytest.raises(ConfigError, match="tls_ca: .* no usable CA certificate"):
+        _load(tmp_path, _tls(ca=str(junk)))
+    cert, key = pki.certs["n1"]
+    with pytest.raises(ConfigError, match="tls_cert/tls_key"):
+        _load(tmp_path, _tls(str(junk), key))
+
+
+def test_the_node_command_refuses_the_offset_outside_test_mode(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from horologe.cli import main
+
+    path = tmp_path / "n.toml"
+    path.write_text(BASE)
+    monkeypatch.setenv(CLOCK_OFFSET_ENV, "5000")
+    r = CliRunner().invoke(main, ["node", "--config", str(path), "--check-config"])
+    assert r.exit_code == 1 and f"{TEST_MODE_ENV}=1" in r.output, r.output
+    monkeypatch.setenv(TEST_MODE_ENV, "1")
+    r = CliRunner().invoke(main, ["node", "--config", str(path), "--check-config"])
+    assert r.exit_code == 0 and "n1: http 127.0.0.1:1" in r.output, r.output
