@@ -50,7 +50,8 @@ async def errors_and_auth(request: web.Request, handler):
     except NotMasterError as e:
         if e.leader is None:
             return _json(503, {"error": {"code": "no_master", "message": str(e)}, "leader": None})
-        raise web.HTTPTemporaryRedirect(f"http://{e.leader}{request.rel_url}") from e
+        # e.leader is the master's URL, scheme included: a node behind TLS sends to https://
+        raise web.HTTPTemporaryRedirect(f"{e.leader}{request.rel_url}") from e
     except ProposalTimeoutError as e:
         return _json(503, {"error": {"code": "timeout", "message": str(e)}, "leader": None})
     except StorageFullError as e:

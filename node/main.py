@@ -9,6 +9,7 @@ from aiohttp import web
 
 from .app import SERVICE, create_app
 from .config import NodeConfig
+from .tls import server_context
 
 log = logging.getLogger(__name__)
 
@@ -34,4 +35,14 @@ def run_node(config: NodeConfig) -> None:
     app = create_app(config)
     app.on_shutdown.append(_release_if_master)
     host, _, port = config.http.rpartition(":")
-    web.run_app(app, host=host, port=int(port), print=None, shutdown_timeout=5.0, access_log=None)
+    ssl_context = server_context(config.tls_cert, config.tls_key) if config.tls_cert else None
+    log.info("serving the HTTP API on %s://%s", config.scheme, config.http)
+    web.run_app(
+        app,
+        host=host,
+        port=int(port),
+        ssl_context=ssl_context,
+        print=None,
+        shutdown_timeout=5.0,
+        access_log=None,
+    )

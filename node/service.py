@@ -43,6 +43,7 @@ from .group_commit import MAX_ENTRY_BYTES, GroupCommit
 from .peer_readiness import peer_readiness
 from .quorum_clock import QuorumClock, majority
 from .receipts import Receipts
+from .tls import client_context
 from .wheel_driver import WheelDriver, WheelSettings
 
 log = logging.getLogger(__name__)
@@ -69,6 +70,8 @@ class NodeService:
     def __init__(self, config: NodeConfig, clock: Clock) -> None:
         self.config = config
         self.own_clock = clock
+        # Calls to peers' HTTP API verify their certificates against tls_ca (node/tls.py).
+        self._peer_ssl = client_context(config.tls_ca)
         self.quorum_clock = QuorumClock(
             clock, self._peer_clocks, 1 + len(config.peers), config.clock_tolerance_ms
         )
@@ -188,8 +191,9 @@ class NodeService:
     # -- roles ------------------------------------------------------------------
 
     def leader_http(self) -> str | None:
+        """The master's HTTP API as a URL (a 307 names it), its scheme kept."""
         peer = self.config.peer_by_raft(self.raft.leader_address())
-        return None if peer is None else peer.http
+        return None if peer is None else self.config.http_url(peer.http)
 
     def leader_id(self) -> str | None:
         peer = self.config.peer_by_raft(self.raft.leader_address())
@@ -274,7 +278,7 @@ class NodeService:
         """
         self.require_master()
         linked = self.linked_peer_ids()
-        async with aiohttp.ClientSession() as session:
+        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=self._peer_ssl)) as session:
             target = await self._release_target(session, to, linked)
             t0 = time.monotonic()
             self.releasing = True
@@ -327,7 +331,7 @@ class NodeService:
             if peer.node_id not in linked:
                 reasons.append(f"{peer.node_id} has no link to {self.config.node_id}")
                 continue
-            seen = await peer_readiness(session, peer.http, 1.0)
+            seen = await peer_readiness(session, self.config.http_url(peer.http), 1.0)
             if seen is None:
                 reasons.append(f"{peer.node_id} did not answer /readyz")
                 continue
@@ -354,7 +358,9 @@ class NodeService:
                 heard.add(self.config.node_id)
             for peer in self.config.peers:
                 if peer.node_id in linked and peer.node_id not in heard:
-                    seen = await peer_readiness(session, peer.http, max(0.05, deadline - time.monotonic()))
+                    seen = await peer_readiness(
+                        session, self.config.http_url(peer.http), max(0.05, deadline - time.monotonic())
+                    )
                     if seen is not None and seen.get("leader") == master:
                         heard.add(peer.node_id)
             if heard >= linked | {self.config.node_id} or time.monotonic() >= deadline:
@@ -387,7 +393,12 @@ class NodeService:
         applied = self.view.applied_index
         linked = self.linked_peer_ids()
         peers = [
-            {"node_id": p.node_id, "raft": p.raft, "http": p.http, "connected": p.node_id in linked}
+            {
+                "node_id": p.node_id,
+                "raft": p.raft,
+                "http": self.config.http_url(p.http),
+                "connected": p.node_id in linked,
+            }
             for p in self.config.peers
         ]
         return {
