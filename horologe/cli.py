@@ -17,7 +17,8 @@ def main() -> None:
 
     Start a local cluster with `horologe local-cluster`, then use produce, status and
     release-master against it. Tokens come from --token / HOROLOGE_CLIENT_TOKEN and
-    --admin-token / HOROLOGE_ADMIN_TOKEN.
+    --admin-token / HOROLOGE_ADMIN_TOKEN. For nodes serving HTTPS, give https:// URLs and
+    --ca / HOROLOGE_CA, the CA that signed their certificates (always verified).
     """
 
 
@@ -27,18 +28,26 @@ url_option = click.option(
     default=DEFAULT_URL,
     show_default=True,
     envvar="HOROLOGE_URL",
-    help="Any node's HTTP address (writes are redirected to the master).",
+    help="Node URLs, comma-separated: http://host:port, or https://host:port for nodes "
+    "serving TLS (writes are redirected to the master).",
 )
 token_option = click.option("--token", envvar="HOROLOGE_CLIENT_TOKEN", help="Client token.")
 admin_option = click.option("--admin-token", envvar="HOROLOGE_ADMIN_TOKEN", help="Admin token.")
+ca_option = click.option(
+    "--ca",
+    envvar="HOROLOGE_CA",
+    type=click.Path(exists=True, readable=True),
+    help="For https:// URLs: PEM file (or directory) of the CA that signed the nodes' "
+    "certificates. Default: the system's CAs. Certificates are always verified.",
+)
 
 
-def _client(url: str, token: str | None, admin_token: str | None = None):
+def _client(url: str, token: str | None, admin_token: str | None = None, ca: str | None = None):
     from horologe.client import Client
 
     try:
-        return Client([u.strip() for u in url.split(",")], token or "", admin_token=admin_token)
-    except ValueError as e:  # a URL or a token the client cannot use
+        return Client([u.strip() for u in url.split(",")], token or "", admin_token=admin_token, ca=ca)
+    except ValueError as e:  # a URL, a token or a CA file the client cannot use
         raise click.UsageError(str(e)) from e
 
 
@@ -101,11 +110,15 @@ def node(config_path, node_id, data_dir, http_addr, raft_addr, insecure_dev, che
         raise click.ClickException(str(e)) from e
     if check_config:
         click.echo(
-            f"{cfg.node_id}: http {cfg.http}, raft {cfg.raft} (listening on {cfg.raft_bind or cfg.raft}), "
-            f"data {cfg.data_dir}"
+            f"{cfg.node_id}: {cfg.scheme} {cfg.http}, raft {cfg.raft} "
+            f"(listening on {cfg.raft_bind or cfg.raft}), data {cfg.data_dir}"
         )
+        if cfg.tls_cert:
+            click.echo(f"  tls: certificate {cfg.tls_cert}, key {cfg.tls_key}")
+        click.echo(f"  peers' certificates verified against {cfg.tls_ca or 'the system CAs'}")
         for p in cfg.peers:
-            click.echo(f"  peer {p.node_id}: raft {p.raft} dialled at {p.dial or p.raft}, http {p.http}")
+            dial = p.dial or p.raft
+            click.echo(f"  peer {p.node_id}: raft {p.raft} dialled at {dial}, http {cfg.http_url(p.http)}")
         return
     run_node(cfg)
 
@@ -181,6 +194,7 @@ def local_cluster(nodes, data, http_port, raft_port, demo, exit_after_demo) -> N
 @main.command()
 @url_option
 @token_option
+@ca_option
 @click.option("--topic", required=True)
 @click.option("--body", required=True, help="Message body (text).")
 @click.option("--tag", "tags", multiple=True, help="A tag; repeat for more.")
@@ -189,11 +203,11 @@ def local_cluster(nodes, data, http_port, raft_port, demo, exit_after_demo) -> N
 @click.option("--after", "deliver_after", help="Deliver after: ms, or 500ms / 90s / 5m / 2h / 3d.")
 @click.option("--level", "delay_level", type=int, help="RocketMQ delay level 1..18 (1s .. 2h).")
 @_sdk_errors
-def produce(url, token, topic, body, tags, key, deliver_at, deliver_after, delay_level) -> None:
+def produce(url, token, ca, topic, body, tags, key, deliver_at, deliver_after, delay_level) -> None:
     """Schedule one message; prints its id and deliver time (epoch ms)."""
     as_int = lambda v: int(v) if v is not None and v.isdigit() else v  # noqa: E731
     _echo_json(
-        _client(url, token).produce(
+        _client(url, token, ca=ca).produce(
             topic,
             body,
             tags=tags,
@@ -208,6 +222,7 @@ def produce(url, token, topic, body, tags, key, deliver_at, deliver_after, delay
 @main.command()
 @url_option
 @token_option
+@ca_option
 @click.option("--topic", required=True, help="Topic to consume (or %DLQ%<group>).")
 @click.option("--group", required=True, help="Consumer group: its consumers share the messages.")
 @click.option("--tags", default="*", show_default=True, help='Tag filter: "a||b" or "*".')
@@ -215,11 +230,11 @@ def produce(url, token, topic, body, tags, key, deliver_at, deliver_after, delay
 @click.option("--count", type=int, help="Stop after this many messages (default: run until Ctrl-C).")
 @click.option("--nack", is_flag=True, help="Nack instead of ack (exercise retries and the DLQ).")
 @_sdk_errors
-def consume(url, token, topic, group, tags, max_messages, count, nack) -> None:
+def consume(url, token, ca, topic, group, tags, max_messages, count, nack) -> None:
     """Print messages as they arrive, one JSON line each, and ack them."""
     import json
 
-    client = _client(url, token)
+    client = _client(url, token, ca=ca)
     seen = 0
     try:
         while count is None or seen < count:
@@ -250,15 +265,16 @@ def consume(url, token, topic, group, tags, max_messages, count, nack) -> None:
 @main.command()
 @url_option
 @token_option
+@ca_option
 @click.argument("message_id", required=False)
 @click.option("--topic", help="With --key: cancel by producer key instead of id.")
 @click.option("--key", help="Producer key (with --topic).")
 @_sdk_errors
-def cancel(url, token, message_id, topic, key) -> None:
+def cancel(url, token, ca, message_id, topic, key) -> None:
     """Cancel a scheduled message by MESSAGE_ID, or by --topic and --key."""
     if bool(message_id) == bool(topic and key):
         raise click.UsageError("give MESSAGE_ID, or --topic and --key")
-    client = _client(url, token)
+    client = _client(url, token, ca=ca)
     if message_id:
         client.cancel(message_id)
     else:
@@ -270,22 +286,24 @@ def cancel(url, token, message_id, topic, key) -> None:
 @url_option
 @token_option
 @admin_option
+@ca_option
 @click.argument("message_id", required=False)
 @_sdk_errors
-def status(url, token, admin_token, message_id) -> None:
+def status(url, token, admin_token, ca, message_id) -> None:
     """Show MESSAGE_ID's state, or the node's status when no id is given."""
-    client = _client(url, token, admin_token)
+    client = _client(url, token, admin_token, ca)
     _echo_json(client.status(message_id) if message_id else client.node_status())
 
 
 @main.command("release-master")
 @url_option
 @admin_option
+@ca_option
 @click.option("--to", help="Node id to hand mastership to (default: the most caught-up).")
 @_sdk_errors
-def release_master(url, admin_token, to) -> None:
+def release_master(url, admin_token, ca, to) -> None:
     """Make the master hand over: final sync, release marker, Raft transfer."""
-    _echo_json(_client(url, None, admin_token).release_master(to))
+    _echo_json(_client(url, None, admin_token, ca).release_master(to))
 
 
 @main.group()
@@ -357,10 +375,30 @@ def spark() -> None:
     """
 
 
+def _check_certificates(urls: list[str], ca: str | None) -> None:
+    """Say here that a node's certificate does not verify, not from inside a Spark task."""
+    from horologe.client import CertificateError, RawClient, UnavailableError
+
+    try:
+        raw = RawClient(timeout=5.0, ca=ca)
+    except ValueError as e:
+        raise click.UsageError(str(e)) from e
+    with raw:
+        for u in urls:
+            if u.startswith("https://"):
+                try:
+                    raw.get(f"{u.rstrip('/')}/healthz")
+                except UnavailableError:
+                    pass  # a node down now may be up by then: the posting retries
+                except CertificateError as e:
+                    raise click.ClickException(str(e)) from e
+
+
 @spark.command("schedule")
 @click.argument("input_path", type=click.Path(exists=True))
 @url_option
 @token_option
+@ca_option
 @click.option(
     "--format", "fmt", type=click.Choice(["parquet", "csv", "json"]), help="Default: from the file name."
 )
@@ -381,6 +419,7 @@ def spark_schedule(
     input_path,
     url,
     token,
+    ca,
     fmt,
     topic,
     topic_col,
@@ -405,6 +444,7 @@ def spark_schedule(
     from horologe.pipeline.schedule import run_schedule
     from horologe.pipeline.spark_session import spark_session
 
+    _check_certificates([u.strip() for u in url.split(",")], ca)
     try:
         mapping = ColumnMapping(
             body_col=body_col,
@@ -433,6 +473,7 @@ def spark_schedule(
                 rejects,
                 fmt=fmt,
                 batch_size=batch_size,
+                ca=ca,
                 on_progress=progress,
             )
     except PipelineError as e:

@@ -35,9 +35,11 @@ def post_messages(
     batch_size: int = 1000,
     attempts: int = 8,
     backoff_s: float = 0.5,
+    ca: str | None = None,
 ) -> PostStats:
-    """Post in batches; each batch is retried up to ``attempts`` times across failovers."""
-    client = Client(urls, token, retry_s=10.0)
+    """Post in batches; each batch is retried up to ``attempts`` times across failovers.
+    ``ca``: the CA file to verify https:// nodes with (it must be readable where this runs)."""
+    client = Client(urls, token, retry_s=10.0, ca=ca)
     stats = PostStats()
     batch: list[dict] = []
 

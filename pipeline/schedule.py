@@ -68,6 +68,7 @@ def run_schedule(
     fmt: str | None = None,
     batch_size: int = 1000,
     on_progress: Callable[[int, int], None] | None = None,
+    ca: str | None = None,
 ) -> ScheduleSummary:
     df = read_input(spark, path, fmt)
     mapping.check_columns(df.columns)
@@ -91,7 +92,9 @@ def run_schedule(
     accepted, refused, retried = sc.accumulator(0), sc.accumulator(0), sc.accumulator(0)
 
     def post(rows) -> None:
-        stats = post_messages((json.loads(r.message) for r in rows), urls, token, batch_size=batch_size)
+        stats = post_messages(
+            (json.loads(r.message) for r in rows), urls, token, batch_size=batch_size, ca=ca
+        )
         accepted.add(stats.accepted)
         refused.add(stats.refused)
         retried.add(stats.retried)

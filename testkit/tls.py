@@ -1,8 +1,8 @@
 """A throwaway CA and node certificates, made at test time (``cryptography``).
 
 ``make_pki(folder, ["n1", "n2", "n3"])`` writes ``ca.pem`` and, per node, ``<name>.pem``
-and ``<name>.key``, each node certificate valid for 127.0.0.1 and localhost and signed
-by the CA. Keys are EC P-256: quick to make, and TLS 1.2+ takes them everywhere.
+and ``<name>.key``, each node certificate valid for 127.0.0.1 and localhost (or the
+``hosts`` given) and signed by the CA. Keys are EC P-256: quick to make, and TLS 1.2+ takes them everywhere.
 """
 
 from __future__ import annotations
@@ -28,6 +28,13 @@ class Pki:
 
 def _name(common_name: str) -> x509.Name:
     return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
+
+
+def _alt_name(host: str) -> x509.GeneralName:
+    try:
+        return x509.IPAddress(ipaddress.ip_address(host))
+    except ValueError:
+        return x509.DNSName(host)
 
 
 def _write(path: str, data: bytes) -> str:
@@ -76,9 +83,12 @@ def make_ca(common_name: str = "Horologe test CA") -> tuple[x509.Certificate, ec
 
 
 def issue(
-    ca_cert: x509.Certificate, ca_key: ec.EllipticCurvePrivateKey, common_name: str
+    ca_cert: x509.Certificate,
+    ca_key: ec.EllipticCurvePrivateKey,
+    common_name: str,
+    hosts: tuple[str, ...] | list[str] = ("localhost", "127.0.0.1"),
 ) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
-    """A server certificate for 127.0.0.1 and localhost, signed by the CA."""
+    """A server certificate for ``hosts`` (names and IP addresses), signed by the CA."""
     key = ec.generate_private_key(ec.SECP256R1())
     now = datetime.datetime.now(datetime.UTC)
     cert = (
@@ -91,9 +101,7 @@ def issue(
         .not_valid_after(now + VALID)
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
         .add_extension(
-            x509.SubjectAlternativeName(
-                [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
-            ),
+            x509.SubjectAlternativeName([_alt_name(h) for h in hosts]),
             critical=False,
         )
         .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
@@ -105,14 +113,16 @@ def issue(
     return cert, key
 
 
-def make_pki(folder: str, names: list[str]) -> Pki:
-    """A CA (``ca.pem``) and a certificate and key per name, written to ``folder``."""
+def make_pki(
+    folder: str, names: list[str], hosts: tuple[str, ...] | list[str] = ("localhost", "127.0.0.1")
+) -> Pki:
+    """A CA (``ca.pem``) and a certificate and key per name, for ``hosts``, written to ``folder``."""
     os.makedirs(folder, exist_ok=True)
     ca_cert, ca_key = make_ca()
     ca = _write(os.path.join(folder, "ca.pem"), ca_cert.public_bytes(serialization.Encoding.PEM))
     certs = {}
     for name in names:
-        cert, key = issue(ca_cert, ca_key, name)
+        cert, key = issue(ca_cert, ca_key, name, hosts)
         certs[name] = (
             _write(os.path.join(folder, f"{name}.pem"), cert.public_bytes(serialization.Encoding.PEM)),
             _write(os.path.join(folder, f"{name}.key"), _key_pem(key)),

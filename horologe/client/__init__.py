@@ -4,7 +4,8 @@ Both follow 307 redirects to the master and remember it, fail over across the no
 they were given, and give every produced message an idempotency key (unless you pass
 one), so a send retried across a failover is stored once. :class:`RawClient` sends one
 request and hands back the answer as it is (a :class:`Reply`), for tests and tools.
-All three run on httpx (:mod:`horologe.client.calls`).
+All three run on httpx (:mod:`horologe.client.calls`) and verify the certificates of
+``https://`` nodes, against ``ca=`` when given (:mod:`horologe.client.tls`).
 """
 
 from .async_client import AsyncClient
@@ -12,6 +13,7 @@ from .calls import Reply
 from .errors import (
     AlreadyDeliveredError,
     AuthError,
+    CertificateError,
     HorologeError,
     InvalidRequestError,
     NotFoundError,
@@ -25,6 +27,7 @@ __all__ = [
     "AlreadyDeliveredError",
     "AsyncClient",
     "AuthError",
+    "CertificateError",
     "Client",
     "HorologeError",
     "InvalidRequestError",

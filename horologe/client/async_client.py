@@ -17,12 +17,14 @@ class AsyncClient(core.ClientSettings):
 
     def __init__(self, urls, token: str, **settings) -> None:
         """``settings``: admin_token, timeout (s, per request; None: no limit), retry_s (s,
-        across failover), transport (an httpx transport, e.g. ``httpx.MockTransport`` in tests)."""
+        across failover), ca (PEM file or directory of the CAs to trust on https:// URLs),
+        verify (True, or an ``ssl.SSLContext`` that verifies; see :mod:`horologe.client.tls`),
+        transport (an httpx transport, e.g. ``httpx.MockTransport`` in tests)."""
         super().__init__(urls, token, **settings)
         self._http: httpx.AsyncClient | None = None
 
     async def __aenter__(self) -> AsyncClient:
-        self._http = httpx.AsyncClient(timeout=self.timeout, transport=self.transport)
+        self._http = httpx.AsyncClient(timeout=self.timeout, verify=self.verify, transport=self.transport)
         return self
 
     async def __aexit__(self, *exc) -> None:

@@ -15,7 +15,9 @@ The SDK's plan (:func:`api_call`):
 - goes on to the next node after a 503, a refused connection or a timeout, and starts
   over after ``RETRY_PAUSE_S`` until ``retry_s`` has passed; any other error answer is
   raised at once (:func:`horologe.client.errors.error_for`);
-- raises at once when a call that must not be resent timed out after it was sent.
+- raises at once when a call that must not be resent timed out after it was sent;
+- raises :class:`CertificateError` at once when a node's TLS certificate does not verify
+  (:mod:`horologe.client.tls`): no retry makes it verify, and nothing was sent.
 
 The raw plan (:func:`single`) sends once and returns whatever came back.
 """
@@ -32,7 +34,8 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from .errors import HorologeError, UnavailableError, error_for
+from .errors import CertificateError, HorologeError, UnavailableError, error_for
+from .tls import certificate_failure
 
 RETRY_PAUSE_S = 0.2
 # More 307s in a row than this means the nodes do not agree on a master yet: pause, retry.
@@ -136,7 +139,9 @@ class Endpoints:
 
     def unreachable(self, base: str, error: httpx.TransportError, *, resend: bool) -> UnavailableError:
         """Node ``base`` did not answer: the error to keep while the next node is tried.
-        Raises at once for a call that must not be resent and timed out once sent."""
+        Raises at once for a certificate that does not verify, and for a call that must
+        not be resent and timed out once sent."""
+        check_certificate(base, error)
         if not resend and isinstance(error, MAYBE_APPLIED):
             raise UnavailableError(f"{base}: timed out; the call may or may not have applied") from error
         self.failed(base)
@@ -202,6 +207,7 @@ def single(
     A node that cannot be reached raises :class:`UnavailableError`."""
     sent = yield build(method, url, json=body, content=content, headers={**auth(token), **(headers or {})})
     if isinstance(sent, httpx.TransportError):
+        check_certificate(url, sent)
         raise UnavailableError(f"{url}: {_reason(sent)}") from sent
     return Reply.of(sent)
 
@@ -256,6 +262,17 @@ async def run_async(http: httpx.AsyncClient, plan: Plan):
                 sent = None
     except StopIteration as done:
         return done.value
+
+
+def check_certificate(where: str, error: httpx.TransportError) -> None:
+    """Raise :class:`CertificateError` when ``error`` is a TLS certificate that did not verify."""
+    failed = certificate_failure(error)
+    if failed is not None:
+        raise CertificateError(
+            f"{where}: TLS certificate did not verify ({failed.verify_message or failed}); it must be "
+            "signed by a CA the client trusts (ca=, or --ca / HOROLOGE_CA on the command line) "
+            "and name the host of the URL"
+        ) from error
 
 
 def _reason(error: httpx.TransportError) -> str:

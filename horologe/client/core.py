@@ -6,11 +6,13 @@ How a call goes over HTTP is in :mod:`horologe.client.calls`.
 from __future__ import annotations
 
 import base64
+import os
+import ssl
 import uuid
 
 import httpx
 
-from . import calls
+from . import calls, tls
 from .errors import HorologeError, error_for
 from .models import MessageStatus, ReceivedMessage, Scheduled
 
@@ -58,9 +60,12 @@ class ClientSettings:
         admin_token: str | None = None,
         timeout: float | None = 10.0,
         retry_s: float = 15.0,
+        ca: str | os.PathLike | None = None,
+        verify: bool | ssl.SSLContext = True,
         transport: httpx.BaseTransport | httpx.AsyncBaseTransport | None = None,
     ) -> None:
         self.endpoints = calls.Endpoints(urls)
+        self.verify = tls.verify_setting(ca, verify)
         calls.check_token(token)
         calls.check_token(admin_token)
         if timeout is not None and not timeout > 0:

@@ -33,6 +33,11 @@ class UnavailableError(HorologeError):
     """Raised when no master answered within the retry budget (503, timeouts, refused connections)."""
 
 
+class CertificateError(HorologeError):
+    """Raised when a node's TLS certificate does not verify: not signed by a CA the client
+    trusts (see ``ca=``), expired, or issued for another host. Nothing was sent; not retried."""
+
+
 def error_for(status: int, body) -> HorologeError:
     err = body.get("error", {}) if isinstance(body, dict) else {}
     message = f"HTTP {status}: {err.get('code', '?')}: {err.get('message', body)}"

@@ -3,25 +3,37 @@
 from __future__ import annotations
 
 import functools
+import os
+import ssl
 
 import httpx
 
-from . import calls
+from . import calls, tls
 from .calls import Reply
 
 
 class RawClient(calls.BlockingPool):
     """Sends each request once, to the URL given: no redirect followed, no retry, and no
     error raised for any status, so a 307, a 503 or a 4xx comes back as a :class:`Reply`
-    to look at. A node that cannot be reached raises :class:`UnavailableError`.
+    to look at. A node that cannot be reached raises :class:`UnavailableError`, one whose
+    certificate does not verify :class:`CertificateError`.
 
     Same pooled, kept-alive connections as the SDK clients; ``close`` it (or use ``with``)
     when done. Safe to share between threads.
     """
 
-    def __init__(self, *, timeout: float | None = 10.0, transport: httpx.BaseTransport | None = None) -> None:
-        """``timeout``: seconds per request (None: no limit); ``transport``: an httpx transport."""
-        self._http = httpx.Client(timeout=timeout, transport=transport)
+    def __init__(
+        self,
+        *,
+        timeout: float | None = 10.0,
+        ca: str | os.PathLike | None = None,
+        verify: bool | ssl.SSLContext = True,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        """``timeout``: seconds per request (None: no limit); ``ca`` and ``verify``: how
+        certificates are checked on https:// URLs, as for :class:`horologe.client.Client`;
+        ``transport``: an httpx transport."""
+        self._http = httpx.Client(timeout=timeout, verify=tls.verify_setting(ca, verify), transport=transport)
 
     def request(
         self,
