@@ -25,8 +25,10 @@ def write_configs(
     extra: str = "",
     peer_fields: PeerFields | None = None,
     data_root: str | None = None,
+    node_extra: Callable[[int], str] | None = None,
 ) -> list[str]:
-    """One TOML file per node (n1, n2, ...) in ``data``; ``extra`` is added to each.
+    """One TOML file per node (n1, n2, ...) in ``data``; ``extra`` is added to each, and
+    ``node_extra(i)`` (0-based) to node i's alone (its own TLS certificate, say).
 
     Node i keeps its data in ``<data_root>/n<i>`` (``data_root`` defaults to ``data``).
 
@@ -42,6 +44,7 @@ def write_configs(
             f'http = "127.0.0.1:{http_ports[i - 1]}"',
             f'raft = "127.0.0.1:{raft_ports[i - 1]}"',
             extra,
+            node_extra(i - 1) if node_extra else "",
         ]
         for j in range(1, nodes + 1):
             if j != i:
@@ -83,7 +86,7 @@ def start(configs: list[str], env: dict[str, str], log_dir: str) -> list[subproc
     return [start_node(path, env, log_dir) for path in configs]
 
 
-def wait_ready(urls: list[str], timeout_s: float = 30.0) -> str:
+def wait_ready(urls: list[str], timeout_s: float = 30.0, ca: str | None = None) -> str:
     """Wait until every node is ready, agrees on a leader and is linked to every other; return the leader.
 
     Links matter: a node that cannot hear a master it may be handed to would campaign
@@ -91,7 +94,7 @@ def wait_ready(urls: list[str], timeout_s: float = 30.0) -> str:
     """
     deadline = time.monotonic() + timeout_s
     missing: list[str] = ["no node answered"]
-    with RawClient(timeout=10.0) as http:  # a 503 is an answer here: its body says what is missing
+    with RawClient(timeout=10.0, ca=ca) as http:  # a 503 is an answer here: its body says what is missing
         while time.monotonic() < deadline:
             states = []
             for u in urls:

@@ -17,6 +17,8 @@ from horologe import local_cluster as lc
 from horologe.client import Client, HorologeError, RawClient
 from horologe.storage import Storage
 
+from .tls import Pki, make_pki
+
 ENV = {
     "HOROLOGE_CLIENT_TOKEN": "client-token-for-tests",
     "HOROLOGE_ADMIN_TOKEN": "admin-token-for-tests",
@@ -45,10 +47,14 @@ class Cluster:
         ports: tuple[list[int], list[int]] | None = None,
         peer_fields: lc.PeerFields | None = None,
         data_root: str | None = None,
+        tls: bool = False,
     ):
         """``ports`` is (http, raft), free ones by default; ``env[i]`` is added to node i's.
 
         Configs and logs go to ``root``, node data to ``data_root`` (default: ``root``).
+        With ``tls``, a CA and a certificate per node are made in ``<root>/tls`` (``pki``);
+        every node serves HTTPS and trusts that CA for its calls to peers, and the
+        clients here trust it too.
         """
         self.root = root
         self.data_root = data_root or root
@@ -56,16 +62,36 @@ class Cluster:
             free = free_ports(2 * nodes)
             ports = free[:nodes], free[nodes:]
         self.http_ports, self.raft_ports = ports
+        self.pki: Pki | None = (
+            make_pki(os.path.abspath(os.path.join(root, "tls")), [f"n{i + 1}" for i in range(nodes)])
+            if tls
+            else None
+        )
         self.configs = lc.write_configs(
-            root, self.http_ports, self.raft_ports, extra_toml, peer_fields, self.data_root
+            root, self.http_ports, self.raft_ports, extra_toml, peer_fields, self.data_root, self._tls_toml
         )
         self.env = env or {}
         self.procs: dict[int, subprocess.Popen] = {}
-        self.http = RawClient(timeout=5.0)
+        self.http = RawClient(timeout=5.0, ca=self.ca)
         self._clients: dict[tuple, Client] = {}
 
+    @property
+    def ca(self) -> str | None:
+        """The CA file the nodes' certificates chain to (None without TLS)."""
+        return self.pki.ca if self.pki else None
+
+    @property
+    def scheme(self) -> str:
+        return "https" if self.pki else "http"
+
+    def _tls_toml(self, i: int) -> str:
+        if self.pki is None:
+            return ""
+        cert, key = self.pki.certs[f"n{i + 1}"]
+        return f'tls_cert = "{cert}"\ntls_key = "{key}"\ntls_ca = "{self.pki.ca}"'
+
     def url(self, i: int) -> str:
-        return f"http://127.0.0.1:{self.http_ports[i]}"
+        return f"{self.scheme}://127.0.0.1:{self.http_ports[i]}"
 
     def client(self, i: int, *, retry_s: float = 10.0, timeout: float = 10.0) -> Client:
         """An SDK client entering at node i (both tokens), one per settings, kept for reuse.
@@ -76,7 +102,7 @@ class Cluster:
         key = (i, retry_s, timeout)
         if key not in self._clients:
             self._clients[key] = Client(
-                [self.url(i)], CLIENT, admin_token=ADMIN, retry_s=retry_s, timeout=timeout
+                [self.url(i)], CLIENT, admin_token=ADMIN, retry_s=retry_s, timeout=timeout, ca=self.ca
             )
         return self._clients[key]
 

@@ -19,8 +19,10 @@ def pytest_runtest_makereport(item, call):
 def make_cluster(tmp_path, request):
     made: list[Cluster] = []
 
-    def make(nodes: int = 3, extra_toml: str = "", env=None, start: bool = True) -> Cluster:
-        c = Cluster(str(tmp_path / f"c{len(made)}"), nodes, extra_toml, env)
+    def make(
+        nodes: int = 3, extra_toml: str = "", env=None, start: bool = True, tls: bool = False
+    ) -> Cluster:
+        c = Cluster(str(tmp_path / f"c{len(made)}"), nodes, extra_toml, env, tls=tls)
         made.append(c)
         if start:
             c.start_all()
