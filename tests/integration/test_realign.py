@@ -11,10 +11,15 @@ skew, so the tick n1 leaves behind is SKEW_MS off the next master's clock.
 
 from __future__ import annotations
 
+import re
 import signal
 import time
+from dataclasses import dataclass
 
+import numpy as np
 import pytest
+
+from testkit.waiting import wait_until
 
 from .history import verify_ready_logs
 from .load import wait_delivered
@@ -27,11 +32,23 @@ def skewed(offset_ms: int) -> dict[str, str]:
     return {"HOROLOGE_TEST_MODE": "1", "HOROLOGE_TEST_CLOCK_OFFSET_MS": str(offset_ms)}
 
 
-def _skewed_failover(make_cluster, offset_ms: int):
-    """n1 (true clock) masters and takes messages; it is killed; a skewed node takes over.
+@dataclass
+class Failover:
+    log: str  # the new master's log
+    rows: np.ndarray  # the delivered rows, from a survivor's ready log
+    acked: dict[str, int]  # id -> deliver_at
+    left_ms: int  # n1's committed watermark (its true clock) read just before the kill
+    done_ms: int  # true time, by this test's clock, once everything was delivered
 
-    Returns the new master's log and the delivered rows (from a survivor's ready log).
-    """
+    def plan(self, kind: str) -> dict[str, int]:
+        """The fields of the new master's last realign plan, which must be of ``kind``."""
+        plans = re.findall(r"leads the wheel from .*?: (\w+)\(([^)]*)\)", self.log)
+        assert plans and plans[-1][0] == kind, f"the new master's last realign plans: {plans[-2:]}"
+        return {k: int(v) for k, v in re.findall(r"(\w+)=(-?\d+)", plans[-1][1])}
+
+
+def _skewed_failover(make_cluster, offset_ms: int) -> Failover:
+    """n1 (true clock) masters and takes messages; it is killed; a skewed node takes over."""
     skew = skewed(offset_ms)
     cluster = make_cluster(env={1: skew, 2: skew}, extra_toml=f"clock_tolerance_ms = {3 * SKEW_MS}")
     for _ in range(3):  # set-up: n1 (true clock) must be master; a handover can be undone by an election
@@ -40,6 +57,16 @@ def _skewed_failover(make_cluster, offset_ms: int):
             break
         cluster.client(master).release_master("n1")
     assert cluster.wait_connected() == 0
+
+    def n1_leads_from_its_own_clock() -> bool:
+        """n1's clock has passed the watermark a skewed master may have left ahead of it."""
+        st = cluster.status(0)
+        return st["wheel"]["ms"] <= st["clock_ms"]
+
+    # A skewed master that led before n1 left the watermark up to SKEW_MS off true time:
+    # ahead of it, n1 would sleep and the messages below would be behind the watermark,
+    # delivered on arrival rather than by the realign this test is about.
+    wait_until(n1_leads_from_its_own_clock, 2 * SKEW_MS / 1000)
     now = int(time.time() * 1000)
     acked = {
         r["id"]: r["deliver_at"]
@@ -47,34 +74,41 @@ def _skewed_failover(make_cluster, offset_ms: int):
             0, [{"topic": "skew", "body": str(k), "deliver_at": now + 3_000 + 20 * k} for k in range(20)]
         )
     }
+    left_ms = cluster.status(0)["wheel"]["ms"]  # the watermark only grows until the kill
     cluster.signal(0, signal.SIGKILL)
     new = cluster.wait_leader([1, 2], exclude=0)
     wait_delivered(cluster, [1, 2], timeout_s=40)
+    done_ms = int(time.time() * 1000)
     log = cluster.log(new)
     cluster.stop_all()
     verify_ready_logs(cluster, "skew", acked, among=[1, 2])  # never early by the master's clock
     with cluster.store(1) as s:
         rows = s.read_ready("skew")
     assert len(rows) == len(acked)
-    return log, rows
+    return Failover(log, rows, acked, left_ms, done_ms)
 
 
 def test_new_master_behind_the_tick_sleeps(make_cluster):
-    log, rows = _skewed_failover(make_cluster, -SKEW_MS)
-    assert "Sleep(until_ms=" in log
-    # delivered_at is the new master's clock; true time is SKEW_MS later: it waited
-    real = rows["delivered_at_ms"] + SKEW_MS
-    assert (real >= rows["deliver_at_ms"] + SKEW_MS).all()
+    f = _skewed_failover(make_cluster, -SKEW_MS)
+    # It waits for the watermark n1 committed by the true clock, not for its own reading.
+    assert f.plan("Sleep")["until_ms"] >= f.left_ms
+    # Its clock runs SKEW_MS behind, so in true time (this test's clock, which the
+    # recorded delivered_at, the new master's clock, cannot show) the messages went out
+    # SKEW_MS after they were due: it held them back until its own clock got there.
+    assert f.done_ms >= max(f.acked.values()) + SKEW_MS
 
 
 def test_new_master_ahead_of_the_tick_fast_forwards(make_cluster):
-    log, rows = _skewed_failover(make_cluster, +SKEW_MS)
-    assert "FastForward(" in log
-    # Its clock, 10 s ahead, was past every deliver time when it took over: all of them
-    # went out in the one catch-up entry of the fast-forward (one delivered_at), not one
-    # by one at their 20 ms-apart times; and by its own clock none was early.
-    assert len(set(rows["delivered_at_ms"].tolist())) == 1
-    assert (rows["delivered_at_ms"] >= rows["deliver_at_ms"]).all()
+    f = _skewed_failover(make_cluster, +SKEW_MS)
+    ff = f.plan("FastForward")
+    # From the watermark n1 committed, to its own clock: SKEW_MS ahead of the true time
+    # of the kill, so past every deliver time.
+    assert ff["from_ms"] >= f.left_ms
+    assert ff["to_ms"] >= ff["from_ms"] + SKEW_MS and ff["to_ms"] > max(f.acked.values())
+    # All of them went out in the one catch-up entry of the fast-forward (one
+    # delivered_at, at or after the plan's end), not one by one at their 20 ms-apart times.
+    assert len(set(f.rows["delivered_at_ms"].tolist())) == 1
+    assert int(f.rows["delivered_at_ms"][0]) >= ff["to_ms"]
 
 
 @pytest.mark.parametrize("offset", [-SKEW_MS, SKEW_MS])
