@@ -29,6 +29,8 @@ from .scenarios import SCENARIOS, Run
 from .toxiproxy_server import ToxiproxyServer, launch
 from .workload import Workload
 
+# Load runs this long before the fault and after it, on purpose: the history must hold
+# messages acknowledged, due and consumed on each side of the fault, not just around it.
 WARMUP_S = 4.0
 SETTLE_S = 4.0
 

@@ -67,7 +67,7 @@ class Run:
                 res = c.client(m, retry_s=0, timeout=20).release_master(None if to is None else f"n{to + 1}")
             except HorologeError as e:
                 self.note(f"release from n{m + 1} refused ({e}); again")
-                time.sleep(1)
+                time.sleep(1)  # a pause before retrying: a refused handover is not retried hot
                 continue
             c.wait_leader(exclude=m)
             return res
@@ -92,7 +92,7 @@ def sigkill_master(run: Run) -> None:
         c.signal(old, signal.SIGKILL)
         new = c.wait_leader(run.others(old), exclude=old)
     run.note(f"n{new + 1} leads; n{old + 1} restarts in 3 s")
-    time.sleep(3)
+    time.sleep(3)  # the fault: the cluster runs without the old master for a while
     c.start(old)
     c.catch_up(old, behind=LOADED_SLACK)
 
@@ -102,7 +102,7 @@ def sigkill_slave(run: Run) -> None:
     victim = run.rng.choice(run.others(c.wait_leader()))
     with run.fault(f"SIGKILL slave n{victim + 1}, down 5 s"):
         c.signal(victim, signal.SIGKILL)
-        time.sleep(5)
+        time.sleep(5)  # the fault's length: the slave stays down 5 s
     c.start(victim)
     c.catch_up(victim, behind=LOADED_SLACK)
 
@@ -120,6 +120,8 @@ def sigstop_master(run: Run) -> None:
         time.sleep(max(0.0, PAUSE_S - (now_ms() - stopped) / 1000))
         c.signal(old, signal.SIGCONT)
     c.wait_connected()
+    # The woken master's wheel gets 2 s to propose syncs from a stale belief; one that
+    # committed would show in last_sync_led_ms. No condition marks the end of that chance.
     time.sleep(2)
     last = run.last_sync_led_ms(old)
     run.note(
@@ -138,7 +140,7 @@ def isolate_master(run: Run) -> None:
         c.topology.isolate(old)
         cut = now_ms()  # after every proxy is off: a sync proposed before may still commit
         new = c.wait_leader(run.others(old), exclude=old)
-        time.sleep(6)
+        time.sleep(6)  # the fault's length: the old master stays cut off, long past its leader fallback
         role = c.status(old)["role"]
         c.topology.heal()
     c.wait_connected()
@@ -159,7 +161,7 @@ def one_way_partition(run: Run) -> None:
     s = run.rng.choice(run.others(m))
     with run.fault(f"cut n{m + 1} -> n{s + 1} only, 8 s"):
         c.topology.cut(m, s)
-        time.sleep(8)
+        time.sleep(8)  # the fault's length
         c.topology.heal()
     run.note(f"master n{c.wait_connected() + 1} after healing")
 
@@ -168,7 +170,7 @@ def raft_latency(run: Run) -> None:
     c = run.cluster
     with run.fault("latency 100 ms +- 50 ms on every Raft link, 10 s"):
         c.topology.raft_latency(100, 50)
-        time.sleep(10)
+        time.sleep(10)  # the fault's length
         c.topology.heal()
     c.wait_connected()
 
@@ -194,7 +196,7 @@ def clock_step(offset_s: int) -> Callable[[Run], None]:
         with run.fault(f"step master n{SKEWED + 1}'s clock {offset_s:+d} s"):
             c.step(SKEWED, offset_s)
             _wait_handed_on(run, SKEWED)
-            time.sleep(3)  # delivery goes on without it
+            time.sleep(3)  # a window on purpose: delivery must go on without it meanwhile
         # libfaketime steps the monotonic clock too, which no NTP step does: stepped back,
         # the node's Raft deadlines lie an hour ahead and it stays out. Bring it back with
         # the true clock, as an operator would, so the run ends with three stores to check.
@@ -225,7 +227,7 @@ def forced_release_x10(run: Run) -> None:
     with run.fault("10 forced releases in a row"):
         for _ in range(10):
             gaps.append(run.release()["gap_ms"])
-            time.sleep(1)
+            time.sleep(1)  # the scenario: a release every second or so, under load
     run.note(f"release gaps ms: {gaps}")
 
 
@@ -235,7 +237,7 @@ def rolling_restart(run: Run) -> None:
     with run.fault("rolling restart: each slave, then the master"):
         for i in [*run.others(m), m]:
             c.stop(i)
-            time.sleep(1)
+            time.sleep(1)  # down a moment, as in a real rolling restart
             c.start(i)
             c.catch_up(i, behind=LOADED_SLACK)
             c.wait_connected()
@@ -254,7 +256,7 @@ def crash_mid_write(run: Run) -> None:
 
     writer = threading.Thread(target=heavy, daemon=True)
     writer.start()
-    time.sleep(run.rng.uniform(0.5, 2.0))
+    time.sleep(run.rng.uniform(0.5, 2.0))  # on purpose: the kill lands at a random point of the writes
     with run.fault(f"SIGKILL master n{m + 1} during 2 MB batch appends"):
         c.signal(m, signal.SIGKILL)
         c.wait_leader(run.others(m), exclude=m)

@@ -8,6 +8,7 @@ import time
 
 from horologe.client import HorologeError
 from testkit.process_cluster import Cluster
+from testkit.waiting import wait_until
 
 
 class Producer(threading.Thread):
@@ -55,6 +56,17 @@ class Producer(threading.Thread):
             except HorologeError:
                 self.failures += 1
             time.sleep(self.pause_s)
+
+    def wait_acked(self, n: int, timeout_s: float = 30.0) -> None:
+        """Until ``n`` messages in all were acknowledged (the load is flowing)."""
+
+        try:
+            wait_until(lambda: len(self.acked) >= n, timeout_s)
+        except TimeoutError as e:
+            raise TimeoutError(
+                f"{len(self.acked)} messages acknowledged in {timeout_s:g} s, not {n}; "
+                f"{self.failures} requests failed"
+            ) from e
 
     def stop(self) -> None:
         self._halt.set()

@@ -12,6 +12,8 @@ import pytest
 from horologe.client import AlreadyDeliveredError, AsyncClient, Client
 from testkit.process_cluster import CLIENT
 
+from .load import wait_delivered
+
 SHORT_RETRIES = "retry_levels_ms = [300, 300]\n"
 
 
@@ -48,10 +50,12 @@ def test_groups_share_or_each_get_everything(cluster):
 def test_lease_expiry_redelivers(cluster):
     c = client(cluster)
     c.produce("jobs", "run me")
+    leased = time.monotonic()  # the lease starts after this
     (first,) = c.pull("jobs", "workers", wait_ms=3_000, visibility_ms=500)
     assert c.pull("jobs", "workers", wait_ms=0) == []  # leased to the first consumer
-    time.sleep(0.7)
-    (again,) = c.pull("jobs", "workers", wait_ms=1_000)
+    # A long poll rescans as leases run out, so it returns once the 500 ms lease is over.
+    (again,) = c.pull("jobs", "workers", wait_ms=5_000)
+    assert time.monotonic() - leased >= 0.5, "handed out again before its lease ran out"
     assert again.id == first.id and again.receipt != first.receipt
     c.ack("jobs", "workers", [again.receipt])
 
@@ -60,7 +64,7 @@ def test_message_being_acked_is_not_handed_out_meanwhile(cluster):
     """Acks commit in windows of 50 ms; until then the lease must still hold the message."""
     c, other = client(cluster), client(cluster)
     c.produce_batch([{"topic": "acking", "body": f"a{k}"} for k in range(40)])
-    time.sleep(0.5)
+    wait_delivered(cluster)
     handed_twice = []
     for _ in range(20):
         (m,) = c.pull("acking", "g", max=1, wait_ms=3_000)

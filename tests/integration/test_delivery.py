@@ -7,6 +7,7 @@ import time
 import pytest
 
 from horologe.client import HorologeError
+from testkit.waiting import wait_until
 
 from .history import verify_ready_logs
 from .load import wait_delivered
@@ -48,7 +49,12 @@ def test_cancel_before_and_after_delivery(cluster):
             {"topic": "t", "body": "later", "deliver_at": now + 60_000, "key": "order-7"},
         ],
     )
-    time.sleep(1.0)
+
+    def soon_delivered() -> bool:
+        """The first message (due in 200 ms) is delivered."""
+        return cluster.client(0).status(soon["id"]).state == "delivered"
+
+    wait_until(soon_delivered, 10)
     r = cluster.client(1).request("DELETE", f"/v1/messages/{later['id']}")
     assert r.status == 200 and r.body["state"] == "cancelled"
     st = cluster.client(0).request("GET", f"/v1/messages/{later['id']}").body

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import time
+
+from testkit.waiting import wait_until
 
 from .history import verify_ready_logs
 from .load import Producer, wait_delivered
@@ -12,13 +15,13 @@ from .load import Producer, wait_delivered
 def test_sigkill_master_under_load(cluster):
     load = Producer(cluster, spread_ms=2500)
     load.start()
-    time.sleep(1.5)
+    load.wait_acked(300)  # through the first master
     old = cluster.wait_leader()
     cluster.signal(old, signal.SIGKILL)
     t_kill = time.monotonic()
     new = cluster.wait_leader([i for i in cluster.indexes if i != old], exclude=old)
     took = time.monotonic() - t_kill
-    time.sleep(1.5)
+    load.wait_acked(len(load.acked) + 300)  # and through the new one
     load.stop()
     assert len(load.acked) > 100
     wait_delivered(cluster)
@@ -39,13 +42,13 @@ def test_forced_release_under_load(cluster):
     load.start()
     gaps = []
     for _ in range(3):
-        time.sleep(0.7)
+        load.wait_acked(len(load.acked) + 200)  # writes flow through the master of the moment
         old = cluster.wait_leader()
         res = cluster.client(old).release_master()
         assert res["old_master"] == f"n{old + 1}" and res["new_master"] not in (None, res["old_master"])
         assert isinstance(res["gap_ms"], float)
         gaps.append(res["gap_ms"])
-    time.sleep(0.5)
+    load.wait_acked(len(load.acked) + 200)
     load.stop()
     wait_delivered(cluster)
     cluster.stop_all()
@@ -64,16 +67,30 @@ def test_release_to_a_named_node(cluster):
 def test_stale_master_delivers_nothing_after_waking(cluster):
     load = Producer(cluster, spread_ms=3000)
     load.start()
-    time.sleep(1.0)
+    load.wait_acked(200)
     old = cluster.wait_leader()
     cluster.signal(old, signal.SIGSTOP)
     stopped = int(time.time() * 1000)  # after the signal: a sync proposed before may commit
     cluster.wait_leader([i for i in cluster.indexes if i != old], exclude=old)
-    time.sleep(3.0)  # beyond the election timeout and the 2 s leader fallback
+    # Time passing is the point here: asleep beyond the election timeout and the 2 s leader
+    # fallback, the old master wakes up still believing it leads.
+    time.sleep(3.0)
     cluster.signal(old, signal.SIGCONT)
+    # And again: the woken master's wheel gets 2 s to propose syncs from a stale belief;
+    # one that committed would show in last_sync_led_ms below. No condition marks the end
+    # of that chance, so the window is a fixed time.
     time.sleep(2.0)
     load.stop()
     wait_delivered(cluster)
+    # last_sync_led_ms is read once the woken node follows the master and has applied all
+    # the master has, so any sync of its that was committed has been applied there too.
+    applied = cluster.status(cluster.wait_leader())["applied_index"]  # every node, the woken one too, agrees
+
+    def old_caught_up() -> bool:
+        """The woken node applied everything the master had."""
+        return cluster.status(old)["applied_index"] >= applied
+
+    wait_until(old_caught_up, 20)
     # Delivered exactly once proves little if the woken master's own sync committed (it
     # fires nothing new): every committed sync it proposed must predate the pause.
     last = cluster.status(old)["wheel"]["last_sync_led_ms"]
@@ -110,7 +127,15 @@ def test_follower_down_long_catches_up_by_snapshot(make_cluster):
             master, [{"topic": "snap", "body": f"{k}-{j}", "deliver_at": now + 500 + k} for j in range(20)]
         ):
             acked[r["id"]] = r["deliver_at"]
-    time.sleep(3.0)  # S entries every 50 ms: the log compacts well past the lagging node
+    produced = time.time()
+    snapshot = os.path.join(cluster.data_root, f"n{master + 1}", "raft", "snapshot")
+
+    def compacted_past_the_lagging_node() -> bool:
+        """The master wrote a snapshot after the last produce, so its log no longer holds
+        what the lagging node missed."""
+        return os.path.exists(snapshot) and os.path.getmtime(snapshot) > produced
+
+    wait_until(compacted_past_the_lagging_node, 30)  # S entries every 50 ms fill 100 entries in seconds
     cluster.start(lagging)
     cluster.catch_up(lagging)
     wait_delivered(cluster)

@@ -73,7 +73,7 @@ def test_a_waiting_pull_wakes_on_notify(log):
     async def run() -> None:
         consumers = consumers_over(log)
         pull = asyncio.create_task(consumers.pull("g", "t", None, 10, 5_000, 30_000))
-        await asyncio.sleep(0.05)
+        await asyncio.sleep(0.05)  # time passing is the point: with nothing delivered, it keeps waiting
         assert not pull.done()
         await _deliver(log, 1)
         consumers.notify()

@@ -12,9 +12,9 @@ def test_a_blocked_loop_shows_as_lag():
     async def scenario() -> dict:
         probe = LoopLag(interval_ms=1)
         task = asyncio.create_task(probe.run())
-        await asyncio.sleep(0.02)
-        time.sleep(0.05)  # what a lock held across an fsync does to the loop
-        await asyncio.sleep(0.02)
+        await asyncio.sleep(0.02)  # the probe ticks a while on a free loop (samples to compare)
+        time.sleep(0.05)  # what a lock held across an fsync does to the loop: the point
+        await asyncio.sleep(0.02)  # and the probe's late tick gets to run and be measured
         task.cancel()
         return probe.figures()
 

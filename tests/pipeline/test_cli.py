@@ -8,6 +8,7 @@ from click.testing import CliRunner
 
 from horologe.cli import main
 from testkit.process_cluster import CLIENT
+from testkit.waiting import wait_until
 
 
 def test_schedule_then_audit(spark, make_cluster, tmp_path):
@@ -41,7 +42,12 @@ def test_schedule_then_audit(spark, make_cluster, tmp_path):
     )
     assert r.exit_code == 0, r.output
     assert "rows 50: accepted 49, rejected 1" in r.output
-    time.sleep(2.0)  # all due within a second
+
+    def n1_delivered_them() -> bool:
+        """n1, whose store the audit reads, delivered all 49 (due within a second)."""
+        return cluster.status(0)["counters"]["delivered"] >= 49
+
+    wait_until(n1_delivered_them, 30)
     cluster.stop_all()
     r = CliRunner().invoke(main, ["spark", "audit", cluster.root + "/n1", "--out", str(tmp_path / "audit")])
     assert r.exit_code == 0, r.output
