@@ -1,6 +1,10 @@
-"""Fixtures for tests that run real node processes (integration and pipeline)."""
+"""Fixtures for tests that run real node processes (integration and pipeline), and a tmpfs
+for the tests that fill a real filesystem (marked ``root``)."""
 
 from __future__ import annotations
+
+import os
+import subprocess
 
 import pytest
 
@@ -41,3 +45,30 @@ def make_cluster(tmp_path, request):
 @pytest.fixture
 def cluster(make_cluster) -> Cluster:
     return make_cluster()
+
+
+@pytest.fixture
+def mount_tmpfs():
+    """``mount_tmpfs(path, size)`` mounts a tmpfs of ``size`` (e.g. "512k") at ``path``,
+    unmounted after the test. For the tests marked ``root``, which fill a real filesystem.
+
+    Only a run that is neither root nor CI skips them. As root, or under CI (which runs as
+    root), a mount that fails fails the test: a skip there would hide it.
+    """
+    mounted: list[str] = []
+
+    def mount(path: str, size: str) -> str:
+        r = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", path], capture_output=True, text=True
+        )
+        if r.returncode != 0:
+            why = f"cannot mount a tmpfs at {path}: {r.stderr.strip() or r.returncode}"
+            if os.geteuid() == 0 or os.environ.get("CI"):
+                pytest.fail(why)
+            pytest.skip(f"{why}; needs root")
+        mounted.append(path)
+        return path
+
+    yield mount
+    for path in reversed(mounted):
+        subprocess.run(["umount", "-l", path], check=False)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import subprocess
 
 import pytest
 
@@ -114,21 +113,13 @@ def test_failed_batch_midway_leaves_nothing(tmp_path):
 
 
 @pytest.fixture
-def tiny_fs(tmp_path):
+def tiny_fs(tmp_path, mount_tmpfs):
     mnt = tmp_path / "tiny"
     mnt.mkdir()
-    r = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=512k", "tmpfs", str(mnt)], capture_output=True, text=True
-    )
-    if r.returncode != 0:
-        why = f"cannot mount a tmpfs here ({r.stderr.strip()}); needs root"
-        if os.environ.get("CI"):  # CI runs as root: there, a skip would hide the test
-            pytest.fail(why)
-        pytest.skip(why)
-    yield str(mnt)
-    subprocess.run(["umount", str(mnt)], check=True)
+    return mount_tmpfs(str(mnt), "512k")
 
 
+@pytest.mark.root
 def test_disk_full_rolls_back_the_whole_batch(tiny_fs):
     root = os.path.join(tiny_fs, "s")
     s = Storage(root, StorageConfig(fsync=True))
