@@ -36,9 +36,10 @@ admin_option = click.option("--admin-token", envvar="HOROLOGE_ADMIN_TOKEN", help
 ca_option = click.option(
     "--ca",
     envvar="HOROLOGE_CA",
+    show_envvar=True,
     type=click.Path(exists=True, readable=True),
     help="For https:// URLs: PEM file (or directory) of the CA that signed the nodes' "
-    "certificates. Default: the system's CAs. Certificates are always verified.",
+    "certificates. Default: certifi's bundle, or SSL_CERT_FILE's. Certificates are always verified.",
 )
 
 

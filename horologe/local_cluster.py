@@ -86,7 +86,7 @@ def start(configs: list[str], env: dict[str, str], log_dir: str) -> list[subproc
     return [start_node(path, env, log_dir) for path in configs]
 
 
-def wait_ready(urls: list[str], timeout_s: float = 30.0, ca: str | None = None) -> str:
+def wait_ready(urls: list[str], timeout_s: float = 30.0) -> str:
     """Wait until every node is ready, agrees on a leader and is linked to every other; return the leader.
 
     Links matter: a node that cannot hear a master it may be handed to would campaign
@@ -94,7 +94,7 @@ def wait_ready(urls: list[str], timeout_s: float = 30.0, ca: str | None = None) 
     """
     deadline = time.monotonic() + timeout_s
     missing: list[str] = ["no node answered"]
-    with RawClient(timeout=10.0, ca=ca) as http:  # a 503 is an answer here: its body says what is missing
+    with RawClient(timeout=10.0) as http:  # a 503 is an answer here: its body says what is missing
         while time.monotonic() < deadline:
             states = []
             for u in urls:
