@@ -17,10 +17,16 @@ The rule, enforced here and in :class:`~horologe.cluster.raft_node.RaftNode`:
   the snapshot's rename is durable first (pysyncobj renames without a folder fsync).
 
 Syncs are grouped: entries added since the last sync are flushed together, once.
+
+It also counts the bytes of the commands pysyncobj holds in memory (:attr:`DurableJournal.bytes`),
+so that compaction can be asked for by size, and after compaction it gives back the pages
+of the journal's mapping that now lie past its end (``MADV_DONTNEED``): pysyncobj's mapping
+only grows, and its touched pages would otherwise stay in the process's RSS.
 """
 
 from __future__ import annotations
 
+import mmap
 import os
 
 from pysyncobj.journal import FileJournal, MetaStorer, dumps
@@ -52,6 +58,20 @@ class DurableJournal:
         # Whatever pysyncobj wrote while starting, the journal file's creation included.
         self._dirty = self._folder_dirty = True
         self.syncs = 0
+        self.bytes = self._held()
+
+    def _held(self) -> int:
+        inner = self._inner
+        return sum(len(inner[i][0]) for i in range(len(inner)))
+
+    def _release_tail(self) -> None:
+        """Drop the mapping's pages past the journal's end from this process's memory."""
+        file = self._inner._FileJournal__journalFile
+        mapping: mmap.mmap = file._ResizableFile__mm
+        end = self._inner._FileJournal__currentOffset
+        start = -(-end // mmap.PAGESIZE) * mmap.PAGESIZE
+        if start < len(mapping):
+            mapping.madvise(mmap.MADV_DONTNEED, start, len(mapping) - start)
 
     def sync(self) -> None:
         if self._folder_dirty:
@@ -64,19 +84,26 @@ class DurableJournal:
 
     def add(self, command, idx, term) -> None:
         self._inner.add(command, idx, term)
+        self.bytes += len(command)
         self._dirty = True
 
     def clear(self) -> None:  # a snapshot was installed in its place
         self._inner.clear()
+        self.bytes = 0
         self._dirty = self._folder_dirty = True
+        self._release_tail()
 
     def deleteEntriesFrom(self, entryFrom) -> None:  # noqa: N802
         self._inner.deleteEntriesFrom(entryFrom)
+        self.bytes = self._held()
         self._dirty = True
 
     def deleteEntriesTo(self, entryTo) -> None:  # noqa: N802 - compaction, after a snapshot
         self._inner.deleteEntriesTo(entryTo)
+        self.bytes = self._held()
         self._dirty = self._folder_dirty = True
+        self.sync()  # the rewritten head is on disk before the tail's pages are dropped
+        self._release_tail()
 
     def __getitem__(self, item):
         return self._inner[item]

@@ -294,11 +294,21 @@ class RaftNode(SyncObj):
             self.transferLeadership(None)
 
     def _SyncObj__tryLogCompaction(self):  # noqa: N802
-        """No snapshot while halted: it would be labelled with entries the store never applied,
+        """Compaction, also when the log held in memory passes ``log_compaction_bytes``.
+
+        No snapshot while halted: it would be labelled with entries the store never applied,
         and compaction would then drop them from the journal that a restart replays."""
         if self.state.halted:
             return
+        journal = getattr(self, "_journal", None)  # None while SyncObj.__init__ runs
+        if journal is not None and journal.bytes > self.settings.log_compaction_bytes:
+            self._SyncObj__forceLogCompaction = True
         SyncObj._SyncObj__tryLogCompaction(self)
+
+    def held_log_bytes(self) -> int:
+        """Bytes of commands pysyncobj holds in memory (compacted away past the budget)."""
+        journal = getattr(self, "_journal", None)
+        return 0 if journal is None else journal.bytes
 
     def _hold_back_from_elections(self) -> None:
         """Keep a master that just handed over from standing for election for a while.

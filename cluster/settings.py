@@ -37,8 +37,12 @@ class ClusterSettings:
     link_keepalive_s: float = 0.5
     # Must be >= 4x the largest command, or big commands crawl (field notes).
     append_batch_bytes: int = 4 * 1024 * 1024
-    # Compaction snapshots the whole store; keep it rare (field notes).
+    # A snapshot hard-links the store's files (O(files)), so compaction is cheap; what
+    # costs is the log pysyncobj keeps in memory, bodies included, until it compacts.
+    # It compacts at whichever comes first: this many entries, this much time, or
+    # ``log_compaction_bytes`` of commands held (docs/cluster.md, Memory).
     log_compaction_min_entries: int = 50_000
     log_compaction_min_time: float = 600.0
+    log_compaction_bytes: int = 64 * 1024 * 1024
     proposal_timeout_s: float = 5.0
     hold_back_s: float = 2.0  # after a forced release, no election from the old master

@@ -47,6 +47,7 @@ class NodeConfig:
     fire_batch_limit: int = 10_000  # refs per delivering entry (hot seconds, fast-forward)
     fsync: bool = True
     log_compaction_min_entries: int = 50_000
+    log_compaction_bytes: int = 64 * 1024 * 1024
     # Nack delays by attempt (RocketMQ's 16 levels, 10 s .. 2 h); after the last, the DLQ.
     retry_levels_ms: tuple[int, ...] = DEFAULT_RETRY_LEVELS_MS
     ack_window_ms: int = 50  # acks are replicated at most this often
@@ -71,6 +72,7 @@ class NodeConfig:
             insecure_dev=self.insecure_dev,
             bind=self.raft_bind,
             log_compaction_min_entries=self.log_compaction_min_entries,
+            log_compaction_bytes=self.log_compaction_bytes,
         )
 
     @property
@@ -117,6 +119,7 @@ RANGES = {
     "max_request_bytes": (64 * 1024, 1 << 30),
     "fire_batch_limit": (1, 10_000_000),
     "log_compaction_min_entries": (10, 1_000_000_000),
+    "log_compaction_bytes": (1024 * 1024, 1 << 40),
     "ack_window_ms": (1, 10_000),
     "clock_tolerance_ms": (100, 86_400_000),
     "loop_lag_probe_ms": (0, 1_000),

@@ -409,6 +409,7 @@ class NodeService:
             "term": st["raft_term"],
             "commit_index": st["commit_idx"],
             "applied_index": applied,
+            "raft_log_bytes": raft.held_log_bytes(),
             "wheel": {
                 "tick": ws.tick,
                 "local_index": ws.to_wire()["local_index"],
