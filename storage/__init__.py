@@ -1,4 +1,4 @@
-"""Hour-bucket storage: delay logs and indexes by delivery hour, ready logs, key window.
+"""Hour-bucket storage: delay logs and indexes by delivery hour, ready logs, key index.
 
 A pure library: no networking, no threads, no clock. See ``store`` for the layout
 and each module's docstring for its file format (collected in docs/storage.md).

@@ -10,15 +10,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-import msgpack
 import numpy as np
 
 from .delay_index import INDEX, slot_ms
-from .errors import CorruptLogError
+from .errors import CorruptLogError, UnknownMessageError
 from .framing import FRAME_OVERHEAD, committed_frames
 from .heads import Heads
-from .key_window import key_file
-from .magic import DELAY_INDEX, DELAY_LOG, KEY_LOG, MAGIC_SIZE, READY_LOG, check_magic
+from .key_index import CURSOR, CUTOFF, HOUR_COUNT, KEY_ENTRY, LIVE, key_hash
+from .magic import DELAY_INDEX, DELAY_LOG, MAGIC_SIZE, READY_LOG, check_magic
 from .message import decode_record
 from .message_id import MessageId
 from .ready_log import READY
@@ -129,6 +128,78 @@ def _check_ready(store: Storage, topic: str, report: CheckReport) -> None:
     report.ready_entries[topic] = len(entries)
 
 
+def _check_keys(store: Storage, report: CheckReport) -> None:
+    """Segments, crcs, chains and heads of the key index; live entries name their messages,
+    and the live counts in meta are exact."""
+    index = store.key_index
+    log = index.log
+    cursor, end, cutoff = index.cursor, index.end, index.cutoff()
+    where = store.files.path(log.segments[0][1]) if log.segments else store.directory
+    if not log.segments and cursor != end:
+        _fail(where, 0, f"no key segments, but the cursor {cursor} is not the end {end}")
+    at = None
+    for first, seg_end, rel in log.segment_ranges():
+        log.check_magic(rel)
+        f = store.files.get(rel)
+        if (f.length - MAGIC_SIZE) % KEY_ENTRY.size:
+            _fail(f.path, f.length, "key segment length is not a whole number of entries")
+        if (at is not None and first != at) or (at is None and first > cursor):
+            _fail(f.path, 0, f"key segment starts at {first}, out of sequence")
+        at = seg_end
+    if cursor > end:
+        _fail(where, 0, f"key cursor {cursor} is past the end {end}")
+    rows = log.read(cursor, end) if end > cursor else np.empty(0, dtype=KEY_ENTRY.dtype)
+    seqs = np.arange(cursor, end, dtype=np.int64)
+    buckets = (rows["key_hash"] & np.uint64(index.heads.mask)).astype(np.int64)
+    order = np.lexsort((seqs, buckets))
+    b_sorted, s_sorted = buckets[order], seqs[order]
+    first_of_bucket = np.ones(len(order), dtype=bool)
+    first_of_bucket[1:] = b_sorted[1:] != b_sorted[:-1]
+    want_pre = np.where(first_of_bucket, -1, np.concatenate([[-1], s_sorted[:-1]]))
+    pre = rows["pre"][order]
+    bad = np.where(first_of_bucket, pre >= cursor, pre != want_pre)
+    if bad.any():
+        n = int(s_sorted[np.argmax(bad)])
+        _fail(where, 0, f"key entry {n} breaks its bucket's chain")
+    # Heads: the newest entry of each bucket from the cursor on, and no other.
+    last_of_bucket = np.ones(len(order), dtype=bool)
+    last_of_bucket[:-1] = b_sorted[:-1] != b_sorted[1:]
+    held = index.heads.heads
+    in_range = np.flatnonzero(held > cursor)  # heads are entry numbers plus one
+    if not (
+        np.array_equal(in_range, b_sorted[last_of_bucket])
+        and np.array_equal(held[in_range] - 1, s_sorted[last_of_bucket])
+    ):
+        _fail(index.heads_path, 0, "key heads do not match the index")
+    live = rows[rows["hour"] >= cutoff]
+    counts: dict[int, int] = {}
+    seen: set[tuple[str, str]] = set()
+    for kh, hour, gi in zip(
+        live["key_hash"].tolist(), live["hour"].tolist(), live["global_index"].tolist(), strict=True
+    ):
+        mid = MessageId(hour, gi)
+        try:
+            m = store.read_message(mid).message
+        except UnknownMessageError:
+            _fail(where, 0, f"live key entry names no message {mid}")
+        if m.key is None or key_hash(m.topic, m.key) != kh:
+            _fail(where, 0, f"key entry of {mid} does not hash its message's topic and key")
+        if (m.topic, m.key) in seen:
+            _fail(where, 0, f"key {m.key!r} of {m.topic!r} is live twice")
+        seen.add((m.topic, m.key))
+        counts[hour] = counts.get(hour, 0) + 1
+    held_counts = {
+        int(k[len(HOUR_COUNT) :]): store.meta(k) for k in store.meta_keys() if k.startswith(HOUR_COUNT)
+    }
+    if store.applied_index and store.meta(CUTOFF, 0) != cutoff and held_counts:
+        _fail(where, 0, f"key cutoff in meta {store.meta(CUTOFF, 0)} lags the cutoff {cutoff}")
+    if held_counts != counts or store.meta(LIVE, 0) != len(live):
+        _fail(where, 0, f"live key counts in meta disagree with the index: {held_counts} vs {counts}")
+    if store.meta(CURSOR, 0) != cursor:
+        _fail(where, 0, "key cursor disagrees")
+    report.keys = len(live)
+
+
 def check_store(store: Storage, on_hour: Callable[[int], None] | None = None) -> CheckReport:
     report = CheckReport()
     for hour in store.hours():
@@ -137,15 +208,5 @@ def check_store(store: Storage, on_hour: Callable[[int], None] | None = None) ->
             on_hour(hour)
     for topic in store.topics():
         _check_ready(store, topic, report)
-    for hour in store.key_file_hours():
-        f = store.files.get(key_file(hour))
-        buf = f.buffer()
-        check_magic(bytes(buf[:MAGIC_SIZE]), KEY_LOG, f.path)
-        for offset, payload in committed_frames(buf, MAGIC_SIZE, f.path):
-            try:
-                topic, key, mid, produced_at = msgpack.unpackb(payload, raw=False)
-                MessageId.parse(mid)
-            except (ValueError, TypeError, msgpack.UnpackException) as e:
-                raise CorruptLogError(f.path, offset, f"undecodable key record: {e}") from e
-            report.keys += 1
+    _check_keys(store, report)
     return report

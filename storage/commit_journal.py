@@ -8,7 +8,8 @@ are msgpack maps::
     files     {path: length}   committed length of each file the batch touched
     removed   [path]           files the batch deleted (retention)
     topics    {name: id}       topics registered by the batch
-    meta      {key: value}     small state set by the batch (watermark, offsets...)
+    meta      {key: value}     small state set by the batch (watermark, offsets...);
+                               a value of nil removes the key
 
 Rule (enforced in :meth:`Storage.apply`): a batch's data files are written and
 fsynced *before* its journal frame is appended and fsynced. So the journal never
@@ -52,7 +53,11 @@ class JournalState:
         for path in rec.get("removed", ()):
             self.files.pop(path, None)
         self.topics.update(rec.get("topics", {}))
-        self.meta.update(rec.get("meta", {}))
+        for key, value in rec.get("meta", {}).items():
+            if value is None:
+                self.meta.pop(key, None)
+            else:
+                self.meta[key] = value
 
     def checkpoint_record(self) -> dict:
         return {

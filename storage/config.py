@@ -1,4 +1,9 @@
-"""Storage settings, with the defaults a node runs with."""
+"""Storage settings, with the defaults a node runs with.
+
+The settings marked *layout* decide bytes on disk (where a segment ends, which bucket a
+key chains in, how long a key lives): every replica must run with the same values, and
+a node's TOML does not expose them. Tests change them to reach edge cases with little data.
+"""
 
 from __future__ import annotations
 
@@ -13,11 +18,24 @@ class StorageConfig:
     # batch. Off trades durability on power loss for throughput (see docs/benchmarks.md).
     fsync: bool = True
     limits: MessageLimits = field(default_factory=MessageLimits)
+    # Layout: a producer key dedupes and cancels until its message's hour has been
+    # delivered for this long (rounded up to whole hours), see key_index.
     key_window_ms: int = 24 * 3600 * 1000
-    max_keys: int = 1_000_000
+    # Layout: chains of the key index (key_index); its heads take 8 bytes each in memory.
+    key_buckets: int = 1 << 22
+    # Layout: entries per key-index segment (28 bytes each); cleaning frees space a whole
+    # segment at a time.
+    key_segment_entries: int = 1 << 22
+    # Layout: the key index is cleaned (dead entries dropped, live ones copied to its
+    # head) while it holds more than twice its live keys plus this many entries.
+    key_clean_slack: int = 1 << 20
     # Hour buckets whose heads (28.8 KB each) stay in memory; beyond this the least
     # recently used is dropped and its heads written to their cache file.
     max_cached_hours: int = 1024
     # Of those, how many keep their three files open; the rest reopen on use.
     max_open_hours: int = 64
     journal_compact_bytes: int = 4 * 1024 * 1024
+
+    def __post_init__(self) -> None:
+        assert self.key_buckets > 0 and self.key_buckets & (self.key_buckets - 1) == 0, self.key_buckets
+        assert self.key_segment_entries > 0

@@ -20,12 +20,12 @@ scanning just the entries past ``covered``.
 
 from __future__ import annotations
 
-import os
 import struct
 import zlib
 
 import numpy as np
 
+from .cache_file import read_cache, write_cache
 from .delay_index import SECONDS_PER_HOUR
 from .magic import HEADS, MAGIC_SIZE, magic
 
@@ -78,15 +78,9 @@ class Heads:
         return h
 
     def save(self, path: str) -> None:
-        tmp = path + ".tmp"
-        with open(tmp, "wb") as f:
-            f.write(self.to_bytes())
-        os.replace(tmp, path)
+        write_cache(path, self.to_bytes())
 
     @classmethod
     def load(cls, path: str) -> Heads | None:
-        try:
-            with open(path, "rb") as f:
-                return cls.from_bytes(f.read())
-        except FileNotFoundError:
-            return None
+        data = read_cache(path)
+        return None if data is None else cls.from_bytes(data)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import functools
 
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
@@ -11,6 +12,7 @@ def hour_name(hour: int) -> str:
     return (_EPOCH + dt.timedelta(hours=hour)).strftime("%Y%m%d%H")
 
 
+@functools.lru_cache(maxsize=1 << 16)  # names are re-read whenever the set of files changes
 def parse_hour_name(name: str) -> int:
     """The hour of a name like ``2026112210``; ValueError for anything else."""
     if len(name) != 10 or not name.isdigit():

@@ -1,14 +1,15 @@
-"""The storage engine: hour-bucket delay logs and indexes, ready logs, key window.
+"""The storage engine: hour-bucket delay logs and indexes, ready logs, key index.
 
 Layout of a data directory (each file's format is in the named module)::
 
-    commits.log              commit journal: the commit point of every batch   commit_journal
-    delay/<hour>.log|.idx    delay log and index of one delivery hour          hour_bucket
-    delay/<hour>.tomb        cancel tombstones of that hour                    tombstones
-    delay/<hour>.heads       per-second chain heads, a rebuildable cache       heads
-    ready/<topic_id>.rdy     delivered messages of one topic                   ready_log
-    keys/<hour>.keys         producer keys by produced hour                    key_window
-    torn/                    torn tails and uncommitted files set aside on open
+    commits.log                  commit journal: the commit point of every batch   commit_journal
+    delay/<hour>.log|.idx        delay log and index of one delivery hour          hour_bucket
+    delay/<hour>.tomb            cancel tombstones of that hour                    tombstones
+    delay/<hour>.heads           per-second chain heads, a rebuildable cache       heads
+    ready/<topic_id>.rdy         delivered messages of one topic                   ready_log
+    keys/index.<first>.kix       a segment of the producer-key index               key_index
+    keys/index.heads             the key index's chain heads, a rebuildable cache  key_heads
+    torn/                        torn tails and uncommitted files set aside on open
 
 Every write happens inside :meth:`Storage.apply`, which carries the Raft index: an
 index at or below the applied one is a no-op, so replaying the Raft journal after a
@@ -22,20 +23,17 @@ import os
 import shutil
 from collections.abc import Callable
 from types import MappingProxyType
-from typing import TypeVar
-
-import msgpack
+from typing import Any, TypeVar
 
 from .check import check_store
 from .commit_journal import CommitJournal, JournalState
 from .config import StorageConfig
 from .errors import CorruptLogError, StorageError
 from .file_table import FileTable
-from .framing import committed_frames
 from .hour_bucket import HourBucket
 from .hour_names import parse_hour_name
-from .key_window import KeyWindow, key_file
-from .magic import KEY_LOG, MAGIC_SIZE, check_magic
+from .key_heads import HEADS_NAME as KEY_HEADS_NAME
+from .key_index import KeyIndex
 from .message_id import MessageId
 from .store_reads import CommittedState, StoreReads
 from .transaction import Transaction
@@ -57,9 +55,9 @@ SKIPPED = Skipped()
 
 
 def _hour_of(rel: str) -> int | None:
-    """The hour of a ``delay/<hour>.*`` or ``keys/<hour>.keys`` path, else None."""
+    """The hour of a ``delay/<hour>.*`` path, else None."""
     head, _, name = rel.partition("/")
-    if head not in ("delay", "keys"):
+    if head != "delay":
         return None
     return parse_hour_name(name.split(".", 1)[0])
 
@@ -92,7 +90,7 @@ class Storage(StoreReads):
         self.generation = getattr(self, "generation", -1) + 1  # a new one per open or restore
         self.names_version = 0
         self._init_reads()
-        self._load_keys()
+        self.key_index = KeyIndex(self)
 
     def _set_aside(self, rel: str, start: int) -> None:
         src = os.path.join(self.directory, rel)
@@ -136,16 +134,6 @@ class Storage(StoreReads):
                 elif rel not in committed and not name.endswith(".heads"):
                     self._set_aside(rel, 0)
 
-    def _load_keys(self) -> None:
-        self.keys = KeyWindow(self.config.key_window_ms, self.config.max_keys)
-        for hour in self.key_file_hours():
-            f = self.files.get(key_file(hour))
-            buf = f.buffer()
-            check_magic(bytes(buf[:MAGIC_SIZE]), KEY_LOG, f.path)
-            for _, payload in committed_frames(buf, MAGIC_SIZE, f.path):
-                topic, key, mid, produced_at = msgpack.unpackb(payload, raw=False)
-                self.keys.add(topic, key, MessageId.parse(mid), produced_at)
-
     # -- state ----------------------------------------------------------------
 
     def _state(self) -> JournalState:
@@ -153,6 +141,28 @@ class Storage(StoreReads):
 
     def _in_batch(self) -> bool:
         return self._tx is not None
+
+    def transaction(self) -> Transaction:
+        """The open batch (only inside :meth:`apply`)."""
+        if self._tx is None:
+            raise StorageError("no batch is open")
+        return self._tx
+
+    def current_meta(self, key: str, default: Any = None) -> Any:
+        """A meta value as the open batch has left it so far (committed, outside a batch)."""
+        tx = self._tx
+        if tx is not None and key in tx.meta:
+            value = tx.meta[key]
+            return default if value is None else value
+        return self.meta(key, default)
+
+    def meta_keys(self) -> list[str]:
+        """Every meta key, as the open batch has left them so far."""
+        keys = set(self.journal.state.meta)
+        if self._tx is not None:
+            keys |= {k for k, v in self._tx.meta.items() if v is not None}
+            keys -= {k for k, v in self._tx.meta.items() if v is None}
+        return sorted(keys)
 
     def published(self) -> CommittedState:
         """The committed state as it is now, for readers on other threads (StoreReader)."""
@@ -182,6 +192,7 @@ class Storage(StoreReads):
         tx = self._tx = Transaction(self, raft_index)
         try:
             result = fn(tx)
+            self.key_index.settle(tx.keys_added, tx.key_clean_extra)
             # Durability rule: data bytes reach the disk before the journal frame that
             # names them, so the journal never points at bytes a crash could lose.
             if self.config.fsync:
@@ -195,6 +206,7 @@ class Storage(StoreReads):
             }
             self.journal.append(record, fsync=self.config.fsync)
         except BaseException:
+            self._tx = None
             self._rollback(tx)
             raise
         finally:
@@ -203,6 +215,7 @@ class Storage(StoreReads):
             rel.endswith(".idx") for rel in self.files.created_in_batch()
         )
         self.files.commit()
+        self.key_index.commit()
         for hour in tx.dropped_hours:
             self._with_files.pop(hour, None)
             self._buckets.pop(hour, HourBucket(self.files, hour)).remove_cache_files()
@@ -219,7 +232,7 @@ class Storage(StoreReads):
             self._with_files.pop(hour, None)
             if bucket is not None:
                 bucket.forget()
-        self._load_keys()
+        self.key_index.rollback()
         self._evict()
 
     def drop_bucket(self, hour: int) -> None:
@@ -230,7 +243,8 @@ class Storage(StoreReads):
         self._tx.dropped_hours.add(hour)
 
     def lookup_key(self, topic: str, key: str) -> MessageId | None:
-        return self.keys.get(topic, key)
+        """The id of the live message produced with ``(topic, key)``, or None (key_index)."""
+        return self.key_index.lookup(topic, key)
 
     # -- snapshots ------------------------------------------------------------
 
@@ -248,6 +262,7 @@ class Storage(StoreReads):
             raise StorageError("snapshot() inside apply()")
         for b in self._buckets.values():
             b.save_heads()
+        self.key_index.save_heads()
         state = self.journal.state
         written = _materialize(self.directory, dest, state.files, self.sealed_before_hour, link_all=True)
         self.journal.write_checkpoint(state, directory=dest)
@@ -281,6 +296,8 @@ class Storage(StoreReads):
         return check_store(self, on_hour)
 
     def close(self) -> None:
+        if not self.read_only:
+            self.key_index.save_heads()
         self._close_buckets()
         self.files.close_all()
         self.journal.close()
@@ -315,6 +332,15 @@ def _materialize(
             heads = s[: -len(".idx")] + ".heads"
             if os.path.exists(heads):
                 shutil.copyfile(heads, d[: -len(".idx")] + ".heads")
+    # The key heads cache is replaced whole (os.replace), never written in place: a link
+    # keeps the snapshot's copy as it is now.
+    key_heads = os.path.join(src, KEY_HEADS_NAME)
+    if os.path.exists(key_heads):
+        os.makedirs(os.path.join(dest, "keys"), exist_ok=True)
+        try:
+            os.link(key_heads, os.path.join(dest, KEY_HEADS_NAME))
+        except OSError:
+            shutil.copyfile(key_heads, os.path.join(dest, KEY_HEADS_NAME))
     return written
 
 

@@ -89,6 +89,13 @@ class StoreReads:
     def meta(self, key: str, default: Any = None) -> Any:
         return self._state().meta.get(key, default)
 
+    def meta_keys(self) -> list[str]:
+        return sorted(self._state().meta)
+
+    def file_lengths(self) -> Mapping[str, int]:
+        """The committed length of every file the journal names."""
+        return self._state().files
+
     @property
     def sealed_before_hour(self) -> int:
         return self.meta("sealed_before_hour", 0)
@@ -105,9 +112,6 @@ class StoreReads:
     def hours(self) -> list[int]:
         """Hours that hold messages, ascending."""
         return list(self._hours)
-
-    def key_file_hours(self) -> list[int]:
-        return sorted(parse_hour_name(rel[5:15]) for rel in self._state().files if rel.startswith("keys/"))
 
     # -- hour buckets -----------------------------------------------------------
 

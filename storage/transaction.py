@@ -7,8 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from .delay_index import MS_PER_HOUR
 from .errors import SealedHourError, UnknownMessageError
-from .key_window import key_file, key_record
-from .magic import KEY_LOG, READY_LOG
+from .magic import READY_LOG
 from .message import Message
 from .message_id import MessageId
 from .ready_log import READY, ReadyEntry
@@ -27,6 +26,8 @@ class Transaction:
         self.buckets_touched: set[int] = set()
         self.dropped_hours: set[int] = set()
         self.fresh: list[bool] = []  # per message of the last append: stored now (not a known key)
+        self.keys_added = 0  # keys this batch indexed (the key index cleans in proportion)
+        self.key_clean_extra = 0  # key-index entries this batch may clean besides
 
     def topic_id(self, topic: str) -> int:
         tid = self.store.topic_id(topic)
@@ -38,14 +39,15 @@ class Transaction:
         return tid
 
     def set_meta(self, key: str, value: Any) -> None:
+        """Set a meta value for the batch; ``None`` removes the key."""
         self.meta[key] = value
 
     def append(self, messages: Sequence[Message], slot_ms: Sequence[int] | None = None) -> list[MessageId]:
         """Store messages, each filed at its slot (default: its deliver_at_ms).
 
         Every message is validated before any byte is written. A message whose
-        ``(topic, key)`` is in the key window is not stored again: its first id is
-        returned instead.
+        ``(topic, key)`` names a live message in the key index is not stored again: that
+        message's id is returned instead.
         """
         store = self.store
         slots = [m.deliver_at_ms for m in messages] if slot_ms is None else list(slot_ms)
@@ -55,20 +57,21 @@ class Transaction:
             if slot // MS_PER_HOUR < sealed:
                 raise SealedHourError(f"hour {slot // MS_PER_HOUR} is sealed; file late messages later")
         ids: list[MessageId | None] = [None] * len(messages)
-        known = set()  # positions answered from the key window
+        known = set()  # positions answered from the key index
         by_hour: dict[int, list[tuple[int, tuple[Message, int, int, int]]]] = {}
         first_with_key: dict[tuple[str, str], int] = {}
         dup_of: dict[int, int] = {}
+        asked = list(dict.fromkeys((m.topic, m.key) for m in messages if m.key is not None))
+        seen = dict(zip(asked, store.key_index.lookup_many(asked), strict=True))
         for i, (msg, slot) in enumerate(zip(messages, slots, strict=True)):
             if msg.key is not None:
                 k = (msg.topic, msg.key)
-                seen = store.keys.get(*k)
-                if seen is not None:
-                    ids[i] = seen
-                    known.add(i)
-                    continue
                 if k in first_with_key:
                     dup_of[i] = first_with_key[k]
+                    continue
+                if seen[k] is not None:
+                    ids[i] = seen[k]
+                    known.add(i)
                     continue
                 first_with_key[k] = i
             item = (msg, slot, self.topic_id(msg.topic), tags_signature(msg.tags))
@@ -82,28 +85,10 @@ class Transaction:
         self.fresh = [i not in known and i not in dup_of for i in range(len(messages))]
         for i, j in dup_of.items():
             ids[i] = ids[j]
-        self._remember_keys(
-            [(topic, key, ids[i], messages[i].produced_at_ms) for (topic, key), i in first_with_key.items()]
-        )
+        keyed = [(topic, key, ids[i]) for (topic, key), i in first_with_key.items()]
+        store.key_index.add(keyed)  # type: ignore[arg-type]
+        self.keys_added += len(keyed)
         return ids  # type: ignore[return-value]
-
-    def _remember_keys(self, keyed: list[tuple[str, str, MessageId, int]]) -> None:
-        """Record ``(topic, key, id, produced_at_ms)``: one append per key file."""
-        store = self.store
-        by_file: dict[str, list[bytes]] = {}
-        for topic, key, mid, produced_at_ms in keyed:
-            by_file.setdefault(key_file(produced_at_ms // MS_PER_HOUR), []).append(
-                key_record(topic, key, mid, produced_at_ms)
-            )
-            store.keys.add(topic, key, mid, produced_at_ms)
-        new_hour = False
-        for rel, records in by_file.items():
-            new_hour |= not store.files.exists(rel)
-            store.files.writable(rel, KEY_LOG).append(b"".join(records))
-        if new_hour:  # the window moves on by hours; sweep expired key files then
-            for h in store.key_file_hours():
-                if h < store.keys.oldest_hour_kept():
-                    store.files.remove(key_file(h))
 
     def cancel(self, mid: MessageId) -> bool:
         """Tombstone a stored message; False when it already was one."""
@@ -141,3 +126,7 @@ class Transaction:
             store.drop_bucket(h)
         if hour > store.meta("retained_from_hour", 0):
             self.meta["retained_from_hour"] = hour
+
+    def clean_keys(self, entries: int) -> None:
+        """Let the key index clean up to ``entries`` more this batch (retention entries)."""
+        self.key_clean_extra += entries

@@ -143,7 +143,7 @@ def test_disk_full_rolls_back_the_whole_batch(tiny_fs):
     s.close()
 
 
-def test_key_window_is_idempotent_and_expires_by_produced_time(tmp_path):
+def test_a_key_dedupes_until_its_hour_was_delivered_for_the_window(tmp_path):
     cfg = StorageConfig(fsync=False, key_window_ms=3_600_000)
     with Storage(str(tmp_path / "s"), cfg) as s:
         first = s.apply(1, lambda tx: tx.append([msg(H0 + 10, key="order-1")]))[0]
@@ -154,11 +154,14 @@ def test_key_window_is_idempotent_and_expires_by_produced_time(tmp_path):
         assert both[0] == both[1]
         other_topic = s.apply(4, lambda tx: tx.append([msg(H0, key="order-1", topic="pay")]))[0]
         assert other_topic != first
-        later = H0 + 2 * 3_600_000 + 1
-        s.apply(5, lambda tx: tx.append([msg(later, key="z", produced_at_ms=later)]))
-        assert s.lookup_key("orders", "order-1") is None  # produced more than 1 h before
-        fresh = s.apply(6, lambda tx: tx.append([msg(later, key="order-1", produced_at_ms=later)]))[0]
-        assert fresh != first
+        # hour HOUR delivered (sealed): for the 1 h window after, the key still holds
+        s.apply(5, lambda tx: tx.seal_before(HOUR + 1))
+        assert s.lookup_key("orders", "order-1") == first
+        s.apply(6, lambda tx: tx.seal_before(HOUR + 2))  # delivery passed HOUR + 2: over an hour ago
+        assert s.lookup_key("orders", "order-1") is None
+        later = H0 + 3 * 3_600_000 + 1
+        fresh = s.apply(7, lambda tx: tx.append([msg(later, key="order-1", produced_at_ms=later)]))[0]
+        assert fresh != first and s.lookup_key("orders", "order-1") == fresh
         s.check()
 
 

@@ -1,0 +1,353 @@
+"""The key index: producer ``(topic, key)`` -> message id, on disk, for as long as the key lives.
+
+It serves idempotent produce (a retried send returns the first id) and cancel-by-key.
+
+**Lifetime.** A key lives until ``key_window_ms`` (24 h, in whole hours) after the end
+of its message's delivery hour, as the delivery watermark counts, or until retention
+removes that hour. An entry is *live* while its hour is at or after the cutoff::
+
+    max(retained_from_hour, sealed_before_hour - ceil(key_window_ms / 1 h))
+
+Both come from the journal's meta and move only with applied entries, never with a
+clock, so every node holds the same keys live at the same entry.
+
+**Files.** A log-structured hash table in the style of the delay index. Entries are
+appended in arrival order to a segmented log (segments) ``keys/index.<first>.kix``, each
+segment the magic ``HZKIDX`` v1 then entries; the entries of each of ``key_buckets``
+buckets form a reverse-linked chain whose heads are a rebuildable cache
+(``keys/index.heads``, key_heads). Entry, 28 bytes, little-endian::
+
+    key_hash      u64   xxh3_64 of msgpack [topic, key]; its low bits pick the bucket
+    pre           i64   number of the previous entry of the same bucket, or -1
+    hour          u32   the message id: its hour ...
+    global_index  u32   ... and globalIndex
+    crc           u32   crc32 of the 24 bytes above
+
+**Look-up.** Hash, then walk the bucket's chain from its head, newest first, down to the
+cleaning cursor; each entry read is checked against its crc. An entry whose hash matches
+and that is live is checked against the message record itself (topic and key), so a
+hash collision never answers a wrong id. At most one entry per key is live: a key is
+only added when no live entry answers it.
+
+**Cleaning** bounds the disk. The cursor (meta ``keys/cursor``) only moves forward, and
+entries below it are gone for look-ups. While the log from the cursor to its end holds
+more than ``2 x live + key_clean_slack`` entries, each batch moves the cursor over twice
+as many entries as it added keys (a retention entry over up to ``CLEAN_ON_TRIM`` more),
+never over entries added in the same batch: dead entries are dropped, live ones appended
+again at the end. Segments wholly below the cursor are removed. The live count is exact:
+meta ``keys/hour/<hour>`` counts the live entries of each hour and ``keys/live`` their
+sum; an hour's count leaves them once the cutoff (meta ``keys/cutoff``) passes it.
+
+``pre`` names an entry below the cursor as -1, so the bytes written never depend on
+whether a node's heads were rebuilt (a rebuild scans only from the cursor on). The
+bucket count is kept in meta ``keys/buckets`` from the first key on.
+"""
+
+from __future__ import annotations
+
+import bisect
+import struct
+from typing import TYPE_CHECKING
+
+import msgpack
+import numpy as np
+import xxhash
+
+from .delay_index import MS_PER_HOUR
+from .errors import CorruptLogError, UnknownMessageError
+from .fixed_records import FixedLayout
+from .key_heads import HEADS_NAME, KeyHeads
+from .magic import KEY_INDEX
+from .message_id import MessageId
+from .segments import SegmentedLog, list_segments, segment_rel
+
+if TYPE_CHECKING:  # hints only: store imports this module, and imports stay acyclic
+    from .store import Storage
+
+KEY_ENTRY = FixedLayout(
+    struct.Struct("<QqII"),
+    np.dtype(
+        [
+            ("key_hash", "<u8"),
+            ("pre", "<i8"),
+            ("hour", "<u4"),
+            ("global_index", "<u4"),
+            ("crc", "<u4"),
+        ]
+    ),
+)
+assert KEY_ENTRY.size == 28
+_ENTRY_BODY = KEY_ENTRY.body.unpack_from
+
+KEY_EXT = "kix"
+KEY_STEM = "index"
+CURSOR, LIVE, CUTOFF, BUCKETS = "keys/cursor", "keys/live", "keys/cutoff", "keys/buckets"
+HOUR_COUNT = "keys/hour/"
+CLEAN_RATIO = 2  # entries cleaned per key added, while the log is over its bound
+CLEAN_ON_TRIM = 1 << 16  # entries a retention entry may clean besides
+CLEAN_CHUNK = 1 << 16  # entries read at a time while cleaning
+
+
+def key_hash(topic: str, key: str) -> int:
+    return xxhash.xxh3_64_intdigest(msgpack.packb([topic, key], use_bin_type=True))
+
+
+def hour_count_key(hour: int) -> str:
+    return f"{HOUR_COUNT}{hour}"
+
+
+def key_segment_rel(first: int) -> str:
+    return segment_rel("keys", KEY_STEM, first, KEY_EXT)
+
+
+def window_hours(window_ms: int) -> int:
+    return -(-window_ms // MS_PER_HOUR)
+
+
+class KeyIndex:
+    """The key index of a store; only the writer adds and cleans, inside ``Storage.apply``."""
+
+    def __init__(self, store: Storage) -> None:
+        self.store = store
+        self.heads_path = store.files.path(HEADS_NAME)
+        self._heads: KeyHeads | None = None
+        self._heads_saved = -1  # ``covered`` of the heads file as last read or written
+        self._undo: dict[int, int] = {}  # bucket -> head before the open batch
+        self._batch_end: int | None = None  # where the log ended when the open batch began
+        # Key-window files of the format before this index (``keys/<hour>.keys``): the
+        # next batch removes them.
+        committed = store.files.committed
+        self.legacy = sorted(r for r in committed if r.startswith("keys/") and r.endswith(".keys"))
+        self.reset()
+
+    # -- state ----------------------------------------------------------------
+
+    def reset(self) -> None:
+        """Follow the committed files again (after open, commit or rollback)."""
+        segs = list_segments(self.store.files.committed, "keys", KEY_EXT).get(KEY_STEM, [])
+        self.log = SegmentedLog(self.store.files, KEY_ENTRY, KEY_INDEX, segs, self.cursor, key_segment_rel)
+
+    def _meta(self, key: str, default: int = 0) -> int:
+        return self.store.current_meta(key, default)
+
+    @property
+    def cursor(self) -> int:
+        return self._meta(CURSOR)
+
+    @property
+    def live(self) -> int:
+        return self._meta(LIVE)
+
+    @property
+    def buckets(self) -> int:
+        return self._meta(BUCKETS, self.store.config.key_buckets)
+
+    @property
+    def end(self) -> int:
+        return self.log.end
+
+    def cutoff(self) -> int:
+        """Entries of hours before this one are dead."""
+        back = self._meta("sealed_before_hour") - window_hours(self.store.config.key_window_ms)
+        return max(self._meta("retained_from_hour"), back)
+
+    @property
+    def heads(self) -> KeyHeads:
+        """Heads covering every entry of the log, loaded or rebuilt on first use."""
+        h = self._heads
+        end = self.end
+        if h is None:
+            h = KeyHeads.load(self.heads_path, self.buckets)
+            if h is None or h.covered > end:
+                h = KeyHeads(self.buckets)
+                h.covered = min(self.cursor, end)
+            self._heads_saved = h.covered
+            self._heads = h
+        if h.covered < end:
+            start = max(h.covered, self.cursor)
+            for first in range(start, end, CLEAN_CHUNK):
+                # No crc check here: a look-up checks every entry it reads.
+                rows = self._read(first, min(end, first + CLEAN_CHUNK), verify=False)
+                h.absorb(rows["key_hash"], first)
+            h.covered = end
+        return h
+
+    def save_heads(self) -> None:
+        h = self._heads
+        if h is not None and h.covered == self.end and h.covered != self._heads_saved:
+            h.save(self.heads_path)
+            self._heads_saved = h.covered
+
+    # -- reads ----------------------------------------------------------------
+
+    def _read(self, start: int, stop: int, verify: bool = True) -> np.ndarray:
+        if verify:
+            for _, rel in self.log.overlapping(start, stop):
+                self.log.check_magic(rel)
+        return self.log.read(start, stop, None if verify else (lambda _rel, _lo, _hi: True))
+
+    def _entry(self, n: int, firsts: list[int]) -> tuple[int, int, int, int]:
+        k = bisect.bisect_right(firsts, n) - 1
+        if k < 0:
+            path = self.store.files.path(key_segment_rel(n))
+            raise CorruptLogError(path, 0, f"no segment holds key entry {n}")
+        first, rel = self.log.segments[k]
+        f = self.store.files.get(rel)
+        at = KEY_ENTRY.offset_of(n - first)
+        raw = f.read(at, KEY_ENTRY.size)
+        if len(raw) != KEY_ENTRY.size:
+            raise CorruptLogError(f.path, at, f"key entry {n} lies past the segment's end")
+        KEY_ENTRY.verify_entry(raw, f.path, at)
+        return _ENTRY_BODY(raw)
+
+    def lookup(self, topic: str, key: str) -> MessageId | None:
+        """The id of the live message with this ``(topic, key)``, or None."""
+        return self.lookup_many([(topic, key)])[0]
+
+    def lookup_many(self, keys: list[tuple[str, str]]) -> list[MessageId | None]:
+        """:meth:`lookup` of each ``(topic, key)``."""
+        if not keys:
+            return []
+        heads = self.heads
+        table, mask = heads.heads, heads.mask
+        cursor, cutoff = self.cursor, self.cutoff()
+        firsts = [first for first, _ in self.log.segments]
+        out: list[MessageId | None] = []
+        for topic, key in keys:
+            h = key_hash(topic, key)
+            n = int(table[h & mask]) - 1
+            found = None
+            while n >= cursor:
+                kh, pre, hour, gi = self._entry(n, firsts)
+                if kh == h and hour >= cutoff:
+                    mid = MessageId(hour, gi)
+                    if self._names(mid, topic, key, n):
+                        found = mid
+                        break
+                if pre >= n:
+                    path = self.store.files.path(self.log.segments[-1][1])
+                    raise CorruptLogError(path, 0, f"key entry {n} links forward to {pre}")
+                n = pre
+            out.append(found)
+        return out
+
+    def _names(self, mid: MessageId, topic: str, key: str, n: int) -> bool:
+        try:
+            m = self.store.read_message(mid).message
+        except UnknownMessageError as e:
+            path = self.store.files.path(self.log.segments[-1][1])
+            raise CorruptLogError(path, 0, f"live key entry {n} names no message {mid}") from e
+        return m.topic == topic and m.key == key
+
+    # -- writes (inside Storage.apply) ----------------------------------------
+
+    def _begin(self) -> None:
+        if self._batch_end is None:
+            self._batch_end = self.end
+
+    def _append(self, items: list[tuple[int, int, int]]) -> None:
+        """Append ``(key_hash, hour, global_index)`` entries, linking each into its chain."""
+        self._begin()
+        heads = self.heads
+        cursor = self.cursor
+        n = self.end
+        pack = KEY_ENTRY.pack
+        out = []
+        for kh, hour, gi in items:
+            b = kh & heads.mask
+            head = int(heads.heads[b])
+            self._undo.setdefault(b, head)
+            out.append(pack(kh, head - 1 if head - 1 >= cursor else -1, hour, gi))
+            n += 1
+            heads.heads[b] = n
+        self.log.append(b"".join(out), self.store.config.key_segment_entries)
+        heads.covered = n
+
+    def add(self, keyed: list[tuple[str, str, MessageId]]) -> None:
+        """Index new keys (none of them live already); their hours count as live."""
+        if not keyed:
+            return
+        tx = self.store.transaction()
+        if self.store.current_meta(BUCKETS) is None:
+            tx.set_meta(BUCKETS, self.buckets)
+        self._append([(key_hash(t, k), mid.hour, mid.global_index) for t, k, mid in keyed])
+        by_hour: dict[int, int] = {}
+        for _, _, mid in keyed:
+            by_hour[mid.hour] = by_hour.get(mid.hour, 0) + 1
+        for hour, n in sorted(by_hour.items()):
+            tx.set_meta(hour_count_key(hour), self._meta(hour_count_key(hour)) + n)
+        tx.set_meta(LIVE, self.live + len(keyed))
+
+    def settle(self, added: int, extra_clean: int) -> None:
+        """End of a batch: let the cutoff pass hours, then clean what the batch earned."""
+        tx = self.store.transaction()
+        for rel in self.legacy:
+            self.store.files.remove(rel)
+        cutoff = self.cutoff()
+        if cutoff > self._meta(CUTOFF):
+            live = self.live
+            for k in self.store.meta_keys():
+                if k.startswith(HOUR_COUNT) and int(k[len(HOUR_COUNT) :]) < cutoff:
+                    live -= self._meta(k)
+                    tx.set_meta(k, None)
+            tx.set_meta(CUTOFF, cutoff)
+            if live != self.live:
+                tx.set_meta(LIVE, live)
+        self._clean(CLEAN_RATIO * added + extra_clean, cutoff)
+
+    def _clean(self, budget: int, cutoff: int) -> None:
+        if budget <= 0 or not self.log.segments:
+            return
+        self._begin()
+        tx = self.store.transaction()
+        slack = self.store.config.key_clean_slack
+        while budget > 0 and self.end - self.cursor > 2 * self.live + slack:
+            cursor = self.cursor
+            n = min(budget, CLEAN_CHUNK, self._batch_end - cursor)
+            if n <= 0:
+                break
+            rows = self._read(cursor, cursor + n)
+            tx.set_meta(CURSOR, cursor + n)  # first: copies must not link below it
+            keep = rows[rows["hour"] >= cutoff]
+            if len(keep):
+                self._append(
+                    list(
+                        zip(
+                            keep["key_hash"].tolist(),
+                            keep["hour"].tolist(),
+                            keep["global_index"].tolist(),
+                            strict=True,
+                        )
+                    )
+                )
+            budget -= n
+            self._drop_below(cursor + n)
+
+    def _drop_below(self, cursor: int) -> None:
+        """Remove the segments wholly below ``cursor`` (the end stays known: it is the cursor)."""
+        segs = self.log.segments
+        while segs:
+            first, rel = segs[0]
+            if first + self.log.entries_in(rel) > cursor:
+                break
+            self.store.files.remove(rel)
+            segs.pop(0)
+        self.log.base = cursor
+
+    def commit(self) -> None:
+        """The batch committed: the segments in memory are the committed ones now."""
+        self._undo.clear()
+        self._batch_end = None
+        self.log.base = self.cursor
+        self.legacy = []
+
+    def rollback(self) -> None:
+        h = self._heads
+        if h is not None:
+            for b, head in self._undo.items():
+                h.heads[b] = head
+        self._undo.clear()
+        self._batch_end = None
+        self.reset()
+        if h is not None:
+            h.covered = min(h.covered, self.end)
