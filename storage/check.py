@@ -20,7 +20,7 @@ from .key_index import CURSOR, CUTOFF, HOUR_COUNT, KEY_ENTRY, LIVE, key_hash
 from .magic import DELAY_INDEX, DELAY_LOG, MAGIC_SIZE, READY_LOG, check_magic
 from .message import decode_record
 from .message_id import MessageId
-from .ready_log import READY
+from .ready_log import READY, base_key
 from .tag_signature import tags_signature
 
 if TYPE_CHECKING:  # hints only: store imports this module, and imports stay acyclic
@@ -111,21 +111,35 @@ def _check_hour(store: Storage, hour: int, report: CheckReport) -> None:
 
 
 def _check_ready(store: Storage, topic: str, report: CheckReport) -> None:
-    f = store.ready_file(topic)
-    if f is None:
+    log = store.ready_log(topic)
+    if log is None or not log.segments:
+        report.ready_entries[topic] = 0
         return
-    entries = store.read_ready(topic)
-    check_magic(bytes(f.buffer()[:MAGIC_SIZE]), READY_LOG, f.path)
-    if (f.length - MAGIC_SIZE) % READY.size:
-        _fail(f.path, f.length, "ready log length is not a whole number of entries")
+    tid = store.topic_id(topic)
     retained_from = store.meta("retained_from_hour", 0)
-    for k, e in enumerate(entries):
-        hour, gi = int(e["hour"]), int(e["global_index"])
-        if hour < retained_from:
-            continue
-        if gi >= store.bucket(hour).count:
-            _fail(f.path, READY.offset_of(k), f"ready entry {k} names no message")
-    report.ready_entries[topic] = len(entries)
+    at = log.base
+    for first, end, rel in log.segment_ranges():
+        f = store.files.get(rel)
+        check_magic(f.read(0, MAGIC_SIZE), READY_LOG, f.path)
+        if (f.length - MAGIC_SIZE) % READY.size:
+            _fail(f.path, f.length, "ready log length is not a whole number of entries")
+        if first != at or end == first:
+            _fail(f.path, 0, f"segment starts at offset {first}; {at} was expected, with entries")
+        rows = READY.read(f, 0, end - first, 0)
+        hours = rows["hour"].astype(np.int64)
+        if (hours < retained_from).any():
+            k = int(np.argmax(hours < retained_from))
+            _fail(f.path, READY.offset_of(k), f"ready entry {first + k} names an hour retention removed")
+        floor = store.meta(f"ready_floor/{rel}")
+        if floor is not None and floor != int(hours.min()):
+            _fail(f.path, 0, f"segment floor says hour {floor}, its entries start at {int(hours.min())}")
+        for k, (hour, gi) in enumerate(zip(hours.tolist(), rows["global_index"].tolist(), strict=True)):
+            if gi >= store.bucket(hour).count:
+                _fail(f.path, READY.offset_of(k), f"ready entry {first + k} names no message")
+        at = end
+    if store.meta(base_key(tid), 0) != log.base:
+        _fail(store.files.path(log.segments[0][1]), 0, "ready base disagrees")
+    report.ready_entries[topic] = at - log.base
 
 
 def _check_keys(store: Storage, report: CheckReport) -> None:

@@ -23,9 +23,10 @@ class StorageConfig:
     key_window_ms: int = 24 * 3600 * 1000
     # Layout: chains of the key index (key_index); its heads take 8 bytes each in memory.
     key_buckets: int = 1 << 22
-    # Layout: entries per key-index segment (28 bytes each); cleaning frees space a whole
-    # segment at a time.
+    # Layout: entries per key-index segment (28 bytes each) and per ready-log segment
+    # (40 bytes each); retention and cleaning free space a whole segment at a time.
     key_segment_entries: int = 1 << 22
+    ready_segment_entries: int = 1 << 20
     # Layout: the key index is cleaned (dead entries dropped, live ones copied to its
     # head) while it holds more than twice its live keys plus this many entries.
     key_clean_slack: int = 1 << 20
@@ -38,4 +39,4 @@ class StorageConfig:
 
     def __post_init__(self) -> None:
         assert self.key_buckets > 0 and self.key_buckets & (self.key_buckets - 1) == 0, self.key_buckets
-        assert self.key_segment_entries > 0
+        assert self.key_segment_entries > 0 and self.ready_segment_entries > 0

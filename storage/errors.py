@@ -63,5 +63,18 @@ class MessageExpiredError(UnknownMessageError):
     """Raised when a message id names an hour whose files were removed by retention."""
 
 
+class ReadyTrimmedError(StorageError):
+    """Raised when a read asks for ready-log offsets that retention removed (below the base).
+
+    Offsets never shift: ``base`` is the first offset the topic's ready log still holds.
+    """
+
+    def __init__(self, topic: str, offset: int, base: int) -> None:
+        super().__init__(f"{topic}@{offset} was removed by retention; the ready log starts at {base}")
+        self.topic = topic
+        self.offset = offset
+        self.base = base
+
+
 class SealedHourError(StorageError):
     """Raised when a write targets an hour that was sealed (already delivered, immutable)."""

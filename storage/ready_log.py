@@ -1,7 +1,11 @@
-"""Ready log of one topic (file ``ready/<topic_id>.rdy``): what has been delivered.
+"""Ready log of one topic: what has been delivered, in segments ``ready/<topic_id>.<first>.rdy``.
 
-Append-only entries of 40 bytes, little-endian; the entry number is the ready offset
-that consumer groups commit against::
+A segmented log (segments): each segment is the magic ``HZREDY`` v1, then entries of
+40 bytes, little-endian. An entry's number is the ready offset that consumer groups
+commit against; ``<first>`` is the offset of a segment's first entry, and retention
+removes whole segments from the front, so offsets never shift. A store written before
+ready logs had segments holds one file ``ready/<topic_id>.rdy``: it reads as the
+segment that starts at offset 0. Entry::
 
     hour              u32   the message id's hour ...
     global_index      u32   ... and globalIndex: the body stays in the delay log
@@ -22,6 +26,7 @@ import numpy as np
 
 from .fixed_records import FixedLayout
 from .message_id import MessageId
+from .segments import Segment, list_segments, segment_rel
 
 READY = FixedLayout(
     struct.Struct("<IIQqqHH"),
@@ -39,6 +44,34 @@ READY = FixedLayout(
     ),
 )
 assert READY.size == 40
+
+
+READY_EXT = "rdy"
+
+
+def ready_segment_rel(topic_id: int, first: int) -> str:
+    return segment_rel("ready", str(topic_id), first, READY_EXT)
+
+
+def ready_segments(files) -> dict[int, list[Segment]]:
+    """Topic id -> the segments of its ready log, ascending (``files``: relpath -> length)."""
+    out = {int(stem): segs for stem, segs in list_segments(files, "ready", READY_EXT).items()}
+    for rel in files:  # the one-file layout from before segments
+        name = rel[len("ready/") :] if rel.startswith("ready/") else ""
+        stem, _, ext = name.partition(".")
+        if ext == READY_EXT and stem.isdigit():
+            out.setdefault(int(stem), []).insert(0, (0, rel))
+    return out
+
+
+def base_key(topic_id: int) -> str:
+    """Meta key of the first offset a topic's ready log still holds (absent: 0)."""
+    return f"ready_base/{topic_id}"
+
+
+def floor_key(rel: str) -> str:
+    """Meta key of the lowest hour a ready segment's entries name (see Transaction.append_ready)."""
+    return f"ready_floor/{rel}"
 
 
 class ReadyEntry(NamedTuple):

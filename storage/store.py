@@ -6,7 +6,7 @@ Layout of a data directory (each file's format is in the named module)::
     delay/<hour>.log|.idx        delay log and index of one delivery hour          hour_bucket
     delay/<hour>.tomb            cancel tombstones of that hour                    tombstones
     delay/<hour>.heads           per-second chain heads, a rebuildable cache       heads
-    ready/<topic_id>.rdy         delivered messages of one topic                   ready_log
+    ready/<topic_id>.<first>.rdy a segment of one topic's delivered messages       ready_log
     keys/index.<first>.kix       a segment of the producer-key index               key_index
     keys/index.heads             the key index's chain heads, a rebuildable cache  key_heads
     torn/                        torn tails and uncommitted files set aside on open
@@ -211,8 +211,8 @@ class Storage(StoreReads):
             raise
         finally:
             self._tx = None
-        names_changed = bool(tx.topics or tx.dropped_hours) or any(
-            rel.endswith(".idx") for rel in self.files.created_in_batch()
+        names_changed = bool(tx.topics or tx.dropped_hours or record["removed"]) or any(
+            rel.endswith((".idx", ".rdy")) for rel in self.files.created_in_batch()
         )
         self.files.commit()
         self.key_index.commit()

@@ -21,14 +21,15 @@ from typing import Any
 import numpy as np
 
 from .config import StorageConfig
-from .errors import MessageExpiredError
+from .errors import MessageExpiredError, ReadyTrimmedError
 from .file_table import FileTable
 from .hour_bucket import HourBucket
 from .hour_names import parse_hour_name
 from .magic import MAGIC_SIZE, READY_LOG, check_magic
 from .message import StoredMessage
 from .message_id import MessageId
-from .ready_log import READY
+from .ready_log import READY, base_key, floor_key, ready_segment_rel, ready_segments
+from .segments import Segment, SegmentedLog
 
 READY_VERIFY_CHUNK = 65_536  # ready entries whose checksums are remembered as verified together
 
@@ -68,7 +69,7 @@ class StoreReads:
         self._buckets: OrderedDict[int, HourBucket] = OrderedDict()  # LRU: heads in memory
         self._with_files: OrderedDict[int, None] = OrderedDict()  # LRU: buckets with open fds
         self._mapped: set[int] = set()
-        self._ready_verified: dict[int, set[int]] = {}  # topic id -> verified chunks
+        self._ready_verified: dict[str, set[int]] = {}  # ready segment -> its verified chunks
         self._reindex_names()
 
     def _reindex_names(self) -> None:
@@ -79,6 +80,13 @@ class StoreReads:
             for rel in st.files
             if rel.startswith("delay/") and rel.endswith(".idx")
         )
+        self._ready_segs: dict[int, list[Segment]] = ready_segments(st.files)
+        for rel in [rel for rel in self._ready_verified if rel not in st.files]:
+            del self._ready_verified[rel]
+        retained_from = self.meta("retained_from_hour", 0)
+        for hour in [h for h in self._buckets if h < retained_from and not self._in_batch()]:
+            self._buckets.pop(hour).close(save_heads=False)
+            self._with_files.pop(hour, None)
 
     # -- state ----------------------------------------------------------------
 
@@ -186,33 +194,66 @@ class StoreReads:
 
     # -- ready logs -------------------------------------------------------------
 
-    def ready_file(self, topic: str):
+    def ready_log(self, topic: str) -> SegmentedLog | None:
+        """The committed segments of a topic's ready log, or None for an unknown topic."""
         tid = self.topic_id(topic)
-        return None if tid is None else self.files.get(f"ready/{tid}.rdy")
+        if tid is None:
+            return None
+        return SegmentedLog(
+            self.files,
+            READY,
+            READY_LOG,
+            self._ready_segs.get(tid, []),
+            self.meta(base_key(tid), 0),
+            lambda first: ready_segment_rel(tid, first),
+        )
+
+    def ready_base(self, topic: str) -> int:
+        """The first offset the topic's ready log still holds: retention removed those below."""
+        tid = self.topic_id(topic)
+        return 0 if tid is None else self.meta(base_key(tid), 0)
 
     def ready_count(self, topic: str) -> int:
-        f = self.ready_file(topic)
-        return 0 if f is None else READY.count_in(f.length)
+        """The offset the next delivered message of the topic gets (trimmed ones included)."""
+        log = self.ready_log(topic)
+        return 0 if log is None else log.end
 
-    def read_ready(self, topic: str, start: int = 0, stop: int | None = None) -> np.ndarray:
+    def ready_floor(self, rel: str) -> int:
+        """The lowest hour the entries of a ready segment name (0 when unknown: older stores)."""
+        return self.meta(floor_key(rel), 0)
+
+    def read_ready(self, topic: str, start: int | None = None, stop: int | None = None) -> np.ndarray:
         """Ready-log entries ``start .. stop-1`` (read-only), each checksum verified.
 
-        Reads and verifies only that range, so the first read of a long log after start
-        costs what it reads; a whole chunk of ``READY_VERIFY_CHUNK`` entries, once read,
-        is not verified again."""
-        f = self.ready_file(topic)
-        if f is None:
+        ``start`` defaults to the base; below it, :class:`ReadyTrimmedError`. Reads and
+        verifies only that range, so the first read of a long log after start costs what
+        it reads; a whole chunk of ``READY_VERIFY_CHUNK`` entries, once read, is not
+        verified again."""
+        log = self.ready_log(topic)
+        if log is None:
             return np.empty(0, dtype=READY.dtype)
-        n = READY.count_in(f.length)
+        start = log.base if start is None else start
+        if start < log.base:
+            raise ReadyTrimmedError(topic, start, log.base)
+        n = log.end
         stop = n if stop is None else min(stop, n)
         start = min(start, stop)
-        tid = self.topic_id(topic)
-        done = self._ready_verified.get(tid)
+        return log.read(start, stop, self._ready_chunks_verified, self._mark_ready_verified)
+
+    def _ready_chunks_verified(self, rel: str, lo: int, hi: int) -> bool:
+        done = self._ready_verified.get(rel)
         if done is None:
-            check_magic(f.read(0, MAGIC_SIZE), READY_LOG, f.path)
-            done = self._ready_verified[tid] = set()
+            self.ready_log_magic(rel)
+            done = self._ready_verified[rel] = set()
         chunk = READY_VERIFY_CHUNK
-        todo = [c for c in range(start // chunk, -(-stop // chunk)) if c not in done]
-        rows = READY.read(f, start, stop, start if todo else stop)
-        done.update(c for c in todo if start <= c * chunk and (c + 1) * chunk <= stop)
-        return rows
+        return all(c in done for c in range(lo // chunk, -(-hi // chunk)))
+
+    def _mark_ready_verified(self, rel: str, lo: int, hi: int) -> None:
+        chunk = READY_VERIFY_CHUNK
+        done = self._ready_verified.setdefault(rel, set())
+        inside = range(-(-lo // chunk), hi // chunk)  # whole chunks only
+        done.update(inside)
+
+    def ready_log_magic(self, rel: str) -> None:
+        f = self.files.get(rel)
+        check_magic(f.read(0, MAGIC_SIZE), READY_LOG, f.path)

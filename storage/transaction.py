@@ -5,12 +5,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from .delay_index import MS_PER_HOUR
 from .errors import SealedHourError, UnknownMessageError
 from .magic import READY_LOG
 from .message import Message
 from .message_id import MessageId
-from .ready_log import READY, ReadyEntry
+from .ready_log import READY, ReadyEntry, base_key, floor_key, ready_segment_rel
+from .segments import SegmentedLog
 from .tag_signature import tags_signature
 
 if TYPE_CHECKING:  # hints only: store imports this module, and imports stay acyclic
@@ -28,6 +31,7 @@ class Transaction:
         self.fresh: list[bool] = []  # per message of the last append: stored now (not a known key)
         self.keys_added = 0  # keys this batch indexed (the key index cleans in proportion)
         self.key_clean_extra = 0  # key-index entries this batch may clean besides
+        self._ready_logs: dict[int, SegmentedLog] = {}  # topics whose ready logs this batch touched
 
     def topic_id(self, topic: str) -> int:
         tid = self.store.topic_id(topic)
@@ -104,28 +108,94 @@ class Transaction:
         bucket.add_tombstone(mid.global_index)
         return True
 
+    # -- ready logs -------------------------------------------------------------
+
+    def _ready_log(self, tid: int) -> SegmentedLog:
+        log = self._ready_logs.get(tid)
+        if log is None:
+            store = self.store
+            log = self._ready_logs[tid] = SegmentedLog(
+                store.files,
+                READY,
+                READY_LOG,
+                list(store._ready_segs.get(tid, [])),
+                store.current_meta(base_key(tid), 0),
+                lambda first: ready_segment_rel(tid, first),
+            )
+        return log
+
     def append_ready(self, topic: str, entries: Sequence[ReadyEntry]) -> int:
-        """Append delivered messages to a topic's ready log; return the first new offset."""
-        f = self.store.files.writable(f"ready/{self.topic_id(topic)}.rdy", READY_LOG)
-        first = READY.count_in(f.length)
-        f.append(b"".join(e.pack() for e in entries))
+        """Append delivered messages to a topic's ready log; return the first new offset.
+
+        Each segment's floor (meta ``ready_floor/<segment>``, the lowest hour its entries
+        name) is kept as entries arrive: retention never removes an hour a held ready
+        entry still names (:meth:`drop_hours_before`)."""
+        store = self.store
+        log = self._ready_log(self.topic_id(topic))
+        first = log.end
+        opened = set(log.append(b"".join(e.pack() for e in entries), store.config.ready_segment_entries))
+        hours = np.fromiter((e.hour for e in entries), dtype=np.int64, count=len(entries))
+        for seg_first, rel in log.overlapping(first, first + len(entries)):
+            lo = max(seg_first, first) - first
+            hi = min(seg_first + log.entries_in(rel), first + len(entries)) - first
+            low = int(hours[lo:hi].min())
+            floor = store.current_meta(floor_key(rel), None)
+            if rel in opened or (floor is not None and low < floor):
+                self.set_meta(floor_key(rel), low)
         return first
+
+    def trim_ready(self, topic: str, offset: int) -> int:
+        """Retention: remove the ready segments that end at or before ``offset``; return the
+        new base (the first offset still held). Offsets of what is left never change."""
+        tid = self.store.topic_id(topic)
+        if tid is None:
+            return 0
+        log = self._ready_log(tid)
+        while log.segments:
+            first, rel = log.segments[0]
+            end = first + log.entries_in(rel)
+            if end > offset:
+                break
+            self.store.files.remove(rel)
+            self.set_meta(floor_key(rel), None)
+            log.segments.pop(0)
+            log.base = end
+        if log.base != self.store.current_meta(base_key(tid), 0):
+            self.set_meta(base_key(tid), log.base)
+        return log.base
+
+    def ready_floor(self) -> int | None:
+        """The lowest hour any held ready entry names (None: no ready entries)."""
+        store = self.store
+        floors = []
+        for tid in set(store._ready_segs) | set(self._ready_logs):
+            segs = self._ready_logs[tid].segments if tid in self._ready_logs else store._ready_segs[tid]
+            floors += [store.current_meta(floor_key(rel), 0) for _, rel in segs]
+        return min(floors, default=None)
+
+    # -- sealing and retention --------------------------------------------------
 
     def seal_before(self, hour: int) -> None:
         """Hours before ``hour`` are delivered: no appends or cancels, snapshots hard-link them."""
         if hour > self.store.sealed_before_hour:
             self.meta["sealed_before_hour"] = hour
 
-    def drop_hours_before(self, hour: int) -> None:
-        """Retention: delete the files of delivered hours before ``hour``."""
+    def drop_hours_before(self, hour: int) -> int:
+        """Retention: delete the files of delivered hours before ``hour``; return the hour
+        retention now starts at. Never past the sealed hours, nor past an hour that a ready
+        entry still held names (trim the ready logs first)."""
         store = self.store
         hour = min(hour, store.sealed_before_hour)
+        floor = self.ready_floor()
+        if floor is not None:
+            hour = min(hour, floor)
         for h in store.hours():
             if h >= hour:
                 break
             store.drop_bucket(h)
         if hour > store.meta("retained_from_hour", 0):
             self.meta["retained_from_hour"] = hour
+        return max(hour, store.meta("retained_from_hour", 0))
 
     def clean_keys(self, entries: int) -> None:
         """Let the key index clean up to ``entries`` more this batch (retention entries)."""
