@@ -96,7 +96,7 @@ def delivered_at(reads: StoreReads, topic: str, mid: MessageId, deliver_at_ms: i
     """
     n = reads.ready_count(topic)
     target = deliver_at_ms - DELIVERED_AT_SLACK_MS
-    lo, hi = 0, n
+    lo, hi = reads.ready_base(topic), n  # retention removed what lies below the base
     while lo < hi:
         mid_row = (lo + hi) // 2
         if int(reads.read_ready(topic, mid_row, mid_row + 1)["delivered_at_ms"][0]) < target:

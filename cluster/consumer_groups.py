@@ -48,6 +48,12 @@ class GroupProgress:
     def is_acked(self, offset: int) -> bool:
         return offset < self.committed or offset in self.acked
 
+    def skip_to(self, offset: int) -> GroupProgress:
+        """Progress with everything below ``offset`` passed (retention removed it)."""
+        if self.committed >= offset:
+            return self
+        return GroupProgress(offset).ack(a for a in self.acked if a >= offset)
+
     def ack(self, offsets) -> GroupProgress:
         acked = self.acked | {o for o in offsets if o >= self.committed}
         committed = self.committed

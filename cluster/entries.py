@@ -13,6 +13,9 @@ its clock reading ``clock_ms``; applying an entry first advances the watermark t
     {"t": "R", "ws": ws, "clock_ms": int,
      "retries": [[group, topic, offset, deliver_at_ms], ...]}           nack: retry, or
                                                                         DLQ when deliver_at_ms < 0
+    {"t": "T", "ws": ws, "clock_ms": int, "hour": int,
+     "ready": [[topic, offset], ...]}                                   retention: cut hours before
+                                                                        hour, ready logs below offset
 
 ``topic`` and ``offset`` name a ready-log entry; ``offset`` is its number.
 """
@@ -39,9 +42,10 @@ class EntryKind(StrEnum):
     RELEASE = "X"
     ACK = "A"
     RETRY = "R"
+    TRIM = "T"
 
 
-PRODUCE, SYNC, CANCEL, RELEASE, ACK, RETRY = EntryKind
+PRODUCE, SYNC, CANCEL, RELEASE, ACK, RETRY, TRIM = EntryKind
 
 
 @dataclass(frozen=True)
@@ -55,6 +59,8 @@ class Entry:
     node: str = ""
     acks: list[tuple[str, str, int]] = field(default_factory=list)
     retries: list[tuple[str, str, int, int]] = field(default_factory=list)
+    hour: int = 0  # TRIM: cut the hours before this one
+    ready: list[tuple[str, int]] = field(default_factory=list)  # TRIM: (topic, offset) to trim below
 
     def encode(self) -> bytes:
         d: dict = {"t": self.kind, "ws": self.ws.to_wire(), "clock_ms": self.clock_ms}
@@ -81,6 +87,9 @@ class Entry:
             d["acks"] = [list(a) for a in self.acks]
         elif self.kind == RETRY:
             d["retries"] = [list(r) for r in self.retries]
+        elif self.kind == TRIM:
+            d["hour"] = self.hour
+            d["ready"] = [list(r) for r in self.ready]
         return msgpack.packb(d, use_bin_type=True)
 
 
@@ -112,6 +121,8 @@ def decode(blob: bytes) -> Entry:
             d.get("node", ""),
             [(str(g), str(t), int(o)) for g, t, o in d.get("acks", ())],
             [(str(g), str(t), int(o), int(at)) for g, t, o, at in d.get("retries", ())],
+            int(d.get("hour", 0)),
+            [(str(t), int(o)) for t, o in d.get("ready", ())],
         )
     except (ValueError, TypeError, KeyError, msgpack.UnpackException) as e:
         raise BadEntryError(f"undecodable entry: {e}") from e

@@ -23,18 +23,21 @@ from horologe.storage import (
     Message,
     MessageId,
     ReadyEntry,
+    ReadyTrimmedError,
     Storage,
     StorageError,
     StorageFullError,
     Transaction,
     UnknownMessageError,
 )
+from horologe.storage.key_index import CLEAN_ON_TRIM
 from horologe.wheel import SecondCache, Watermark, expand
 
 from .committed_reads import CANCELLED, SCHEDULED, group_progress, message_state, watermark
 from .consumer_groups import ORIGIN_HEADER, GroupProgress, dlq_topic, progress_key, retry_topic
-from .entries import ACK, CANCEL, PRODUCE, RELEASE, RETRY, Entry, EntryKind, decode
+from .entries import ACK, CANCEL, PRODUCE, RELEASE, RETRY, TRIM, Entry, EntryKind, decode
 from .errors import BadEntryError
+from .retention import passed_by_groups
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +51,7 @@ class ApplyResult:
     cancels: list[str] = field(default_factory=list)  # one status per id / key asked
     cancel_ids: list[str | None] = field(default_factory=list)  # the id each one resolved to
     delivered: int = 0
+    retained_from_hour: int | None = None  # TRIM: where retention now starts
     error: str | None = None
     skipped: bool = False
 
@@ -124,6 +128,8 @@ class StateMachine:
             self._retry(tx, entry, w, res)
         elif entry.kind == RELEASE:
             tx.set_meta("released_by", entry.node)
+        elif entry.kind == TRIM:
+            self._trim(tx, entry, res)
         return res
 
     def _bump(self, tx: Transaction, key: str, n: int) -> None:
@@ -205,7 +211,10 @@ class StateMachine:
         for group, topic, offset in acks:
             by_group[(group, topic)].append(offset)
         for (group, topic), offsets in sorted(by_group.items()):
-            progress = self.group_progress(group, topic, tx).ack(offsets)
+            progress = self.group_progress(group, topic, tx)
+            # Below the ready log's base nothing is left to ack: its committed offset moves
+            # there, or it would wait for acks that can no longer come.
+            progress = progress.skip_to(self.store.ready_base(topic)).ack(offsets)
             tx.set_meta(progress_key(group, topic), progress.to_wire())
 
     def _retry(self, tx: Transaction, entry: Entry, w: Watermark, res: ApplyResult) -> None:
@@ -216,7 +225,10 @@ class StateMachine:
         for group, topic, offset, deliver_at in entry.retries:
             if (group, topic, offset) in done or self.group_progress(group, topic, tx).is_acked(offset):
                 continue  # nacked twice, or acked already: one copy at most
-            rows = self.store.read_ready(topic, offset, offset + 1)
+            try:
+                rows = self.store.read_ready(topic, offset, offset + 1)
+            except ReadyTrimmedError:
+                continue  # removed by retention: nothing to retry
             if len(rows) == 0:
                 continue  # names no delivered message: nothing to retry
             row = rows[0]
@@ -256,6 +268,23 @@ class StateMachine:
         for topic, entries in sorted(dead.items()):
             tx.append_ready(topic, entries)
         self._ack(tx, done)
+
+    def _trim(self, tx: Transaction, entry: Entry, res: ApplyResult) -> None:
+        """Retention, as the master proposed it, clamped to what the committed state allows:
+        a ready segment once every group of its topic passed it, an hour once no held
+        ready entry names it (cluster/retention.py)."""
+        for topic, offset in sorted(set(entry.ready)):
+            if self.store.topic_id(topic) is None:
+                continue
+            passed = passed_by_groups(
+                self.store.meta_keys(),
+                lambda g, t=topic: self.group_progress(g, t, tx),
+                topic,
+                self.store.ready_base(topic),
+            )
+            tx.trim_ready(topic, offset if passed is None else min(offset, passed))
+        res.retained_from_hour = tx.drop_hours_before(entry.hour)
+        tx.clean_keys(CLEAN_ON_TRIM)
 
     def _cancel(self, tx: Transaction, entry: Entry, w: Watermark, res: ApplyResult) -> None:
         targets: list[MessageId | None] = []

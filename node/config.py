@@ -55,6 +55,10 @@ class NodeConfig:
     # hands the wheel over (node/quorum_clock.py).
     clock_tolerance_ms: int = 2000
     loop_lag_probe_ms: int = 1  # event-loop lag probe period (node/loop_lag.py); 0: off
+    # Delivered data older than this goes once every consumer group passed it
+    # (cluster/retention.py); 0 keeps everything. The master checks every retention_check_ms.
+    retention_ms: int = 7 * 86_400_000
+    retention_check_ms: int = 60_000
     clock_offset_ms: int = 0  # test-only skew (CLOCK_OFFSET_ENV); use libfaketime for real skew
     # HTTPS (node/tls.py): this node's certificate chain and key, and the CAs it trusts
     # when it calls a peer's HTTP API.
@@ -123,6 +127,8 @@ RANGES = {
     "ack_window_ms": (1, 10_000),
     "clock_tolerance_ms": (100, 86_400_000),
     "loop_lag_probe_ms": (0, 1_000),
+    "retention_ms": (0, 100 * 365 * 86_400_000),
+    "retention_check_ms": (100, 86_400_000),
 }
 STRINGS = ("node_id", "data_dir", "http", "raft", "raft_bind", "tls_cert", "tls_key", "tls_ca", *ENV_SECRETS)
 BOOLS = ("insecure_dev", "fsync")

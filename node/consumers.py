@@ -18,7 +18,7 @@ import numpy as np
 
 from horologe.cluster import ACK, RETRY, ApplyResult
 from horologe.cluster.consumer_groups import DLQ_PREFIX, ORIGIN_HEADER, retry_topic
-from horologe.storage import MessageId, UnknownMessageError, tag_signature
+from horologe.storage import MessageId, ReadyTrimmedError, UnknownMessageError, tag_signature
 
 from .committed_view import CommittedView
 from .errors import ApiError
@@ -114,7 +114,7 @@ class Consumers:
         reads = self.view.reads
         leases = self.leases.setdefault((group, topic), {})
         progress = self.view.group_progress(group, topic)
-        start = progress.committed
+        start = max(progress.committed, reads.ready_base(topic))  # below the base: removed by retention
         # Bounded: a filter that matches little, or a group far behind, scans at most
         # SCAN_LIMIT entries per pull turn; the skip-acks move its offset past them.
         end = min(reads.ready_count(topic), start + SCAN_LIMIT)
@@ -203,7 +203,10 @@ class Consumers:
         retries = []
         dead = 0
         for topic, off in dict.fromkeys(self.receipts.open(group, r) for r in receipts):
-            rows = reads.read_ready(topic, off, off + 1)
+            try:
+                rows = reads.read_ready(topic, off, off + 1)
+            except ReadyTrimmedError as e:
+                raise ApiError(404, "expired", str(e), "receipts") from e
             if len(rows) == 0:
                 raise ApiError(404, "not_found", f"no delivered message at {topic}@{off}", "receipts")
             mid = MessageId(int(rows["hour"][0]), int(rows["global_index"][0]))

@@ -21,6 +21,7 @@ from horologe.cluster import (
     PRODUCE,
     RELEASE,
     SYNC,
+    TRIM,
     ApplyResult,
     ClusterError,
     Entry,
@@ -31,6 +32,7 @@ from horologe.cluster import (
 )
 from horologe.cluster.loop_crossing import LoopCrossing
 from horologe.cluster.raft_node import Applied, RaftNode
+from horologe.cluster.retention import Cut
 from horologe.storage import Message, MessageId, Storage, StorageConfig
 from horologe.storage.store_reader import StoreReader
 
@@ -44,6 +46,7 @@ from .peer_readiness import peer_readiness
 from .quorum_clock import QuorumClock, majority
 from .receipts import Receipts
 from .tls import client_context
+from .retention_driver import RetentionDriver
 from .wheel_driver import WheelDriver, WheelSettings
 
 log = logging.getLogger(__name__)
@@ -104,6 +107,14 @@ class NodeService:
             config.ack_window_ms,
             Receipts(config.cluster_secret),
         )
+        self.retention = RetentionDriver(
+            self.view.reads,
+            self._propose_cut,
+            self.clock,
+            config.retention_ms,
+            config.retention_check_ms,
+            self._may_lead,
+        )
         self.raft: RaftNode | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._tasks: list[asyncio.Task] = []
@@ -123,7 +134,7 @@ class NodeService:
             self._on_role,
             clock=self.own_clock,
         )
-        loops = (self.produce_commit, self.consumers.ack_commit)
+        loops = (self.produce_commit, self.consumers.ack_commit, self.retention)
         self._tasks = [asyncio.create_task(t.run()) for t in loops]
 
     async def stop(self) -> None:
@@ -219,6 +230,17 @@ class NodeService:
         ready = leader is not None and not halted and quorum and clock
         return {"ready": ready, "leader": leader, "halted": halted, "links": links, "clock": clock}
 
+    def _may_lead(self) -> bool:
+        """Master, not handing over, sure of its clock, applying: may propose on its own."""
+        raft = self.raft
+        return (
+            raft is not None
+            and raft.is_master()
+            and not self.releasing
+            and self.quorum_clock.known()
+            and not self.view.halted
+        )
+
     def require_master(self) -> None:
         if self.releasing:
             raise NotMasterError(None)  # 503: the next master is a moment away; clients retry
@@ -243,6 +265,9 @@ class NodeService:
         if res.error:
             raise ApiError(500, "apply_failed", res.error)
         return res
+
+    async def _propose_cut(self, cut: Cut) -> ApplyResult:
+        return await self.propose(TRIM, hour=cut.hour, ready=sorted(cut.ready.items()))
 
     async def _propose_produce(self, messages: list[Message]) -> ApplyResult:
         return await self.propose(PRODUCE, messages=messages)
@@ -425,4 +450,9 @@ class NodeService:
             "peers": peers,
             "halted": self.view.halted,
             "skipped_entries": self.view.skipped_entries,
+            "retention": {
+                "retention_ms": self.config.retention_ms,
+                "retained_from_hour": self.view.reads.meta("retained_from_hour", 0),
+                "cuts_proposed": self.retention.cuts_proposed,
+            },
         }

@@ -134,7 +134,7 @@ def delivery_batches(store, topic: str):
     import pyarrow as pa
 
     total = store.ready_count(topic)
-    for first in range(0, total, BATCH_ROWS):
+    for first in range(store.ready_base(topic), total, BATCH_ROWS):  # below the base: retention removed
         rows = store.read_ready(topic, first, first + BATCH_ROWS)
         hours = rows["hour"].astype(np.int64)
         gis = rows["global_index"].astype(np.int64)

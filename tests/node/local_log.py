@@ -18,8 +18,8 @@ from horologe.wheel import Watermark
 
 
 class LocalLog:
-    def __init__(self, directory: str, clock: Callable[[], int]) -> None:
-        store = Storage(directory, StorageConfig(fsync=False))
+    def __init__(self, directory: str, clock: Callable[[], int], config: StorageConfig | None = None) -> None:
+        store = Storage(directory, config or StorageConfig(fsync=False))
         self.machine = StateMachine(store)
         self.view = CommittedView(StoreReader(store.directory, store.config, store.published()))
         self.clock = clock
