@@ -349,18 +349,85 @@ def check(data_dir: str) -> None:
     )
 
 
+def _size(n: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:,} {unit}" if unit == "B" else f"{n:,.1f} {unit}"
+        n /= 1024
+    raise AssertionError
+
+
+def _when(ms: int) -> str:
+    import datetime as dt
+
+    return dt.datetime.fromtimestamp(ms / 1000, dt.UTC).isoformat(timespec="seconds")
+
+
+def _disk_used(data_dir: str) -> dict[str, int]:
+    """Bytes on disk under each top folder of a store (and its journal)."""
+    used: dict[str, int] = {}
+    for d, _, names in os.walk(data_dir):
+        rel = os.path.relpath(d, data_dir)
+        part = "journal" if rel == "." else rel.split(os.sep)[0]
+        for n in names:
+            used[part] = used.get(part, 0) + os.path.getsize(os.path.join(d, n))
+    return used
+
+
 @storage.command()
 @click.argument("data_dir", type=click.Path(exists=True, file_okay=False))
-def inspect(data_dir: str) -> None:
-    """Summarise DATA_DIR: applied Raft index, topics, and messages per hour."""
-    from horologe.storage.hour_names import hour_name
+@click.option(
+    "--retention",
+    default="7d",
+    show_default=True,
+    help="The node's retention, for what it could reclaim (ms, or like 36h / 7d).",
+)
+@click.option("--now", "now_ms", type=int, help="Epoch ms to reckon retention from (default: the watermark).")
+def inspect(data_dir: str, retention: str, now_ms: int | None) -> None:
+    """Summarise DATA_DIR: applied Raft index, disk used and reclaimable, topics, hours.
 
+    Reclaimable is what the master's next retention cut would remove: ready-log segments
+    delivered more than RETENTION before now that every consumer group has passed, then
+    the hours no ready entry still names (docs/cluster.md, "Retention").
+    """
+    from horologe.cluster.committed_reads import watermark
+    from horologe.cluster.retention import plan, reclaimable
+    from horologe.storage import InvalidFieldError
+    from horologe.storage.hour_names import hour_name
+    from horologe.storage.key_index import KEY_ENTRY
+    from horologe.storage.message_json import parse_duration
+
+    try:
+        retention_ms = parse_duration(int(retention) if retention.isdigit() else retention)
+    except InvalidFieldError as e:
+        why = f"{retention!r}: want ms, or like 90s, 36h, 7d"
+        raise click.BadParameter(why, param_hint="--retention") from e
     store = _open_store(data_dir)
     try:
+        now = watermark(store).ms if now_ms is None else now_ms
         click.echo(f"applied index  {store.applied_index}")
         click.echo(f"sealed before  {hour_name(store.sealed_before_hour)}")
+        retained = store.meta("retained_from_hour", 0)
+        click.echo(f"retained from  {hour_name(retained) if retained else '(nothing removed yet)'}")
+        used = _disk_used(data_dir)
+        parts = ", ".join(f"{k} {_size(v)}" for k, v in sorted(used.items()))
+        click.echo(f"disk used      {_size(sum(used.values()))}  ({parts})")
+        cut = plan(store, now, retention_ms)
+        gone = reclaimable(store, cut)
+        click.echo(
+            f"reclaimable    {_size(gone.total)}  by a retention of {retention} before {_when(now)}: "
+            f"{gone.hours} hours ({_size(gone.hour_bytes)}), "
+            f"{gone.segments} ready segments ({_size(gone.ready_bytes)})"
+        )
+        keys = store.key_index
+        dead = keys.end - keys.cursor - keys.live
+        click.echo(
+            f"key index      {keys.live:,} live keys; {dead:,} dead entries ({_size(dead * KEY_ENTRY.size)}) "
+            "reclaimed by cleaning as keys arrive"
+        )
         for name, tid in sorted(store.topics().items(), key=lambda t: t[1]):
-            click.echo(f"topic {tid:>4}     {name}  ({store.ready_count(name):,} delivered)")
+            base, count = store.ready_base(name), store.ready_count(name)
+            click.echo(f"topic {tid:>4}     {name}  ({count:,} delivered, offsets {base:,}..{count:,} held)")
         for hour in store.hours():
             click.echo(f"hour {hour_name(hour)}  {store.bucket(hour).count:>10,} messages")
     finally:

@@ -46,3 +46,41 @@ def test_inspect_lists_hours(tmp_path):
     r = CliRunner().invoke(main, ["storage", "inspect", str(tmp_path)])
     assert r.exit_code == 0, r.output
     assert r.output.count(" 1 messages") == 3 and "applied index  1" in r.output
+
+
+def test_inspect_shows_disk_used_and_what_retention_would_reclaim(tmp_path):
+    from horologe.cluster import ACK, PRODUCE, SYNC, Entry, StateMachine
+    from horologe.storage import StorageConfig
+    from horologe.wheel import Watermark
+
+    hour = 3_600_000
+    sm = StateMachine(Storage(str(tmp_path), StorageConfig(fsync=False)))
+    msgs = [Message("orders", b"x" * 1000, H0 + k, H0, key=f"k{k}") for k in range(50)]
+    sm.apply(1, Entry(PRODUCE, Watermark(H0), H0, msgs).encode())
+    sm.apply(2, Entry(SYNC, Watermark(H0 + 2 * hour), H0 + 2 * hour).encode())
+    sm.apply(
+        3, Entry(ACK, Watermark(H0 + 2 * hour), H0, acks=[("g", "orders", o) for o in range(40)]).encode()
+    )
+    sm.store.close()
+
+    def inspect(*args):
+        r = CliRunner().invoke(main, ["storage", "inspect", str(tmp_path), *args])
+        assert r.exit_code == 0, r.output
+        return r.output
+
+    out = inspect()  # the watermark is 2 h past the hour: nothing older than 7 days
+    assert "disk used" in out and "delay " in out and "ready " in out and "keys " in out
+    assert "reclaimable    0 B" in out and "50 live keys" in out
+    # a day later by a 1-day retention: g has not passed offset 40, so the ready log stays
+    # and so does the hour its entries name
+    out = inspect("--retention", "1d", "--now", str(H0 + 26 * hour))
+    assert "reclaimable    0 B" in out
+    sm = StateMachine(Storage(str(tmp_path), StorageConfig(fsync=False)))
+    sm.apply(
+        4, Entry(ACK, Watermark(H0 + 2 * hour), H0, acks=[("g", "orders", o) for o in range(40, 50)]).encode()
+    )
+    sm.store.close()
+    out = inspect("--retention", "1d", "--now", str(H0 + 26 * hour))
+    assert "1 hours" in out and "1 ready segments" in out and "reclaimable    0 B" not in out
+    r = CliRunner().invoke(main, ["storage", "inspect", str(tmp_path), "--retention", "soon"])
+    assert r.exit_code == 2 and "--retention" in r.output
