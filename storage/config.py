@@ -27,6 +27,9 @@ class StorageConfig:
     # (40 bytes each); retention and cleaning free space a whole segment at a time.
     key_segment_entries: int = 1 << 22
     ready_segment_entries: int = 1 << 20
+    # Layout: a ready segment also closes when a delivery falls in another window of this
+    # span (by delivered_at), so retention can remove a quiet topic's old entries.
+    ready_segment_span_ms: int = 3_600_000
     # Layout: the key index is cleaned (dead entries dropped, live ones copied to its
     # head) while it holds more than twice its live keys plus this many entries.
     key_clean_slack: int = 1 << 20
@@ -39,4 +42,4 @@ class StorageConfig:
 
     def __post_init__(self) -> None:
         assert self.key_buckets > 0 and self.key_buckets & (self.key_buckets - 1) == 0, self.key_buckets
-        assert self.key_segment_entries > 0 and self.ready_segment_entries > 0
+        assert min(self.key_segment_entries, self.ready_segment_entries, self.ready_segment_span_ms) > 0

@@ -3,7 +3,9 @@
 A segmented log (segments): each segment is the magic ``HZREDY`` v1, then entries of
 40 bytes, little-endian. An entry's number is the ready offset that consumer groups
 commit against; ``<first>`` is the offset of a segment's first entry, and retention
-removes whole segments from the front, so offsets never shift. A store written before
+removes whole segments from the front, so offsets never shift. A segment holds the
+deliveries of one hour at most (``ready_segment_span_ms``, by ``delivered_at``; see
+Transaction.append_ready). A store written before
 ready logs had segments holds one file ``ready/<topic_id>.rdy``: it reads as the
 segment that starts at offset 0. Entry::
 

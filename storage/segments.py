@@ -4,8 +4,8 @@ A segmented log numbers its entries 0, 1, 2, ... for ever. Each segment file hol
 of them and is named ``<dir>/<stem>.<first>.<ext>``, ``first`` being the number (in
 decimal) of its first entry. A segment is the magic of its kind, then entries
 (fixed_records), so entry ``n`` sits in the segment with the greatest ``first <= n``, at
-position ``n - first``. A segment is closed once it holds ``segment_entries`` entries; the
-next append opens a new one.
+position ``n - first``. A segment is closed once it holds ``segment_entries`` entries (or
+when its owner says so); the next append opens a new one.
 
 Space is given back a whole segment at a time, from the front. Numbers never shift, so
 the offsets readers hold stay valid, and removing a segment is an unlink, which a
@@ -107,15 +107,16 @@ class SegmentedLog:
         f = self.files.get(rel)
         check_magic(f.read(0, MAGIC_SIZE), self.kind, f.path)
 
-    def append(self, blob: bytes, segment_entries: int) -> list[str]:
-        """Append whole packed entries, opening segments as they fill; returns those opened."""
+    def append(self, blob: bytes, segment_entries: int, new_segment: bool = False) -> list[str]:
+        """Append whole packed entries, opening segments as they fill (and first a new one
+        when ``new_segment`` and the last holds entries); returns the segments opened."""
         size = self.layout.size
         assert len(blob) % size == 0
         opened = []
         at = 0
         while at < len(blob):
             room = 0
-            if self.segments:
+            if self.segments and not (new_segment and at == 0 and self.entries_in(self.segments[-1][1])):
                 room = segment_entries - self.entries_in(self.segments[-1][1])
             if room <= 0:
                 first = self.end

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -133,7 +134,18 @@ class Transaction:
         store = self.store
         log = self._ready_log(self.topic_id(topic))
         first = log.end
-        opened = set(log.append(b"".join(e.pack() for e in entries), store.config.ready_segment_entries))
+        if not entries:
+            return first
+        span = store.config.ready_segment_span_ms
+        opened: set[str] = set()
+        for window, run in itertools.groupby(entries, key=lambda e: e.delivered_at_ms // span):
+            run = list(run)
+            tail = log.segments[-1][1] if log.segments else None
+            # A segment holds deliveries of one span at most, so a quiet topic's old
+            # entries do not wait in a tail that never fills (and hold their hours back).
+            roll = tail is not None and self._first_delivered(tail) // span != window
+            blob = b"".join(e.pack() for e in run)
+            opened.update(log.append(blob, store.config.ready_segment_entries, new_segment=roll))
         hours = np.fromiter((e.hour for e in entries), dtype=np.int64, count=len(entries))
         for seg_first, rel in log.overlapping(first, first + len(entries)):
             lo = max(seg_first, first) - first
@@ -143,6 +155,10 @@ class Transaction:
             if rel in opened or (floor is not None and low < floor):
                 self.set_meta(floor_key(rel), low)
         return first
+
+    def _first_delivered(self, rel: str) -> int:
+        f = self.store.files.get(rel)
+        return int(READY.read(f, 0, 1, 0)["delivered_at_ms"][0])
 
     def trim_ready(self, topic: str, offset: int) -> int:
         """Retention: remove the ready segments that end at or before ``offset``; return the

@@ -55,7 +55,7 @@ def test_inspect_shows_disk_used_and_what_retention_would_reclaim(tmp_path):
 
     hour = 3_600_000
     sm = StateMachine(Storage(str(tmp_path), StorageConfig(fsync=False)))
-    msgs = [Message("orders", b"x" * 1000, H0 + k, H0, key=f"k{k}") for k in range(50)]
+    msgs = [Message("orders", b"x" * 1000, H0 + 1 + k, H0, key=f"k{k}") for k in range(50)]
     sm.apply(1, Entry(PRODUCE, Watermark(H0), H0, msgs).encode())
     sm.apply(2, Entry(SYNC, Watermark(H0 + 2 * hour), H0 + 2 * hour).encode())
     sm.apply(

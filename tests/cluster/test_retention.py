@@ -182,7 +182,7 @@ def test_cancel_by_key_thirty_days_later(tmp_path):
 def test_a_snapshot_after_a_cut_installs_and_follows_the_log(tmp_path):
     sm = machine(tmp_path / "a")
     entries = [
-        produce(T, T, [Message("t", f"{k}".encode(), T + k, T, key=f"k{k}") for k in range(9)]),
+        produce(T, T, [Message("t", f"{k}".encode(), T + 1 + k, T, key=f"k{k}") for k in range(9)]),
         sync(T + 2 * MS_PER_HOUR),
         ack(T + 2 * MS_PER_HOUR, "g", range(8)),
         trim(T + 2 * MS_PER_HOUR, H + 1, 9),

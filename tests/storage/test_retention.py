@@ -160,3 +160,20 @@ def test_replicas_cut_to_the_same_bytes(tmp_path):
         tx.append_ready("orders", delivered(ids))
 
     assert run(str(tmp_path / "a"), False) == run(str(tmp_path / "b"), True)
+
+
+def test_a_quiet_topic_rolls_its_segments_by_the_hour_and_holds_nothing_back(tmp_path):
+    """A few deliveries a day never fill a segment; without the hourly roll its tail would
+    hold every old entry, and so every hour they name, for ever."""
+    root = str(tmp_path / "s")
+    with Storage(root, StorageConfig(fsync=False)) as s:
+        ids = s.apply(1, lambda tx: tx.append([msg(H0 + h * 3_600_000) for h in range(4)]))
+        s.apply(2, lambda tx: tx.seal_before(HOUR + 4))
+        for h in range(4):  # one delivery per hour, on the hour
+            at = H0 + h * 3_600_000 + 10
+            s.apply(3 + h, lambda tx, h=h, at=at: tx.append_ready("quiet", delivered([ids[h]], at)))
+        assert ready_files(root) == ["1.0.rdy", "1.1.rdy", "1.2.rdy", "1.3.rdy"]  # "orders" is 0
+        s.apply(7, lambda tx: tx.trim_ready("quiet", 2))
+        assert s.apply(8, lambda tx: tx.drop_hours_before(HOUR + 4)) == HOUR + 2
+        assert s.hours() == [HOUR + 2, HOUR + 3] and s.ready_base("quiet") == 2
+        s.check()
