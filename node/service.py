@@ -45,8 +45,8 @@ from .group_commit import MAX_ENTRY_BYTES, GroupCommit
 from .peer_readiness import peer_readiness
 from .quorum_clock import QuorumClock, majority
 from .receipts import Receipts
-from .tls import client_context
 from .retention_driver import RetentionDriver
+from .tls import client_context
 from .wheel_driver import WheelDriver, WheelSettings
 
 log = logging.getLogger(__name__)

@@ -60,7 +60,8 @@ def test_retention_cuts_the_same_on_every_node_once_every_group_passed(make_clus
     rest = drain(c, "old", "slow", 19)  # leased, not acked yet
 
     cluster.stop_all()
-    cluster.env = {i: {"HOROLOGE_TEST_CLOCK_OFFSET_MS": str(3 * HOUR_MS)} for i in cluster.indexes}
+    skew = {"HOROLOGE_TEST_MODE": "1", "HOROLOGE_TEST_CLOCK_OFFSET_MS": str(3 * HOUR_MS)}
+    cluster.env = {i: dict(skew) for i in cluster.indexes}
     cluster.start_all()
     time.sleep(2)  # ten retention turns: "slow" holds the ready log, and so the hour
     assert status(cluster, sent[0]) == (200, "delivered")
