@@ -2,7 +2,7 @@
 
 Leases live only in the master's memory: a message leased and not acked within
 ``visibility_ms`` is handed out again, and so is every unacked one after a failover.
-Acks are replicated (``A`` entries, group-committed at most every ``ack_window_ms``)
+Acks are replicated (``A`` entries, group-committed: node/group_commit.py)
 before they are answered, so an acked message is never handed out again, even by a
 new master. A group skips messages its tag filter rejects; those are acked for it too.
 """

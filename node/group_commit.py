@@ -1,8 +1,13 @@
-"""Group commit: calls arriving within ``window_ms`` share one proposal.
+"""Group commit: one proposal in flight; what arrives meanwhile shares the next one.
+
+A call that finds the committer idle is proposed at once, with whatever else is
+already queued; calls arriving while that proposal is in flight queue up and go
+together in the next one (up to ``MAX_ENTRY_BYTES``). So a lone call pays one commit
+and no wait, and under load entries grow instead of the queue. ``window_ms`` > 0 adds
+a linger: after the first call, wait up to that long for more before proposing.
 
 Each caller gets the combined result and where its own items start in it. Used for
-produce (one P entry for many requests) and for acks (one A entry at most every
-``window_ms``, as DESIGN asks for acks at most every 50 ms).
+produce (one P entry for many requests) and for acks (one A entry for many acks).
 """
 
 from __future__ import annotations
@@ -41,10 +46,15 @@ class GroupCommit(Generic[T, R]):
             batch = [await self._queue.get()]
             size = sum(map(self._size_of, batch[0][0]))
             deadline = loop.time() + self._window
-            while size < MAX_ENTRY_BYTES and (timeout := deadline - loop.time()) > 0:
-                try:
-                    item = await asyncio.wait_for(self._queue.get(), timeout)
-                except TimeoutError:
+            while size < MAX_ENTRY_BYTES:
+                if not self._queue.empty():
+                    item = self._queue.get_nowait()
+                elif (timeout := deadline - loop.time()) > 0:
+                    try:
+                        item = await asyncio.wait_for(self._queue.get(), timeout)
+                    except TimeoutError:
+                        break
+                else:
                     break
                 batch.append(item)
                 size += sum(map(self._size_of, item[0]))

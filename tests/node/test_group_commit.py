@@ -1,0 +1,38 @@
+"""Group commit: proposed at once when idle, batched while a proposal is in flight."""
+
+from __future__ import annotations
+
+import asyncio
+
+from horologe.node.group_commit import GroupCommit
+
+
+def test_idle_calls_go_at_once_and_calls_in_flight_share_the_next_proposal():
+    proposals: list[list[int]] = []
+    release = asyncio.Event()
+
+    async def commit(items: list[int]) -> str:
+        proposals.append(list(items))
+        if len(proposals) == 1:
+            await release.wait()  # the first proposal stays in flight
+        return f"entry {len(proposals)}"
+
+    async def run() -> None:
+        gc = GroupCommit(commit, window_ms=0)
+        task = asyncio.create_task(gc.run())
+        first = asyncio.create_task(gc.submit([1]))
+        for _ in range(5):
+            await asyncio.sleep(0)
+        assert proposals == [[1]]  # proposed without waiting for a window
+        later = [asyncio.create_task(gc.submit([n, n])) for n in (2, 3, 4)]
+        for _ in range(5):
+            await asyncio.sleep(0)
+        assert proposals == [[1]]  # they wait for the one in flight
+        release.set()
+        assert await first == ("entry 1", 0)
+        results = await asyncio.gather(*later)
+        assert proposals == [[1], [2, 2, 3, 3, 4, 4]]  # one proposal for all three
+        assert results == [("entry 2", 0), ("entry 2", 2), ("entry 2", 4)]
+        task.cancel()
+
+    asyncio.run(run())
