@@ -15,6 +15,8 @@ import time
 
 from testkit.process_cluster import CLIENT
 
+from .load import wait_delivered
+
 HOUR_MS = 3_600_000
 EXTRA = "retention_ms = 3600000\nretention_check_ms = 200\n"
 
@@ -83,6 +85,7 @@ def test_retention_cuts_the_same_on_every_node_once_every_group_passed(make_clus
         (m,) = drain(c, "old", group, 1)
         assert m.id == new.id
         c.ack("old", group, [m.receipt])
+    wait_delivered(cluster)  # every node applied the last delivery before files are compared
     cluster.stop_all()
 
     trees = [committed_files(cluster, i) for i in cluster.indexes]
