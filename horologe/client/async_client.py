@@ -8,6 +8,7 @@ import httpx
 
 from . import calls, core
 from .calls import Reply
+from .consuming import AsyncSubscription, pull_and_ack
 from .errors import HorologeError
 from .models import MessageStatus, ReceivedMessage, Scheduled
 
@@ -81,6 +82,23 @@ class AsyncClient(core.ClientSettings):
         if stray:
             await self.ack(topic, group, stray)
         return kept
+
+    def consume(
+        self,
+        topic: str,
+        group: str,
+        *,
+        tags: str | None = None,
+        batch: int = 100,
+        wait_ms: int = 1_000,
+        visibility_ms: int = 30_000,
+        prefetch: int = 2,
+        ack_queue: int = 1_000,
+    ) -> AsyncSubscription:
+        """As :meth:`Client.consume`: ``async with c.consume(...) as s: async for m in s: ...``
+        (call it inside a running loop)."""
+        calls = pull_and_ack(self, topic, group, tags, batch, wait_ms, visibility_ms)
+        return AsyncSubscription(*calls, prefetch, ack_queue)
 
     async def ack(self, topic: str, group: str, receipts: list[str]) -> None:
         await self._call(

@@ -8,6 +8,7 @@ import httpx
 
 from . import calls, core
 from .calls import Reply
+from .consuming import Subscription, pull_and_ack
 from .errors import HorologeError
 from .models import MessageStatus, ReceivedMessage, Scheduled
 
@@ -82,6 +83,24 @@ class Client(core.ClientSettings, calls.BlockingPool):
         if stray:
             self.ack(topic, group, stray)
         return kept
+
+    def consume(
+        self,
+        topic: str,
+        group: str,
+        *,
+        tags: str | None = None,
+        batch: int = 100,
+        wait_ms: int = 1_000,
+        visibility_ms: int = 30_000,
+        prefetch: int = 2,
+        ack_queue: int = 1_000,
+    ) -> Subscription:
+        """Iterate the group's messages; each is acked once the loop asks for the next
+        (:mod:`horologe.client.consuming`). Pulls ``batch`` at a time, keeping up to
+        ``prefetch`` pulled batches ready; use it in a ``with`` block, or ``close()`` it."""
+        calls = pull_and_ack(self, topic, group, tags, batch, wait_ms, visibility_ms)
+        return Subscription(*calls, prefetch, ack_queue)
 
     def ack(self, topic: str, group: str, receipts: list[str]) -> None:
         self._call("POST", f"/v1/topics/{_quote(topic)}/ack", {"group": group, "receipts": receipts})

@@ -186,3 +186,18 @@ def test_produce_retried_across_failover_is_stored_once(cluster):
     assert again.id == first.id
     got = drain(c, "pay", "g", idle_s=2.0)
     assert [m.id for m in got] == [first.id]
+
+
+def test_consume_iterator_receives_and_acks_everything(cluster):
+    now = int(time.time() * 1000)
+    cluster.produce(0, [{"topic": "it", "body": f"m{k}", "deliver_at": now - 1} for k in range(120)])
+    c = cluster.client(0)
+    seen = []
+    with c.consume("it", "g", batch=50, wait_ms=500, visibility_ms=1_000) as messages:
+        for m in messages:
+            seen.append(m.text)
+            if len(seen) == 120:
+                break
+    assert sorted(seen) == sorted(f"m{k}" for k in range(120))
+    time.sleep(1.5)  # on purpose: past every lease, an unacked message would be handed out again
+    assert c.pull("it", "g", max=200, wait_ms=0) == []

@@ -1,0 +1,203 @@
+"""Consuming as an iterator: the next pull runs while the application handles a message,
+and acks go out in the background.
+
+``for m in client.consume("orders", "billing"): handle(m)`` — a message is acked once
+the loop asks for the next one (so one that raised, or the last one before ``break``,
+is acked only on a clean :meth:`close`, and is otherwise handed out again after its
+lease). A background puller keeps up to ``prefetch`` pulled batches ready; a background
+acker sends receipts in groups from a bounded queue, so a slow ack round trip never
+holds the loop (at most ``ack_queue`` receipts wait, then the loop waits). Errors of
+either surface in the loop. :meth:`Client.ack` stays for callers that need the
+confirmation of each ack.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import queue
+import threading
+from collections.abc import AsyncIterator, Callable, Iterator
+
+from .models import ReceivedMessage
+
+ACK_GROUP = 1000  # receipts per ack call at most (the API's limit)
+_DONE = object()
+
+
+def pull_and_ack(client, topic: str, group: str, tags, batch: int, wait_ms: int, visibility_ms: int):
+    """The two calls a subscription makes, bound to ``client`` (a Client or an AsyncClient)."""
+
+    def pull():
+        return client.pull(topic, group, tags=tags, max=batch, wait_ms=wait_ms, visibility_ms=visibility_ms)
+
+    def ack(receipts: list[str]):
+        return client.ack(topic, group, receipts)
+
+    return pull, ack
+
+
+class Subscription(Iterator[ReceivedMessage]):
+    """What :meth:`Client.consume` returns: iterate it, and :meth:`close` it (or use ``with``)."""
+
+    def __init__(
+        self,
+        pull: Callable[[], list[ReceivedMessage]],
+        ack: Callable[[list[str]], None],
+        prefetch: int,
+        ack_queue: int,
+    ) -> None:
+        self._pull, self._ack = pull, ack
+        self._batches: queue.Queue = queue.Queue(maxsize=max(1, prefetch))
+        self._receipts: queue.Queue = queue.Queue(maxsize=max(1, ack_queue))
+        self._stop = threading.Event()
+        self._error: BaseException | None = None
+        self._current: list[ReceivedMessage] = []
+        self._handed: ReceivedMessage | None = None
+        self._puller = threading.Thread(target=self._pull_loop, daemon=True)
+        self._acker = threading.Thread(target=self._ack_loop, daemon=True)
+        self._puller.start()
+        self._acker.start()
+
+    def _pull_loop(self) -> None:
+        try:
+            while not self._stop.is_set():
+                batch = self._pull()
+                while batch and not self._stop.is_set():
+                    try:
+                        self._batches.put(batch, timeout=0.1)
+                        break
+                    except queue.Full:
+                        continue
+        except BaseException as e:  # noqa: BLE001 - handed to the iterating thread
+            self._error = e
+            self._batches.put(_DONE)
+
+    def _ack_loop(self) -> None:
+        while True:
+            first = self._receipts.get()
+            if first is _DONE:
+                return
+            group = [first]
+            while len(group) < ACK_GROUP:
+                try:
+                    nxt = self._receipts.get_nowait()
+                except queue.Empty:
+                    break
+                if nxt is _DONE:
+                    self._send(group)
+                    return
+                group.append(nxt)
+            self._send(group)
+
+    def _send(self, receipts: list[str]) -> None:
+        try:
+            self._ack(receipts)
+        except BaseException as e:  # noqa: BLE001 - handed to the iterating thread
+            self._error = self._error or e
+
+    def _raise_if_failed(self) -> None:
+        if self._error is not None:
+            raise self._error
+
+    def __next__(self) -> ReceivedMessage:
+        self._raise_if_failed()
+        if self._handed is not None:  # the application asks for more: it handled this one
+            self._receipts.put(self._handed.receipt)
+            self._handed = None
+        while not self._current:
+            batch = self._batches.get()
+            if batch is _DONE:
+                self._raise_if_failed()
+                raise StopIteration
+            self._current = batch
+        self._handed = self._current.pop(0)
+        return self._handed
+
+    def close(self) -> None:
+        """Stop pulling, ack the message last handed out and wait for the acks in flight.
+        Prefetched messages not handed out are not acked: they come back after their lease."""
+        if self._handed is not None:
+            self._receipts.put(self._handed.receipt)
+            self._handed = None
+        self._stop.set()
+        self._receipts.put(_DONE)
+        self._acker.join()
+        self._puller.join()
+        self._raise_if_failed()
+
+    def __enter__(self) -> Subscription:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class AsyncSubscription(AsyncIterator[ReceivedMessage]):
+    """What :meth:`AsyncClient.consume` returns: ``async for`` it, and ``await close()``."""
+
+    def __init__(self, pull, ack, prefetch: int, ack_queue: int) -> None:
+        self._pull, self._ack = pull, ack
+        self._batches: asyncio.Queue = asyncio.Queue(maxsize=max(1, prefetch))
+        self._receipts: asyncio.Queue = asyncio.Queue(maxsize=max(1, ack_queue))
+        self._current: list[ReceivedMessage] = []
+        self._handed: ReceivedMessage | None = None
+        self._puller = asyncio.get_running_loop().create_task(self._pull_loop())
+        self._acker = asyncio.get_running_loop().create_task(self._ack_loop())
+
+    async def _pull_loop(self) -> None:
+        try:
+            while True:
+                batch = await self._pull()
+                if batch:
+                    await self._batches.put(batch)
+                else:
+                    await asyncio.sleep(0)  # an empty pull that did not wait must not hog the loop
+        except asyncio.CancelledError:
+            raise
+        except BaseException as e:  # noqa: BLE001 - handed to the iterating task
+            await self._batches.put(e)
+
+    async def _ack_loop(self) -> None:
+        while True:
+            group = [await self._receipts.get()]
+            while len(group) < ACK_GROUP and not self._receipts.empty():
+                group.append(self._receipts.get_nowait())
+            done = _DONE in group
+            group = [r for r in group if r is not _DONE]
+            if group:
+                await self._ack(group)
+            if done:
+                return
+
+    def __aiter__(self) -> AsyncSubscription:
+        return self
+
+    async def __anext__(self) -> ReceivedMessage:
+        if self._acker.done() and self._acker.exception() is not None:
+            raise self._acker.exception()
+        if self._handed is not None:
+            await self._receipts.put(self._handed.receipt)
+            self._handed = None
+        while not self._current:
+            batch = await self._batches.get()
+            if isinstance(batch, BaseException):
+                raise batch
+            self._current = batch
+        self._handed = self._current.pop(0)
+        return self._handed
+
+    async def close(self) -> None:
+        """As :meth:`Subscription.close`."""
+        self._puller.cancel()
+        if self._handed is not None:
+            await self._receipts.put(self._handed.receipt)
+            self._handed = None
+        await self._receipts.put(_DONE)
+        await self._acker  # raises an ack's error
+        await asyncio.gather(self._puller, return_exceptions=True)
+
+    async def __aenter__(self) -> AsyncSubscription:
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        await self.close()

@@ -1,0 +1,87 @@
+"""Client.consume: prefetching pulls, acks in the background once the loop moves on."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+
+import pytest
+
+from horologe.client.consuming import AsyncSubscription, Subscription
+from horologe.client.models import ReceivedMessage
+
+
+def msg(n: int) -> ReceivedMessage:
+    return ReceivedMessage(str(n), f"r{n}", "t", b"%d" % n, (), 0, 0, 0)
+
+
+class FakeGroup:
+    """Pulls hand out the given batches, then nothing; acks are recorded."""
+
+    def __init__(self, batches: list[list[int]]) -> None:
+        self.batches = [[msg(n) for n in b] for b in batches]
+        self.pulls = 0
+        self.acked: list[list[str]] = []
+        self.lock = threading.Lock()
+
+    def pull(self) -> list[ReceivedMessage]:
+        with self.lock:
+            self.pulls += 1
+            if self.batches:
+                return self.batches.pop(0)
+        time.sleep(0.01)  # a long poll that found nothing
+        return []
+
+    def ack(self, receipts: list[str]) -> None:
+        with self.lock:
+            self.acked.append(list(receipts))
+
+    def all_acked(self) -> list[str]:
+        with self.lock:
+            return [r for group in self.acked for r in group]
+
+
+def test_each_message_is_acked_once_the_loop_moves_on():
+    group = FakeGroup([[1, 2], [3]])
+    with Subscription(group.pull, group.ack, prefetch=2, ack_queue=10) as sub:
+        first = next(sub)
+        deadline = time.monotonic() + 5
+        while group.pulls < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert group.pulls >= 2  # the next batch was pulled while the first was handled
+        assert group.all_acked() == []  # not acked while the application holds it
+        second, third = next(sub), next(sub)
+        assert [first.id, second.id, third.id] == ["1", "2", "3"]
+    assert sorted(group.all_acked()) == ["r1", "r2", "r3"]  # the last one acked by close()
+
+
+def test_a_pull_error_surfaces_in_the_loop():
+    def failing() -> list[ReceivedMessage]:
+        raise RuntimeError("node gone")
+
+    sub = Subscription(failing, lambda _r: None, prefetch=1, ack_queue=1)
+    with pytest.raises(RuntimeError, match="node gone"):
+        next(sub)
+
+
+def test_async_subscription_acks_and_closes():
+    group = FakeGroup([[1, 2, 3]])
+
+    async def pull():
+        return group.pull()
+
+    async def ack(receipts):
+        group.ack(receipts)
+
+    async def run() -> list[str]:
+        seen = []
+        async with AsyncSubscription(pull, ack, prefetch=2, ack_queue=10) as sub:
+            async for m in sub:
+                seen.append(m.id)
+                if len(seen) == 3:
+                    break
+        return seen
+
+    assert asyncio.run(run()) == ["1", "2", "3"]
+    assert sorted(group.all_acked()) == ["r1", "r2", "r3"]
