@@ -16,7 +16,8 @@ committed, a proposal's outcome, a change of role, a transfer's result) goes thr
 :meth:`LoopCrossing.post`, which queues it on the loop in the order it was posted.
 
 Enforced: :meth:`LoopCrossing.require_off_loop` is called where the writer is used
-(``RaftNode.apply_entry``), and a ``StoreReader`` refuses a second thread.
+(``RaftNode.apply_entry``), and a ``StoreReader`` refuses to follow states on a second
+thread.
 """
 
 from __future__ import annotations

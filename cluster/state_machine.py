@@ -62,6 +62,7 @@ class StateMachine:
         self.cache = SecondCache(store)
         self.errors: deque[tuple[int, str]] = deque(maxlen=100)  # skipped entries, for status
         self.halted: str | None = None  # set when this node must stop applying
+        self._mapped_hour: int | None = None
 
     @property
     def ws(self) -> Watermark:
@@ -101,7 +102,16 @@ class StateMachine:
             return self._halt(raft_index, f"unexpected {type(e).__name__}: {e}")
         if res is SKIPPED:
             return ApplyResult(raft_index=raft_index, skipped=True)
+        self._map_hot_hours()
         return res
+
+    def _map_hot_hours(self) -> None:
+        """Read the watermark's hour and the next through mmap, as the wheel does on its side:
+        every delivering apply reads the current hour's index."""
+        hour = self.ws.hour
+        if hour != self._mapped_hour:
+            self._mapped_hour = hour
+            self.store.map_hours([hour, hour + 1])
 
     def _halt(self, raft_index: int, why: str) -> ApplyResult:
         self.halted = f"entry {raft_index}: {why}"

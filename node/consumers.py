@@ -119,7 +119,10 @@ class Consumers:
         # SCAN_LIMIT entries per pull turn; the skip-acks move its offset past them.
         end = min(reads.ready_count(topic), start + SCAN_LIMIT)
         while start < end and len(out) < want:
-            rows = reads.read_ready(topic, start, min(end, start + SCAN_CHUNK))
+            try:
+                rows = reads.read_ready(topic, start, min(end, start + SCAN_CHUNK))
+            except ReadyTrimmedError:
+                break  # cut since the view's state: the next state names the new base
             offsets = np.arange(start, start + len(rows))
             keep = filt.prefilter(rows["tag_sig"])
             for k in np.flatnonzero(~keep):

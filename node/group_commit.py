@@ -33,6 +33,7 @@ class GroupCommit(Generic[T, R]):
         self._window = window_ms / 1000
         self._size_of = size_of
         self._queue: asyncio.Queue[tuple[list[T], asyncio.Future]] = asyncio.Queue()
+        self._held: tuple[list[T], asyncio.Future] | None = None
 
     async def submit(self, items: list[T]) -> tuple[R, int]:
         """Wait for the proposal that carries ``items``; return its result and their offset in it."""
@@ -43,10 +44,11 @@ class GroupCommit(Generic[T, R]):
     async def run(self) -> None:
         loop = asyncio.get_running_loop()
         while True:
-            batch = [await self._queue.get()]
+            batch = [self._held or await self._queue.get()]
+            self._held = None
             size = sum(map(self._size_of, batch[0][0]))
             deadline = loop.time() + self._window
-            while size < MAX_ENTRY_BYTES:
+            while True:
                 if not self._queue.empty():
                     item = self._queue.get_nowait()
                 elif (timeout := deadline - loop.time()) > 0:
@@ -56,8 +58,12 @@ class GroupCommit(Generic[T, R]):
                         break
                 else:
                     break
+                grown = size + sum(map(self._size_of, item[0]))
+                if grown > MAX_ENTRY_BYTES:
+                    self._held = item  # it opens the next proposal: this one stays under the cap
+                    break
                 batch.append(item)
-                size += sum(map(self._size_of, item[0]))
+                size = grown
             await self._flush(batch)
 
     async def _flush(self, batch: list[tuple[list[T], asyncio.Future]]) -> None:

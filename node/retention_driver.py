@@ -49,6 +49,8 @@ class RetentionDriver:
                 await self.turn()
             except (ApiError, NotMasterError, ClusterError) as e:
                 log.info("retention turn skipped: %s", e)
+            except Exception:  # a read failed (say a file cut meanwhile): try next turn
+                log.exception("retention turn failed; trying again next turn")
 
     async def turn(self) -> Cut | None:
         """Propose the cut due now, if this node may lead and there is one; return it."""

@@ -53,7 +53,9 @@ log = logging.getLogger(__name__)
 
 
 def _message_bytes(m: Message) -> int:
-    return len(m.body) + 128
+    """A message's share of an encoded entry, a little over: its fields plus framing."""
+    text = len(m.topic) + len(m.key or "") + sum(map(len, m.tags))
+    return len(m.body) + text + sum(len(k) + len(v) for k, v in m.headers.items()) + 64
 
 
 def _entry_parts(messages: list[Message]) -> list[list[Message]]:
@@ -121,6 +123,7 @@ class NodeService:
         self.syncs_applied = 0
         self.last_sync_applied_at = 0.0
         self.releasing = False  # a handover is under way: no new entries but its own
+        self._release_running = False  # release_master is running (from its first await)
 
     # -- lifecycle ----------------------------------------------------------------
 
@@ -138,7 +141,7 @@ class NodeService:
         self._tasks = [asyncio.create_task(t.run()) for t in loops]
 
     async def stop(self) -> None:
-        await self.driver.stop()
+        await self.driver.close()
         for t in self._tasks:
             t.cancel()
         for t in self._tasks:
@@ -299,9 +302,19 @@ class NodeService:
         them would not hear it, campaign, and take the wheel back (docs/cluster.md). While
         the handover runs, no other entry is proposed (writes get 503 and are retried), so
         the target catches up and wins; if this node is elected again, the transfer is
-        retried. It answers once the linked nodes follow the new master.
+        retried. It answers once the linked nodes follow the new master. One release at a
+        time: another asked meanwhile (an admin's and a clock handover's, say) gets 409.
         """
         self.require_master()
+        if self._release_running:
+            raise ApiError(409, "release_in_progress", "a release of this master is already under way")
+        self._release_running = True
+        try:
+            return await self._release(to)
+        finally:
+            self._release_running = False
+
+    async def _release(self, to: str | None) -> dict:
         linked = self.linked_peer_ids()
         async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=self._peer_ssl)) as session:
             target = await self._release_target(session, to, linked)

@@ -1,13 +1,13 @@
 """The master-only asyncio driver of the time wheel.
 
-Started when this node becomes master and stopped when it stops being one (the node
-calls :meth:`WheelDriver.start` and :meth:`WheelDriver.stop` on role changes; no
-polling). Leading: it commits a barrier entry (so everything committed before is
-applied and in the committed view), builds the wheel on that view from the
-committed watermark, realigns against its clock (sleep while the tick is ahead,
-fast-forward while it is behind), then loops: fire what is due, propose ``S`` with
-the new watermark, sleep until the next due message, the sync interval, or an
-earlier arrival.
+Started when this node becomes master and cancelled when it stops being one (the node
+calls :meth:`WheelDriver.start` and :meth:`WheelDriver.cancel` on role changes; no
+polling; a release awaits :meth:`WheelDriver.stop`). Leading: it commits a barrier
+entry (so everything committed before is applied and in the committed view), builds
+the wheel on that view from the committed watermark, realigns against its clock
+(sleep while the tick is ahead, fast-forward while it is behind), then loops: fire
+what is due, propose ``S`` with the new watermark, sleep until the next due message,
+the sync interval, or an earlier arrival.
 
 It is given only what it needs: the committed view's reads and watermark, a
 ``propose_sync(clock_ms)`` that stamps and proposes an ``S`` entry, and a clock.
@@ -60,6 +60,7 @@ class WheelDriver:
         self.wheel: TimeWheel | None = None
         self._task: asyncio.Task | None = None  # leading
         self._stopping: asyncio.Task | None = None  # cancelled, perhaps not finished yet
+        self._closed = False
         # S entries this process proposed as master that were committed, and the clock
         # reading (ms) that the latest of them carried.
         self.syncs_led = 0
@@ -73,8 +74,9 @@ class WheelDriver:
         return w.ws if w is not None else self._committed_ws()
 
     def start(self) -> None:
-        """Lead the wheel (this node became master); a no-op while it already does."""
-        if self._task is None:
+        """Lead the wheel (this node became master); a no-op while it already does, or
+        once closed."""
+        if self._task is None and not self._closed:
             previous, self._stopping = self._stopping, None
             self._task = asyncio.get_running_loop().create_task(self._run(previous))
 
@@ -89,6 +91,11 @@ class WheelDriver:
         self.cancel()
         if self._stopping is not None:
             await asyncio.wait([self._stopping])  # its cancellation is not ours
+
+    async def close(self) -> None:
+        """Stop for good (the node shuts down): a role change after this starts nothing."""
+        self._closed = True
+        await self.stop()
 
     def wake(self) -> None:
         """Cut the current wait short (new arrivals)."""

@@ -40,6 +40,10 @@ class AppendFile:
         return f
 
     @property
+    def has_fd(self) -> bool:
+        return self._fd is not None
+
+    @property
     def fd(self) -> int:
         if self._fd is None:
             self._fd = os.open(self.path, os.O_RDWR)

@@ -38,6 +38,9 @@ class StorageConfig:
     max_cached_hours: int = 1024
     # Of those, how many keep their three files open; the rest reopen on use.
     max_open_hours: int = 64
+    # File descriptors a file table keeps open at most (ready-log segments, key files,
+    # hour files), least recently used closed first; closed ones reopen when read.
+    max_open_files: int = 256
     journal_compact_bytes: int = 4 * 1024 * 1024
 
     def __post_init__(self) -> None:

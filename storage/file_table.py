@@ -8,6 +8,7 @@ whole: files cut back, new files removed.
 from __future__ import annotations
 
 import os
+from collections import OrderedDict
 from collections.abc import Mapping
 
 from .append_file import AppendFile, fsync_dir
@@ -15,10 +16,11 @@ from .magic import magic
 
 
 class FileTable:
-    def __init__(self, directory: str, committed: Mapping[str, int]) -> None:
+    def __init__(self, directory: str, committed: Mapping[str, int], max_open: int = 256) -> None:
         self.directory = directory
         self.committed = committed  # the journal's {relpath: length}, updated on commit
-        self._open: dict[str, AppendFile] = {}
+        self.max_open = max_open  # fds kept open at most; the least recently used are closed
+        self._open: OrderedDict[str, AppendFile] = OrderedDict()
         self._touched: dict[str, int] = {}  # relpath -> length before this batch
         self._created: set[str] = set()
         self._removed: set[str] = set()
@@ -33,7 +35,26 @@ class FileTable:
         f = self._open.get(rel)
         if f is None and rel in self.committed:
             f = self._open[rel] = AppendFile(self.path(rel), self.committed[rel])
+            self._close_least_used()
+        elif f is not None:
+            self._open.move_to_end(rel)
+            if not f.has_fd:  # about to be reopened
+                self._close_least_used()
         return f
+
+    def _close_least_used(self) -> None:
+        """Close the fds of the least recently used files past ``max_open`` (never one the
+        open batch touched, nor a mapped one). The objects stay: each reopens when read."""
+        with_fd = [rel for rel, f in self._open.items() if f.has_fd]
+        excess = len(with_fd) - self.max_open
+        for rel in with_fd:
+            if excess <= 0:
+                return
+            f = self._open[rel]
+            if rel in self._touched or f.mapped:
+                continue
+            f.close()
+            excess -= 1
 
     def writable(self, rel: str, kind: bytes) -> AppendFile:
         """The file, created with its magic if new, marked as touched by this batch."""

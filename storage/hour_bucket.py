@@ -101,8 +101,18 @@ class HourBucket:
             self._heads_saved = h.covered
             self._heads = h
         if h.covered < n:
-            h.absorb(self.index_view()[h.covered :], h.covered)
+            h.absorb(self._index_range(h.covered, n), h.covered)
         return h
+
+    def _index_range(self, first: int, stop: int) -> np.ndarray:
+        """Index entries ``first .. stop-1``: a slice of the map when mapped, else only they
+        are read (a reader catching up must not reread a whole hour)."""
+        if self._mapped or first == 0:
+            return self.index_view()[first:stop]
+        f = self.files.get(self.idx_rel)
+        rows = INDEX.read(f, first, stop, self._verified)
+        self._verified = max(self._verified, stop)
+        return rows
 
     def save_heads(self) -> None:
         """Write the heads cache file if it lags what is in memory."""

@@ -85,7 +85,7 @@ class Storage(StoreReads):
             at, n = self.journal.torn_tail
             self.recovered.append(f"commits.log: set aside a torn tail of {n} bytes at {at}")
         self._recover_files()
-        self.files = FileTable(self.directory, self.journal.state.files)
+        self.files = FileTable(self.directory, self.journal.state.files, self.config.max_open_files)
         self._tx: Transaction | None = None
         self.generation = getattr(self, "generation", -1) + 1  # a new one per open or restore
         self.names_version = 0

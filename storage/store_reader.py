@@ -27,7 +27,7 @@ class StoreReader(StoreReads):
         self.read_only = True
         self._committed = state
         self._owner: int | None = None
-        self.files = FileTable(directory, dict(state.files))
+        self.files = FileTable(directory, dict(state.files), config.max_open_files)
         self._init_reads()
 
     def _state(self) -> CommittedState:
@@ -43,7 +43,7 @@ class StoreReader(StoreReads):
         old, self._committed = self._committed, state
         if state.generation != old.generation:
             self.close()
-            self.files = FileTable(self.directory, dict(state.files))
+            self.files = FileTable(self.directory, dict(state.files), self.config.max_open_files)
             self._init_reads()
             return
         self.files.follow(state.files)

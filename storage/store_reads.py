@@ -14,7 +14,8 @@ what makes reading beside a writer safe without a lock.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -180,17 +181,23 @@ class StoreReads:
         if mid.hour < self.meta("retained_from_hour", 0):
             raise MessageExpiredError(f"message {mid} was removed by retention")
 
+    # A reader may hold a state published before retention unlinked a file it names;
+    # names are never reused, so a missing file means "removed since", never other bytes.
+
     def read_message(self, mid: MessageId) -> StoredMessage:
         self._check_retained(mid)
-        return self.bucket(mid.hour).read_message(mid.global_index)
+        with _removed_as(MessageExpiredError(f"message {mid} was removed by retention")):
+            return self.bucket(mid.hour).read_message(mid.global_index)
 
     def index_entry(self, mid: MessageId) -> np.void:
         self._check_retained(mid)
-        return self.bucket(mid.hour).entry(mid.global_index)
+        with _removed_as(MessageExpiredError(f"message {mid} was removed by retention")):
+            return self.bucket(mid.hour).entry(mid.global_index)
 
     def is_cancelled(self, mid: MessageId) -> bool:
         self._check_retained(mid)
-        return self.bucket(mid.hour).is_cancelled(mid.global_index)
+        with _removed_as(MessageExpiredError(f"message {mid} was removed by retention")):
+            return self.bucket(mid.hour).is_cancelled(mid.global_index)
 
     # -- ready logs -------------------------------------------------------------
 
@@ -238,7 +245,8 @@ class StoreReads:
         n = log.end
         stop = n if stop is None else min(stop, n)
         start = min(start, stop)
-        return log.read(start, stop, self._ready_chunks_verified, self._mark_ready_verified)
+        with _removed_as(ReadyTrimmedError(topic, start, log.base)):
+            return log.read(start, stop, self._ready_chunks_verified, self._mark_ready_verified)
 
     def _ready_chunks_verified(self, rel: str, lo: int, hi: int) -> bool:
         done = self._ready_verified.get(rel)
@@ -257,3 +265,12 @@ class StoreReads:
     def ready_log_magic(self, rel: str) -> None:
         f = self.files.get(rel)
         check_magic(f.read(0, MAGIC_SIZE), READY_LOG, f.path)
+
+
+@contextmanager
+def _removed_as(error: Exception) -> Iterator[None]:
+    """Raise ``error`` for a file that retention removed after the state being read."""
+    try:
+        yield
+    except FileNotFoundError as e:
+        raise error from e

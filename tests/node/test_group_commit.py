@@ -36,3 +36,32 @@ def test_idle_calls_go_at_once_and_calls_in_flight_share_the_next_proposal():
         task.cancel()
 
     asyncio.run(run())
+
+
+def test_a_proposal_never_grows_past_max_entry_bytes():
+    from horologe.node.group_commit import MAX_ENTRY_BYTES
+
+    sizes: list[int] = []
+    release = asyncio.Event()
+
+    async def commit(items: list[int]) -> None:
+        sizes.append(sum(items))
+        if len(sizes) == 1:
+            await release.wait()
+
+    async def run() -> None:
+        gc = GroupCommit(commit, window_ms=0, size_of=lambda n: n)
+        task = asyncio.create_task(gc.run())
+        first = asyncio.create_task(gc.submit([10]))
+        await asyncio.sleep(0)
+        part = int(MAX_ENTRY_BYTES * 0.9)
+        parts = [asyncio.create_task(gc.submit([part])) for _ in range(3)]  # queued meanwhile
+        for _ in range(5):
+            await asyncio.sleep(0)
+        release.set()
+        await asyncio.gather(first, *parts)
+        assert sizes == [10, part, part, part]  # one part per proposal: two would pass the cap
+        assert max(sizes) <= MAX_ENTRY_BYTES
+        task.cancel()
+
+    asyncio.run(run())
