@@ -505,14 +505,16 @@ def spark_schedule(
 
     Rows are validated first; bad ones are written to --rejects with the reason and never
     sent. Valid rows are posted from the executors with retries and per-row keys, so a
-    rerun or a retried task never schedules a row twice (within the 24 h key window).
+    rerun or a retried task never schedules a row twice (a key lives until 24 h after its
+    message's delivery hour).
     """
     from horologe.pipeline.column_mapping import ColumnMapping
     from horologe.pipeline.errors import PipelineError
     from horologe.pipeline.schedule import run_schedule
     from horologe.pipeline.spark_session import spark_session
 
-    _check_certificates([u.strip() for u in url.split(",")], ca)
+    urls = [u.strip() for u in url.split(",")]
+    _check_certificates(urls, ca)
     try:
         mapping = ColumnMapping(
             body_col=body_col,
@@ -525,7 +527,6 @@ def spark_schedule(
             key_col=key_col,
         )
         session = spark_session(master, "horologe-schedule")
-        urls = [u.strip() for u in url.split(",")]
         with click.progressbar(length=1, label="posting", file=sys.stderr) as bar:
 
             def progress(done: int, total: int) -> None:

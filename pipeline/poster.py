@@ -1,7 +1,8 @@
 """Posting validated messages to the cluster in batches, with retries. Pure: no Spark.
 
 Every message carries a key, so a batch that is posted twice (a retry after a timeout,
-a Spark task run again, the whole job rerun within the key window) stores nothing new.
+a Spark task run again, the whole job rerun while the keys live: until 24 h after each
+message's delivery hour) stores nothing new.
 """
 
 from __future__ import annotations
