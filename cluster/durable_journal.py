@@ -57,7 +57,6 @@ class DurableJournal:
         self._folder = os.path.dirname(meta_path)
         # Whatever pysyncobj wrote while starting, the journal file's creation included.
         self._dirty = self._folder_dirty = True
-        self.syncs = 0
         self.bytes = self._held()
 
     def _held(self) -> int:
@@ -80,7 +79,6 @@ class DurableJournal:
         if self._dirty:
             self._inner.flush()  # msync(MS_SYNC) of the mapping
             self._dirty = False
-            self.syncs += 1
 
     def add(self, command, idx, term) -> None:
         self._inner.add(command, idx, term)
