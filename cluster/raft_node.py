@@ -15,9 +15,11 @@ import os
 import shutil
 import time
 from collections.abc import Callable
+from contextlib import contextmanager
 from typing import NamedTuple
 
 import pysyncobj.pickle as raft_pickle
+import pysyncobj.syncobj as pysyncobj_module
 from pysyncobj import FAIL_REASON, SyncObj, SyncObjConf, replicated
 from pysyncobj.monotonic import monotonic as monotonic_time
 from pysyncobj.syncobj import _RAFT_STATE
@@ -27,11 +29,12 @@ from horologe.storage.commit_journal import CommitJournal
 from horologe.storage.store_reads import CommittedState
 
 from .dial_node import DialNode
-from .dump_file import DumpWriter, read_dump
+from .dump_file import DumpWriter, read_local, read_shipped
 from .durable_journal import DurableJournal
 from .errors import InsecureConfigError, ProposalRejectedError, ProposalTimeoutError
 from .loop_crossing import LoopCrossing
 from .settings import ClusterSettings
+from .snapshot_stream import SHIP_BACKLOG, ShippingSerializer
 from .state_machine import ApplyResult, StateMachine
 
 log = logging.getLogger(__name__)
@@ -49,6 +52,23 @@ class Applied(NamedTuple):
     committed: CommittedState
     halted: str | None  # why this replica stopped applying, if it did
     skipped: int  # bad entries recorded and skipped (the latest 100 at most)
+
+
+@contextmanager
+def _pysyncobj_parts(**parts):
+    """Have ``SyncObj.__init__`` build these parts (its module's names) instead of its own.
+
+    pysyncobj builds its journal and serializer inside ``__init__`` and starts its tick
+    thread there too, so they cannot be swapped in after it returns.
+    """
+    saved = {name: getattr(pysyncobj_module, name) for name in parts}
+    for name, factory in parts.items():
+        setattr(pysyncobj_module, name, factory)
+    try:
+        yield
+    finally:
+        for name, original in saved.items():
+            setattr(pysyncobj_module, name, original)
 
 
 class RaftNode(SyncObj):
@@ -98,7 +118,8 @@ class RaftNode(SyncObj):
             onStateChanged=self._state_changed,
         )
         self._peers = [DialNode(p.raft, p.dial) for p in settings.peers]
-        super().__init__(DialNode(settings.raft), self._peers, conf)
+        with _pysyncobj_parts(Serializer=lambda *args: ShippingSerializer(self._dump, *args)):
+            super().__init__(DialNode(settings.raft), self._peers, conf)
         self._journal = DurableJournal(self._SyncObj__raftLog)
         self._SyncObj__raftLog = self._journal
         self._journal.sync()
@@ -135,6 +156,8 @@ class RaftNode(SyncObj):
 
     def _state_changed(self, old: int, new: int) -> None:  # tick thread
         if (old == _RAFT_STATE.LEADER) != (new == _RAFT_STATE.LEADER):
+            if old == _RAFT_STATE.LEADER:
+                self._SyncObj__serializer.cancel_all()  # a follower's shipment ends with its leader
             self._crossing.post(self._on_role, new == _RAFT_STATE.LEADER)
 
     async def propose(self, blob: bytes, timeout: float | None = None) -> ApplyResult:
@@ -320,25 +343,52 @@ class RaftNode(SyncObj):
         """
         self._SyncObj__raftElectionDeadline = monotonic_time() + self.settings.hold_back_s
 
-    # -- snapshots: a self-contained copy of the store, shipped as one file -------
+    # -- snapshots: a manifest and a hard-linked store (dump_file.py) ------------
 
     def _link_store(self, folder: str) -> None:  # tick thread (pysyncobj's serializer)
         self.state.store.snapshot(folder)
 
     def _read_snapshot(self, filename: str):
-        """pysyncobj's deserializer: at start, and when the leader sent a snapshot (tick thread)."""
-        self._dump.note_install()
+        """pysyncobj's deserializer (tick thread): our own dump at start, or one the leader
+        shipped. Either way the store ends at least at the dump's index."""
+        store: Storage = self.state.store
+        local = read_local(filename)
+        if local is not None:
+            if local.index > store.applied_index:  # the store lost what it had not fsynced
+                self._install(local.store)
+            return local.raft_data
         staging = filename + ".restore"
-        raft_data = read_dump(filename, staging)
-        src = os.path.join(staging, "store")
+        raft_data = read_shipped(filename, staging)
+        self._install(os.path.join(staging, "store"))
+        shutil.rmtree(staging, ignore_errors=True)
+        # The shipped file holds the whole store: keep a manifest and links instead.
+        self._dump.install_local(store.snapshot, store.applied_index, raft_data)
+        return raft_data
+
+    def _install(self, src: str) -> None:
         probe = CommitJournal(src, 1 << 30)
-        probe.open()
-        probe.close()
+        probe.open(read_only=True)
         store: Storage = self.state.store
         if probe.state.applied_index > store.applied_index:
             log.info("installing snapshot at index %d", probe.state.applied_index)
             store.restore(src)
             self.state.cache.clear()
             self._publish(None)
-        shutil.rmtree(staging, ignore_errors=True)
-        return raft_data
+
+    def _SyncObj__sendAppendEntries(self):  # noqa: N802
+        """pysyncobj's sends, leaving out a follower whose snapshot shipment has filled its
+        connection's write buffer past ``SHIP_BACKLOG`` (snapshot_stream.py), this tick."""
+        connected, shipping = self._SyncObj__connectedNodes, self._SyncObj__serializer.shipping_to
+        paused = frozenset(n for n in connected if shipping(n) and self._backlog(n) > SHIP_BACKLOG)
+        if not paused:
+            return SyncObj._SyncObj__sendAppendEntries(self)
+        self._SyncObj__connectedNodes = connected - paused
+        try:
+            with self._SyncObj__serializer.paused(paused):
+                return SyncObj._SyncObj__sendAppendEntries(self)
+        finally:
+            self._SyncObj__connectedNodes |= paused
+
+    def _backlog(self, node) -> int:
+        conn = self._SyncObj__transport._connections.get(node)
+        return 0 if conn is None else conn.getSendBufferSize()

@@ -19,6 +19,8 @@ READY_LOG = b"HZREDY"
 KEY_INDEX = b"HZKIDX"
 KEY_HEADS = b"HZKHDS"
 COMMIT_JOURNAL = b"HZJRNL"
+RAFT_DUMP = b"HZSNAP"  # cluster/dump_file.py: the local dump's manifest
+RAFT_SHIPPED = b"HZSHIP"  # cluster/dump_file.py: a dump as shipped to a follower
 
 
 def magic(kind: bytes) -> bytes:

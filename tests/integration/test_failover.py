@@ -140,5 +140,6 @@ def test_follower_down_long_catches_up_by_snapshot(make_cluster):
     cluster.catch_up(lagging)
     wait_delivered(cluster)
     assert "installing snapshot" in cluster.log(lagging)
+    assert "shipped the snapshot" in cluster.log(master)  # made on the fly from links
     cluster.stop_all()
     verify_ready_logs(cluster, "snap", acked)
