@@ -1,4 +1,4 @@
-"""pysyncobj's dump file: a small manifest beside a hard-linked copy of the store.
+"""pysyncobj's dump file: a manifest of the store, never its data.
 
 pysyncobj keeps one "full dump" per node (``raft/snapshot``): it asks for one when it
 compacts its log, reads it back at start and when the leader sends one, and ships it
@@ -6,26 +6,28 @@ to a follower that is too far behind for the log. Ours never holds the data itse
 
 * **The local dump** (``raft/snapshot``)::
 
-      magic "HZSNAP" v1 | frame(msgpack {"store": folder name, "index": int, "raft": bytes})
+      magic "HZSNAP" v1 | frame(msgpack {"index": int, "raft": bytes, "store": checkpoint})
 
   ``raft`` is pysyncobj's own data, pickled (its cluster is a set of node objects);
-  ``store`` names the folder beside it, ``snapshot.store.<index>``, that
-  ``Storage.snapshot`` filled with hard links of the store's append-only files and a
-  checkpoint naming their committed lengths. Writing it is O(files), on the tick thread,
-  between two applies: nothing reads the pending data, so a snapshot costs the same
-  with 10³ or 10⁷ messages pending and no thread is needed.
+  ``store`` is the store's journal checkpoint at ``index`` (``Storage.checkpoint_record``):
+  every file and its committed length. Store files are append-only below their committed
+  length, so the live files' prefixes *are* the snapshot until retention removes them.
+  Writing a dump costs a dict of file lengths and one fsync, on the tick thread between
+  two applies: the same with 10³ or 10⁷ messages pending.
 
-* **The shipped dump**, which a follower receives (``snapshot_stream.py`` writes it
-  from a local dump, lazily, chunk by chunk) and pysyncobj stores under the same name::
+  The store is durable (fsynced) at every index it applied, so at start it is never
+  behind its own dump unless it ran with ``fsync = false`` and the machine lost power;
+  that is refused (:class:`StoreBehindDumpError`) rather than served.
 
-      magic "HZSHIP" v1 | frame(pickled raft data) | tar of the store folder (arcname "store")
+* **The shipped dump**, which a follower receives (``snapshot_stream.py`` makes it from
+  the manifest and the live files, chunk by chunk) and pysyncobj stores under the same
+  name::
 
-  Installing it unpacks the tar (O(data): it is a catch-up) and then replaces the
-  shipped file with a local dump of the restored store, so the next start reads only
-  the manifest. A file without a magic is the previous version's shipped format
-  (``u64 n | pickle, n bytes | tar``) and is read as one.
+      magic "HZSHIP" v1 | frame(pickled raft data) | tar of a store folder (arcname "store")
 
-Folders no dump names are removed once no shipment reads them (:meth:`DumpWriter.acquire`).
+  Installing it unpacks the tar (O(data): it is a catch-up), restores the store from it,
+  then replaces the shipped file with a local dump. A file without a magic is the
+  previous version's shipped format (``u64 n | pickle, n bytes | tar``), read as one.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ import pickle
 import shutil
 import struct
 import tarfile
-from collections import Counter
+import time
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -48,22 +50,25 @@ from horologe.storage.errors import CorruptLogError
 from horologe.storage.framing import FRAME_HEAD, FRAME_OVERHEAD, frame, read_frame
 from horologe.storage.magic import MAGIC_SIZE, RAFT_DUMP, RAFT_SHIPPED, magic
 
+from .errors import StoreBehindDumpError
+
 log = logging.getLogger(__name__)
 
-STORE_PREFIX = "snapshot.store."
 LEGACY_HEADER = struct.Struct("<Q")
+# What earlier versions left beside the dump: a linked store folder, a tar being written.
+LEFTOVERS = ("snapshot.dir", "snapshot.next", "snapshot.restore")
 
 
 class LocalDump(NamedTuple):
-    store: str  # absolute path of the hard-linked store folder
-    index: int  # the last Raft index the store folder holds
+    index: int  # the last Raft index the store had applied
     raft_data: object
+    store: dict  # the store's journal checkpoint at ``index``
 
 
-def write_local(path: str, store_dir: str, index: int, raft_data) -> None:
-    """Write a local dump naming ``store_dir`` (a sibling of ``path``) to ``path``, fsynced."""
-    raft = pickle.dumps(raft_data, protocol=4)
-    record = {"store": os.path.basename(store_dir), "index": index, "raft": raft}
+def write_local(path: str, dump: LocalDump) -> None:
+    """Write ``dump`` to ``path``, fsynced (the caller renames it and fsyncs the folder)."""
+    raft = pickle.dumps(dump.raft_data, protocol=4)
+    record = {"index": dump.index, "raft": raft, "store": dump.store}
     with open(path, "wb") as f:
         f.write(magic(RAFT_DUMP) + frame(msgpack.packb(record, use_bin_type=True)))
         f.flush()
@@ -77,9 +82,8 @@ def read_local(path: str) -> LocalDump | None:
             return None
         buf = bytes(MAGIC_SIZE) + f.read()
     try:
-        record = msgpack.unpackb(read_frame(buf, MAGIC_SIZE, path), raw=False)
-        store = os.path.join(os.path.dirname(path), record["store"])
-        return LocalDump(store, int(record["index"]), pickle.loads(record["raft"]))
+        record = msgpack.unpackb(read_frame(buf, MAGIC_SIZE, path), raw=False, strict_map_key=False)
+        return LocalDump(int(record["index"]), pickle.loads(record["raft"]), record["store"])
     except (ValueError, TypeError, KeyError, msgpack.UnpackException, pickle.UnpicklingError) as e:
         raise CorruptLogError(path, MAGIC_SIZE, f"unreadable dump manifest: {e}") from e
 
@@ -108,51 +112,57 @@ def read_shipped(path: str, staging: str):
     return raft_data
 
 
-def fsync_tree(folder: str) -> None:
-    """fsync every folder under ``folder`` (its links' names), deepest first."""
-    for dirpath, _dirs, _files in os.walk(folder, topdown=False):
-        fsync_dir(dirpath)
+def check_not_behind(dump: LocalDump, applied_index: int, data_dir: str) -> None:
+    if dump.index > applied_index:
+        raise StoreBehindDumpError(
+            f"the store in {data_dir} has applied up to Raft index {applied_index}, but this "
+            f"node's Raft dump says {dump.index}: it lost writes it had applied (fsync = false "
+            "and a power loss?). Move this node's data folder away and start it empty: it "
+            "will catch up from the leader."
+        )
 
 
 class DumpWriter:
-    """pysyncobj's serializer and serializeChecker (tick thread), and the store folders' keeper."""
+    """pysyncobj's serializer and serializeChecker (both on the tick thread)."""
 
-    def __init__(self, dump_path: str, link_store: Callable[[str], object]) -> None:
-        """``link_store(folder)`` writes a hard-linked snapshot of the store into ``folder``."""
+    def __init__(self, dump_path: str, checkpoint: Callable[[], dict]) -> None:
+        """``checkpoint()`` is the store's ``checkpoint_record()`` (tick thread)."""
         self.dump_path = dump_path
         self.folder = os.path.dirname(dump_path)
-        self._link_store = link_store
+        self._checkpoint = checkpoint
         self._done: int | None = None  # SUCCESS or FAILED, reported once by state()
-        self._in_use: Counter[str] = Counter()  # store folders that shipments are reading
-        self.remove_unnamed()
+        self._pending: int | None = None
+        self._remove_leftovers()
+        self.index: int | None = None  # the current dump's, once one is written or read
 
     def current(self) -> LocalDump | None:
-        if not os.path.exists(self.dump_path):
-            return None
-        return read_local(self.dump_path)
+        dump = read_local(self.dump_path) if os.path.exists(self.dump_path) else None
+        if dump is not None:
+            self.index = dump.index
+        return dump
 
     def start(self, tmp_path: str, raft_data) -> None:
-        """pysyncobj's serializer: link the store, write the manifest to ``tmp_path``.
+        """pysyncobj's serializer: write the manifest to ``tmp_path``.
 
         pysyncobj renames ``tmp_path`` over the dump when this returns; :meth:`state`
         then makes the rename durable before the journal drops what the dump covers.
         """
+        began = time.monotonic()
         # raft_data: (last applied entry, the entry before it, cluster); entry: (command, index, term)
-        index = raft_data[0][1]
-        store_dir = os.path.join(self.folder, f"{STORE_PREFIX}{index}")
+        dump = LocalDump(raft_data[0][1], raft_data, self._checkpoint())
         try:
-            shutil.rmtree(store_dir, ignore_errors=True)
-            self._link_store(store_dir)
-            fsync_tree(store_dir)
-            fsync_dir(self.folder)
-            write_local(tmp_path, store_dir, index, raft_data)
-            self._done = SERIALIZER_STATE.SUCCESS
+            write_local(tmp_path, dump)
         except OSError as e:
             log.warning("raft dump failed: %s", e)
-            shutil.rmtree(store_dir, ignore_errors=True)
             if os.path.exists(tmp_path):
                 os.unlink(tmp_path)
             self._done = SERIALIZER_STATE.FAILED
+            return
+        self._done, self._pending = SERIALIZER_STATE.SUCCESS, dump.index
+        took_ms = (time.monotonic() - began) * 1000
+        log.info(
+            "raft dump at index %d (%d store files) in %.1f ms", dump.index, len(dump.store["files"]), took_ms
+        )
 
     def state(self) -> int:
         """pysyncobj's serializeChecker; reports SUCCESS or FAILED once after :meth:`start`."""
@@ -161,43 +171,18 @@ class DumpWriter:
             return SERIALIZER_STATE.NOT_SERIALIZING
         if done == SERIALIZER_STATE.SUCCESS:
             fsync_dir(self.folder)  # pysyncobj's rename, before the journal is cut
-            self.remove_unnamed()
+            self.index = self._pending
         return done
 
-    def install_local(self, link_store: Callable[[str], object], index: int, raft_data) -> None:
-        """Replace the dump (a shipped one, just installed) with a local dump of the store."""
-        store_dir = os.path.join(self.folder, f"{STORE_PREFIX}{index}")
-        shutil.rmtree(store_dir, ignore_errors=True)
-        link_store(store_dir)
-        fsync_tree(store_dir)
-        write_local(self.dump_path + ".tmp", store_dir, index, raft_data)
+    def replace(self, dump: LocalDump) -> None:
+        """Put ``dump`` in place of the current file (a shipped one, just installed)."""
+        write_local(self.dump_path + ".tmp", dump)
         os.replace(self.dump_path + ".tmp", self.dump_path)
         fsync_dir(self.folder)
-        self.remove_unnamed()
+        self.index = dump.index
 
-    def acquire(self) -> LocalDump | None:
-        """The current local dump, its store folder kept until :meth:`release`."""
-        dump = self.current()
-        if dump is not None:
-            self._in_use[dump.store] += 1
-        return dump
-
-    def release(self, dump: LocalDump) -> None:
-        self._in_use[dump.store] -= 1
-        if self._in_use[dump.store] <= 0:
-            del self._in_use[dump.store]
-            self.remove_unnamed()
-
-    def remove_unnamed(self) -> None:
-        """Remove store folders and leftovers that neither the dump nor a shipment uses."""
-        try:
-            named = self.current()
-        except CorruptLogError:
-            return  # keep everything: the dump is refused at start, with its folder
-        keep = set(self._in_use) | ({named.store} if named else set())
+    def _remove_leftovers(self) -> None:
         for name in os.listdir(self.folder):
             path = os.path.join(self.folder, name)
-            if name.startswith(STORE_PREFIX) and path not in keep:
-                shutil.rmtree(path, ignore_errors=True)
-            elif name in ("snapshot.dir", "snapshot.next", "snapshot.restore"):  # older versions'
+            if name in LEFTOVERS or name.startswith("snapshot.store."):
                 shutil.rmtree(path, ignore_errors=True) if os.path.isdir(path) else os.unlink(path)

@@ -30,3 +30,7 @@ class BadEntryError(ClusterError, ValueError):
 
 class InsecureConfigError(ClusterError):
     """Raised when a node would start without a cluster secret outside dev mode."""
+
+
+class StoreBehindDumpError(ClusterError):
+    """Raised at start when the store has applied less than this node's Raft dump covers."""

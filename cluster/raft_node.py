@@ -29,12 +29,12 @@ from horologe.storage.commit_journal import CommitJournal
 from horologe.storage.store_reads import CommittedState
 
 from .dial_node import DialNode
-from .dump_file import DumpWriter, read_local, read_shipped
+from .dump_file import DumpWriter, LocalDump, check_not_behind, read_local, read_shipped
 from .durable_journal import DurableJournal
-from .errors import InsecureConfigError, ProposalRejectedError, ProposalTimeoutError
+from .errors import InsecureConfigError, ProposalRejectedError, ProposalTimeoutError, StoreBehindDumpError
 from .loop_crossing import LoopCrossing
 from .settings import ClusterSettings
-from .snapshot_stream import SHIP_BACKLOG, ShippingSerializer
+from .snapshot_stream import ShippingSerializer
 from .state_machine import ApplyResult, StateMachine
 
 log = logging.getLogger(__name__)
@@ -96,7 +96,7 @@ class RaftNode(SyncObj):
         self._on_role = on_role
         raft_dir = os.path.join(settings.data_dir, "raft")
         os.makedirs(raft_dir, exist_ok=True)
-        self._dump = DumpWriter(os.path.join(raft_dir, "snapshot"), self._link_store)
+        self._dump = DumpWriter(os.path.join(raft_dir, "snapshot"), state.store.checkpoint_record)
         conf = SyncObjConf(
             password=settings.cluster_secret or None,
             journalFile=os.path.join(raft_dir, "journal"),
@@ -118,7 +118,11 @@ class RaftNode(SyncObj):
             onStateChanged=self._state_changed,
         )
         self._peers = [DialNode(p.raft, p.dial) for p in settings.peers]
-        with _pysyncobj_parts(Serializer=lambda *args: ShippingSerializer(self._dump, *args)):
+
+        def serializer(*args) -> ShippingSerializer:
+            return ShippingSerializer(self._dump, state.store.directory, self._ask_for_dump, *args)
+
+        with _pysyncobj_parts(Serializer=serializer):
             super().__init__(DialNode(settings.raft), self._peers, conf)
         self._journal = DurableJournal(self._SyncObj__raftLog)
         self._SyncObj__raftLog = self._journal
@@ -343,10 +347,7 @@ class RaftNode(SyncObj):
         """
         self._SyncObj__raftElectionDeadline = monotonic_time() + self.settings.hold_back_s
 
-    # -- snapshots: a manifest and a hard-linked store (dump_file.py) ------------
-
-    def _link_store(self, folder: str) -> None:  # tick thread (pysyncobj's serializer)
-        self.state.store.snapshot(folder)
+    # -- snapshots: a manifest of the store (dump_file.py), shipped on the fly ----
 
     def _read_snapshot(self, filename: str):
         """pysyncobj's deserializer (tick thread): our own dump at start, or one the leader
@@ -354,32 +355,35 @@ class RaftNode(SyncObj):
         store: Storage = self.state.store
         local = read_local(filename)
         if local is not None:
-            if local.index > store.applied_index:  # the store lost what it had not fsynced
-                self._install(local.store)
+            try:
+                check_not_behind(local, store.applied_index, store.directory)
+            except StoreBehindDumpError as e:  # pysyncobj would only log what this raises
+                self.state.halt(str(e))
             return local.raft_data
         staging = filename + ".restore"
         raft_data = read_shipped(filename, staging)
-        self._install(os.path.join(staging, "store"))
-        shutil.rmtree(staging, ignore_errors=True)
-        # The shipped file holds the whole store: keep a manifest and links instead.
-        self._dump.install_local(store.snapshot, store.applied_index, raft_data)
-        return raft_data
-
-    def _install(self, src: str) -> None:
+        src = os.path.join(staging, "store")
         probe = CommitJournal(src, 1 << 30)
         probe.open(read_only=True)
-        store: Storage = self.state.store
         if probe.state.applied_index > store.applied_index:
             log.info("installing snapshot at index %d", probe.state.applied_index)
             store.restore(src)
             self.state.cache.clear()
             self._publish(None)
+        shutil.rmtree(staging, ignore_errors=True)
+        # The shipped file holds the whole store: keep only a manifest of it.
+        self._dump.replace(LocalDump(store.applied_index, raft_data, store.checkpoint_record()))
+        return raft_data
+
+    def _ask_for_dump(self) -> None:  # tick thread
+        self._SyncObj__forceLogCompaction = True
 
     def _SyncObj__sendAppendEntries(self):  # noqa: N802
-        """pysyncobj's sends, leaving out a follower whose snapshot shipment has filled its
-        connection's write buffer past ``SHIP_BACKLOG`` (snapshot_stream.py), this tick."""
-        connected, shipping = self._SyncObj__connectedNodes, self._SyncObj__serializer.shipping_to
-        paused = frozenset(n for n in connected if shipping(n) and self._backlog(n) > SHIP_BACKLOG)
+        """pysyncobj's sends, leaving out, this tick, a follower whose snapshot shipment
+        waits (its connection's write buffer is full, or for a newer dump: snapshot_stream.py)."""
+        connected = self._SyncObj__connectedNodes
+        held_back = self._SyncObj__serializer.held_back
+        paused = frozenset(n for n in connected if held_back(n, self._backlog))
         if not paused:
             return SyncObj._SyncObj__sendAppendEntries(self)
         self._SyncObj__connectedNodes = connected - paused

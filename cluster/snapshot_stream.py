@@ -1,12 +1,16 @@
-"""Shipping the local dump to a follower, chunk by chunk, without writing or holding it.
+"""Shipping the dump to a follower, made on the fly from the live store's files.
 
 pysyncobj sends a follower that is behind the log the bytes of its dump file, one
-``getTransmissionData`` chunk per message. Our dump file is only a manifest
-(``dump_file.py``), so :class:`ShippingSerializer` makes the shipped form on the fly:
-the shipped head, then a tar of the hard-linked store folder the manifest names, each
-append-only file cut at the committed length the folder's checkpoint records (the
-live store may have appended to the same inode since). Files are opened one at a time,
-read with ``pread``; the folder is kept (``DumpWriter.acquire``) until the shipment ends.
+``getTransmissionData`` chunk per message. Our dump is only a manifest
+(``dump_file.py``), so :class:`ShippingSerializer` makes the shipped form as it goes:
+the shipped head, then a tar of a store folder: a ``commits.log`` holding the
+manifest's checkpoint, then every file the checkpoint names, read from the live store
+with ``pread`` up to its committed length (appends since then are left out). Heads
+caches are not shipped: the follower rebuilds them.
+
+Retention may remove a file before its turn comes: the shipment then starts over from
+the newest dump, and ``on_stale`` asks for a new dump so that it names only files that
+exist. A file already opened is read to its end whatever happens to its name.
 
 Memory: pysyncobj would queue the whole dump in one tick into the connection's write
 buffer. A shipment is paused while the buffer to its follower holds more than
@@ -20,12 +24,13 @@ import logging
 import os
 import pickle
 import tarfile
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from pysyncobj.serializer import Serializer
 
-from horologe.storage.commit_journal import CommitJournal
+from horologe.storage.commit_journal import JOURNAL_NAME, checkpoint_file
 
 from .dump_file import DumpWriter, LocalDump, shipped_head
 
@@ -36,34 +41,26 @@ SHIP_BACKLOG = 4 * 1024 * 1024  # bytes queued to one follower before its shipme
 BLOCK = tarfile.BLOCKSIZE
 
 
-def _store_files(folder: str) -> list[tuple[str, int]]:
-    """(path relative to ``folder``, bytes to ship) for every file of a linked store folder."""
-    probe = CommitJournal(folder, 1 << 30)
-    probe.open(read_only=True)
-    committed = dict(probe.state.files)
-    out = []
-    for dirpath, _dirs, files in os.walk(folder):
-        for name in files:
-            path = os.path.join(dirpath, name)
-            rel = os.path.relpath(path, folder)
-            out.append((rel, committed.get(rel, os.path.getsize(path))))
-    return sorted(out)
+def _tar_member(name: str, size: int) -> bytes:
+    info = tarfile.TarInfo(f"store/{name}")
+    info.size, info.mode, info.mtime = size, 0o644, int(time.time())
+    return info.tobuf(tarfile.PAX_FORMAT)
 
 
-def tar_chunks(dump: LocalDump, chunk: int = SHIP_CHUNK) -> Iterator[bytes]:
-    """The shipped form of ``dump``: its head, then a tar (arcname ``store``), in chunks."""
+def tar_chunks(dump: LocalDump, store_dir: str, chunk: int = SHIP_CHUNK) -> Iterator[bytes]:
+    """The shipped form of ``dump``, the store's files read from ``store_dir``, in chunks."""
+    journal = checkpoint_file(dump.store)
     pending = bytearray(shipped_head(pickle.dumps(dump.raft_data, protocol=4)))
-    for rel, size in _store_files(dump.store):
-        info = tarfile.TarInfo(f"store/{rel}")
-        info.size, info.mode = size, 0o644
-        pending += info.tobuf(tarfile.PAX_FORMAT)
-        fd = os.open(os.path.join(dump.store, rel), os.O_RDONLY)
+    pending += _tar_member(JOURNAL_NAME, len(journal)) + journal + bytes(-len(journal) % BLOCK)
+    for rel, size in sorted(dump.store["files"].items()):
+        fd = os.open(os.path.join(store_dir, rel), os.O_RDONLY)  # retention may have removed it
         try:
+            pending += _tar_member(rel, size)
             offset = 0
             while offset < size:
                 data = os.pread(fd, min(chunk, size - offset), offset)
                 if not data:
-                    raise OSError(f"{rel}: ends at {offset}, {size} bytes were committed")
+                    raise OSError(f"{rel} ends at {offset}; {size} bytes were committed")
                 pending += data
                 offset += len(data)
                 while len(pending) >= chunk:
@@ -79,11 +76,11 @@ def tar_chunks(dump: LocalDump, chunk: int = SHIP_CHUNK) -> Iterator[bytes]:
 
 
 class Shipment:
-    """One follower's shipment: the dump it reads, the chunks still to send."""
+    """One follower's shipment: the chunks still to send."""
 
-    def __init__(self, dump: LocalDump) -> None:
-        self.dump = dump
-        self._chunks = tar_chunks(dump)
+    def __init__(self, dump: LocalDump, store_dir: str) -> None:
+        self.index = dump.index
+        self._chunks = tar_chunks(dump, store_dir)
         self._next = next(self._chunks)
         self.sent = 0
 
@@ -96,13 +93,17 @@ class Shipment:
 
 
 class ShippingSerializer(Serializer):
-    """pysyncobj's Serializer, with shipments made from the local dump on the fly."""
+    """pysyncobj's Serializer, with shipments made from the manifest and the live store."""
 
-    def __init__(self, dumps: DumpWriter, *args) -> None:
+    def __init__(self, dumps: DumpWriter, store_dir: str, on_stale: Callable[[], None], *args) -> None:
+        """``args`` are pysyncobj's own; ``on_stale()`` asks for a new dump (tick thread)."""
         super().__init__(*args)
         self._dumps = dumps
+        self._store_dir = store_dir
+        self._on_stale = on_stale
         self._shipments: dict[object, Shipment] = {}
         self._paused: frozenset = frozenset()
+        self._stale: dict[object, int] = {}  # follower -> index of the dump that failed it
 
     @contextmanager
     def paused(self, nodes: frozenset):
@@ -117,36 +118,43 @@ class ShippingSerializer(Serializer):
         shipment = self._shipments.get(transmissionID)
         try:
             if shipment is None:
-                dump = self._dumps.acquire()
+                dump = self._dumps.current()
                 if dump is None:
-                    return None  # nothing to ship yet: the follower is asked again next tick
-                try:
-                    shipment = Shipment(dump)
-                except BaseException:
-                    self._dumps.release(dump)
-                    raise
-                self._shipments[transmissionID] = shipment
+                    return None  # nothing to ship yet (pysyncobj compacts only after a dump)
+                shipment = self._shipments[transmissionID] = Shipment(dump, self._store_dir)
                 log.info("shipping the snapshot at index %d to %s", dump.index, transmissionID)
             data = shipment.take()
         except OSError as e:  # pysyncobj cannot take False here (it indexes the result)
             log.warning("shipping the snapshot to %s failed, starting over: %s", transmissionID, e)
-            self.cancelTransmisstion(transmissionID)
+            failed = self._shipments.pop(transmissionID, None)
+            self._stale[transmissionID] = failed.index if failed else self._dumps.index
+            self._on_stale()
             return None
         if data[2]:
-            self.cancelTransmisstion(transmissionID)
-            log.info("shipped the snapshot to %s: %d bytes", transmissionID, shipment.sent)
+            del self._shipments[transmissionID]
+            log.info(
+                "shipped the snapshot at index %d to %s: %d bytes",
+                shipment.index,
+                transmissionID,
+                shipment.sent,
+            )
         return data
 
     def cancelTransmisstion(self, id):  # noqa: N802, A002 - pysyncobj's names (and spelling)
-        if id in self._paused:
-            return
-        shipment = self._shipments.pop(id, None)
-        if shipment is not None:
-            self._dumps.release(shipment.dump)
+        if id not in self._paused:
+            self._shipments.pop(id, None)
 
     def cancel_all(self) -> None:
-        for node in list(self._shipments):
-            self.cancelTransmisstion(node)
+        self._shipments.clear()
+
+    def held_back(self, node, backlog: Callable[[object], int]) -> bool:
+        """Whether to leave ``node`` out of this tick's sends: its shipment waits for its
+        connection to drain, or for a newer dump than the one that failed it."""
+        if node in self._stale:
+            if self._stale[node] == self._dumps.index:
+                return True
+            del self._stale[node]
+        return self.shipping_to(node) and backlog(node) > SHIP_BACKLOG
 
     def shipping_to(self, node) -> bool:
         return node in self._shipments

@@ -113,9 +113,13 @@ class StateMachine:
             self._mapped_hour = hour
             self.store.map_hours([hour, hour + 1])
 
+    def halt(self, why: str) -> None:
+        """Stop applying for good (until a restart): this replica cannot be trusted to."""
+        self.halted = why
+        log.critical("halting: this replica stops applying: %s", why)
+
     def _halt(self, raft_index: int, why: str) -> ApplyResult:
-        self.halted = f"entry {raft_index}: {why}"
-        log.critical("halting: this replica stops applying at entry %d: %s", raft_index, why)
+        self.halt(f"entry {raft_index}: {why}")
         return ApplyResult(raft_index=raft_index, error=self.halted)
 
     def _apply(self, tx: Transaction, entry: Entry, raft_index: int, term: int | None) -> ApplyResult:

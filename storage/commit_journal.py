@@ -73,6 +73,11 @@ def _pack(rec: dict) -> bytes:
     return frame(msgpack.packb(rec, use_bin_type=True))
 
 
+def checkpoint_file(record: dict) -> bytes:
+    """A whole one-frame journal holding ``record`` (a ``checkpoint_record()``)."""
+    return magic(COMMIT_JOURNAL) + _pack(record)
+
+
 class CommitJournal:
     def __init__(self, directory: str, compact_bytes: int) -> None:
         self.directory = directory
@@ -126,7 +131,7 @@ class CommitJournal:
         target = os.path.join(target_dir, JOURNAL_NAME)
         tmp = target + ".tmp"
         with open(tmp, "wb") as f:
-            f.write(magic(COMMIT_JOURNAL) + _pack(state.checkpoint_record()))
+            f.write(checkpoint_file(state.checkpoint_record()))
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, target)

@@ -268,6 +268,15 @@ class Storage(StoreReads):
         self.journal.write_checkpoint(state, directory=dest)
         return written
 
+    def checkpoint_record(self) -> dict:
+        """The committed state as a journal checkpoint names it: every file and its committed
+        length, topics, meta. With the files' bytes up to those lengths (append-only, so
+        they stay as they are until retention removes them), it is a snapshot that costs
+        O(1) to take; ``commit_journal.checkpoint_file`` turns it into a folder's journal."""
+        if self._tx is not None:
+            raise StorageError("checkpoint_record() inside apply()")
+        return self.journal.state.checkpoint_record()
+
     def restore(self, src: str) -> None:
         """Replace this store's contents with the snapshot in ``src`` and reopen."""
         if self._tx is not None:

@@ -1,4 +1,4 @@
-"""The Raft dump: a manifest and a hard-linked store; shipped as a tar made on the fly."""
+"""The Raft dump: a manifest of the store; shipped as a tar made on the fly from live files."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ import tarfile
 import pytest
 from pysyncobj import SERIALIZER_STATE
 
-from horologe.cluster.dump_file import STORE_PREFIX, DumpWriter, read_local, read_shipped
+from horologe.cluster.dump_file import DumpWriter, LocalDump, check_not_behind, read_local, read_shipped
+from horologe.cluster.errors import StoreBehindDumpError
 from horologe.cluster.snapshot_stream import ShippingSerializer, tar_chunks
 from horologe.storage import Message, Storage, StorageConfig
 from horologe.storage.errors import CorruptLogError
@@ -19,14 +20,18 @@ from horologe.storage.errors import CorruptLogError
 T = 1_767_225_600_000
 
 
+def _batch(body: bytes, n: int, hours: int = 24) -> list[Message]:
+    return [Message("t", body, T + (k % hours) * 3_600_000 + k, T) for k in range(n)]
+
+
 def _store(path, messages: int = 50) -> Storage:
     s = Storage(str(path), StorageConfig(fsync=False))
-    s.apply(1, lambda tx: tx.append([Message("t", b"x" * 100, T + 60_000 * k, T) for k in range(messages)]))
+    s.apply(1, lambda tx: tx.append(_batch(b"x" * 100, messages)))
     return s
 
 
 def _dump(writer: DumpWriter, index: int = 7) -> None:
-    """What pysyncobj's serializer does with ours: start, rename, then ask state()."""
+    """What pysyncobj does with our serializer: start, rename, then ask state()."""
     tmp = writer.dump_path + ".tmp"
     writer.start(tmp, ((b"cmd", index, 1), (b"before", index - 1, 1), {"cluster"}))
     os.replace(tmp, writer.dump_path)
@@ -34,91 +39,84 @@ def _dump(writer: DumpWriter, index: int = 7) -> None:
     assert writer.state() == SERIALIZER_STATE.NOT_SERIALIZING  # reported once
 
 
-def _ship(writer: DumpWriter, path: str, chunk: int = 4096) -> None:
-    dump = writer.acquire()
-    try:
-        with open(path, "wb") as f:
-            for data in tar_chunks(dump, chunk):
-                assert len(data) <= chunk
-                f.write(data)
-    finally:
-        writer.release(dump)
+def _writer(tmp_path, store: Storage) -> DumpWriter:
+    (tmp_path / "raft").mkdir(parents=True, exist_ok=True)
+    return DumpWriter(str(tmp_path / "raft" / "snapshot"), store.checkpoint_record)
 
 
-def test_a_dump_is_a_small_manifest_beside_links_of_the_store(tmp_path):
-    raft = tmp_path / "raft"
-    raft.mkdir()
-    with _store(tmp_path / "store", messages=20_000) as store:  # ~3 MB of messages
-        writer = DumpWriter(str(raft / "snapshot"), store.snapshot)
-        _dump(writer)
-        expected = store.check()
-        dump = read_local(writer.dump_path)
-        assert dump.index == 7 and dump.raft_data[0] == (b"cmd", 7, 1)
-        assert os.path.getsize(writer.dump_path) < 4096  # the data stays where it is
-        assert os.path.basename(dump.store) == f"{STORE_PREFIX}7"
-        linked = os.path.join(dump.store, "commits.log")
-        assert os.path.exists(linked)
-    with Storage(dump.store, read_only=True) as copy:
-        assert copy.applied_index == 1 and copy.check() == expected
+def test_a_dump_is_a_manifest_whatever_is_pending(tmp_path):
+    sizes = []
+    for n, messages in enumerate((100, 20_000)):
+        with _store(tmp_path / f"store{n}", messages) as store:
+            writer = _writer(tmp_path / f"{n}", store)
+            _dump(writer)
+            dump = read_local(writer.dump_path)
+            assert dump.index == 7 and dump.raft_data[0] == (b"cmd", 7, 1)
+            assert dump.store == store.checkpoint_record()
+            sizes.append((os.path.getsize(writer.dump_path), len(dump.store["files"])))
+    (small, files), (big, same_files) = sizes
+    assert same_files == files  # 200x the messages in the same hours: the same files named,
+    assert big - small <= 4 * files  # only their lengths take more bytes to write
 
 
 def test_a_shipped_dump_holds_the_store_as_it_was_at_the_dump(tmp_path):
-    raft = tmp_path / "raft"
-    raft.mkdir()
     with _store(tmp_path / "store") as store:
-        writer = DumpWriter(str(raft / "snapshot"), store.snapshot)
+        writer = _writer(tmp_path, store)
         _dump(writer)
         expected = store.check()
-        # The live store appends to the very files the dump links: shipping cuts them.
-        store.apply(2, lambda tx: tx.append([Message("t", b"y" * 100, T + 60_000 * k, T) for k in range(50)]))
-        _ship(writer, str(tmp_path / "shipped"))
+        # The live store appends to the very files the dump names: shipping cuts them.
+        store.apply(2, lambda tx: tx.append(_batch(b"y" * 100, 50)))
+        with open(tmp_path / "shipped", "wb") as f:
+            for data in tar_chunks(writer.current(), store.directory, chunk=4096):
+                assert len(data) <= 4096
+                f.write(data)
     raft_data = read_shipped(str(tmp_path / "shipped"), str(tmp_path / "out"))
     assert raft_data[0] == (b"cmd", 7, 1)
     with Storage(str(tmp_path / "out" / "store"), read_only=True) as copy:
         assert copy.applied_index == 1 and copy.check() == expected
 
 
-def test_older_store_folders_go_once_no_shipment_reads_them(tmp_path):
-    raft = tmp_path / "raft"
-    raft.mkdir()
-    with _store(tmp_path / "store") as store:
-        writer = DumpWriter(str(raft / "snapshot"), store.snapshot)
-        _dump(writer, 7)
-        shipping = writer.acquire()  # a follower is being sent the dump at 7
-        _dump(writer, 9)
-        folders = sorted(n for n in os.listdir(raft) if n.startswith(STORE_PREFIX))
-        assert folders == [f"{STORE_PREFIX}7", f"{STORE_PREFIX}9"]
-        writer.release(shipping)
-        assert sorted(n for n in os.listdir(raft) if n.startswith(STORE_PREFIX)) == [f"{STORE_PREFIX}9"]
-        # A restart finds the same: only what the dump names survives.
-        os.makedirs(raft / f"{STORE_PREFIX}3")
-        DumpWriter(str(raft / "snapshot"), store.snapshot)
-        assert sorted(n for n in os.listdir(raft) if n.startswith(STORE_PREFIX)) == [f"{STORE_PREFIX}9"]
+def _serializer(writer: DumpWriter, store: Storage, stale: list) -> ShippingSerializer:
+    # pysyncobj's own: Serializer(fileName, batch size, use fork, serializer, deserializer, checker)
+    args = (writer.dump_path, 1 << 16, False, writer.start, None, writer.state)
+    return ShippingSerializer(writer, store.directory, lambda: stale.append(1), *args)
 
 
 def test_the_serializer_ships_in_chunks_and_keeps_a_paused_shipment(tmp_path):
-    raft = tmp_path / "raft"
-    raft.mkdir()
     with _store(tmp_path / "store", messages=5_000) as store:
-        writer = DumpWriter(str(raft / "snapshot"), store.snapshot)
-        # pysyncobj's Serializer(fileName, batch size, use fork, serializer, deserializer, checker)
-        args = (writer.dump_path, 1 << 16, False, writer.start, None, writer.state)
-        serializer = ShippingSerializer(writer, *args)
+        writer = _writer(tmp_path, store)
+        serializer = _serializer(writer, store, [])
         _dump(writer)
         chunks = [serializer.getTransmissionData("n2")]
         assert chunks[0][1] and not chunks[0][2]  # first, not last
         with serializer.paused(frozenset({"n2"})):
-            serializer.cancelTransmisstion("n2")  # pysyncobj skips a paused follower this way
+            serializer.cancelTransmisstion("n2")  # pysyncobj skips a held-back follower this way
         assert serializer.shipping_to("n2")
         while not chunks[-1][2]:
             chunks.append(serializer.getTransmissionData("n2"))
-        assert not serializer.shipping_to("n2") and writer._in_use == {}
+        assert not serializer.shipping_to("n2")
         expected = store.check()
     with open(tmp_path / "shipped", "wb") as f:
         f.write(b"".join(data for data, _first, _last in chunks))
     read_shipped(str(tmp_path / "shipped"), str(tmp_path / "out"))
     with Storage(str(tmp_path / "out" / "store"), read_only=True) as copy:
         assert copy.check() == expected
+
+
+def test_a_shipment_missing_a_file_waits_for_a_newer_dump(tmp_path):
+    with _store(tmp_path / "store", messages=100) as store:
+        writer = _writer(tmp_path, store)
+        stale = []
+        serializer = _serializer(writer, store, stale)
+        _dump(writer)
+        victim = max(writer.current().store["files"])  # the last file shipped
+        os.rename(os.path.join(store.directory, victim), str(tmp_path / "aside"))  # as retention would
+        while (data := serializer.getTransmissionData("n2")) is not None:
+            assert not data[2]
+        assert stale == [1] and serializer.held_back("n2", lambda node: 0)
+        _dump(writer, 9)  # what the request for a dump brings about
+        assert not serializer.held_back("n2", lambda node: 0)
+        assert not serializer.held_back("n3", lambda node: 0)
 
 
 def test_the_previous_versions_shipped_format_is_still_read(tmp_path):
@@ -136,15 +134,18 @@ def test_the_previous_versions_shipped_format_is_still_read(tmp_path):
 
 
 def test_a_damaged_manifest_is_refused(tmp_path):
-    raft = tmp_path / "raft"
-    raft.mkdir()
     with _store(tmp_path / "store") as store:
-        writer = DumpWriter(str(raft / "snapshot"), store.snapshot)
+        writer = _writer(tmp_path, store)
         _dump(writer)
-    data = bytearray((raft / "snapshot").read_bytes())
+    data = bytearray((tmp_path / "raft" / "snapshot").read_bytes())
     data[20] ^= 0xFF
-    (raft / "snapshot").write_bytes(bytes(data))
+    (tmp_path / "raft" / "snapshot").write_bytes(bytes(data))
     with pytest.raises(CorruptLogError):
-        read_local(str(raft / "snapshot"))
-    DumpWriter(str(raft / "snapshot"), lambda folder: None)  # as at a start
-    assert any(n.startswith(STORE_PREFIX) for n in os.listdir(raft))  # nothing removed meanwhile
+        read_local(str(tmp_path / "raft" / "snapshot"))
+
+
+def test_a_store_behind_its_dump_is_refused():
+    dump = LocalDump(9, None, {})
+    check_not_behind(dump, 9, "/data")
+    with pytest.raises(StoreBehindDumpError, match="Raft index 8, but this node's Raft dump says 9"):
+        check_not_behind(dump, 8, "/data")
