@@ -30,3 +30,8 @@ class BadEntryError(ClusterError, ValueError):
 
 class InsecureConfigError(ClusterError):
     """Raised when a node would start without a cluster secret outside dev mode."""
+
+
+class StaleJournalViewError(ClusterError):
+    """Raised when a lazy view of the Raft journal is read after the journal was cut or
+    rewritten (its positions no longer name the entries it was made for)."""

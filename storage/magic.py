@@ -19,6 +19,7 @@ READY_LOG = b"HZREDY"
 KEY_INDEX = b"HZKIDX"
 KEY_HEADS = b"HZKHDS"
 COMMIT_JOURNAL = b"HZJRNL"
+RAFT_LOG = b"HZRAFT"  # the cluster's Raft journal (cluster/raft_journal.py)
 
 
 def magic(kind: bytes) -> bytes:
