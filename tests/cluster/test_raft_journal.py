@@ -2,17 +2,26 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import pickle
+import time
 import tracemalloc
 
+import pysyncobj.syncobj
 import pytest
 from pysyncobj.journal import FileJournal, MetaStorer
 
+from horologe.cluster import SYNC, ClusterSettings, Entry, StateMachine
 from horologe.cluster.errors import StaleJournalViewError
+from horologe.cluster.loop_crossing import LoopCrossing
 from horologe.cluster.raft_journal import ENTRY_OVERHEAD, DiskJournal
+from horologe.cluster.raft_node import RaftNode
+from horologe.storage import Storage
 from horologe.storage.errors import CorruptLogError
 from horologe.storage.magic import MAGIC_SIZE
+from horologe.wheel import Watermark
+from testkit.process_cluster import free_ports
 
 MiB = 1024 * 1024
 
@@ -288,3 +297,54 @@ def test_an_entry_costs_a_few_integers(tmp_path):
     assert len(j) == count and j[-1] == (b"%0100d" % (count - 1), count, 1)
     assert current / count < 40, current / count  # a list of (bytes, idx, term) is ~230
     j.close()
+
+
+# -- in a node ---------------------------------------------------------------------------
+
+
+def _single_node(tmp_path, port: int) -> RaftNode:
+    store = Storage(str(tmp_path / "store"))
+    settings = ClusterSettings("n0", f"127.0.0.1:{port}", str(tmp_path), (), insecure_dev=True)
+    crossing = LoopCrossing(asyncio.get_running_loop())
+    return RaftNode(settings, StateMachine(store), crossing, lambda _a: None, lambda _r: None)
+
+
+async def _propose_as_leader(node: RaftNode, ms: int) -> None:
+    deadline = time.monotonic() + 15
+    while not node.is_master():
+        assert time.monotonic() < deadline, "no leader"
+        await asyncio.sleep(0.05)
+    await node.propose(Entry(SYNC, Watermark(ms), ms).encode(), timeout=5)
+
+
+async def _stop(node: RaftNode) -> None:
+    await asyncio.to_thread(node.destroy_synchronous)
+    node.state.store.close()
+
+
+def test_a_node_keeps_its_raft_log_in_the_disk_journal_across_a_restart(tmp_path):
+    original = pysyncobj.syncobj.createJournal
+    (port,) = free_ports(1)
+    path = str(tmp_path / "raft" / "journal")
+
+    async def run() -> None:
+        node = _single_node(tmp_path, port)
+        try:
+            assert pysyncobj.syncobj.createJournal is original  # patched only while it starts
+            assert isinstance(node._journal, DiskJournal) and node._SyncObj__raftLog is node._journal
+            for ms in (1_000, 2_000, 3_000):
+                await _propose_as_leader(node, ms)
+        finally:
+            await _stop(node)
+        first = list(DiskJournal(path))
+        assert sum(1 for command, _, _ in first if len(command) > 1) == 3  # and pysyncobj's no-ops
+        node = _single_node(tmp_path, port)  # restarted: the log is read back from the file
+        try:
+            await _propose_as_leader(node, 4_000)
+            assert node.state.ws == Watermark(4_000)
+        finally:
+            await _stop(node)
+        after = list(DiskJournal(path))
+        assert after[: len(first)] == first and after[-1][1] > first[-1][1]
+
+    asyncio.run(run())
