@@ -44,10 +44,12 @@ majority" was "in the page cache of a majority"):
 Syncs are grouped: :meth:`DiskJournal.sync` fsyncs once whatever was added or cut since
 the last sync, and does nothing when nothing was.
 
-Recovery on open: every frame is read (in chunks) and checked. A torn last frame is
-copied aside to ``journal.torn-<offset>`` and cut; a bad frame followed by more data
-raises :class:`CorruptLogError`. A ``journal`` in pysyncobj's format (it starts with
-``PYSYNCOBJ``) is converted once, read with pysyncobj's ``FileJournal``.
+Recovery on open: every frame is read (in chunks) and checked. A torn last frame (one
+that runs past the end, or a bad one followed by nothing but zero bytes, which a crash
+can leave after an unsynced append) is copied aside to ``journal.torn-<offset>`` and
+cut; a bad frame followed by other data raises :class:`CorruptLogError`. A ``journal``
+in pysyncobj's format (it starts with ``PYSYNCOBJ``) is converted once, read with
+pysyncobj's ``FileJournal``.
 
 Rewrites (compaction, a snapshot installed, creation, conversion) go to ``journal.tmp``,
 which is fsynced and renamed over the journal, with the folder fsynced around the rename.
@@ -142,12 +144,10 @@ class DiskJournal(Journal):
             at = pos - buf_at
             payload = buf[at + FRAME_HEAD.size : at + FRAME_HEAD.size + n]
             crc, n2 = FRAME_TAIL.unpack_from(buf, at + FRAME_HEAD.size + n)
-            if n2 != n or crc != zlib.crc32(payload):
-                if stop + FRAME_TAIL.size == size:
-                    break  # torn: the last frame was half-written
-                raise CorruptLogError(self.path, pos)
-            if n < ENTRY_HEAD.size:
-                raise CorruptLogError(self.path, pos, "entry shorter than its index and term")
+            if n2 != n or crc != zlib.crc32(payload) or n < ENTRY_HEAD.size:
+                if _only_zeros(fd, stop + FRAME_TAIL.size, size):
+                    break  # torn: the last frame was half-written (a crash may leave zeros after it)
+                raise CorruptLogError(self.path, pos, "bad frame or entry shorter than its index and term")
             idx, term = ENTRY_HEAD.unpack_from(payload)
             self._offsets.append(pos)
             self._idx.append(idx)
@@ -438,6 +438,14 @@ class EntriesView(Sequence):
 
 def _frame(command: bytes, idx: int, term: int) -> bytes:
     return frame(ENTRY_HEAD.pack(idx, term) + command)
+
+
+def _only_zeros(fd: int, start: int, size: int) -> bool:
+    """Whether the file holds nothing but zero bytes from ``start`` to ``size``."""
+    for pos in range(start, size, READ_CHUNK):
+        if os.pread(fd, min(READ_CHUNK, size - pos), pos).strip(b"\0"):
+            return False
+    return True
 
 
 def _starts_with(path: str, prefix: bytes) -> bool:

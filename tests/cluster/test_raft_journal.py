@@ -15,10 +15,11 @@ from pysyncobj.journal import FileJournal, MetaStorer
 from horologe.cluster import SYNC, ClusterSettings, Entry, StateMachine
 from horologe.cluster.errors import StaleJournalViewError
 from horologe.cluster.loop_crossing import LoopCrossing
-from horologe.cluster.raft_journal import ENTRY_OVERHEAD, DiskJournal
+from horologe.cluster.raft_journal import ENTRY_HEAD, ENTRY_OVERHEAD, DiskJournal
 from horologe.cluster.raft_node import RaftNode
 from horologe.storage import Storage
 from horologe.storage.errors import CorruptLogError
+from horologe.storage.framing import frame
 from horologe.storage.magic import MAGIC_SIZE
 from horologe.wheel import Watermark
 from testkit.process_cluster import free_ports
@@ -190,6 +191,20 @@ def test_a_half_written_last_entry_is_set_aside(tmp_path):
         f.write(b"\0" * 50)  # its length is whole, its bytes are not
     j = DiskJournal(j.path)
     assert list(j) == expected and j.torn_tail is not None
+    j.close()
+
+
+@pytest.mark.parametrize("kept", [0, 10], ids=["zeros only", "a frame's head, then zeros"])
+def test_zeros_after_the_last_entry_are_a_torn_tail(tmp_path, kept):
+    expected = _entries(10)
+    j = _journal(tmp_path, expected)
+    good = os.path.getsize(j.path)
+    j.close()
+    tail = frame(ENTRY_HEAD.pack(11, 2) + b"c" * 200)[:kept] + b"\0" * 5000
+    with open(j.path, "ab") as f:
+        f.write(tail)  # a crash after the file's size grew, before its data was written
+    j = DiskJournal(j.path)
+    assert list(j) == expected and j.torn_tail == (good, len(tail))
     j.close()
 
 
