@@ -14,8 +14,8 @@ File ``journal`` (in the node's ``raft/`` folder), little-endian::
 ``{"currentTerm", "votedForNodeId", "raftCommitIndex"}``, so a data dir keeps its term
 and vote across versions.
 
-Memory: per entry, the frame's offset, the Raft index and the term (three u64 in
-``array``\\ s, 24 bytes). Commands are read back with ``os.pread`` when pysyncobj asks
+Memory: per entry, the frame's offset, the Raft index and the term (three
+``array("Q")``, 24 bytes). Commands are read back with ``os.pread`` when pysyncobj asks
 for them; a slice is a lazy :class:`EntriesView` that reads entries only when they are
 touched, in chunks of at most ``READ_CHUNK`` bytes. Besides that, only the first entry
 and the most recently added ones (``recent_bytes``, 2 MiB by default, and always the
@@ -89,6 +89,11 @@ Entry = tuple[bytes, int, int]  # (command, idx, term), as pysyncobj has it
 
 
 class DiskJournal(Journal):
+    """pysyncobj's journal interface over the file at ``path`` (created, or converted, on open).
+
+    Items are ``(command, idx, term)`` tuples; ``journal[a:b]`` is an :class:`EntriesView`.
+    """
+
     def __init__(self, path: str, recent_bytes: int = RECENT_BYTES) -> None:
         self.path = path
         self.folder = os.path.dirname(os.path.abspath(path))
