@@ -164,7 +164,8 @@ def test_reads_see_unsynced_writes_and_truncates_until_power_loss(fs, backing):
     assert (backing / "b").read_bytes() == b""
 
 
-# pysyncobj's journal: mmap(fd, 0) MAP_SHARED, resize (ftruncate + mremap), msync via flush().
+# pysyncobj's FileJournal (the Raft log until issue #12, still read once to convert an old
+# data dir): mmap(fd, 0) MAP_SHARED, resize (ftruncate + mremap), msync via flush().
 MMAP_JOURNAL = """
 import mmap, os
 with open("journal", "wb") as f:

@@ -34,3 +34,8 @@ class InsecureConfigError(ClusterError):
 
 class StoreBehindDumpError(ClusterError):
     """Raised at start when the store has applied less than this node's Raft dump covers."""
+
+
+class StaleJournalViewError(ClusterError):
+    """Raised when a lazy view of the Raft journal is read after the journal was cut or
+    rewritten (its positions no longer name the entries it was made for)."""

@@ -5,6 +5,9 @@ thread rule): it applies entries, writes and installs snapshots, and after each 
 these publishes the committed state. Everything for the event loop (what was applied,
 proposals' outcomes, role changes, transfers) crosses through one ``LoopCrossing``,
 in order; nothing here blocks the event loop.
+
+pysyncobj's Raft log is a :class:`~horologe.cluster.raft_journal.DiskJournal`, which also
+states the durability rule that ``_sync_journal`` and the overrides below enforce.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import asyncio
 import logging
 import os
 import shutil
+import threading
 import time
 from collections.abc import Callable
 from contextlib import contextmanager
@@ -30,9 +34,9 @@ from horologe.storage.store_reads import CommittedState
 
 from .dial_node import DialNode
 from .dump_file import DumpWriter, LocalDump, check_not_behind, read_local, read_shipped
-from .durable_journal import DurableJournal
 from .errors import InsecureConfigError, ProposalRejectedError, ProposalTimeoutError, StoreBehindDumpError
 from .loop_crossing import LoopCrossing
+from .raft_journal import DiskJournal
 from .settings import ClusterSettings
 from .snapshot_stream import ShippingSerializer
 from .state_machine import ApplyResult, StateMachine
@@ -43,6 +47,10 @@ log = logging.getLogger(__name__)
 setattr(raft_pickle, "__protocol", 4)
 
 KEEPALIVE = "horologe_keepalive"  # a message type pysyncobj does not use
+
+# Held while pysyncobj's factories are swapped (_pysyncobj_parts): two nodes started at once
+# in one process must each get their own parts and leave the factories as they were.
+_PARTS_LOCK = threading.Lock()
 
 
 class Applied(NamedTuple):
@@ -58,17 +66,21 @@ class Applied(NamedTuple):
 def _pysyncobj_parts(**parts):
     """Have ``SyncObj.__init__`` build these parts (its module's names) instead of its own.
 
-    pysyncobj builds its journal and serializer inside ``__init__`` and starts its tick
-    thread there too, so they cannot be swapped in after it returns.
+    pysyncobj builds its journal (a ``FileJournal`` holding every command in memory,
+    issue #12) and its serializer inside ``__init__``, with its module's globals and no
+    parameter for others, and starts its tick thread there too: they cannot be swapped
+    in after it returns. The globals are swapped for one construction at a time and put
+    back even if it fails.
     """
-    saved = {name: getattr(pysyncobj_module, name) for name in parts}
-    for name, factory in parts.items():
-        setattr(pysyncobj_module, name, factory)
-    try:
-        yield
-    finally:
-        for name, original in saved.items():
-            setattr(pysyncobj_module, name, original)
+    with _PARTS_LOCK:
+        saved = {name: getattr(pysyncobj_module, name) for name in parts}
+        for name, factory in parts.items():
+            setattr(pysyncobj_module, name, factory)
+        try:
+            yield
+        finally:
+            for name, original in saved.items():
+                setattr(pysyncobj_module, name, original)
 
 
 class RaftNode(SyncObj):
@@ -118,15 +130,23 @@ class RaftNode(SyncObj):
             onStateChanged=self._state_changed,
         )
         self._peers = [DialNode(p.raft, p.dial) for p in settings.peers]
+        self._journal: DiskJournal | None = None
+
+        def create_journal(path: str) -> DiskJournal:
+            # Set before the tick thread starts, so the tick thread's overrides below find it.
+            self._journal = DiskJournal(path)
+            return self._journal
 
         def serializer(*args) -> ShippingSerializer:
             return ShippingSerializer(self._dump, state.store.directory, self._ask_for_dump, *args)
 
-        with _pysyncobj_parts(Serializer=serializer):
-            super().__init__(DialNode(settings.raft), self._peers, conf)
-        self._journal = DurableJournal(self._SyncObj__raftLog)
-        self._SyncObj__raftLog = self._journal
-        self._journal.sync()
+        try:
+            with _pysyncobj_parts(createJournal=create_journal, Serializer=serializer):
+                super().__init__(DialNode(settings.raft), self._peers, conf)
+        except BaseException:
+            if self._journal is not None:
+                self._journal.close()
+            raise
         self._transfer: tuple[str | None, float, Callable[[bool], None]] | None = None
         self.addOnTickCallback(self._tick_transfer)
         self._next_halted_transfer = 0.0
@@ -217,11 +237,8 @@ class RaftNode(SyncObj):
         SyncObj._SyncObj__sendNextNodeIdx(self, node, reset, nextNodeIdx, success)
 
     def _sync_journal(self) -> None:
-        # The tick thread starts inside SyncObj.__init__, before the journal is wrapped;
-        # the wrapper's first sync covers what it did until then.
-        journal = getattr(self, "_journal", None)
-        if journal is not None:
-            journal.sync()
+        # The durability rule (raft_journal.py): before an ack to the leader, and before an apply.
+        self._journal.sync()
 
     # -- links ------------------------------------------------------------------
 
@@ -321,21 +338,22 @@ class RaftNode(SyncObj):
             self.transferLeadership(None)
 
     def _SyncObj__tryLogCompaction(self):  # noqa: N802
-        """Compaction, also when the log held in memory passes ``log_compaction_bytes``.
+        """Compaction, also when the log's commands pass ``log_compaction_bytes``.
+
+        The log is on disk (raft_journal.py): the budget bounds the journal file and what
+        a restart replays, no longer memory.
 
         No snapshot while halted: it would be labelled with entries the store never applied,
         and compaction would then drop them from the journal that a restart replays."""
         if self.state.halted:
             return
-        journal = getattr(self, "_journal", None)  # None while SyncObj.__init__ runs
-        if journal is not None and journal.bytes > self.settings.log_compaction_bytes:
+        if self._journal.bytes > self.settings.log_compaction_bytes:
             self._SyncObj__forceLogCompaction = True
         SyncObj._SyncObj__tryLogCompaction(self)
 
     def held_log_bytes(self) -> int:
-        """Bytes of commands pysyncobj holds in memory (compacted away past the budget)."""
-        journal = getattr(self, "_journal", None)
-        return 0 if journal is None else journal.bytes
+        """Bytes of commands in the Raft log (compacted away past the budget); any thread."""
+        return self._journal.bytes
 
     def _hold_back_from_elections(self) -> None:
         """Keep a master that just handed over from standing for election for a while.

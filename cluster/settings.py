@@ -37,10 +37,10 @@ class ClusterSettings:
     link_keepalive_s: float = 0.5
     # Must be >= 4x the largest command, or big commands crawl (field notes).
     append_batch_bytes: int = 4 * 1024 * 1024
-    # A snapshot hard-links the store's files (O(files)), so compaction is cheap; what
-    # costs is the log pysyncobj keeps in memory, bodies included, until it compacts.
-    # It compacts at whichever comes first: this many entries, this much time, or
-    # ``log_compaction_bytes`` of commands held (docs/cluster.md, Memory).
+    # A snapshot hard-links the store's files (O(files)), so compaction is cheap. The log
+    # it cuts is on disk (raft_journal.py): its size is the journal file and what a
+    # restart replays. It compacts at whichever comes first: this many entries, this much
+    # time, or ``log_compaction_bytes`` of commands in the log (docs/cluster.md, Memory).
     log_compaction_min_entries: int = 50_000
     log_compaction_min_time: float = 600.0
     log_compaction_bytes: int = 64 * 1024 * 1024

@@ -1,4 +1,8 @@
-"""The Raft log that pysyncobj holds in memory stays under its byte budget on every node."""
+"""The Raft log is compacted by size: its commands stay under their byte budget on every node.
+
+The log is on disk (cluster/raft_journal.py); the budget bounds the journal file and what
+a restart replays. ``raft_log_bytes`` in /admin/status is the commands' size.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +14,7 @@ from .load import wait_delivered
 BUDGET = 1024 * 1024  # the smallest log_compaction_bytes allowed
 
 
-def test_the_log_in_memory_is_compacted_by_size(make_cluster):
+def test_the_raft_log_is_compacted_by_size(make_cluster):
     cluster = make_cluster(extra_toml=f"log_compaction_bytes = {BUDGET}")
     now = int(time.time() * 1000)
     acked = {}

@@ -1,0 +1,365 @@
+"""The Raft journal on disk: what pysyncobj reads back, recovery on open, and its memory bound."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import pickle
+import time
+import tracemalloc
+
+import pysyncobj.syncobj
+import pytest
+from pysyncobj.journal import FileJournal, MetaStorer
+
+from horologe.cluster import SYNC, ClusterSettings, Entry, StateMachine
+from horologe.cluster.errors import StaleJournalViewError
+from horologe.cluster.loop_crossing import LoopCrossing
+from horologe.cluster.raft_journal import ENTRY_HEAD, ENTRY_OVERHEAD, DiskJournal
+from horologe.cluster.raft_node import RaftNode
+from horologe.storage import Storage
+from horologe.storage.errors import CorruptLogError
+from horologe.storage.framing import frame
+from horologe.storage.magic import MAGIC_SIZE
+from horologe.wheel import Watermark
+from testkit.process_cluster import free_ports
+
+MiB = 1024 * 1024
+
+
+def _command(k: int, size: int = 100) -> bytes:
+    return (b"%08d" % k) * (size // 8) + b"!" * (size % 8)
+
+
+def _entries(count: int, size: int = 100, first_idx: int = 1, term: int = 1) -> list[tuple[bytes, int, int]]:
+    return [(_command(k, size + k % 7), first_idx + k, term + k // 10) for k in range(count)]
+
+
+def _journal(tmp_path, entries=(), **kw) -> DiskJournal:
+    j = DiskJournal(str(tmp_path / "journal"), **kw)
+    for e in entries:
+        j.add(*e)
+    return j
+
+
+def _reopen(j: DiskJournal, **kw) -> DiskJournal:
+    j.close()
+    return DiskJournal(j.path, **kw)
+
+
+def test_entries_read_back_before_and_after_reopen(tmp_path):
+    expected = _entries(40)
+    j = _journal(tmp_path, expected)
+    assert len(j) == 40 and [j[k] for k in range(40)] == expected
+    assert j.bytes == sum(len(c) for c, _, _ in expected)
+    j = _reopen(j)
+    assert len(j) == 40 and list(j) == expected and [j[k] for k in range(40)] == expected
+    assert j.bytes == sum(len(c) for c, _, _ in expected)
+    with open(j.path, "rb") as f:
+        assert f.read(MAGIC_SIZE) == b"HZRAFT\x01\x00"
+    j.close()
+
+
+def test_negative_indexes_and_out_of_range(tmp_path):
+    expected = _entries(5)
+    written = _journal(tmp_path, expected)
+    for j in (written, _reopen(written)):  # from the entries held after adding, then from the file
+        assert j[-1] == expected[-1] and j[-5] == expected[0] and j[-2][1] == 4
+        with pytest.raises(IndexError):
+            j[5]
+        with pytest.raises(IndexError):
+            j[-6]
+    j.close()
+
+
+def test_slices_are_views_that_pickle_as_lists(tmp_path):
+    expected = _entries(30)
+    j = _reopen(_journal(tmp_path, expected))
+    assert j[10:20] == expected[10:20]
+    assert list(j[10:]) == expected[10:] and len(j[10:]) == 20
+    assert j[10:][2:5] == expected[12:15] and j[10:][-1] == expected[-1]
+    assert j[::7] == expected[::7] and j[25:5] == [] and j[-3:] == expected[-3:]
+    assert not isinstance(j[3:6], list)
+    sent = pickle.loads(pickle.dumps({"entries": j[3:6]}, protocol=4))
+    assert type(sent["entries"]) is list and sent["entries"] == expected[3:6]
+    j.close()
+
+
+def test_a_view_read_after_the_journal_was_cut_raises(tmp_path):
+    j = _journal(tmp_path, _entries(10))
+    tail = j[5:]
+    j.add(_command(99), 11, 9)  # appends leave views valid
+    assert len(list(tail)) == 5
+    j.deleteEntriesFrom(7)
+    with pytest.raises(StaleJournalViewError):
+        list(tail)
+    with pytest.raises(StaleJournalViewError):
+        tail[0]
+    j.close()
+
+
+def test_a_slice_of_a_large_journal_reads_only_what_is_touched(tmp_path):
+    size = 100_000
+    expected_at = {10: _command(10, size + 3), 11: _command(11, size + 4)}
+    j = _journal(tmp_path, _entries(520, size))  # ~52 MB
+    j = _reopen(j)  # nothing held: every command comes from the file
+    tracemalloc.start()
+    try:
+        tail = j[10:]  # what pysyncobj does for a follower far behind
+        budget, total, taken = 4 * MiB, 0, 0
+        for entry in tail:  # ... then it enumerates to a byte budget
+            total += len(entry[0])
+            taken += 1
+            if total >= budget:
+                break
+        batch = tail[:taken]
+        assert len(tail) == 510 and len(batch) == taken < 50
+        assert tail[0][0] == expected_at[10] and batch[1][0] == expected_at[11]
+        sent = pickle.dumps(batch, protocol=4)
+        assert len(sent) < 2 * budget
+        del sent
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 16 * MiB  # the tail is 51 MB; the budget and one chunk are 5
+    j.close()
+
+
+def test_delete_from_and_to_then_reopen(tmp_path):
+    expected = _entries(50)
+    j = _journal(tmp_path, expected)
+    j.deleteEntriesFrom(40)  # a follower's conflicting tail
+    del expected[40:]
+    j.add(b"new", 41, 9)
+    expected.append((b"new", 41, 9))
+    j.deleteEntriesTo(15)  # compaction after a snapshot
+    expected = expected[15:]
+    assert list(j) == expected and j[0] == expected[0] and j[-1] == expected[-1]
+    assert j.bytes == sum(len(c) for c, _, _ in expected)
+    assert os.path.getsize(j.path) == MAGIC_SIZE + j.bytes + len(expected) * ENTRY_OVERHEAD
+    assert not os.path.exists(j.path + ".tmp")
+    j = _reopen(j)
+    assert list(j) == expected and j.bytes == sum(len(c) for c, _, _ in expected)
+    j.deleteEntriesFrom(0)
+    assert len(j) == 0 and j.bytes == 0
+    j.add(b"again", 7, 3)
+    j = _reopen(j)
+    assert list(j) == [(b"again", 7, 3)]
+    j.close()
+
+
+def test_clear_then_reopen(tmp_path):
+    j = _journal(tmp_path, _entries(20))
+    j.clear()  # a snapshot was installed
+    assert len(j) == 0 and j.bytes == 0 and list(j) == []
+    j.add(b"snap-a", 100, 4)
+    j.add(b"snap-b", 101, 4)
+    j = _reopen(j)
+    assert list(j) == [(b"snap-a", 100, 4), (b"snap-b", 101, 4)]
+    assert os.path.getsize(j.path) == MAGIC_SIZE + 12 + 2 * ENTRY_OVERHEAD
+    j.close()
+
+
+@pytest.mark.parametrize("cut", [1, 9, ENTRY_OVERHEAD + 40])
+def test_a_torn_last_entry_is_set_aside(tmp_path, cut):
+    expected = _entries(10)
+    j = _journal(tmp_path, expected)
+    good = os.path.getsize(j.path)
+    j.add(_command(77, 200), 11, 5)
+    j.close()
+    with open(j.path, "rb") as f:
+        whole = f.read()
+    with open(j.path, "wb") as f:
+        f.write(whole[:-cut])  # the last write was cut short
+    j = DiskJournal(j.path)
+    assert list(j) == expected and j.torn_tail == (good, len(whole) - cut - good)
+    assert os.path.getsize(j.path) == good
+    with open(f"{j.path}.torn-{good}", "rb") as f:
+        assert f.read() == whole[good:-cut]
+    j.add(b"after", 11, 5)
+    j = _reopen(j)
+    assert list(j) == [*expected, (b"after", 11, 5)] and j.torn_tail is None
+    j.close()
+
+
+def test_a_half_written_last_entry_is_set_aside(tmp_path):
+    expected = _entries(10)
+    j = _journal(tmp_path, [*expected, (b"z" * 300, 11, 5)])
+    j.close()
+    with open(j.path, "r+b") as f:
+        f.seek(-100, os.SEEK_END)
+        f.write(b"\0" * 50)  # its length is whole, its bytes are not
+    j = DiskJournal(j.path)
+    assert list(j) == expected and j.torn_tail is not None
+    j.close()
+
+
+@pytest.mark.parametrize("kept", [0, 10], ids=["zeros only", "a frame's head, then zeros"])
+def test_zeros_after_the_last_entry_are_a_torn_tail(tmp_path, kept):
+    expected = _entries(10)
+    j = _journal(tmp_path, expected)
+    good = os.path.getsize(j.path)
+    j.close()
+    tail = frame(ENTRY_HEAD.pack(11, 2) + b"c" * 200)[:kept] + b"\0" * 5000
+    with open(j.path, "ab") as f:
+        f.write(tail)  # a crash after the file's size grew, before its data was written
+    j = DiskJournal(j.path)
+    assert list(j) == expected and j.torn_tail == (good, len(tail))
+    j.close()
+
+
+def _damage(path: str, at: int) -> None:
+    with open(path, "r+b") as f:
+        f.seek(at)
+        f.write(b"#")
+
+
+def test_corruption_in_the_middle_is_refused(tmp_path):
+    j = _journal(tmp_path, _entries(10))
+    at = j._offsets[4]
+    j.close()
+    _damage(j.path, at + 40)
+    with pytest.raises(CorruptLogError) as caught:
+        DiskJournal(j.path)
+    assert caught.value.offset == at
+
+
+def test_corruption_after_open_is_refused_when_read(tmp_path):
+    j = _reopen(_journal(tmp_path, _entries(10)))
+    _damage(j.path, j._offsets[4] + 40)
+    assert j[3] == _entries(10)[3]
+    with pytest.raises(CorruptLogError):
+        j[4]
+    with pytest.raises(CorruptLogError):
+        list(j[2:6])
+    j.close()
+
+
+@pytest.mark.parametrize(
+    "name, content",
+    [("journal", b"HZJRNL\x01\x00"), ("journal", b"HZRA"), ("journal.meta", b"\x80\x04garbage")],
+    ids=["another kind", "a cut magic", "an unreadable meta, which holds the vote"],
+)
+def test_a_file_that_is_not_what_its_name_says_is_refused(tmp_path, name, content):
+    with open(tmp_path / name, "wb") as f:
+        f.write(content)
+    with pytest.raises(CorruptLogError):
+        DiskJournal(str(tmp_path / "journal"))
+
+
+def test_term_vote_and_commit_index_survive_reopen(tmp_path):
+    j = _journal(tmp_path, _entries(3))
+    assert (j.getCurrentTerm(), j.getVotedForNodeId(), j.getRaftCommitIndex()) == (0, None, 1)
+    j.setCurrentTerm(5, "127.0.0.1:7082")
+    on_disk = MetaStorer(j.meta_path).getMeta()  # at once, before any vote is sent; pysyncobj's format
+    assert on_disk == {"currentTerm": 5, "votedForNodeId": "127.0.0.1:7082"}
+    j.setRaftCommitIndex(3)
+    j.onOneSecondTimer()
+    j.setRaftCommitIndex(9)  # not stored until the next timer
+    j = _reopen(j)
+    assert (j.getCurrentTerm(), j.getVotedForNodeId(), j.getRaftCommitIndex()) == (5, "127.0.0.1:7082", 3)
+    assert not os.path.exists(j.meta_path + ".tmp")
+    j.close()
+
+
+def test_a_pysyncobj_journal_is_converted_with_its_term_and_vote(tmp_path):
+    path = str(tmp_path / "journal")
+    old = FileJournal(path)
+    expected = _entries(30, size=5_000)
+    for e in expected:
+        old.add(*e)
+    old.setCurrentTerm(7, "127.0.0.1:7083")
+    old.setRaftCommitIndex(25)
+    old.onOneSecondTimer()
+    old._destroy()
+    j = DiskJournal(path)
+    assert list(j) == expected and j.bytes == sum(len(c) for c, _, _ in expected)
+    assert (j.getCurrentTerm(), j.getVotedForNodeId(), j.getRaftCommitIndex()) == (7, "127.0.0.1:7083", 25)
+    j = _reopen(j)
+    assert list(j) == expected
+    with open(path, "rb") as f:
+        assert f.read(6) == b"HZRAFT"
+    j.close()
+
+
+def test_memory_stays_flat_while_50_mb_of_commands_are_added(tmp_path):
+    tracemalloc.start()
+    try:
+        j = _journal(tmp_path)
+        for k in range(5_000):
+            j.add(os.urandom(10_000), k + 1, 1)  # 50 MB
+        current, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert j.bytes == 50_000_000 and j[2_500][1] == 2_501
+    # the latest entries held (2 MiB) and 24 bytes an entry; pysyncobj's list held all 50 MB
+    assert current < 3 * MiB and peak < 4 * MiB, (current, peak)
+    j.close()
+
+
+def test_an_entry_costs_a_few_integers(tmp_path):
+    count = 100_000
+    j = _journal(tmp_path, recent_bytes=0)
+    for k in range(count):
+        j.add(b"%0100d" % k, k + 1, 1)
+    j.close()
+    tracemalloc.start()
+    try:
+        j = DiskJournal(j.path)
+        current, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert len(j) == count and j[-1] == (b"%0100d" % (count - 1), count, 1)
+    assert current / count < 40, current / count  # a list of (bytes, idx, term) is ~230
+    j.close()
+
+
+# -- in a node ---------------------------------------------------------------------------
+
+
+def _single_node(tmp_path, port: int) -> RaftNode:
+    store = Storage(str(tmp_path / "store"))
+    settings = ClusterSettings("n0", f"127.0.0.1:{port}", str(tmp_path), (), insecure_dev=True)
+    crossing = LoopCrossing(asyncio.get_running_loop())
+    return RaftNode(settings, StateMachine(store), crossing, lambda _a: None, lambda _r: None)
+
+
+async def _propose_as_leader(node: RaftNode, ms: int) -> None:
+    deadline = time.monotonic() + 15
+    while not node.is_master():
+        assert time.monotonic() < deadline, "no leader"
+        await asyncio.sleep(0.05)
+    await node.propose(Entry(SYNC, Watermark(ms), ms).encode(), timeout=5)
+
+
+async def _stop(node: RaftNode) -> None:
+    await asyncio.to_thread(node.destroy_synchronous)
+    node.state.store.close()
+
+
+def test_a_node_keeps_its_raft_log_in_the_disk_journal_across_a_restart(tmp_path):
+    original = pysyncobj.syncobj.createJournal
+    (port,) = free_ports(1)
+    path = str(tmp_path / "raft" / "journal")
+
+    async def run() -> None:
+        node = _single_node(tmp_path, port)
+        try:
+            assert pysyncobj.syncobj.createJournal is original  # patched only while it starts
+            assert isinstance(node._journal, DiskJournal) and node._SyncObj__raftLog is node._journal
+            for ms in (1_000, 2_000, 3_000):
+                await _propose_as_leader(node, ms)
+        finally:
+            await _stop(node)
+        first = list(DiskJournal(path))
+        assert sum(1 for command, _, _ in first if len(command) > 1) == 3  # and pysyncobj's no-ops
+        node = _single_node(tmp_path, port)  # restarted: the log is read back from the file
+        try:
+            await _propose_as_leader(node, 4_000)
+            assert node.state.ws == Watermark(4_000)
+        finally:
+            await _stop(node)
+        after = list(DiskJournal(path))
+        assert after[: len(first)] == first and after[-1][1] > first[-1][1]
+
+    asyncio.run(run())
