@@ -36,6 +36,11 @@ class HorologeSystem:
         self.cluster.wait_leader()
         self.urls = [self.cluster.url(i) for i in self.cluster.indexes]
 
+    def restart(self) -> None:
+        """Stop every node (SIGTERM) and start them again on their data, until linked."""
+        self.cluster.stop_all()
+        self.cluster.start_all()
+
     def stop(self) -> None:
         self.cluster.stop_all()
         shutil.rmtree(self.root, ignore_errors=True)

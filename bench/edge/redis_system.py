@@ -52,11 +52,16 @@ class RedisSystem:
 
     def start(self) -> None:
         shutil.rmtree(self.root, ignore_errors=True)
-        primary, replica = free_ports(2)
-        self.port = primary
+        self.ports = free_ports(2)
+        self.port = self.ports[0]
+        self._launch()
+
+    def _launch(self) -> None:
+        """Start the primary and the replica on the data they have, until they are linked."""
+        primary, replica = self.ports
         for role, port in (("primary", primary), ("replica", replica)):
             d = os.path.join(self.root, role)
-            os.makedirs(d)
+            os.makedirs(d, exist_ok=True)
             args = ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--dir", d]
             args += [
                 "--appendonly",
@@ -67,28 +72,42 @@ class RedisSystem:
                 "",
                 "--protected-mode",
                 "no",
+                "--repl-diskless-sync-delay",  # Redis waits 5 s for more replicas by default
+                "0",
             ]
             if role == "replica":
                 args += ["--replicaof", "127.0.0.1", str(primary)]
-            log = open(os.path.join(self.root, f"{role}.log"), "wb")  # noqa: SIM115 - lives with the process
+            log = open(os.path.join(self.root, f"{role}.log"), "ab")  # noqa: SIM115 - lives with the process
             self.procs.append(subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT))
         link = redis.Redis(port=replica)
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + 600  # a restarted replica resyncs the whole set
         while time.monotonic() < deadline:
             try:
                 if link.info("replication").get("master_link_status") == "up":
                     return
-            except redis.ConnectionError:
+            except (redis.ConnectionError, redis.BusyLoadingError):
                 pass
             time.sleep(0.05)
         raise RuntimeError("the Redis replica did not link to its primary")
 
-    def stop(self) -> None:
+    def restart(self) -> None:
+        """Stop both servers (SIGTERM) and start them again on their data."""
+        self._terminate()
+        self._launch()
+
+    def _terminate(self) -> None:
         for p in self.procs:
             p.terminate()
         for p in self.procs:
-            p.wait(10)
+            try:
+                p.wait(30)
+            except subprocess.TimeoutExpired:  # seen with an AOF rewrite under way on the replica
+                p.kill()
+                p.wait()
         self.procs = []
+
+    def stop(self) -> None:
+        self._terminate()
         shutil.rmtree(self.root, ignore_errors=True)
 
     def memory(self) -> dict[str, tuple[int, int]]:

@@ -29,12 +29,13 @@ class Scale:
     hot: int = 100_000
     consume: int = 200_000
     memory_steps: tuple[int, ...] = (10_000, 1_000_000, 3_000_000)
+    restart_steps: tuple[int, ...] = (100_000, 3_000_000)
 
     def quick(self) -> Scale:
-        return Scale(20_000, 200, 500, 5, 10_000, 20_000, (10_000, 100_000))
+        return Scale(20_000, 200, 500, 5, 10_000, 20_000, (10_000, 100_000), (10_000, 100_000))
 
     def big(self) -> Scale:
-        return Scale(memory_steps=(*self.memory_steps, 10_000_000))
+        return Scale(memory_steps=(*self.memory_steps, 10_000_000), restart_steps=(100_000, 10_000_000))
 
 
 def now_ms() -> float:
@@ -187,6 +188,37 @@ def memory(system, scale: Scale) -> dict:
     return out
 
 
+def restart(system, scale: Scale) -> dict:
+    """Stop every server, start them again on their data: seconds until a producer's batch
+    is acknowledged again (for Redis, by the replica too), at two sizes of backlog."""
+    out: dict = {}
+    stored = 0
+    start = int(now_ms()) + 60_000
+    producer = system.producer()
+    for target in scale.restart_steps:
+        _load(system, target - stored, lambda i, s=stored: start + (s + i) * 7919 % (30 * DAY_MS))
+        stored = target
+        time.sleep(3)
+        began = time.monotonic()
+        system.restart()
+        deadline = began + 900
+        while True:
+            try:
+                if producer.batch([(start, BODY)]):
+                    break
+            except Exception:  # noqa: BLE001 - not serving yet: refused, loading, no master
+                if time.monotonic() > deadline:
+                    raise
+            time.sleep(0.05)
+        stored += 1
+        out[f"{target:,} pending: restart to serving s"] = time.monotonic() - began
+    first, last = scale.restart_steps[0], scale.restart_steps[-1]
+    out[f"restart at {last:,} ÷ at {first:,}"] = (
+        out[f"{last:,} pending: restart to serving s"] / out[f"{first:,} pending: restart to serving s"]
+    )
+    return out
+
+
 WORKLOADS = {
     "ingest": ingest,
     "single": single,
@@ -194,4 +226,5 @@ WORKLOADS = {
     "hot": hot,
     "consume": consume,
     "memory": memory,
+    "restart": restart,
 }
