@@ -2,8 +2,9 @@
 
 Nodes start with default settings (fsync on), through testkit's process cluster, which
 writes the same config files ``horologe local-cluster`` does. Producers use
-``Client.produce_batch``/``produce``; a consumer is ``Client.pull`` (a long poll) and
-``Client.ack``, and a message counts as received when its pull returns.
+``Client.produce_batch``/``produce``; a consumer is ``Client.consume`` (long polls run
+ahead, acks in the background), and a message counts as received when ``poll`` hands it
+over.
 """
 
 from __future__ import annotations
@@ -71,13 +72,17 @@ class HorologeProducer:
 
 
 class HorologeConsumer:
+    """``Client.consume`` as the SDK offers it: pulls run ahead (long polls, ``prefetch``
+    batches) and acks go in the background; a message counts as received when ``poll``
+    hands it to the caller."""
+
     def __init__(self, client: Client) -> None:
-        self.client = client
+        self.subscription = client.consume(TOPIC, GROUP, batch=PULL_MAX, wait_ms=1_000, prefetch=2)
 
     def receive(self, wait_s: float) -> tuple[float, list[int]]:
-        """(when the pull returned, in ms; the deliver times it brought), then acks them."""
-        got = self.client.pull(TOPIC, GROUP, max=PULL_MAX, wait_ms=int(wait_s * 1000))
-        at = time.time() * 1000
-        if got:
-            self.client.ack(TOPIC, GROUP, [m.receipt for m in got])
-        return at, [m.deliver_at for m in got]
+        """(when the batch was handed over, in ms; the deliver times it brought)."""
+        got = self.subscription.poll(wait_s)
+        return time.time() * 1000, [m.deliver_at for m in got]
+
+    def close(self) -> None:
+        self.subscription.close()

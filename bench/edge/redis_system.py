@@ -155,6 +155,9 @@ class RedisConsumer:
         self.pop = conn.register_script(POP_DUE)
         self.mode = mode
 
+    def close(self) -> None:
+        pass  # a pop takes the message for good: nothing is held
+
     def receive(self, wait_s: float) -> tuple[float, list[int]]:
         """(when they were popped, in ms; deliver times of the messages popped); waits up to
         ``wait_s`` for some to fall due."""

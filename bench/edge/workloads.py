@@ -91,13 +91,16 @@ def _receive(system, consumers: int, expected: int, timeout_s: float) -> list[tu
 
     def consume(_k: int) -> None:
         c = system.consumer()
-        while time.monotonic() < deadline:
-            with lock:
-                if len(got) >= expected:
-                    return
-            at, delivers = c.receive(0.5)
-            with lock:
-                got.extend((at, d) for d in delivers)
+        try:
+            while time.monotonic() < deadline:
+                with lock:
+                    if len(got) >= expected:
+                        return
+                at, delivers = c.receive(0.5)
+                with lock:
+                    got.extend((at, d) for d in delivers)
+        finally:
+            c.close()
 
     _run_threads(consumers, consume)
     if len(got) < expected:

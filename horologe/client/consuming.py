@@ -4,11 +4,12 @@ and acks go out in the background.
 ``for m in client.consume("orders", "billing"): handle(m)`` — a message is acked once
 the loop asks for the next one (so one that raised, or the last one before ``break``,
 is acked only on a clean :meth:`close`, and is otherwise handed out again after its
-lease). A background puller keeps up to ``prefetch`` pulled batches ready; a background
-acker sends receipts in groups from a bounded queue, so a slow ack round trip never
-holds the loop (at most ``ack_queue`` receipts wait, then the loop waits). Errors of
-either surface in the loop. :meth:`Client.ack` stays for callers that need the
-confirmation of each ack.
+lease). ``poll(timeout_s)`` hands over a whole pulled batch instead, or ``[]`` once the
+timeout passes, and acks it on the next call (or on ``close``). A background puller
+keeps up to ``prefetch`` pulled batches ready; a background acker sends receipts in
+groups from a bounded queue, so a slow ack round trip never holds the loop (at most
+``ack_queue`` receipts wait, then the loop waits). Errors of either surface in the
+loop. :meth:`Client.ack` stays for callers that need the confirmation of each ack.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import queue
 import threading
+from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterator
 
 from .models import ReceivedMessage
@@ -51,8 +53,8 @@ class Subscription(Iterator[ReceivedMessage]):
         self._receipts: queue.Queue = queue.Queue(maxsize=max(1, ack_queue))
         self._stop = threading.Event()
         self._error: BaseException | None = None
-        self._current: list[ReceivedMessage] = []
-        self._handed: ReceivedMessage | None = None
+        self._current: deque[ReceivedMessage] = deque()
+        self._handed: list[ReceivedMessage] = []  # handed out, acked when more is asked for
         self._puller = threading.Thread(target=self._pull_loop, daemon=True)
         self._acker = threading.Thread(target=self._ack_loop, daemon=True)
         self._puller.start()
@@ -99,26 +101,47 @@ class Subscription(Iterator[ReceivedMessage]):
         if self._error is not None:
             raise self._error
 
+    def _ack_handed(self) -> None:
+        """The application asks for more: it handled what it was handed."""
+        for m in self._handed:
+            self._receipts.put(m.receipt)
+        self._handed = []
+
     def __next__(self) -> ReceivedMessage:
         self._raise_if_failed()
-        if self._handed is not None:  # the application asks for more: it handled this one
-            self._receipts.put(self._handed.receipt)
-            self._handed = None
+        self._ack_handed()
         while not self._current:
             batch = self._batches.get()
             if batch is _DONE:
                 self._raise_if_failed()
                 raise StopIteration
-            self._current = batch
-        self._handed = self._current.pop(0)
+            self._current.extend(batch)
+        self._handed = [self._current.popleft()]
+        return self._handed[0]
+
+    def poll(self, timeout_s: float) -> list[ReceivedMessage]:
+        """Ack what was handed out before, then return what is pulled already, or wait up
+        to ``timeout_s`` for the next pulled batch (``[]`` if none came)."""
+        self._raise_if_failed()
+        self._ack_handed()
+        if not self._current:
+            try:
+                batch = self._batches.get(timeout=timeout_s)
+            except queue.Empty:
+                return []
+            if batch is _DONE:
+                self._batches.put(_DONE)  # for the next call, too
+                self._raise_if_failed()
+                return []
+            self._current.extend(batch)
+        self._handed = list(self._current)
+        self._current.clear()
         return self._handed
 
     def close(self) -> None:
         """Stop pulling, ack the message last handed out and wait for the acks in flight.
         Prefetched messages not handed out are not acked: they come back after their lease."""
-        if self._handed is not None:
-            self._receipts.put(self._handed.receipt)
-            self._handed = None
+        self._ack_handed()
         self._stop.set()
         self._receipts.put(_DONE)
         self._acker.join()
@@ -139,8 +162,8 @@ class AsyncSubscription(AsyncIterator[ReceivedMessage]):
         self._pull, self._ack = pull, ack
         self._batches: asyncio.Queue = asyncio.Queue(maxsize=max(1, prefetch))
         self._receipts: asyncio.Queue = asyncio.Queue(maxsize=max(1, ack_queue))
-        self._current: list[ReceivedMessage] = []
-        self._handed: ReceivedMessage | None = None
+        self._current: deque[ReceivedMessage] = deque()
+        self._handed: list[ReceivedMessage] = []
         self._puller = asyncio.get_running_loop().create_task(self._pull_loop())
         self._acker = asyncio.get_running_loop().create_task(self._ack_loop())
 
@@ -172,26 +195,42 @@ class AsyncSubscription(AsyncIterator[ReceivedMessage]):
     def __aiter__(self) -> AsyncSubscription:
         return self
 
-    async def __anext__(self) -> ReceivedMessage:
+    async def _ack_handed(self) -> None:
         if self._acker.done() and self._acker.exception() is not None:
             raise self._acker.exception()
-        if self._handed is not None:
-            await self._receipts.put(self._handed.receipt)
-            self._handed = None
+        for m in self._handed:
+            await self._receipts.put(m.receipt)
+        self._handed = []
+
+    async def __anext__(self) -> ReceivedMessage:
+        await self._ack_handed()
         while not self._current:
             batch = await self._batches.get()
             if isinstance(batch, BaseException):
                 raise batch
-            self._current = batch
-        self._handed = self._current.pop(0)
+            self._current.extend(batch)
+        self._handed = [self._current.popleft()]
+        return self._handed[0]
+
+    async def poll(self, timeout_s: float) -> list[ReceivedMessage]:
+        """As :meth:`Subscription.poll`."""
+        await self._ack_handed()
+        if not self._current:
+            try:
+                batch = await asyncio.wait_for(self._batches.get(), timeout_s)
+            except TimeoutError:
+                return []
+            if isinstance(batch, BaseException):
+                raise batch
+            self._current.extend(batch)
+        self._handed = list(self._current)
+        self._current.clear()
         return self._handed
 
     async def close(self) -> None:
         """As :meth:`Subscription.close`."""
         self._puller.cancel()
-        if self._handed is not None:
-            await self._receipts.put(self._handed.receipt)
-            self._handed = None
+        await self._ack_handed()
         await self._receipts.put(_DONE)
         await self._acker  # raises an ack's error
         await asyncio.gather(self._puller, return_exceptions=True)

@@ -188,9 +188,20 @@ def test_produce_retried_across_failover_is_stored_once(cluster):
     assert [m.id for m in got] == [first.id]
 
 
-def test_consume_iterator_receives_and_acks_everything(cluster):
+def _due(cluster, topic: str, n: int) -> list[str]:
+    """Produce ``n`` messages already due; their bodies."""
     now = int(time.time() * 1000)
-    cluster.produce(0, [{"topic": "it", "body": f"m{k}", "deliver_at": now - 1} for k in range(120)])
+    cluster.produce(0, [{"topic": topic, "body": f"m{k}", "deliver_at": now - 1} for k in range(n)])
+    return [f"m{k}" for k in range(n)]
+
+
+def _nothing_left(cluster, topic: str) -> bool:
+    time.sleep(1.5)  # on purpose: past every lease, an unacked message would be handed out again
+    return cluster.client(0).pull(topic, "g", max=200, wait_ms=0) == []
+
+
+def test_consume_iterator_receives_and_acks_everything(cluster):
+    bodies = _due(cluster, "it", 120)
     c = cluster.client(0)
     seen = []
     with c.consume("it", "g", batch=50, wait_ms=500, visibility_ms=1_000) as messages:
@@ -198,6 +209,38 @@ def test_consume_iterator_receives_and_acks_everything(cluster):
             seen.append(m.text)
             if len(seen) == 120:
                 break
-    assert sorted(seen) == sorted(f"m{k}" for k in range(120))
-    time.sleep(1.5)  # on purpose: past every lease, an unacked message would be handed out again
-    assert c.pull("it", "g", max=200, wait_ms=0) == []
+    assert sorted(seen) == sorted(bodies)
+    assert _nothing_left(cluster, "it")
+
+
+def test_poll_hands_over_batches_and_acks_them_on_the_next_call(cluster):
+    bodies = _due(cluster, "pl", 120)
+    c = cluster.client(0)
+    seen = []
+    with c.consume("pl", "g", batch=50, wait_ms=500, visibility_ms=1_000) as sub:
+        while len(seen) < 120:
+            batch = sub.poll(5.0)
+            assert batch, "a pulled batch was due within the timeout"
+            assert len(batch) <= 50
+            seen.extend(m.text for m in batch)
+        assert sub.poll(0.3) == []  # nothing more: the timeout, not a hang
+    assert sorted(seen) == sorted(bodies)
+    assert _nothing_left(cluster, "pl")
+
+
+def test_async_poll_hands_over_batches_and_acks_them(cluster):
+    bodies = _due(cluster, "apl", 60)
+
+    async def run() -> list[str]:
+        seen = []
+        async with AsyncClient([cluster.url(i) for i in cluster.indexes], CLIENT) as c:
+            async with c.consume("apl", "g", batch=25, wait_ms=500, visibility_ms=1_000) as sub:
+                while len(seen) < 60:
+                    batch = await sub.poll(5.0)
+                    assert batch
+                    seen.extend(m.text for m in batch)
+                assert await sub.poll(0.3) == []
+        return seen
+
+    assert sorted(asyncio.run(run())) == sorted(bodies)
+    assert _nothing_left(cluster, "apl")
