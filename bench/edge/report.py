@@ -73,7 +73,16 @@ def plot(path: str, results: dict[str, dict[str, dict]]) -> bool:
     import matplotlib.pyplot as plt
     import numpy as np
 
-    fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4))
+    panels = [(draw, data) for draw, data in ((_lateness_panel, late), (_memory_panel, mem)) if data]
+    fig, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 4), squeeze=False)
+    for ax, (draw, data) in zip(axes[0], panels, strict=True):
+        draw(ax, data, np)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    return True
+
+
+def _lateness_panel(a, late: dict, np) -> None:
     for system, figures in late.items():
         samples = np.sort(np.asarray(figures.get("_samples", []), dtype=float))
         if len(samples):
@@ -84,6 +93,9 @@ def plot(path: str, results: dict[str, dict[str, dict]]) -> bool:
     a.set_xlabel("received lateness (ms)")
     a.set_ylabel("fraction of messages")
     a.set_title("lateness, 2,000 msg/s falling due")
+
+
+def _memory_panel(b, mem: dict, _np) -> None:
     for system, figures in mem.items():
         pts = figures.get("_samples", [])
         if pts:
@@ -93,6 +105,3 @@ def plot(path: str, results: dict[str, dict[str, dict]]) -> bool:
     b.set_title("memory as pending grows")
     if b.lines:
         b.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    return True
