@@ -32,6 +32,7 @@ from horologe.storage import Storage
 from horologe.storage.commit_journal import CommitJournal
 from horologe.storage.store_reads import CommittedState
 
+from .append_rule import trim_append
 from .dial_node import DialNode
 from .dump_file import DumpWriter, LocalDump, check_not_behind, read_local, read_shipped
 from .errors import InsecureConfigError, ProposalRejectedError, ProposalTimeoutError, StoreBehindDumpError
@@ -263,6 +264,15 @@ class RaftNode(SyncObj):
             if isinstance(message.get("clock_ms"), int):
                 self._peer_clocks[node.address] = (message["clock_ms"], monotonic_time())
             return
+        if (
+            isinstance(message, dict)
+            and message.get("type") == "append_entries"
+            and "prevLogIdx" in message
+            and "transmission" not in message  # a large entry in parts: pysyncobj's own path
+        ):
+            journal = self._journal
+            commit = self._SyncObj__raftCommitIndex
+            message = trim_append(message, journal.term_at, journal.last_idx, commit)
         self._on_raft_message(node, message)
 
     def peer_clocks(self) -> list[tuple[int, float]]:
