@@ -357,7 +357,9 @@ class RaftNode(SyncObj):
         and compaction would then drop them from the journal that a restart replays."""
         if self.state.halted:
             return
-        if self._journal.bytes > self.settings.log_compaction_bytes:
+        # Not while a finished dump awaits pysyncobj: it is about to cut the log, and a flag
+        # set now would outlive the cut and ask for a second dump at once.
+        if self._journal.bytes > self.settings.log_compaction_bytes and not self._dump.finished:
             self._SyncObj__forceLogCompaction = True
         SyncObj._SyncObj__tryLogCompaction(self)
 
