@@ -164,6 +164,11 @@ class DumpWriter:
             "raft dump at index %d (%d store files) in %.1f ms", dump.index, len(dump.store["files"]), took_ms
         )
 
+    @property
+    def finished(self) -> bool:
+        """A dump was written and :meth:`state` has not reported it yet."""
+        return self._done is not None
+
     def state(self) -> int:
         """pysyncobj's serializeChecker; reports SUCCESS or FAILED once after :meth:`start`."""
         done, self._done = self._done, None

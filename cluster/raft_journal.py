@@ -285,6 +285,17 @@ class DiskJournal(Journal):
     def __iter__(self) -> Iterator[Entry]:
         return iter(EntriesView(self, 0, len(self._offsets)))
 
+    def term_at(self, idx: int) -> int | None:
+        """The term of the entry with Raft index ``idx``, if the journal holds it (no read)."""
+        if not self._idx:
+            return None
+        k = idx - self._idx[0]  # indexes are consecutive
+        return self._terms[k] if 0 <= k < len(self._idx) and self._idx[k] == idx else None
+
+    @property
+    def last_idx(self) -> int:
+        return self._idx[-1] if self._idx else 0
+
     def _entry(self, k: int) -> Entry:
         if k == 0 and self._head is not None:
             return self._head

@@ -32,6 +32,7 @@ from horologe.storage import Storage
 from horologe.storage.commit_journal import CommitJournal
 from horologe.storage.store_reads import CommittedState
 
+from .append_rule import trim_append
 from .dial_node import DialNode
 from .dump_file import DumpWriter, LocalDump, check_not_behind, read_local, read_shipped
 from .errors import InsecureConfigError, ProposalRejectedError, ProposalTimeoutError, StoreBehindDumpError
@@ -263,6 +264,15 @@ class RaftNode(SyncObj):
             if isinstance(message.get("clock_ms"), int):
                 self._peer_clocks[node.address] = (message["clock_ms"], monotonic_time())
             return
+        if (
+            isinstance(message, dict)
+            and message.get("type") == "append_entries"
+            and "prevLogIdx" in message
+            and "transmission" not in message  # a large entry in parts: pysyncobj's own path
+        ):
+            journal = self._journal
+            commit = self._SyncObj__raftCommitIndex
+            message = trim_append(message, journal.term_at, journal.last_idx, commit)
         self._on_raft_message(node, message)
 
     def peer_clocks(self) -> list[tuple[int, float]]:
@@ -347,7 +357,9 @@ class RaftNode(SyncObj):
         and compaction would then drop them from the journal that a restart replays."""
         if self.state.halted:
             return
-        if self._journal.bytes > self.settings.log_compaction_bytes:
+        # Not while a finished dump awaits pysyncobj: it is about to cut the log, and a flag
+        # set now would outlive the cut and ask for a second dump at once.
+        if self._journal.bytes > self.settings.log_compaction_bytes and not self._dump.finished:
             self._SyncObj__forceLogCompaction = True
         SyncObj._SyncObj__tryLogCompaction(self)
 

@@ -363,3 +363,12 @@ def test_a_node_keeps_its_raft_log_in_the_disk_journal_across_a_restart(tmp_path
         assert after[: len(first)] == first and after[-1][1] > first[-1][1]
 
     asyncio.run(run())
+
+
+def test_term_at_answers_from_memory_for_held_indexes_only(tmp_path):
+    j = _journal(tmp_path, _entries(30, first_idx=5))  # indexes 5..34, terms 1..3
+    assert j.term_at(5) == 1 and j.term_at(25) == 3 and j.last_idx == 34
+    assert j.term_at(4) is None and j.term_at(35) is None
+    j.deleteEntriesTo(10)  # compaction: 15..34 left
+    assert j.term_at(14) is None and j.term_at(15) == 2
+    j.close()
