@@ -189,6 +189,20 @@ class StoreReads:
         with _removed_as(MessageExpiredError(f"message {mid} was removed by retention")):
             return self.bucket(mid.hour).read_message(mid.global_index)
 
+    def read_messages(self, mids: list[MessageId]) -> list[StoredMessage]:
+        """``read_message`` of each, in that order, reading each hour's together."""
+        by_hour: dict[int, list[int]] = {}
+        for k, mid in enumerate(mids):
+            self._check_retained(mid)
+            by_hour.setdefault(mid.hour, []).append(k)
+        out: list[StoredMessage | None] = [None] * len(mids)
+        for hour, ks in by_hour.items():
+            with _removed_as(MessageExpiredError(f"messages of hour {hour} were removed by retention")):
+                got = self.bucket(hour).read_messages([mids[k].global_index for k in ks])
+            for k, m in zip(ks, got, strict=True):
+                out[k] = m
+        return out
+
     def index_entry(self, mid: MessageId) -> np.void:
         self._check_retained(mid)
         with _removed_as(MessageExpiredError(f"message {mid} was removed by retention")):
