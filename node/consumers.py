@@ -13,7 +13,6 @@ import asyncio
 import base64
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from itertools import islice
 
 import numpy as np
 
@@ -27,6 +26,7 @@ from .group_commit import GroupCommit
 from .receipts import Receipts
 
 SCAN_CHUNK = 65_536
+CURSOR_MS = 10_000  # how long a scan's stopping point is trusted without a lease to bound it
 SCAN_LIMIT = 4 * SCAN_CHUNK  # ready entries one pull turn reads (the loop waits meanwhile)
 
 
@@ -81,6 +81,8 @@ class Consumers:
         self.receipts = receipts
         self.retry_levels_ms = retry_levels_ms
         self.leases: dict[tuple[str, str], dict[int, int]] = {}  # (group, topic) -> offset -> expiry
+        # (group, topic, tag filter, origin) -> (where its last scan stopped, until when that holds)
+        self._cursors: dict[tuple, tuple[int, int]] = {}
         self._arrived = asyncio.Event()  # replaced after each notify: a fresh one to wait on
         self._background: set[asyncio.Task] = set()  # skip-acks in flight (referenced until done)
         self.ack_commit = GroupCommit(self._propose_acks, ack_window_ms)
@@ -96,6 +98,7 @@ class Consumers:
     def forget_leases(self) -> None:
         """On a change of role: a new master starts with none."""
         self.leases.clear()
+        self._cursors.clear()
 
     # -- pull ---------------------------------------------------------------------
 
@@ -111,31 +114,51 @@ class Consumers:
         visibility_ms: int,
         origin: str | None = None,
     ) -> None:
-        """Lease up to ``want`` messages of ready log ``topic`` to this caller."""
+        """Lease up to ``want`` messages of ready log ``topic`` to this caller.
+
+        It starts where the last scan with the same filter stopped (``_cursors``): every
+        entry before that was acked, skipped or leased then, and stays so until the
+        earliest of those leases expires. Without it each pull of a hot second re-read
+        every entry leased since the group's committed offset."""
         reads = self.view.reads
         leases = self.leases.setdefault((group, topic), {})
         progress = self.view.group_progress(group, topic)
         start = max(progress.committed, reads.ready_base(topic))  # below the base: removed by retention
+        key = (group, topic, filt, origin)
+        resume, until = self._cursors.get(key, (start, 0))
+        if until > now and resume > start:
+            start = resume
+        else:
+            # Held at most CURSOR_MS even without leases: a skip-ack that failed is sent again.
+            until = now + CURSOR_MS
         # Bounded: a filter that matches little, or a group far behind, scans at most
         # SCAN_LIMIT entries per pull turn; the skip-acks move its offset past them.
         end = min(reads.ready_count(topic), start + SCAN_LIMIT)
+        chunk = max(4 * want, 1024)  # most pulls find what they want right at the cursor
         while start < end and len(out) < want:
             try:
-                rows = reads.read_ready(topic, start, min(end, start + SCAN_CHUNK))
+                rows = reads.read_ready(topic, start, min(end, start + chunk))
             except ReadyTrimmedError:
                 break  # cut since the view's state: the next state names the new base
             keep = filt.prefilter(rows["tag_sig"])
             for k in np.flatnonzero(~keep).tolist():
                 if not progress.is_acked(start + k):
                     skipped.append((group, topic, start + k))
-            fresh = (
-                k
-                for k in np.flatnonzero(keep).tolist()
-                if not progress.is_acked(start + k) and leases.get(start + k, 0) <= now
-            )
-            # Read no more than could still be handed out, and those together (a hot second's
-            # lie side by side in their hour's log: one read).
-            while len(out) < want and (take := list(islice(fresh, want - len(out)))):
+            kept = np.flatnonzero(keep).tolist()
+            i, scanned = 0, len(rows)
+            while i < len(kept) and len(out) < want:
+                # Read no more than could still be handed out, and those together (a hot
+                # second's lie side by side in their hour's log: one read).
+                take = []
+                while i < len(kept) and len(take) < want - len(out):
+                    off = start + kept[i]
+                    i += 1
+                    if progress.is_acked(off):
+                        continue
+                    if leases.get(off, 0) > now:
+                        until = min(until, leases[off])
+                        continue
+                    take.append(kept[i - 1])
                 mids = [MessageId(int(rows["hour"][k]), int(rows["global_index"][k])) for k in take]
                 for k, mid, m in zip(take, mids, _read_all(reads, mids), strict=True):
                     off = start + k
@@ -148,9 +171,14 @@ class Consumers:
                             skipped.append((group, topic, off))  # exact check: a Bloom false positive
                         continue
                     leases[off] = now + visibility_ms
+                    until = min(until, leases[off])
                     receipt = self.receipts.issue(group, topic, off, leases[off])
                     out.append(_pulled(mid, m, rows[k], receipt, source))
-            start += len(rows)
+                if len(out) >= want and i < len(kept):
+                    scanned = kept[i - 1] + 1  # what lies after was not looked at
+            start += scanned
+            chunk = min(SCAN_CHUNK, 4 * chunk)
+        self._cursors[key] = (start, until)
 
     async def pull(
         self, group: str, topic: str, tags: str | None, max_messages: int, wait_ms: int, visibility_ms: int
@@ -224,6 +252,7 @@ class Consumers:
         if retries:
             await self._propose(RETRY, retries=retries)
         self._release(retries)
+        self._cursors.clear()  # a nacked entry is handed out again: scans start over
         return {"retried": len(retries) - dead, "dead_lettered": dead}
 
 

@@ -184,7 +184,7 @@ class KeyIndex:
         if verify:
             for _, rel in self.log.overlapping(start, stop):
                 self.log.check_magic(rel)
-        return self.log.read(start, stop, None if verify else (lambda _rel, _lo, _hi: True))
+        return self.log.read(start, stop, None if verify else (lambda _rel, _lo, hi: hi))
 
     def _entry(self, n: int, firsts: list[int]) -> tuple[int, int, int, int]:
         k = bisect.bisect_right(firsts, n) - 1

@@ -134,12 +134,12 @@ class SegmentedLog:
         self,
         start: int,
         stop: int,
-        verified: Callable[[str, int, int], bool] | None = None,
+        verified_from: Callable[[str, int, int], int] | None = None,
         mark: Callable[[str, int, int], None] | None = None,
     ) -> np.ndarray:
-        """Entries ``start .. stop-1`` (all held), with their checksums verified, unless
-        ``verified(rel, lo, hi)`` says those positions of that segment were verified
-        before; ``mark(rel, lo, hi)`` hears of each range verified here."""
+        """Entries ``start .. stop-1`` (all held), with their checksums verified from where
+        ``verified_from(rel, lo, hi)`` says that segment's positions ``lo .. hi-1`` stop
+        having been verified before; ``mark(rel, lo, hi)`` hears of each range verified."""
         parts = []
         for first, rel in self.overlapping(start, stop):
             f = self.files.get(rel)
@@ -147,9 +147,9 @@ class SegmentedLog:
             lo, hi = max(start, first) - first, min(stop, first + n) - first
             if lo >= hi:
                 continue
-            done = verified is not None and verified(rel, lo, hi)
-            parts.append(self.layout.read(f, lo, hi, hi if done else lo))
-            if not done and mark is not None:
+            checked = lo if verified_from is None else verified_from(rel, lo, hi)
+            parts.append(self.layout.read(f, lo, hi, checked))
+            if checked < hi and mark is not None:
                 mark(rel, lo, hi)
         if not parts:
             rows = np.empty(0, dtype=self.layout.dtype)

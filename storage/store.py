@@ -227,6 +227,7 @@ class Storage(StoreReads):
 
     def _rollback(self, tx: Transaction) -> None:
         self.files.rollback()
+        self.forget_verified()
         for hour in tx.buckets_touched | tx.dropped_hours:
             bucket = self._buckets.pop(hour, None)
             self._with_files.pop(hour, None)

@@ -32,8 +32,6 @@ from .message_id import MessageId
 from .ready_log import READY, base_key, floor_key, ready_segment_rel, ready_segments
 from .segments import Segment, SegmentedLog
 
-READY_VERIFY_CHUNK = 65_536  # ready entries whose checksums are remembered as verified together
-
 
 @dataclass(frozen=True)
 class CommittedState:
@@ -70,7 +68,8 @@ class StoreReads:
         self._buckets: OrderedDict[int, HourBucket] = OrderedDict()  # LRU: heads in memory
         self._with_files: OrderedDict[int, None] = OrderedDict()  # LRU: buckets with open fds
         self._mapped: set[int] = set()
-        self._ready_verified: dict[str, set[int]] = {}  # ready segment -> its verified chunks
+        # ready segment -> the ranges of its positions whose checksums were verified, merged
+        self._ready_verified: dict[str, list[tuple[int, int]]] = {}
         self._reindex_names()
 
     def _reindex_names(self) -> None:
@@ -248,8 +247,8 @@ class StoreReads:
 
         ``start`` defaults to the base; below it, :class:`ReadyTrimmedError`. Reads and
         verifies only that range, so the first read of a long log after start costs what
-        it reads; a whole chunk of ``READY_VERIFY_CHUNK`` entries, once read, is not
-        verified again."""
+        it reads; an entry once verified is not verified again (consumers read a log's tail
+        over and over)."""
         log = self.ready_log(topic)
         if log is None:
             return np.empty(0, dtype=READY.dtype)
@@ -260,21 +259,32 @@ class StoreReads:
         stop = n if stop is None else min(stop, n)
         start = min(start, stop)
         with _removed_as(ReadyTrimmedError(topic, start, log.base)):
-            return log.read(start, stop, self._ready_chunks_verified, self._mark_ready_verified)
+            return log.read(start, stop, self._ready_verified_from, self._mark_ready_verified)
 
-    def _ready_chunks_verified(self, rel: str, lo: int, hi: int) -> bool:
-        done = self._ready_verified.get(rel)
-        if done is None:
+    def _ready_verified_from(self, rel: str, lo: int, hi: int) -> int:
+        """The first of positions ``lo .. hi-1`` of segment ``rel`` not verified yet (``hi``: none)."""
+        ranges = self._ready_verified.get(rel)
+        if ranges is None:
             self.ready_log_magic(rel)
-            done = self._ready_verified[rel] = set()
-        chunk = READY_VERIFY_CHUNK
-        return all(c in done for c in range(lo // chunk, -(-hi // chunk)))
+            ranges = self._ready_verified[rel] = []
+        for a, b in ranges:
+            if a <= lo < b:
+                return min(b, hi)
+        return lo
 
     def _mark_ready_verified(self, rel: str, lo: int, hi: int) -> None:
-        chunk = READY_VERIFY_CHUNK
-        done = self._ready_verified.setdefault(rel, set())
-        inside = range(-(-lo // chunk), hi // chunk)  # whole chunks only
-        done.update(inside)
+        ranges = sorted([*self._ready_verified.setdefault(rel, []), (lo, hi)])
+        merged = [ranges[0]]
+        for a, b in ranges[1:]:
+            if a <= merged[-1][1]:
+                merged[-1] = (merged[-1][0], max(merged[-1][1], b))
+            else:
+                merged.append((a, b))
+        self._ready_verified[rel] = merged
+
+    def forget_verified(self) -> None:
+        """Entries may have been cut back (a batch rolled back): verify them again."""
+        self._ready_verified.clear()
 
     def ready_log_magic(self, rel: str) -> None:
         f = self.files.get(rel)

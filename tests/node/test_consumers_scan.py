@@ -83,3 +83,34 @@ def test_a_waiting_pull_wakes_on_notify(log):
         assert [m["body"] for m in pull.result()] == ["m0"]
 
     asyncio.run(run())
+
+
+def test_pulls_of_a_hot_second_start_where_the_last_one_stopped(log):
+    """Pulling n messages ``want`` at a time, none acked yet, reads O(n) ready entries in
+    all: each pull starts at the last one's stopping point, not at the committed offset
+    (from there, pull j re-read the j·want entries leased before it: O(n²/want))."""
+
+    async def run() -> None:
+        n, want = 10_000, 250
+        await _deliver(log, n)
+        consumers = consumers_over(log)
+        reads = log.view.reads
+        read = reads.read_ready
+        rows_read = []
+
+        def counting(topic, start=None, stop=None):
+            rows = read(topic, start, stop)
+            rows_read.append(len(rows))
+            return rows
+
+        reads.read_ready = counting
+        got = []
+        for _ in range(n // want):
+            got += await consumers.pull("g", "t", None, want, 0, 30_000)
+        assert len({m["id"] for m in got}) == n  # every message, once
+        assert sum(rows_read) <= 5 * n  # from the committed offset each time: 20 n here
+        log.now[0] += 30_001  # every lease expired: the scan starts over from the committed offset
+        again = await consumers.pull("g", "t", None, want, 0, 30_000)
+        assert [m["id"] for m in again] == [m["id"] for m in got[:want]]
+
+    asyncio.run(run())
