@@ -123,17 +123,18 @@ class Consumers:
         reads = self.view.reads
         leases = self.leases.setdefault((group, topic), {})
         progress = self.view.group_progress(group, topic)
-        start = max(progress.committed, reads.ready_base(topic))  # below the base: removed by retention
+        floor = max(progress.committed, reads.ready_base(topic))  # below the base: removed by retention
         key = (group, topic, filt, origin)
-        resume, until = self._cursors.get(key, (start, 0))
-        if until > now and resume > start:
+        resume, until = self._cursors.get(key, (floor, 0))
+        if until > now and resume > floor:
             start = resume
         else:
             # Held at most CURSOR_MS even without leases: a skip-ack that failed is sent again.
-            until = now + CURSOR_MS
+            start, until = floor, now + CURSOR_MS
         # Bounded: a filter that matches little, or a group far behind, scans at most
-        # SCAN_LIMIT entries per pull turn; the skip-acks move its offset past them.
-        end = min(reads.ready_count(topic), start + SCAN_LIMIT)
+        # SCAN_LIMIT entries past its committed offset; the skip-acks move it past them.
+        # (So leases too stay within SCAN_LIMIT entries of it.)
+        end = min(reads.ready_count(topic), floor + SCAN_LIMIT)
         chunk = max(4 * want, 1024)  # most pulls find what they want right at the cursor
         while start < end and len(out) < want:
             try:
