@@ -88,11 +88,10 @@ class StateMachine:
             if held is not None and held != term:
                 why = f"the store holds entry {raft_index} of term {held}, the log one of term {term}"
                 return self._halt(raft_index, why)
-        if raft_index <= self.store.applied_index:  # replayed after a restart: not even decoded
-            return ApplyResult(raft_index=raft_index, skipped=True)
         try:
-            entry = decode(blob)
-            res = self.store.apply(raft_index, lambda tx: self._apply(tx, entry, raft_index, term))
+            # Decoded inside: an entry the store applied already (replayed after a restart)
+            # is skipped by Storage.apply without being decoded.
+            res = self.store.apply(raft_index, lambda tx: self._apply(tx, decode(blob), raft_index, term))
         except (StorageFullError, OSError, CorruptLogError) as e:
             return self._halt(raft_index, f"{type(e).__name__}: {e}")
         except (BadEntryError, StorageError, ValueError) as e:
