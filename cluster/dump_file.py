@@ -55,7 +55,7 @@ from .errors import StoreBehindDumpError
 log = logging.getLogger(__name__)
 
 LEGACY_HEADER = struct.Struct("<Q")
-# What earlier versions left beside the dump: a linked store folder, a tar being written.
+# What the previous version left beside the dump: a linked store folder, a tar being written.
 LEFTOVERS = ("snapshot.dir", "snapshot.next", "snapshot.restore")
 
 
@@ -189,5 +189,5 @@ class DumpWriter:
     def _remove_leftovers(self) -> None:
         for name in os.listdir(self.folder):
             path = os.path.join(self.folder, name)
-            if name in LEFTOVERS or name.startswith("snapshot.store."):
+            if name in LEFTOVERS:
                 shutil.rmtree(path, ignore_errors=True) if os.path.isdir(path) else os.unlink(path)
