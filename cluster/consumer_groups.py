@@ -1,9 +1,9 @@
 """Consumer-group progress over a topic's ready log, kept in the replicated meta.
 
 For each (group, ready topic): ``committed``, the offset below which every entry is
-acknowledged (or skipped by the group's filter), and the acknowledged offsets above it.
-Acks mostly arrive in order, so the set stays small: it folds into ``committed`` as soon
-as it is contiguous.
+acknowledged (or skipped by the group's filter), and the acknowledged ranges above it.
+Acks mostly arrive in order and in runs (a consumer acks a pulled batch), so the ranges
+stay few, and fold into ``committed`` as soon as they reach it.
 
 Retries of a group live in the ready log ``%RETRY%<group>`` (the copy's header
 ``x-horologe-topic`` names the topic it came from); messages past the last retry level
@@ -12,7 +12,8 @@ go to ``%DLQ%<group>``, which is consumed like any topic.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import bisect
+from dataclasses import dataclass
 
 RETRY_PREFIX = "%RETRY%"
 DLQ_PREFIX = "%DLQ%"
@@ -31,33 +32,69 @@ def dlq_topic(group: str) -> str:
     return f"{DLQ_PREFIX}{group}"
 
 
-@dataclass
+Range = tuple[int, int]  # ready-log offsets lo <= o < hi
+
+
+@dataclass(frozen=True)
 class GroupProgress:
+    """Pulsar's mark-delete position with individually acked ranges: ``committed``, and
+    the acked ranges above it (sorted, disjoint, not touching, none starting at
+    ``committed``, which would have been folded in). Wire form ``{"c": committed,
+    "r": [[lo, hi], ...]}``; ``{"c", "a": [offset, ...]}`` of earlier versions is read."""
+
     committed: int = 0
-    acked: set[int] = field(default_factory=set)
+    acked: tuple[Range, ...] = ()
 
     @classmethod
     def from_wire(cls, value: dict | None) -> GroupProgress:
         if not value:
             return cls()
-        return cls(int(value["c"]), set(value["a"]))
+        if "a" in value:  # one offset per acked message, before ranges
+            return cls(int(value["c"])).ack(to_ranges(value["a"]))
+        return cls(int(value["c"]), tuple((int(lo), int(hi)) for lo, hi in value["r"]))
 
     def to_wire(self) -> dict:
-        return {"c": self.committed, "a": sorted(self.acked)}
+        return {"c": self.committed, "r": [list(r) for r in self.acked]}
 
     def is_acked(self, offset: int) -> bool:
-        return offset < self.committed or offset in self.acked
+        if offset < self.committed:
+            return True
+        k = bisect.bisect_right(self.acked, (offset, _END)) - 1
+        return k >= 0 and offset < self.acked[k][1]
 
     def skip_to(self, offset: int) -> GroupProgress:
         """Progress with everything below ``offset`` passed (retention removed it)."""
         if self.committed >= offset:
             return self
-        return GroupProgress(offset).ack(a for a in self.acked if a >= offset)
+        return GroupProgress(offset).ack(self.acked)
 
-    def ack(self, offsets) -> GroupProgress:
-        acked = self.acked | {o for o in offsets if o >= self.committed}
+    def ack(self, ranges) -> GroupProgress:
+        """Progress with the offsets of ``ranges`` (``(lo, hi)`` pairs) acked too."""
+        merged = merge_ranges(
+            (max(lo, self.committed), hi) for lo, hi in [*self.acked, *ranges] if hi > self.committed
+        )
         committed = self.committed
-        while committed in acked:
-            acked.discard(committed)
-            committed += 1
-        return GroupProgress(committed, acked)
+        if merged and merged[0][0] == committed:
+            committed = merged.pop(0)[1]
+        return GroupProgress(committed, tuple(merged))
+
+
+_END = 1 << 64  # sorts after any hi: bisect by lo alone
+
+
+def merge_ranges(ranges) -> list[Range]:
+    """``(lo, hi)`` ranges (any order, overlapping or not) as the fewest sorted ones."""
+    out: list[list[int]] = []
+    for lo, hi in sorted(ranges):
+        if lo >= hi:
+            continue
+        if out and lo <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], hi)
+        else:
+            out.append([lo, hi])
+    return [(lo, hi) for lo, hi in out]
+
+
+def to_ranges(offsets) -> list[Range]:
+    """Offsets (any order, duplicates allowed) as the fewest ``(lo, hi)`` ranges."""
+    return merge_ranges((o, o + 1) for o in offsets)

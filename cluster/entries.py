@@ -9,7 +9,8 @@ its clock reading ``clock_ms``; applying an entry first advances the watermark t
     {"t": "S", "ws": ws, "clock_ms": int}                               sync / deliver
     {"t": "C", "ws": ws, "clock_ms": int, "ids": [id], "keys": [[topic, key]]}   cancel
     {"t": "X", "ws": ws, "clock_ms": int, "node": str}                  release marker
-    {"t": "A", "ws": ws, "clock_ms": int, "acks": [[group, topic, offset], ...]}      ack
+    {"t": "A", "ws": ws, "clock_ms": int, "acks": [[group, topic, lo, hi], ...]}     ack
+                                       (offsets lo <= o < hi; [group, topic, offset] is read too)
     {"t": "R", "ws": ws, "clock_ms": int,
      "retries": [[group, topic, offset, deliver_at_ms], ...]}           nack: retry, or
                                                                         DLQ when deliver_at_ms < 0
@@ -57,7 +58,7 @@ class Entry:
     ids: list[str] = field(default_factory=list)
     keys: list[tuple[str, str]] = field(default_factory=list)
     node: str = ""
-    acks: list[tuple[str, str, int]] = field(default_factory=list)
+    acks: list[tuple[str, str, int, int]] = field(default_factory=list)  # group, topic, lo, hi
     retries: list[tuple[str, str, int, int]] = field(default_factory=list)
     hour: int = 0  # TRIM: cut the hours before this one
     ready: list[tuple[str, int]] = field(default_factory=list)  # TRIM: (topic, offset) to trim below
@@ -119,10 +120,15 @@ def decode(blob: bytes) -> Entry:
             list(d.get("ids", ())),
             [tuple(k) for k in d.get("keys", ())],
             d.get("node", ""),
-            [(str(g), str(t), int(o)) for g, t, o in d.get("acks", ())],
+            [_ack_range(*a) for a in d.get("acks", ())],
             [(str(g), str(t), int(o), int(at)) for g, t, o, at in d.get("retries", ())],
             int(d.get("hour", 0)),
             [(str(t), int(o)) for t, o in d.get("ready", ())],
         )
     except (ValueError, TypeError, KeyError, msgpack.UnpackException) as e:
         raise BadEntryError(f"undecodable entry: {e}") from e
+
+
+def _ack_range(group, topic, lo, hi=None) -> tuple[str, str, int, int]:
+    """An ack's ``[group, topic, lo, hi]``; ``[group, topic, offset]`` from before ranges."""
+    return str(group), str(topic), int(lo), int(lo) + 1 if hi is None else int(hi)

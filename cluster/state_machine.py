@@ -221,22 +221,22 @@ class StateMachine:
             return GroupProgress.from_wire(tx.meta[key])
         return group_progress(self.store, group, topic)
 
-    def _ack(self, tx: Transaction, acks: Iterable[tuple[str, str, int]]) -> None:
-        by_group: dict[tuple[str, str], list[int]] = defaultdict(list)
-        for group, topic, offset in acks:
-            by_group[(group, topic)].append(offset)
-        for (group, topic), offsets in sorted(by_group.items()):
+    def _ack(self, tx: Transaction, acks: Iterable[tuple[str, str, int, int]]) -> None:
+        by_group: dict[tuple[str, str], list[tuple[int, int]]] = defaultdict(list)
+        for group, topic, lo, hi in acks:
+            by_group[(group, topic)].append((lo, hi))
+        for (group, topic), ranges in sorted(by_group.items()):
             progress = self.group_progress(group, topic, tx)
             # Below the ready log's base nothing is left to ack: its committed offset moves
             # there, or it would wait for acks that can no longer come.
-            progress = progress.skip_to(self.store.ready_base(topic)).ack(offsets)
+            progress = progress.skip_to(self.store.ready_base(topic)).ack(ranges)
             tx.set_meta(progress_key(group, topic), progress.to_wire())
 
     def _retry(self, tx: Transaction, entry: Entry, w: Watermark, res: ApplyResult) -> None:
         """Nacks: a copy for the group's retry topic at the given time, or the DLQ."""
         copies: list[Message] = []
         dead: dict[str, list[ReadyEntry]] = defaultdict(list)
-        done = []
+        done: set[tuple[str, str, int]] = set()
         for group, topic, offset, deliver_at in entry.retries:
             if (group, topic, offset) in done or self.group_progress(group, topic, tx).is_acked(offset):
                 continue  # nacked twice, or acked already: one copy at most
@@ -248,7 +248,7 @@ class StateMachine:
                 continue  # names no delivered message: nothing to retry
             row = rows[0]
             mid = MessageId(int(row["hour"]), int(row["global_index"]))
-            done.append((group, topic, offset))
+            done.add((group, topic, offset))
             try:
                 m = self.store.read_message(mid).message
             except UnknownMessageError:
@@ -282,7 +282,7 @@ class StateMachine:
             self._store(tx, copies, w, entry.clock_ms, res)
         for topic, entries in sorted(dead.items()):
             tx.append_ready(topic, entries)
-        self._ack(tx, done)
+        self._ack(tx, [(group, topic, offset, offset + 1) for group, topic, offset in sorted(done)])
 
     def _trim(self, tx: Transaction, entry: Entry, res: ApplyResult) -> None:
         """Retention, as the master proposed it, clamped to what the committed state allows:

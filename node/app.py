@@ -166,14 +166,15 @@ async def pull(request: web.Request) -> web.Response:
     svc = request.app[SERVICE]
     svc.require_master()
     req = parse_consumer_request(request.match_info["topic"], await _json_body(request), "pull")
-    msgs = await svc.consumers.pull(
+    pulled = await svc.consumers.pull(
         req["group"], req["topic"], req.get("tags"), req["max"], req["wait_ms"], req["visibility_ms"]
     )
-    return _json(200, {"messages": msgs})
+    return _json(200, pulled)
 
 
 async def ack(request: web.Request) -> web.Response:
-    """Acknowledge leased messages by receipt; never handed out again, even after failover."""
+    """Acknowledge leased messages by receipt (a message's, or a pull's batch receipt);
+    never handed out again, even after failover."""
     svc = request.app[SERVICE]
     svc.require_master()
     req = parse_consumer_request(request.match_info["topic"], await _json_body(request), "ack")

@@ -17,7 +17,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from horologe.cluster import ACK, RETRY, ApplyResult
-from horologe.cluster.consumer_groups import DLQ_PREFIX, ORIGIN_HEADER, retry_topic
+from horologe.cluster.consumer_groups import (
+    DLQ_PREFIX,
+    ORIGIN_HEADER,
+    Range,
+    merge_ranges,
+    retry_topic,
+    to_ranges,
+)
 from horologe.storage import MessageId, ReadyTrimmedError, UnknownMessageError, tag_signature
 
 from .committed_view import CommittedView
@@ -87,7 +94,7 @@ class Consumers:
         self._background: set[asyncio.Task] = set()  # skip-acks in flight (referenced until done)
         self.ack_commit = GroupCommit(self._propose_acks, ack_window_ms)
 
-    async def _propose_acks(self, acks: list[tuple[str, str, int]]) -> ApplyResult:
+    async def _propose_acks(self, acks: list[tuple[str, str, int, int]]) -> ApplyResult:
         return await self._propose(ACK, acks=acks)
 
     def notify(self) -> None:
@@ -110,11 +117,12 @@ class Consumers:
         want: int,
         now: int,
         out: list[dict],
-        skipped: list[tuple[str, str, int]],
+        skipped: list[tuple[str, str, int, int]],
         visibility_ms: int,
         origin: str | None = None,
-    ) -> None:
-        """Lease up to ``want`` messages of ready log ``topic`` to this caller.
+    ) -> list[int]:
+        """Lease up to ``want`` messages of ready log ``topic`` to this caller; the
+        positions leased.
 
         It starts where the last scan with the same filter stopped (``_cursors``): every
         entry before that was acked, skipped or leased then, and stays so until the
@@ -136,6 +144,8 @@ class Consumers:
         # (So leases too stay within SCAN_LIMIT entries of it.)
         end = min(reads.ready_count(topic), floor + SCAN_LIMIT)
         chunk = max(4 * want, 1024)  # most pulls find what they want right at the cursor
+        leased: list[int] = []
+        passed: list[int] = []  # filtered out for this group, or removed by retention
         while start < end and len(out) < want:
             try:
                 rows = reads.read_ready(topic, start, min(end, start + chunk))
@@ -144,7 +154,7 @@ class Consumers:
             keep = filt.prefilter(rows["tag_sig"])
             for k in np.flatnonzero(~keep).tolist():
                 if not progress.is_acked(start + k):
-                    skipped.append((group, topic, start + k))
+                    passed.append(start + k)
             kept = np.flatnonzero(keep).tolist()
             i, scanned = 0, len(rows)
             while i < len(kept) and len(out) < want:
@@ -164,15 +174,16 @@ class Consumers:
                 for k, mid, m in zip(take, mids, _read_all(reads, mids), strict=True):
                     off = start + k
                     if m is None:
-                        skipped.append((group, topic, off))  # removed by retention
+                        passed.append(off)  # removed by retention
                         continue
                     source = m.headers.get(ORIGIN_HEADER, m.topic)
                     if not filt.matches(m.tags) or (origin is not None and source != origin):
                         if origin is None:
-                            skipped.append((group, topic, off))  # exact check: a Bloom false positive
+                            passed.append(off)  # exact check: a Bloom false positive
                         continue
                     leases[off] = now + visibility_ms
                     until = min(until, leases[off])
+                    leased.append(off)
                     receipt = self.receipts.issue(group, topic, off, leases[off])
                     out.append(_pulled(mid, m, rows[k], receipt, source))
                 if len(out) >= want and i < len(kept):
@@ -180,29 +191,26 @@ class Consumers:
             start += scanned
             chunk = min(SCAN_CHUNK, 4 * chunk)
         self._cursors[key] = (start, until)
+        skipped.extend((group, topic, lo, hi) for lo, hi in to_ranges(passed))
+        return leased
 
     async def pull(
         self, group: str, topic: str, tags: str | None, max_messages: int, wait_ms: int, visibility_ms: int
-    ) -> list[dict]:
+    ) -> dict:
+        """``{"messages": [...], "batch_receipts": [...]}``: the messages leased, and one
+        receipt per ready log read that names all of those it leased."""
         filt = TagFilter.parse(tags)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + wait_ms / 1000
         while True:
             out: list[dict] = []
-            skipped: list[tuple[str, str, int]] = []
+            skipped: list[tuple[str, str, int, int]] = []
             now = self._clock()
-            self._scan(group, topic, filt, max_messages, now, out, skipped, visibility_ms)
+            leased = {topic: self._scan(group, topic, filt, max_messages, now, out, skipped, visibility_ms)}
             if len(out) < max_messages and not topic.startswith(DLQ_PREFIX):
-                self._scan(
-                    group,
-                    retry_topic(group),
-                    filt,
-                    max_messages,
-                    now,
-                    out,
-                    skipped,
-                    visibility_ms,
-                    origin=topic,
+                retries = retry_topic(group)
+                leased[retries] = self._scan(
+                    group, retries, filt, max_messages, now, out, skipped, visibility_ms, origin=topic
                 )
             if skipped:  # filtered out for this group: let its committed offset move past them
                 task = asyncio.get_running_loop().create_task(self.ack_commit.submit(skipped))
@@ -210,7 +218,13 @@ class Consumers:
                 task.add_done_callback(self._background.discard)
             remaining = deadline - loop.time()
             if out or remaining <= 0:
-                return out
+                lease_until = now + visibility_ms
+                batch = [
+                    self.receipts.issue_ranges(group, ready, to_ranges(offsets), lease_until)
+                    for ready, offsets in leased.items()
+                    if offsets
+                ]
+                return {"messages": out, "batch_receipts": batch}
             try:
                 await asyncio.wait_for(self._arrived.wait(), min(remaining, 1.0))  # leases expire too
             except TimeoutError:
@@ -219,24 +233,41 @@ class Consumers:
     # -- ack / nack ---------------------------------------------------------------
 
     async def ack(self, group: str, receipts: list) -> int:
-        acks = list(dict.fromkeys((group, *self.receipts.open(group, r)) for r in receipts))
+        """Ack what ``receipts`` name (one message each, or a pull's batch); how many."""
+        acks = [(group, topic, lo, hi) for topic, ranges in self._open(group, receipts) for lo, hi in ranges]
         if acks:
             await self.ack_commit.submit(acks)
         # Only now: until the ack is applied, the lease is what keeps the message from
         # being handed out again.
         self._release(acks)
-        return len(acks)
+        return sum(hi - lo for *_, lo, hi in acks)
 
-    def _release(self, offsets: list[tuple]) -> None:
-        for group, topic, off, *_ in offsets:
-            self.leases.get((group, topic), {}).pop(off, None)
+    def _open(self, group: str, receipts: list) -> list[tuple[str, list[Range]]]:
+        """Per ready log, the positions ``receipts`` name, merged (each once)."""
+        by_topic: dict[str, list[Range]] = {}
+        for r in receipts:
+            topic, ranges = self.receipts.open(group, r)
+            by_topic.setdefault(topic, []).extend(ranges)
+        return [(topic, merge_ranges(ranges)) for topic, ranges in by_topic.items()]
+
+    def _release(self, acks: list[tuple[str, str, int, int]]) -> None:
+        for group, topic, lo, hi in acks:
+            leases = self.leases.get((group, topic), {})
+            for off in range(lo, hi):
+                leases.pop(off, None)
 
     async def nack(self, group: str, receipts: list) -> dict:
         reads = self.view.reads
         now = self._clock()
         retries = []
         dead = 0
-        for topic, off in dict.fromkeys(self.receipts.open(group, r) for r in receipts):
+        named = [
+            (topic, off)
+            for topic, ranges in self._open(group, receipts)
+            for lo, hi in ranges
+            for off in range(lo, hi)
+        ]
+        for topic, off in named:
             try:
                 rows = reads.read_ready(topic, off, off + 1)
             except ReadyTrimmedError as e:
@@ -252,7 +283,7 @@ class Consumers:
                 dead += 1
         if retries:
             await self._propose(RETRY, retries=retries)
-        self._release(retries)
+        self._release([(g, topic, off, off + 1) for g, topic, off, _at in retries])
         self._cursors.clear()  # a nacked entry is handed out again: scans start over
         return {"retried": len(retries) - dead, "dead_lettered": dead}
 

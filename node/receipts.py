@@ -1,20 +1,30 @@
-"""Receipts: what a pull hands out with each message, and the only way to ack or nack it.
+"""Receipts: what a pull hands out, and the only way to ack or nack what it leased.
 
 Format (opaque to clients)::
 
-    <offset>.<lease_until_ms>.<mac>.<topic>
+    <span>.<lease_until_ms>.<mac>.<topic>
 
-``mac`` is the first 16 bytes, in hex, of HMAC-SHA256(key, group NUL topic NUL offset NUL
-lease_until_ms), and ``key`` is HMAC-SHA256(cluster secret, "horologe receipts v1"). Every
-node derives the same key, so a receipt handed out by one master is good on the next.
-A receipt names one hand-out of one ready entry to one group: a client cannot make one for
-an offset not yet delivered, for another topic, or for another group. Before, a forged
+``span`` names positions in the ready log ``topic``: ``o``, or ``lo-hi`` (both included),
+several joined by ``,``. A pull gives each message a receipt naming its own position,
+and one receipt per ready log it read naming every position it handed out from there
+(``batch_receipts``), so a consumer acks a whole batch in one short string. ``mac`` is the
+first 16 bytes, in hex, of keyed BLAKE2b(key, group NUL topic NUL span NUL
+lease_until_ms), and ``key`` is HMAC-SHA256(cluster secret, "horologe receipts v2"):
+every node derives the same key, so a receipt handed out by one master is good on the
+next. Receipts of v1 (HMAC-SHA256 over one offset) are refused after an upgrade; their
+messages come back when their lease ends.
+
+A receipt names positions handed to one group in one pull: a client cannot make one for
+a position not yet delivered, for another topic, or for another group. Before, a forged
 ``<offset>.1.<topic>`` acked messages before they arrived, and the group never got them.
 """
 
 from __future__ import annotations
 
+import hashlib
 import hmac
+
+from horologe.cluster.consumer_groups import Range
 
 from .errors import ApiError
 
@@ -25,27 +35,39 @@ MAX_OFFSET = (1 << 63) - 1  # what an ack entry can carry
 class Receipts:
     def __init__(self, cluster_secret: str | None) -> None:
         # Without a secret (--insecure-dev only) the key is public, as everything else is there.
-        self._key = hmac.digest((cluster_secret or "").encode(), b"horologe receipts v1", "sha256")
+        self._key = hmac.digest((cluster_secret or "").encode(), b"horologe receipts v2", "sha256")
 
-    def _mac(self, group: str, topic: str, offset: int, lease_until_ms: int) -> str:
-        msg = f"{group}\0{topic}\0{offset}\0{lease_until_ms}".encode()
-        return hmac.digest(self._key, msg, "sha256")[:MAC_BYTES].hex()
+    def _mac(self, group: str, topic: str, span: str, lease_until_ms: int) -> str:
+        msg = f"{group}\0{topic}\0{span}\0{lease_until_ms}".encode()
+        return hashlib.blake2b(msg, key=self._key, digest_size=MAC_BYTES).hexdigest()
 
     def issue(self, group: str, topic: str, offset: int, lease_until_ms: int) -> str:
-        return f"{offset}.{lease_until_ms}.{self._mac(group, topic, offset, lease_until_ms)}.{topic}"
+        """The receipt of one handed-out position."""
+        span = str(offset)
+        return f"{span}.{lease_until_ms}.{self._mac(group, topic, span, lease_until_ms)}.{topic}"
 
-    def open(self, group: str, receipt) -> tuple[str, int]:
-        """(topic, offset) of a receipt this cluster issued to ``group``; 400 for anything else."""
+    def issue_ranges(self, group: str, topic: str, ranges: list[Range], lease_until_ms: int) -> str:
+        """One receipt for every position of ``ranges`` (``(lo, hi)``, hi excluded)."""
+        span = ",".join(str(lo) if hi == lo + 1 else f"{lo}-{hi - 1}" for lo, hi in ranges)
+        return f"{span}.{lease_until_ms}.{self._mac(group, topic, span, lease_until_ms)}.{topic}"
+
+    def open(self, group: str, receipt) -> tuple[str, list[Range]]:
+        """(topic, ranges) of a receipt this cluster issued to ``group``; 400 for anything else."""
         try:
-            offset_s, lease_s, mac, topic = receipt.split(".", 3)
-            offset, lease = int(offset_s), int(lease_s)
-        except (AttributeError, ValueError):
+            span, lease_s, mac, topic = receipt.split(".", 3)
+            want = self._mac(group, topic, span, int(lease_s)).encode()
+            good = hmac.compare_digest(mac.encode(), want)
+        except (AttributeError, ValueError):  # UnicodeEncodeError too (a lone surrogate)
             raise _invalid(receipt, "malformed") from None
-        if not 0 <= offset <= MAX_OFFSET or not hmac.compare_digest(
-            mac, self._mac(group, topic, offset, lease)
-        ):
+        if not good:
             raise _invalid(receipt, f"not a receipt this cluster handed to group {group!r}")
-        return topic, offset
+        ranges = []
+        for part in span.split(","):  # made by issue*: well formed
+            lo, _, hi = part.partition("-")
+            ranges.append((int(lo), int(hi or lo) + 1))
+        if not all(0 <= lo < hi <= MAX_OFFSET for lo, hi in ranges):
+            raise _invalid(receipt, "position out of range")
+        return topic, ranges
 
 
 def _invalid(receipt, why: str) -> ApiError:

@@ -19,7 +19,7 @@ from .errors import (
     NotFoundError,
     UnavailableError,
 )
-from .models import MessageStatus, ReceivedMessage, Scheduled
+from .models import MessageStatus, PulledBatch, ReceivedMessage, Scheduled
 from .raw_client import RawClient
 from .sync_client import Client
 
@@ -33,6 +33,7 @@ __all__ = [
     "InvalidRequestError",
     "MessageStatus",
     "NotFoundError",
+    "PulledBatch",
     "RawClient",
     "ReceivedMessage",
     "Reply",

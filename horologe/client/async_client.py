@@ -10,7 +10,7 @@ from . import calls, core
 from .calls import Reply
 from .consuming import AsyncSubscription, pull_and_ack
 from .errors import HorologeError
-from .models import MessageStatus, ReceivedMessage, Scheduled
+from .models import MessageStatus, PulledBatch, Scheduled
 
 
 class AsyncClient(core.ClientSettings):
@@ -75,10 +75,10 @@ class AsyncClient(core.ClientSettings):
         max: int = 32,
         wait_ms: int = 0,
         visibility_ms: int = 30_000,
-    ) -> list[ReceivedMessage]:
+    ) -> PulledBatch:
         body = core.pull_body(group, tags, max, wait_ms, visibility_ms)
         res = await self._call("POST", f"/v1/topics/{quote(topic, safe='')}/pull", body)
-        kept, stray = core.split_by_tags(res["messages"], tags)
+        kept, stray = core.to_pulled(res, tags)
         if stray:
             await self.ack(topic, group, stray)
         return kept

@@ -8,8 +8,10 @@ lease). ``poll(timeout_s)`` hands over a whole pulled batch instead, or ``[]`` o
 timeout passes, and acks it on the next call (or on ``close``). A background puller
 keeps up to ``prefetch`` pulled batches ready; a background acker sends receipts in
 groups from a bounded queue, so a slow ack round trip never holds the loop (at most
-``ack_queue`` receipts wait, then the loop waits). Errors of either surface in the
-loop. :meth:`Client.ack` stays for callers that need the confirmation of each ack.
+``ack_queue`` receipts wait, then the loop waits). A batch handed over whole by ``poll``
+is acked by its batch receipts: one short receipt per pull, not one per message. Errors
+of either surface in the loop. :meth:`Client.ack` stays for callers that need the
+confirmation of each ack.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import threading
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterator
 
-from .models import ReceivedMessage
+from .models import PulledBatch, ReceivedMessage
 
 ACK_GROUP = 1000  # receipts per ack call at most (the API's limit)
 _DONE = object()
@@ -38,7 +40,26 @@ def pull_and_ack(client, topic: str, group: str, tags, batch: int, wait_ms: int,
     return pull, ack
 
 
-class Subscription(Iterator[ReceivedMessage]):
+class _Handing:
+    """What both subscriptions hand out of ``_current`` and remember to ack."""
+
+    _current: deque[ReceivedMessage]
+    _to_ack: list[str]
+
+    def _hand_whole(self, batch: list[ReceivedMessage]) -> list[ReceivedMessage]:
+        """A pulled batch, none of it handed out yet: acked by its batch receipts."""
+        self._to_ack = batch.receipts() if isinstance(batch, PulledBatch) else [m.receipt for m in batch]
+        return list(batch)
+
+    def _hand_rest(self) -> list[ReceivedMessage]:
+        """What is left of a batch that ``next`` handed out from: acked one by one."""
+        handed = list(self._current)
+        self._current.clear()
+        self._to_ack = [m.receipt for m in handed]
+        return handed
+
+
+class Subscription(_Handing, Iterator[ReceivedMessage]):
     """What :meth:`Client.consume` returns: iterate it, and :meth:`close` it (or use ``with``)."""
 
     def __init__(
@@ -54,7 +75,7 @@ class Subscription(Iterator[ReceivedMessage]):
         self._stop = threading.Event()
         self._error: BaseException | None = None
         self._current: deque[ReceivedMessage] = deque()
-        self._handed: list[ReceivedMessage] = []  # handed out, acked when more is asked for
+        self._to_ack: list[str] = []  # receipts of what was handed out, acked when more is asked for
         self._puller = threading.Thread(target=self._pull_loop, daemon=True)
         self._acker = threading.Thread(target=self._ack_loop, daemon=True)
         self._puller.start()
@@ -103,9 +124,9 @@ class Subscription(Iterator[ReceivedMessage]):
 
     def _ack_handed(self) -> None:
         """The application asks for more: it handled what it was handed."""
-        for m in self._handed:
-            self._receipts.put(m.receipt)
-        self._handed = []
+        for r in self._to_ack:
+            self._receipts.put(r)
+        self._to_ack = []
 
     def __next__(self) -> ReceivedMessage:
         self._raise_if_failed()
@@ -116,8 +137,9 @@ class Subscription(Iterator[ReceivedMessage]):
                 self._raise_if_failed()
                 raise StopIteration
             self._current.extend(batch)
-        self._handed = [self._current.popleft()]
-        return self._handed[0]
+        m = self._current.popleft()
+        self._to_ack = [m.receipt]
+        return m
 
     def poll(self, timeout_s: float) -> list[ReceivedMessage]:
         """Ack what was handed out before, then return what is pulled already, or wait up
@@ -133,10 +155,8 @@ class Subscription(Iterator[ReceivedMessage]):
                 self._batches.put(_DONE)  # for the next call, too
                 self._raise_if_failed()
                 return []
-            self._current.extend(batch)
-        self._handed = list(self._current)
-        self._current.clear()
-        return self._handed
+            return self._hand_whole(batch)
+        return self._hand_rest()
 
     def close(self) -> None:
         """Stop pulling, ack the message last handed out and wait for the acks in flight.
@@ -155,7 +175,7 @@ class Subscription(Iterator[ReceivedMessage]):
         self.close()
 
 
-class AsyncSubscription(AsyncIterator[ReceivedMessage]):
+class AsyncSubscription(_Handing, AsyncIterator[ReceivedMessage]):
     """What :meth:`AsyncClient.consume` returns: ``async for`` it, and ``await close()``."""
 
     def __init__(self, pull, ack, prefetch: int, ack_queue: int) -> None:
@@ -163,7 +183,7 @@ class AsyncSubscription(AsyncIterator[ReceivedMessage]):
         self._batches: asyncio.Queue = asyncio.Queue(maxsize=max(1, prefetch))
         self._receipts: asyncio.Queue = asyncio.Queue(maxsize=max(1, ack_queue))
         self._current: deque[ReceivedMessage] = deque()
-        self._handed: list[ReceivedMessage] = []
+        self._to_ack: list[str] = []
         self._puller = asyncio.get_running_loop().create_task(self._pull_loop())
         self._acker = asyncio.get_running_loop().create_task(self._ack_loop())
 
@@ -198,9 +218,9 @@ class AsyncSubscription(AsyncIterator[ReceivedMessage]):
     async def _ack_handed(self) -> None:
         if self._acker.done() and self._acker.exception() is not None:
             raise self._acker.exception()
-        for m in self._handed:
-            await self._receipts.put(m.receipt)
-        self._handed = []
+        for r in self._to_ack:
+            await self._receipts.put(r)
+        self._to_ack = []
 
     async def __anext__(self) -> ReceivedMessage:
         await self._ack_handed()
@@ -209,8 +229,9 @@ class AsyncSubscription(AsyncIterator[ReceivedMessage]):
             if isinstance(batch, BaseException):
                 raise batch
             self._current.extend(batch)
-        self._handed = [self._current.popleft()]
-        return self._handed[0]
+        m = self._current.popleft()
+        self._to_ack = [m.receipt]
+        return m
 
     async def poll(self, timeout_s: float) -> list[ReceivedMessage]:
         """As :meth:`Subscription.poll`."""
@@ -222,10 +243,8 @@ class AsyncSubscription(AsyncIterator[ReceivedMessage]):
                 return []
             if isinstance(batch, BaseException):
                 raise batch
-            self._current.extend(batch)
-        self._handed = list(self._current)
-        self._current.clear()
-        return self._handed
+            return self._hand_whole(batch)
+        return self._hand_rest()
 
     async def close(self) -> None:
         """As :meth:`Subscription.close`."""

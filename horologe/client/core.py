@@ -14,7 +14,7 @@ import httpx
 
 from . import calls, tls
 from .errors import HorologeError, error_for
-from .models import MessageStatus, ReceivedMessage, Scheduled
+from .models import MessageStatus, PulledBatch, ReceivedMessage, Scheduled
 
 
 def message_body(
@@ -108,14 +108,16 @@ def to_status(d: dict) -> MessageStatus:
     return MessageStatus(d["id"], d["topic"], d["state"], d["deliver_at"], d.get("delivered_at"))
 
 
-def split_by_tags(messages: list[dict], tags: str | None) -> tuple[list[ReceivedMessage], list[str]]:
-    """The client's own exact tag check (docs/api.md, pull); returns (kept, receipts to ack away)."""
+def to_pulled(res: dict, tags: str | None) -> tuple[PulledBatch, list[str]]:
+    """A pull's answer after the client's own exact tag check (docs/api.md, pull):
+    (the batch kept, receipts of the messages to ack away). The batch receipts still
+    name every message leased, the ones acked away too: acking them twice is harmless."""
     wanted = None if tags in (None, "", "*") else {t.strip() for t in tags.split("||")}
     kept, stray = [], []
-    for d in messages:
+    for d in res["messages"]:
         m = ReceivedMessage.from_json(d)
         if wanted is None or wanted.intersection(m.tags):
             kept.append(m)
         else:
             stray.append(m.receipt)
-    return kept, stray
+    return PulledBatch(kept, res.get("batch_receipts", ()) if kept else ()), stray

@@ -52,3 +52,17 @@ class ReceivedMessage:
             d["attempt"],
             d.get("headers", {}),
         )
+
+
+class PulledBatch(list):
+    """What a pull returns: its messages, as a list, and ``batch_receipts``, receipts that
+    name all of them (one per ready log the pull read; empty from a node that does not
+    give them). Acking those acks the whole batch in one small request."""
+
+    def __init__(self, messages=(), batch_receipts=()) -> None:
+        super().__init__(messages)
+        self.batch_receipts: list[str] = list(batch_receipts)
+
+    def receipts(self) -> list[str]:
+        """The fewest receipts that ack every message of the batch."""
+        return list(self.batch_receipts) or [m.receipt for m in self]

@@ -10,7 +10,7 @@ from . import calls, core
 from .calls import Reply
 from .consuming import Subscription, pull_and_ack
 from .errors import HorologeError
-from .models import MessageStatus, ReceivedMessage, Scheduled
+from .models import MessageStatus, PulledBatch, Scheduled
 
 
 class Client(core.ClientSettings, calls.BlockingPool):
@@ -76,10 +76,13 @@ class Client(core.ClientSettings, calls.BlockingPool):
         max: int = 32,
         wait_ms: int = 0,
         visibility_ms: int = 30_000,
-    ) -> list[ReceivedMessage]:
+    ) -> PulledBatch:
+        """Lease up to ``max`` messages of ``topic`` to ``group`` (waiting up to ``wait_ms``
+        for the first); ack each by its ``receipt``, or the whole batch by
+        ``batch.receipts()``."""
         body = core.pull_body(group, tags, max, wait_ms, visibility_ms)
         res = self._call("POST", f"/v1/topics/{_quote(topic)}/pull", body)
-        kept, stray = core.split_by_tags(res["messages"], tags)
+        kept, stray = core.to_pulled(res, tags)
         if stray:
             self.ack(topic, group, stray)
         return kept

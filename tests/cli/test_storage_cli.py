@@ -58,9 +58,7 @@ def test_inspect_shows_disk_used_and_what_retention_would_reclaim(tmp_path):
     msgs = [Message("orders", b"x" * 1000, H0 + 1 + k, H0, key=f"k{k}") for k in range(50)]
     sm.apply(1, Entry(PRODUCE, Watermark(H0), H0, msgs).encode())
     sm.apply(2, Entry(SYNC, Watermark(H0 + 2 * hour), H0 + 2 * hour).encode())
-    sm.apply(
-        3, Entry(ACK, Watermark(H0 + 2 * hour), H0, acks=[("g", "orders", o) for o in range(40)]).encode()
-    )
+    sm.apply(3, Entry(ACK, Watermark(H0 + 2 * hour), H0, acks=[("g", "orders", 0, 40)]).encode())
     sm.store.close()
 
     def inspect(*args):
@@ -76,9 +74,7 @@ def test_inspect_shows_disk_used_and_what_retention_would_reclaim(tmp_path):
     out = inspect("--retention", "1d", "--now", str(H0 + 26 * hour))
     assert "reclaimable    0 B" in out
     sm = StateMachine(Storage(str(tmp_path), StorageConfig(fsync=False)))
-    sm.apply(
-        4, Entry(ACK, Watermark(H0 + 2 * hour), H0, acks=[("g", "orders", o) for o in range(40, 50)]).encode()
-    )
+    sm.apply(4, Entry(ACK, Watermark(H0 + 2 * hour), H0, acks=[("g", "orders", 40, 50)]).encode())
     sm.store.close()
     out = inspect("--retention", "1d", "--now", str(H0 + 26 * hour))
     assert "1 hours" in out and "1 ready segments" in out and "reclaimable    0 B" not in out

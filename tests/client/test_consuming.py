@@ -9,7 +9,7 @@ import time
 import pytest
 
 from horologe.client.consuming import AsyncSubscription, Subscription
-from horologe.client.models import ReceivedMessage
+from horologe.client.models import PulledBatch, ReceivedMessage
 
 
 def msg(n: int) -> ReceivedMessage:
@@ -85,3 +85,18 @@ def test_async_subscription_acks_and_closes():
 
     assert asyncio.run(run()) == ["1", "2", "3"]
     assert sorted(group.all_acked()) == ["r1", "r2", "r3"]
+
+
+def test_a_batch_handed_over_whole_is_acked_by_its_batch_receipt():
+    group = FakeGroup([])
+    group.batches = [
+        PulledBatch([msg(1), msg(2), msg(3)], ["b1-3"]),
+        PulledBatch([msg(4), msg(5)], ["b4-5"]),
+        PulledBatch([msg(6)], []),  # a node that gives no batch receipts
+    ]
+    with Subscription(group.pull, group.ack, prefetch=3, ack_queue=10) as sub:
+        assert [m.id for m in sub.poll(5)] == ["1", "2", "3"]
+        assert next(sub).id == "4"  # one by one from here: the rest is acked one by one
+        assert [m.id for m in sub.poll(5)] == ["5"]
+        assert [m.id for m in sub.poll(5)] == ["6"]
+    assert sorted(group.all_acked()) == ["b1-3", "r4", "r5", "r6"]

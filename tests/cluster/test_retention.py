@@ -34,7 +34,7 @@ def sync(ws: int) -> bytes:
 
 
 def ack(ws: int, group: str, offsets) -> bytes:
-    return Entry(ACK, Watermark(ws), ws, acks=[(group, "t", o) for o in offsets]).encode()
+    return Entry(ACK, Watermark(ws), ws, acks=[(group, "t", o, o + 1) for o in offsets]).encode()
 
 
 def trim(ws: int, hour: int, offset: int) -> bytes:

@@ -26,12 +26,14 @@ class LocalLog:
         self.ws: Callable[[], Watermark] = lambda: self.view.ws  # the driver's, once it leads
         self.index = 0
         self.applied: list[ApplyResult] = []
+        self.proposed: list[Entry] = []
         self.listeners: list[Callable[[ApplyResult], None]] = []
 
     async def propose(self, kind: EntryKind, clock_ms: int | None = None, **fields) -> ApplyResult:
         now = self.clock() if clock_ms is None else clock_ms
         self.index += 1
-        res = self.machine.apply(self.index, Entry(kind, self.ws(), now, **fields).encode())
+        self.proposed.append(Entry(kind, self.ws(), now, **fields))
+        res = self.machine.apply(self.index, self.proposed[-1].encode())
         self.view.follow(Applied(res, self.machine.store.published(), self.machine.halted, 0))
         self.applied.append(res)
         for listener in self.listeners:

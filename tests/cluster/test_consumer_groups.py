@@ -1,0 +1,59 @@
+"""A group's progress: a committed offset and the acked ranges above it."""
+
+from __future__ import annotations
+
+import random
+
+import msgpack
+
+from horologe.cluster.consumer_groups import GroupProgress, merge_ranges, to_ranges
+from horologe.cluster.entries import ACK, Entry, decode
+from horologe.wheel import Watermark
+
+
+def test_ranges_merge_into_the_fewest_sorted_ones():
+    assert merge_ranges([(5, 7), (1, 2), (2, 4), (6, 9), (3, 3)]) == [(1, 4), (5, 9)]
+    assert to_ranges([4, 1, 2, 2, 7]) == [(1, 3), (4, 5), (7, 8)]
+
+
+def test_acks_fold_into_committed_when_they_reach_it():
+    p = GroupProgress().ack([(3, 5), (8, 9)])
+    assert (p.committed, p.acked) == (0, ((3, 5), (8, 9)))
+    assert [o for o in range(10) if p.is_acked(o)] == [3, 4, 8]
+    p = p.ack([(0, 3)])
+    assert (p.committed, p.acked) == (5, ((8, 9),))
+    p = p.ack([(2, 6), (5, 8)])  # below committed, overlapping: all folded
+    assert (p.committed, p.acked) == (9, ())
+
+
+def test_any_order_of_acks_gives_the_same_progress():
+    rng = random.Random(7)
+    offsets = list(range(500))
+    rng.shuffle(offsets)
+    p = GroupProgress()
+    for k in range(0, 500, 7):
+        p = p.ack(to_ranges(offsets[k : k + 7]))
+        assert all(p.is_acked(o) for o in offsets[: k + 7])
+        assert not any(p.is_acked(o) for o in offsets[k + 7 :])
+    assert (p.committed, p.acked) == (500, ())
+
+
+def test_wire_form_round_trips_and_the_per_offset_form_is_read():
+    p = GroupProgress(10).ack([(12, 15), (20, 21)])
+    assert GroupProgress.from_wire(p.to_wire()) == p
+    assert GroupProgress.from_wire({"c": 10, "a": [14, 12, 13, 20]}) == p
+    assert GroupProgress.from_wire({"c": 10, "a": [10, 11]}) == GroupProgress(12)
+    assert GroupProgress.from_wire(None) == GroupProgress()
+
+
+def test_skip_to_keeps_acks_above_the_new_base():
+    p = GroupProgress(0).ack([(5, 7), (9, 12)])
+    assert p.skip_to(10) == GroupProgress(12)
+    assert p.skip_to(6) == GroupProgress(7, ((9, 12),))
+
+
+def test_an_ack_entry_of_the_per_offset_form_reads_as_one_offset_ranges():
+    d = msgpack.unpackb(Entry(ACK, Watermark(0), 0).encode())
+    d["acks"] = [["g", "t", 4], ["g", "t", 6, 9]]
+    blob = msgpack.packb(d)
+    assert decode(blob).acks == [("g", "t", 4, 5), ("g", "t", 6, 9)]

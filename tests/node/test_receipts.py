@@ -1,0 +1,37 @@
+"""Receipts name positions handed to one group; anything else is refused."""
+
+from __future__ import annotations
+
+import pytest
+
+from horologe.node.errors import ApiError
+from horologe.node.receipts import Receipts
+
+
+def _refused(receipts: Receipts, group: str, receipt) -> str:
+    with pytest.raises(ApiError) as e:
+        receipts.open(group, receipt)
+    assert e.value.code == "invalid_receipt"
+    return str(e.value)
+
+
+def test_a_receipt_opens_to_its_topic_and_position_on_any_node_with_the_secret():
+    r = Receipts("secret").issue("g", "orders", 42, 1_000)
+    assert Receipts("secret").open("g", r) == ("orders", [(42, 43)])
+    _refused(Receipts("other secret"), "g", r)
+    _refused(Receipts("secret"), "h", r)
+
+
+def test_a_batch_receipt_names_every_range_and_nothing_else():
+    rs = Receipts("secret")
+    r = rs.issue_ranges("g", "orders", [(0, 3), (5, 6), (9, 20)], 1_000)
+    assert r.split(".")[0] == "0-2,5,9-19"
+    assert rs.open("g", r) == ("orders", [(0, 3), (5, 6), (9, 20)])
+    span, rest = r.split(".", 1)
+    for other in ("0-5,9-19", "0-2,5,9-20", "0-2,5", "0-99999"):  # widened or changed: refused
+        _refused(rs, "g", f"{other}.{rest}")
+
+
+@pytest.mark.parametrize("bad", ["", "x", "1.2.3", "a.b.c.d", 7, None, ["1"], "\udc80.1.00.t"])
+def test_malformed_receipts_are_refused_not_crashed_on(bad):
+    assert "malformed" in _refused(Receipts("secret"), "g", bad)
