@@ -8,6 +8,7 @@ import hmac
 import json
 from collections.abc import AsyncIterator
 
+import orjson
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Gauge, generate_latest
 
@@ -29,7 +30,11 @@ PUBLIC = {"/healthz", "/readyz", "/metrics", "/openapi.json"}
 
 
 def _json(status: int, body: dict) -> web.Response:
-    return web.json_response(body, status=status)
+    try:
+        raw = orjson.dumps(body)
+    except TypeError:  # what orjson refuses and json writes (an int past 64 bits)
+        raw = json.dumps(body).encode()
+    return web.Response(body=raw, status=status, content_type="application/json")
 
 
 @web.middleware
@@ -64,8 +69,8 @@ async def errors_and_auth(request: web.Request, handler):
 
 async def _json_body(request: web.Request):
     try:
-        return await request.json(loads=json.loads)
-    except json.JSONDecodeError as e:
+        return orjson.loads(await request.read())
+    except orjson.JSONDecodeError as e:  # also NaN, 1e400, lone surrogates, bad UTF-8
         raise ApiError(400, "invalid_json", f"body is not JSON: {e}") from e
     except web.HTTPRequestEntityTooLarge as e:
         limit = request.app[CONFIG].max_request_bytes

@@ -33,6 +33,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
+import orjson
 
 from .errors import CertificateError, HorologeError, UnavailableError, error_for
 from .tls import certificate_failure
@@ -81,7 +82,7 @@ class Reply:
 def parse_body(raw: bytes | str):
     """An answer's JSON; a body that is not JSON becomes an error message."""
     try:
-        return json.loads(raw) if raw else {}
+        return orjson.loads(raw) if raw else {}
     except ValueError:
         text = raw.decode(errors="replace") if isinstance(raw, bytes) else raw
         return {"error": {"message": text}}
@@ -95,6 +96,22 @@ def check_token(token: str | None) -> None:
 
 def auth(token: str | None) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"} if token else {}
+
+
+def request_headers(token: str | None, body) -> dict[str, str]:
+    """Authorization, and the content type of a JSON body."""
+    return {**auth(token), **({"Content-Type": "application/json"} if body is not None else {})}
+
+
+def json_body(body) -> bytes | None:
+    """A request's JSON (None: no body): orjson, or json for what orjson refuses (a lone
+    surrogate, an int past 64 bits), so that the node, not the SDK, answers for it."""
+    if body is None:
+        return None
+    try:
+        return orjson.dumps(body)
+    except TypeError:
+        return json.dumps(body).encode()
 
 
 class Endpoints:
@@ -161,11 +178,12 @@ def api_call(
 ) -> Plan:
     """The SDK's plan for one call (see the module docstring); returns the 2xx :class:`Reply`."""
     deadline = time.monotonic() + retry_s
+    content, headers = json_body(body), request_headers(token, body)
     last: HorologeError = UnavailableError("no node answered")
     redirects = 0
     while True:
         for base in endpoints.order():
-            sent = yield build(method, base + path, json=body, headers=auth(token))
+            sent = yield build(method, base + path, content=content, headers=headers)
             if isinstance(sent, httpx.TransportError):
                 last = endpoints.unreachable(base, sent, resend=resend)
                 continue
@@ -205,7 +223,10 @@ def single(
 ) -> Plan:
     """Raw mode: send once, follow nothing; the :class:`Reply` whatever its status.
     A node that cannot be reached raises :class:`UnavailableError`."""
-    sent = yield build(method, url, json=body, content=content, headers={**auth(token), **(headers or {})})
+    if body is not None:
+        content = json_body(body)
+    headers = {**request_headers(token, body), **(headers or {})}
+    sent = yield build(method, url, content=content, headers=headers)
     if isinstance(sent, httpx.TransportError):
         check_certificate(url, sent)
         raise UnavailableError(f"{url}: {_reason(sent)}") from sent

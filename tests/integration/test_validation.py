@@ -53,6 +53,10 @@ def test_bad_input_is_refused_and_never_proposed(cluster):
         url, content=b"{not json", token=CLIENT, headers={"Content-Type": "application/json"}
     )
     assert (r.status, r.body["error"]["code"]) == (400, "invalid_json")
+    json_type = {"Content-Type": "application/json"}
+    for not_json in (b'{"topic": "t", "body": "\\udc80"}', b'{"topic": "t", "body": "x", "deliver_at": NaN}'):
+        r = cluster.http.post(url, content=not_json, token=CLIENT, headers=json_type)
+        assert (r.status, r.body["error"]["code"]) == (400, "invalid_json"), not_json  # a lone surrogate, NaN
     r = cluster.http.post(url, content=b"{}")
     assert (r.status, r.body["error"]["code"]) == (401, "unauthorized")
     r = cluster.http.post(url, content=b"{}", token="wrong")
