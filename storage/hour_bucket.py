@@ -226,6 +226,8 @@ class HourBucket:
         for n in range(max(lo, self._verified), hi + 1):
             at = (n - lo) * INDEX.size
             INDEX.verify_entry(raw[at : at + INDEX.size], f.path, first + at)
+        if lo <= self._verified:  # checked up to hi now, with no gap
+            self._verified = max(self._verified, hi + 1)
         rows = np.frombuffer(raw, dtype=INDEX.dtype)[np.asarray(gis) - lo]
         starts = rows["offset"].astype(np.int64)
         ends = starts + rows["size"]
