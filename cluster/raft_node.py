@@ -215,7 +215,16 @@ class RaftNode(SyncObj):
         deposed, say one just woken from a pause. Committing it would let that master
         decide (advance the wheel, release) after losing its place. Its proposer gets
         REQUEST_DENIED instead.
+
+        A halted replica proposes nothing either: it is handing leadership over, and
+        pysyncobj denies a transfer while the target's log is behind the leader's. A log
+        that grows by one entry a wheel turn keeps every follower just behind it, so that
+        transfer could be denied turn after turn (seen: 20 s with no master).
         """
+        if self.state.halted and not isinstance(callback, tuple):
+            if callback is not None:
+                callback(None, FAIL_REASON.REQUEST_DENIED)
+            return
         if callback is None or isinstance(callback, tuple):  # (node, request id): from the wire
             log.warning("refused a proposal forwarded by another node (a deposed master)")
             if isinstance(callback, tuple):

@@ -154,6 +154,8 @@ class NodeService:
 
     def _on_applied(self, applied: Applied) -> None:  # via the crossing, in apply order
         self.view.follow(applied)
+        if applied.halted:
+            self.driver.cancel()  # a halted replica proposes nothing (raft_node.py) and hands over
         res = applied.result
         if res is None:
             return
@@ -167,7 +169,7 @@ class NodeService:
 
     def _on_role(self, leads: bool) -> None:  # via the crossing, when this node starts or stops leading
         self.consumers.forget_leases()  # leases of another term mean nothing now
-        if leads and not self.releasing:
+        if leads and not self.releasing and not self.view.halted:
             self.driver.start()
         elif not leads:
             self.driver.cancel()

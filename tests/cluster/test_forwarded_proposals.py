@@ -64,3 +64,45 @@ def test_a_proposal_forwarded_by_a_follower_is_refused(tmp_path):
                 n.state.store.close()
 
     asyncio.run(run())
+
+
+def test_a_halted_leader_refuses_proposals_and_hands_over_under_a_stream_of_them(tmp_path):
+    """Proposals that keep coming (a wheel turn makes one every 100 ms; here several are
+    always in flight) must not keep the halted leader's followers a step behind its log,
+    where pysyncobj denies every transfer to them."""
+
+    async def run() -> None:
+        nodes = _start(tmp_path)
+        stop = asyncio.Event()
+        refused = 0
+
+        async def stream(node, first_ms: int) -> None:
+            nonlocal refused
+            ms = first_ms
+            while not stop.is_set():
+                ms += 8
+                try:
+                    await node.propose(Entry(SYNC, Watermark(ms), ms).encode(), timeout=5)
+                except ProposalRejectedError:
+                    refused += 1
+                    await asyncio.sleep(0.001)
+
+        try:
+            leader = await _leader(nodes)
+            halted = nodes[leader]
+            halted.state.halt("test: this replica cannot apply")
+            tasks = [asyncio.create_task(stream(halted, 10_000 + k)) for k in range(8)]
+            others = [n for n in nodes if n is not halted]
+            deadline = time.monotonic() + 5.0
+            while not any(n.is_master() for n in others) and time.monotonic() < deadline:
+                await asyncio.sleep(0.05)
+            stop.set()
+            await asyncio.gather(*tasks)
+            assert any(n.is_master() for n in others), "the halted leader never handed over"
+            assert refused > 0
+        finally:
+            for n in nodes:
+                await asyncio.to_thread(n.destroy_synchronous)
+                n.state.store.close()
+
+    asyncio.run(run())
