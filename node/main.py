@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import signal
 
 from aiohttp import web
 
@@ -12,6 +14,32 @@ from .config import NodeConfig
 from .tls import server_context
 
 log = logging.getLogger(__name__)
+
+
+async def _stop_on_signals(app: web.Application) -> None:
+    """SIGTERM or SIGINT starts a graceful stop; one that follows (a supervisor that repeats
+    itself, a second Ctrl-C) is ignored, until the process ends. aiohttp's own handler
+    would raise again in the middle of the clean-up, and the loop's handlers go when the
+    loop closes; either way a second signal could end the node before its store closed."""
+    loop = asyncio.get_running_loop()
+    stopping = False
+
+    def graceful_exit() -> None:
+        raise web.GracefulExit()
+
+    def on_signal(signum: int, _frame) -> None:  # main thread, between bytecodes: no locks here
+        nonlocal stopping
+        with contextlib.suppress(RuntimeError):  # the loop has closed: the process is ending
+            if stopping:
+                loop.call_soon_threadsafe(
+                    log.warning, "already stopping (%s ignored)", signal.Signals(signum).name
+                )
+            else:
+                stopping = True
+                loop.call_soon_threadsafe(graceful_exit)
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, on_signal)
 
 
 async def _release_if_master(app: web.Application) -> None:
@@ -33,6 +61,7 @@ def run_node(config: NodeConfig) -> None:
         level=logging.INFO, format=f"%(asctime)s {config.node_id} %(levelname)s %(name)s: %(message)s"
     )
     app = create_app(config)
+    app.on_startup.append(_stop_on_signals)
     app.on_shutdown.append(_release_if_master)
     host, _, port = config.http.rpartition(":")
     ssl_context = server_context(config.tls_cert, config.tls_key) if config.tls_cert else None
@@ -44,5 +73,6 @@ def run_node(config: NodeConfig) -> None:
         ssl_context=ssl_context,
         print=None,
         shutdown_timeout=5.0,
+        handle_signals=False,  # _stop_on_signals
         access_log=None,
     )

@@ -188,11 +188,15 @@ class Cluster:
         p = self.procs[i]
         if p.poll() is None:
             p.send_signal(signal.SIGTERM)
-            try:
-                p.wait(15)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
+            self._wait_stopped(i)
+
+    def _wait_stopped(self, i: int) -> None:
+        p = self.procs[i]
+        try:
+            p.wait(15)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
 
     def stop_all(self) -> None:
         """SIGTERM every node at once (a stopped one first gets SIGCONT), then wait."""
