@@ -45,7 +45,7 @@ class NodeConfig:
     max_batch_items: int = 1000  # messages in one POST /v1/messages/batch
     max_request_bytes: int = 4 * 1024 * 1024  # a request body; a larger one gets 413
     fire_batch_limit: int = 10_000  # refs per delivering entry (hot seconds, fast-forward)
-    fsync: bool = True
+    fsync: bool = False  # a store sync point every batch (storage/config.py); the Raft journal always syncs
     log_compaction_min_entries: int = 50_000
     log_compaction_bytes: int = 64 * 1024 * 1024
     # Nack delays by attempt (RocketMQ's 16 levels, 10 s .. 2 h); after the last, the DLQ.

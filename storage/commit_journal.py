@@ -10,14 +10,22 @@ are msgpack maps::
     topics    {name: id}       topics registered by the batch
     meta      {key: value}     small state set by the batch (watermark, offsets...);
                                a value of nil removes the key
+    u         bool             unsynced: written without fsync (absent: a sync point)
 
-Rule (enforced in :meth:`Storage.apply`): a batch's data files are written and
-fsynced *before* its journal frame is appended and fsynced. So the journal never
-names bytes that are not on disk, and anything on disk past the lengths it names
-is an uncommitted tail.
+Rule (enforced in :meth:`Storage.apply`): a *sync point* is a frame written after every
+data byte named by it and by the unsynced frames before it was fsynced, and fsynced
+itself. A full checkpoint is always one, and so is every frame of a journal written
+before frames could be unsynced (they carry no ``u``). So the journal up to its last
+sync point never names bytes that are not on disk.
+
+Frames after the last sync point (``u`` set) may name bytes a power loss took. Open
+drops them, and the store starts from the last sync point: the Raft journal, fsynced
+before any entry is acknowledged or applied, holds every entry after it and replays
+them (a Raft dump always follows a sync point, so compaction never cuts them away).
+Anything on disk past the lengths the kept state names is an uncommitted tail.
 
 The state is the fold of the frames. When the journal grows past a threshold it is
-rewritten as one ``full`` checkpoint (temp file, fsync, ``os.replace``).
+rewritten, at a sync point, as one ``full`` checkpoint (temp file, fsync, ``os.replace``).
 """
 
 from __future__ import annotations
@@ -69,6 +77,16 @@ class JournalState:
         }
 
 
+@dataclass(frozen=True)
+class RolledBack:
+    """Unsynced frames that open dropped: how many, the last Raft index among them, and
+    every file they named (bytes of those past the kept lengths are theirs)."""
+
+    frames: int
+    last_index: int
+    files: set[str]
+
+
 def _pack(rec: dict) -> bytes:
     return frame(msgpack.packb(rec, use_bin_type=True))
 
@@ -85,10 +103,15 @@ class CommitJournal:
         self.compact_bytes = compact_bytes
         self.state = JournalState()
         self.torn_tail: tuple[int, int] | None = None  # (offset, bytes) set aside on open
+        self.rolled_back: RolledBack | None = None  # unsynced frames dropped on open
+        self.unsynced = False  # whether the last frame appended is not a sync point
         self._file: AppendFile | None = None
 
     def open(self, read_only: bool = False) -> None:
-        """Fold the journal. A torn last frame is set aside, or only skipped when ``read_only``."""
+        """Fold the journal up to its last sync point. A torn last frame is set aside;
+        unsynced frames after the sync point are dropped (their files are named in
+        ``rolled_back``). ``read_only`` (a reader beside a running writer) folds every
+        frame, as the writer sees them, and changes nothing on disk."""
         if not os.path.exists(self.path):
             if read_only:
                 raise StorageError(f"{self.directory} is not a Horologe store (no {JOURNAL_NAME})")
@@ -97,32 +120,55 @@ class CommitJournal:
         with open(self.path, "rb") as f:
             buf = f.read()
         check_magic(buf, COMMIT_JOURNAL, self.path)
-        end = MAGIC_SIZE
+        frames: list[tuple[int, dict]] = []  # (end offset, record)
         for offset, payload in scan_frames(buf, MAGIC_SIZE, self.path):
             try:
                 rec = msgpack.unpackb(payload, raw=False)
-                self.state.fold(rec)
-            except (ValueError, TypeError, KeyError, msgpack.UnpackException) as e:
+            except (ValueError, TypeError, msgpack.UnpackException) as e:
                 raise CorruptLogError(self.path, offset, f"undecodable commit: {e}") from e
-            end = offset + len(payload) + 12
-        if end < len(buf):
+            frames.append((offset + len(payload) + 12, rec))
+        synced = len(frames) - 1
+        if not read_only:
+            synced = max((i for i, (_, rec) in enumerate(frames) if not rec.get("u")), default=-1)
+        for offset_end, rec in frames[: synced + 1]:
+            try:
+                self.state.fold(rec)
+            except (ValueError, TypeError, KeyError) as e:
+                raise CorruptLogError(self.path, offset_end, f"undecodable commit: {e}") from e
+        end = frames[synced][0] if synced >= 0 else MAGIC_SIZE
+        dropped = [rec for _, rec in frames[synced + 1 :]]
+        if dropped:
+            self.rolled_back = RolledBack(
+                len(dropped), dropped[-1]["ri"], {rel for rec in dropped for rel in rec.get("files", {})}
+            )
+        elif end < len(buf):
             self.torn_tail = (end, len(buf) - end)
         if read_only:
             return
-        if end < len(buf):
+        if self.torn_tail:
             with open(f"{self.path}.torn-{end}", "wb") as aside:
                 aside.write(buf[end:])
         self._file = AppendFile(self.path, end)
         if end < len(buf):
             self._file.truncate(end)
 
-    def append(self, rec: dict, *, fsync: bool) -> None:
+    @property
+    def checkpoint_due(self) -> bool:
+        """Whether the journal has grown past ``compact_bytes`` (rewritten at the next sync point)."""
+        return self._file is not None and self._file.length > self.compact_bytes
+
+    def append(self, rec: dict, *, synced: bool) -> None:
+        """Append ``rec``: a sync point when ``synced`` (the caller fsynced its data first,
+        and this fsyncs the journal), else an unsynced frame (module docstring)."""
         assert self._file is not None
+        if not synced:
+            rec = {**rec, "u": True}
         self._file.append(_pack(rec))
-        if fsync:
+        if synced:
             self._file.fsync()
         self.state.fold(rec)
-        if self._file.length > self.compact_bytes:
+        self.unsynced = not synced
+        if synced and self.checkpoint_due:
             self.write_checkpoint(self.state)
 
     def write_checkpoint(self, state: JournalState, directory: str | None = None) -> None:

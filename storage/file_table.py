@@ -24,6 +24,10 @@ class FileTable:
         self._touched: dict[str, int] = {}  # relpath -> length before this batch
         self._created: set[str] = set()
         self._removed: set[str] = set()
+        # Written since the last sync point (storage/commit_journal.py), and the folders
+        # that got new files meanwhile: what the next sync point fsyncs.
+        self._dirty: set[str] = set()
+        self._dirty_dirs: set[str] = set()
 
     def path(self, rel: str) -> str:
         return os.path.join(self.directory, rel)
@@ -63,9 +67,11 @@ class FileTable:
             os.makedirs(os.path.dirname(self.path(rel)), exist_ok=True)
             f = self._open[rel] = AppendFile.create(self.path(rel), magic(kind))
             self._created.add(rel)
+            self._dirty_dirs.add(os.path.dirname(self.path(rel)))
             self._touched.setdefault(rel, 0)
         else:
             self._touched.setdefault(rel, f.length)
+        self._dirty.add(rel)
         return f
 
     def remove(self, rel: str) -> None:
@@ -81,13 +87,29 @@ class FileTable:
     def pending_removals(self) -> list[str]:
         return sorted(self._removed)
 
+    def batch_growth(self) -> int:
+        """Bytes the open batch appended, over every file it touched."""
+        touched = self._touched.items()
+        return sum(self._open[rel].length - before for rel, before in touched if rel in self._open)
+
     def sync(self) -> None:
-        """Make the batch's bytes durable: the step that must precede the journal frame."""
-        for rel in self._touched:
-            if rel not in self._removed:
-                self._open[rel].fsync()
-        for d in {os.path.dirname(self.path(rel)) for rel in self._created}:
-            fsync_dir(d)
+        """Make every byte written since the last sync point durable, and the folders that
+        gained files: the step that must precede a sync point's journal frame."""
+        for rel in self._dirty:
+            f = self._open.get(rel)
+            if f is not None:
+                f.fsync()
+            elif os.path.exists(self.path(rel)):  # its fd was closed meanwhile (max_open)
+                fd = os.open(self.path(rel), os.O_RDONLY)
+                try:
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+        for d in self._dirty_dirs:
+            if os.path.isdir(d):
+                fsync_dir(d)
+        self._dirty.clear()
+        self._dirty_dirs.clear()
 
     def commit(self) -> None:
         for rel in self._removed:

@@ -13,7 +13,8 @@ Layout of a data directory (each file's format is in the named module)::
 
 Every write happens inside :meth:`Storage.apply`, which carries the Raft index: an
 index at or below the applied one is a no-op, so replaying the Raft journal after a
-restart is safe, and nodes fed the same batches hold byte-identical files. The engine
+restart is safe, and nodes fed the same batches hold byte-identical data files (and
+journals that fold to the same state: where their sync points fall differs). The engine
 never reads a clock and starts no threads.
 """
 
@@ -81,9 +82,17 @@ class Storage(StoreReads):
         self.recovered: list[str] = []  # what open set aside, for the operator's log
         self.journal = CommitJournal(self.directory, self.config.journal_compact_bytes)
         self.journal.open(self.read_only)
+        self._unsynced_bytes = 0
         if self.journal.torn_tail and not self.read_only:
             at, n = self.journal.torn_tail
             self.recovered.append(f"commits.log: set aside a torn tail of {n} bytes at {at}")
+        back = self.journal.rolled_back
+        if back is not None:
+            self.recovered.append(
+                f"commits.log: back at the last sync point, index {self.journal.state.applied_index}: "
+                f"{back.frames} unsynced batch(es) up to index {back.last_index} dropped; "
+                "the Raft log replays them"
+            )
         self._recover_files()
         self.files = FileTable(self.directory, self.journal.state.files, self.config.max_open_files)
         self._tx: Transaction | None = None
@@ -120,7 +129,7 @@ class Storage(StoreReads):
                     path, max(size, 0), f"file holds {max(size, 0)} bytes; {length} were committed"
                 )
             if size > length and not self.read_only:
-                self._set_aside(rel, length)
+                self._cut_back(rel, length)
         if self.read_only:
             return
         for d in DATA_DIRS:
@@ -132,7 +141,20 @@ class Storage(StoreReads):
                 if name.endswith(".tmp"):
                     os.unlink(os.path.join(full, name))
                 elif rel not in committed and not name.endswith(".heads"):
-                    self._set_aside(rel, 0)
+                    self._cut_back(rel, 0)
+
+    def _cut_back(self, rel: str, length: int) -> None:
+        """Bytes past what the kept state names: an unsynced batch's are only cut (the Raft
+        log replays it), anything else is set aside for a look."""
+        back = self.journal.rolled_back
+        if back is None or rel not in back.files:
+            self._set_aside(rel, length)
+            return
+        path = os.path.join(self.directory, rel)
+        if length == 0:
+            os.unlink(path)
+        else:
+            os.truncate(path, length)
 
     # -- state ----------------------------------------------------------------
 
@@ -193,10 +215,6 @@ class Storage(StoreReads):
         try:
             result = fn(tx)
             self.key_index.settle(tx.keys_added, tx.key_clean_extra)
-            # Durability rule: data bytes reach the disk before the journal frame that
-            # names them, so the journal never points at bytes a crash could lose.
-            if self.config.fsync:
-                self.files.sync()
             record = {
                 "ri": raft_index,
                 "files": self.files.pending_lengths(),
@@ -204,7 +222,21 @@ class Storage(StoreReads):
                 "topics": tx.topics,
                 "meta": tx.meta,
             }
-            self.journal.append(record, fsync=self.config.fsync)
+            self._unsynced_bytes += self.files.batch_growth()
+            # A removal is a sync point: the files are unlinked once the frame is written,
+            # and a frame that open could drop must not name a file that is gone.
+            sync = (
+                self.config.fsync
+                or bool(record["removed"])
+                or self._unsynced_bytes >= self.config.sync_every_bytes
+                or self.journal.checkpoint_due
+            )
+            if sync:
+                # Durability rule: data bytes reach the disk before the sync point's frame,
+                # so the journal up to it never names bytes a crash could lose.
+                self.files.sync()
+                self._unsynced_bytes = 0
+            self.journal.append(record, synced=sync)
         except BaseException:
             self._tx = None
             self._rollback(tx)
@@ -261,6 +293,7 @@ class Storage(StoreReads):
         """
         if self._tx is not None:
             raise StorageError("snapshot() inside apply()")
+        self.sync()
         for b in self._buckets.values():
             b.save_heads()
         self.key_index.save_heads()
@@ -269,13 +302,28 @@ class Storage(StoreReads):
         self.journal.write_checkpoint(state, directory=dest)
         return written
 
+    def sync(self) -> None:
+        """Make everything applied so far durable: a sync point (commit_journal.py), if the
+        last batch was not one. O(files written since the last one)."""
+        if self._tx is not None:
+            raise StorageError("sync() inside apply()")
+        if self.read_only or not self.journal.unsynced:
+            return
+        self.files.sync()
+        self._unsynced_bytes = 0
+        self.journal.append({"ri": self.applied_index}, synced=True)
+
     def checkpoint_record(self) -> dict:
         """The committed state as a journal checkpoint names it: every file and its committed
         length, topics, meta. With the files' bytes up to those lengths (append-only, so
         they stay as they are until retention removes them), it is a snapshot that costs
-        O(1) to take; ``commit_journal.checkpoint_file`` turns it into a folder's journal."""
+        O(1) to take; ``commit_journal.checkpoint_file`` turns it into a folder's journal.
+
+        A sync point first: a Raft dump built on this record lets Raft drop the entries it
+        covers, so the store must hold them on disk (commit_journal.py)."""
         if self._tx is not None:
             raise StorageError("checkpoint_record() inside apply()")
+        self.sync()
         return self.journal.state.checkpoint_record()
 
     def restore(self, src: str) -> None:
@@ -307,6 +355,7 @@ class Storage(StoreReads):
 
     def close(self) -> None:
         if not self.read_only:
+            self.sync()  # a clean stop replays nothing at the next open
             self.key_index.save_heads()
         self._close_buckets()
         self.files.close_all()

@@ -205,15 +205,19 @@ class Cluster:
                 p.send_signal(signal.SIGCONT)
                 p.send_signal(signal.SIGTERM)
         for i in list(self.procs):
-            self.stop(i)
+            self._wait_stopped(i)
 
     def produce(self, i: int, messages: list[dict]) -> list[dict]:
         """Post a batch through node i; the results, one per message."""
         return self.client(i).request("POST", "/v1/messages/batch", {"messages": messages}).body["results"]
 
     def store(self, i: int) -> Storage:
-        """Open node i's store (stop the node first)."""
-        return Storage(os.path.join(self.data_root, f"n{i + 1}", "store"))
+        """Open node i's store read-only, as the node left it (stop the node first).
+
+        Read-only folds every batch the node applied: a writable open would go back to the
+        last sync point, whose later batches only the node's own restart replays from Raft.
+        """
+        return Storage(os.path.join(self.data_root, f"n{i + 1}", "store"), read_only=True)
 
     def log(self, i: int) -> str:
         with open(os.path.join(self.root, f"n{i + 1}.log")) as f:

@@ -3,8 +3,6 @@ group, replicas hold the same bytes, offsets stay put, a 30-day key cancels."""
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pytest
 
@@ -14,6 +12,8 @@ from horologe.cluster.retention import plan, reclaimable
 from horologe.storage import Message, MessageExpiredError, ReadyTrimmedError, Storage, StorageConfig
 from horologe.storage.delay_index import MS_PER_HOUR
 from horologe.wheel import Watermark
+
+from ..storage.helpers import replica_state
 
 T = 1_767_225_600_000  # 2026-01-01 00:00 UTC
 H = T // MS_PER_HOUR
@@ -66,17 +66,8 @@ class Replicas:
         for sm in self.sms:
             sm.store.check()
             sm.store.close()
-        trees = []
-        for n in ("a", "b", "c"):
-            tree = {}
-            for d, _, names in os.walk(self.root / n):
-                for name in names:
-                    if not name.endswith(".heads"):  # caches
-                        p = os.path.join(d, name)
-                        with open(p, "rb") as f:
-                            tree[os.path.relpath(p, self.root / n)] = f.read()
-            trees.append(tree)
-        assert trees[0] == trees[1] == trees[2]
+        states = [replica_state(str(self.root / n)) for n in ("a", "b", "c")]
+        assert states[0] == states[1] == states[2]
 
 
 def test_a_cut_waits_for_every_group_and_replicas_cut_the_same_bytes(tmp_path):

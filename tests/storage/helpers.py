@@ -37,3 +37,14 @@ def tree_bytes(root: str) -> dict[str, bytes]:
             with open(p, "rb") as f:
                 out[os.path.relpath(p, root)] = f.read()
     return out
+
+
+def replica_state(root: str, config=None) -> tuple[dict[str, bytes], dict]:
+    """What replicas fed the same batches must agree on: every data file byte for byte
+    (caches aside), and what the commit journal says (its frames differ where sync
+    points fell: storage/commit_journal.py)."""
+    from horologe.storage import Storage
+
+    files = {k: v for k, v in tree_bytes(root).items() if not k.endswith((".heads", "commits.log"))}
+    with Storage(root, config) as s:
+        return files, s.checkpoint_record()

@@ -16,7 +16,7 @@ from horologe.storage import (
     StorageConfig,
 )
 
-from .helpers import H0, HOUR, msg, tree_bytes
+from .helpers import H0, HOUR, msg, replica_state, tree_bytes
 
 CFG = StorageConfig(fsync=False, ready_segment_entries=10)
 
@@ -152,7 +152,7 @@ def test_replicas_cut_to_the_same_bytes(tmp_path):
                 s = Storage(root, CFG)
         s.check()
         s.close()
-        return {k: v for k, v in tree_bytes(root).items() if not k.endswith(".heads")}
+        return replica_state(root, CFG)
 
     def fill_step(tx, n: int) -> None:
         tx.seal_before(HOUR + 3 * n)

@@ -1,0 +1,135 @@
+"""Sync points (storage/commit_journal.py): the store fsyncs at sync points only, and an
+open after a crash goes back to the last one, whose batches the Raft log replays.
+
+A crash here is a store dropped without ``close()``: its files are whole in the page
+cache, so these tests show the rollback and the replay; power loss itself (unsynced
+writes gone) is chaos_tests' ``power_loss`` scenario on a FUSE layer.
+"""
+
+from __future__ import annotations
+
+import os
+
+from horologe.storage import Storage, StorageConfig
+
+from .helpers import H0, HOUR, msg, replica_state
+
+CFG = StorageConfig(sync_every_bytes=1 << 30)  # no sync point by size unless a test wants one
+
+
+def _batch(ri: int) -> list:
+    return [msg(H0 + (ri % 4) * 3_600_000 + k, body=bytes([ri, k]) * 50, key=f"{ri}/{k}") for k in range(10)]
+
+
+def _apply(s: Storage, first: int, last: int) -> None:
+    for ri in range(first, last + 1):
+        s.apply(ri, lambda tx, ri=ri: tx.append(_batch(ri)))
+
+
+def _crash(s: Storage) -> None:
+    """Drop the store as a killed process would: fds closed, nothing synced or saved."""
+    s.files.close_all()
+    s.journal._file.close()
+
+
+def test_a_crash_goes_back_to_the_last_sync_point_and_a_replay_makes_the_same_store(tmp_path):
+    crashed, clean = str(tmp_path / "crashed"), str(tmp_path / "clean")
+    s = Storage(crashed, CFG)
+    _apply(s, 1, 5)
+    s.sync()
+    _apply(s, 6, 9)  # unsynced; one of them opens a new hour file
+    s.apply(10, lambda tx: tx.append([msg(H0 + 9 * 3_600_000)]))
+    _crash(s)
+
+    s = Storage(crashed, CFG)
+    assert s.applied_index == 5
+    assert any("back at the last sync point, index 5" in line for line in s.recovered), s.recovered
+    assert not os.path.exists(os.path.join(crashed, "torn"))  # cut, not set aside: Raft replays it
+    assert HOUR + 9 not in s.hours()
+    s.check()
+    _apply(s, 6, 9)  # what the Raft log replays
+    s.apply(10, lambda tx: tx.append([msg(H0 + 9 * 3_600_000)]))
+    s.close()
+
+    with Storage(clean, CFG) as c:
+        _apply(c, 1, 9)
+        c.apply(10, lambda tx: tx.append([msg(H0 + 9 * 3_600_000)]))
+    assert replica_state(crashed, CFG) == replica_state(clean, CFG)
+
+
+def test_without_sync_points_since_open_a_crash_keeps_what_close_synced(tmp_path):
+    root = str(tmp_path / "s")
+    with Storage(root, CFG) as s:
+        _apply(s, 1, 3)
+    s = Storage(root, CFG)
+    assert s.applied_index == 3 and not s.recovered
+    _apply(s, 4, 4)
+    _crash(s)
+    s = Storage(root, CFG)
+    assert s.applied_index == 3
+    s.check()
+    s.close()
+
+
+def test_a_checkpoint_record_is_a_sync_point(tmp_path):
+    """A Raft dump is built on it and lets Raft drop the entries it covers."""
+    root = str(tmp_path / "s")
+    s = Storage(root, CFG)
+    _apply(s, 1, 4)
+    record = s.checkpoint_record()
+    assert record["ri"] == 4
+    _crash(s)
+    s = Storage(root, CFG)
+    assert s.applied_index == 4 and not s.recovered
+    s.close()
+
+
+def test_a_sync_point_comes_every_so_many_bytes(tmp_path):
+    root = str(tmp_path / "s")
+    config = StorageConfig(sync_every_bytes=5_000)  # a batch appends 2.5–5 KB (keys included)
+    s = Storage(root, config)
+    synced_at = []
+    for ri in range(1, 12):
+        _apply(s, ri, ri)
+        if not s.journal.unsynced:
+            synced_at.append(ri)
+    assert synced_at == [2, 4, 6, 8, 10], synced_at  # every other batch crosses 5,000 bytes
+    _crash(s)
+    s = Storage(root, config)
+    assert s.applied_index == synced_at[-1]
+    s.close()
+
+
+def test_a_batch_that_removes_files_is_a_sync_point(tmp_path):
+    """Its files are unlinked once its frame is written: a frame open could drop must not
+    name a file that is gone."""
+    root = str(tmp_path / "s")
+    s = Storage(root, CFG)
+    _apply(s, 1, 4)
+    s.apply(5, lambda tx: tx.seal_before(HOUR + 2))
+    s.apply(6, lambda tx: tx.drop_hours_before(HOUR + 2))
+    assert not s.journal.unsynced
+    _crash(s)
+    s = Storage(root, CFG)
+    assert s.applied_index == 6 and HOUR not in s.hours()
+    s.check()
+    s.close()
+
+
+def test_every_batch_is_a_sync_point_with_fsync_on(tmp_path):
+    root = str(tmp_path / "s")
+    s = Storage(root, StorageConfig(fsync=True))
+    _apply(s, 1, 3)
+    _crash(s)
+    s = Storage(root, StorageConfig(fsync=True))
+    assert s.applied_index == 3 and not s.recovered
+    s.close()
+
+
+def test_a_reader_beside_the_writer_sees_unsynced_batches(tmp_path):
+    root = str(tmp_path / "s")
+    s = Storage(root, CFG)
+    _apply(s, 1, 3)
+    with Storage(root, read_only=True) as r:
+        assert r.applied_index == 3
+    s.close()
