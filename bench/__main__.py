@@ -23,8 +23,10 @@ from .edge.workloads import WORKLOADS, Scale
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "out")
 
 
-def _systems(root: str, workload: str):
+def _systems(root: str, workload: str, compare_toml: str):
     yield HorologeSystem(os.path.join(root, "horologe"))
+    if compare_toml:
+        yield HorologeSystem(os.path.join(root, "horologe-compared"), node_toml=compare_toml)
     yield RedisSystem(os.path.join(root, "redis"))
     if workload in ("lateness", "hot"):
         poll = RedisSystem(os.path.join(root, "redis-poll"), mode="poll")
@@ -37,7 +39,13 @@ def _systems(root: str, workload: str):
 @click.option("--quick", is_flag=True, help="a tenth of the counts: a smoke run, not figures to quote")
 @click.option("--big", is_flag=True, help="also measure memory at 10,000,000 pending")
 @click.option("--out", "out_dir", default=OUT, show_default=True, help="where JSON lines and the plot go")
-def main(only: str, quick: bool, big: bool, out_dir: str) -> None:
+@click.option(
+    "--compare-toml",
+    default="",
+    help="also run Horologe with these node settings (TOML lines, ';' between them, e.g. "
+    "'fsync = true'): its figures get rows of their own, with their ratio to the same peer",
+)
+def main(only: str, quick: bool, big: bool, out_dir: str, compare_toml: str) -> None:
     """Horologe against a Redis sorted-set delay queue, measured at the user's edge."""
     chosen = [w.strip() for w in only.split(",") if w.strip()] or list(WORKLOADS)
     unknown = set(chosen) - set(WORKLOADS)
@@ -50,7 +58,7 @@ def main(only: str, quick: bool, big: bool, out_dir: str) -> None:
     with tempfile.TemporaryDirectory(prefix="horologe-bench-") as root:
         for workload in chosen:
             results[workload] = {}
-            for system in _systems(root, workload):
+            for system in _systems(root, workload, compare_toml.replace(";", "\n")):
                 click.echo(f"[{time.monotonic() - started:6.0f} s] {workload} on {system.name} ...", err=True)
                 system.start()
                 try:

@@ -25,3 +25,18 @@ def test_rows_pair_figures_and_compute_ratios():
     assert not any(r["figure"].startswith("_") for r in rows)  # raw samples are not figures
     table = report.markdown(rows)
     assert "| single | p99 ms | 12.0 | 0.50 | 24.00 (lower is better) |" in table
+
+
+def test_horologe_with_other_settings_gets_rows_of_its_own_against_the_same_peer():
+    results = {
+        "single": {
+            "horologe": {"p99 ms": 4.0},
+            "horologe [fsync = true]": {"p99 ms": 6.0, "_samples": [1]},
+            "redis": {"p99 ms": 0.5},
+        }
+    }
+    by = {r["figure"]: r for r in report.rows(results)}
+    assert by["p99 ms"]["ratio"] == 8.0
+    compared = by["p99 ms [fsync = true]"]
+    assert compared["horologe"] == 6.0 and compared["redis"] == 0.5 and compared["ratio"] == 12.0
+    assert set(by) == {"p99 ms", "p99 ms [fsync = true]"}

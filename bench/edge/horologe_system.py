@@ -25,14 +25,18 @@ PULL_MAX = 500
 class HorologeSystem:
     name = "horologe"
 
-    def __init__(self, root: str) -> None:
+    def __init__(self, root: str, node_toml: str = "") -> None:
+        """``node_toml``: extra settings for every node's config (a comparison run)."""
         self.root = root
+        self.node_toml = node_toml
+        if node_toml:
+            self.name = f"horologe [{'; '.join(node_toml.splitlines())}]"
         self.cluster: Cluster | None = None
 
     def start(self) -> None:
         shutil.rmtree(self.root, ignore_errors=True)
         os.makedirs(self.root)
-        self.cluster = Cluster(self.root, 3)
+        self.cluster = Cluster(self.root, 3, extra_toml=self.node_toml)
         self.cluster.start_all()
         self.cluster.wait_leader()
         self.urls = [self.cluster.url(i) for i in self.cluster.indexes]

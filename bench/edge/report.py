@@ -8,30 +8,34 @@ import math
 HIGHER_IS_BETTER = ("msg/s",)
 
 
+def _row(workload: str, label: str, name: str, h: float, r: float | None) -> dict:
+    ratio = h / r if r not in (None, 0) and not math.isnan(r) else None
+    better = "higher" if any(k in name for k in HIGHER_IS_BETTER) else "lower"
+    return {
+        "workload": workload,
+        "figure": label,
+        "horologe": h,
+        "redis": r,
+        "ratio": ratio,
+        "better": better,
+    }
+
+
 def rows(results: dict[str, dict[str, dict]]) -> list[dict]:
-    """``results[workload][system]`` -> one row per figure, with the ratio."""
+    """``results[workload][system]`` -> one row per figure, with the ratio; Horologe run
+    with other node settings (``horologe [fsync = true]``) gets rows labelled with them."""
     out = []
     for workload, by_system in results.items():
         for system, figures in by_system.items():
             if "_error" in figures:
                 out.append({"workload": workload, "figure": f"FAILED on {system}: {figures['_error']}"})
-        ours, peer = by_system.get("horologe", {}), by_system.get("redis", {})
-        for name in ours:
-            if name.startswith("_"):
-                continue
-            h, r = ours[name], peer.get(name)
-            ratio = h / r if r not in (None, 0) and not math.isnan(r) else None
-            better = "higher" if any(k in name for k in HIGHER_IS_BETTER) else "lower"
-            out.append(
-                {
-                    "workload": workload,
-                    "figure": name,
-                    "horologe": h,
-                    "redis": r,
-                    "ratio": ratio,
-                    "better": better,
-                }
-            )
+        peer = by_system.get("redis", {})
+        ours = [(s, f) for s, f in by_system.items() if s == "horologe" or s.startswith("horologe [")]
+        for system, figures in ours:
+            settings = system[len("horologe") :]
+            for name, h in figures.items():
+                if not name.startswith("_"):
+                    out.append(_row(workload, f"{name}{settings}", name, h, peer.get(name)))
         for name, value in by_system.get("redis (10 ms poll)", {}).items():
             if not name.startswith("_"):
                 out.append({"workload": workload, "figure": f"{name} [redis 10 ms poll]", "redis": value})
