@@ -205,10 +205,7 @@ class HourBucket:
             raise CorruptLogError(log.path, offset, "index points past the log's end")
         raw = log.read(offset, size)
         payload = read_frame(raw, 0, log.path)
-        stored = decode_record(payload, log.path, offset)
-        if stored.id != MessageId(self.hour, gi):
-            raise CorruptLogError(log.path, offset, f"record is {stored.id}, index says {gi}")
-        return stored
+        return decode_record(payload, log.path, offset, MessageId(self.hour, gi))
 
     def read_messages(self, gis: list[int]) -> list[StoredMessage]:
         """Messages ``gis`` (in that order) with one read of their index entries and one of
@@ -241,10 +238,7 @@ class HourBucket:
         out = []
         for gi, at, size in zip(gis, starts.tolist(), rows["size"].tolist(), strict=True):
             payload = read_frame(span[at - start : at - start + size], 0, log.path)
-            stored = decode_record(payload, log.path, at)
-            if stored.id != MessageId(self.hour, gi):
-                raise CorruptLogError(log.path, at, f"record is {stored.id}, index says {gi}")
-            out.append(stored)
+            out.append(decode_record(payload, log.path, at, MessageId(self.hour, gi)))
         return out
 
     # -- tombstones -----------------------------------------------------------

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import msgpack
 
 from .errors import CorruptLogError, DeliverTimeOutOfRangeError, InvalidMessageError
-from .message_id import MessageId
+from .message_id import ID_LENGTH, MessageId
 
 RECORD_KEYS = frozenset(
     ("id", "topic", "tags", "body", "deliver_at_ms", "key", "headers", "attempt", "produced_at_ms")
@@ -91,7 +91,9 @@ def encode_record(mid: MessageId, msg: Message) -> bytes:
     )
 
 
-def decode_record(payload: bytes, path: str, offset: int) -> StoredMessage:
+def decode_record(payload: bytes, path: str, offset: int, expect: MessageId | None = None) -> StoredMessage:
+    """The record in ``payload`` (read at ``offset`` of ``path``). With ``expect``, the
+    record must be that message (the index's word for it); its id is then not parsed."""
     try:
         rec = msgpack.unpackb(payload, raw=False)
         if not isinstance(rec, dict) or rec.keys() != RECORD_KEYS:
@@ -106,6 +108,12 @@ def decode_record(payload: bytes, path: str, offset: int) -> StoredMessage:
             headers=rec["headers"],
             attempt=rec["attempt"],
         )
-        return StoredMessage(MessageId.parse(rec["id"]), msg)
+        if expect is None:
+            return StoredMessage(MessageId.parse(rec["id"]), msg)
+        mid = rec["id"]
+        good = len(mid) == ID_LENGTH and int(mid, 16) == expect.hour << 32 | expect.global_index
     except (ValueError, TypeError, KeyError, msgpack.UnpackException) as e:
         raise CorruptLogError(path, offset, f"undecodable record: {e}") from e
+    if not good:
+        raise CorruptLogError(path, offset, f"record is {rec['id']!r}, index says {expect}")
+    return StoredMessage(expect, msg)

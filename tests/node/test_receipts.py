@@ -35,3 +35,16 @@ def test_a_batch_receipt_names_every_range_and_nothing_else():
 @pytest.mark.parametrize("bad", ["", "x", "1.2.3", "a.b.c.d", 7, None, ["1"], "\udc80.1.00.t"])
 def test_malformed_receipts_are_refused_not_crashed_on(bad):
     assert "malformed" in _refused(Receipts("secret"), "g", bad)
+
+
+def test_the_mac_is_keyed_blake2b_over_group_topic_span_and_lease_as_documented():
+    import hashlib
+    import hmac
+
+    key = hmac.digest(b"secret", b"horologe receipts v2", "sha256")
+    receipts = Receipts("secret")
+    for group, topic in (("g", "orders"), ("h", "orders"), ("g", "orders")):  # a kept hasher reused
+        span, lease, mac, named = receipts.issue(group, topic, 42, 1_000).split(".", 3)
+        text = "\x00".join((group, topic, "42", "1000"))
+        want = hashlib.blake2b(text.encode(), key=key, digest_size=16)
+        assert (span, lease, mac, named) == ("42", "1000", want.hexdigest(), topic)

@@ -149,3 +149,23 @@ def test_corruption_in_the_middle_names_file_and_offset(tmp_path):
     with Storage(root) as s, pytest.raises(StorageError) as e:
         s.check()
     assert e.value.path == log and e.value.offset <= 40
+
+
+def test_a_record_that_is_not_the_one_its_index_entry_names_is_corruption(tmp_path):
+    """A whole, checksummed record in another's place (say, a write that landed twice)."""
+    root = str(tmp_path / "store")
+    with Storage(root, StorageConfig(fsync=True)) as s:
+        ids = s.apply(1, lambda tx: tx.append([msg(H0 + 1000, body=b"a"), msg(H0 + 2000, body=b"b")]))
+        bucket = s.bucket(ids[0].hour)
+        first, second = (bucket.entry(mid.global_index) for mid in ids)
+    assert first["size"] == second["size"]
+    with open(first_log(root), "r+b") as f:
+        f.seek(int(first["offset"]))
+        record = f.read(int(first["size"]))
+        f.seek(int(second["offset"]))
+        f.write(record)
+    with Storage(root) as s:
+        for read in (lambda: s.read_message(ids[1]), lambda: s.read_messages(ids)):
+            with pytest.raises(StorageError) as e:
+                read()
+            assert f"index says {ids[1]}" in str(e.value)
