@@ -50,6 +50,10 @@ class HorologeSystem:
         self.cluster.stop_all()
         shutil.rmtree(self.root, ignore_errors=True)
 
+    def terms(self) -> list[int]:
+        """Each node's Raft term (one more per election)."""
+        return [self.cluster.status(i)["term"] for i in self.cluster.indexes]
+
     def memory(self) -> dict[str, tuple[int, int]]:
         return {f"n{i + 1}": memory_kb(p.pid) for i, p in sorted(self.cluster.procs.items())}
 

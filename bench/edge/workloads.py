@@ -30,9 +30,10 @@ class Scale:
     consume: int = 200_000
     memory_steps: tuple[int, ...] = (10_000, 1_000_000, 3_000_000)
     restart_steps: tuple[int, ...] = (100_000, 3_000_000)
+    sustained_s: int = 300
 
     def quick(self) -> Scale:
-        return Scale(20_000, 200, 500, 5, 10_000, 20_000, (10_000, 100_000), (10_000, 100_000))
+        return Scale(20_000, 200, 500, 5, 10_000, 20_000, (10_000, 100_000), (10_000, 100_000), 30)
 
     def big(self) -> Scale:
         return Scale(memory_steps=(*self.memory_steps, 10_000_000), restart_steps=(100_000, 10_000_000))
@@ -168,6 +169,46 @@ def consume(system, scale: Scale) -> dict:
     return {"4 consumers: msg/s end to end": scale.consume / ((max(at for at, _ in got) - t0) / 1000)}
 
 
+def sustained(system, scale: Scale) -> dict:
+    """Two producers as fast as they are acknowledged (batches of 1,000, due at once) and
+    one consumer draining, for ``sustained_s``: the rates held, and for Horologe how often
+    the master changed meanwhile (each new term is an election). The consumer keeps the
+    peer's memory bounded over minutes of ingest."""
+    deadline = time.monotonic() + scale.sustained_s
+    terms = getattr(system, "terms", None)
+    before = terms() if terms else None
+    counts = {"acked": 0, "received": 0}
+    lock = threading.Lock()
+    t0 = time.perf_counter()
+
+    def work(k: int) -> None:
+        if k == 2:
+            c = system.consumer()
+            try:
+                while time.monotonic() < deadline:
+                    _at, got = c.receive(0.5)
+                    with lock:
+                        counts["received"] += len(got)
+            finally:
+                c.close()
+            return
+        p = system.producer()
+        while time.monotonic() < deadline:
+            n = p.batch([(int(now_ms()), BODY) for _ in range(1000)])
+            with lock:
+                counts["acked"] += n
+
+    _run_threads(3, work)
+    took = time.perf_counter() - t0
+    out = {
+        f"{scale.sustained_s} s, 2 producers: acked msg/s": counts["acked"] / took,
+        f"{scale.sustained_s} s, 1 consumer: received msg/s": counts["received"] / took,
+    }
+    if before is not None:
+        out[f"{scale.sustained_s} s: master changes (count)"] = max(terms()) - max(before)
+    return out
+
+
 def memory(system, scale: Scale) -> dict:
     """RSS of each process as pending grows (deliver times spread over 30 days)."""
 
@@ -230,4 +271,5 @@ WORKLOADS = {
     "consume": consume,
     "memory": memory,
     "restart": restart,
+    "sustained": sustained,
 }
