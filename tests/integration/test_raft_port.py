@@ -1,0 +1,61 @@
+"""The Raft port of a node answers only peers that hold the cluster secret (DESIGN §5,
+"Security"): pysyncobj unpickles what a peer sends, so without the secret a raw
+connection could run code. Here one sends what an attacker would, the node runs none of
+it, and the cluster goes on serving."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import os
+import pickle
+import socket
+import struct
+import time
+import zlib
+
+from cryptography.fernet import Fernet
+
+
+class _Touch:
+    """Unpickling this creates a file: the proof that a payload ran."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def __reduce__(self):
+        return (open, (self.path, "w"))
+
+
+def _frames(marker: str) -> list[bytes]:
+    evil = pickle.dumps(("n9", _Touch(marker)), protocol=4)
+    wrong_key = base64.urlsafe_b64encode(hashlib.sha256(b"not the cluster secret").digest())
+    payloads = [
+        os.urandom(4096),  # garbage
+        evil,  # a bare pickle
+        zlib.compress(evil),  # as pysyncobj frames one, but unencrypted
+        Fernet(wrong_key).encrypt(zlib.compress(evil)),  # encrypted with another secret
+    ]
+    return [struct.pack("i", len(p)) + p for p in payloads]
+
+
+def test_a_peer_without_the_cluster_secret_runs_nothing_and_stops_nothing(cluster, tmp_path):
+    master = cluster.wait_connected()
+    term = cluster.status(master)["term"]
+    marker = str(tmp_path / "ran")
+    for i in cluster.indexes:
+        for frame in _frames(marker):
+            with socket.create_connection(("127.0.0.1", cluster.raft_ports[i]), timeout=5) as s:
+                s.sendall(frame)
+                s.settimeout(2)
+                try:
+                    while s.recv(65536):  # until the node drops the connection
+                        pass
+                except (TimeoutError, ConnectionResetError):
+                    pass
+    time.sleep(0.5)
+    assert not os.path.exists(marker), "a node unpickled a payload from a peer without the secret"
+    assert cluster.wait_connected() == master
+    assert {cluster.status(i)["term"] for i in cluster.indexes} == {term}
+    res = cluster.produce(master, [{"topic": "after", "body": "still serving"}])
+    assert "id" in res[0], res
