@@ -1,4 +1,5 @@
-"""Append rate: 200-byte bodies in batches of 1,000, without and with fsync per batch.
+"""Append rate: 200-byte bodies in batches of 1,000, with sync points only (``fsync=False``,
+the default: every 8 MiB) and with an fsync per batch (``fsync=True``).
 
     python bench/bench_storage_append.py [--batches 200]
 
