@@ -71,3 +71,38 @@ def test_a_full_disk_halts_the_master_which_steps_down_then_replays(make_cluster
                 s.check()
     finally:
         cluster.stop_all()  # before the fixture unmounts the store under it
+
+
+@pytest.mark.root
+def test_a_follower_whose_disk_fills_halts_alone_and_catches_up_once_it_has_room(make_cluster, mount_tmpfs):
+    cluster = make_cluster(start=False)
+    store = os.path.join(cluster.data_root, "n3", "store")
+    os.makedirs(store)
+    mount_tmpfs(store, "3m")
+    try:
+        cluster.start_all()
+        _make_master(cluster, 0)
+        master = 0
+        far = int(time.time() * 1000) + 2 * DAY_MS
+        acked = 0
+        for k in range(30):  # 320 KB a request: n3's 3 MB fill up within ~10; the rest go on
+            batch = [{"topic": "full", "body": BODY, "deliver_at": far + k} for _ in range(10)]
+            acked += sum(1 for r in cluster.produce(master, batch) if "id" in r)
+        assert acked == 300  # the master and n2 are a majority: every request was served
+        st = cluster.status(2)
+        assert st["halted"] and "StorageFullError" in st["halted"], st["halted"]
+        assert cluster.wait_leader() == master  # a follower's halt moves nothing
+
+        cluster.stop(2)
+        subprocess.run(["mount", "-o", "remount,size=256m", store], check=True)
+        cluster.start(2)
+        cluster.catch_up(2)
+        counters = [cluster.status(i)["counters"] for i in cluster.indexes]
+        assert counters[0] == counters[1] == counters[2] and counters[0]["stored"] >= 300
+        assert cluster.status(2)["halted"] is None
+        cluster.stop_all()
+        for i in cluster.indexes:
+            with cluster.store(i) as s:
+                s.check()
+    finally:
+        cluster.stop_all()  # before the fixture unmounts the store under it
