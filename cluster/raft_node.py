@@ -32,6 +32,7 @@ from horologe.storage import Storage
 from horologe.storage.commit_journal import CommitJournal
 from horologe.storage.store_reads import CommittedState
 
+from . import bounded_frames
 from .append_rule import trim_append
 from .dial_node import DialNode
 from .dump_file import DumpWriter, LocalDump, check_not_behind, read_local, read_shipped
@@ -141,6 +142,7 @@ class RaftNode(SyncObj):
         def serializer(*args) -> ShippingSerializer:
             return ShippingSerializer(self._dump, state.store.directory, self._ask_for_dump, *args)
 
+        bounded_frames.install()  # before the first connection is made or accepted
         try:
             with _pysyncobj_parts(createJournal=create_journal, Serializer=serializer):
                 super().__init__(DialNode(settings.raft), self._peers, conf)

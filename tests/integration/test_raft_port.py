@@ -59,3 +59,34 @@ def test_a_peer_without_the_cluster_secret_runs_nothing_and_stops_nothing(cluste
     assert {cluster.status(i)["term"] for i in cluster.indexes} == {term}
     res = cluster.produce(master, [{"topic": "after", "body": "still serving"}])
     assert "id" in res[0], res
+
+
+def _rss_kb(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
+
+
+def test_a_frame_claiming_a_gibibyte_is_refused_before_it_is_buffered(cluster):
+    """Without the secret nothing can be decrypted, but pysyncobj would buffer the whole
+    frame its header claims first (cluster/bounded_frames.py)."""
+    master = cluster.wait_connected()
+    pid = cluster.procs[master].pid
+    before = _rss_kb(pid)
+    sent, dropped = 0, False
+    chunk = b"\0" * (1 << 20)
+    deadline = time.monotonic() + 10
+    with socket.create_connection(("127.0.0.1", cluster.raft_ports[master]), timeout=5) as s:
+        s.settimeout(1)
+        s.sendall(struct.pack("i", (1 << 30) - 1))
+        try:
+            while sent < 256 << 20 and time.monotonic() < deadline:
+                s.sendall(chunk)
+                sent += len(chunk)
+        except (BrokenPipeError, ConnectionResetError):
+            dropped = True
+        except TimeoutError:
+            pass  # the node reads ever slower (pysyncobj grows its buffer by copying): not dropped
+    assert dropped, f"the node kept reading a frame it can never decrypt ({sent >> 20} MiB sent)"
+    assert _rss_kb(pid) - before < 64 * 1024
+    assert "dropped a Raft connection: a frame claims 1073741823 bytes" in cluster.log(master)
+    assert {cluster.status(i)["term"] for i in cluster.indexes} == {cluster.status(master)["term"]}
