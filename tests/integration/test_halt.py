@@ -25,6 +25,22 @@ def _make_master(cluster, i: int) -> None:
     assert cluster.wait_connected() == i
 
 
+def _room_again_and_caught_up(cluster, i: int, store: str, stored: int) -> None:
+    """Node i, halted on a full disk, gets room and a restart: it replays what it missed,
+    ends with the others' counters, and every store checks out."""
+    cluster.stop(i)
+    subprocess.run(["mount", "-o", "remount,size=256m", store], check=True)
+    cluster.start(i)
+    cluster.catch_up(i)
+    counters = [cluster.status(n)["counters"] for n in cluster.indexes]
+    assert counters[0] == counters[1] == counters[2] and counters[0]["stored"] >= stored
+    assert cluster.status(i)["halted"] is None
+    cluster.stop_all()
+    for n in cluster.indexes:
+        with cluster.store(n) as s:
+            s.check()
+
+
 @pytest.mark.root
 def test_a_full_disk_halts_the_master_which_steps_down_then_replays(make_cluster, mount_tmpfs):
     cluster = make_cluster(start=False, extra_toml="log_compaction_min_entries = 40")
@@ -58,17 +74,7 @@ def test_a_full_disk_halts_the_master_which_steps_down_then_replays(make_cluster
         else:
             assert not os.path.exists(snapshot), "a halted node wrote a snapshot"
 
-        cluster.stop(0)
-        subprocess.run(["mount", "-o", "remount,size=256m", store], check=True)
-        cluster.start(0)
-        cluster.catch_up(0)
-        counters = [cluster.status(i)["counters"] for i in cluster.indexes]
-        assert counters[0] == counters[1] == counters[2] and counters[0]["stored"] >= 60
-        assert cluster.status(0)["halted"] is None
-        cluster.stop_all()
-        for i in cluster.indexes:
-            with cluster.store(i) as s:
-                s.check()
+        _room_again_and_caught_up(cluster, 0, store, stored=60)
     finally:
         cluster.stop_all()  # before the fixture unmounts the store under it
 
@@ -93,16 +99,6 @@ def test_a_follower_whose_disk_fills_halts_alone_and_catches_up_once_it_has_room
         assert st["halted"] and "StorageFullError" in st["halted"], st["halted"]
         assert cluster.wait_leader() == master  # a follower's halt moves nothing
 
-        cluster.stop(2)
-        subprocess.run(["mount", "-o", "remount,size=256m", store], check=True)
-        cluster.start(2)
-        cluster.catch_up(2)
-        counters = [cluster.status(i)["counters"] for i in cluster.indexes]
-        assert counters[0] == counters[1] == counters[2] and counters[0]["stored"] >= 300
-        assert cluster.status(2)["halted"] is None
-        cluster.stop_all()
-        for i in cluster.indexes:
-            with cluster.store(i) as s:
-                s.check()
+        _room_again_and_caught_up(cluster, 2, store, stored=300)
     finally:
         cluster.stop_all()  # before the fixture unmounts the store under it
