@@ -25,6 +25,15 @@ def _make_master(cluster, i: int) -> None:
     assert cluster.wait_connected() == i
 
 
+def _small_disk_cluster(make_cluster, mount_tmpfs, i: int, extra_toml: str = ""):
+    """A cluster (not started) whose node i keeps its store on a 3 MB tmpfs; and that store."""
+    cluster = make_cluster(start=False, extra_toml=extra_toml)
+    store = os.path.join(cluster.data_root, f"n{i + 1}", "store")
+    os.makedirs(store)
+    mount_tmpfs(store, "3m")
+    return cluster, store
+
+
 def _room_again_and_caught_up(cluster, i: int, store: str, stored: int) -> None:
     """Node i, halted on a full disk, gets room and a restart: it replays what it missed,
     ends with the others' counters, and every store checks out."""
@@ -43,10 +52,7 @@ def _room_again_and_caught_up(cluster, i: int, store: str, stored: int) -> None:
 
 @pytest.mark.root
 def test_a_full_disk_halts_the_master_which_steps_down_then_replays(make_cluster, mount_tmpfs):
-    cluster = make_cluster(start=False, extra_toml="log_compaction_min_entries = 40")
-    store = os.path.join(cluster.data_root, "n1", "store")
-    os.makedirs(store)
-    mount_tmpfs(store, "3m")
+    cluster, store = _small_disk_cluster(make_cluster, mount_tmpfs, 0, "log_compaction_min_entries = 40")
     try:
         cluster.start_all()
         _make_master(cluster, 0)
@@ -81,10 +87,7 @@ def test_a_full_disk_halts_the_master_which_steps_down_then_replays(make_cluster
 
 @pytest.mark.root
 def test_a_follower_whose_disk_fills_halts_alone_and_catches_up_once_it_has_room(make_cluster, mount_tmpfs):
-    cluster = make_cluster(start=False)
-    store = os.path.join(cluster.data_root, "n3", "store")
-    os.makedirs(store)
-    mount_tmpfs(store, "3m")
+    cluster, store = _small_disk_cluster(make_cluster, mount_tmpfs, 2)
     try:
         cluster.start_all()
         _make_master(cluster, 0)
