@@ -29,6 +29,7 @@ from horologe.storage import (
     StorageFullError,
     Transaction,
     UnknownMessageError,
+    ready_rows,
 )
 from horologe.storage.key_index import CLEAN_ON_TRIM
 from horologe.wheel import SecondCache, Watermark, expand
@@ -153,26 +154,23 @@ class StateMachine:
 
     def _deliver(self, tx: Transaction, batches: Iterable[np.ndarray], clock_ms: int) -> int:
         """Append due rows (wheel DUE dtype) to their topics' ready logs; skip cancelled ones."""
-        by_topic: dict[int, list[ReadyEntry]] = defaultdict(list)
-        for rows in batches:
-            for hour in np.unique(rows["hour"]):
-                part = rows[rows["hour"] == hour]
+        tids, rows = [], []  # per hour of each batch, in delivery order
+        for due in batches:
+            for hour in np.unique(due["hour"]):
+                part = due[due["hour"] == hour]
                 bucket = self.store.bucket(int(hour))
                 gis = part["global_index"].astype(np.int64)
                 live = ~bucket.cancelled_mask()[gis]
                 entries = bucket.index_view()[gis[live]]
-                for gi, slot, sig, tid in zip(
-                    gis[live].tolist(),
-                    part["slot_ms"][live].tolist(),
-                    entries["tag_sig"].tolist(),
-                    entries["topic_id"].tolist(),
-                    strict=True,
-                ):
-                    by_topic[tid].append(ReadyEntry(int(hour), gi, sig, slot, clock_ms, 0))
+                tids.append(entries["topic_id"])
+                rows.append(ready_rows(hour, gis[live], entries["tag_sig"], part["slot_ms"][live], clock_ms))
         n = 0
-        for tid, entries in sorted(by_topic.items()):
-            tx.append_ready(self.store.topic_name(tid), entries)
-            n += len(entries)
+        if rows:
+            tid, ready = np.concatenate(tids), np.concatenate(rows)
+            for t in np.unique(tid).tolist():  # topics in id order, as before
+                mine = ready[tid == t]
+                tx.append_ready(self.store.topic_name(t), mine)
+                n += len(mine)
         self._bump(tx, "delivered", n)
         return n
 

@@ -19,7 +19,7 @@ from .errors import (
 )
 from .message import Message, MessageLimits, StoredMessage
 from .message_id import MessageId
-from .ready_log import ReadyEntry, ready_ids
+from .ready_log import ReadyEntry, ready_ids, ready_rows
 from .store import SKIPPED, Storage
 from .tag_signature import may_match, tag_signature, tags_signature
 from .transaction import Transaction
@@ -35,6 +35,7 @@ __all__ = [
     "MessageId",
     "MessageLimits",
     "ReadyEntry",
+    "ready_rows",
     "ReadyTrimmedError",
     "SealedHourError",
     "Storage",

@@ -35,6 +35,14 @@ class FixedLayout:
         b = self.body.pack(*fields)
         return b + zlib.crc32(b).to_bytes(4, "little")
 
+    def seal(self, rows: np.ndarray) -> np.ndarray:
+        """Fill the crc of every entry of ``rows`` (this layout's dtype, contiguous) in place;
+        returns ``rows``. What ``pack`` does for one entry, for many at once."""
+        size, body = self.size, self.body.size
+        raw = memoryview(rows).cast("B")
+        rows["crc"] = [zlib.crc32(raw[at : at + body]) for at in range(0, len(rows) * size, size)]
+        return rows
+
     def offset_of(self, n: int) -> int:
         return MAGIC_SIZE + n * self.size
 

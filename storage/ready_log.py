@@ -96,6 +96,29 @@ class ReadyEntry(NamedTuple):
         )
 
 
+def ready_rows(hour, global_index, tag_sig, deliver_at_ms, delivered_at_ms, attempt=0) -> np.ndarray:
+    """Ready-log entries, sealed, from columns (arrays, or scalars shared by every row):
+    ``ReadyEntry.pack`` for a whole delivery at once."""
+    n = len(global_index)
+    rows = np.zeros(n, dtype=READY.dtype)
+    rows["hour"] = hour
+    rows["global_index"] = global_index
+    rows["tag_sig"] = tag_sig
+    rows["deliver_at_ms"] = deliver_at_ms
+    rows["delivered_at_ms"] = delivered_at_ms
+    rows["attempt"] = attempt
+    return READY.seal(rows)
+
+
+def rows_of(entries) -> np.ndarray:
+    """Ready-log entries from ``ReadyEntry`` tuples (rows already are returned as they are)."""
+    if isinstance(entries, np.ndarray):
+        return entries
+    cols = list(zip(*entries, strict=True)) or [()] * len(ReadyEntry._fields)
+    types = [READY.dtype[name] for name in ReadyEntry._fields]
+    return ready_rows(*(np.array(col, dtype=t) for col, t in zip(cols, types, strict=True)))
+
+
 def ready_ids(rows: np.ndarray) -> list[str]:
     """The message ids of ready-log rows (as read by ``Storage.read_ready``), as strings."""
     return [

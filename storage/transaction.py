@@ -13,7 +13,7 @@ from .errors import SealedHourError, UnknownMessageError
 from .magic import READY_LOG
 from .message import Message
 from .message_id import MessageId
-from .ready_log import READY, ReadyEntry, base_key, floor_key, ready_segment_rel
+from .ready_log import READY, ReadyEntry, base_key, floor_key, ready_segment_rel, rows_of
 from .segments import SegmentedLog
 from .tag_signature import tags_signature
 
@@ -125,8 +125,9 @@ class Transaction:
             )
         return log
 
-    def append_ready(self, topic: str, entries: Sequence[ReadyEntry]) -> int:
-        """Append delivered messages to a topic's ready log; return the first new offset.
+    def append_ready(self, topic: str, entries: Sequence[ReadyEntry] | np.ndarray) -> int:
+        """Append delivered messages (``ReadyEntry`` tuples, or sealed rows: ready_rows) to a
+        topic's ready log; return the first new offset.
 
         Each segment's floor (meta ``ready_floor/<segment>``, the lowest hour its entries
         name) is kept as entries arrive: retention never removes an hour a held ready
@@ -134,22 +135,24 @@ class Transaction:
         store = self.store
         log = self._ready_log(self.topic_id(topic))
         first = log.end
-        if not entries:
+        if not len(entries):
             return first
+        rows = rows_of(entries)
         span = store.config.ready_segment_span_ms
+        windows = rows["delivered_at_ms"] // span
+        cuts = [0, *(np.flatnonzero(np.diff(windows)) + 1).tolist(), len(rows)]
         opened: set[str] = set()
-        for window, run in itertools.groupby(entries, key=lambda e: e.delivered_at_ms // span):
-            run = list(run)
+        for lo, hi in itertools.pairwise(cuts):
             tail = log.segments[-1][1] if log.segments else None
             # A segment holds deliveries of one span at most, so a quiet topic's old
             # entries do not wait in a tail that never fills (and hold their hours back).
-            roll = tail is not None and self._first_delivered(tail) // span != window
-            blob = b"".join(e.pack() for e in run)
+            roll = tail is not None and self._first_delivered(tail) // span != int(windows[lo])
+            blob = rows[lo:hi].tobytes()
             opened.update(log.append(blob, store.config.ready_segment_entries, new_segment=roll))
-        hours = np.fromiter((e.hour for e in entries), dtype=np.int64, count=len(entries))
-        for seg_first, rel in log.overlapping(first, first + len(entries)):
+        hours = rows["hour"].astype(np.int64)
+        for seg_first, rel in log.overlapping(first, first + len(rows)):
             lo = max(seg_first, first) - first
-            hi = min(seg_first + log.entries_in(rel), first + len(entries)) - first
+            hi = min(seg_first + log.entries_in(rel), first + len(rows)) - first
             low = int(hours[lo:hi].min())
             floor = store.current_meta(floor_key(rel), None)
             if rel in opened or (floor is not None and low < floor):
