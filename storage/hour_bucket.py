@@ -20,11 +20,11 @@ import numpy as np
 from .delay_index import INDEX, MS_PER_HOUR, SECONDS_PER_HOUR
 from .errors import CorruptLogError, UnknownMessageError
 from .file_table import FileTable
-from .framing import frame, read_frame
+from .framing import FRAME_HEAD, FRAME_OVERHEAD, frame, read_frame, read_frames
 from .heads import Heads
 from .hour_names import hour_name
 from .magic import DELAY_INDEX, DELAY_LOG, MAGIC_SIZE, TOMBSTONES, check_magic
-from .message import Message, StoredMessage, decode_record, encode_record
+from .message import Message, StoredMessage, decode_record, encode_record, record_names, records_name
 from .message_id import MessageId
 from .tombstones import TOMBSTONE
 
@@ -198,48 +198,77 @@ class HourBucket:
         return out
 
     def read_message(self, gi: int) -> StoredMessage:
+        (payload, at), log = self._record(gi), self.files.path(self.log_rel)
+        return decode_record(payload, log, at, MessageId(self.hour, gi))
+
+    def read_messages(self, gis: list[int]) -> list[StoredMessage]:
+        """Messages ``gis`` (in that order), read as :meth:`read_records` reads them."""
+        log = self.files.path(self.log_rel)
+        payloads, ats, _named = self._records(gis)
+        return [
+            decode_record(payload, log, at, MessageId(self.hour, gi))
+            for gi, payload, at in zip(gis, payloads, ats, strict=True)
+        ]
+
+    def read_records(self, gis: list[int]) -> list[bytes | memoryview]:
+        """The delay-log records (msgpack, see message) of ``gis``, in that order, each
+        checked: its frame's crc, and that it is the message the index names. For handing
+        records on without decoding them (a pull); :meth:`read_messages` decodes."""
+        payloads, ats, named = self._records(gis)
+        for k in np.flatnonzero(~named).tolist():  # written another way: check it whole
+            decode_record(payloads[k], self.files.path(self.log_rel), ats[k], MessageId(self.hour, gis[k]))
+        return payloads
+
+    def _record(self, gi: int) -> tuple[bytes, int]:
+        """(payload, log offset) of message ``gi``'s frame, its crc checked."""
         e = self.entry(gi)
         log = self.files.get(self.log_rel)
         offset, size = int(e["offset"]), int(e["size"])
         if offset + size > log.length:
             raise CorruptLogError(log.path, offset, "index points past the log's end")
-        raw = log.read(offset, size)
-        payload = read_frame(raw, 0, log.path)
-        return decode_record(payload, log.path, offset, MessageId(self.hour, gi))
+        return read_frame(log.read(offset, size), 0, log.path), offset
 
-    def read_messages(self, gis: list[int]) -> list[StoredMessage]:
-        """Messages ``gis`` (in that order) with one read of their index entries and one of
-        their records when they lie close together, as a hot second's do; else one by one."""
-        if len(gis) < 2:
-            return [self.read_message(gi) for gi in gis]
-        lo, hi = min(gis), max(gis)
-        if lo < 0 or hi >= self.count:
-            raise UnknownMessageError(f"no message {MessageId(self.hour, lo if lo < 0 else hi)}")
-        if hi - lo >= DENSE_FACTOR * len(gis):
-            return [self.read_message(gi) for gi in gis]
+    def _records(self, gis: list[int]) -> tuple[list, list[int], np.ndarray]:
+        """Payloads of ``gis``'s frames (crc checked), their log offsets, and whether each
+        is, by its leading id, the message asked for (message.records_name). With one
+        read of their index entries and one of their frames, all checked at once, when
+        they lie close together, as a hot second's do; else one by one."""
+        if len(gis) >= 2:
+            lo, hi = min(gis), max(gis)
+            if lo < 0 or hi >= self.count:
+                raise UnknownMessageError(f"no message {MessageId(self.hour, lo if lo < 0 else hi)}")
+            if hi - lo < DENSE_FACTOR * len(gis):
+                got = self._dense_records(gis, lo, hi)
+                if got is not None:
+                    return got
+        pairs = [self._record(gi) for gi in gis]
+        named = [record_names(p, MessageId(self.hour, gi)) for gi, (p, _) in zip(gis, pairs, strict=True)]
+        return [p for p, _ in pairs], [at for _, at in pairs], np.array(named, dtype=bool)
+
+    def _dense_records(self, gis: list[int], lo: int, hi: int) -> tuple[list, list[int], np.ndarray] | None:
         f = self.files.get(self.idx_rel)
-        first = INDEX.offset_of(lo)
-        raw = memoryview(f.read(first, (hi - lo + 1) * INDEX.size))
-        for n in range(max(lo, self._verified), hi + 1):
-            at = (n - lo) * INDEX.size
-            INDEX.verify_entry(raw[at : at + INDEX.size], f.path, first + at)
+        raw = f.read(INDEX.offset_of(lo), (hi - lo + 1) * INDEX.size)
+        checked = max(lo, self._verified)
+        INDEX.verify_run(raw, (checked - lo) * INDEX.size, hi + 1 - checked, f.path, INDEX.offset_of(checked))
         if lo <= self._verified:  # checked up to hi now, with no gap
             self._verified = max(self._verified, hi + 1)
-        rows = np.frombuffer(raw, dtype=INDEX.dtype)[np.asarray(gis) - lo]
+        want = np.asarray(gis, dtype=np.int64)
+        rows = np.frombuffer(raw, dtype=INDEX.dtype)[want - lo]
         starts = rows["offset"].astype(np.int64)
-        ends = starts + rows["size"]
-        start, end = int(starts.min()), int(ends.max())
+        sizes = rows["size"].astype(np.int64)
+        start, end = int(starts.min()), int((starts + sizes).max())
         log = self.files.get(self.log_rel)
         if end > log.length:
             raise CorruptLogError(log.path, end, "index points past the log's end")
-        if end - start > DENSE_FACTOR * int(rows["size"].sum()):
-            return [self.read_message(gi) for gi in gis]
-        span = memoryview(log.read(start, end - start))
-        out = []
-        for gi, at, size in zip(gis, starts.tolist(), rows["size"].tolist(), strict=True):
-            payload = read_frame(span[at - start : at - start + size], 0, log.path)
-            out.append(decode_record(payload, log.path, at, MessageId(self.hour, gi)))
-        return out
+        if end - start > DENSE_FACTOR * int(sizes.sum()):
+            return None
+        span = log.read(start, end - start)
+        payloads = read_frames(span, starts - start, sizes, log.path, start)
+        firsts = starts - start + FRAME_HEAD.size
+        named = records_name(
+            np.frombuffer(span, dtype=np.uint8), firsts, sizes - FRAME_OVERHEAD, self.hour, want
+        )
+        return payloads, starts.tolist(), named
 
     # -- tombstones -----------------------------------------------------------
 

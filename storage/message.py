@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import msgpack
+import numpy as np
 
 from .errors import CorruptLogError, DeliverTimeOutOfRangeError, InvalidMessageError
 from .message_id import ID_LENGTH, MessageId
@@ -89,6 +90,41 @@ def encode_record(mid: MessageId, msg: Message) -> bytes:
             "produced_at_ms": msg.produced_at_ms,
         }
     )
+
+
+_ID_KEY = b"\xa2id\xb0"  # after the map's head: "id", then a str of 16 bytes (ID_LENGTH)
+
+
+def record_names(payload: bytes, mid: MessageId) -> bool:
+    """Whether record ``payload`` is message ``mid``'s, by the id that encode_record
+    writes first, without decoding the rest. False for a record written another way."""
+    return payload[1:21] == _ID_KEY + str(mid).encode()
+
+
+_HEX_DIGITS = np.frombuffer(b"0123456789abcdef", dtype=np.uint8)
+_NIBBLES = np.arange(60, -4, -4, dtype=np.uint64)  # the 16 hex digits of a u64, first to last
+
+
+def records_name(
+    raw: np.ndarray, firsts: np.ndarray, lengths: np.ndarray, hour: int, gis: np.ndarray
+) -> np.ndarray:
+    """``record_names`` for many records at once: which of the records at ``firsts``
+    (``lengths`` long) in byte array ``raw`` are those of messages ``hour``/``gis``."""
+    head = np.frombuffer(_ID_KEY, dtype=np.uint8)
+    at = np.minimum(firsts[:, None] + np.arange(1, 1 + len(head) + ID_LENGTH), len(raw) - 1)
+    got = raw[at]
+    ids = np.uint64(hour) << np.uint64(32) | gis.astype(np.uint64)
+    want = _HEX_DIGITS[(ids[:, None] >> _NIBBLES) & np.uint64(15)]
+    return (
+        (lengths > len(head) + ID_LENGTH)
+        & (got[:, : len(head)] == head).all(axis=1)
+        & (got[:, len(head) :] == want).all(axis=1)
+    )
+
+
+def unpack_record(payload: bytes) -> dict:
+    """The fields of a record that was read checked (HourBucket.read_records)."""
+    return msgpack.unpackb(payload, raw=False)
 
 
 def decode_record(payload: bytes, path: str, offset: int, expect: MessageId | None = None) -> StoredMessage:

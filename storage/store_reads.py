@@ -14,7 +14,7 @@ what makes reading beside a writer safe without a lock.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -190,14 +190,22 @@ class StoreReads:
 
     def read_messages(self, mids: list[MessageId]) -> list[StoredMessage]:
         """``read_message`` of each, in that order, reading each hour's together."""
+        return self._per_hour(mids, HourBucket.read_messages)
+
+    def read_records(self, mids: list[MessageId]) -> list[bytes]:
+        """The checked delay-log records of ``mids`` (HourBucket.read_records), in that
+        order, reading each hour's together."""
+        return self._per_hour(mids, HourBucket.read_records)
+
+    def _per_hour(self, mids: list[MessageId], read: Callable[[HourBucket, list[int]], list]) -> list:
         by_hour: dict[int, list[int]] = {}
         for k, mid in enumerate(mids):
             self._check_retained(mid)
             by_hour.setdefault(mid.hour, []).append(k)
-        out: list[StoredMessage | None] = [None] * len(mids)
+        out: list = [None] * len(mids)
         for hour, ks in by_hour.items():
             with _removed_as(MessageExpiredError(f"messages of hour {hour} were removed by retention")):
-                got = self.bucket(hour).read_messages([mids[k].global_index for k in ks])
+                got = read(self.bucket(hour), [mids[k].global_index for k in ks])
             for k, m in zip(ks, got, strict=True):
                 out[k] = m
         return out

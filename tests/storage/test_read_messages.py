@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import os
 
+import numpy as np
 import pytest
 
 from horologe.storage import MessageId, Storage, StorageConfig, UnknownMessageError
+from horologe.storage.delay_index import INDEX
 from horologe.storage.errors import CorruptLogError
 from horologe.storage.hour_names import hour_name
+from horologe.storage.magic import MAGIC_SIZE
+from horologe.storage.message import decode_record
 
 from .helpers import H0, HOUR, msg
 
@@ -34,6 +38,10 @@ def test_read_messages_is_read_message_of_each(tmp_path, ids):
     with _store(tmp_path) as s:
         mids = [MessageId(h, gi) for h, gi in ids]
         assert s.read_messages(mids) == [s.read_message(mid) for mid in mids]
+        records = s.read_records(mids)  # what a pull hands on, undecoded
+        assert [decode_record(bytes(r), "log", 0, mid) for r, mid in zip(records, mids, strict=True)] == [
+            s.read_message(mid) for mid in mids
+        ]
 
 
 def test_an_unknown_id_among_them_is_refused(tmp_path):
@@ -41,7 +49,8 @@ def test_an_unknown_id_among_them_is_refused(tmp_path):
         s.read_messages([MessageId(HOUR, 5), MessageId(HOUR, 200)])
 
 
-def test_a_damaged_record_among_them_is_refused(tmp_path):
+@pytest.mark.parametrize("read", ["read_messages", "read_records"])
+def test_a_damaged_record_among_them_is_refused(tmp_path, read):
     with _store(tmp_path) as s:
         first = s.read_message(MessageId(HOUR, 0))
     path = os.path.join(str(tmp_path / "s"), "delay", f"{hour_name(HOUR)}.log")
@@ -53,4 +62,22 @@ def test_a_damaged_record_among_them_is_refused(tmp_path):
     with Storage(str(tmp_path / "s"), StorageConfig(fsync=False)) as s:
         assert s.read_message(MessageId(HOUR, 0)) == first
         with pytest.raises(CorruptLogError):
-            s.read_messages([MessageId(HOUR, k) for k in range(5, 20)])
+            getattr(s, read)([MessageId(HOUR, k) for k in range(5, 20)])
+
+
+@pytest.mark.parametrize("ids", [range(0, 20), (3, 150)])  # dense, sparse
+def test_an_index_entry_that_names_another_message_s_record_is_refused(tmp_path, ids):
+    """The frame checks out, but it is not the message asked for: the id inside says so."""
+    _store(tmp_path).close()
+    path = os.path.join(str(tmp_path / "s"), "delay", f"{hour_name(HOUR)}.idx")
+    with open(path, "r+b") as f:
+        data = bytearray(f.read())
+        rows = np.frombuffer(bytes(data), dtype=INDEX.dtype, offset=MAGIC_SIZE).copy()
+        rows[["offset", "size"]][3] = rows[["offset", "size"]][4]  # entry 3 points at record 4
+        f.seek(MAGIC_SIZE)
+        f.write(INDEX.seal(rows).tobytes())
+    with Storage(str(tmp_path / "s"), StorageConfig(fsync=False)) as s:
+        mids = [MessageId(HOUR, k) for k in ids]
+        for read in (s.read_records, s.read_messages):
+            with pytest.raises(CorruptLogError, match="index says"):
+                read(mids)
