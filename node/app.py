@@ -15,6 +15,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Gauge, gen
 from horologe.cluster import CANCELLED, DELIVERED, ClusterError, NotMasterError, ProposalTimeoutError
 from horologe.storage import MessageExpiredError, MessageId, StorageFullError, UnknownMessageError
 
+from . import pull_wire
 from .clock import Clock, system_clock
 from .config import NodeConfig
 from .errors import ApiError
@@ -174,7 +175,9 @@ async def pull(request: web.Request) -> web.Response:
     pulled = await svc.consumers.pull(
         req["group"], req["topic"], req.get("tags"), req["max"], req["wait_ms"], req["visibility_ms"]
     )
-    return _json(200, pulled)
+    if pull_wire.MSGPACK in request.headers.get("Accept", ""):
+        return web.Response(body=pull_wire.as_msgpack(pulled), content_type=pull_wire.MSGPACK)
+    return _json(200, pull_wire.as_json(pulled))
 
 
 async def ack(request: web.Request) -> web.Response:

@@ -10,9 +10,9 @@ new master. A group skips messages its tag filter rejects; those are acked for i
 from __future__ import annotations
 
 import asyncio
-import base64
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -26,6 +26,7 @@ from horologe.cluster.consumer_groups import (
     to_ranges,
 )
 from horologe.storage import MessageId, ReadyTrimmedError, UnknownMessageError, tag_signature
+from horologe.storage.message import unpack_record
 
 from .committed_view import CommittedView
 from .errors import ApiError
@@ -64,6 +65,22 @@ class TagFilter:
 
     def matches(self, tags) -> bool:
         return not self.tags or bool(self.tags.intersection(tags))
+
+
+class Handed(NamedTuple):
+    """One message a pull leased: its delay-log record as stored (decoded only for the
+    JSON answer: pull_wire), the receipt, and the deliver times of its ready entry."""
+
+    record: bytes
+    receipt: str
+    deliver_at: int
+    delivered_at: int
+
+
+@dataclass
+class Pulled:
+    messages: list[Handed]
+    batch_receipts: list[str]  # one per ready log read, naming all it leased there
 
 
 class Consumers:
@@ -116,7 +133,7 @@ class Consumers:
         filt: TagFilter,
         want: int,
         now: int,
-        out: list[dict],
+        out: list[Handed],
         skipped: list[tuple[str, str, int, int]],
         visibility_ms: int,
         origin: str | None = None,
@@ -144,6 +161,7 @@ class Consumers:
         # (So leases too stay within SCAN_LIMIT entries of it.)
         end = min(reads.ready_count(topic), floor + SCAN_LIMIT)
         chunk = max(4 * want, 1024)  # most pulls find what they want right at the cursor
+        lease, issue = now + visibility_ms, self.receipts.issue
         leased: list[int] = []
         passed: list[int] = []  # filtered out for this group, or removed by retention
         while start < end and len(out) < want:
@@ -176,39 +194,41 @@ class Consumers:
                         continue
                     take.append(i - 1)  # its place in kept
                 mids = [MessageId(hours[j], gis[j]) for j in take]
-                for j, mid, m in zip(take, mids, _read_all(reads, mids), strict=True):
+                for j, record in zip(take, _read_all(reads, mids), strict=True):
                     off = start + kept[j]
-                    if m is None:
+                    if record is None:
                         passed.append(off)  # removed by retention
                         continue
-                    source = m.headers.get(ORIGIN_HEADER, m.topic)
-                    if not filt.matches(m.tags) or (origin is not None and source != origin):
-                        if origin is None:
-                            passed.append(off)  # exact check: a Bloom false positive
-                        continue
-                    leases[off] = now + visibility_ms
-                    until = min(until, leases[off])
+                    if filt.tags or origin is not None:  # the exact checks read the record
+                        fields = unpack_record(record)
+                        source = fields["headers"].get(ORIGIN_HEADER, fields["topic"])
+                        if not filt.matches(fields["tags"]) or (origin is not None and source != origin):
+                            if origin is None:
+                                passed.append(off)  # a Bloom false positive
+                            continue
+                    leases[off] = lease
                     leased.append(off)
-                    receipt = self.receipts.issue(group, topic, off, leases[off])
-                    out.append(_pulled(mid, m, due[j], ready[j], receipt, source))
+                    out.append(Handed(record, issue(group, topic, off, lease), due[j], ready[j]))
                 if len(out) >= want and i < len(kept):
                     scanned = kept[i - 1] + 1  # what lies after was not looked at
             start += scanned
             chunk = min(SCAN_CHUNK, 4 * chunk)
+        if leased:
+            until = min(until, lease)
         self._cursors[key] = (start, until)
         skipped.extend((group, topic, lo, hi) for lo, hi in to_ranges(passed))
         return leased
 
     async def pull(
         self, group: str, topic: str, tags: str | None, max_messages: int, wait_ms: int, visibility_ms: int
-    ) -> dict:
-        """``{"messages": [...], "batch_receipts": [...]}``: the messages leased, and one
-        receipt per ready log read that names all of those it leased."""
+    ) -> Pulled:
+        """The messages leased, and one receipt per ready log read that names all of those
+        it leased (pull_wire writes them out)."""
         filt = TagFilter.parse(tags)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + wait_ms / 1000
         while True:
-            out: list[dict] = []
+            out: list[Handed] = []
             skipped: list[tuple[str, str, int, int]] = []
             now = self._clock()
             leased = {topic: self._scan(group, topic, filt, max_messages, now, out, skipped, visibility_ms)}
@@ -229,7 +249,7 @@ class Consumers:
                     for ready, offsets in leased.items()
                     if offsets
                 ]
-                return {"messages": out, "batch_receipts": batch}
+                return Pulled(out, batch)
             try:
                 await asyncio.wait_for(self._arrived.wait(), min(remaining, 1.0))  # leases expire too
             except TimeoutError:
@@ -293,34 +313,16 @@ class Consumers:
         return {"retried": len(retries) - dead, "dead_lettered": dead}
 
 
-def _read_all(reads, mids: list[MessageId]) -> list:
-    """The messages of ``mids`` (None for one that retention removed), read together."""
+def _read_all(reads, mids: list[MessageId]) -> list[bytes | None]:
+    """The records of ``mids`` (None for one that retention removed), read together."""
     try:
-        return [stored.message for stored in reads.read_messages(mids)]
+        return reads.read_records(mids)
     except UnknownMessageError:
         pass
     out = []
     for mid in mids:
         try:
-            out.append(reads.read_message(mid).message)
+            out.extend(reads.read_records([mid]))
         except UnknownMessageError:
             out.append(None)
-    return out
-
-
-def _pulled(mid: MessageId, m, deliver_at: int, delivered_at: int, receipt: str, topic: str) -> dict:
-    out = {
-        "id": str(mid),
-        "receipt": receipt,
-        "topic": topic,
-        "tags": list(m.tags),
-        "deliver_at": deliver_at,
-        "delivered_at": delivered_at,
-        "attempt": m.attempt,
-        "headers": m.headers,
-    }
-    try:
-        out["body"] = m.body.decode()
-    except UnicodeDecodeError:
-        out["body_b64"] = base64.b64encode(m.body).decode()
     return out

@@ -37,12 +37,21 @@ class AsyncClient(core.ClientSettings):
             self._http = None
 
     async def request(
-        self, method: str, path: str, body=None, *, admin: bool = False, resend: bool = True
+        self,
+        method: str,
+        path: str,
+        body=None,
+        *,
+        admin: bool = False,
+        resend: bool = True,
+        accept: str | None = None,
     ) -> Reply:
         """See :meth:`horologe.client.Client.request`."""
         if self._http is None:
             raise RuntimeError("use 'async with AsyncClient(...)'")
-        plan = self.plan(self._http.build_request, method, path, body, admin=admin, resend=resend)
+        plan = self.plan(
+            self._http.build_request, method, path, body, admin=admin, resend=resend, accept=accept
+        )
         return await calls.run_async(self._http, plan)
 
     async def _call(self, method: str, path: str, body=None, **options):
@@ -77,7 +86,7 @@ class AsyncClient(core.ClientSettings):
         visibility_ms: int = 30_000,
     ) -> PulledBatch:
         body = core.pull_body(group, tags, max, wait_ms, visibility_ms)
-        res = await self._call("POST", f"/v1/topics/{quote(topic, safe='')}/pull", body)
+        res = await self._call("POST", f"/v1/topics/{quote(topic, safe='')}/pull", body, accept=calls.MSGPACK)
         kept, stray = core.to_pulled(res, tags)
         if stray:
             await self.ack(topic, group, stray)

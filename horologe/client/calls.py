@@ -33,11 +33,13 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
+import msgpack
 import orjson
 
 from .errors import CertificateError, HorologeError, UnavailableError, error_for
 from .tls import certificate_failure
 
+MSGPACK = "application/msgpack"
 RETRY_PAUSE_S = 0.2
 # More 307s in a row than this means the nodes do not agree on a master yet: pause, retry.
 MAX_REDIRECTS = 3
@@ -66,7 +68,8 @@ class Reply:
 
     @classmethod
     def of(cls, response: httpx.Response) -> Reply:
-        return cls(response.status_code, parse_body(response.content), response.headers, response.content)
+        body = parse_body(response.content, response.headers.get("content-type", ""))
+        return cls(response.status_code, body, response.headers, response.content)
 
     @property
     def text(self) -> str:
@@ -79,11 +82,14 @@ class Reply:
         raise error_for(self.status, self.body)
 
 
-def parse_body(raw: bytes | str):
-    """An answer's JSON; a body that is not JSON becomes an error message."""
+def parse_body(raw: bytes | str, content_type: str = ""):
+    """An answer's JSON (or msgpack, when it says so); a body that is neither becomes an
+    error message."""
     try:
+        if content_type.startswith(MSGPACK) and raw:
+            return msgpack.unpackb(raw, raw=False)
         return orjson.loads(raw) if raw else {}
-    except ValueError:
+    except (ValueError, msgpack.UnpackException):
         text = raw.decode(errors="replace") if isinstance(raw, bytes) else raw
         return {"error": {"message": text}}
 
@@ -98,9 +104,14 @@ def auth(token: str | None) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"} if token else {}
 
 
-def request_headers(token: str | None, body) -> dict[str, str]:
-    """Authorization, and the content type of a JSON body."""
-    return {**auth(token), **({"Content-Type": "application/json"} if body is not None else {})}
+def request_headers(token: str | None, body, accept: str | None = None) -> dict[str, str]:
+    """Authorization, the content type of a JSON body, and what answer is wanted."""
+    headers = auth(token)
+    if body is not None:
+        headers["Content-Type"] = "application/json"
+    if accept is not None:
+        headers["Accept"] = accept
+    return headers
 
 
 def json_body(body) -> bytes | None:
@@ -175,10 +186,12 @@ def api_call(
     *,
     retry_s: float,
     resend: bool,
+    accept: str | None = None,
 ) -> Plan:
-    """The SDK's plan for one call (see the module docstring); returns the 2xx :class:`Reply`."""
+    """The SDK's plan for one call (see the module docstring); returns the 2xx :class:`Reply`.
+    ``accept``: the answer's type wanted, when not JSON (errors come as JSON whatever it is)."""
     deadline = time.monotonic() + retry_s
-    content, headers = json_body(body), request_headers(token, body)
+    content, headers = json_body(body), request_headers(token, body, accept)
     last: HorologeError = UnavailableError("no node answered")
     redirects = 0
     while True:

@@ -77,12 +77,28 @@ class ClientSettings:
         self.transport = transport
 
     def plan(
-        self, build: calls.Build, method: str, path: str, body, *, admin: bool, resend: bool
+        self,
+        build: calls.Build,
+        method: str,
+        path: str,
+        body,
+        *,
+        admin: bool,
+        resend: bool,
+        accept: str | None = None,
     ) -> calls.Plan:
         """One API call, to be run by the client's httpx client (``build`` is its build_request)."""
         token = self.admin_token if admin else self.token
         return calls.api_call(
-            self.endpoints, build, method, path, body, token, retry_s=self.retry_s, resend=resend
+            self.endpoints,
+            build,
+            method,
+            path,
+            body,
+            token,
+            retry_s=self.retry_s,
+            resend=resend,
+            accept=accept,
         )
 
 
@@ -115,7 +131,7 @@ def to_pulled(res: dict, tags: str | None) -> tuple[PulledBatch, list[str]]:
     wanted = None if tags in (None, "", "*") else {t.strip() for t in tags.split("||")}
     kept, stray = [], []
     for d in res["messages"]:
-        m = ReceivedMessage.from_json(d)
+        m = ReceivedMessage.from_json(d) if isinstance(d, dict) else ReceivedMessage.from_record(*d)
         if wanted is None or wanted.intersection(m.tags):
             kept.append(m)
         else:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import base64
 from dataclasses import dataclass, field
 
+ORIGIN_HEADER = "x-horologe-topic"  # a retry's copy names the topic it came from
+
 
 @dataclass(frozen=True)
 class Scheduled:
@@ -51,6 +53,23 @@ class ReceivedMessage:
             d["delivered_at"],
             d["attempt"],
             d.get("headers", {}),
+        )
+
+    @classmethod
+    def from_record(cls, record: dict, receipt: str, deliver_at: int, delivered_at: int) -> ReceivedMessage:
+        """From a pull's msgpack answer: the delay-log record as stored, and what the pull
+        adds (the node's pull_wire)."""
+        headers = record["headers"]
+        return cls(
+            record["id"],
+            receipt,
+            headers.get(ORIGIN_HEADER, record["topic"]),
+            record["body"],
+            tuple(record["tags"]),
+            deliver_at,
+            delivered_at,
+            record["attempt"],
+            headers,
         )
 
 

@@ -30,13 +30,23 @@ class Client(core.ClientSettings, calls.BlockingPool):
         self._http = httpx.Client(timeout=self.timeout, verify=self.verify, transport=self.transport)
 
     def request(
-        self, method: str, path: str, body=None, *, admin: bool = False, resend: bool = True
+        self,
+        method: str,
+        path: str,
+        body=None,
+        *,
+        admin: bool = False,
+        resend: bool = True,
+        accept: str | None = None,
     ) -> Reply:
         """Any API call, e.g. ``request("DELETE", f"/v1/messages/{id}")``, following the
         master and retrying like the calls below. Returns the 2xx :class:`Reply`; an error
         answer raises its :class:`HorologeError`. ``admin`` sends the admin token;
-        ``resend=False`` for a call that must not be repeated after a timeout."""
-        plan = self.plan(self._http.build_request, method, path, body, admin=admin, resend=resend)
+        ``resend=False`` for a call that must not be repeated after a timeout; ``accept``
+        asks for another answer type than JSON (``calls.MSGPACK``: its body comes decoded)."""
+        plan = self.plan(
+            self._http.build_request, method, path, body, admin=admin, resend=resend, accept=accept
+        )
         return calls.run_blocking(self._http, plan)
 
     def _call(self, method: str, path: str, body=None, **options):
@@ -81,7 +91,7 @@ class Client(core.ClientSettings, calls.BlockingPool):
         for the first); ack each by its ``receipt``, or the whole batch by
         ``batch.receipts()``."""
         body = core.pull_body(group, tags, max, wait_ms, visibility_ms)
-        res = self._call("POST", f"/v1/topics/{_quote(topic)}/pull", body)
+        res = self._call("POST", f"/v1/topics/{_quote(topic)}/pull", body, accept=calls.MSGPACK)
         kept, stray = core.to_pulled(res, tags)
         if stray:
             self.ack(topic, group, stray)

@@ -8,6 +8,7 @@ import pytest
 
 from horologe.cluster import ACK, PRODUCE, SYNC
 from horologe.node.consumers import SCAN_LIMIT, Consumers, TagFilter
+from horologe.node.pull_wire import as_json
 from horologe.node.receipts import Receipts
 from horologe.storage import Message, ReadyEntry
 from horologe.wheel import ALL, Watermark
@@ -56,9 +57,9 @@ def test_pull_ack_and_nack_over_the_view(log):
         await _deliver(log, 3)
         consumers = consumers_over(log)
         task = asyncio.create_task(consumers.ack_commit.run())
-        got = (await consumers.pull("g", "t", None, 10, 0, 30_000))["messages"]
+        got = as_json(await consumers.pull("g", "t", None, 10, 0, 30_000))["messages"]
         assert [m["body"] for m in got] == ["m0", "m1", "m2"]
-        assert (await consumers.pull("g", "t", None, 10, 0, 30_000))["messages"] == []  # leased
+        assert as_json(await consumers.pull("g", "t", None, 10, 0, 30_000))["messages"] == []  # leased
         assert await consumers.ack("g", [got[0]["receipt"], got[0]["receipt"]]) == 1
         assert log.view.group_progress("g", "t").is_acked(0)
         assert await consumers.nack("g", [got[1]["receipt"]]) == {"retried": 1, "dead_lettered": 0}
@@ -79,7 +80,7 @@ def test_a_waiting_pull_wakes_on_notify(log):
         for _ in range(10):  # a few turns of the loop, no timer: the notify wakes it
             await asyncio.sleep(0)
         assert pull.done()
-        assert [m["body"] for m in pull.result()["messages"]] == ["m0"]
+        assert [m["body"] for m in as_json(pull.result())["messages"]] == ["m0"]
 
     asyncio.run(run())
 
@@ -105,11 +106,11 @@ def test_pulls_of_a_hot_second_start_where_the_last_one_stopped(log):
         reads.read_ready = counting
         got = []
         for _ in range(n // want):
-            got += (await consumers.pull("g", "t", None, want, 0, 30_000))["messages"]
+            got += as_json(await consumers.pull("g", "t", None, want, 0, 30_000))["messages"]
         assert len({m["id"] for m in got}) == n  # every message, once
         assert sum(rows_read) <= 5 * n  # from the committed offset each time: 20 n here
         log.now[0] += 30_001  # every lease expired: the scan starts over from the committed offset
-        again = (await consumers.pull("g", "t", None, want, 0, 30_000))["messages"]
+        again = as_json(await consumers.pull("g", "t", None, want, 0, 30_000))["messages"]
         assert [m["id"] for m in again] == [m["id"] for m in got[:want]]
 
     asyncio.run(run())
@@ -120,8 +121,8 @@ def test_one_batch_receipt_acks_what_its_pull_leased_and_nothing_else(log):
         await _deliver(log, 10)
         consumers = consumers_over(log)
         task = asyncio.create_task(consumers.ack_commit.run())
-        first = await consumers.pull("g", "t", None, 4, 0, 30_000)
-        second = await consumers.pull("g", "t", None, 4, 0, 30_000)
+        first = as_json(await consumers.pull("g", "t", None, 4, 0, 30_000))
+        second = as_json(await consumers.pull("g", "t", None, 4, 0, 30_000))
         assert len(first["batch_receipts"]) == 1
         # The batch receipt with a message's own receipt from it: each message counts once.
         assert await consumers.ack("g", [*first["batch_receipts"], first["messages"][1]["receipt"]]) == 4
@@ -130,7 +131,7 @@ def test_one_batch_receipt_acks_what_its_pull_leased_and_nothing_else(log):
         assert log.proposed[-1].acks == [("g", "t", 0, 4)]  # one range
         assert await consumers.ack("g", second["batch_receipts"]) == 4
         assert log.view.group_progress("g", "t").committed == 8
-        rest = await consumers.pull("g", "t", None, 10, 0, 30_000)
+        rest = as_json(await consumers.pull("g", "t", None, 10, 0, 30_000))
         assert [m["body"] for m in rest["messages"]] == ["m8", "m9"]
         task.cancel()
 

@@ -11,6 +11,7 @@ from horologe.cluster import PRODUCE, SYNC, TRIM
 from horologe.cluster.retention import Cut
 from horologe.node.consumers import Consumers
 from horologe.node.errors import ApiError
+from horologe.node.pull_wire import as_json
 from horologe.node.receipts import Receipts
 from horologe.node.retention_driver import RetentionDriver
 from horologe.storage import Message, MessageExpiredError, StorageConfig
@@ -52,7 +53,7 @@ def test_a_turn_cuts_what_is_old_and_passed_and_consumers_keep_their_offsets(log
         ids = await deliver(log, 6, T)
         consumers = Consumers(log.view, log.propose, log.clock, (1000,), 50, Receipts("secret"))
         acks = asyncio.create_task(consumers.ack_commit.run())
-        got = (await consumers.pull("g", "t", None, 6, 0, 30_000))["messages"]
+        got = as_json(await consumers.pull("g", "t", None, 6, 0, 30_000))["messages"]
         await consumers.ack("g", [m["receipt"] for m in got[:5]])  # offset 5 stays leased
         turn = driver(log)
         assert await turn.turn() is None  # delivered a moment ago
@@ -79,7 +80,7 @@ def test_a_turn_cuts_what_is_old_and_passed_and_consumers_keep_their_offsets(log
         assert await turn.turn() is None  # nothing left to cut
         # new deliveries take offsets 6.. and a pull finds them
         await deliver(log, 2, log.now[0])
-        later = (await consumers.pull("g", "t", None, 10, 0, 30_000))["messages"]
+        later = as_json(await consumers.pull("g", "t", None, 10, 0, 30_000))["messages"]
         assert [m["body"] for m in later] == ["m0", "m1"]
         assert reads.read_ready("t")["hour"].tolist() == [log.now[0] // MS_PER_HOUR] * 2
         assert turn.cuts_proposed == 2

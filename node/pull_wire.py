@@ -1,0 +1,58 @@
+"""A pull's answer on the wire: JSON, or msgpack for a client that accepts it.
+
+JSON (the default): ``{"messages": [{id, receipt, topic, tags, deliver_at, delivered_at,
+attempt, headers, body | body_b64}, ...], "batch_receipts": [...]}``.
+
+msgpack (``Accept: application/msgpack``, what the SDK asks for): ``{"messages":
+[[record, receipt, deliver_at, delivered_at], ...], "batch_receipts": [...]}``, where
+``record`` is the message's delay-log record exactly as stored (storage/message.py:
+``id, topic, tags, body`` (bin), ``deliver_at_ms, key, headers, attempt,
+produced_at_ms``). The node copies it without decoding it; the message's topic is its
+header ``x-horologe-topic`` when present (a retry), else the record's topic.
+"""
+
+from __future__ import annotations
+
+import base64
+
+import msgpack
+
+from horologe.cluster.consumer_groups import ORIGIN_HEADER
+from horologe.storage.message import unpack_record
+
+from .consumers import Handed, Pulled
+
+MSGPACK = "application/msgpack"
+
+
+def as_json(pulled: Pulled) -> dict:
+    return {"messages": [_json_message(h) for h in pulled.messages], "batch_receipts": pulled.batch_receipts}
+
+
+def _json_message(h: Handed) -> dict:
+    rec = unpack_record(h.record)
+    out = {
+        "id": rec["id"],
+        "receipt": h.receipt,
+        "topic": rec["headers"].get(ORIGIN_HEADER, rec["topic"]),
+        "tags": rec["tags"],
+        "deliver_at": h.deliver_at,
+        "delivered_at": h.delivered_at,
+        "attempt": rec["attempt"],
+        "headers": rec["headers"],
+    }
+    try:
+        out["body"] = rec["body"].decode()
+    except UnicodeDecodeError:
+        out["body_b64"] = base64.b64encode(rec["body"]).decode()
+    return out
+
+
+def as_msgpack(pulled: Pulled) -> bytes:
+    packer = msgpack.Packer(use_bin_type=True)
+    pack = packer.pack
+    parts = [b"\x82", pack("messages"), packer.pack_array_header(len(pulled.messages))]
+    for record, receipt, deliver_at, delivered_at in pulled.messages:
+        parts += (b"\x94", record, pack(receipt), pack(deliver_at), pack(delivered_at))
+    parts += (pack("batch_receipts"), pack(pulled.batch_receipts))
+    return b"".join(parts)
