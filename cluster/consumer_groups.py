@@ -15,6 +15,8 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass
 
+import numpy as np
+
 RETRY_PREFIX = "%RETRY%"
 DLQ_PREFIX = "%DLQ%"
 ORIGIN_HEADER = "x-horologe-topic"
@@ -61,6 +63,16 @@ class GroupProgress:
             return True
         k = bisect.bisect_right(self.acked, (offset, _END)) - 1
         return k >= 0 and offset < self.acked[k][1]
+
+    def acked_mask(self, offsets: np.ndarray) -> np.ndarray:
+        """``is_acked`` of each of ``offsets`` (ascending or not), as one bool array."""
+        mask = offsets < self.committed
+        if self.acked:
+            los = np.array([lo for lo, _ in self.acked], dtype=np.int64)
+            his = np.array([hi for _, hi in self.acked], dtype=np.int64)
+            k = np.searchsorted(los, offsets, side="right") - 1
+            mask |= (k >= 0) & (offsets < his[np.maximum(k, 0)])
+        return mask
 
     def skip_to(self, offset: int) -> GroupProgress:
         """Progress with everything below ``offset`` passed (retention removed it)."""

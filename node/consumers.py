@@ -161,7 +161,8 @@ class Consumers:
         # (So leases too stay within SCAN_LIMIT entries of it.)
         end = min(reads.ready_count(topic), floor + SCAN_LIMIT)
         chunk = max(4 * want, 1024)  # most pulls find what they want right at the cursor
-        lease, issue = now + visibility_ms, self.receipts.issue
+        lease = now + visibility_ms
+        exact = bool(filt.tags) or origin is not None  # checks that read the record
         leased: list[int] = []
         passed: list[int] = []  # filtered out for this group, or removed by retention
         while start < end and len(out) < want:
@@ -169,48 +170,51 @@ class Consumers:
                 rows = reads.read_ready(topic, start, min(end, start + chunk))
             except ReadyTrimmedError:
                 break  # cut since the view's state: the next state names the new base
+            offsets = start + np.arange(len(rows), dtype=np.int64)
             keep = filt.prefilter(rows["tag_sig"])
-            for k in np.flatnonzero(~keep).tolist():
-                if not progress.is_acked(start + k):
-                    passed.append(start + k)
-            at = np.flatnonzero(keep)
-            kept = at.tolist()
-            # The kept rows' columns as lists, once: a numpy scalar per field per message
-            # costs more than reading the message.
-            hours, gis = rows["hour"][at].tolist(), rows["global_index"][at].tolist()
-            due, ready = rows["deliver_at_ms"][at].tolist(), rows["delivered_at_ms"][at].tolist()
-            i, scanned = 0, len(rows)
-            while i < len(kept) and len(out) < want:
+            acked = progress.acked_mask(offsets)
+            passed += offsets[~keep & ~acked].tolist()
+            free = np.flatnonzero(keep & ~acked)  # row numbers that may be handed out
+            if leases and len(free):
+                ends = np.fromiter((leases.get(o, 0) for o in offsets[free].tolist()), np.int64, len(free))
+                held = ends > now
+                if held.any():
+                    until = min(until, int(ends[held].min()))
+                    free = free[~held]
+            scanned, used = len(rows), 0
+            while used < len(free) and len(out) < want:
                 # Read no more than could still be handed out, and those together (a hot
                 # second's lie side by side in their hour's log: one read).
-                take = []
-                while i < len(kept) and len(take) < want - len(out):
-                    off = start + kept[i]
-                    i += 1
-                    if progress.is_acked(off):
-                        continue
-                    if leases.get(off, 0) > now:
-                        until = min(until, leases[off])
-                        continue
-                    take.append(i - 1)  # its place in kept
-                mids = [MessageId(hours[j], gis[j]) for j in take]
-                for j, record in zip(take, _read_all(reads, mids), strict=True):
-                    off = start + kept[j]
+                take = free[used : used + want - len(out)]
+                used += len(take)
+                part = rows[take]
+                offs = offsets[take].tolist()
+                hours, gis = part["hour"].tolist(), part["global_index"].tolist()
+                records = _read_all(reads, [MessageId(h, g) for h, g in zip(hours, gis, strict=True)])
+                good = []  # places in take of what is handed out
+                for k, record in enumerate(records):
                     if record is None:
-                        passed.append(off)  # removed by retention
-                        continue
-                    if filt.tags or origin is not None:  # the exact checks read the record
-                        fields = unpack_record(record)
-                        source = fields["headers"].get(ORIGIN_HEADER, fields["topic"])
-                        if not filt.matches(fields["tags"]) or (origin is not None and source != origin):
-                            if origin is None:
-                                passed.append(off)  # a Bloom false positive
-                            continue
-                    leases[off] = lease
-                    leased.append(off)
-                    out.append(Handed(record, issue(group, topic, off, lease), due[j], ready[j]))
-                if len(out) >= want and i < len(kept):
-                    scanned = kept[i - 1] + 1  # what lies after was not looked at
+                        passed.append(offs[k])  # removed by retention
+                    elif exact and not _wanted(record, filt, origin):
+                        if origin is None:
+                            passed.append(offs[k])  # a Bloom false positive
+                    else:
+                        good.append(k)
+                if len(good) < len(take):
+                    offs, records = [offs[k] for k in good], [records[k] for k in good]
+                    part = part[good]
+                leases.update(dict.fromkeys(offs, lease))
+                leased += offs
+                receipts = self.receipts.issue_each(group, topic, offs, lease)
+                out += map(
+                    Handed,
+                    records,
+                    receipts,
+                    part["deliver_at_ms"].tolist(),
+                    part["delivered_at_ms"].tolist(),
+                )
+            if len(out) >= want and used < len(free):
+                scanned = int(free[used - 1]) + 1  # what lies after was not looked at
             start += scanned
             chunk = min(SCAN_CHUNK, 4 * chunk)
         if leased:
@@ -311,6 +315,14 @@ class Consumers:
         self._release([(g, topic, off, off + 1) for g, topic, off, _at in retries])
         self._cursors.clear()  # a nacked entry is handed out again: scans start over
         return {"retried": len(retries) - dead, "dead_lettered": dead}
+
+
+def _wanted(record, filt: TagFilter, origin: str | None) -> bool:
+    """The exact checks of a message the prefilter let through: its tags, and for a
+    retry topic the topic it came from."""
+    fields = unpack_record(record)
+    source = fields["headers"].get(ORIGIN_HEADER, fields["topic"])
+    return filt.matches(fields["tags"]) and (origin is None or source == origin)
 
 
 def _read_all(reads, mids: list[MessageId]) -> list[bytes | None]:

@@ -41,7 +41,7 @@ class Receipts:
         # half the cost of keying a new one, and a pull makes one per message.
         self._prefixes: dict[tuple[str, str], hashlib.blake2b] = {}
 
-    def _mac(self, group: str, topic: str, span: str, lease_until_ms: int) -> str:
+    def _prefix(self, group: str, topic: str) -> hashlib.blake2b:
         base = self._prefixes.get((group, topic))
         if base is None:
             if len(self._prefixes) >= PREFIXES_KEPT:
@@ -49,14 +49,26 @@ class Receipts:
             base = hashlib.blake2b(key=self._key, digest_size=MAC_BYTES)
             base.update(f"{group}\0{topic}\0".encode())
             self._prefixes[(group, topic)] = base
-        h = base.copy()
+        return base
+
+    def _mac(self, group: str, topic: str, span: str, lease_until_ms: int) -> str:
+        h = self._prefix(group, topic).copy()
         h.update(f"{span}\0{lease_until_ms}".encode())
         return h.hexdigest()
 
     def issue(self, group: str, topic: str, offset: int, lease_until_ms: int) -> str:
         """The receipt of one handed-out position."""
-        span = str(offset)
-        return f"{span}.{lease_until_ms}.{self._mac(group, topic, span, lease_until_ms)}.{topic}"
+        return self.issue_each(group, topic, [offset], lease_until_ms)[0]
+
+    def issue_each(self, group: str, topic: str, offsets: list[int], lease_until_ms: int) -> list[str]:
+        """``issue`` of each of ``offsets`` (a pull's messages), the key's set-up shared."""
+        base, tail, out = self._prefix(group, topic), f"\0{lease_until_ms}".encode(), []
+        for offset in offsets:
+            span = str(offset)
+            h = base.copy()
+            h.update(span.encode() + tail)
+            out.append(f"{span}.{lease_until_ms}.{h.hexdigest()}.{topic}")
+        return out
 
     def issue_ranges(self, group: str, topic: str, ranges: list[Range], lease_until_ms: int) -> str:
         """One receipt for every position of ``ranges`` (``(lo, hi)``, hi excluded)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 
 import msgpack
+import numpy as np
 
 from horologe.cluster.consumer_groups import GroupProgress, merge_ranges, to_ranges
 from horologe.cluster.entries import ACK, Entry, decode
@@ -57,3 +58,12 @@ def test_an_ack_entry_of_the_per_offset_form_reads_as_one_offset_ranges():
     d["acks"] = [["g", "t", 4], ["g", "t", 6, 9]]
     blob = msgpack.packb(d)
     assert decode(blob).acks == [("g", "t", 4, 5), ("g", "t", 6, 9)]
+
+
+def test_acked_mask_is_is_acked_of_each_offset():
+    rng = random.Random(11)
+    for _ in range(50):
+        ranges = [(lo, lo + rng.randint(1, 5)) for lo in rng.sample(range(100), 12)]
+        progress = GroupProgress(rng.randint(0, 30)).ack(ranges)
+        offsets = np.array(rng.sample(range(120), 60), dtype=np.int64)
+        assert progress.acked_mask(offsets).tolist() == [progress.is_acked(int(o)) for o in offsets]

@@ -48,3 +48,10 @@ def test_the_mac_is_keyed_blake2b_over_group_topic_span_and_lease_as_documented(
         text = "\x00".join((group, topic, "42", "1000"))
         want = hashlib.blake2b(text.encode(), key=key, digest_size=16)
         assert (span, lease, mac, named) == ("42", "1000", want.hexdigest(), topic)
+
+
+def test_receipts_issued_together_each_open_to_their_own_position():
+    rs = Receipts("secret")
+    each = rs.issue_each("g", "orders", [7, 3, 1_000_000], 1_000)
+    assert each[1] == rs.issue("g", "orders", 3, 1_000)
+    assert [rs.open("g", r) for r in each] == [("orders", [(o, o + 1)]) for o in (7, 3, 1_000_000)]
