@@ -71,7 +71,7 @@ class Handed(NamedTuple):
     """One message a pull leased: its delay-log record as stored (decoded only for the
     JSON answer: pull_wire), the receipt, and the deliver times of its ready entry."""
 
-    record: bytes
+    record: bytes | memoryview
     receipt: str
     deliver_at: int
     delivered_at: int
