@@ -4,6 +4,9 @@
 
 * scan     the Bloom prefilter over ``--entries`` ready-log entries: numpy alone, and
            reading the ready log from storage in the pull's 64k-entry chunks
+* pull     what a pull of a hot second costs the master in-process (a real store and
+           state machine, no Raft, no HTTP): pulls of 500 of ``--messages`` due at the
+           same millisecond, answered in msgpack; and what the SDK spends decoding them
 * consume  pull (max 1,000) + ack by 4 consumers of one group on 3 real nodes,
            ``--messages`` 200-byte messages already delivered
 """
@@ -11,6 +14,7 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
 import tempfile
 import threading
@@ -20,8 +24,14 @@ import numpy as np
 import repo_root  # noqa: F401 - the repo root on sys.path, for testkit
 
 from horologe.client import Client
-from horologe.node.consumers import SCAN_CHUNK, TagFilter
-from horologe.storage import ReadyEntry, Storage, StorageConfig, tags_signature
+from horologe.client.calls import MSGPACK, parse_body
+from horologe.client.core import to_pulled
+from horologe.cluster import PRODUCE, SYNC
+from horologe.node.consumers import SCAN_CHUNK, Consumers, TagFilter
+from horologe.node.pull_wire import as_msgpack
+from horologe.node.receipts import Receipts
+from horologe.storage import Message, ReadyEntry, Storage, StorageConfig, tags_signature
+from horologe.wheel import ALL, Watermark
 from testkit.process_cluster import CLIENT, Cluster
 
 
@@ -52,6 +62,41 @@ def bench_scan(root: str, entries: int) -> None:
         f"scan     prefilter reading the ready log in {SCAN_CHUNK:,} chunks: {chunked:>14,.0f} entries/s"
         f"  ({hits:,} candidates)"
     )
+
+
+def bench_pull(root: str, messages: int, batch: int = 500) -> None:
+    from tests.node.local_log import LocalLog  # the node-component harness: proposals apply at once
+
+    t = 1_767_225_600_000
+    now = [t]
+    log = LocalLog(os.path.join(root, "pull"), lambda: now[0])
+    try:
+
+        async def run() -> list[bytes]:
+            for first in range(0, messages, 10_000):
+                n = min(10_000, messages - first)
+                await log.propose(PRODUCE, messages=[Message("t", b"b" * 200, t, t) for _ in range(n)])
+            now[0] = t + 1
+            log.ws = lambda: Watermark(t, ALL)
+            await log.propose(SYNC)
+            consumers = Consumers(log.view, log.propose, log.clock, (1000,), 50, Receipts("bench"))
+            t0 = time.perf_counter()
+            bodies = [
+                as_msgpack(await consumers.pull("g", "t", None, batch, 0, 30_000))
+                for _ in range(0, messages, batch)
+            ]
+            per = (time.perf_counter() - t0) / messages * 1e6
+            print(f"pull     master, pull {batch} + msgpack answer:  {per:>8.2f} us/msg")
+            return bodies
+
+        bodies = asyncio.run(run())
+    finally:
+        log.close()
+    t0 = time.perf_counter()
+    got = sum(len(to_pulled(parse_body(b, MSGPACK), None)[0]) for b in bodies)
+    assert got == messages, got
+    per = (time.perf_counter() - t0) / messages * 1e6
+    print(f"pull     SDK, decode the answers:               {per:>8.2f} us/msg")
 
 
 def bench_consume(root: str, messages: int, consumers: int = 4) -> None:
@@ -98,13 +143,15 @@ def bench_consume(root: str, messages: int, consumers: int = 4) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--only", default="scan,consume")
+    ap.add_argument("--only", default="scan,pull,consume")
     ap.add_argument("--entries", type=int, default=1_000_000)
     ap.add_argument("--messages", type=int, default=100_000)
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_DIR")) as root:
         if "scan" in args.only:
             bench_scan(root, args.entries)
+        if "pull" in args.only:
+            bench_pull(root, args.messages)
         if "consume" in args.only:
             bench_consume(root, args.messages)
 
