@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 
 import msgpack
-import pytest
 
 from horologe.client.models import ReceivedMessage
 from horologe.cluster import PRODUCE, SYNC
@@ -13,17 +12,10 @@ from horologe.node.pull_wire import as_json, as_msgpack
 from horologe.storage import Message
 from horologe.wheel import ALL, Watermark
 
-from .local_log import LocalLog
+from . import test_consumers_scan
 from .test_consumers_scan import T, consumers_over
 
-
-@pytest.fixture
-def log(tmp_path):
-    now = [T]
-    log = LocalLog(str(tmp_path / "s"), lambda: now[0])
-    log.now = now
-    yield log
-    log.close()
+log = test_consumers_scan.log  # the same fixture: a LocalLog whose clock the test sets
 
 
 def both(pulled) -> tuple[list[ReceivedMessage], list[ReceivedMessage], list[str], list[str]]:
