@@ -18,7 +18,8 @@ from .errors import (
     UnknownMessageError,
 )
 from .message import Message, MessageLimits, StoredMessage
-from .message_id import MessageId
+from .message_columns import MessageColumns
+from .message_id import MessageId, id_strings
 from .ready_log import ReadyEntry, ready_ids, ready_rows
 from .store import SKIPPED, Storage
 from .tag_signature import may_match, tag_signature, tags_signature
@@ -31,6 +32,7 @@ __all__ = [
     "InvalidFieldError",
     "InvalidMessageError",
     "Message",
+    "MessageColumns",
     "MessageExpiredError",
     "MessageId",
     "MessageLimits",
@@ -43,6 +45,7 @@ __all__ = [
     "StorageError",
     "StorageFullError",
     "StoredMessage",
+    "id_strings",
     "ready_ids",
     "Transaction",
     "UnknownMessageError",

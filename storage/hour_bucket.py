@@ -24,8 +24,9 @@ from .framing import FRAME_HEAD, FRAME_OVERHEAD, frame, read_frame, read_frames
 from .heads import Heads
 from .hour_names import hour_name
 from .magic import DELAY_INDEX, DELAY_LOG, MAGIC_SIZE, TOMBSTONES, check_magic
-from .message import Message, StoredMessage, decode_record, encode_record, record_names, records_name
-from .message_id import MessageId
+from .message import StoredMessage, decode_record, encode_records, record_names, records_name
+from .message_columns import MessageColumns
+from .message_id import MessageId, id_strings
 from .tombstones import TOMBSTONE
 
 DENSE_FACTOR = 4  # read a span at once when it is at most this many times what is asked for
@@ -131,37 +132,57 @@ class HourBucket:
 
     # -- appends --------------------------------------------------------------
 
-    def append(self, items: list[tuple[Message, int, int, int]]) -> list[int]:
-        """Append ``(message, slot_ms, topic_id, tag_sig)`` items; return their globalIndexes."""
+    def append(
+        self,
+        cols: MessageColumns,
+        at: np.ndarray,
+        slots: np.ndarray,
+        topic_ids: np.ndarray,
+        tag_sigs: np.ndarray,
+    ) -> np.ndarray:
+        """Append the messages at positions ``at`` of ``cols``, filed at ``slots`` (epoch ms
+        in this hour), under ``topic_ids`` with ``tag_sigs`` (one per position); return their
+        globalIndexes. Each becomes the head of its second's chain, in the order given."""
         heads = self.heads
         log = self.files.writable(self.log_rel, DELAY_LOG)
         idx = self.files.writable(self.idx_rel, DELAY_INDEX)
         first = INDEX.count_in(idx.length)
         assert heads.covered == first, (heads.covered, first)
-        last, count = heads.last, heads.count
-        offset = log.length
-        records: list[bytes] = []
-        entries: list[bytes] = []
-        pack = INDEX.pack
-        base = self.start_ms
-        for k, (msg, slot_ms, topic_id, tag_sig) in enumerate(items):
-            gi = first + k
-            rel = slot_ms - base
-            sec, ms = divmod(rel, 1000)
-            assert 0 <= sec < SECONDS_PER_HOUR, (slot_ms, self.hour)
-            rec = frame(encode_record(MessageId(self.hour, gi), msg))
-            li = int(count[sec])
-            entries.append(pack(offset, len(rec), li, int(last[sec]), sec, ms, tag_sig, topic_id))
-            records.append(rec)
-            offset += len(rec)
-            count[sec] = li + 1
-            last[sec] = gi
-        heads.covered = first + len(items)
-        log.append(b"".join(records))
-        idx.append(b"".join(entries))
+        n = len(at)
+        gis = np.arange(first, first + n, dtype=np.int64)
+        rel = slots - self.start_ms
+        secs = rel // 1000
+        assert n == 0 or (secs.min() >= 0 and secs.max() < SECONDS_PER_HOUR), (slots, self.hour)
+        pos = at.tolist()
+        frames = [
+            frame(rec)
+            for rec in encode_records(
+                id_strings(self.hour, gis),
+                [cols.topics[i] for i in pos],
+                [list(cols.tags.get(i, ())) for i in pos],
+                [cols.bodies[i] for i in pos],
+                cols.deliver_at_ms[at].tolist(),
+                [cols.keys[i] for i in pos],
+                [cols.headers.get(i, {}) for i in pos],
+                [cols.attempts.get(i, 0) for i in pos],
+                cols.produced_at_ms[at].tolist(),
+            )
+        ]
+        sizes = np.fromiter(map(len, frames), dtype=np.int64, count=n)
+        entries = np.zeros(n, dtype=INDEX.dtype)
+        entries["offset"] = log.length + np.cumsum(sizes) - sizes
+        entries["size"] = sizes
+        entries["local_index"], entries["pre_global_index"] = _chain_links(secs, gis, heads)
+        entries["second_of_hour"] = secs
+        entries["ms"] = rel % 1000
+        entries["tag_sig"] = tag_sigs
+        entries["topic_id"] = topic_ids
+        log.append(b"".join(frames))
+        idx.append(INDEX.seal(entries).tobytes())
+        heads.absorb(entries, first)
         if self._verified == first:
             self._verified = heads.covered
-        return list(range(first, first + len(items)))
+        return gis
 
     # -- reads ----------------------------------------------------------------
 
@@ -322,3 +343,20 @@ class HourBucket:
     def remove_cache_files(self) -> None:
         if os.path.exists(self.heads_path):
             os.unlink(self.heads_path)
+
+
+def _chain_links(secs: np.ndarray, gis: np.ndarray, heads: Heads) -> tuple[np.ndarray, np.ndarray]:
+    """Each new entry's ``local_index`` and ``pre_global_index``: appended in the order
+    given, the first of a second links to that second's head, each later one to the entry
+    before it in the same second."""
+    n = len(secs)
+    order = np.argsort(secs, kind="stable")
+    by_sec = secs[order]
+    opens = np.ones(n, dtype=bool)
+    opens[1:] = by_sec[1:] != by_sec[:-1]
+    run_start = np.maximum.accumulate(np.where(opens, np.arange(n), 0))
+    local, pre = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
+    local[order] = heads.count[by_sec].astype(np.int64) + np.arange(n) - run_start
+    earlier = np.roll(gis[order], 1)
+    pre[order] = np.where(opens, heads.last[by_sec], earlier)
+    return local, pre

@@ -88,8 +88,17 @@ CLEAN_ON_TRIM = 1 << 16  # entries a retention entry may clean besides
 CLEAN_CHUNK = 1 << 16  # entries read at a time while cleaning
 
 
+_packer = msgpack.Packer(use_bin_type=True)
+
+
 def key_hash(topic: str, key: str) -> int:
-    return xxhash.xxh3_64_intdigest(msgpack.packb([topic, key], use_bin_type=True))
+    return xxhash.xxh3_64_intdigest(_packer.pack([topic, key]))
+
+
+def key_hashes(keys: list[tuple[str, str]]) -> list[int]:
+    """``key_hash`` of each ``(topic, key)``."""
+    pack, digest = _packer.pack, xxhash.xxh3_64_intdigest
+    return [digest(pack(k)) for k in keys]
 
 
 def hour_count_key(hour: int) -> str:
@@ -204,17 +213,20 @@ class KeyIndex:
         """The id of the live message with this ``(topic, key)``, or None."""
         return self.lookup_many([(topic, key)])[0]
 
-    def lookup_many(self, keys: list[tuple[str, str]]) -> list[MessageId | None]:
-        """:meth:`lookup` of each ``(topic, key)``."""
+    def lookup_many(
+        self, keys: list[tuple[str, str]], hashes: list[int] | None = None
+    ) -> list[MessageId | None]:
+        """:meth:`lookup` of each ``(topic, key)`` (whose ``key_hashes`` the caller may have)."""
         if not keys:
             return []
+        if hashes is None:
+            hashes = key_hashes(keys)
         heads = self.heads
         table, mask = heads.heads, heads.mask
         cursor, cutoff = self.cursor, self.cutoff()
         firsts = [first for first, _ in self.log.segments]
         out: list[MessageId | None] = []
-        for topic, key in keys:
-            h = key_hash(topic, key)
+        for (topic, key), h in zip(keys, hashes, strict=True):
             n = int(table[h & mask]) - 1
             found = None
             while n >= cursor:
@@ -245,38 +257,54 @@ class KeyIndex:
         if self._batch_end is None:
             self._batch_end = self.end
 
-    def _append(self, items: list[tuple[int, int, int]]) -> None:
-        """Append ``(key_hash, hour, global_index)`` entries, linking each into its chain."""
+    def _append(self, hashes, hours, gis) -> None:
+        """Append entries (their key hashes, hours and globalIndexes: sequences of one
+        length), linking each into its bucket's chain in the order given."""
         self._begin()
         heads = self.heads
         cursor = self.cursor
-        n = self.end
-        pack = KEY_ENTRY.pack
-        out = []
-        for kh, hour, gi in items:
-            b = kh & heads.mask
-            head = int(heads.heads[b])
+        first = self.end
+        hashes = np.asarray(hashes, dtype=np.uint64)
+        nums = np.arange(first, first + len(hashes), dtype=np.int64)
+        buckets = (hashes & np.uint64(heads.mask)).astype(np.int64)
+        order = np.argsort(buckets, kind="stable")
+        by_bucket = buckets[order]
+        opens = np.ones(len(hashes), dtype=bool)  # the batch's first entry of its bucket
+        opens[1:] = by_bucket[1:] != by_bucket[:-1]
+        below = heads.heads[by_bucket] - 1  # the chain's entry before the batch
+        pre = np.empty(len(hashes), dtype=np.int64)
+        pre[order] = np.where(opens, np.where(below >= cursor, below, -1), np.roll(nums[order], 1))
+        for b, head in zip(by_bucket[opens].tolist(), heads.heads[by_bucket[opens]].tolist(), strict=True):
             self._undo.setdefault(b, head)
-            out.append(pack(kh, head - 1 if head - 1 >= cursor else -1, hour, gi))
-            n += 1
-            heads.heads[b] = n
-        self.log.append(b"".join(out), self.store.config.key_segment_entries)
-        heads.covered = n
+        np.maximum.at(heads.heads, buckets, nums + 1)
+        entries = np.zeros(len(hashes), dtype=KEY_ENTRY.dtype)
+        entries["key_hash"] = hashes
+        entries["pre"] = pre
+        entries["hour"] = hours
+        entries["global_index"] = gis
+        self.log.append(KEY_ENTRY.seal(entries).tobytes(), self.store.config.key_segment_entries)
+        heads.covered = first + len(hashes)
 
     def add(self, keyed: list[tuple[str, str, MessageId]]) -> None:
         """Index new keys (none of them live already); their hours count as live."""
-        if not keyed:
+        self.add_hashed(
+            key_hashes([(t, k) for t, k, _ in keyed]),
+            np.array([mid.hour for _, _, mid in keyed], dtype=np.int64),
+            np.array([mid.global_index for _, _, mid in keyed], dtype=np.int64),
+        )
+
+    def add_hashed(self, hashes: list[int], hours: np.ndarray, gis: np.ndarray) -> None:
+        """:meth:`add` of keys by their ``key_hashes``, for messages ``hours``/``gis``."""
+        if not len(hashes):
             return
         tx = self.store.transaction()
         if self.store.current_meta(BUCKETS) is None:
             tx.set_meta(BUCKETS, self.buckets)
-        self._append([(key_hash(t, k), mid.hour, mid.global_index) for t, k, mid in keyed])
-        by_hour: dict[int, int] = {}
-        for _, _, mid in keyed:
-            by_hour[mid.hour] = by_hour.get(mid.hour, 0) + 1
-        for hour, n in sorted(by_hour.items()):
-            tx.set_meta(hour_count_key(hour), self._meta(hour_count_key(hour)) + n)
-        tx.set_meta(LIVE, self.live + len(keyed))
+        self._append(hashes, hours, gis)
+        for hour, n in zip(*np.unique(hours, return_counts=True), strict=True):
+            key = hour_count_key(int(hour))
+            tx.set_meta(key, self._meta(key) + int(n))
+        tx.set_meta(LIVE, self.live + len(hashes))
 
     def settle(self, added: int, extra_clean: int) -> None:
         """End of a batch: let the cutoff pass hours, then clean what the batch earned."""
@@ -310,16 +338,7 @@ class KeyIndex:
             tx.set_meta(CURSOR, cursor + n)  # first: copies must not link below it
             keep = rows[rows["hour"] >= cutoff]
             if len(keep):
-                self._append(
-                    list(
-                        zip(
-                            keep["key_hash"].tolist(),
-                            keep["hour"].tolist(),
-                            keep["global_index"].tolist(),
-                            strict=True,
-                        )
-                    )
-                )
+                self._append(keep["key_hash"], keep["hour"], keep["global_index"])
             budget -= n
             self._drop_below(cursor + n)
 

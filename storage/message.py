@@ -21,7 +21,7 @@ import msgpack
 import numpy as np
 
 from .errors import CorruptLogError, DeliverTimeOutOfRangeError, InvalidMessageError
-from .message_id import ID_LENGTH, MessageId
+from .message_id import ID_LENGTH, MessageId, id_digits
 
 RECORD_KEYS = frozenset(
     ("id", "topic", "tags", "body", "deliver_at_ms", "key", "headers", "attempt", "produced_at_ms")
@@ -74,22 +74,59 @@ class MessageLimits:
 
 
 _packer = msgpack.Packer(use_bin_type=True)
+_MAP_HEAD = b"\x89"  # a map of the 9 RECORD_KEYS
+_FLAT_HEAD = 3  # a flat array of 18 items packs as array 16: 0xdc and two length bytes
 
 
 def encode_record(mid: MessageId, msg: Message) -> bytes:
-    return _packer.pack(
-        {
-            "id": str(mid),
-            "topic": msg.topic,
-            "tags": list(msg.tags),
-            "body": bytes(msg.body),
-            "deliver_at_ms": msg.deliver_at_ms,
-            "key": msg.key,
-            "headers": msg.headers,
-            "attempt": msg.attempt,
-            "produced_at_ms": msg.produced_at_ms,
-        }
-    )
+    return encode_records(
+        [str(mid)],
+        [msg.topic],
+        [list(msg.tags)],
+        [msg.body],
+        [msg.deliver_at_ms],
+        [msg.key],
+        [msg.headers],
+        [msg.attempt],
+        [msg.produced_at_ms],
+    )[0]
+
+
+def encode_records(
+    ids, topics, tags, bodies, deliver_at_ms, keys, headers, attempts, produced_at_ms
+) -> list[bytes]:
+    """The records of many messages, one per position of the given columns (sequences of
+    plain values). Each is the map of RECORD_KEYS, id first: packed as a flat array of
+    keys and values, whose items are byte for byte the map's, under the map's head."""
+    pack = _packer.pack
+    return [
+        _MAP_HEAD
+        + pack(
+            [
+                "id",
+                mid,
+                "topic",
+                topic,
+                "tags",
+                tg,
+                "body",
+                body,
+                "deliver_at_ms",
+                at,
+                "key",
+                key,
+                "headers",
+                hd,
+                "attempt",
+                att,
+                "produced_at_ms",
+                pa,
+            ]
+        )[_FLAT_HEAD:]
+        for mid, topic, tg, body, at, key, hd, att, pa in zip(
+            ids, topics, tags, bodies, deliver_at_ms, keys, headers, attempts, produced_at_ms, strict=True
+        )
+    ]
 
 
 _ID_KEY = b"\xa2id\xb0"  # after the map's head: "id", then a str of 16 bytes (ID_LENGTH)
@@ -101,10 +138,6 @@ def record_names(payload: bytes, mid: MessageId) -> bool:
     return payload[1:21] == _ID_KEY + str(mid).encode()
 
 
-_HEX_DIGITS = np.frombuffer(b"0123456789abcdef", dtype=np.uint8)
-_NIBBLES = np.arange(60, -4, -4, dtype=np.uint64)  # the 16 hex digits of a u64, first to last
-
-
 def records_name(
     raw: np.ndarray, firsts: np.ndarray, lengths: np.ndarray, hour: int, gis: np.ndarray
 ) -> np.ndarray:
@@ -113,8 +146,7 @@ def records_name(
     head = np.frombuffer(_ID_KEY, dtype=np.uint8)
     at = np.minimum(firsts[:, None] + np.arange(1, 1 + len(head) + ID_LENGTH), len(raw) - 1)
     got = raw[at]
-    ids = np.uint64(hour) << np.uint64(32) | gis.astype(np.uint64)
-    want = _HEX_DIGITS[(ids[:, None] >> _NIBBLES) & np.uint64(15)]
+    want = id_digits(hour, gis)
     return (
         (lengths > len(head) + ID_LENGTH)
         & (got[:, : len(head)] == head).all(axis=1)

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+import numpy as np
+
 from .errors import UnknownMessageError
 
 ID_LENGTH = 16
@@ -28,3 +30,20 @@ class MessageId(NamedTuple):
         if len(text) != ID_LENGTH or not _HEX.issuperset(text):
             raise UnknownMessageError(f"malformed message id {text!r}: want {ID_LENGTH} hex digits")
         return cls(int(text[:8], 16), int(text[8:], 16))
+
+
+_HEX_DIGITS = np.frombuffer(b"0123456789abcdef", dtype=np.uint8)
+_NIBBLE_SHIFTS = np.arange(60, -4, -4, dtype=np.uint64)  # a u64's 16 hex digits, first to last
+
+
+def id_digits(hours, global_indexes) -> np.ndarray:
+    """The ASCII digits of each pair's id, one row of ``ID_LENGTH`` bytes per pair (arrays,
+    or a scalar hour shared by all)."""
+    ids = np.asarray(hours, dtype=np.uint64) << np.uint64(32) | np.asarray(global_indexes, dtype=np.uint64)
+    return _HEX_DIGITS[(ids.reshape(-1, 1) >> _NIBBLE_SHIFTS) & np.uint64(15)]
+
+
+def id_strings(hours, global_indexes) -> list[str]:
+    """``str(MessageId(h, g))`` of each pair, for many at once."""
+    codes = id_digits(hours, global_indexes).astype(np.uint32)
+    return codes.view(f"<U{ID_LENGTH}").ravel().tolist()

@@ -10,8 +10,10 @@ import numpy as np
 
 from .delay_index import MS_PER_HOUR
 from .errors import SealedHourError, UnknownMessageError
+from .key_index import key_hashes
 from .magic import READY_LOG
 from .message import Message
+from .message_columns import MessageColumns
 from .message_id import MessageId
 from .ready_log import READY, ReadyEntry, base_key, floor_key, ready_segment_rel, rows_of
 from .segments import SegmentedLog
@@ -29,7 +31,7 @@ class Transaction:
         self.meta: dict[str, Any] = {}
         self.buckets_touched: set[int] = set()
         self.dropped_hours: set[int] = set()
-        self.fresh: list[bool] = []  # per message of the last append: stored now (not a known key)
+        self.fresh = np.zeros(0, dtype=bool)  # per message of the last append: stored by it
         self.keys_added = 0  # keys this batch indexed (the key index cleans in proportion)
         self.key_clean_extra = 0  # key-index entries this batch may clean besides
         self._ready_logs: dict[int, SegmentedLog] = {}  # topics whose ready logs this batch touched
@@ -47,53 +49,82 @@ class Transaction:
         """Set a meta value for the batch; ``None`` removes the key."""
         self.meta[key] = value
 
-    def append(self, messages: Sequence[Message], slot_ms: Sequence[int] | None = None) -> list[MessageId]:
-        """Store messages, each filed at its slot (default: its deliver_at_ms).
+    def append(self, messages: Sequence[Message] | MessageColumns, slot_ms=None) -> list[MessageId]:
+        """Store messages, each filed at its slot (default: its deliver_at_ms); their ids.
+        :meth:`append_columns` for callers with a list of messages."""
+        cols = messages if isinstance(messages, MessageColumns) else MessageColumns.from_messages(messages)
+        slots = cols.deliver_at_ms if slot_ms is None else np.asarray(slot_ms, dtype=np.int64)
+        hours, gis = self.append_columns(cols, slots)
+        return list(map(MessageId, hours.tolist(), gis.tolist()))
+
+    def append_columns(self, cols: MessageColumns, slots: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Store a batch, message ``i`` filed at ``slots[i]``; each one's id as (hours,
+        globalIndexes) arrays. ``fresh`` then says which were stored by this call.
 
         Every message is validated before any byte is written. A message whose
         ``(topic, key)`` names a live message in the key index is not stored again: that
-        message's id is returned instead.
+        message's id is returned instead; so is the first one's for a key the batch repeats.
         """
         store = self.store
-        slots = [m.deliver_at_ms for m in messages] if slot_ms is None else list(slot_ms)
-        sealed = store.sealed_before_hour
-        for msg, slot in zip(messages, slots, strict=True):
-            store.config.limits.validate(msg)
-            if slot // MS_PER_HOUR < sealed:
-                raise SealedHourError(f"hour {slot // MS_PER_HOUR} is sealed; file late messages later")
-        ids: list[MessageId | None] = [None] * len(messages)
-        known = set()  # positions answered from the key index
-        by_hour: dict[int, list[tuple[int, tuple[Message, int, int, int]]]] = {}
+        n = len(cols)
+        cols.validate(store.config.limits)
+        slot_hours = slots // MS_PER_HOUR
+        if n and int(slot_hours.min()) < store.sealed_before_hour:
+            late = int(slot_hours[np.flatnonzero(slot_hours < store.sealed_before_hour)[0]])
+            raise SealedHourError(f"hour {late} is sealed; file late messages later")
+        hours = np.zeros(n, dtype=np.int64)
+        gis = np.zeros(n, dtype=np.int64)
+        stored = np.ones(n, dtype=bool)
         first_with_key: dict[tuple[str, str], int] = {}
-        dup_of: dict[int, int] = {}
-        asked = list(dict.fromkeys((m.topic, m.key) for m in messages if m.key is not None))
-        seen = dict(zip(asked, store.key_index.lookup_many(asked), strict=True))
-        for i, (msg, slot) in enumerate(zip(messages, slots, strict=True)):
-            if msg.key is not None:
-                k = (msg.topic, msg.key)
+        repeats: list[tuple[int, int]] = []  # (position, the first position with its key)
+        for i, key in enumerate(cols.keys):
+            if key is not None:
+                k = (cols.topics[i], key)
                 if k in first_with_key:
-                    dup_of[i] = first_with_key[k]
-                    continue
-                if seen[k] is not None:
-                    ids[i] = seen[k]
-                    known.add(i)
-                    continue
-                first_with_key[k] = i
-            item = (msg, slot, self.topic_id(msg.topic), tags_signature(msg.tags))
-            by_hour.setdefault(slot // MS_PER_HOUR, []).append((i, item))
-        for hour in sorted(by_hour):
-            bucket = store.bucket(hour)
+                    repeats.append((i, first_with_key[k]))
+                    stored[i] = False
+                else:
+                    first_with_key[k] = i
+        asked = list(first_with_key)
+        hashes = key_hashes(asked)
+        known = store.key_index.lookup_many(asked, hashes)
+        for k, mid in zip(asked, known, strict=True):
+            if mid is not None:
+                i = first_with_key[k]
+                hours[i], gis[i] = mid
+                stored[i] = False
+        at = np.flatnonzero(stored)
+        tids = self._topic_ids(cols.topics, at)
+        sigs = self._tag_sigs(cols.tags, n)
+        for hour in np.unique(slot_hours[at]).tolist():
+            here = at[slot_hours[at] == hour]
             self.buckets_touched.add(hour)
-            gis = bucket.append([item for _, item in by_hour[hour]])
-            for (i, _), gi in zip(by_hour[hour], gis, strict=True):
-                ids[i] = MessageId(hour, gi)
-        self.fresh = [i not in known and i not in dup_of for i in range(len(messages))]
-        for i, j in dup_of.items():
-            ids[i] = ids[j]
-        keyed = [(topic, key, ids[i]) for (topic, key), i in first_with_key.items()]
-        store.key_index.add(keyed)  # type: ignore[arg-type]
-        self.keys_added += len(keyed)
-        return ids  # type: ignore[return-value]
+            hours[here] = hour
+            gis[here] = store.bucket(hour).append(cols, here, slots[here], tids[here], sigs[here])
+        for i, j in repeats:
+            hours[i], gis[i] = hours[j], gis[j]
+        self.fresh = stored
+        new = [(first_with_key[k], h) for k, h, mid in zip(asked, hashes, known, strict=True) if mid is None]
+        firsts = np.array([i for i, _ in new], dtype=np.int64)
+        store.key_index.add_hashed([h for _, h in new], hours[firsts], gis[firsts])
+        self.keys_added += len(new)
+        return hours, gis
+
+    def _topic_ids(self, topics: list[str], at: np.ndarray) -> np.ndarray:
+        """The topic id of each message (registering new topics in the order they appear
+        among the messages at ``at``)."""
+        ids = {t: self.topic_id(t) for t in dict.fromkeys(topics[i] for i in at.tolist())}
+        return np.array([ids.get(t, 0) for t in topics], dtype=np.int64)
+
+    @staticmethod
+    def _tag_sigs(tags: dict[int, tuple[str, ...]], n: int) -> np.ndarray:
+        sigs = np.zeros(n, dtype=np.uint64)
+        known: dict[tuple[str, ...], int] = {}
+        for i, tg in tags.items():
+            if tg not in known:
+                known[tg] = tags_signature(tg)
+            sigs[i] = known[tg]
+        return sigs
 
     def cancel(self, mid: MessageId) -> bool:
         """Tombstone a stored message; False when it already was one."""

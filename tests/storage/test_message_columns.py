@@ -1,0 +1,106 @@
+"""A batch as columns: the same checks, records and chains as one message at a time."""
+
+from __future__ import annotations
+
+import msgpack
+import numpy as np
+import pytest
+
+from horologe.storage import (
+    DeliverTimeOutOfRangeError,
+    InvalidMessageError,
+    Message,
+    MessageColumns,
+    MessageId,
+    MessageLimits,
+    Storage,
+    StorageConfig,
+    id_strings,
+)
+from horologe.storage.message import RECORD_KEYS, encode_record
+
+from .helpers import H0, HOUR, msg
+
+MIXED = [
+    Message("a", b"one", H0 + 5, H0),
+    Message("b", b"two", H0 + 5, H0, ("red", "blue"), "k2", {"h": "v"}, 3),
+    Message("a", bytearray(b"three"), H0 + 1_000, H0 - 7, (), "k3"),
+]
+
+
+def test_columns_give_back_the_messages_they_were_made_of():
+    cols = MessageColumns.from_messages(MIXED)
+    assert [cols.message(i) for i in range(len(cols))] == MIXED
+    assert (cols.tags, cols.headers, cols.attempts) == ({1: ("red", "blue")}, {1: {"h": "v"}}, {1: 3})
+
+
+@pytest.mark.parametrize(
+    ("bad", "error", "field"),
+    [
+        (Message("a", b"x" * 11, H0, H0), InvalidMessageError, "body"),
+        (Message("", b"x", H0, H0), InvalidMessageError, "topic"),
+        (Message("a", b"x", -1, H0), DeliverTimeOutOfRangeError, "deliver_at"),
+        (Message("a", b"x", H0 + 1_001, H0), DeliverTimeOutOfRangeError, "deliver_at"),
+        (Message("a", "text", H0, H0), InvalidMessageError, "body"),  # type: ignore[arg-type]
+        (Message("a", b"x", H0, H0, attempt=-1), InvalidMessageError, "attempt"),
+    ],
+)
+def test_the_first_bad_message_is_refused_as_alone(bad, error, field):
+    limits = MessageLimits(max_body_bytes=10, max_delay_ms=1_000)
+    good = Message("a", b"fine", H0, H0)
+    with pytest.raises(error) as alone:
+        limits.validate(bad)
+    with pytest.raises(error) as in_batch:
+        MessageColumns.from_messages([good, bad, Message("", b"", -5, H0)]).validate(limits)
+    assert (str(in_batch.value), in_batch.value.field) == (str(alone.value), field)
+    MessageColumns.from_messages([good, good]).validate(limits)
+
+
+def test_unequal_columns_are_refused():
+    with pytest.raises(ValueError, match="unequal"):
+        MessageColumns(["a"], [], np.zeros(1, np.int64), np.zeros(1, np.int64), [None])
+    with pytest.raises(ValueError, match="outside"):
+        MessageColumns(["a"], [b""], np.zeros(1, np.int64), np.zeros(1, np.int64), [None], tags={1: ("x",)})
+
+
+def test_ids_for_many_read_as_one_at_a_time():
+    gis = np.array([0, 1, 0xFFFF_FFFF], dtype=np.int64)
+    assert id_strings(HOUR, gis) == [str(MessageId(HOUR, g)) for g in gis.tolist()]
+    assert id_strings(np.array([1, 2]), np.array([3, 4])) == ["0000000100000003", "0000000200000004"]
+
+
+def test_a_record_is_the_map_of_its_fields_id_first():
+    m = MIXED[1]
+    rec = encode_record(MessageId(HOUR, 7), m)
+    as_map = {
+        "id": str(MessageId(HOUR, 7)),
+        "topic": m.topic,
+        "tags": list(m.tags),
+        "body": m.body,
+        "deliver_at_ms": m.deliver_at_ms,
+        "key": m.key,
+        "headers": m.headers,
+        "attempt": m.attempt,
+        "produced_at_ms": m.produced_at_ms,
+    }
+    assert rec == msgpack.packb(as_map, use_bin_type=True)
+    assert msgpack.unpackb(rec).keys() == RECORD_KEYS
+
+
+def test_a_batch_chains_each_second_in_arrival_order(tmp_path):
+    """Seconds repeated within a batch and across batches link as one message at a time would."""
+    rng = np.random.default_rng(3)
+    with Storage(str(tmp_path), StorageConfig(fsync=False)) as s:
+        arrivals: dict[int, list[int]] = {}
+        for ri in range(1, 6):
+            secs, ms = rng.integers(0, 4, size=40), rng.integers(0, 1000, size=40)
+            batch = [msg(H0 + int(sec) * 1_000 + int(m)) for sec, m in zip(secs, ms, strict=True)]
+            ids = s.apply(ri, lambda tx, b=batch: tx.append(b))
+            for sec, mid in zip(secs.tolist(), ids, strict=True):
+                arrivals.setdefault(sec, []).append(mid.global_index)
+        bucket = s.bucket(HOUR)
+        entries = bucket.index_view()
+        for sec, gis in arrivals.items():
+            assert bucket.chain(sec).tolist() == gis
+            assert entries["local_index"][gis].tolist() == list(range(len(gis)))
+        assert s.check().messages == 200
