@@ -4,8 +4,8 @@ Every entry carries the master's wheel state ``ws`` (wheel.Watermark wire form) 
 its clock reading ``clock_ms``; applying an entry first advances the watermark to
 ``ws`` (delivering what that passes), then does the entry's own work::
 
-    {"t": "P", "ws": ws, "clock_ms": int, "msgs": [[topic, body, deliver_at_ms,
-              produced_at_ms, tags, key, headers, attempt], ...]}       produce
+    {"t": "P", "ws": ws, "clock_ms": int, "cols": [topics, bodies, deliver_at_ms,
+              produced_at_ms, keys, tags, headers, attempts]}           produce
     {"t": "S", "ws": ws, "clock_ms": int}                               sync / deliver
     {"t": "C", "ws": ws, "clock_ms": int, "ids": [id], "keys": [[topic, key]]}   cancel
     {"t": "X", "ws": ws, "clock_ms": int, "node": str}                  release marker
@@ -19,6 +19,14 @@ its clock reading ``clock_ms``; applying an entry first advances the watermark t
                                                                         hour, ready logs below offset
 
 ``topic`` and ``offset`` name a ready-log entry; ``offset`` is its number.
+
+A produce entry carries its messages as columns (storage.MessageColumns): ``topics``,
+``bodies`` and ``keys`` are lists with one item per message (a key may be nil);
+``deliver_at_ms`` and ``produced_at_ms`` are bin, one little-endian i64 per message;
+``tags``, ``headers`` and ``attempts`` are sparse, lists of ``[position, value]`` for
+the messages that have them. Entries written before columns hold ``"msgs"`` instead,
+one ``[topic, body, deliver_at_ms, produced_at_ms, tags, key, headers, attempt]`` per
+message, and still decode.
 """
 
 from __future__ import annotations
@@ -27,8 +35,9 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 import msgpack
+import numpy as np
 
-from horologe.storage import Message
+from horologe.storage import Message, MessageColumns
 from horologe.wheel import Watermark
 
 from .errors import BadEntryError
@@ -54,7 +63,7 @@ class Entry:
     kind: EntryKind
     ws: Watermark
     clock_ms: int
-    messages: list[Message] = field(default_factory=list)
+    messages: MessageColumns | list[Message] = field(default_factory=list)
     ids: list[str] = field(default_factory=list)
     keys: list[tuple[str, str]] = field(default_factory=list)
     node: str = ""
@@ -66,19 +75,7 @@ class Entry:
     def encode(self) -> bytes:
         d: dict = {"t": self.kind, "ws": self.ws.to_wire(), "clock_ms": self.clock_ms}
         if self.kind == PRODUCE:
-            d["msgs"] = [
-                [
-                    m.topic,
-                    m.body,
-                    m.deliver_at_ms,
-                    m.produced_at_ms,
-                    list(m.tags),
-                    m.key,
-                    m.headers,
-                    m.attempt,
-                ]
-                for m in self.messages
-            ]
+            d["cols"] = _columns_wire(self.messages)
         elif self.kind == CANCEL:
             d["ids"] = self.ids
             d["keys"] = [list(k) for k in self.keys]
@@ -99,19 +96,7 @@ def decode(blob: bytes) -> Entry:
         d = msgpack.unpackb(blob, raw=False)
         kind = EntryKind(d["t"])  # ValueError for an unknown type
         ws = Watermark.from_wire(d["ws"])
-        msgs = [
-            Message(
-                topic=t,
-                body=b,
-                deliver_at_ms=da,
-                produced_at_ms=pa,
-                tags=tuple(tg),
-                key=k,
-                headers=h,
-                attempt=at,
-            )
-            for t, b, da, pa, tg, k, h, at in d.get("msgs", ())
-        ]
+        msgs = _columns(d["cols"]) if "cols" in d else _rows(d.get("msgs", ()))
         return Entry(
             kind,
             ws,
@@ -125,8 +110,43 @@ def decode(blob: bytes) -> Entry:
             int(d.get("hour", 0)),
             [(str(t), int(o)) for t, o in d.get("ready", ())],
         )
-    except (ValueError, TypeError, KeyError, msgpack.UnpackException) as e:
+    except (ValueError, TypeError, KeyError, OverflowError, msgpack.UnpackException) as e:
         raise BadEntryError(f"undecodable entry: {e}") from e
+
+
+def _columns_wire(messages: MessageColumns | list[Message]) -> list:
+    cols = messages if isinstance(messages, MessageColumns) else MessageColumns.from_messages(messages)
+    return [
+        cols.topics,
+        cols.bodies,
+        cols.deliver_at_ms.astype("<i8").tobytes(),
+        cols.produced_at_ms.astype("<i8").tobytes(),
+        cols.keys,
+        [[i, list(tg)] for i, tg in cols.tags.items()],
+        [[i, h] for i, h in cols.headers.items()],
+        [[i, a] for i, a in cols.attempts.items()],
+    ]
+
+
+def _columns(wire) -> MessageColumns:
+    topics, bodies, deliver_at, produced_at, keys, tags, headers, attempts = wire
+    return MessageColumns(
+        list(topics),
+        list(bodies),
+        np.frombuffer(deliver_at, dtype="<i8").astype(np.int64),
+        np.frombuffer(produced_at, dtype="<i8").astype(np.int64),
+        list(keys),
+        {int(i): tuple(tg) for i, tg in tags},
+        {int(i): dict(h) for i, h in headers},
+        {int(i): int(a) for i, a in attempts},
+    )
+
+
+def _rows(msgs) -> MessageColumns:
+    """The messages of an entry written before columns."""
+    return MessageColumns.from_messages(
+        [Message(t, b, da, pa, tuple(tg), k, h, at) for t, b, da, pa, tg, k, h, at in msgs]
+    )
 
 
 def _ack_range(group, topic, lo, hi=None) -> tuple[str, str, int, int]:

@@ -21,6 +21,7 @@ from horologe.storage import (
     SKIPPED,
     CorruptLogError,
     Message,
+    MessageColumns,
     MessageId,
     ReadyEntry,
     ReadyTrimmedError,
@@ -30,6 +31,7 @@ from horologe.storage import (
     Transaction,
     UnknownMessageError,
     ready_rows,
+    tags_signature,
 )
 from horologe.storage.key_index import CLEAN_ON_TRIM
 from horologe.wheel import SecondCache, Watermark, expand
@@ -47,14 +49,19 @@ log = logging.getLogger(__name__)
 class ApplyResult:
     kind: EntryKind | None = None  # None: nothing applied (skipped, halted or an error)
     raft_index: int = 0
-    ids: list[MessageId] = field(default_factory=list)
-    pending_slots: list[int] = field(default_factory=list)  # for the master's wheel.on_append
+    id_hours: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # PRODUCE:
+    id_gis: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # each one's id
+    pending_slots: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # wheel.on_append
     cancels: list[str] = field(default_factory=list)  # one status per id / key asked
     cancel_ids: list[str | None] = field(default_factory=list)  # the id each one resolved to
     delivered: int = 0
     retained_from_hour: int | None = None  # TRIM: where retention now starts
     error: str | None = None
     skipped: bool = False
+
+    @property
+    def ids(self) -> list[MessageId]:
+        return list(map(MessageId, self.id_hours.tolist(), self.id_gis.tolist()))
 
 
 class StateMachine:
@@ -174,43 +181,40 @@ class StateMachine:
         self._bump(tx, "delivered", n)
         return n
 
-    def _slot(self, deliver_at_ms: int, w: Watermark, clock_ms: int) -> tuple[int, bool]:
-        """Where to file a message and whether this apply delivers it (``now``).
+    @staticmethod
+    def _slots(deliver_at_ms: np.ndarray, w: Watermark, clock_ms: int) -> tuple[np.ndarray, np.ndarray]:
+        """Where to file each message, and which of them this apply delivers (``now``).
 
         Behind the watermark and due by the master's clock: delivered on arrival.
         Behind the watermark but not yet due, which happens only while a new master's
         clock is behind a tick left by a master whose clock ran ahead: filed just past
         the watermark, so the wheel releases it once the clock gets there, never early.
         """
-        if not w.passed(deliver_at_ms):
-            return deliver_at_ms, False
-        if deliver_at_ms <= clock_ms:
-            return w.late_slot(deliver_at_ms), True
-        return w.ms + 1, False
+        passed = w.passed_many(deliver_at_ms)
+        now = passed & (deliver_at_ms <= clock_ms)
+        slots = np.where(now, w.late_slots(deliver_at_ms), np.where(passed, w.ms + 1, deliver_at_ms))
+        return slots, now
 
     def _store(
-        self, tx: Transaction, msgs: list[Message], w: Watermark, clock_ms: int, res: ApplyResult
+        self, tx: Transaction, cols: MessageColumns, w: Watermark, clock_ms: int, res: ApplyResult
     ) -> None:
-        placed = [self._slot(m.deliver_at_ms, w, clock_ms) for m in msgs]
-        res.ids = tx.append(msgs, [slot for slot, _ in placed])
+        slots, now = self._slots(cols.deliver_at_ms, w, clock_ms)
+        res.id_hours, res.id_gis = tx.append_columns(cols, slots)
         fresh = tx.fresh
-        self._bump(tx, "stored", sum(fresh))
-        now_ready: dict[str, list[ReadyEntry]] = defaultdict(list)
-        for mid, m, (slot, now), fr in zip(res.ids, msgs, placed, fresh, strict=True):
-            if not fr:
-                continue
-            if now:
-                sig = int(self.store.bucket(mid.hour).entry(mid.global_index)["tag_sig"])
-                now_ready[m.topic].append(
-                    ReadyEntry(mid.hour, mid.global_index, sig, m.deliver_at_ms, clock_ms, m.attempt)
-                )
-            else:
-                res.pending_slots.append(slot)
-        delivered_now = sum(len(v) for v in now_ready.values())
-        for topic, entries in sorted(now_ready.items()):
-            tx.append_ready(topic, entries)
-        res.delivered += delivered_now
-        self._bump(tx, "delivered", delivered_now)
+        self._bump(tx, "stored", int(fresh.sum()))
+        res.pending_slots = slots[fresh & ~now]
+        ready = np.flatnonzero(fresh & now)
+        topics = [cols.topics[i] for i in ready.tolist()]
+        for topic in sorted(set(topics)):
+            at = ready[[t == topic for t in topics]]
+            sigs = [tags_signature(cols.tags.get(i, ())) for i in at.tolist()]
+            attempts = [cols.attempts.get(i, 0) for i in at.tolist()]
+            rows = ready_rows(
+                res.id_hours[at], res.id_gis[at], sigs, cols.deliver_at_ms[at], clock_ms, attempts
+            )
+            tx.append_ready(topic, rows)
+        res.delivered += len(ready)
+        self._bump(tx, "delivered", len(ready))
 
     def group_progress(self, group: str, topic: str, tx: Transaction) -> GroupProgress:
         """A group's progress as the open batch ``tx`` has left it so far."""
@@ -277,7 +281,7 @@ class StateMachine:
                     )
                 )
         if copies:
-            self._store(tx, copies, w, entry.clock_ms, res)
+            self._store(tx, MessageColumns.from_messages(copies), w, entry.clock_ms, res)
         for topic, entries in sorted(dead.items()):
             tx.append_ready(topic, entries)
         self._ack(tx, [(group, topic, offset, offset + 1) for group, topic, offset in sorted(done)])

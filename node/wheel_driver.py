@@ -22,6 +22,8 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+import numpy as np
+
 from horologe.cluster import ClusterError
 from horologe.storage.store_reads import StoreReads
 from horologe.wheel import Sleep, TimeWheel, Watermark, realign
@@ -101,10 +103,10 @@ class WheelDriver:
         """Cut the current wait short (new arrivals)."""
         self._wake.set()
 
-    def on_append(self, slots: list[int]) -> None:
+    def on_append(self, slots: np.ndarray) -> None:
         """New messages were applied on this master (called after the view followed them)."""
         w = self.wheel
-        if w is not None and slots and w.on_append(slots):
+        if w is not None and len(slots) and w.on_append(slots):
             self.wake()
 
     async def _run(self, previous: asyncio.Task | None) -> None:

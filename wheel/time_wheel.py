@@ -120,21 +120,22 @@ class TimeWheel:
         self._wait_ms = NEVER if hit is None else int(hit[0].rows["slot_ms"][hit[1]])
         return None if hit is None else self._wait_ms
 
-    def on_append(self, slots_ms: Iterable[int]) -> bool:
+    def on_append(self, slots_ms: Iterable[int] | np.ndarray) -> bool:
         """Take note of newly stored messages; True when one is due before the driver's wait."""
-        earliest = NEVER
-        for slot in slots_ms:
-            if self._ws.passed(slot):
-                continue  # delivered on arrival by the apply that stored it
-            if slot - self._ws.ms > self.max_delay_ms:
-                raise DelayTooLongError(f"slot {slot} is beyond the maximum delay of the hour wheel")
-            hour = slot // MS_PER_HOUR
+        slots = np.asarray(slots_ms, dtype=np.int64)
+        slots = slots[~self._ws.passed_many(slots)]  # the rest were delivered on arrival
+        if not len(slots):
+            return False
+        too_far = slots[slots - self._ws.ms > self.max_delay_ms]
+        if len(too_far):
+            raise DelayTooLongError(f"slot {too_far[0]} is beyond the maximum delay of the hour wheel")
+        for hour in np.unique(slots // MS_PER_HOUR).tolist():
             i = bisect.bisect_left(self._hours, hour)
             if i == len(self._hours) or self._hours[i] != hour:
                 self._hours.insert(i, hour)
-            if slot < self._horizon_ms:
-                self._load(slot // 1000)
-            earliest = min(earliest, slot)
+        for abs_sec in np.unique(slots[slots < self._horizon_ms] // 1000).tolist():
+            self._load(abs_sec)
+        earliest = int(slots.min())
         if earliest < self._wait_ms:
             self._wait_ms = earliest
             return True

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+import numpy as np
+
 from horologe.storage.delay_index import MS_PER_HOUR
 
 from .errors import InvalidWatermarkError
@@ -42,6 +44,10 @@ class Watermark(NamedTuple):
         """
         return slot_ms < self.ms or (slot_ms == self.ms and self.local_index == ALL)
 
+    def passed_many(self, slots_ms: np.ndarray) -> np.ndarray:
+        """:meth:`passed` of each slot of an array."""
+        return (slots_ms < self.ms) | ((slots_ms == self.ms) & (self.local_index == ALL))
+
     def sealed_before_hour(self) -> int:
         """Hours before this one hold only delivered messages (one ms of margin, so a
         late arrival filed at the sealed boundary still sorts behind W)."""
@@ -51,6 +57,10 @@ class Watermark(NamedTuple):
         """Where to file a message that arrives behind W: its own time, or the first
         unsealed millisecond when its hour is sealed. Either way its key is <= W."""
         return max(deliver_at_ms, self.sealed_before_hour() * MS_PER_HOUR)
+
+    def late_slots(self, deliver_at_ms: np.ndarray) -> np.ndarray:
+        """:meth:`late_slot` of each time of an array."""
+        return np.maximum(deliver_at_ms, self.sealed_before_hour() * MS_PER_HOUR)
 
     def to_wire(self) -> dict:
         li = -1 if self.local_index == ALL else self.local_index

@@ -51,6 +51,10 @@ def test_fires_what_is_stored_before_and_after_it_leads(tmp_path):
         # Stored while it leads, due shortly: on_append shortens the wait.
         await log.propose(PRODUCE, messages=[Message("t", b"late", log.clock() + 40, T)])
         assert await _until(lambda: log.view.reads.ready_count("t") == 2)
+        # A batch of them: the slots of one entry reach the wheel together.
+        soon = log.clock() + 40
+        await log.propose(PRODUCE, messages=[Message("t", b"b%d" % i, soon + i, T) for i in range(3)])
+        assert await _until(lambda: log.view.reads.ready_count("t") == 5)
         assert driver.syncs_led >= 2
         await driver.stop()
         assert driver.wheel is None
