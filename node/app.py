@@ -91,7 +91,7 @@ async def post_message(request: web.Request) -> web.Response:
     svc.require_master()
     msg = parse_message(await _json_body(request), svc.clock(), svc.limits)
     (mid,) = await svc.produce([msg])
-    return _json(201, {"id": str(mid), "topic": msg.topic, "deliver_at": msg.deliver_at_ms})
+    return _json(201, {"id": mid, "topic": msg.topic, "deliver_at": msg.deliver_at_ms})
 
 
 async def post_batch(request: web.Request) -> web.Response:
@@ -118,7 +118,7 @@ async def post_batch(request: web.Request) -> web.Response:
     if good:
         ids = await svc.produce([m for _, m in good])
         for (i, m), mid in zip(good, ids, strict=True):
-            results[i] = {"id": str(mid), "deliver_at": m.deliver_at_ms}
+            results[i] = {"id": mid, "deliver_at": m.deliver_at_ms}
     return _json(200, {"results": results})
 
 

@@ -32,13 +32,14 @@ class GroupCommit(Generic[T, R]):
         self._commit = commit
         self._window = window_ms / 1000
         self._size_of = size_of
-        self._queue: asyncio.Queue[tuple[list[T], asyncio.Future]] = asyncio.Queue()
-        self._held: tuple[list[T], asyncio.Future] | None = None
+        self._queue: asyncio.Queue[tuple[list[T], int, asyncio.Future]] = asyncio.Queue()
+        self._held: tuple[list[T], int, asyncio.Future] | None = None
 
-    async def submit(self, items: list[T]) -> tuple[R, int]:
-        """Wait for the proposal that carries ``items``; return its result and their offset in it."""
+    async def submit(self, items: list[T], size: int | None = None) -> tuple[R, int]:
+        """Wait for the proposal that carries ``items`` (``size`` bytes of it, when the
+        caller knows; else what ``size_of`` says); return its result and their offset in it."""
         fut = asyncio.get_running_loop().create_future()
-        await self._queue.put((items, fut))
+        await self._queue.put((items, sum(map(self._size_of, items)) if size is None else size, fut))
         return await fut
 
     async def run(self) -> None:
@@ -46,7 +47,7 @@ class GroupCommit(Generic[T, R]):
         while True:
             batch = [self._held or await self._queue.get()]
             self._held = None
-            size = sum(map(self._size_of, batch[0][0]))
+            size = batch[0][1]
             deadline = loop.time() + self._window
             while True:
                 if not self._queue.empty():
@@ -58,7 +59,7 @@ class GroupCommit(Generic[T, R]):
                         break
                 else:
                     break
-                grown = size + sum(map(self._size_of, item[0]))
+                grown = size + item[1]
                 if grown > MAX_ENTRY_BYTES:
                     self._held = item  # it opens the next proposal: this one stays under the cap
                     break
@@ -66,17 +67,17 @@ class GroupCommit(Generic[T, R]):
                 size = grown
             await self._flush(batch)
 
-    async def _flush(self, batch: list[tuple[list[T], asyncio.Future]]) -> None:
-        items = [x for chunk, _ in batch for x in chunk]
+    async def _flush(self, batch: list[tuple[list[T], int, asyncio.Future]]) -> None:
+        items = [x for chunk, _, _ in batch for x in chunk]
         try:
             res = await self._commit(items)
         except Exception as e:  # noqa: BLE001 - every waiter must hear about it
-            for _, fut in batch:
+            for _, _, fut in batch:
                 if not fut.done():
                     fut.set_exception(e)
             return
         at = 0
-        for chunk, fut in batch:
+        for chunk, _, fut in batch:
             if not fut.done():
                 fut.set_result((res, at))
             at += len(chunk)

@@ -33,7 +33,7 @@ from horologe.cluster import (
 from horologe.cluster.loop_crossing import LoopCrossing
 from horologe.cluster.raft_node import Applied, RaftNode
 from horologe.cluster.retention import Cut
-from horologe.storage import Message, MessageId, Storage, StorageConfig
+from horologe.storage import Message, Storage, StorageConfig, id_strings
 from horologe.storage.store_reader import StoreReader
 
 from .clock import Clock
@@ -54,21 +54,28 @@ log = logging.getLogger(__name__)
 
 def _message_bytes(m: Message) -> int:
     """A message's share of an encoded entry, a little over: its fields plus framing."""
-    text = len(m.topic) + len(m.key or "") + sum(map(len, m.tags))
-    return len(m.body) + text + sum(len(k) + len(v) for k, v in m.headers.items()) + 64
+    n = len(m.body) + len(m.topic) + len(m.key or "") + 64
+    if m.tags:
+        n += sum(map(len, m.tags))
+    if m.headers:
+        n += sum(len(k) + len(v) for k, v in m.headers.items())
+    return n
 
 
-def _entry_parts(messages: list[Message]) -> list[list[Message]]:
-    """``messages`` cut into runs of at most ``MAX_ENTRY_BYTES`` (one message at least)."""
-    parts: list[list[Message]] = [[]]
+def _entry_parts(messages: list[Message]) -> list[tuple[list[Message], int]]:
+    """``messages`` cut into runs of at most ``MAX_ENTRY_BYTES`` (one message at least),
+    each with its size by ``_message_bytes``."""
+    parts: list[tuple[list[Message], int]] = []
+    run: list[Message] = []
     size = 0
     for m in messages:
-        if parts[-1] and size + _message_bytes(m) > MAX_ENTRY_BYTES:
-            parts.append([])
-            size = 0
-        parts[-1].append(m)
-        size += _message_bytes(m)
-    return parts
+        n = _message_bytes(m)
+        if run and size + n > MAX_ENTRY_BYTES:
+            parts.append((run, size))
+            run, size = [], 0
+        run.append(m)
+        size += n
+    return [*parts, (run, size)]
 
 
 class NodeService:
@@ -159,7 +166,7 @@ class NodeService:
         res = applied.result
         if res is None:
             return
-        if res.pending_slots:
+        if len(res.pending_slots):
             self.driver.on_append(res.pending_slots)
         if res.kind == SYNC:
             self.syncs_applied += 1
@@ -277,8 +284,9 @@ class NodeService:
     async def _propose_produce(self, messages: list[Message]) -> ApplyResult:
         return await self.propose(PRODUCE, messages=messages)
 
-    async def produce(self, messages: list[Message]) -> list[MessageId]:
-        """Propose messages (each part of a big batch may share a P entry with others), in order.
+    async def produce(self, messages: list[Message]) -> list[str]:
+        """Propose messages (each part of a big batch may share a P entry with others); their
+        ids, in order.
 
         A Raft entry stays under ``MAX_ENTRY_BYTES`` (DESIGN §5: commands of a quarter of
         the append batch or more crawl), so a big batch is split across entries. Each part
@@ -286,10 +294,10 @@ class NodeService:
         keys for idempotency.
         """
         parts = _entry_parts(messages)
-        committed = await asyncio.gather(*(self.produce_commit.submit(p) for p in parts))
-        ids: list[MessageId] = []
-        for (res, at), part in zip(committed, parts, strict=True):
-            ids += res.ids[at : at + len(part)]
+        committed = await asyncio.gather(*(self.produce_commit.submit(p, size) for p, size in parts))
+        ids: list[str] = []
+        for (res, at), (part, _) in zip(committed, parts, strict=True):
+            ids += id_strings(res.id_hours[at : at + len(part)], res.id_gis[at : at + len(part)])
         return ids
 
     async def cancel(self, ids: list[str], keys: list[tuple[str, str]]) -> list[tuple[str, str | None]]:

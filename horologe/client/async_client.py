@@ -62,7 +62,7 @@ class AsyncClient(core.ClientSettings):
         return core.to_scheduled(await self._call("POST", "/v1/messages", msg), topic)
 
     async def produce_batch(self, messages: list[dict]) -> list[Scheduled | HorologeError]:
-        bodies = [core.message_body(**m) for m in messages]
+        bodies = core.batch_bodies(messages)
         res = (await self._call("POST", "/v1/messages/batch", {"messages": bodies}))["results"]
         return core.batch_results(res, bodies)
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 import base64
 import os
 import ssl
-import uuid
 
 import httpx
 
@@ -30,7 +29,7 @@ def message_body(
 ) -> dict:
     """The JSON of one message. Without ``key`` the SDK makes one up, so a retry after a
     failover is recognised by the cluster instead of stored twice."""
-    msg: dict = {"topic": topic, "key": key or uuid.uuid4().hex}
+    msg: dict = {"topic": topic, "key": key or fresh_keys(1)[0]}
     if isinstance(body, str):
         msg["body"] = body
     else:
@@ -47,6 +46,19 @@ def message_body(
     if headers:
         msg["headers"] = headers
     return msg
+
+
+def fresh_keys(n: int) -> list[str]:
+    """``n`` random keys (128 bits each, as 32 hex digits), drawn together."""
+    digits = os.urandom(16 * n).hex()
+    return [digits[i : i + 32] for i in range(0, 32 * n, 32)]
+
+
+def batch_bodies(messages: list[dict]) -> list[dict]:
+    """The JSON of each message of a batch (:func:`message_body` of each item), the keys
+    the SDK makes up drawn together."""
+    keys = iter(fresh_keys(sum(1 for m in messages if not m.get("key"))))
+    return [message_body(**m) if m.get("key") else message_body(**{**m, "key": next(keys)}) for m in messages]
 
 
 class ClientSettings:

@@ -61,7 +61,7 @@ class Client(core.ClientSettings, calls.BlockingPool):
 
     def produce_batch(self, messages: list[dict]) -> list[Scheduled | HorologeError]:
         """Schedule many; each item is the keyword arguments of :meth:`produce`."""
-        bodies = [core.message_body(**m) for m in messages]
+        bodies = core.batch_bodies(messages)
         res = self._call("POST", "/v1/messages/batch", {"messages": bodies})["results"]
         return core.batch_results(res, bodies)
 
