@@ -51,7 +51,7 @@ class Transaction:
 
     def append(self, messages: Sequence[Message] | MessageColumns, slot_ms=None) -> list[MessageId]:
         """Store messages, each filed at its slot (default: its deliver_at_ms); their ids.
-        :meth:`append_columns` for callers with a list of messages."""
+        :meth:`append_columns` of a list of messages, answering ``MessageId`` objects."""
         cols = messages if isinstance(messages, MessageColumns) else MessageColumns.from_messages(messages)
         slots = cols.deliver_at_ms if slot_ms is None else np.asarray(slot_ms, dtype=np.int64)
         hours, gis = self.append_columns(cols, slots)
