@@ -17,6 +17,7 @@ import os
 
 import numpy as np
 
+from .chain_links import chain_links
 from .delay_index import INDEX, MS_PER_HOUR, SECONDS_PER_HOUR
 from .errors import CorruptLogError, UnknownMessageError
 from .file_table import FileTable
@@ -172,7 +173,8 @@ class HourBucket:
         entries = np.zeros(n, dtype=INDEX.dtype)
         entries["offset"] = log.length + np.cumsum(sizes) - sizes
         entries["size"] = sizes
-        entries["local_index"], entries["pre_global_index"] = _chain_links(secs, gis, heads)
+        rank, entries["pre_global_index"] = chain_links(secs, gis, heads.last[secs])
+        entries["local_index"] = heads.count[secs] + rank
         entries["second_of_hour"] = secs
         entries["ms"] = rel % 1000
         entries["tag_sig"] = tag_sigs
@@ -343,20 +345,3 @@ class HourBucket:
     def remove_cache_files(self) -> None:
         if os.path.exists(self.heads_path):
             os.unlink(self.heads_path)
-
-
-def _chain_links(secs: np.ndarray, gis: np.ndarray, heads: Heads) -> tuple[np.ndarray, np.ndarray]:
-    """Each new entry's ``local_index`` and ``pre_global_index``: appended in the order
-    given, the first of a second links to that second's head, each later one to the entry
-    before it in the same second."""
-    n = len(secs)
-    order = np.argsort(secs, kind="stable")
-    by_sec = secs[order]
-    opens = np.ones(n, dtype=bool)
-    opens[1:] = by_sec[1:] != by_sec[:-1]
-    run_start = np.maximum.accumulate(np.where(opens, np.arange(n), 0))
-    local, pre = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
-    local[order] = heads.count[by_sec].astype(np.int64) + np.arange(n) - run_start
-    earlier = np.roll(gis[order], 1)
-    pre[order] = np.where(opens, heads.last[by_sec], earlier)
-    return local, pre

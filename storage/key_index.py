@@ -53,6 +53,7 @@ import msgpack
 import numpy as np
 import xxhash
 
+from .chain_links import chain_links
 from .delay_index import MS_PER_HOUR
 from .errors import CorruptLogError, UnknownMessageError
 from .fixed_records import FixedLayout
@@ -92,7 +93,7 @@ _packer = msgpack.Packer(use_bin_type=True)
 
 
 def key_hash(topic: str, key: str) -> int:
-    return xxhash.xxh3_64_intdigest(_packer.pack([topic, key]))
+    return key_hashes([(topic, key)])[0]
 
 
 def key_hashes(keys: list[tuple[str, str]]) -> list[int]:
@@ -267,14 +268,10 @@ class KeyIndex:
         hashes = np.asarray(hashes, dtype=np.uint64)
         nums = np.arange(first, first + len(hashes), dtype=np.int64)
         buckets = (hashes & np.uint64(heads.mask)).astype(np.int64)
-        order = np.argsort(buckets, kind="stable")
-        by_bucket = buckets[order]
-        opens = np.ones(len(hashes), dtype=bool)  # the batch's first entry of its bucket
-        opens[1:] = by_bucket[1:] != by_bucket[:-1]
-        below = heads.heads[by_bucket] - 1  # the chain's entry before the batch
-        pre = np.empty(len(hashes), dtype=np.int64)
-        pre[order] = np.where(opens, np.where(below >= cursor, below, -1), np.roll(nums[order], 1))
-        for b, head in zip(by_bucket[opens].tolist(), heads.heads[by_bucket[opens]].tolist(), strict=True):
+        below = heads.heads[buckets] - 1  # each bucket's newest entry before the batch
+        _, pre = chain_links(buckets, nums, np.where(below >= cursor, below, -1))
+        opened, firsts = np.unique(buckets, return_index=True)
+        for b, head in zip(opened.tolist(), (below[firsts] + 1).tolist(), strict=True):
             self._undo.setdefault(b, head)
         np.maximum.at(heads.heads, buckets, nums + 1)
         entries = np.zeros(len(hashes), dtype=KEY_ENTRY.dtype)

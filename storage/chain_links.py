@@ -1,0 +1,29 @@
+"""Links of entries appended to reverse-linked chains, for a whole batch at once.
+
+The delay index chains each second's entries, the key index each bucket's: every new
+entry links to the entry before it in its chain. For a batch appended in order, that is
+the entry before it in the batch with the same chain, or, for the batch's first of a
+chain, what the chain's head was before the batch.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def chain_links(
+    chains: np.ndarray, numbers: np.ndarray, heads_before: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """For entries ``numbers`` (in append order) of ``chains``, each one's rank among the
+    batch's entries of its chain, and the entry it links to; ``heads_before[i]`` is the
+    link for entry ``i`` should it be the first of its chain in the batch."""
+    n = len(chains)
+    order = np.argsort(chains, kind="stable")
+    by_chain = chains[order]
+    opens = np.ones(n, dtype=bool)
+    opens[1:] = by_chain[1:] != by_chain[:-1]
+    run_start = np.maximum.accumulate(np.where(opens, np.arange(n), 0))
+    rank, link = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
+    rank[order] = np.arange(n) - run_start
+    link[order] = np.where(opens, heads_before[order], np.roll(numbers[order], 1))
+    return rank, link
