@@ -18,7 +18,7 @@ import os
 import shutil
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from contextlib import contextmanager
 from typing import NamedTuple
 
@@ -189,6 +189,11 @@ class RaftNode(SyncObj):
 
     async def propose(self, blob: bytes, timeout: float | None = None) -> ApplyResult:
         """Propose an entry; resolve when this node has applied it (after its Applied was posted)."""
+        return await self.submit(blob, timeout)
+
+    def submit(self, blob: bytes, timeout: float | None = None) -> Awaitable[ApplyResult]:
+        """Propose an entry now, before returning; await the answer to learn when this node
+        has applied it. Proposals submitted one after another are in the log in that order."""
         fut: asyncio.Future[ApplyResult] = asyncio.get_running_loop().create_future()
 
         def settle(res, err) -> None:  # on the loop
@@ -203,8 +208,12 @@ class RaftNode(SyncObj):
             self._crossing.post(settle, res, err)
 
         self.apply_entry(blob, callback=done)
+        return self._settled(fut, timeout or self.settings.proposal_timeout_s)
+
+    @staticmethod
+    async def _settled(fut: asyncio.Future[ApplyResult], timeout: float) -> ApplyResult:
         try:
-            return await asyncio.wait_for(fut, timeout or self.settings.proposal_timeout_s)
+            return await asyncio.wait_for(fut, timeout)
         except TimeoutError as e:
             raise ProposalTimeoutError("entry neither committed nor rejected in time") from e
 

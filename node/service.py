@@ -13,6 +13,7 @@ import contextlib
 import logging
 import os
 import time
+from collections.abc import Awaitable
 
 import aiohttp
 
@@ -101,7 +102,7 @@ class NodeService:
         self.driver = WheelDriver(
             self.view.reads,
             lambda: self.view.ws,
-            lambda now: self.propose(SYNC, clock_ms=now),
+            lambda now: self.submit(SYNC, clock_ms=now),
             self.clock,
             WheelSettings(config.fire_batch_limit, config.sync_interval_ms, config.node_id),
             clock_known=self.quorum_clock.known,
@@ -268,12 +269,21 @@ class NodeService:
     async def propose(self, kind: EntryKind, clock_ms: int | None = None, **fields) -> ApplyResult:
         """Stamp an entry with the live watermark and the clock, propose it, and wait until it
         is applied here (and in the view); an apply error is a 500."""
+        return await self.submit(kind, clock_ms, **fields)
+
+    def submit(self, kind: EntryKind, clock_ms: int | None = None, **fields) -> Awaitable[ApplyResult]:
+        """:meth:`propose`, with the entry stamped and proposed before this returns: the
+        wheel proposes its next ``S`` while the last is still being committed."""
         if self.releasing and kind not in (SYNC, RELEASE):
             # Entries proposed now would leave the transfer target behind, and Raft
             # would refuse it the election (field notes: transfer is denied then).
             raise NotMasterError(None)
         now = self.clock() if clock_ms is None else clock_ms
-        res = await self.raft.propose(Entry(kind, self.driver.ws, now, **fields).encode())
+        return self._applied(self.raft.submit(Entry(kind, self.driver.ws, now, **fields).encode()))
+
+    @staticmethod
+    async def _applied(answer: Awaitable[ApplyResult]) -> ApplyResult:
+        res = await answer
         if res.error:
             raise ApiError(500, "apply_failed", res.error)
         return res

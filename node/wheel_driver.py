@@ -7,7 +7,9 @@ entry (so everything committed before is applied and in the committed view), bui
 the wheel on that view from the committed watermark, realigns against its clock
 (sleep while the tick is ahead, fast-forward while it is behind), then loops: fire
 what is due, propose ``S`` with the new watermark, sleep until the next due message,
-the sync interval, or an earlier arrival.
+the sync interval, or an earlier arrival. A turn does not wait for its ``S`` to commit
+before the next (up to ``syncs_in_flight`` of them), so what falls due during a commit
+is fired on time and committed by the next ``S``.
 
 It is given only what it needs: the committed view's reads and watermark, a
 ``propose_sync(clock_ms)`` that stamps and proposes an ``S`` entry, and a clock.
@@ -19,6 +21,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
@@ -36,6 +39,7 @@ class WheelSettings:
     fire_batch_limit: int
     sync_interval_ms: int
     node_id: str = ""
+    syncs_in_flight: int = 2  # S entries proposed before the wheel waits for the oldest
 
 
 class WheelDriver:
@@ -130,10 +134,16 @@ class WheelDriver:
         if asyncio.current_task() is not self._task:
             raise asyncio.CancelledError
 
-    async def _sync(self, now: int) -> None:
-        await self._propose_sync(now)
-        self.syncs_led += 1
-        self.last_sync_led_ms = now
+    def _sync(self, now: int) -> asyncio.Task:
+        """Propose an ``S`` stamped ``now`` at once; the task ends once it is committed."""
+        committed = self._propose_sync(now)
+
+        async def count() -> None:
+            await committed
+            self.syncs_led += 1
+            self.last_sync_led_ms = max(now, self.last_sync_led_ms or now)
+
+        return asyncio.get_running_loop().create_task(count())
 
     async def _lead(self) -> None:
         clock, cfg = self._clock, self._settings
@@ -151,24 +161,44 @@ class WheelDriver:
                 self._check_leading()
         interval = cfg.sync_interval_ms / 1000
         last_sync = time.monotonic()
-        while True:
-            # Cleared before looking, so an arrival reported while this turn runs still
-            # cuts the coming wait short.
-            self._wake.clear()
-            self._each_turn()
-            now = clock()
-            due = self.wheel.advance_to(now, cfg.fire_batch_limit)
-            nxt = self.wheel.next_due_ms()
-            if len(due) or time.monotonic() - last_sync >= interval:
-                await self._sync(now)
-                self._check_leading()
-                last_sync = time.monotonic()
-            if len(due) >= cfg.fire_batch_limit:
-                continue  # more is due: fast-forward without sleeping
-            wait = interval - (time.monotonic() - last_sync)
-            if nxt is not None:
-                wait = min(wait, (nxt - clock()) / 1000)
-            if wait > 0:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), wait)
-                self._check_leading()
+        # S entries proposed and not yet seen committed, oldest first. The next turn need
+        # not wait for the last one: entries commit in order, and each carries the whole
+        # watermark, so a later S delivers all an earlier one would.
+        syncing: deque[asyncio.Task] = deque()
+        try:
+            while True:
+                # Cleared before looking, so an arrival reported while this turn runs
+                # still cuts the coming wait short.
+                self._wake.clear()
+                self._each_turn()
+                now = clock()
+                due = self.wheel.advance_to(now, cfg.fire_batch_limit)
+                nxt = self.wheel.next_due_ms()
+                if len(due) or time.monotonic() - last_sync >= interval:
+                    syncing.append(self._sync(now))
+                    last_sync = time.monotonic()
+                while syncing and (syncing[0].done() or len(syncing) >= cfg.syncs_in_flight):
+                    await syncing.popleft()  # a refused S ends this run
+                    self._check_leading()
+                if len(due) >= cfg.fire_batch_limit:
+                    continue  # more is due: fast-forward without sleeping
+                wait = interval - (time.monotonic() - last_sync)
+                if nxt is not None:
+                    wait = min(wait, (nxt - clock()) / 1000)
+                if wait > 0:
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self._wake.wait(), wait)
+                    self._check_leading()
+        finally:
+            _let_go(syncing)
+
+
+def _let_go(syncing: deque[asyncio.Task]) -> None:
+    """Stop waiting for S entries still in flight (they commit or not on their own), and
+    mark a failure already in as seen: the run ends for another reason."""
+    for task in syncing:
+        if task.done():
+            if not task.cancelled():
+                task.exception()
+        else:
+            task.cancel()

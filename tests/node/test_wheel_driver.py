@@ -119,3 +119,45 @@ def test_stop_ends_a_run_whose_cancel_was_swallowed(tmp_path):
         asyncio.run(run())
     finally:
         log.close()
+
+
+def test_the_next_turn_does_not_wait_for_the_last_sync_to_commit(tmp_path):
+    """Commits that take 100 ms: what falls due meanwhile is proposed in the next S, with at
+    most ``syncs_in_flight`` of them uncommitted at a time."""
+    log, _ = _driver(tmp_path)
+    in_flight, most = 0, 0
+
+    def slow_sync(now: int):
+        nonlocal in_flight, most
+        in_flight += 1
+        most = max(most, in_flight)
+
+        async def commit():
+            nonlocal in_flight
+            await asyncio.sleep(0.1)
+            in_flight -= 1
+            return await log.propose(SYNC, clock_ms=now)
+
+        return commit()
+
+    driver = WheelDriver(
+        log.view.reads,
+        lambda: log.view.ws,
+        slow_sync,
+        log.clock,
+        WheelSettings(fire_batch_limit=1000, sync_interval_ms=50, syncs_in_flight=2),
+    )
+    log.ws = lambda: driver.ws
+
+    async def run() -> None:
+        driver.start()
+        assert await _until(lambda: driver.wheel is not None)
+        await log.propose(PRODUCE, messages=[Message("t", b"m", log.clock() + 20, T)])
+        assert await _until(lambda: log.view.reads.ready_count("t") == 1)
+        await driver.stop()
+
+    try:
+        asyncio.run(run())
+    finally:
+        log.close()
+    assert most == 2
