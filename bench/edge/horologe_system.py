@@ -19,7 +19,7 @@ from testkit.process_cluster import CLIENT, Cluster
 from .procs import memory_kb
 
 TOPIC, GROUP = "bench", "g"
-PULL_MAX = 500
+PULL_MAX = 1000  # as many as the Redis peer pops at once (POP_LIMIT)
 
 
 class HorologeSystem:
