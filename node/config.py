@@ -44,6 +44,9 @@ class NodeConfig:
     batch_window_ms: int = 0  # produce group commit linger (node/group_commit.py); 0: adaptive
     max_batch_items: int = 1000  # messages in one POST /v1/messages/batch
     max_request_bytes: int = 4 * 1024 * 1024  # a request body; a larger one gets 413
+    # A connection must send a whole request line and headers this soon after it opens or
+    # after its last answer, else it is closed: idle keep-alives and slowloris alike.
+    http_idle_timeout_ms: int = 15_000
     fire_batch_limit: int = 10_000  # refs per delivering entry (hot seconds, fast-forward)
     fsync: bool = False  # a store sync point every batch (storage/config.py); the Raft journal always syncs
     log_compaction_min_entries: int = 50_000
@@ -121,6 +124,7 @@ RANGES = {
     "batch_window_ms": (0, 1_000),
     "max_batch_items": (1, 100_000),
     "max_request_bytes": (64 * 1024, 1 << 30),
+    "http_idle_timeout_ms": (100, 3_600_000),
     "fire_batch_limit": (1, 10_000_000),
     "log_compaction_min_entries": (10, 1_000_000_000),
     "log_compaction_bytes": (1024 * 1024, 1 << 40),

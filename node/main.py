@@ -75,4 +75,10 @@ def run_node(config: NodeConfig) -> None:
         shutdown_timeout=5.0,
         handle_signals=False,  # _stop_on_signals
         access_log=None,
+        # aiohttp closes a connection that is idle this long, counting from when it opens
+        # too, and a request only counts once its headers are whole (dripped header lines
+        # do not reset it). Request lines, header fields and their count are bounded by
+        # aiohttp's parser (8190 bytes, 8190 bytes, 128): beyond, 400 and the connection
+        # closes.
+        keepalive_timeout=config.http_idle_timeout_ms / 1000,
     )
