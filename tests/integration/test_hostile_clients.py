@@ -3,9 +3,12 @@ heads: the node closes them and goes on serving everybody else."""
 
 from __future__ import annotations
 
+import json
 import socket
 import threading
 import time
+
+from testkit.process_cluster import ADMIN, CLIENT, ENV
 
 IDLE_MS = 1000
 
@@ -76,3 +79,23 @@ def test_oversized_request_heads_are_refused(cluster):
     many = b"GET /readyz HTTP/1.1\r\nHost: n\r\n" + b"".join(b"X-%d: v\r\n" % i for i in range(200)) + b"\r\n"
     assert [_status_of(host, int(port), head) for head in (long_query, long_field, many)] == [400, 400, 400]
     assert _status_of(host, int(port), b"GET /readyz HTTP/1.1\r\nHost: n\r\n\r\n") == 200
+
+
+def test_tokens_and_the_secret_appear_in_no_answer_and_no_log(cluster):
+    master = cluster.wait_leader()
+    url = cluster.url(master)
+    wrong = "wrong-token-" + "z" * 20
+    answers = [
+        cluster.http.post(f"{url}/v1/messages", {"topic": "t", "body": "x"}),
+        cluster.http.post(f"{url}/v1/messages", {"topic": "t", "body": "x"}, token=wrong),
+        cluster.http.post(f"{url}/admin/release-master", content=b"{}", token=CLIENT),
+        cluster.http.get(f"{url}/admin/status", token=CLIENT),
+        cluster.http.post(f"{url}/v1/messages", {"topic": "t", "body": "x", "key": ""}, token=CLIENT),
+    ]
+    assert [a.status for a in answers] == [401, 403, 403, 403, 400]
+    cluster.client(master).produce("t", b"x", deliver_after="1h")
+    cluster.client(master).release_master()
+    cluster.wait_leader()
+    said = [json.dumps(a.body) for a in answers] + [cluster.log(i) for i in cluster.indexes]
+    for secret in (CLIENT, ADMIN, ENV["HOROLOGE_CLUSTER_SECRET"], wrong):
+        assert [s for s in said if secret in s] == []
