@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import json
 import socket
+import subprocess
+import sys
 import threading
 import time
 
 import pytest
+from toxiproxy import Toxiproxy
 from toxiproxy.exceptions import NotFound, ProxyExists
+
+from testkit.process_cluster import free_ports
+
+from .toxiproxy_server import STANDIN
 
 
 @pytest.fixture(scope="module")
@@ -142,3 +150,46 @@ def test_unknown_toxic_and_proxy(server, proxy):
     with pytest.raises(NotFound):
         proxy.destroy_toxic("nope")
     assert server.get_proxy("missing") is None
+
+
+def _start_standin(tmp_path, proxies: list[dict]) -> tuple[subprocess.Popen, Toxiproxy]:
+    (config := tmp_path / "proxies.json").write_text(json.dumps(proxies))
+    (api,) = free_ports(1)
+    proc = subprocess.Popen(
+        [sys.executable, STANDIN, "--port", str(api), "--config", str(config)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    client = Toxiproxy()
+    client.update_api_consumer("127.0.0.1", api)
+    return proc, client
+
+
+def test_config_file_proxies_exist_at_start(tmp_path, echo_port):
+    """As toxiproxy's -config: docker-compose's proxy service is given its proxies so."""
+    (listen,) = free_ports(1)
+    spec = {"name": "echo_cfg", "listen": f"127.0.0.1:{listen}", "upstream": f"127.0.0.1:{echo_port}"}
+    proc, client = _start_standin(tmp_path, [{**spec, "enabled": True}])
+    try:
+        deadline = time.monotonic() + 10
+        while proc.poll() is None and time.monotonic() < deadline:
+            try:
+                proxies = client.proxies()
+                break
+            except Exception:  # noqa: BLE001 - not listening yet
+                time.sleep(0.05)
+        assert proc.poll() is None, proc.stdout.read()
+        assert list(proxies) == ["echo_cfg"] and proxies["echo_cfg"].listen == spec["listen"]
+        assert roundtrip(proxies["echo_cfg"]) == b"ping"
+    finally:
+        proc.terminate()
+        proc.wait(5)
+
+
+def test_a_config_proxy_that_cannot_listen_stops_the_server(tmp_path, echo_port):
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        spec = {"name": "clash", "listen": f"127.0.0.1:{taken.getsockname()[1]}", "upstream": "127.0.0.1:1"}
+        proc, _ = _start_standin(tmp_path, [spec])
+        out, _ = proc.communicate(timeout=10)
+    assert proc.returncode != 0 and "config proxy 'clash'" in out

@@ -18,7 +18,9 @@ connection with probability ``toxicity``, and to live connections as soon as add
     bandwidth   {rate} KB/s
     limit_data  {bytes}: the connection closes once that many bytes have passed
 
-Run it with ``python chaos_tests/toxiproxy_standin.py --port 8474``. A real toxiproxy
+Run it with ``python chaos_tests/toxiproxy_standin.py --port 8474 [--config proxies.json]``
+(the proxies to create at start, in the format of toxiproxy's ``-config``; the image
+``deploy/toxiproxy-standin.Dockerfile`` runs it so for docker-compose). A real toxiproxy
 server (``TOXIPROXY_URL``, or ``toxiproxy-server`` on PATH) is preferred when present.
 """
 
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import random
 import socket
 import struct
@@ -228,12 +231,12 @@ async def list_proxies(request: web.Request) -> web.Response:
     return web.json_response({n: p.json() for n, p in request.app[PROXIES].items()})
 
 
-async def create_proxy(request: web.Request) -> web.Response:
-    body = await request.json()
+async def add_proxy(proxies: dict[str, Proxy], body: dict) -> web.Response:
+    """Create the proxy ``body`` describes and start it when enabled; the answer of POST /proxies."""
     name, upstream = body.get("name"), body.get("upstream")
     if not name or not upstream:
         return _error(400, "name and upstream are required")
-    if name in request.app[PROXIES]:
+    if name in proxies:
         return _error(409, "proxy already exists")
     p = Proxy(name, body.get("listen") or "127.0.0.1:0", upstream, body.get("enabled", True))
     if p.enabled:
@@ -241,8 +244,12 @@ async def create_proxy(request: web.Request) -> web.Response:
             await p.start()
         except OSError as e:
             return _error(500, f"listen {p.listen}: {e}")
-    request.app[PROXIES][name] = p
+    proxies[name] = p
     return web.json_response(p.json(), status=201)
+
+
+async def create_proxy(request: web.Request) -> web.Response:
+    return await add_proxy(request.app[PROXIES], await request.json())
 
 
 async def get_proxy(request: web.Request) -> web.Response:
@@ -307,16 +314,21 @@ async def reset(request: web.Request) -> web.Response:
     return web.Response(status=204)
 
 
-def create_app() -> web.Application:
+def create_app(config: list[dict] | None = None) -> web.Application:
+    """The API server; ``config`` lists proxies to create at start, as toxiproxy's ``-config`` file does."""
     app = web.Application()
     app[PROXIES] = {}
 
-    async def close_proxies(app: web.Application):
+    async def proxies_ctx(app: web.Application):
+        for spec in config or []:
+            answer = await add_proxy(app[PROXIES], spec)
+            if answer.status != 201:
+                raise RuntimeError(f"config proxy {spec.get('name')!r}: {answer.text}")
         yield
         for p in app[PROXIES].values():
             await p.stop()
 
-    app.cleanup_ctx.append(close_proxies)
+    app.cleanup_ctx.append(proxies_ctx)
     app.router.add_get("/version", version)
     app.router.add_get("/proxies", list_proxies)
     app.router.add_post("/proxies", create_proxy)
@@ -334,8 +346,13 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--port", type=int, default=8474)
+    ap.add_argument("--config", help="JSON list of proxies to create at start, as toxiproxy's -config")
     args = ap.parse_args()
-    web.run_app(create_app(), host=args.host, port=args.port, print=None)
+    config = None
+    if args.config:
+        with open(args.config) as f:
+            config = json.load(f)
+    web.run_app(create_app(config), host=args.host, port=args.port, print=None)
 
 
 if __name__ == "__main__":
