@@ -1,7 +1,13 @@
 # The Horologe node image: `docker build -t horologe .`; docker-compose.yml runs three.
-FROM python:3.11-slim
+# BASE is any Debian-like image with python3 (>= 3.11) and its venv module: the official
+# python:3.11-slim, or where no registry answers, the one deploy/base-image.sh makes
+# from Debian packages (docs/deploy.md).
+ARG BASE=python:3.11-slim
+FROM ${BASE}
 
-ENV PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
+# A venv on PATH: the Debian base has python3 but no `python`, and its pip is Debian's.
+ENV PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    PATH=/opt/horologe/bin:$PATH
 WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY horologe horologe
@@ -10,7 +16,7 @@ COPY wheel wheel
 COPY cluster cluster
 COPY node node
 COPY pipeline pipeline
-RUN pip install . && rm -rf /src \
+RUN python3 -m venv /opt/horologe && pip install --quiet . && rm -rf /src \
     && useradd --system --home-dir /var/lib/horologe --create-home horologe
 USER horologe
 WORKDIR /var/lib/horologe
