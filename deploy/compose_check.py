@@ -1,12 +1,18 @@
-"""``make compose-check``: docker-compose.yml is valid, and its node command lines and
+"""``make compose-check``: the compose files are valid, and their node command lines and
 files agree with the CLI and with each other. No Docker engine is needed.
 
-1. ``docker-compose --env-file .env.example config -q`` (Debian's docker-compose) parses it;
+Two layouts are checked: the default one (docker-compose.yml with the ports of
+docker-compose.override.yml: a bridge network, the real toxiproxy) and the host-network
+one (docker-compose.yml with deploy/compose/host/override.yml: every port on 127.0.0.1,
+the toxiproxy stand-in built here). For each:
+
+1. ``docker-compose --env-file .env.example config`` (Debian's docker-compose) parses it;
 2. each node service's command, run by the real CLI with ``--check-config`` and the
    service's environment (its config file mapped back from the container), is accepted;
 3. the wiring agrees: every peer is dialled through a toxiproxy proxy whose upstream is
-   that peer's Raft address; the healthcheck asks ``/readyz`` on the HTTP port; the
-   published port is the one peers send clients to; the data folder is a named volume.
+   that peer's Raft address; the healthcheck asks ``/readyz`` on the HTTP port; clients
+   are sent to where each node's HTTP port is reachable; the data folder is a named
+   volume; on the host network, no service has a network of its own or published ports.
 """
 
 from __future__ import annotations
@@ -21,6 +27,12 @@ import tomllib
 import yaml
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# The compose files of each layout (none: compose's own choice, with the override file).
+LAYOUTS = {
+    "default": [],
+    "host": ["docker-compose.yml", "deploy/compose/host/override.yml"],
+}
+STANDIN_DOCKERFILE = "deploy/toxiproxy-standin.Dockerfile"
 
 
 def _port(addr: str) -> int:
@@ -40,21 +52,46 @@ def _binds(service: dict) -> dict[str, str]:
     return out
 
 
-def check_wiring(compose: dict) -> tuple[list[str], dict[str, tuple[list[str], dict, str]]]:
-    """The cross-file checks; returns (problems, {service: (command, env, host config path)})."""
-    problems: list[str] = []
+def _check_proxy_service(tox: dict | None, host: bool) -> list[str]:
+    if tox is None:
+        return ["no toxiproxy service"]
+    if host:
+        if tox.get("build", {}).get("dockerfile") != STANDIN_DOCKERFILE:
+            return [f"toxiproxy: on the host network it is the stand-in built from {STANDIN_DOCKERFILE}"]
+    elif "shopify/toxiproxy" not in tox.get("image", ""):
+        return ["no toxiproxy service with the real ghcr.io/shopify/toxiproxy image"]
+    return []
+
+
+def _check_host_network(services: dict) -> list[str]:
+    problems = []
+    for name, s in services.items():
+        if s.get("network_mode") != "host":
+            problems.append(f"{name}: not on the host network (network_mode: host)")
+        if s.get("ports"):
+            problems.append(f"{name}: publishes ports, which the host network cannot")
+    return problems
+
+
+def check_wiring(
+    compose: dict, host: bool = False
+) -> tuple[list[str], dict[str, tuple[list[str], dict, str]]]:
+    """The cross-file checks; returns (problems, {service: (command, env, host config path)}).
+
+    ``host``: the host-network layout, where peers dial 127.0.0.1 and nothing is published.
+    """
     services = compose.get("services", {})
-    nodes = {name: s for name, s in services.items() if "build" in s}
-    if len(nodes) != 3:
-        problems.append(f"expected 3 node services, found {sorted(nodes)}")
+    nodes = {name: s for name, s in services.items() if "build" in s and name != "toxiproxy"}
+    problems: list[str] = [] if len(nodes) == 3 else [f"expected 3 node services, found {sorted(nodes)}"]
     tox = services.get("toxiproxy")
+    problems += _check_proxy_service(tox, host)
+    problems += _check_host_network(services) if host else []
     proxies = {}
-    if tox is None or "shopify/toxiproxy" not in tox.get("image", ""):
-        problems.append("no toxiproxy service with the real ghcr.io/shopify/toxiproxy image")
-    else:
+    if tox is not None:
         tox_json = _binds(tox).get("/config/toxiproxy.json")
         with open(tox_json) as f:
             proxies = {_port(p["listen"]): p for p in json.load(f)}
+    dial_host = "127.0.0.1" if host else "toxiproxy"
     named = set(compose.get("volumes") or {})
     published = {}
     configs = {}
@@ -84,7 +121,9 @@ def check_wiring(compose: dict) -> tuple[list[str], dict[str, tuple[list[str], d
             )
             if int(spec["target"]) == http:
                 published[name] = int(spec["published"])
-        if name not in published:
+        if host:
+            published[name] = http  # clients reach it on its own port
+        elif name not in published:
             problems.append(f"{name}: HTTP port {http} is not published")
         data_vols = [src for src, dst in map(_volume, s.get("volumes", [])) if dst == cfg["data_dir"]]
         if not data_vols or data_vols[0] not in named:
@@ -98,7 +137,7 @@ def check_wiring(compose: dict) -> tuple[list[str], dict[str, tuple[list[str], d
             if p["raft"] != other["raft"]:
                 problems.append(f"{name}: peer {peer} raft {p['raft']} but {peer} says {other['raft']}")
             proxy = proxies.get(_port(p.get("dial", ":0")))
-            if not p.get("dial", "").startswith("toxiproxy:") or proxy is None:
+            if not p.get("dial", "").startswith(f"{dial_host}:") or proxy is None:
                 problems.append(f"{name}: peer {peer} is not dialled through a toxiproxy proxy")
             elif proxy["upstream"] != other["raft"] or proxy["name"] != f"raft_{name}_to_{peer}":
                 problems.append(
@@ -128,22 +167,32 @@ def check_commands(runs: dict) -> list[str]:
     return problems
 
 
-def main() -> int:
-    os.chdir(ROOT)
+def load(layout: str) -> dict:
+    """The layout's compose model as ``docker-compose config`` resolves it (secrets from .env.example)."""
     base = ["docker-compose", "--env-file", ".env.example"]
-    valid = subprocess.run([*base, "config", "-q"])
-    if valid.returncode != 0:
-        print("docker-compose config -q: docker-compose.yml is invalid", file=sys.stderr)
-        return 1
-    compose = yaml.safe_load(
-        subprocess.run([*base, "config"], capture_output=True, text=True, check=True).stdout
-    )
-    problems, runs = check_wiring(compose)
-    problems += check_commands(runs)
+    for f in LAYOUTS[layout]:
+        base += ["-f", f]
+    res = subprocess.run([*base, "config"], cwd=ROOT, capture_output=True, text=True)
+    if res.returncode != 0:
+        raise ValueError(f"docker-compose config ({layout} layout): {res.stderr.strip()}")
+    return yaml.safe_load(res.stdout)
+
+
+def main() -> int:
+    problems = []
+    for layout in LAYOUTS:
+        try:
+            compose = load(layout)
+        except ValueError as e:
+            problems.append(str(e))
+            continue
+        found, runs = check_wiring(compose, host=layout == "host")
+        found += check_commands(runs)
+        problems += [f"{layout} layout: {p}" for p in found]
+        if not found:
+            print(f"compose-check: {layout} layout is valid; {len(runs)} node command lines accepted")
     for p in problems:
         print(f"compose-check: {p}", file=sys.stderr)
-    if not problems:
-        print(f"compose-check: docker-compose.yml is valid; {len(runs)} node command lines accepted")
     return 1 if problems else 0
 
 

@@ -1,4 +1,4 @@
-"""The compose check: the repository's docker-compose.yml passes; broken wiring does not."""
+"""The compose check: both layouts of the repository pass; broken wiring does not."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ import importlib.util
 import os
 
 import pytest
-import yaml
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 spec = importlib.util.spec_from_file_location(
@@ -16,17 +15,26 @@ spec = importlib.util.spec_from_file_location(
 compose_check = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(compose_check)
 
-SECRETS = {"HOROLOGE_CLIENT_TOKEN": "c", "HOROLOGE_ADMIN_TOKEN": "a", "HOROLOGE_CLUSTER_SECRET": "s"}
-
 
 @pytest.fixture
 def compose() -> dict:
-    with open(os.path.join(ROOT, "docker-compose.yml")) as f:
-        doc = yaml.safe_load(f)
-    for s in doc["services"].values():  # what `docker-compose config` does with .env
-        if "environment" in s:
-            s["environment"] = dict(SECRETS)
-    return doc
+    """The default layout, resolved by Debian's docker-compose (make deb-tools installs it)."""
+    return compose_check.load("default")
+
+
+@pytest.fixture
+def host_compose() -> dict:
+    return compose_check.load("host")
+
+
+def _swap_node_config(compose: dict, tmp_path, node: str, old: str, new: str, folder: str = "") -> None:
+    src = os.path.join(ROOT, "deploy", "compose", folder, f"{node}.toml")
+    with open(src) as f:
+        text = f.read()
+    assert old in text
+    (tmp_path / f"{node}.toml").write_text(text.replace(old, new))
+    s = compose["services"][node]
+    s["volumes"] = [v.replace(src, str(tmp_path / f"{node}.toml")) for v in s["volumes"]]
 
 
 def test_the_repository_compose_file_is_wired_right(compose):
@@ -36,14 +44,30 @@ def test_the_repository_compose_file_is_wired_right(compose):
     assert compose_check.check_commands(runs) == []
 
 
+def test_the_host_network_override_is_wired_right(host_compose):
+    problems, runs = compose_check.check_wiring(host_compose, host=True)
+    assert problems == []
+    assert sorted(runs) == ["n1", "n2", "n3"]
+    assert compose_check.check_commands(runs) == []
+
+
 def test_a_peer_dialled_around_toxiproxy_is_caught(compose, tmp_path):
-    with open(os.path.join(ROOT, "deploy", "compose", "n1.toml")) as f:
-        text = f.read().replace('dial = "toxiproxy:17012"', 'dial = "n2:7000"')
-    (tmp_path / "n1.toml").write_text(text)
-    n1 = compose["services"]["n1"]
-    n1["volumes"] = [v.replace("./deploy/compose/n1.toml", str(tmp_path / "n1.toml")) for v in n1["volumes"]]
+    _swap_node_config(compose, tmp_path, "n1", 'dial = "toxiproxy:17012"', 'dial = "n2:7000"')
     problems, _ = compose_check.check_wiring(compose)
     assert problems == ["n1: peer n2 is not dialled through a toxiproxy proxy"]
+
+
+def test_host_layout_faults_are_caught(host_compose, tmp_path):
+    bad = copy.deepcopy(host_compose)
+    _swap_node_config(bad, tmp_path, "n2", 'dial = "127.0.0.1:17123"', 'dial = "127.0.0.1:17083"', "host")
+    del bad["services"]["n3"]["network_mode"]
+    bad["services"]["toxiproxy"]["build"]["dockerfile"] = "Dockerfile"
+    problems, _ = compose_check.check_wiring(bad, host=True)
+    assert sorted(problems) == [
+        "n2: peer n3 is not dialled through a toxiproxy proxy",
+        "n3: not on the host network (network_mode: host)",
+        "toxiproxy: on the host network it is the stand-in built from deploy/toxiproxy-standin.Dockerfile",
+    ]
 
 
 def test_wrong_healthcheck_port_and_unnamed_volume_are_caught(compose):
