@@ -139,18 +139,29 @@ def node(config_path, node_id, data_dir, http_addr, raft_addr, insecure_dev, che
 @click.option("--raft-port", default=7081, show_default=True, help="First Raft port.")
 @click.option("--demo/--no-demo", default=False, help="Schedule a few messages and show them delivered.")
 @click.option("--exit-after-demo", is_flag=True, help="Stop the cluster when the demo is done.")
-def local_cluster(nodes, data, http_port, raft_port, demo, exit_after_demo) -> None:
+@click.option(
+    "--restart",
+    type=click.Choice(["never", "on-failure"]),
+    default="never",
+    show_default=True,
+    help="When a node dies: leave it down until a SIGHUP to local-cluster, or restart it by "
+    "itself when it exited with an error or by a signal.",
+)
+@click.option("--restart-delay", default=3.0, show_default=True, help="Seconds before an on-failure restart.")
+def local_cluster(nodes, data, http_port, raft_port, demo, exit_after_demo, restart, restart_delay) -> None:
     """Start NODES node processes on 127.0.0.1 and keep them running until Ctrl-C.
 
-    Tokens and the cluster secret come from HOROLOGE_CLIENT_TOKEN, HOROLOGE_ADMIN_TOKEN
-    and HOROLOGE_CLUSTER_SECRET when set; otherwise they are generated and printed.
+    When a node dies the others go on: it prints which one and how to bring it back
+    (SIGHUP to local-cluster restarts every dead node, or --restart on-failure). Tokens and
+    the cluster secret come from HOROLOGE_CLIENT_TOKEN, HOROLOGE_ADMIN_TOKEN and
+    HOROLOGE_CLUSTER_SECRET when set; otherwise they are generated and printed.
     Node logs go to DATA/n<i>.log.
     """
     import signal
-    import time
 
     from horologe import local_cluster as lc
     from horologe.client import HorologeError
+    from horologe.local_supervisor import Supervisor
 
     env, generated = lc.secrets_env()
     configs = lc.write_configs(
@@ -158,19 +169,23 @@ def local_cluster(nodes, data, http_port, raft_port, demo, exit_after_demo) -> N
     )
     procs = lc.start(configs, env, data)
     urls = [f"http://127.0.0.1:{http_port + i}" for i in range(nodes)]
-    stopping = False
+    supervisor = Supervisor(
+        procs, configs, env, data, urls, restart=restart, delay_s=restart_delay, echo=click.echo
+    )
 
     def on_signal(*_):
-        nonlocal stopping
-        stopping = True
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGHUP, supervisor.request_restart)
     try:
         leader = lc.wait_ready(urls)
         click.echo(f"{nodes} nodes up; master is {leader}")
         for i, u in enumerate(urls, 1):
-            click.echo(f"  n{i}  {u}   raft 127.0.0.1:{raft_port + i - 1}   log {data}/n{i}.log")
+            click.echo(
+                f"  n{i}  {u}   pid {procs[i - 1].pid}   raft 127.0.0.1:{raft_port + i - 1}"
+                f"   log {data}/n{i}.log"
+            )
         if generated:
             click.echo("dev tokens (generated; export them to reuse):")
         for name in lc.TOKEN_ENV:
@@ -178,18 +193,16 @@ def local_cluster(nodes, data, http_port, raft_port, demo, exit_after_demo) -> N
         if demo:
             lc.demo(urls[0], env["HOROLOGE_CLIENT_TOKEN"], click.echo)
         if not exit_after_demo:
-            click.echo("running; Ctrl-C stops every node")
-            while all(p.poll() is None for p in procs):
-                time.sleep(0.5)
-            click.echo("a node exited; stopping the others", err=True)
+            click.echo(f"running (pid {os.getpid()}, --restart {restart}); Ctrl-C stops every node")
+            supervisor.run()
     except KeyboardInterrupt:
         pass
     except (TimeoutError, HorologeError, click.ClickException) as e:
-        lc.stop(procs)
+        lc.stop(supervisor.procs)
         raise click.ClickException(f"{e} (see {data}/n*.log)") from e
     finally:
         click.echo("stopping nodes...")
-        lc.stop(procs)
+        lc.stop(supervisor.procs)
 
 
 @main.command()

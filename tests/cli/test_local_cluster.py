@@ -1,0 +1,158 @@
+"""``horologe local-cluster`` survives a dead node: the README's walk-through, on real processes.
+
+kill -9 of the master: the others go on, a new master delivers, and local-cluster says
+which node died and how to bring it back; it restarts it by itself (``--restart
+on-failure``) or on a SIGHUP, and says when it is back. Ctrl-C (SIGTERM) stops them all.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from horologe.client import Client
+from testkit.process_cluster import ENV, free_ports
+from testkit.waiting import wait_until
+
+
+def consecutive_free_ports(n: int) -> int:
+    """A first port such that it and the next n - 1 are free on 127.0.0.1."""
+    for _ in range(50):
+        (first,) = free_ports(1)
+        socks = []
+        try:
+            for port in range(first, first + n):
+                s = socket.socket()
+                socks.append(s)
+                s.bind(("127.0.0.1", port))
+            return first
+        except OSError:
+            continue
+        finally:
+            for s in socks:
+                s.close()
+    raise RuntimeError(f"no {n} consecutive free ports")
+
+
+class LocalCluster:
+    """``horologe local-cluster`` as a user runs it, its output read line by line."""
+
+    def __init__(self, data: str, *args: str) -> None:
+        self.http_port, self.raft_port = consecutive_free_ports(3), consecutive_free_ports(3)
+        self.urls = [f"http://127.0.0.1:{self.http_port + i}" for i in range(3)]
+        cmd = [sys.executable, "-m", "horologe", "local-cluster", "--data", data, *args]
+        cmd += ["--http-port", str(self.http_port), "--raft-port", str(self.raft_port)]
+        self.proc = subprocess.Popen(
+            cmd, env={**os.environ, **ENV}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
+        self.lines: queue.Queue[str] = queue.Queue()
+        self.seen: list[str] = []
+        threading.Thread(target=self._read, daemon=True).start()
+        self.pids = {m[1]: int(m[2]) for m in self.expect_all(r"  (n\d)  \S+   pid (\d+)", 3)}
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:
+            self.lines.put(line.rstrip("\n"))
+
+    def expect(self, pattern: str, timeout_s: float = 60.0) -> re.Match:
+        """The next output line matching ``pattern``; fails with everything printed so far."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            try:
+                line = self.lines.get(timeout=0.2)
+            except queue.Empty:
+                continue
+            self.seen.append(line)
+            if m := re.search(pattern, line):
+                return m
+        out = "\n".join(self.seen)
+        pytest.fail(f"local-cluster never printed /{pattern}/ in {timeout_s:g} s; it printed:\n{out}")
+
+    def expect_all(self, pattern: str, n: int) -> list[re.Match]:
+        return [self.expect(pattern) for _ in range(n)]
+
+    def client(self, nodes=(0, 1, 2)) -> Client:
+        return Client([self.urls[i] for i in nodes], ENV["HOROLOGE_CLIENT_TOKEN"], retry_s=20.0)
+
+    def first_master(self) -> str:
+        """The master local-cluster named when it started."""
+        m = re.search(r"nodes up; master is (n\d)", "\n".join(self.seen))
+        assert m, self.seen
+        return m[1]
+
+    def stop(self) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        return self.proc.wait(30)
+
+
+@pytest.fixture
+def cluster_factory(tmp_path):
+    started: list[LocalCluster] = []
+
+    def make(*args: str) -> LocalCluster:
+        started.append(LocalCluster(str(tmp_path / "local"), *args))
+        return started[-1]
+
+    yield make
+    for c in started:
+        c.stop()
+
+
+def deliver_one(c: LocalCluster, nodes, text: str) -> None:
+    """A message due in 0.5 s through ``nodes`` is delivered (by whichever node is master)."""
+    with c.client(nodes) as client:
+        sent = client.produce("walk", text, deliver_after=500)
+
+        def delivered() -> bool:
+            """the message is delivered"""
+            return client.status(sent.id).state == "delivered"
+
+        wait_until(delivered, 20.0)
+
+
+def test_kill_9_the_master_and_watch_it_heal(cluster_factory):
+    c = cluster_factory("--restart", "on-failure", "--restart-delay", "2")
+    c.expect(r"running \(pid \d+, --restart on-failure\)")
+    master = c.first_master()
+    k = int(master[1:]) - 1
+    os.kill(c.pids[master], signal.SIGKILL)
+    c.expect(rf"{master} \(pid {c.pids[master]}\) died: killed by SIGKILL\. The other nodes go on\.")
+    c.expect(rf"restarting {master} in 2 s")
+    others = [i for i in range(3) if i != k]
+    deliver_one(c, others, "after the kill")  # a new master among the two left
+    c.expect(rf"{master} restarted \(pid \d+\)")
+    c.expect(rf"{master} is back: ready and linked; the master is n\d")
+    deliver_one(c, [k], "after the restart")  # through the node that came back
+    assert c.stop() == 0
+    c.expect("stopping nodes")
+
+
+def test_a_dead_node_stays_down_until_sighup(cluster_factory):
+    c = cluster_factory()
+    c.expect(r"running \(pid (\d+), --restart never\)")
+    victim = next(n for n in ("n1", "n2", "n3") if n != c.first_master())
+    os.kill(c.pids[victim], signal.SIGKILL)
+    c.expect(rf"{victim} \(pid \d+\) died: killed by SIGKILL\. The other nodes go on\.")
+    hint = c.expect(r"bring it back: kill -HUP (\d+)")
+    assert int(hint[1]) == c.proc.pid
+    deliver_one(c, [i for i in range(3) if f"n{i + 1}" != victim], "two of three")
+    time.sleep(1.0)
+    assert c.proc.poll() is None and c.lines.empty()  # no restart, no stop: it waits to be asked
+    os.kill(c.proc.pid, signal.SIGHUP)
+    restarted = int(c.expect(rf"{victim} restarted \(pid (\d+)\)")[1])
+    c.expect(rf"{victim} is back: ready and linked")
+    assert c.stop() == 0
+    c.expect("stopping nodes")
+    for pid in [*c.pids.values(), restarted]:  # every node process ended with it
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
