@@ -46,6 +46,10 @@ def step(name: str):
     print(f"compose-test: {name}: {TIMINGS[name]:.1f} s", flush=True)
 
 
+def note(text: str) -> None:
+    print(f"compose-test:   {text}", flush=True)
+
+
 @pytest.fixture(scope="module")
 def engine():
     with step("start dockerd"):
@@ -61,7 +65,7 @@ def project(engine):
     assert not taken, f"ports of the host layout already in use: {taken} (another compose test running?)"
     with step("base image"):
         base = base_image(engine)
-    print(f"compose-test: base image {base}", flush=True)
+    note(f"base image {base}")
     project = ComposeProject(engine, PROJECT, {**SECRETS, "HOROLOGE_BASE": base})
     with step("build the node and proxy images"):
         project.run("build")
@@ -163,9 +167,12 @@ def test_compose_deployment(project, client):
     with step(f"SIGKILL {master}: a new master delivers everything"):
         due = produce(client, "killed", 100, 3000, 4000)
         project.run("kill", "-s", "SIGKILL", master)
+        t_kill = time.monotonic()
         killed, master = master, agreed_master([n for n in NODES if n != master], exclude=master)
+        note(f"{master} is master {time.monotonic() - t_kill:.1f} s after the SIGKILL of {killed}")
         due.update(produce(client, "killed", 50, 0, 2000))  # and through the new master
         consume_all(client, "killed", due)
+        note(f"all {len(due)} messages delivered, none twice, none early")
     assert project.status(killed) == "exited"  # killed by hand: no restart
 
     with step(f"start {killed} again"):
@@ -179,7 +186,7 @@ def test_compose_deployment(project, client):
         consume_all(client, "stopped", due)
     assert handover["old_master"] == master and handover["new_master"] in NODES
     assert isinstance(handover["gap_ms"], float), handover
-    print(f"compose-test: handover {handover}", flush=True)
+    note(f"handover logged by {master}: {handover}")
 
     with step(f"start {master} again"):
         project.run("start", master)
@@ -196,16 +203,19 @@ def test_compose_deployment(project, client):
             st = client.status(mid)
             assert (st.state, st.deliver_at) == ("scheduled", deliver_at), st
         consume_all(client, "soon", soon)
+        note(f"{len(later)} messages an hour away still scheduled; {len(soon)} due while down delivered")
 
     with step("isolate the master through the proxy, then heal"):
         isolated = agreed_master(NODES)
-        faults("isolate", isolated)
+        note(faults("isolate", isolated))
+        t_cut = time.monotonic()
         others = [n for n in NODES if n != isolated]
         master = agreed_master(others, exclude=isolated)
+        note(f"{master} is master {time.monotonic() - t_cut:.1f} s after {isolated} was cut off")
         with Client([URLS[n] for n in others], CLIENT, retry_s=30.0, timeout=10.0) as majority:
             during = produce(majority, "isolated", 100, 0, 2000)
             consume_all(majority, "isolated", during)
-        faults("heal")
+        note(faults("heal"))
         all_up(project)
         after = produce(client, "healed", 50, 0, 1000)
         consume_all(client, "healed", after)
