@@ -33,14 +33,20 @@ $(STAMP): pyproject.toml | $(PY) deb-tools
 
 install: $(STAMP)
 
-# Installs only what is missing, so a warm machine skips apt entirely.
+# Installs only what is missing, so a warm machine skips apt entirely. A policy-rc.d that
+# answers 101 keeps apt from starting the daemons it installs (docker.io's dockerd would
+# make its docker0 bridge on a host with an init system); the compose test starts its own.
 deb-tools:
 	@missing=""; for p in $(DEB_PACKAGES); do \
 		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || missing="$$missing $$p"; \
 	done; \
 	if [ -n "$$missing" ]; then \
 		echo "installing Debian packages:$$missing"; \
+		policy=""; if [ ! -e /usr/sbin/policy-rc.d ]; then \
+			policy=/usr/sbin/policy-rc.d; printf '#!/bin/sh\nexit 101\n' > $$policy; chmod +x $$policy; \
+		fi; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+		status=$$?; [ -z "$$policy" ] || rm -f $$policy; exit $$status; \
 	fi
 
 # The import contracts (pyproject's [tool.importlinter]) run on a copy laid out as installed.
