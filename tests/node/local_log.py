@@ -29,10 +29,14 @@ class LocalLog:
         self.proposed: list[Entry] = []
         self.listeners: list[Callable[[ApplyResult], None]] = []
 
-    async def propose(self, kind: EntryKind, clock_ms: int | None = None, **fields) -> ApplyResult:
+    async def propose(
+        self, kind: EntryKind, clock_ms: int | None = None, ws: Watermark | None = None, **fields
+    ) -> ApplyResult:
+        """``ws``: the watermark the entry carries (the live one by default), for an entry
+        stamped before it is applied."""
         now = self.clock() if clock_ms is None else clock_ms
         self.index += 1
-        self.proposed.append(Entry(kind, self.ws(), now, **fields))
+        self.proposed.append(Entry(kind, self.ws() if ws is None else ws, now, **fields))
         res = self.machine.apply(self.index, self.proposed[-1].encode())
         self.view.follow(Applied(res, self.machine.store.published(), self.machine.halted, 0))
         self.applied.append(res)

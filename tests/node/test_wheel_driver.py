@@ -123,20 +123,23 @@ def test_stop_ends_a_run_whose_cancel_was_swallowed(tmp_path):
 
 def test_the_next_turn_does_not_wait_for_the_last_sync_to_commit(tmp_path):
     """Commits that take 100 ms: what falls due meanwhile is proposed in the next S, with at
-    most ``syncs_in_flight`` of them uncommitted at a time."""
+    most ``syncs_in_flight`` of them uncommitted at a time, and no S delivers a message
+    stamped before it was due."""
     log, _ = _driver(tmp_path)
     in_flight, most = 0, 0
 
     def slow_sync(now: int):
+        """Stamped with the watermark of this moment, as the node's submit does."""
         nonlocal in_flight, most
         in_flight += 1
         most = max(most, in_flight)
+        ws = driver.ws
 
         async def commit():
             nonlocal in_flight
             await asyncio.sleep(0.1)
             in_flight -= 1
-            return await log.propose(SYNC, clock_ms=now)
+            return await log.propose(SYNC, clock_ms=now, ws=ws)
 
         return commit()
 
@@ -152,8 +155,11 @@ def test_the_next_turn_does_not_wait_for_the_last_sync_to_commit(tmp_path):
     async def run() -> None:
         driver.start()
         assert await _until(lambda: driver.wheel is not None)
-        await log.propose(PRODUCE, messages=[Message("t", b"m", log.clock() + 20, T)])
-        assert await _until(lambda: log.view.reads.ready_count("t") == 1)
+        soon = log.clock() + 20
+        await log.propose(PRODUCE, messages=[Message("t", b"m%d" % i, soon + 15 * i, T) for i in range(8)])
+        assert await _until(lambda: log.view.reads.ready_count("t") == 8)
+        rows = log.view.reads.read_ready("t")
+        assert (rows["delivered_at_ms"] >= rows["deliver_at_ms"]).all()
         await driver.stop()
 
     try:
