@@ -123,6 +123,7 @@ class RaftNode(SyncObj):
             raftMinTimeout=settings.raft_min_timeout,
             raftMaxTimeout=settings.raft_max_timeout,
             appendEntriesPeriod=settings.heartbeat_s,
+            autoTickPeriod=settings.tick_s,
             leaderFallbackTimeout=settings.leader_fallback_timeout,
             logCompactionMinEntries=settings.log_compaction_min_entries,
             logCompactionMinTime=settings.log_compaction_min_time,

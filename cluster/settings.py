@@ -27,6 +27,12 @@ class ClusterSettings:
     raft_max_timeout: float = 0.6
     leader_fallback_timeout: float = 2.0
     heartbeat_s: float = 0.05  # pysyncobj requires raft_min_timeout > 3 x heartbeat
+    # The longest the tick thread sleeps with nothing to read, and so how late it may look
+    # at its election deadline. At pysyncobj's 50 ms, both followers woke together on the
+    # master's heartbeats, and so looked at their deadlines at the same moments: after a
+    # master's loss they stood in the same 50 ms step (11 of 30 kills), split the vote, and
+    # the cluster waited a second election timeout (failover 0.9-1.1 s instead of 0.3-0.5).
+    tick_s: float = 0.005
     # A refused connect answers at once on a LAN, so retrying often costs one SYN. At
     # pysyncobj's 5 s a link that missed its peer's start stayed down for seconds, and a
     # release could pick a master that a follower could not hear (docs/cluster.md).
