@@ -2,7 +2,9 @@
 
 Checked, per scenario:
 
-* **lost**: acknowledged, not cancelled (200), and never consumed;
+* **lost**: acknowledged, not cancelled (200), and never consumed; or nacked, and its
+  retry copy never consumed (**nacked, not retried**);
+* **extra retry copies**: one nack that made more than one copy;
 * **ready duplicates**: a message twice in a node's ready log, and whether all nodes'
   ready logs are identical;
 * **redeliveries**: a message handed to consumers again; *explained* unless an earlier
@@ -25,6 +27,8 @@ from collections import Counter
 import numpy as np
 
 from horologe.storage import ready_ids
+
+from .history import nacked_not_retried
 
 
 def percentiles(values) -> dict:
@@ -67,6 +71,8 @@ def check(
 
     owed = set(produced) - cancelled_ok
     lost = sorted(owed - consumed_ids)
+    unretried = sorted(nacked_not_retried(consumed, history.get("nacks", [])))
+    copies = Counter(key for key, _ in {(c["key"], c["id"]) for c in consumed if c["attempt"] > 0})
     not_in_ready = sorted(owed - set(ids))
     cancelled_delivered = sorted(cancelled_ok & (set(ids) | consumed_ids))
 
@@ -103,6 +109,10 @@ def check(
         "consumed": len(consumed),
         "lost": len(lost),
         "lost_ids": lost[:20],
+        "nacked": sum(len(n["receipts"]) for n in history.get("nacks", []) if n["ok"]),
+        "nacked_not_retried": len(unretried),
+        "nacked_not_retried_ids": unretried[:20],
+        "extra_retry_copies": sum(n - 1 for n in copies.values()),
         "not_in_ready_log": len(not_in_ready),
         "duplicates": sum(n["duplicates"] for n in per_node.values()),
         "ready_logs_identical": identical,
@@ -136,7 +146,15 @@ def time_to_recover(history: dict) -> int | None:
 def violations(result: dict) -> list[str]:
     """What makes a run fail; empty when it passes."""
     out = []
-    for key in ("lost", "duplicates", "redeliveries_unexplained", "early", "cancelled_but_delivered"):
+    for key in (
+        "lost",
+        "nacked_not_retried",
+        "extra_retry_copies",
+        "duplicates",
+        "redeliveries_unexplained",
+        "early",
+        "cancelled_but_delivered",
+    ):
         if result[key]:
             out.append(f"{key} = {result[key]}")
     if not result["ready_logs_identical"]:

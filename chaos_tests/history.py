@@ -25,10 +25,13 @@ class History:
     produce_failures: list[dict] = field(default_factory=list)
     # {id, sent_ms, answered_ms, outcome}: outcome is ok (200), delivered (409), not_found, error
     cancels: list[dict] = field(default_factory=list)
-    # {id, receipt, sent_ms (the pull), at_ms (its answer), node, consumer, deliver_at, delivered_at, attempt}
+    # {id, receipt, sent_ms (the pull), at_ms (its answer), node, consumer, deliver_at,
+    # delivered_at, attempt, key (from the body: a retry copy has a new id, the same body)}
     consumed: list[dict] = field(default_factory=list)
     # {receipts, at_ms, ok, error}
     acks: list[dict] = field(default_factory=list)
+    # {receipts, at_ms, ok, error}: hand-outs sent back for a retry
+    nacks: list[dict] = field(default_factory=list)
     # {name, start_ms, end_ms}
     faults: list[dict] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -54,6 +57,16 @@ class History:
     def load(cls, path: str) -> History:
         with open(path) as f:
             return cls(**json.load(f))
+
+
+def nacked_not_retried(consumed: list[dict], nacks: list[dict]) -> set[str]:
+    """Ids handed out and nacked (answered ok) whose retry copy no consumer got yet.
+
+    The copy has an id of its own and the original's body, so it is known by its key.
+    """
+    nacked = {r for n in nacks if n["ok"] for r in n["receipts"]}
+    retried = {c["key"] for c in consumed if c["attempt"] > 0}
+    return {c["id"] for c in consumed if c["receipt"] in nacked and c["key"] not in retried}
 
 
 def _copy(value):

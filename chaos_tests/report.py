@@ -62,7 +62,7 @@ def _cell(result: dict, key: str) -> str:
     return "-" if value is None else str(value)
 
 
-def _spread(p: dict) -> str:
+def spread(p: dict) -> str:
     if not p["n"]:
         return "none delivered"
     return f"p50 {p['p50']:.0f} ms, p99 {p['p99']:.0f} ms, max {p['max']:.0f} ms over {p['n']}"
@@ -97,8 +97,8 @@ def write_summary(out_dir: str, results: dict[str, dict]) -> str:
             *[f"- {f['name']}: {(f['end_ms'] - f['start_ms']) / 1000:.1f} s" for f in r["faults"]],
             *[f"- {note}" for note in r["notes"]],
             f"- cancels: {r['cancels']}; produce failures (unacknowledged): {r['produce_failures']}",
-            f"- lateness by the master's clock: {_spread(r['lateness_ms'])}; as consumers saw it (true "
-            f"clock): {_spread(r['consumer_lateness_ms'])}",
+            f"- lateness by the master's clock: {spread(r['lateness_ms'])}; as consumers saw it (true "
+            f"clock): {spread(r['consumer_lateness_ms'])}",
             f"- early by the true clock: {r['early_true_max_ms']} ms "
             f"(allowance {r['early_true_allowance_ms']} ms)",
             *[f"- **violation**: {v}" for v in r["violations"]],

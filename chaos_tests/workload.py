@@ -6,7 +6,8 @@
 * The canceller cancels a ``cancel_share`` of what was acknowledged, at a moment between
   1.5 s before and 0.3 s after its deliver time, so both answers (200 and 409) occur.
 * Consumers pull, record, and ack at once; what they saw and how each ack ended goes in
-  the :class:`History`.
+  the :class:`History`. With a ``nack_share``, they nack that share of first hand-outs
+  instead: the group's retry copy (a new id, the same body) must come back.
 """
 
 from __future__ import annotations
@@ -20,7 +21,12 @@ import time
 from horologe.client import Client
 from horologe.client.errors import AlreadyDeliveredError, HorologeError, NotFoundError
 
-from .history import History, now_ms
+from .history import History, nacked_not_retried, now_ms
+
+
+def message_key(body: bytes) -> str:
+    """The key a body was made from (:meth:`Workload.send_batch` pads it with dots)."""
+    return body.decode(errors="replace").split(".", 1)[0]
 
 
 class Workload:
@@ -39,12 +45,13 @@ class Workload:
         hot_share: float = 0.2,
         cancel_share: float = 0.05,
         consumers: int = 2,
+        nack_share: float = 0.0,
     ) -> None:
         self.urls, self.token, self.history = urls, token, history
         self.topic, self.group = topic, group
         self.batch, self.pause_s = batch, pause_s
         self.past_ms, self.horizon_ms = past_ms, horizon_ms
-        self.hot_share, self.cancel_share = hot_share, cancel_share
+        self.hot_share, self.cancel_share, self.nack_share = hot_share, cancel_share, nack_share
         self.rng = random.Random(history.seed)
         self._producing = threading.Event()
         self._consuming = threading.Event()
@@ -168,23 +175,33 @@ class Workload:
                     deliver_at=m.deliver_at,
                     delivered_at=m.delivered_at,
                     attempt=m.attempt,
+                    key=message_key(m.body),
                 )
-            if not got:
-                continue
-            receipts = [m.receipt for m in got]
-            try:
-                client.ack(self.topic, self.group, receipts)
-                self.history.add("acks", receipts=receipts, at_ms=now_ms(), ok=True, error=None)
-            except HorologeError as e:
-                self.history.add("acks", receipts=receipts, at_ms=now_ms(), ok=False, error=str(e))
+            nacked = {m.receipt for m in got if m.attempt == 0 and self.rng.random() < self.nack_share}
+            for kind, receipts in (
+                ("acks", [m.receipt for m in got if m.receipt not in nacked]),
+                ("nacks", [m.receipt for m in got if m.receipt in nacked]),
+            ):
+                if receipts:
+                    self._settle(client, kind, receipts)
+
+    def _settle(self, client: Client, kind: str, receipts: list[str]) -> None:
+        """Ack or nack ``receipts``; record how it ended."""
+        call = client.ack if kind == "acks" else client.nack
+        try:
+            call(self.topic, self.group, receipts)
+            self.history.add(kind, receipts=receipts, at_ms=now_ms(), ok=True, error=None)
+        except HorologeError as e:
+            self.history.add(kind, receipts=receipts, at_ms=now_ms(), ok=False, error=str(e))
 
     # -- waiting ------------------------------------------------------------------------
 
     def outstanding(self) -> set[str]:
-        """Acknowledged, not cancelled (200), and not consumed yet."""
+        """Acknowledged, not cancelled (200), and not consumed yet, or nacked and not retried yet."""
         cancelled = {c["id"] for c in self.history.snapshot("cancels") if c["outcome"] == "ok"}
-        consumed = {c["id"] for c in self.history.snapshot("consumed")}
-        return {p["id"] for p in self.history.snapshot("produced")} - cancelled - consumed
+        consumed = self.history.snapshot("consumed")
+        never = {p["id"] for p in self.history.snapshot("produced")} - cancelled - {c["id"] for c in consumed}
+        return never | nacked_not_retried(consumed, self.history.snapshot("nacks"))
 
     def drain(self, slack_s: float = 45.0, progress=None) -> set[str]:
         """Wait until everything owed is consumed, or ``slack_s`` after the last deliver time."""
