@@ -9,7 +9,7 @@ STAMP   := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
 # without a registry) and docker-compose (Debian's, 1.29).
 DEB_PACKAGES := faketime fuse3 libfuse3-dev pkg-config docker.io debootstrap docker-compose
 
-.PHONY: help install test lint unit bench bench-parts run chaos compose-check compose-test deb-tools clean
+.PHONY: help install test lint unit bench bench-parts run chaos soak compose-check compose-test deb-tools clean
 
 help:
 	@echo "make run    - start a local 3-node cluster, show messages scheduled and delivered; Ctrl-C stops it"
@@ -17,6 +17,7 @@ help:
 	@echo "make bench  - Horologe against a Redis sorted-set queue at the user's edge (~20 min); ratios"
 	@echo "make bench-parts - the component benchmarks (bench/bench_*.py) that explain edge figures"
 	@echo "make chaos  - every chaos scenario (about 11 min); report in chaos-report/"
+	@echo "make soak   - 30 min of mixed load, a fault every 2 min; report in soak-report/"
 	@echo "make compose-check - validate both compose layouts offline and their node command lines"
 	@echo "make compose-test - the compose deployment for real: own dockerd, images built offline,"
 	@echo "                    3 nodes on the host network, SIGKILL/stop/down-up/isolate; prints timings"
@@ -60,6 +61,10 @@ test: deb-tools install lint
 # Every fault scenario, each on a fresh cluster; CHAOS_SEED=N repeats a run.
 chaos: deb-tools install
 	$(PY) -m chaos_tests.run --out chaos-report $(if $(CHAOS_SEED),--seed $(CHAOS_SEED))
+
+# Half an hour of mixed load with a fault every 2 minutes; SOAK_ARGS="--minutes 4" for a try.
+soak: deb-tools install
+	$(PY) -m chaos_tests.soak --out soak-report $(SOAK_ARGS)
 
 # Offline: Debian's docker-compose parses the files; the node command lines go through the CLI.
 compose-check: deb-tools install

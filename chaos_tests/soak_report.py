@@ -1,0 +1,132 @@
+"""The soak's report: RSS growth per node, SOAK.md, soak.json and soak.png."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+
+from .report import spread
+
+MB = 1 << 20
+WINDOW_MS = 60_000  # the baseline is the minute before the first fault; the end, the last minute
+
+
+def rss_growth(samples: list[tuple[int, int, int, int]], first_fault_ms: int) -> dict[str, dict]:
+    """Per node, MB: the median RSS in the minute before the first fault, in the last
+    minute sampled, the maximum, and the growth (end minus baseline)."""
+    out = {}
+    for i in sorted({s[1] for s in samples}):
+        t = np.array([s[0] for s in samples if s[1] == i])
+        rss = np.array([s[3] for s in samples if s[1] == i]) / MB
+        before = rss[(t < first_fault_ms) & (t >= first_fault_ms - WINDOW_MS)]
+        baseline = float(np.median(before if before.size else rss[:1]))
+        end = float(np.median(rss[t >= t.max() - WINDOW_MS]))
+        out[f"n{i + 1}"] = {
+            "baseline_mb": baseline,
+            "end_mb": end,
+            "max_mb": float(rss.max()),
+            "growth_mb": end - baseline,
+        }
+    return out
+
+
+def write_report(out_dir: str, result: dict, samples: list) -> str:
+    os.makedirs(out_dir, exist_ok=True)
+    timeline = result.pop("timeline")
+    with open(os.path.join(out_dir, "soak.json"), "w") as f:
+        json.dump({**result, "rss_samples": samples}, f, indent=1)
+    _plot(os.path.join(out_dir, "soak.png"), result, timeline, samples)
+    path = os.path.join(out_dir, "SOAK.md")
+    with open(path, "w") as f:
+        f.write("\n".join(_markdown(result)))
+    return path
+
+
+def _markdown(r: dict) -> list[str]:
+    verdict = "pass" if not r["violations"] else "FAIL"
+    lines = [
+        "# Horologe soak",
+        "",
+        f"Seed {r['seed']}; {r['duration_s'] / 60:.1f} min; {len(r['faults'])} fault windows, one every "
+        f"{r['fault_every_s']:g} s; toxiproxy: {r['toxiproxy']}. Verdict: **{verdict}**.",
+        "",
+        "| acknowledged | consumed | lost | nacked (not retried) | ready-log duplicates | "
+        "unexplained redeliveries | early | cancelled but delivered |",
+        "|---|---|---|---|---|---|---|---|",
+        f"| {r['acknowledged']} | {r['consumed']} | {r['lost']} | "
+        f"{r['nacked']} ({r['nacked_not_retried']}) | "
+        f"{r['duplicates']} | {r['redeliveries_unexplained']} of {r['redeliveries']} | {r['early']} | "
+        f"{r['cancelled_but_delivered']} |",
+        "",
+        f"- ready logs identical on every node: {r['ready_logs_identical']}",
+        f"- lateness by the master's clock: {spread(r['lateness_ms'])}",
+        f"- lateness as consumers saw it (true clock): {spread(r['consumer_lateness_ms'])}",
+        f"- early by the true clock: {r['early_true_max_ms']} ms "
+        f"(allowance {r['early_true_allowance_ms']} ms)",
+        f"- longest stretch without an acknowledged produce: {r['time_to_recover_ms']} ms",
+        f"- cancels: {r['cancels']}; produce failures (unacknowledged): {r['produce_failures']}",
+        "",
+        "| node | RSS before the first fault, MB | at the end | max | growth |",
+        "|---|---|---|---|---|",
+        *[
+            f"| {n} | {g['baseline_mb']:.0f} | {g['end_mb']:.0f} | {g['max_mb']:.0f} | "
+            f"{g['growth_mb']:+.0f} |"
+            for n, g in r["rss"].items()
+        ],
+        "",
+        "Faults, from the run's start:",
+        "",
+        *[
+            f"- {(f['start_ms'] - r['start_ms']) / 1000:.0f} s: {f['name']} "
+            f"({(f['end_ms'] - f['start_ms']) / 1000:.1f} s)"
+            for f in r["faults"]
+        ],
+        *[f"- {note}" for note in r["notes"]],
+        *[f"- **violation**: {v}" for v in r["violations"]],
+        "",
+        "![soak](soak.png)",
+        "",
+    ]
+    return lines
+
+
+def _plot(path: str, r: dict, timeline: list, samples: list) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    start = r["start_ms"]
+    fig, (late_ax, rss_ax) = plt.subplots(2, 1, figsize=(11, 6), sharex=True)
+    for ax in (late_ax, rss_ax):
+        for k, f in enumerate(r["faults"]):
+            ax.axvspan(
+                (f["start_ms"] - start) / 60_000,
+                (f["end_ms"] - start) / 60_000,
+                color="tab:red",
+                alpha=0.15,
+                label="fault" if k == 0 else None,
+            )
+    if timeline:
+        due = np.array([d for d, _ in timeline], dtype=float)
+        late = np.array([max(x, 0.5) for _, x in timeline], dtype=float)
+        late_ax.scatter(
+            (due - start) / 60_000, late, s=1, color="tab:blue", label="lateness (master's clock)"
+        )
+    late_ax.set_yscale("log")
+    late_ax.set_ylabel("lateness, ms")
+    late_ax.set_title(f"soak: seed {r['seed']}, {len(r['faults'])} faults")
+    late_ax.legend(loc="upper left", fontsize="small")
+    for i in sorted({s[1] for s in samples}):
+        mine = [s for s in samples if s[1] == i]
+        rss_ax.plot(
+            [(s[0] - start) / 60_000 for s in mine], [s[3] / MB for s in mine], lw=1, label=f"n{i + 1}"
+        )
+    rss_ax.set_ylabel("node RSS, MB")
+    rss_ax.set_xlabel("minutes since the run began")
+    rss_ax.legend(loc="upper left", fontsize="small")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
