@@ -30,14 +30,7 @@ def plot_timeline(path: str, name: str, result: dict) -> None:
 
     start = result["start_ms"]
     fig, ax = plt.subplots(figsize=(9, 3.5))
-    for k, f in enumerate(result["faults"]):
-        ax.axvspan(
-            (f["start_ms"] - start) / 1000,
-            (f["end_ms"] - start) / 1000,
-            color="tab:red",
-            alpha=0.15,
-            label="fault" if k == 0 else None,
-        )
+    shade_faults(ax, result["faults"], start, 1000)
     if result["timeline"]:
         xs = [(due - start) / 1000 for due, _ in result["timeline"]]
         ys = [max(late, 0.5) for _, late in result["timeline"]]
@@ -50,6 +43,18 @@ def plot_timeline(path: str, name: str, result: dict) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
+
+
+def shade_faults(ax, faults: list[dict], start_ms: int, unit_ms: int) -> None:
+    """Shade each fault's window on a time axis in units of ``unit_ms`` since ``start_ms``."""
+    for k, f in enumerate(faults):
+        ax.axvspan(
+            (f["start_ms"] - start_ms) / unit_ms,
+            (f["end_ms"] - start_ms) / unit_ms,
+            color="tab:red",
+            alpha=0.15,
+            label="fault" if k == 0 else None,
+        )
 
 
 def _cell(result: dict, key: str) -> str:

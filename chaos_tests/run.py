@@ -65,16 +65,9 @@ def run_scenario(name: str, seed: int, work: str, out: str, toxiproxy: Toxiproxy
             except Exception as e:  # noqa: BLE001 - a fault that went wrong is a finding, not a crash
                 run.violations.append(f"the scenario did not complete: {type(e).__name__}: {e}")
             time.sleep(SETTLE_S)
-            workload.stop_producing()
-            print(f"  load stopped: {len(history.produced)} acknowledged; draining", flush=True)
-            left = workload.drain()
-            if left:
-                run.note(f"{len(left)} owed messages still unconsumed when the drain gave up")
+            run.drain()
         finally:
-            workload.stop()
-            cluster.stop_all()
-            cluster.close()
-            cluster.topology.destroy()
+            run.tear_down()
         ready, errors = read_ready_logs(cluster, workload.topic)
     finally:
         if disk is not None:

@@ -53,6 +53,21 @@ class Run:
         print(f"  {text}", flush=True)
         self.history.notes.append(text)
 
+    def drain(self) -> None:
+        """Stop producing and wait until consumers got what is owed (noted where they did not)."""
+        self.workload.stop_producing()
+        print(f"  load stopped: {len(self.history.produced)} acknowledged; draining", flush=True)
+        left = self.workload.drain()
+        if left:
+            self.note(f"{len(left)} owed messages still unconsumed when the drain gave up")
+
+    def tear_down(self) -> None:
+        """Stop the load, the nodes and their proxies."""
+        self.workload.stop()
+        self.cluster.stop_all()
+        self.cluster.close()
+        self.cluster.topology.destroy()
+
     def others(self, i: int) -> list[int]:
         return [j for j in self.cluster.indexes if j != i]
 

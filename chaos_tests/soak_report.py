@@ -7,7 +7,7 @@ import os
 
 import numpy as np
 
-from .report import spread
+from .report import shade_faults, spread
 
 MB = 1 << 20
 WINDOW_MS = 60_000  # the baseline is the minute before the first fault; the end, the last minute
@@ -101,14 +101,7 @@ def _plot(path: str, r: dict, timeline: list, samples: list) -> None:
     start = r["start_ms"]
     fig, (late_ax, rss_ax) = plt.subplots(2, 1, figsize=(11, 6), sharex=True)
     for ax in (late_ax, rss_ax):
-        for k, f in enumerate(r["faults"]):
-            ax.axvspan(
-                (f["start_ms"] - start) / 60_000,
-                (f["end_ms"] - start) / 60_000,
-                color="tab:red",
-                alpha=0.15,
-                label="fault" if k == 0 else None,
-            )
+        shade_faults(ax, r["faults"], start, 60_000)
     if timeline:
         due = np.array([d for d, _ in timeline], dtype=float)
         late = np.array([max(x, 0.5) for _, x in timeline], dtype=float)
