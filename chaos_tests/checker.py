@@ -2,8 +2,8 @@
 
 Checked, per scenario:
 
-* **lost**: acknowledged, not cancelled (200), and never consumed; or nacked, and its
-  retry copy never consumed (**nacked, not retried**);
+* **lost**: acknowledged, not cancelled (200), and never consumed; or nacked, never
+  acked on another hand-out, and its retry copy never consumed (**nacked, not retried**);
 * **extra retry copies**: one nack that made more than one copy;
 * **ready duplicates**: a message twice in a node's ready log, and whether all nodes'
   ready logs are identical;
@@ -71,7 +71,7 @@ def check(
 
     owed = set(produced) - cancelled_ok
     lost = sorted(owed - consumed_ids)
-    unretried = sorted(nacked_not_retried(consumed, history.get("nacks", [])))
+    unretried = sorted(nacked_not_retried(consumed, history.get("nacks", []), history["acks"]))
     copies = Counter(key for key, _ in {(c["key"], c["id"]) for c in consumed if c["attempt"] > 0})
     not_in_ready = sorted(owed - set(ids))
     cancelled_delivered = sorted(cancelled_ok & (set(ids) | consumed_ids))

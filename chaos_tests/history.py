@@ -59,14 +59,22 @@ class History:
             return cls(**json.load(f))
 
 
-def nacked_not_retried(consumed: list[dict], nacks: list[dict]) -> set[str]:
+def nacked_not_retried(consumed: list[dict], nacks: list[dict], acks: list[dict]) -> set[str]:
     """Ids handed out and nacked (answered ok) whose retry copy no consumer got yet.
 
-    The copy has an id of its own and the original's body, so it is known by its key.
+    The copy has an id of its own and the original's body, so it is known by its key. A
+    message handed out twice (a lease lost with its master) and acked on one hand-out
+    is owed no copy: a nack after the ack makes none (docs/api.md).
     """
     nacked = {r for n in nacks if n["ok"] for r in n["receipts"]}
+    acked = {r for a in acks if a["ok"] for r in a["receipts"]}
+    acked_ids = {c["id"] for c in consumed if c["receipt"] in acked}
     retried = {c["key"] for c in consumed if c["attempt"] > 0}
-    return {c["id"] for c in consumed if c["receipt"] in nacked and c["key"] not in retried}
+    return {
+        c["id"]
+        for c in consumed
+        if c["receipt"] in nacked and c["key"] not in retried and c["id"] not in acked_ids
+    }
 
 
 def _copy(value):

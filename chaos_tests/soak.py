@@ -16,7 +16,8 @@ each node process's RSS from /proc.
 At the end the load stops, the consumers drain, and the checker's verdicts are taken
 over the whole history and every node's ready log. ``<out>/SOAK.md`` has the verdicts,
 the faults and RSS per node; ``soak.png`` plots lateness and RSS over time with the
-fault windows; ``soak.json`` holds the figures. Exits 1 on any violation or when RSS
+fault windows; ``soak.json`` holds the figures, ``soak.history.json`` what the clients
+saw. Exits 1 on any violation or when RSS
 grew by more than ``--rss-limit-mb`` on a node.
 """
 
@@ -144,6 +145,7 @@ def soak(seed: int, minutes: float, fault_every_s: float, work: str) -> tuple[di
         fault_every_s=fault_every_s,
     )
     result["violations"] = violations(result) + run.violations
+    result["history"] = history
     return result, sampler.samples
 
 

@@ -35,6 +35,7 @@ def rss_growth(samples: list[tuple[int, int, int, int]], first_fault_ms: int) ->
 def write_report(out_dir: str, result: dict, samples: list) -> str:
     os.makedirs(out_dir, exist_ok=True)
     timeline = result.pop("timeline")
+    result.pop("history").save(os.path.join(out_dir, "soak.history.json"))
     with open(os.path.join(out_dir, "soak.json"), "w") as f:
         json.dump({**result, "rss_samples": samples}, f, indent=1)
     _plot(os.path.join(out_dir, "soak.png"), result, timeline, samples)

@@ -71,3 +71,13 @@ def test_one_nack_that_made_two_copies_is_a_duplicate():
 def test_a_nack_that_failed_owes_no_copy():
     result, found = _verdict(copies=0, nack_ok=False)
     assert result["nacked"] == 0 and found == []
+
+
+def test_a_nack_of_a_message_acked_on_another_hand_out_owes_no_copy():
+    """Handed out twice (its lease lost with a master): acked on one, nacked on the other."""
+    history, ready = _history(copies=0)
+    again = {**history["consumed"][0], "receipt": "r-again", "at_ms": DUE + 500}
+    history["consumed"].append(again)
+    history["acks"].append({"receipts": ["r-again"], "at_ms": DUE + 501, "ok": True, "error": None})
+    result = check(history, ready, {"n1": None})
+    assert result["nacked_not_retried"] == 0 and violations(result) == []

@@ -201,7 +201,8 @@ class Workload:
         cancelled = {c["id"] for c in self.history.snapshot("cancels") if c["outcome"] == "ok"}
         consumed = self.history.snapshot("consumed")
         never = {p["id"] for p in self.history.snapshot("produced")} - cancelled - {c["id"] for c in consumed}
-        return never | nacked_not_retried(consumed, self.history.snapshot("nacks"))
+        nacks, acks = self.history.snapshot("nacks"), self.history.snapshot("acks")
+        return never | nacked_not_retried(consumed, nacks, acks)
 
     def drain(self, slack_s: float = 45.0, progress=None) -> set[str]:
         """Wait until everything owed is consumed, or ``slack_s`` after the last deliver time."""
