@@ -47,6 +47,9 @@ class NodeConfig:
     # A connection must send a whole request line and headers this soon after it opens or
     # after its last answer, else it is closed: idle keep-alives and slowloris alike.
     http_idle_timeout_ms: int = 15_000
+    # Open HTTP connections at most; past it a new one is answered 503 and closed
+    # (node/http_server.py). Lowered at start if the descriptor limit leaves less room.
+    http_max_connections: int = 1024
     fire_batch_limit: int = 10_000  # refs per delivering entry (hot seconds, fast-forward)
     fsync: bool = False  # a store sync point every batch (storage/config.py); the Raft journal always syncs
     log_compaction_min_entries: int = 50_000
@@ -125,6 +128,7 @@ RANGES = {
     "max_batch_items": (1, 100_000),
     "max_request_bytes": (64 * 1024, 1 << 30),
     "http_idle_timeout_ms": (100, 3_600_000),
+    "http_max_connections": (1, 1_000_000),
     "fire_batch_limit": (1, 10_000_000),
     "log_compaction_min_entries": (10, 1_000_000_000),
     "log_compaction_bytes": (1024 * 1024, 1 << 40),

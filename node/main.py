@@ -11,6 +11,7 @@ from aiohttp import web
 
 from .app import SERVICE, create_app
 from .config import NodeConfig
+from .http_server import connection_bound, serve
 from .tls import server_context
 
 log = logging.getLogger(__name__)
@@ -66,14 +67,13 @@ def run_node(config: NodeConfig) -> None:
     host, _, port = config.http.rpartition(":")
     ssl_context = server_context(config.tls_cert, config.tls_key) if config.tls_cert else None
     log.info("serving the HTTP API on %s://%s", config.scheme, config.http)
-    web.run_app(
+    serve(
         app,
         host=host,
         port=int(port),
         ssl_context=ssl_context,
-        print=None,
+        max_connections=connection_bound(config.http_max_connections),
         shutdown_timeout=5.0,
-        handle_signals=False,  # _stop_on_signals
         access_log=None,
         # aiohttp closes a connection that is idle this long, counting from when it opens
         # too, and a request only counts once its headers are whole (dripped header lines
