@@ -7,7 +7,7 @@ STAMP   := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
 # mounts), and libfuse3-dev + pkg-config, without which pip cannot build pyfuse3 (test extra);
 # for the compose test, docker.io (dockerd, containerd, runc), debootstrap (a base image
 # without a registry) and docker-compose (Debian's, 1.29).
-DEB_PACKAGES := faketime fuse3 libfuse3-dev pkg-config docker.io debootstrap docker-compose
+DEB_PACKAGES := faketime fuse3 libfuse3-dev pkg-config docker.io debootstrap docker-compose prometheus
 
 .PHONY: help install test lint unit bench bench-parts run chaos soak compose-check compose-test deb-tools clean
 

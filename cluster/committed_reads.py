@@ -17,7 +17,7 @@ from horologe.storage.delay_index import slot_ms
 from horologe.storage.store_reads import StoreReads
 from horologe.wheel import Watermark
 
-from .consumer_groups import GroupProgress, progress_key
+from .consumer_groups import DLQ_PREFIX, GroupProgress, progress_key
 
 
 class MessageState(StrEnum):
@@ -34,6 +34,8 @@ DELIVERED_AT_SLACK_MS = 600_000  # far beyond how far one master's clock may tra
 STATUS_SCAN_ROWS = 4_000_000  # a status looks no further for a ready entry (160 MB of log)
 STATUS_SCAN_CHUNK = 65_536
 COUNTERS = ("stored", "delivered", "cancelled")
+PENDING_PREFIX = "pending/"  # meta pending/<topic>: stored - delivered - cancelled of that topic
+GROUP_PREFIX = "group/"  # meta group/<group>/<topic>: a group's progress (consumer_groups.py)
 
 
 @dataclass(frozen=True)
@@ -53,6 +55,42 @@ def watermark(reads: StoreReads) -> Watermark:
 
 def counters(reads: StoreReads) -> dict[str, int]:
     return {k: reads.meta(k, 0) for k in COUNTERS}
+
+
+def pending_key(topic: str) -> str:
+    return f"{PENDING_PREFIX}{topic}"
+
+
+def pending_by_topic(reads: StoreReads) -> dict[str, int]:
+    """Messages scheduled and not yet delivered or cancelled, per topic, in topic id order.
+
+    Counted since the counters were added: a store that held pending messages before
+    counts them as delivered for nothing, so a topic's figure is floored at 0."""
+    topics = sorted(reads.topics().items(), key=lambda kv: kv[1])
+    return {t: max(0, n) for t, _ in topics if (n := reads.meta(pending_key(t))) is not None}
+
+
+def unacked_by_group(reads: StoreReads) -> dict[str, int]:
+    """Per consumer group (by name), ready entries past its progress that it has not acked,
+    over every ready log it has pulled from; from the small meta, no log is read."""
+    out: dict[str, int] = {}
+    for key in reads.meta_keys():
+        if key.startswith(GROUP_PREFIX):
+            group, _, topic = key[len(GROUP_PREFIX) :].rpartition("/")
+            p = group_progress(reads, group, topic)
+            start, end = max(p.committed, reads.ready_base(topic)), reads.ready_count(topic)
+            acked = sum(min(hi, end) - max(lo, start) for lo, hi in p.acked if hi > start and lo < end)
+            out[group] = out.get(group, 0) + max(0, end - start - acked)
+    return out
+
+
+def dlq_by_group(reads: StoreReads) -> dict[str, int]:
+    """Entries each group's dead-letter log ``%DLQ%<group>`` still holds (retention trims it)."""
+    return {
+        t[len(DLQ_PREFIX) :]: reads.ready_count(t) - reads.ready_base(t)
+        for t in sorted(reads.topics())
+        if t.startswith(DLQ_PREFIX)
+    }
 
 
 def group_progress(reads: StoreReads, group: str, topic: str) -> GroupProgress:

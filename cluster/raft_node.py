@@ -94,10 +94,12 @@ class RaftNode(SyncObj):
         on_applied: Callable[[Applied], None],
         on_role: Callable[[bool], None],
         clock: Callable[[], int] | None = None,
+        observe_apply: Callable[[float], None] = lambda seconds: None,
     ) -> None:
         """``on_applied`` and ``on_role`` (True: this node leads now) run on the event loop,
         through ``crossing``. ``clock`` (wall ms) is sent to peers on every keep-alive; see
-        :meth:`peer_clocks`."""
+        :meth:`peer_clocks`. ``observe_apply(seconds)`` is told, on the tick thread, how
+        long each entry took to apply."""
         if not settings.cluster_secret and not settings.insecure_dev:
             raise InsecureConfigError(
                 "no cluster secret: anyone reaching the Raft port could run code on this node "
@@ -105,6 +107,10 @@ class RaftNode(SyncObj):
             )
         self.settings = settings
         self.state = state
+        self._observe_apply = observe_apply
+        # Changes of the leader this node knows (tick thread writes, any thread reads).
+        self.leader_changes = 0
+        self._known_leader: str | None = None
         self._crossing = crossing
         self._on_applied = on_applied
         self._on_role = on_role
@@ -162,6 +168,7 @@ class RaftNode(SyncObj):
         self._clock = clock or (lambda: time.time_ns() // 1_000_000)
         self._peer_clocks: dict[str, tuple[int, float]] = {}  # address -> (ms, monotonic arrival)
         self.addOnTickCallback(self._tick_keepalive)
+        self.addOnTickCallback(self._tick_leader)
 
     # -- the one replicated method ----------------------------------------------
 
@@ -173,7 +180,9 @@ class RaftNode(SyncObj):
         self._sync_journal()  # durable here before it is applied, and so before it is acked
         entries = self._SyncObj__getEntries(index, 1)
         term = entries[0][2] if entries else None
+        started = time.perf_counter()
         res = self.state.apply(index, blob, term)
+        self._observe_apply(time.perf_counter() - started)
         self._publish(res)
         return res
 
@@ -306,6 +315,14 @@ class RaftNode(SyncObj):
         return {node.address for node in self._peers if self.isNodeConnected(node)}
 
     # -- roles ------------------------------------------------------------------
+
+    def _tick_leader(self) -> None:
+        """Count changes of the leader this node knows: one lost, or another heard of
+        (``onStateChanged`` tells only of this node's own role)."""
+        leader = self.leader_address()
+        if leader != self._known_leader:
+            self._known_leader = leader
+            self.leader_changes += 1
 
     # Methods, not properties: SyncObj.__init__ calls getattr on every attribute.
     def is_master(self) -> bool:

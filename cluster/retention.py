@@ -26,10 +26,8 @@ from horologe.storage.delay_index import MS_PER_HOUR
 from horologe.storage.hour_names import hour_name
 from horologe.storage.store_reads import StoreReads
 
-from .committed_reads import group_progress
+from .committed_reads import GROUP_PREFIX, group_progress
 from .consumer_groups import GroupProgress
-
-GROUP_PREFIX = "group/"
 
 
 def groups_of(meta_keys: Iterable[str], topic: str) -> list[str]:

@@ -11,9 +11,10 @@ on without the entry would make it diverge from its peers.
 from __future__ import annotations
 
 import logging
-from collections import defaultdict, deque
+from collections import Counter, defaultdict, deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from itertools import compress
 
 import numpy as np
 
@@ -36,7 +37,7 @@ from horologe.storage import (
 from horologe.storage.key_index import CLEAN_ON_TRIM
 from horologe.wheel import SecondCache, Watermark, expand
 
-from .committed_reads import CANCELLED, SCHEDULED, group_progress, message_state, watermark
+from .committed_reads import CANCELLED, SCHEDULED, group_progress, message_state, pending_key, watermark
 from .consumer_groups import ORIGIN_HEADER, GroupProgress, dlq_topic, progress_key, retry_topic
 from .entries import ACK, CANCEL, PRODUCE, RELEASE, RETRY, TRIM, Entry, EntryKind, decode
 from .errors import BadEntryError
@@ -176,7 +177,9 @@ class StateMachine:
             tid, ready = np.concatenate(tids), np.concatenate(rows)
             for t in np.unique(tid).tolist():  # topics in id order, as before
                 mine = ready[tid == t]
-                tx.append_ready(self.store.topic_name(t), mine)
+                topic = self.store.topic_name(t)
+                tx.append_ready(topic, mine)
+                self._bump(tx, pending_key(topic), -len(mine))
                 n += len(mine)
         self._bump(tx, "delivered", n)
         return n
@@ -203,6 +206,9 @@ class StateMachine:
         fresh = tx.fresh
         self._bump(tx, "stored", int(fresh.sum()))
         res.pending_slots = slots[fresh & ~now]
+        # Counted in C (Counter over the flagged topics): no Python work per message.
+        for topic, n in sorted(Counter(compress(cols.topics, (fresh & ~now).tolist())).items()):
+            self._bump(tx, pending_key(topic), n)
         ready = np.flatnonzero(fresh & now)
         topics = [cols.topics[i] for i in ready.tolist()]
         for topic in sorted(set(topics)):
@@ -319,5 +325,7 @@ class StateMachine:
                 tx.cancel(mid)
                 state = CANCELLED
                 done += 1
+                topic = self.store.topic_name(int(self.store.index_entry(mid)["topic_id"]))
+                self._bump(tx, pending_key(topic), -1)
             res.cancels.append(state)
         self._bump(tx, "cancelled", done)

@@ -6,11 +6,12 @@ import asyncio
 import contextlib
 import hmac
 import json
+import time
 from collections.abc import AsyncIterator
 
 import orjson
 from aiohttp import web
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Gauge, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST
 
 from horologe.cluster import CANCELLED, DELIVERED, ClusterError, NotMasterError, ProposalTimeoutError
 from horologe.storage import MessageExpiredError, MessageId, StorageFullError, UnknownMessageError
@@ -20,12 +21,13 @@ from .clock import Clock, system_clock
 from .config import NodeConfig
 from .errors import ApiError
 from .loop_lag import LoopLag
+from .metrics import NodeMetrics, Sources
 from .service import NodeService
 from .validation import parse_consumer_request, parse_message
 
 SERVICE = web.AppKey("service", NodeService)
 CONFIG = web.AppKey("config", NodeConfig)
-METRICS = web.AppKey("metrics", dict)
+METRICS = web.AppKey("metrics", NodeMetrics)
 LOOP_LAG = web.AppKey("loop_lag", LoopLag)
 PUBLIC = {"/healthz", "/readyz", "/metrics", "/openapi.json"}
 
@@ -87,15 +89,18 @@ def _mid(text: str) -> MessageId:
 
 async def post_message(request: web.Request) -> web.Response:
     """Schedule one message."""
+    started = time.perf_counter()
     svc = request.app[SERVICE]
     svc.require_master()
     msg = parse_message(await _json_body(request), svc.clock(), svc.limits)
     (mid,) = await svc.produce([msg])
+    request.app[METRICS].produce_seconds.observe(time.perf_counter() - started)
     return _json(201, {"id": mid, "topic": msg.topic, "deliver_at": msg.deliver_at_ms})
 
 
 async def post_batch(request: web.Request) -> web.Response:
     """Schedule many messages; one result per item, in order."""
+    started = time.perf_counter()
     svc = request.app[SERVICE]
     svc.require_master()
     body = await _json_body(request)
@@ -119,6 +124,7 @@ async def post_batch(request: web.Request) -> web.Response:
         ids = await svc.produce([m for _, m in good])
         for (i, m), mid in zip(good, ids, strict=True):
             results[i] = {"id": mid, "deliver_at": m.deliver_at_ms}
+    request.app[METRICS].produce_seconds.observe(time.perf_counter() - started)
     return _json(200, {"results": results})
 
 
@@ -222,44 +228,10 @@ async def readyz(request: web.Request) -> web.Response:
     return _json(200 if body["ready"] else 503, body)
 
 
-METRIC_DOCS = {
-    "applied_index": "Raft index applied to storage",
-    "pending": "messages scheduled and not yet delivered or cancelled",
-    "is_master": "1 on the master",
-    "stored": "messages stored",
-    "delivered": "messages delivered to ready logs",
-    "cancelled": "messages cancelled",
-    "clock_offset_ms": "this node's clock minus the quorum's (docs/cluster.md, Clocks)",
-    "clock_handovers": "times this node handed the wheel over because its clock strayed",
-    "loop_lag_p99_ms": "p99 of how late the event loop ran a 1 ms timer, last 10,000 samples",
-    "loop_lag_max_ms": "the largest such lag in the same window",
-}
-
-
 async def metrics(request: web.Request) -> web.Response:
-    """Prometheus metrics of this node."""
-    st = request.app[SERVICE].admin_status()
-    values = {
-        "applied_index": st["applied_index"],
-        "pending": st["pending"],
-        "is_master": int(st["role"] == "master"),
-        "clock_offset_ms": float("nan") if st["clock_offset_ms"] is None else st["clock_offset_ms"],
-        "clock_handovers": st["clock_handovers"],
-        **st["counters"],
-    }
-    if LOOP_LAG in request.app:
-        lag = request.app[LOOP_LAG].figures()
-        values.update(loop_lag_p99_ms=lag["p99_ms"], loop_lag_max_ms=lag["max_ms"])
-    m = request.app[METRICS]
-    for name, value in values.items():
-        m["gauges"][name].set(value)
-    return web.Response(body=generate_latest(m["registry"]), headers={"Content-Type": CONTENT_TYPE_LATEST})
-
-
-def _metrics() -> dict:
-    reg = CollectorRegistry()
-    gauges = {name: Gauge(f"horologe_{name}", doc, registry=reg) for name, doc in METRIC_DOCS.items()}
-    return {"registry": reg, "gauges": gauges}
+    """Prometheus metrics of this node (docs/api.md lists them)."""
+    body = request.app[METRICS].exposition()
+    return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
 
 
 async def openapi(request: web.Request) -> web.Response:
@@ -278,13 +250,29 @@ async def openapi(request: web.Request) -> web.Response:
 def create_app(config: NodeConfig, *, clock: Clock | None = None) -> web.Application:
     app = web.Application(middlewares=[errors_and_auth], client_max_size=config.max_request_bytes)
     app[CONFIG] = config
-    app[METRICS] = _metrics()
+    m = app[METRICS] = NodeMetrics(config.metrics_topic_cap)
 
     async def service_ctx(app: web.Application) -> AsyncIterator[None]:
-        svc = NodeService(config, clock or system_clock(config.clock_offset_ms))
+        svc = NodeService(
+            config,
+            clock or system_clock(config.clock_offset_ms),
+            observe_apply=m.apply_seconds.observe,
+            observe_lateness=m.handout_lateness.observe_many,
+        )
         await svc.start()
         app[SERVICE] = svc
+        m.read_from(
+            Sources(
+                svc.admin_status,
+                svc.leader_changes,
+                svc.view.pending_by_topic,
+                svc.view.unacked_by_group,
+                svc.view.dlq_by_group,
+                (lambda: app[LOOP_LAG].figures()) if config.loop_lag_probe_ms else None,
+            )
+        )
         yield
+        m.read_from(None)
         await svc.stop()
 
     async def loop_lag_ctx(app: web.Application) -> AsyncIterator[None]:

@@ -11,8 +11,11 @@ from __future__ import annotations
 from horologe.cluster.committed_reads import (
     MessageStatus,
     counters,
+    dlq_by_group,
     group_progress,
     message_status,
+    pending_by_topic,
+    unacked_by_group,
     watermark,
 )
 from horologe.cluster.consumer_groups import GroupProgress
@@ -43,6 +46,15 @@ class CommittedView:
 
     def counters(self) -> dict[str, int]:
         return counters(self.reads)
+
+    def pending_by_topic(self) -> dict[str, int]:
+        return pending_by_topic(self.reads)
+
+    def unacked_by_group(self) -> dict[str, int]:
+        return unacked_by_group(self.reads)
+
+    def dlq_by_group(self) -> dict[str, int]:
+        return dlq_by_group(self.reads)
 
     def group_progress(self, group: str, topic: str) -> GroupProgress:
         return group_progress(self.reads, group, topic)

@@ -61,6 +61,8 @@ class NodeConfig:
     # hands the wheel over (node/quorum_clock.py).
     clock_tolerance_ms: int = 2000
     loop_lag_probe_ms: int = 1  # event-loop lag probe period (node/loop_lag.py); 0: off
+    # Topics (and groups) with a label of their own in /metrics; the rest fold into "other".
+    metrics_topic_cap: int = 100
     # Delivered data older than this goes once every consumer group passed it
     # (cluster/retention.py); 0 keeps everything. The master checks every retention_check_ms.
     retention_ms: int = 7 * 86_400_000
@@ -135,6 +137,7 @@ RANGES = {
     "ack_window_ms": (0, 10_000),
     "clock_tolerance_ms": (100, 86_400_000),
     "loop_lag_probe_ms": (0, 1_000),
+    "metrics_topic_cap": (1, 100_000),
     "retention_ms": (0, 100 * 365 * 86_400_000),
     "retention_check_ms": (100, 86_400_000),
 }

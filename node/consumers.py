@@ -98,8 +98,12 @@ class Consumers:
         retry_levels_ms: tuple[int, ...],
         ack_window_ms: int,
         receipts: Receipts,
+        observe_lateness: Callable[[np.ndarray], None] = lambda seconds: None,
     ) -> None:
+        """``observe_lateness(seconds)``: how late after its deliver_at each message of a
+        pulled batch is handed out, one array per batch."""
         self.view = view
+        self._observe_lateness = observe_lateness
         self._propose = propose
         self._clock = clock
         self.receipts = receipts
@@ -206,6 +210,7 @@ class Consumers:
                 leases.update(dict.fromkeys(offs, lease))
                 leased += offs
                 receipts = self.receipts.issue_each(group, topic, offs, lease)
+                self._observe_lateness((now - part["deliver_at_ms"]) / 1000)
                 out += map(
                     Handed,
                     records,

@@ -13,9 +13,10 @@ import contextlib
 import logging
 import os
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 
 import aiohttp
+import numpy as np
 
 from horologe.cluster import (
     CANCEL,
@@ -80,8 +81,18 @@ def _entry_parts(messages: list[Message]) -> list[tuple[list[Message], int]]:
 
 
 class NodeService:
-    def __init__(self, config: NodeConfig, clock: Clock) -> None:
+    def __init__(
+        self,
+        config: NodeConfig,
+        clock: Clock,
+        *,
+        observe_apply: Callable[[float], None] = lambda seconds: None,
+        observe_lateness: Callable[[np.ndarray], None] = lambda seconds: None,
+    ) -> None:
+        """``observe_apply`` goes to Raft (seconds per entry, tick thread) and
+        ``observe_lateness`` to the consumers (node/metrics.py)."""
         self.config = config
+        self._observe_apply = observe_apply
         self.own_clock = clock
         # Calls to peers' HTTP API verify their certificates against tls_ca (node/tls.py).
         self._peer_ssl = client_context(config.tls_ca)
@@ -116,6 +127,7 @@ class NodeService:
             config.retry_levels_ms,
             config.ack_window_ms,
             Receipts(config.cluster_secret),
+            observe_lateness,
         )
         self.retention = RetentionDriver(
             self.view.reads,
@@ -144,6 +156,7 @@ class NodeService:
             self._on_applied,
             self._on_role,
             clock=self.own_clock,
+            observe_apply=self._observe_apply,
         )
         loops = (self.produce_commit, self.consumers.ack_commit, self.retention)
         self._tasks = [asyncio.create_task(t.run()) for t in loops]
@@ -222,6 +235,10 @@ class NodeService:
     def leader_id(self) -> str | None:
         peer = self.config.peer_by_raft(self.raft.leader_address())
         return None if peer is None else peer.node_id
+
+    def leader_changes(self) -> int:
+        """Changes of the leader this node knows, since it started."""
+        return 0 if self.raft is None else self.raft.leader_changes
 
     def linked_peer_ids(self) -> set[str]:
         """Ids of the peers this node has a live Raft link to."""

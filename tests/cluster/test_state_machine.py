@@ -7,7 +7,7 @@ import os
 import numpy as np
 
 from horologe.cluster import CANCEL, CANCELLED, DELIVERED, PRODUCE, SYNC, UNKNOWN, Entry, StateMachine
-from horologe.cluster.committed_reads import counters, delivered_at, message_status
+from horologe.cluster.committed_reads import counters, delivered_at, message_status, pending_by_topic
 from horologe.storage import CorruptLogError, Message, MessageId, ReadyEntry, Storage, StorageConfig
 from horologe.wheel import ALL, Watermark
 
@@ -166,3 +166,19 @@ def test_delivered_at_is_found_by_bisection_despite_small_clock_regressions(tmp_
     for k in (0, 1, n // 2 - 1, n // 2, n // 2 + 1, n - 1):
         assert delivered_at(sm.store, "t", MessageId(5, k), int(delivered[k]) - 50) == int(delivered[k])
     assert delivered_at(sm.store, "t", MessageId(6, 0), T) is None
+
+
+def test_pending_by_topic_follows_stores_cancels_and_deliveries(tmp_path):
+    sm = machine(tmp_path)
+    w, at = Watermark(T + 1000), [("a", T + 1010), ("b", T + 1020), ("a", T + 1030), ("a", T + 995)]
+    msgs = [Message(topic, b"x", d, T + 1000) for topic, d in at]
+    res = sm.apply(1, Entry(PRODUCE, w, T + 1000, msgs).encode())  # the last one is due at once
+    assert res.error is None and pending_by_topic(sm.store) == {"a": 2, "b": 1}
+    sm.apply(2, Entry(CANCEL, w, T + 1001, ids=[str(res.ids[2])]).encode())
+    assert pending_by_topic(sm.store) == {"a": 1, "b": 1}
+    sm.apply(3, sync(Watermark(T + 1015), T + 1015))
+    assert pending_by_topic(sm.store) == {"a": 0, "b": 1}
+    sm.apply(4, sync(Watermark(T + 1100), T + 1100))
+    c = counters(sm.store)
+    assert pending_by_topic(sm.store) == {"a": 0, "b": 0}
+    assert c["stored"] - c["delivered"] - c["cancelled"] == 0

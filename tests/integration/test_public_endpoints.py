@@ -15,7 +15,7 @@ def test_public_endpoints(cluster):
         and "horologe_is_master 1.0" in metrics.text
         and "horologe_pending" in metrics.text
     )
-    assert "horologe_loop_lag_p99_ms" in metrics.text and "horologe_clock_offset_ms" in metrics.text
+    assert "horologe_loop_lag_p99_seconds" in metrics.text and "horologe_clock_offset_seconds" in metrics.text
     paths = cluster.http.get(f"{url}/openapi.json").result()["paths"]
     assert paths["/v1/messages/{id}"]["delete"]["summary"].startswith("Cancel")
     assert {"/v1/messages", "/v1/messages/batch", "/admin/status", "/admin/release-master"} <= set(paths)
