@@ -8,7 +8,7 @@ Checked, per scenario:
 * **ready duplicates**: a message twice in a node's ready log, and whether all nodes'
   ready logs are identical;
 * **redeliveries**: a message handed to consumers again; *explained* unless an earlier
-  hand-out of it had been acked successfully before the pull that got it again was
+  hand-out of it had been acked (or nacked) successfully before the pull that got it again was
   sent (so: a lease lost with its master, an ack that failed, or one still in flight);
 * **early**: delivered before its deliver time by the clock of the master that fired it
   (``delivered_at_ms`` in the ready log). By the true clock, a master whose clock runs
@@ -76,8 +76,10 @@ def check(
     not_in_ready = sorted(owed - set(ids))
     cancelled_delivered = sorted(cancelled_ok & (set(ids) | consumed_ids))
 
-    # Redeliveries, and whether each is explained by an earlier hand-out that was not acked.
-    acked_at = {r: a["at_ms"] for a in history["acks"] if a["ok"] for r in a["receipts"]}
+    # Redeliveries, and whether each is explained by an earlier hand-out that was not acked
+    # (nor nacked: a nacked message comes back as a copy under a new id, never as itself).
+    settled = [*history["acks"], *history.get("nacks", [])]
+    acked_at = {r: a["at_ms"] for a in settled if a["ok"] for r in a["receipts"]}
     seen: dict[str, list[dict]] = {}
     redeliveries = unexplained = 0
     unexplained_ids = []

@@ -28,9 +28,9 @@ class History:
     # {id, receipt, sent_ms (the pull), at_ms (its answer), node, consumer, deliver_at,
     # delivered_at, attempt, key (from the body: a retry copy has a new id, the same body)}
     consumed: list[dict] = field(default_factory=list)
-    # {receipts, at_ms, ok, error}
+    # {receipts, sent_ms, at_ms (its answer), ok, error}
     acks: list[dict] = field(default_factory=list)
-    # {receipts, at_ms, ok, error}: hand-outs sent back for a retry
+    # {receipts, sent_ms, at_ms, ok, error}: hand-outs sent back for a retry
     nacks: list[dict] = field(default_factory=list)
     # {name, start_ms, end_ms}
     faults: list[dict] = field(default_factory=list)
@@ -64,16 +64,26 @@ def nacked_not_retried(consumed: list[dict], nacks: list[dict], acks: list[dict]
 
     The copy has an id of its own and the original's body, so it is known by its key. A
     message handed out twice (a lease lost with its master) and acked on one hand-out
-    is owed no copy: a nack after the ack makes none (docs/api.md).
+    before the nack of the other was answered is owed no copy: a nack applied after the
+    ack makes none (docs/api.md). An ack that failed may still have been applied, so it
+    excuses the nack too.
     """
-    nacked = {r for n in nacks if n["ok"] for r in n["receipts"]}
-    acked = {r for a in acks if a["ok"] for r in a["receipts"]}
-    acked_ids = {c["id"] for c in consumed if c["receipt"] in acked}
+    receipt_id = {c["receipt"]: c["id"] for c in consumed}
+    acked_from: dict[str, int] = {}  # id -> when the earliest ack of one of its hand-outs was sent
+    for a in acks:
+        for r in a["receipts"]:
+            mid = receipt_id.get(r)
+            if mid is not None:
+                sent = a.get("sent_ms", a["at_ms"])  # histories before sent_ms was kept
+                acked_from[mid] = min(acked_from.get(mid, sent), sent)
+    nacked_at = {r: n["at_ms"] for n in nacks if n["ok"] for r in n["receipts"]}
     retried = {c["key"] for c in consumed if c["attempt"] > 0}
     return {
         c["id"]
         for c in consumed
-        if c["receipt"] in nacked and c["key"] not in retried and c["id"] not in acked_ids
+        if c["receipt"] in nacked_at
+        and c["key"] not in retried
+        and acked_from.get(c["id"], nacked_at[c["receipt"]] + 1) > nacked_at[c["receipt"]]
     }
 
 

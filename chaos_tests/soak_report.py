@@ -10,25 +10,35 @@ import numpy as np
 from .report import shade_faults, spread
 
 MB = 1 << 20
-WINDOW_MS = 60_000  # the baseline is the minute before the first fault; the end, the last minute
+WARM_MS = 30_000  # a process's first half-minute (start, catch-up) is not its baseline
+WINDOW_MS = 60_000  # baseline: the minute after that; end: the last minute it was sampled
+MIN_LIFE_MS = 180_000  # processes that ran less (restarted by a fault) are not judged
 
 
-def rss_growth(samples: list[tuple[int, int, int, int]], first_fault_ms: int) -> dict[str, dict]:
-    """Per node, MB: the median RSS in the minute before the first fault, in the last
-    minute sampled, the maximum, and the growth (end minus baseline)."""
-    out = {}
-    for i in sorted({s[1] for s in samples}):
-        t = np.array([s[0] for s in samples if s[1] == i])
-        rss = np.array([s[3] for s in samples if s[1] == i]) / MB
-        before = rss[(t < first_fault_ms) & (t >= first_fault_ms - WINDOW_MS)]
-        baseline = float(np.median(before if before.size else rss[:1]))
+def rss_growth(samples: list[tuple[int, int, int, int]]) -> list[dict]:
+    """Per node process that ran at least 3 minutes, MB: the median RSS in the minute after
+    its first half-minute, in its last minute, the maximum, and the growth (end minus
+    baseline). Faults restart processes, so each is judged over its own life."""
+    out = []
+    for i, pid in sorted({(s[1], s[2]) for s in samples}):
+        t = np.array([s[0] for s in samples if s[2] == pid])
+        rss = np.array([s[3] for s in samples if s[2] == pid]) / MB
+        if t.max() - t.min() < MIN_LIFE_MS:
+            continue
+        start = t.min() + WARM_MS
+        baseline = float(np.median(rss[(t >= start) & (t < start + WINDOW_MS)]))
         end = float(np.median(rss[t >= t.max() - WINDOW_MS]))
-        out[f"n{i + 1}"] = {
-            "baseline_mb": baseline,
-            "end_mb": end,
-            "max_mb": float(rss.max()),
-            "growth_mb": end - baseline,
-        }
+        out.append(
+            {
+                "node": f"n{i + 1}",
+                "pid": pid,
+                "lived_min": (t.max() - t.min()) / 60_000,
+                "baseline_mb": baseline,
+                "end_mb": end,
+                "max_mb": float(rss.max()),
+                "growth_mb": end - baseline,
+            }
+        )
     return out
 
 
@@ -69,12 +79,14 @@ def _markdown(r: dict) -> list[str]:
         f"- longest stretch without an acknowledged produce: {r['time_to_recover_ms']} ms",
         f"- cancels: {r['cancels']}; produce failures (unacknowledged): {r['produce_failures']}",
         "",
-        "| node | RSS before the first fault, MB | at the end | max | growth |",
-        "|---|---|---|---|---|",
+        "RSS of each node process that ran 3 minutes or more (faults restart some), MB:",
+        "",
+        "| node | pid | ran, min | baseline (its 2nd half-minute to 1.5 min) | last minute | max | growth |",
+        "|---|---|---|---|---|---|---|",
         *[
-            f"| {n} | {g['baseline_mb']:.0f} | {g['end_mb']:.0f} | {g['max_mb']:.0f} | "
-            f"{g['growth_mb']:+.0f} |"
-            for n, g in r["rss"].items()
+            f"| {g['node']} | {g['pid']} | {g['lived_min']:.1f} | {g['baseline_mb']:.0f} | "
+            f"{g['end_mb']:.0f} | {g['max_mb']:.0f} | {g['growth_mb']:+.0f} |"
+            for g in r["rss"]
         ],
         "",
         "Faults, from the run's start:",

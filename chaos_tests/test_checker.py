@@ -36,10 +36,10 @@ def _history(copies: int, nack_ok: bool = True) -> tuple[dict, dict]:
         )
 
     handout(mid, "r0", 0)
-    h.add("nacks", receipts=["r0"], at_ms=DUE + 3, ok=nack_ok, error=None)
+    h.add("nacks", receipts=["r0"], sent_ms=DUE + 2, at_ms=DUE + 3, ok=nack_ok, error=None)
     for k in range(copies):
         handout(str(MessageId(HOUR, 1 + k)), f"r{k + 1}", 1)
-        h.add("acks", receipts=[f"r{k + 1}"], at_ms=DUE + 1004, ok=True, error=None)
+        h.add("acks", receipts=[f"r{k + 1}"], sent_ms=DUE + 1003, at_ms=DUE + 1004, ok=True, error=None)
     ready = ready_rows(HOUR, np.array([0]), 0, DUE, DUE + 1)
     return h.to_dict(), {"n1": ready}
 
@@ -73,11 +73,31 @@ def test_a_nack_that_failed_owes_no_copy():
     assert result["nacked"] == 0 and found == []
 
 
-def test_a_nack_of_a_message_acked_on_another_hand_out_owes_no_copy():
-    """Handed out twice (its lease lost with a master): acked on one, nacked on the other."""
+def _handed_out_again(acked_sent_ms: int, ok: bool = True) -> dict:
+    """The message of :func:`_history` (no copy) handed out a second time, and acked."""
     history, ready = _history(copies=0)
-    again = {**history["consumed"][0], "receipt": "r-again", "at_ms": DUE + 500}
+    again = {**history["consumed"][0], "receipt": "r-again", "at_ms": DUE + 1}
     history["consumed"].append(again)
-    history["acks"].append({"receipts": ["r-again"], "at_ms": DUE + 501, "ok": True, "error": None})
+    ack = {"receipts": ["r-again"], "sent_ms": acked_sent_ms, "at_ms": acked_sent_ms + 1}
+    history["acks"].append({**ack, "ok": ok, "error": None})
+    return check(history, ready, {"n1": None})
+
+
+def test_a_nack_after_an_ack_of_another_hand_out_owes_no_copy():
+    """Handed out twice (its lease lost with a master): acked on one, then nacked on the other."""
+    for ok in (True, False):  # an ack that failed may have been applied all the same
+        result = _handed_out_again(acked_sent_ms=DUE + 2, ok=ok)
+        assert result["nacked_not_retried"] == 0 and violations(result) == []
+
+
+def test_a_nack_answered_before_the_other_ack_was_sent_still_owes_its_copy():
+    result = _handed_out_again(acked_sent_ms=DUE + 10)
+    assert violations(result) == ["nacked_not_retried = 1"]
+
+
+def test_the_message_itself_handed_out_again_after_its_nack_is_a_duplicate():
+    history, ready = _history(copies=1)
+    again = {**history["consumed"][0], "receipt": "r-late", "sent_ms": DUE + 50, "at_ms": DUE + 51}
+    history["consumed"].append(again)
     result = check(history, ready, {"n1": None})
-    assert result["nacked_not_retried"] == 0 and violations(result) == []
+    assert result["redeliveries_unexplained"] == 1

@@ -177,7 +177,8 @@ class Workload:
                     attempt=m.attempt,
                     key=message_key(m.body),
                 )
-            nacked = {m.receipt for m in got if m.attempt == 0 and self.rng.random() < self.nack_share}
+            nacking = self.nack_share if self._producing.is_set() else 0.0  # none once the drain began
+            nacked = {m.receipt for m in got if m.attempt == 0 and self.rng.random() < nacking}
             for kind, receipts in (
                 ("acks", [m.receipt for m in got if m.receipt not in nacked]),
                 ("nacks", [m.receipt for m in got if m.receipt in nacked]),
@@ -188,11 +189,12 @@ class Workload:
     def _settle(self, client: Client, kind: str, receipts: list[str]) -> None:
         """Ack or nack ``receipts``; record how it ended."""
         call = client.ack if kind == "acks" else client.nack
+        sent = now_ms()
         try:
             call(self.topic, self.group, receipts)
-            self.history.add(kind, receipts=receipts, at_ms=now_ms(), ok=True, error=None)
+            self.history.add(kind, receipts=receipts, sent_ms=sent, at_ms=now_ms(), ok=True, error=None)
         except HorologeError as e:
-            self.history.add(kind, receipts=receipts, at_ms=now_ms(), ok=False, error=str(e))
+            self.history.add(kind, receipts=receipts, sent_ms=sent, at_ms=now_ms(), ok=False, error=str(e))
 
     # -- waiting ------------------------------------------------------------------------
 
