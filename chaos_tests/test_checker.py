@@ -101,3 +101,14 @@ def test_the_message_itself_handed_out_again_after_its_nack_is_a_duplicate():
     history["consumed"].append(again)
     result = check(history, ready, {"n1": None})
     assert result["redeliveries_unexplained"] == 1
+
+
+def test_earliness_is_allowed_only_within_the_windows_given():
+    """A consumer saw the message 1 s before its deliver time (a master whose clock ran ahead)."""
+    history, ready = _history(copies=1)
+    history["consumed"][0]["at_ms"] = DUE - 1000
+    inside = check(history, ready, {"n1": None}, 2000, [(DUE - 5000, DUE)])
+    assert inside["early_true_max_ms"] == 1000 and violations(inside) == []
+    outside = check(history, ready, {"n1": None}, 2000, [(DUE + 60_000, DUE + 70_000)])
+    assert outside["early_true_beyond_allowance"] == 1 and len(violations(outside)) == 1
+    assert violations(check(history, ready, {"n1": None}, 2000)) == []  # no windows: anywhere
