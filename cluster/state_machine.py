@@ -57,6 +57,7 @@ class ApplyResult:
     cancel_ids: list[str | None] = field(default_factory=list)  # the id each one resolved to
     delivered: int = 0
     retained_from_hour: int | None = None  # TRIM: where retention now starts
+    dead_lettered: int = 0  # RETRY: entries moved to a DLQ (the copies made are ``ids``)
     error: str | None = None
     skipped: bool = False
 
@@ -290,6 +291,7 @@ class StateMachine:
             self._store(tx, MessageColumns.from_messages(copies), w, entry.clock_ms, res)
         for topic, entries in sorted(dead.items()):
             tx.append_ready(topic, entries)
+            res.dead_lettered += len(entries)
         self._ack(tx, [(group, topic, offset, offset + 1) for group, topic, offset in sorted(done)])
 
     def _trim(self, tx: Transaction, entry: Entry, res: ApplyResult) -> None:

@@ -294,7 +294,6 @@ class Consumers:
         reads = self.view.reads
         now = self._clock()
         retries = []
-        dead = 0
         named = [
             (topic, off)
             for topic, ranges in self._open(group, receipts)
@@ -313,13 +312,15 @@ class Consumers:
             if attempt < len(self.retry_levels_ms):
                 retries.append((group, topic, off, now + self.retry_levels_ms[attempt]))
             else:
-                retries.append((group, topic, off, -1))
-                dead += 1
-        if retries:
-            await self._propose(RETRY, retries=retries)
+                retries.append((group, topic, off, -1))  # past the last level: the DLQ
+        # What the entry did, not what was asked: a message nacked twice, or acked (on
+        # another hand-out) before this nack applied, gets no copy.
+        done = await self._propose(RETRY, retries=retries) if retries else None
         self._release([(g, topic, off, off + 1) for g, topic, off, _at in retries])
         self._cursors.clear()  # a nacked entry is handed out again: scans start over
-        return {"retried": len(retries) - dead, "dead_lettered": dead}
+        if done is None:
+            return {"retried": 0, "dead_lettered": 0}
+        return {"retried": len(done.id_gis), "dead_lettered": done.dead_lettered}
 
 
 def _wanted(record, filt: TagFilter, origin: str | None) -> bool:

@@ -47,6 +47,8 @@ def test_a_receipt_repeated_in_a_nack_retries_its_message_once(make_cluster):
     assert res == {"retried": 1, "dead_lettered": 0}
     again = drain(c, "jobs", "workers", idle_s=2.0)
     assert [(m.body, m.attempt) for m in again] == [(b"run me", 1)]  # one copy, a retry
-    # a second nack of the same hand-out, after it was retried, makes no further copy
-    _post(cluster, "/v1/topics/jobs/nack", {"group": "workers", "receipts": [first.receipt]}).result()
+    # a second nack of the same hand-out, after it was retried, makes no further copy, and
+    # its answer says so
+    res = _post(cluster, "/v1/topics/jobs/nack", {"group": "workers", "receipts": [first.receipt]}).result()
+    assert res == {"retried": 0, "dead_lettered": 0}
     assert drain(c, "jobs", "workers", idle_s=1.5) == []
