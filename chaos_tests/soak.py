@@ -131,9 +131,11 @@ def soak(seed: int, minutes: float, fault_every_s: float, work: str) -> tuple[di
         _sleep_until(end_at, end_at)
         run.drain()
     finally:
-        sampler.stop()
-        run.tear_down()
-        toxiproxy.stop()
+        try:
+            sampler.stop()
+        finally:  # the nodes stop even if the sampler would not (a try left three running)
+            run.tear_down()
+            toxiproxy.stop()
     ready, errors = read_ready_logs(cluster, workload.topic)
     # A master whose clock steps may fire up to the tolerance early, by the true clock, while
     # it leads: allowed during a clock fault and CLOCK_SETTLE_MS after it, nowhere else.
