@@ -68,21 +68,10 @@ def run_scenario(name: str, seed: int, work: str, out: str, toxiproxy: Toxiproxy
             run.drain()
         finally:
             run.tear_down()
-        ready, errors = read_ready_logs(cluster, workload.topic)
+        result = verdict(run, began, toxiproxy.kind, scenario.early_allowance_ms, scenario=name)
     finally:
         if disk is not None:
             disk.stop()
-    result = check(history.to_dict(), ready, errors, scenario.early_allowance_ms)
-    result.update(
-        scenario=name,
-        seed=seed,
-        start_ms=history.start_ms,
-        faults=history.faults,
-        notes=history.notes,
-        duration_s=time.monotonic() - began,
-        toxiproxy=toxiproxy.kind,
-    )
-    result["violations"] = violations(result) + run.violations
     write_scenario(out, name, result)
     history.save(os.path.join(out, f"{name}.history.json"))
     print(
@@ -91,6 +80,31 @@ def run_scenario(name: str, seed: int, work: str, out: str, toxiproxy: Toxiproxy
         f" recover {result['time_to_recover_ms']} ms)",
         flush=True,
     )
+    return result
+
+
+def verdict(
+    run: Run,
+    began: float,
+    toxiproxy_kind: str,
+    early_allowance_ms: int,
+    allowance_windows: list[tuple[int, int]] | None = None,
+    **about,
+) -> dict:
+    """The checker's result on ``run`` (its nodes stopped): the history against every
+    node's ready log, with what the run was (``about`` too) and every violation."""
+    ready, errors = read_ready_logs(run.cluster, run.workload.topic)
+    result = check(run.history.to_dict(), ready, errors, early_allowance_ms, allowance_windows)
+    result.update(
+        seed=run.history.seed,
+        start_ms=run.history.start_ms,
+        faults=run.history.faults,
+        notes=run.history.notes,
+        duration_s=time.monotonic() - began,
+        toxiproxy=toxiproxy_kind,
+        **about,
+    )
+    result["violations"] = violations(result) + run.violations
     return result
 
 

@@ -37,10 +37,9 @@ import click
 
 from testkit.process_cluster import CLIENT
 
-from .checker import check, violations
 from .harness import ChaosCluster
 from .history import History
-from .run import read_ready_logs
+from .run import verdict
 from .scenarios import SCENARIOS, Run
 from .soak_report import rss_growth, write_report
 from .toxiproxy_server import launch
@@ -136,22 +135,11 @@ def soak(seed: int, minutes: float, fault_every_s: float, work: str) -> tuple[di
         finally:  # the nodes stop even if the sampler would not (a try left three running)
             run.tear_down()
             toxiproxy.stop()
-    ready, errors = read_ready_logs(cluster, workload.topic)
     # A master whose clock steps may fire up to the tolerance early, by the true clock, while
     # it leads: allowed during a clock fault and CLOCK_SETTLE_MS after it, nowhere else.
     allowance = max(FAULTS[name].early_allowance_ms for name in plan)
     windows = [(f["start_ms"], f["end_ms"] + CLOCK_SETTLE_MS) for f in history.faults if "clock" in f["name"]]
-    result = check(history.to_dict(), ready, errors, allowance, windows)
-    result.update(
-        seed=seed,
-        start_ms=history.start_ms,
-        faults=history.faults,
-        notes=history.notes,
-        duration_s=time.monotonic() - began,
-        toxiproxy=toxiproxy.kind,
-        fault_every_s=fault_every_s,
-    )
-    result["violations"] = violations(result) + run.violations
+    result = verdict(run, began, toxiproxy.kind, allowance, windows, fault_every_s=fault_every_s)
     result["history"] = history
     return result, sampler.samples
 
