@@ -341,6 +341,44 @@ def forecast(url, token, ca, topic, bucket, start, end, as_json) -> None:
         click.echo(f"{at:<17} {count:>10}")
 
 
+@main.command()
+@url_option
+@token_option
+@ca_option
+@click.option("--topic", required=True)
+@click.option("--from", "start", help="Only those due from this time: epoch ms or ISO-8601 with a zone.")
+@click.option("--to", "end", help="Only those due before this time.")
+@click.option(
+    "--limit", default=100, show_default=True, type=click.IntRange(1), help="Messages to show at most."
+)
+@click.option("--with-body", is_flag=True, help="Show bodies too.")
+@_sdk_errors
+def pending(url, token, ca, topic, start, end, limit, with_body) -> None:
+    """List a topic's pending messages in the order they will fire, one JSON line each."""
+    import base64
+    import json
+
+    client = _client(url, token, ca=ca)
+    cursor, shown = None, 0
+    while shown < limit:
+        page = client.pending(
+            topic, start, end, limit=min(1000, limit - shown), cursor=cursor, with_body=with_body
+        )
+        for m in page.messages:
+            line = {"id": m.id, "deliver_at": m.deliver_at, "fires_at": m.fires_at, "tags": list(m.tags)}
+            line |= {"key": m.key, "headers": m.headers}
+            if m.body is not None:
+                try:
+                    line["body"] = m.body.decode()
+                except UnicodeDecodeError:
+                    line["body_b64"] = base64.b64encode(m.body).decode()
+            click.echo(json.dumps(line))
+        shown += len(page.messages)
+        cursor = page.next_cursor
+        if cursor is None:
+            break
+
+
 @main.command("release-master")
 @url_option
 @admin_option

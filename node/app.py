@@ -21,9 +21,10 @@ from .access_log import request_ids
 from .clock import Clock, system_clock
 from .config import NodeConfig
 from .errors import ApiError
-from .forecast_query import parse_forecast_query
 from .loop_lag import LoopLag
 from .metrics import DUE_WITHIN_MS, NodeMetrics, Sources
+from .pending_wire import pending_json
+from .schedule_queries import page_cursor, parse_forecast_query, parse_pending_query
 from .service import NodeService
 from .validation import parse_consumer_request, parse_message
 
@@ -184,6 +185,19 @@ async def get_forecast(request: web.Request) -> web.Response:
     return _json(200, {"bucket": q.bucket, "topic": q.topic, "before": f.before, "buckets": f.as_wire()})
 
 
+async def list_pending(request: web.Request) -> web.Response:
+    """Pending messages of a topic in the order they will fire, a page at a time."""
+    svc = request.app[SERVICE]
+    svc.require_master()
+    topic = request.match_info["topic"]
+    q = parse_pending_query(topic, request.query)
+    page = svc.view.list_pending(topic, q.start_ms, q.stop_ms, q.limit, q.after)
+    stored = svc.view.read_messages(page.ids)
+    messages = [pending_json(s, slot, q.with_body) for s, slot in zip(stored, page.slots_ms, strict=True)]
+    cursor = None if page.next_after is None else page_cursor(page.next_after)
+    return _json(200, {"messages": messages, "next_cursor": cursor})
+
+
 async def pull(request: web.Request) -> web.Response:
     """Lease up to max messages to this consumer of the group; long-polls up to wait_ms."""
     svc = request.app[SERVICE]
@@ -306,6 +320,7 @@ def create_app(config: NodeConfig, *, clock: Clock | None = None) -> web.Applica
     app.router.add_delete("/v1/messages/{id}", delete_message)
     app.router.add_delete("/v1/messages", delete_by_key)
     app.router.add_get("/v1/forecast", get_forecast)
+    app.router.add_get("/v1/topics/{topic}/pending", list_pending)
     app.router.add_post("/v1/topics/{topic}/pull", pull)
     app.router.add_post("/v1/topics/{topic}/ack", ack)
     app.router.add_post("/v1/topics/{topic}/nack", nack)

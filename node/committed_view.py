@@ -20,8 +20,10 @@ from horologe.cluster.committed_reads import (
 )
 from horologe.cluster.consumer_groups import GroupProgress
 from horologe.cluster.pending_forecast import Forecast, forecast, pending_due
+from horologe.cluster.pending_list import PendingPage, list_pending
 from horologe.cluster.raft_node import Applied
 from horologe.storage import MessageId
+from horologe.storage.message import StoredMessage
 from horologe.storage.store_reader import StoreReader
 from horologe.wheel import Watermark
 
@@ -62,6 +64,14 @@ class CommittedView:
 
     def pending_due(self, now_ms: int, horizons_ms: tuple[int, ...]) -> list[int]:
         return pending_due(self.reads, now_ms, horizons_ms)
+
+    def list_pending(
+        self, topic: str, start_ms: int, stop_ms: int, limit: int, after: tuple[int, int] | None
+    ) -> PendingPage:
+        return list_pending(self.reads, topic, start_ms, stop_ms, limit, after)
+
+    def read_messages(self, ids: list[MessageId]) -> list[StoredMessage]:
+        return self.reads.read_messages(ids)
 
     def group_progress(self, group: str, topic: str) -> GroupProgress:
         return group_progress(self.reads, group, topic)

@@ -336,6 +336,28 @@ class HourBucket:
         gis, _ = self._tombstones_from(0, n)
         return n - len(np.unique(gis))
 
+    def live_keys(
+        self, topic_id: int | None, after: tuple[int, int], stop_ms: int
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Messages not cancelled (of topic ``topic_id`` if given) whose key ``(slot_ms,
+        local_index)`` lies past ``after`` and whose slot lies before ``stop_ms``, in key
+        order, which is the order the wheel delivers them in: (globalIndexes, slots,
+        local indexes). One pass over the index's columns."""
+        view = self.index_view()
+        n = len(view)
+        keep = np.ones(n, dtype=bool)
+        keep[np.unique(self._tombstones_from(0, n)[0])] = False
+        if topic_id is not None:
+            keep &= view["topic_id"] == topic_id
+        slots = slot_ms(self.hour, view)
+        lis = view["local_index"].astype(np.int64)
+        at_ms, at_li = after
+        keep &= ((slots > at_ms) | ((slots == at_ms) & (lis > at_li))) & (slots < stop_ms)
+        gis = np.flatnonzero(keep)
+        order = np.lexsort((lis[gis], slots[gis]))
+        gis = gis[order]
+        return gis, slots[gis], lis[gis]
+
     def census(self, topic_id: int | None = None, after: tuple[int, int] | None = None) -> np.ndarray:
         """Messages of this hour not cancelled, per second (3,600 counts, int64); only
         topic ``topic_id``'s if given; only those whose key ``(slot_ms, local_index)`` lies

@@ -22,10 +22,11 @@ from typing import Any
 import numpy as np
 
 from .config import StorageConfig
+from .delay_index import INDEX
 from .errors import MessageExpiredError, ReadyTrimmedError
 from .file_table import FileTable
 from .hour_bucket import HourBucket
-from .hour_names import parse_hour_name
+from .hour_names import hour_name, parse_hour_name
 from .magic import MAGIC_SIZE, READY_LOG, check_magic
 from .message import StoredMessage
 from .message_id import MessageId
@@ -182,6 +183,17 @@ class StoreReads:
         of many hours leaves no heads or bitmaps behind."""
         with self._census_bucket(hour) as b:
             return b.census(topic_id, after)
+
+    def hour_live_keys(
+        self, hour: int, topic_id: int | None, after: tuple[int, int], stop_ms: int
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`HourBucket.live_keys` of an hour, read as :meth:`hour_census` reads."""
+        with self._census_bucket(hour) as b:
+            return b.live_keys(topic_id, after, stop_ms)
+
+    def hour_entries(self, hour: int) -> int:
+        """Messages stored in an hour (its index's committed entries), from the state alone."""
+        return INDEX.count_in(self._state().files.get(f"delay/{hour_name(hour)}.idx", 0))
 
     def hour_live_count(self, hour: int) -> int:
         with self._census_bucket(hour) as b:

@@ -19,7 +19,15 @@ from .errors import (
     NotFoundError,
     UnavailableError,
 )
-from .models import Forecast, MessageStatus, PulledBatch, ReceivedMessage, Scheduled
+from .models import (
+    Forecast,
+    MessageStatus,
+    PendingMessage,
+    PendingPage,
+    PulledBatch,
+    ReceivedMessage,
+    Scheduled,
+)
 from .raw_client import RawClient
 from .sync_client import Client
 
@@ -34,6 +42,8 @@ __all__ = [
     "InvalidRequestError",
     "MessageStatus",
     "NotFoundError",
+    "PendingMessage",
+    "PendingPage",
     "PulledBatch",
     "RawClient",
     "ReceivedMessage",

@@ -10,7 +10,7 @@ from . import calls, core
 from .calls import Reply
 from .consuming import AsyncSubscription, pull_and_ack
 from .errors import HorologeError
-from .models import Forecast, MessageStatus, PulledBatch, Scheduled
+from .models import Forecast, MessageStatus, PendingPage, PulledBatch, Scheduled
 
 
 class AsyncClient(core.ClientSettings):
@@ -80,6 +80,21 @@ class AsyncClient(core.ClientSettings):
         ``end`` (epoch ms or ISO-8601), of one topic or all."""
         query = core.forecast_query(topic, bucket, start, end)
         return core.to_forecast(await self._call("GET", f"/v1/forecast?{query}"))
+
+    async def pending(
+        self,
+        topic: str,
+        start: int | str | None = None,
+        end: int | str | None = None,
+        *,
+        limit: int = 100,
+        cursor: str | None = None,
+        with_body: bool = False,
+    ) -> PendingPage:
+        """A page of ``topic``'s pending messages in the order they will fire (slots in
+        ``[start, end)``, epoch ms or ISO-8601); pass ``next_cursor`` back for the next."""
+        query = core.pending_query(start, end, limit, cursor, with_body)
+        return core.to_pending(await self._call("GET", f"/v1/topics/{quote(topic, safe='')}/pending?{query}"))
 
     async def cancel(self, message_id: str) -> None:
         await self._call("DELETE", f"/v1/messages/{message_id}")

@@ -14,7 +14,15 @@ import httpx
 
 from . import calls, tls
 from .errors import HorologeError, error_for
-from .models import Forecast, MessageStatus, PulledBatch, ReceivedMessage, Scheduled
+from .models import (
+    Forecast,
+    MessageStatus,
+    PendingMessage,
+    PendingPage,
+    PulledBatch,
+    ReceivedMessage,
+    Scheduled,
+)
 
 
 def message_body(
@@ -140,6 +148,26 @@ def forecast_query(topic: str | None, bucket: str, start: int | str | None, end:
 
 def to_forecast(d: dict) -> Forecast:
     return Forecast(d["bucket"], d["topic"], d["before"], [(b["start"], b["count"]) for b in d["buckets"]])
+
+
+def pending_query(
+    start: int | str | None, end: int | str | None, limit: int, cursor: str | None, with_body: bool
+) -> str:
+    body = "true" if with_body else None
+    query = {"from": start, "to": end, "limit": limit, "cursor": cursor, "with_body": body}
+    return urlencode({k: v for k, v in query.items() if v is not None})
+
+
+def to_pending(d: dict) -> PendingPage:
+    def one(m: dict) -> PendingMessage:
+        body = m["body"].encode() if "body" in m else None
+        if "body_b64" in m:
+            body = base64.b64decode(m["body_b64"])
+        return PendingMessage(
+            m["id"], m["deliver_at"], m["fires_at"], tuple(m["tags"]), m.get("key"), m["headers"], body
+        )
+
+    return PendingPage([one(m) for m in d["messages"]], d["next_cursor"])
 
 
 def to_status(d: dict) -> MessageStatus:

@@ -35,6 +35,25 @@ class Forecast:
 
 
 @dataclass(frozen=True)
+class PendingMessage:
+    """A scheduled message not yet delivered (``GET /v1/topics/{topic}/pending``)."""
+
+    id: str
+    deliver_at: int  # epoch ms, as produced
+    fires_at: int  # when the wheel will deliver it (deliver_at, unless it arrived late)
+    tags: tuple[str, ...]
+    key: str | None
+    headers: dict[str, str]
+    body: bytes | None  # only when asked for
+
+
+@dataclass(frozen=True)
+class PendingPage:
+    messages: list[PendingMessage]
+    next_cursor: str | None  # give it back for the next page; None: this was the last
+
+
+@dataclass(frozen=True)
 class ReceivedMessage:
     id: str
     receipt: str

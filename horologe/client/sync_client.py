@@ -10,7 +10,7 @@ from . import calls, core
 from .calls import Reply
 from .consuming import Subscription, pull_and_ack
 from .errors import HorologeError
-from .models import Forecast, MessageStatus, PulledBatch, Scheduled
+from .models import Forecast, MessageStatus, PendingPage, PulledBatch, Scheduled
 
 
 class Client(core.ClientSettings, calls.BlockingPool):
@@ -79,6 +79,21 @@ class Client(core.ClientSettings, calls.BlockingPool):
         ``end`` (epoch ms or ISO-8601), of one topic or all."""
         query = core.forecast_query(topic, bucket, start, end)
         return core.to_forecast(self._call("GET", f"/v1/forecast?{query}"))
+
+    def pending(
+        self,
+        topic: str,
+        start: int | str | None = None,
+        end: int | str | None = None,
+        *,
+        limit: int = 100,
+        cursor: str | None = None,
+        with_body: bool = False,
+    ) -> PendingPage:
+        """A page of ``topic``'s pending messages in the order they will fire (slots in
+        ``[start, end)``, epoch ms or ISO-8601); pass ``next_cursor`` back for the next."""
+        query = core.pending_query(start, end, limit, cursor, with_body)
+        return core.to_pending(self._call("GET", f"/v1/topics/{_quote(topic)}/pending?{query}"))
 
     def cancel(self, message_id: str) -> None:
         """Cancel; raises AlreadyDeliveredError (409) or NotFoundError (404)."""

@@ -138,3 +138,60 @@ def test_forecast_counts_pending_messages_and_refuses_bad_queries(cluster):
         err = r.body["error"]
         assert (r.status, err["code"], err.get("field")) == (status, code, field), query
     assert cluster.status(master)["applied_index"] - applied <= 40  # wheel syncs only: no bad query proposes
+
+
+PENDING_REFUSALS = [
+    ("limit=0", 422, "out_of_range", "limit"),
+    ("limit=1001", 422, "out_of_range", "limit"),
+    ("limit=ten", 422, "out_of_range", "limit"),
+    ("cursor=not-a-cursor", 400, "invalid_field", "cursor"),
+    ("cursor=kQ", 400, "invalid_field", "cursor"),  # msgpack [1]: not a key
+    ("with_body=yes", 400, "invalid_field", "with_body"),
+    ("from=5&to=5", 400, "invalid_range", "to"),
+    ("key=k", 400, "unknown_field", "key"),
+]
+
+
+def test_pending_lists_in_firing_order_a_page_at_a_time(cluster):
+    master = cluster.wait_leader()
+    c = Client([cluster.url(i) for i in cluster.indexes], CLIENT, retry_s=20)
+    base = int(time.time() * 1000) + 7_200_000
+    items = [
+        {
+            "topic": "pl",
+            "body": f"m{k}",
+            "deliver_at": base + (k * 37 % 11) * 1000,
+            "key": f"k{k}",
+            "tags": ["t"],
+        }
+        for k in range(25)
+    ]
+    ids = [s.id for s in c.produce_batch(items)]
+    c.cancel(ids[3])
+    want = sorted((base + (k * 37 % 11) * 1000, k) for k in range(25) if k != 3)  # same ms: arrival order
+    seen, cursor = [], None
+    while True:
+        page = c.pending("pl", limit=7, cursor=cursor, with_body=True)
+        seen += page.messages
+        cursor = page.next_cursor
+        if cursor is None:
+            break
+    assert [m.id for m in seen] == [ids[k] for _, k in want]
+    assert [m.fires_at for m in seen] == [at for at, _ in want]
+    assert [m.body for m in seen] == [f"m{k}".encode() for _, k in want]
+    assert seen[0].key == f"k{want[0][1]}" and seen[0].tags == ("t",)
+    window = c.pending("pl", base + 2000, base + 4000)
+    assert [m.deliver_at for m in window.messages] == [
+        at for at, _ in want if base + 2000 <= at < base + 4000
+    ]
+    assert window.messages[0].body is None  # bodies only when asked
+    shown = CliRunner().invoke(
+        main, ["pending", "--url", cluster.url(master), "--token", CLIENT, "--topic", "pl"]
+    )
+    assert shown.exit_code == 0 and [json.loads(x)["id"] for x in shown.output.splitlines()] == [
+        m.id for m in seen
+    ]
+    for query, status, code, field in PENDING_REFUSALS:
+        r = cluster.http.get(f"{cluster.url(master)}/v1/topics/pl/pending?{query}", token=CLIENT)
+        err = r.body["error"]
+        assert (r.status, err["code"], err.get("field")) == (status, code, field), query

@@ -1,0 +1,24 @@
+"""A pending message as ``GET /v1/topics/{topic}/pending`` shows it."""
+
+from __future__ import annotations
+
+import base64
+
+from horologe.storage.message import StoredMessage
+
+
+def pending_json(stored: StoredMessage, slot_ms: int, with_body: bool) -> dict:
+    """``{id, deliver_at, fires_at, key?, tags, headers, body | body_b64?}``: ``fires_at``
+    differs from ``deliver_at`` only for a message that arrived after its time had passed
+    and waits behind the wheel; bodies only when asked for."""
+    m = stored.message
+    out = {"id": str(stored.id), "deliver_at": m.deliver_at_ms, "fires_at": slot_ms, "tags": list(m.tags)}
+    if m.key is not None:
+        out["key"] = m.key
+    out["headers"] = m.headers
+    if with_body:
+        try:
+            out["body"] = m.body.decode()
+        except UnicodeDecodeError:
+            out["body_b64"] = base64.b64encode(m.body).decode()
+    return out

@@ -1,0 +1,134 @@
+"""The queries of ``GET /v1/forecast`` and ``GET /v1/topics/{topic}/pending`` (DESIGN §6,
+Schedule management), refused with the API's error shape before anything is read."""
+
+from __future__ import annotations
+
+import base64
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import msgpack
+
+from horologe.cluster.consumer_groups import RETRY_PREFIX
+from horologe.storage.message_json import TOPIC_RE, parse_instant, refusal
+
+from .validation import answered_over_http
+
+BUCKET_MS = {"1m": 60_000, "1h": 3_600_000, "1d": 86_400_000}
+DEFAULT_BUCKETS = {"1m": 60, "1h": 48, "1d": 30}  # without ``to``: an hour, two days, a month
+MAX_BUCKETS = 10_000
+FIELDS = {"topic", "bucket", "from", "to"}
+PENDING_FIELDS = {"from", "to", "limit", "cursor", "with_body"}
+MAX_PENDING_PAGE = 1000
+DEFAULT_PENDING_PAGE = 100
+FOREVER_MS = 1 << 62
+EPOCH_MS_RE = re.compile(r"^-?\d{1,16}$")
+
+
+@dataclass(frozen=True)
+class ForecastQuery:
+    topic: str | None
+    bucket: str
+    start_ms: int  # the first bucket's start: ``from`` rounded down to the bucket
+    buckets: int
+
+    @property
+    def bucket_ms(self) -> int:
+        return BUCKET_MS[self.bucket]
+
+
+@answered_over_http
+def parse_forecast_query(query: Mapping[str, str], now_ms: int) -> ForecastQuery:
+    """Buckets are whole and aligned to UTC epoch multiples of their size: ``from``
+    (default now) rounds down to its bucket and ``to`` up to the end of its own."""
+    _known_only(query, FIELDS)
+    topic = query.get("topic")
+    if topic is not None and not (TOPIC_RE.match(topic) or _is_retry_topic(topic)):
+        raise refusal("topic must be a topic name (or a group's %RETRY%<group>)", "topic")
+    bucket = query.get("bucket", "1h")
+    if bucket not in BUCKET_MS:
+        raise refusal(f"bucket must be one of {', '.join(BUCKET_MS)}", "bucket")
+    size = BUCKET_MS[bucket]
+    asked = _instant(query, "from", now_ms)
+    start = asked - asked % size
+    if "to" not in query:
+        return ForecastQuery(topic, bucket, start, DEFAULT_BUCKETS[bucket])
+    stop = _instant(query, "to", now_ms)
+    if stop <= asked:
+        raise refusal("to must lie after from", "to", "invalid_range")
+    buckets = -(-(stop - start) // size)
+    if buckets > MAX_BUCKETS:
+        raise refusal(f"{buckets} buckets of {bucket}; at most {MAX_BUCKETS} per call", "to", "out_of_range")
+    return ForecastQuery(topic, bucket, start, buckets)
+
+
+@dataclass(frozen=True)
+class PendingQuery:
+    start_ms: int
+    stop_ms: int
+    limit: int
+    after: tuple[int, int] | None  # from the cursor: the last key of the previous page
+    with_body: bool
+
+
+@answered_over_http
+def parse_pending_query(topic: str, query: Mapping[str, str]) -> PendingQuery:
+    """``from`` (default: everything pending) and ``to`` (default: no end) bound the slots;
+    ``cursor`` is a previous answer's ``next_cursor``."""
+    _known_only(query, PENDING_FIELDS)
+    if not (TOPIC_RE.match(topic) or _is_retry_topic(topic)):
+        raise refusal("topic must be a topic name (or a group's %RETRY%<group>)", "topic")
+    start = _instant(query, "from", 0)
+    stop = _instant(query, "to", FOREVER_MS)
+    if stop <= start:
+        raise refusal("to must lie after from", "to", "invalid_range")
+    raw_limit = query.get("limit", str(DEFAULT_PENDING_PAGE))
+    if not raw_limit.isdigit() or not 1 <= int(raw_limit) <= MAX_PENDING_PAGE:
+        raise refusal(f"limit must be an integer from 1 to {MAX_PENDING_PAGE}", "limit", "out_of_range")
+    with_body = query.get("with_body", "false")
+    if with_body not in ("true", "false"):
+        raise refusal("with_body must be true or false", "with_body")
+    cursor = query.get("cursor")
+    after = None if cursor is None else cursor_key(cursor)
+    return PendingQuery(start, stop, int(raw_limit), after, with_body == "true")
+
+
+def page_cursor(after: tuple[int, int]) -> str:
+    """The opaque cursor naming where the next page starts."""
+    return base64.urlsafe_b64encode(msgpack.packb(list(after))).decode().rstrip("=")
+
+
+def cursor_key(cursor: str) -> tuple[int, int]:
+    try:
+        key = msgpack.unpackb(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+    except (ValueError, TypeError) as e:  # bad base64 (binascii.Error), bad msgpack, an unhashable map key
+        raise refusal("cursor is not one this API gave out", "cursor") from e
+    if (
+        not isinstance(key, list)
+        or len(key) != 2
+        or not all(isinstance(k, int) and not isinstance(k, bool) and 0 <= k < FOREVER_MS for k in key)
+    ):
+        raise refusal("cursor is not one this API gave out", "cursor")
+    return key[0], key[1]
+
+
+def _known_only(query: Mapping[str, str], fields: set[str]) -> None:
+    for name in query:
+        if name not in fields:
+            known = ", ".join(sorted(fields))
+            raise refusal(f"unknown query parameter {name!r}; known: {known}", name, "unknown_field")
+
+
+def _instant(query: Mapping[str, str], name: str, default: int) -> int:
+    value = query.get(name)
+    if value is None:
+        return default
+    ms = parse_instant(int(value) if EPOCH_MS_RE.match(value) else value, name)
+    if ms < 0:
+        raise refusal(f"{name} must not lie before 1970", name, "out_of_range")
+    return ms
+
+
+def _is_retry_topic(topic: str) -> bool:
+    return topic.startswith(RETRY_PREFIX) and bool(TOPIC_RE.match(topic[len(RETRY_PREFIX) :]))
