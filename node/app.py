@@ -17,7 +17,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from horologe.cluster import CANCELLED, DELIVERED, ClusterError, NotMasterError, ProposalTimeoutError
 from horologe.storage import MessageExpiredError, MessageId, StorageFullError, UnknownMessageError
 
-from . import pull_wire
+from . import dashboard, pull_wire
 from .clock import Clock, system_clock
 from .config import NodeConfig
 from .errors import ApiError
@@ -39,7 +39,7 @@ CONFIG = web.AppKey("config", NodeConfig)
 METRICS = web.AppKey("metrics", NodeMetrics)
 LOOP_LAG = web.AppKey("loop_lag", LoopLag)
 FORWARDER = web.AppKey("forwarder", Forwarder)
-PUBLIC = {"/healthz", "/readyz", "/metrics", "/openapi.json"}
+PUBLIC = {"/healthz", "/readyz", "/metrics", "/openapi.json", *dashboard.paths()}
 
 
 def _json(status: int, body: dict) -> web.Response:
@@ -343,4 +343,5 @@ def create_app(config: NodeConfig, *, clock: Clock | None = None) -> web.Applica
     app.router.add_get("/readyz", readyz)
     app.router.add_get("/metrics", metrics)
     app.router.add_get("/openapi.json", openapi)
+    dashboard.add_routes(app)
     return app
