@@ -59,6 +59,15 @@ LEGACY_HEADER = struct.Struct("<Q")
 LEFTOVERS = ("snapshot.dir", "snapshot.next", "snapshot.restore")
 
 
+class DumpFigures(NamedTuple):
+    """The last dump this process wrote: for status and metrics."""
+
+    index: int
+    seconds: float  # to take the checkpoint and write the manifest, fsync included
+    manifest_bytes: int  # the dump file itself
+    store_bytes: int  # the store files it names, up to their committed lengths: what shipping it sends
+
+
 class LocalDump(NamedTuple):
     index: int  # the last Raft index the store had applied
     raft_data: object
@@ -134,6 +143,7 @@ class DumpWriter:
         self._pending: int | None = None
         self._remove_leftovers()
         self.index: int | None = None  # the current dump's, once one is written or read
+        self.last: DumpFigures | None = None  # of the last dump written (any thread reads)
 
     def current(self) -> LocalDump | None:
         dump = read_local(self.dump_path) if os.path.exists(self.dump_path) else None
@@ -159,10 +169,10 @@ class DumpWriter:
             self._done = SERIALIZER_STATE.FAILED
             return
         self._done, self._pending = SERIALIZER_STATE.SUCCESS, dump.index
-        took_ms = (time.monotonic() - began) * 1000
-        log.info(
-            "raft dump at index %d (%d store files) in %.1f ms", dump.index, len(dump.store["files"]), took_ms
-        )
+        took = time.monotonic() - began
+        files = dump.store["files"]
+        self.last = DumpFigures(dump.index, took, os.path.getsize(tmp_path), sum(files.values()))
+        log.info("raft dump at index %d (%d store files) in %.1f ms", dump.index, len(files), took * 1000)
 
     @property
     def finished(self) -> bool:

@@ -262,11 +262,14 @@ class DiskJournal(Journal):
         self._version += 1
         self._dirty = False  # everything the journal holds was just fsynced
 
-    def sync(self) -> None:
-        """fsync what was added or cut since the last sync; nothing if nothing was."""
-        if self._dirty:
-            self._file.fsync()
-            self._dirty = False
+    def sync(self) -> bool:
+        """fsync what was added or cut since the last sync; nothing if nothing was.
+        True when it fsynced."""
+        if not self._dirty:
+            return False
+        self._file.fsync()
+        self._dirty = False
+        return True
 
     # -- reading ----------------------------------------------------------------------
 

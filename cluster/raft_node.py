@@ -35,7 +35,7 @@ from horologe.storage.store_reads import CommittedState
 from . import bounded_frames
 from .append_rule import trim_append
 from .dial_node import DialNode
-from .dump_file import DumpWriter, LocalDump, check_not_behind, read_local, read_shipped
+from .dump_file import DumpFigures, DumpWriter, LocalDump, check_not_behind, read_local, read_shipped
 from .errors import InsecureConfigError, ProposalRejectedError, ProposalTimeoutError, StoreBehindDumpError
 from .loop_crossing import LoopCrossing
 from .raft_journal import DiskJournal
@@ -95,11 +95,13 @@ class RaftNode(SyncObj):
         on_role: Callable[[bool], None],
         clock: Callable[[], int] | None = None,
         observe_apply: Callable[[float], None] = lambda seconds: None,
+        observe_fsync: Callable[[float], None] = lambda seconds: None,
     ) -> None:
         """``on_applied`` and ``on_role`` (True: this node leads now) run on the event loop,
         through ``crossing``. ``clock`` (wall ms) is sent to peers on every keep-alive; see
         :meth:`peer_clocks`. ``observe_apply(seconds)`` is told, on the tick thread, how
-        long each entry took to apply."""
+        long each entry took to apply, and ``observe_fsync(seconds)`` how long each fsync
+        of the Raft journal took."""
         if not settings.cluster_secret and not settings.insecure_dev:
             raise InsecureConfigError(
                 "no cluster secret: anyone reaching the Raft port could run code on this node "
@@ -108,6 +110,7 @@ class RaftNode(SyncObj):
         self.settings = settings
         self.state = state
         self._observe_apply = observe_apply
+        self._observe_fsync = observe_fsync
         # Changes of the leader this node knows (tick thread writes, any thread reads).
         self.leader_changes = 0
         self._known_leader: str | None = None
@@ -269,7 +272,9 @@ class RaftNode(SyncObj):
 
     def _sync_journal(self) -> None:
         # The durability rule (raft_journal.py): before an ack to the leader, and before an apply.
-        self._journal.sync()
+        started = time.perf_counter()
+        if self._journal.sync():
+            self._observe_fsync(time.perf_counter() - started)
 
     # -- links ------------------------------------------------------------------
 
@@ -400,6 +405,10 @@ class RaftNode(SyncObj):
         if self._journal.bytes > self.settings.log_compaction_bytes and not self._dump.finished:
             self._SyncObj__forceLogCompaction = True
         SyncObj._SyncObj__tryLogCompaction(self)
+
+    def last_dump(self) -> DumpFigures | None:
+        """The last snapshot this process wrote (index, time, sizes), if any; any thread."""
+        return self._dump.last
 
     def held_log_bytes(self) -> int:
         """Bytes of commands in the Raft log (compacted away past the budget); any thread."""

@@ -56,6 +56,9 @@ class ApplyResult:
     cancels: list[str] = field(default_factory=list)  # one status per id / key asked
     cancel_ids: list[str | None] = field(default_factory=list)  # the id each one resolved to
     delivered: int = 0
+    # How long after its slot the wheel delivered each message (ms, by the entry's clock);
+    # not those delivered as they arrived, already due.
+    wheel_lateness_ms: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     retained_from_hour: int | None = None  # TRIM: where retention now starts
     dead_lettered: int = 0  # RETRY: entries moved to a DLQ (the copies made are ``ids``)
     error: str | None = None
@@ -140,7 +143,9 @@ class StateMachine:
         w_old = self.ws
         w = max(w_old, entry.ws)
         if w > w_old:
-            res.delivered += self._deliver(tx, expand(self.store, w_old, w, self.cache), entry.clock_ms)
+            due = expand(self.store, w_old, w, self.cache)
+            res.wheel_lateness_ms = self._deliver(tx, due, entry.clock_ms)
+            res.delivered += len(res.wheel_lateness_ms)
             tx.set_meta("ws", w.to_wire())
             tx.seal_before(w.sealed_before_hour())
         if entry.kind == PRODUCE:
@@ -161,8 +166,9 @@ class StateMachine:
         if n:
             tx.set_meta(key, tx.meta.get(key, self.store.meta(key, 0)) + n)
 
-    def _deliver(self, tx: Transaction, batches: Iterable[np.ndarray], clock_ms: int) -> int:
-        """Append due rows (wheel DUE dtype) to their topics' ready logs; skip cancelled ones."""
+    def _deliver(self, tx: Transaction, batches: Iterable[np.ndarray], clock_ms: int) -> np.ndarray:
+        """Append due rows (wheel DUE dtype) to their topics' ready logs; skip cancelled ones.
+        Returns how late (ms after its slot) each delivered message is."""
         tids, rows = [], []  # per hour of each batch, in delivery order
         for due in batches:
             for hour in np.unique(due["hour"]):
@@ -173,17 +179,16 @@ class StateMachine:
                 entries = bucket.index_view()[gis[live]]
                 tids.append(entries["topic_id"])
                 rows.append(ready_rows(hour, gis[live], entries["tag_sig"], part["slot_ms"][live], clock_ms))
-        n = 0
-        if rows:
-            tid, ready = np.concatenate(tids), np.concatenate(rows)
-            for t in np.unique(tid).tolist():  # topics in id order, as before
-                mine = ready[tid == t]
-                topic = self.store.topic_name(t)
-                tx.append_ready(topic, mine)
-                self._bump(tx, pending_key(topic), -len(mine))
-                n += len(mine)
-        self._bump(tx, "delivered", n)
-        return n
+        if not rows:
+            return np.zeros(0, dtype=np.int64)
+        tid, ready = np.concatenate(tids), np.concatenate(rows)
+        for t in np.unique(tid).tolist():  # topics in id order, as before
+            mine = ready[tid == t]
+            topic = self.store.topic_name(t)
+            tx.append_ready(topic, mine)
+            self._bump(tx, pending_key(topic), -len(mine))
+        self._bump(tx, "delivered", len(ready))
+        return clock_ms - ready["deliver_at_ms"].astype(np.int64)
 
     @staticmethod
     def _slots(deliver_at_ms: np.ndarray, w: Watermark, clock_ms: int) -> tuple[np.ndarray, np.ndarray]:

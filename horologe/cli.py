@@ -88,11 +88,16 @@ def _sdk_errors(fn):
     help="Allow running without tokens and cluster secret. Never in production.",
 )
 @click.option(
+    "--log-format",
+    type=click.Choice(["text", "json"]),
+    help="Overrides log_format: text lines, or one JSON object per line for log shippers.",
+)
+@click.option(
     "--check-config",
     is_flag=True,
     help="Validate the configuration (file, HOROLOGE_* env, flags), print it without secrets, and exit.",
 )
-def node(config_path, node_id, data_dir, http_addr, raft_addr, insecure_dev, check_config) -> None:
+def node(config_path, node_id, data_dir, http_addr, raft_addr, insecure_dev, log_format, check_config):
     """Run one node: HTTP API, Raft replication, and the wheel when master."""
     from horologe.node.config import load_config
     from horologe.node.errors import ConfigError
@@ -106,6 +111,7 @@ def node(config_path, node_id, data_dir, http_addr, raft_addr, insecure_dev, che
             http=http_addr,
             raft=raft_addr,
             insecure_dev=insecure_dev,
+            log_format=log_format,
         )
     except ConfigError as e:
         raise click.ClickException(str(e)) from e
@@ -307,6 +313,32 @@ def status(url, token, admin_token, ca, message_id) -> None:
     """Show MESSAGE_ID's state, or the node's status when no id is given."""
     client = _client(url, token, admin_token, ca)
     _echo_json(client.status(message_id) if message_id else client.node_status())
+
+
+@main.command()
+@url_option
+@token_option
+@ca_option
+@click.option("--topic", help="One topic (default: every topic).")
+@click.option("--bucket", type=click.Choice(["1m", "1h", "1d"]), default="1h", show_default=True)
+@click.option("--from", "start", help="Epoch ms or ISO-8601 with a zone (default: now).")
+@click.option("--to", "end", help="Epoch ms or ISO-8601 with a zone (default: 60 x 1m, 48 x 1h or 30 x 1d).")
+@click.option("--json", "as_json", is_flag=True, help="Print the answer as JSON.")
+@_sdk_errors
+def forecast(url, token, ca, topic, bucket, start, end, as_json) -> None:
+    """How many pending messages fall due in each minute, hour or day."""
+    f = _client(url, token, ca=ca).forecast(topic, bucket, start, end)
+    if as_json:
+        _echo_json(f)
+        return
+    import datetime as dt
+
+    click.echo(f"{'due (UTC)':<17} {'pending':>10}   topic: {f.topic or 'all'}")
+    if f.before:
+        click.echo(f"{'before':<17} {f.before:>10}")
+    for start_ms, count in f.buckets:
+        at = dt.datetime.fromtimestamp(start_ms / 1000, dt.UTC).strftime("%Y-%m-%d %H:%M")
+        click.echo(f"{at:<17} {count:>10}")
 
 
 @main.command("release-master")

@@ -18,12 +18,14 @@ from horologe.cluster import CANCELLED, DELIVERED, ClusterError, NotMasterError,
 from horologe.storage import MessageExpiredError, MessageId, StorageFullError, UnknownMessageError
 
 from . import dashboard, pull_wire
+from .access_log import request_ids
 from .clock import Clock, system_clock
 from .config import NodeConfig
 from .errors import ApiError
+from .forecast_query import parse_forecast_query
 from .forwarding import Forwarder, cluster_target, forward_middleware
 from .loop_lag import LoopLag
-from .metrics import NodeMetrics, Sources
+from .metrics import DUE_WITHIN_MS, NodeMetrics, Sources
 from .service import NodeService
 from .tls import client_context
 from .validation import (
@@ -183,6 +185,15 @@ async def delete_by_key(request: web.Request) -> web.Response:
     return _cancel_answer(mid or f"{topic}/{key}", state)
 
 
+async def get_forecast(request: web.Request) -> web.Response:
+    """Pending messages per time bucket (1m, 1h or 1d), from the hour indexes: no body is read."""
+    svc = request.app[SERVICE]
+    svc.require_master()
+    q = parse_forecast_query(request.query, svc.clock())
+    f = svc.view.forecast(q.start_ms, q.buckets, q.bucket_ms, q.topic)
+    return _json(200, {"bucket": q.bucket, "topic": q.topic, "before": f.before, "buckets": f.as_wire()})
+
+
 async def pull(request: web.Request) -> web.Response:
     """Lease up to max messages to this consumer of the group; long-polls up to wait_ms."""
     svc = request.app[SERVICE]
@@ -277,7 +288,11 @@ async def openapi(request: web.Request) -> web.Response:
 
 def create_app(config: NodeConfig, *, clock: Clock | None = None) -> web.Application:
     app = web.Application(
-        middlewares=[errors_and_auth, forward_middleware(lambda: app.get(FORWARDER))],
+        middlewares=[
+            request_ids(config.access_log),
+            errors_and_auth,
+            forward_middleware(lambda: app.get(FORWARDER)),
+        ],
         client_max_size=config.max_request_bytes,
     )
     app[CONFIG] = config
@@ -287,8 +302,7 @@ def create_app(config: NodeConfig, *, clock: Clock | None = None) -> web.Applica
         svc = NodeService(
             config,
             clock or system_clock(config.clock_offset_ms),
-            observe_apply=m.apply_seconds.observe,
-            observe_lateness=m.handout_lateness.observe_many,
+            m.observers(),
         )
         await svc.start()
         app[SERVICE] = svc
@@ -299,6 +313,7 @@ def create_app(config: NodeConfig, *, clock: Clock | None = None) -> web.Applica
                 svc.view.pending_by_topic,
                 svc.view.unacked_by_group,
                 svc.view.dlq_by_group,
+                lambda: svc.view.pending_due(svc.clock(), tuple(DUE_WITHIN_MS.values())),
                 (lambda: app[LOOP_LAG].figures()) if config.loop_lag_probe_ms else None,
             )
         )
@@ -332,6 +347,7 @@ def create_app(config: NodeConfig, *, clock: Clock | None = None) -> web.Applica
     app.router.add_get("/v1/messages/{id}", get_message)
     app.router.add_delete("/v1/messages/{id}", delete_message)
     app.router.add_delete("/v1/messages", delete_by_key)
+    app.router.add_get("/v1/forecast", get_forecast)
     app.router.add_post("/v1/topics/{topic}/pull", pull)
     app.router.add_post("/v1/topics/{topic}/ack", ack)
     app.router.add_post("/v1/topics/{topic}/nack", nack)

@@ -20,6 +20,7 @@ from horologe.cluster.committed_reads import (
     watermark,
 )
 from horologe.cluster.consumer_groups import GroupProgress
+from horologe.cluster.pending_forecast import Forecast, forecast, pending_due
 from horologe.cluster.raft_node import Applied
 from horologe.storage import MessageId
 from horologe.storage.store_reader import StoreReader
@@ -59,6 +60,12 @@ class CommittedView:
 
     def dlq_by_group(self) -> dict[str, int]:
         return dlq_by_group(self.reads)
+
+    def forecast(self, start_ms: int, buckets: int, bucket_ms: int, topic: str | None) -> Forecast:
+        return forecast(self.reads, start_ms, buckets, bucket_ms, topic)
+
+    def pending_due(self, now_ms: int, horizons_ms: tuple[int, ...]) -> list[int]:
+        return pending_due(self.reads, now_ms, horizons_ms)
 
     def group_progress(self, group: str, topic: str) -> GroupProgress:
         return group_progress(self.reads, group, topic)

@@ -73,6 +73,10 @@ class NodeConfig:
     tls_cert: str | None = None
     tls_key: str | None = None
     tls_ca: str | None = None
+    # Logs on stderr (node/log_setup.py): "text" lines, or "json" objects for log shippers;
+    # access_log: one line per HTTP request, with its request id (the X-Request-Id header).
+    log_format: str = "text"
+    access_log: bool = True
 
     def cluster_settings(self) -> ClusterSettings:
         return ClusterSettings(
@@ -142,7 +146,8 @@ RANGES = {
     "retention_check_ms": (100, 86_400_000),
 }
 STRINGS = ("node_id", "data_dir", "http", "raft", "raft_bind", "tls_cert", "tls_key", "tls_ca", *ENV_SECRETS)
-BOOLS = ("insecure_dev", "fsync")
+BOOLS = ("insecure_dev", "fsync", "access_log")
+LOG_FORMATS = ("text", "json")
 # retry_levels_ms: how many levels (none: a nack goes straight to the DLQ), and each delay.
 MAX_RETRY_LEVELS = 100
 RETRY_LEVEL_RANGE = (1, 30 * 86_400_000)
@@ -161,6 +166,8 @@ def _check_values(raw: dict) -> None:
     for key in BOOLS:
         if key in raw and not isinstance(raw[key], bool):
             raise ConfigError(f"{key} must be true or false, got {raw[key]!r}")
+    if raw.get("log_format", "text") not in LOG_FORMATS:
+        raise ConfigError(f"log_format must be one of {', '.join(LOG_FORMATS)}, got {raw['log_format']!r}")
     if "retry_levels_ms" in raw:
         levels, (lo, hi) = raw["retry_levels_ms"], RETRY_LEVEL_RANGE
         if (

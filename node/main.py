@@ -12,6 +12,7 @@ from aiohttp import web
 from .app import SERVICE, create_app
 from .config import NodeConfig
 from .http_server import connection_bound, serve
+from .log_setup import configure_logging
 from .tls import server_context
 
 log = logging.getLogger(__name__)
@@ -58,9 +59,7 @@ async def _release_if_master(app: web.Application) -> None:
 
 
 def run_node(config: NodeConfig) -> None:
-    logging.basicConfig(
-        level=logging.INFO, format=f"%(asctime)s {config.node_id} %(levelname)s %(name)s: %(message)s"
-    )
+    configure_logging(config.node_id, config.log_format)
     app = create_app(config)
     app.on_startup.append(_stop_on_signals)
     app.on_shutdown.append(_release_if_master)

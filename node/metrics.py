@@ -19,6 +19,8 @@ from prometheus_client import CollectorRegistry, Histogram, ProcessCollector, ge
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 from prometheus_client.registry import Collector
 
+from .observers import Observers
+
 OTHER = "other"
 LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 LATENESS_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, 3600.0)
@@ -35,6 +37,15 @@ STATUS_GAUGES = {
     "raft_log_bytes": "bytes of commands held in the Raft log since the last compaction",
     "clock_offset_seconds": "this node's clock minus the quorum's (docs/cluster.md, Clocks); NaN until known",
     "clock_handovers": "times this node handed the wheel over because its clock strayed",
+}
+# Labels of horologe_pending_due and their horizons, in the order of Sources.pending_due.
+DUE_WITHIN_MS = {"1m": 60_000, "1h": 3_600_000, "1d": 86_400_000}
+# Gauges of the last Raft snapshot (/admin/status "snapshot"): name (horologe_snapshot_<name>), help.
+SNAPSHOT_GAUGES = {
+    "index": "Raft index of the last snapshot this process wrote",
+    "seconds": "time the last snapshot took: a checkpoint of the store and a manifest, fsynced",
+    "manifest_bytes": "size of the last snapshot file (a manifest of store files, not their data)",
+    "store_bytes": "bytes of the store files the last snapshot names: what shipping it to a follower sends",
 }
 
 
@@ -99,6 +110,7 @@ class Sources:
     pending_by_topic: Callable[[], Mapping[str, int]]
     unacked_by_group: Callable[[], Mapping[str, int]]
     dlq_by_group: Callable[[], Mapping[str, int]]
+    pending_due: Callable[[], list[int]]  # pending due within each horizon of DUE_WITHIN_MS
     loop_lag: Callable[[], dict] | None = None  # LoopLag.figures, when the probe runs
 
 
@@ -126,6 +138,17 @@ class _NodeCollector(Collector):
         }
         for name, doc in STATUS_GAUGES.items():
             yield GaugeMetricFamily(f"horologe_{name}", doc, value=values[name])
+        if st["snapshot"] is not None:
+            for name, doc in SNAPSHOT_GAUGES.items():
+                yield GaugeMetricFamily(f"horologe_snapshot_{name}", doc, value=st["snapshot"][name])
+        due = GaugeMetricFamily(
+            "horologe_pending_due",
+            "pending messages due within the next minute, hour or day (this node's clock), overdue included",
+            labels=["within"],
+        )
+        for label, value in zip(DUE_WITHIN_MS, src.pending_due(), strict=True):
+            due.add_metric([label], value)
+        yield due
         yield CounterMetricFamily(
             "horologe_leader_changes",
             "times the leader this node knows changed (a leader lost or a new one heard of)",
@@ -180,14 +203,35 @@ class NodeMetrics:
             buckets=LATENCY_BUCKETS,
             registry=self.registry,
         )
+        self.journal_fsync_seconds = Histogram(
+            "horologe_journal_fsync_seconds",
+            "time of one fsync of the Raft journal (before an entry is acknowledged or applied)",
+            buckets=LATENCY_BUCKETS,
+            registry=self.registry,
+        )
         self.handout_lateness = BatchHistogram(
             "horologe_handout_lateness_seconds",
             "how long after its deliver_at a message was handed to a consumer by a pull (each hand-out)",
             LATENESS_BUCKETS,
         )
         self.registry.register(self.handout_lateness)
+        self.ready_lateness = BatchHistogram(
+            "horologe_ready_lateness_seconds",
+            "how long after its slot the wheel put a message in its topic's ready log, by the master's clock",
+            LATENESS_BUCKETS,
+        )
+        self.registry.register(self.ready_lateness)
         self._node = _NodeCollector(topic_cap)
         self.registry.register(self._node)
+
+    def observers(self) -> Observers:
+        """The callables the node's parts observe with."""
+        return Observers(
+            apply_seconds=self.apply_seconds.observe,
+            journal_fsync_seconds=self.journal_fsync_seconds.observe,
+            ready_lateness=self.ready_lateness.observe_many,
+            handout_lateness=self.handout_lateness.observe_many,
+        )
 
     def read_from(self, sources: Sources | None) -> None:
         """Bind the node's figures (None: the node stopped)."""

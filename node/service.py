@@ -13,10 +13,9 @@ import contextlib
 import logging
 import os
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
 
 import aiohttp
-import numpy as np
 
 from horologe.cluster import (
     CANCEL,
@@ -45,6 +44,7 @@ from .consumers import Consumers
 from .dead_letters import DeadLetters
 from .errors import ApiError
 from .group_commit import MAX_ENTRY_BYTES, GroupCommit
+from .observers import NO_OBSERVERS, Observers
 from .peer_readiness import peer_readiness
 from .quorum_clock import QuorumClock, majority
 from .receipts import Receipts
@@ -86,14 +86,12 @@ class NodeService:
         self,
         config: NodeConfig,
         clock: Clock,
-        *,
-        observe_apply: Callable[[float], None] = lambda seconds: None,
-        observe_lateness: Callable[[np.ndarray], None] = lambda seconds: None,
+        observers: Observers = NO_OBSERVERS,
     ) -> None:
-        """``observe_apply`` goes to Raft (seconds per entry, tick thread) and
-        ``observe_lateness`` to the consumers (node/metrics.py)."""
+        """``observers``: what Raft, the wheel's deliveries and the consumers report to
+        the metrics (node/observers.py)."""
         self.config = config
-        self._observe_apply = observe_apply
+        self._observers = observers
         self.own_clock = clock
         # Calls to peers' HTTP API verify their certificates against tls_ca (node/tls.py).
         self._peer_ssl = client_context(config.tls_ca)
@@ -128,7 +126,7 @@ class NodeService:
             config.retry_levels_ms,
             config.ack_window_ms,
             Receipts(config.cluster_secret),
-            observe_lateness,
+            observers.handout_lateness,
         )
         self.dead_letters = DeadLetters(
             self.view, self.produce, self.consumers.ack, self.consumers.receipts, self.clock
@@ -160,7 +158,8 @@ class NodeService:
             self._on_applied,
             self._on_role,
             clock=self.own_clock,
-            observe_apply=self._observe_apply,
+            observe_apply=self._observers.apply_seconds,
+            observe_fsync=self._observers.journal_fsync_seconds,
         )
         loops = (self.produce_commit, self.consumers.ack_commit, self.retention)
         self._tasks = [asyncio.create_task(t.run()) for t in loops]
@@ -191,6 +190,8 @@ class NodeService:
             self.last_sync_applied_at = time.monotonic()
         if res.delivered:
             self.consumers.notify()
+        if len(res.wheel_lateness_ms):
+            self._observers.ready_lateness(res.wheel_lateness_ms / 1000)
 
     def _on_role(self, leads: bool) -> None:  # via the crossing, when this node starts or stops leading
         self.consumers.forget_leases()  # leases of another term mean nothing now
@@ -489,6 +490,7 @@ class NodeService:
             "commit_index": st["commit_idx"],
             "applied_index": applied,
             "raft_log_bytes": raft.held_log_bytes(),
+            "snapshot": None if (dump := raft.last_dump()) is None else dump._asdict(),
             "wheel": {
                 "tick": ws.tick,
                 "local_index": ws.to_wire()["local_index"],

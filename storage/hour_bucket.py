@@ -18,7 +18,7 @@ import os
 import numpy as np
 
 from .chain_links import chain_links
-from .delay_index import INDEX, MS_PER_HOUR, SECONDS_PER_HOUR
+from .delay_index import INDEX, MS_PER_HOUR, SECONDS_PER_HOUR, slot_ms
 from .errors import CorruptLogError, UnknownMessageError
 from .file_table import FileTable
 from .framing import FRAME_HEAD, FRAME_OVERHEAD, frame, read_frame, read_frames
@@ -304,19 +304,63 @@ class HourBucket:
             self._tombs_read = 0
         elif len(mask) < n:
             mask = self._cancelled = np.concatenate([mask, np.zeros(n - len(mask), bool)])
+        gis, k = self._tombstones_from(self._tombs_read, n)
+        mask[gis] = True
+        self._tombs_read = k
+        return mask
+
+    def _tombstones_from(self, first: int, n: int) -> tuple[np.ndarray, int]:
+        """GlobalIndexes the tombstones from number ``first`` on name (checked against the
+        ``n`` messages), and how many tombstones the file holds."""
         f = self.files.get(self.tomb_rel)
         k = 0 if f is None else TOMBSTONE.count_in(f.length)
-        if k > self._tombs_read:
-            buf = f.buffer()
-            if self._tombs_read == 0:
-                check_magic(bytes(buf[:MAGIC_SIZE]), TOMBSTONES, f.path)
-            TOMBSTONE.verify(buf, self._tombs_read, k, f.path)
-            gis = TOMBSTONE.view(buf, k)["global_index"][self._tombs_read :].astype(np.int64)
-            if len(gis) and gis.max() >= n:
-                raise CorruptLogError(f.path, MAGIC_SIZE, "tombstone names no message")
-            mask[gis] = True
-            self._tombs_read = k
-        return mask
+        if k <= first:
+            return np.empty(0, dtype=np.int64), k
+        buf = f.buffer()
+        if first == 0:
+            check_magic(bytes(buf[:MAGIC_SIZE]), TOMBSTONES, f.path)
+        TOMBSTONE.verify(buf, first, k, f.path)
+        gis = TOMBSTONE.view(buf, k)["global_index"][first:].astype(np.int64)
+        if len(gis) and gis.max() >= n:
+            raise CorruptLogError(f.path, MAGIC_SIZE, "tombstone names no message")
+        return gis, k
+
+    # -- census ---------------------------------------------------------------
+
+    def live_count(self) -> int:
+        """Messages of this hour not cancelled: the index's length less the tombstones,
+        without keeping a bitmap (a cancel writes one tombstone; np.unique guards anyway)."""
+        n = self.count
+        if self._cancelled is not None:
+            return n - int(np.count_nonzero(self.cancelled_mask()))
+        gis, _ = self._tombstones_from(0, n)
+        return n - len(np.unique(gis))
+
+    def census(self, topic_id: int | None = None, after: tuple[int, int] | None = None) -> np.ndarray:
+        """Messages of this hour not cancelled, per second (3,600 counts, int64); only
+        topic ``topic_id``'s if given; only those whose key ``(slot_ms, local_index)`` lies
+        past ``after`` if given (a delivery watermark).
+
+        With neither, the heads' counts less the cancelled messages' seconds; else one
+        pass over the index's columns."""
+        n = self.count
+        if topic_id is None and after is None:
+            counts = self.heads.count.astype(np.int64)
+            gis = np.unique(self._tombstones_from(0, n)[0])
+            if len(gis):
+                rows = self.index_view()[gis] if len(gis) > 64 else np.array([self.entry(g) for g in gis])
+                counts -= np.bincount(rows["second_of_hour"], minlength=SECONDS_PER_HOUR)
+            return counts
+        view = self.index_view()
+        keep = np.ones(n, dtype=bool)
+        keep[np.unique(self._tombstones_from(0, n)[0])] = False
+        if topic_id is not None:
+            keep &= view["topic_id"] == topic_id
+        if after is not None:
+            slots = slot_ms(self.hour, view)
+            at_ms, at_li = after
+            keep &= (slots > at_ms) | ((slots == at_ms) & (view["local_index"].astype(np.int64) > at_li))
+        return np.bincount(view["second_of_hour"][keep], minlength=SECONDS_PER_HOUR).astype(np.int64)
 
     def is_cancelled(self, gi: int) -> bool:
         mask = self.cancelled_mask()

@@ -41,15 +41,20 @@ def int_field(value, field: str) -> int:
 
 
 def parse_deliver_at(value) -> int:
+    return parse_instant(value, "deliver_at")
+
+
+def parse_instant(value, field: str) -> int:
+    """Epoch ms from an integer, or from an ISO-8601 string with a time zone."""
     if isinstance(value, str):
         try:
             t = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
         except ValueError as e:
-            raise refusal(f"deliver_at is not ISO-8601: {value!r}", "deliver_at") from e
+            raise refusal(f"{field} is not ISO-8601: {value!r}", field) from e
         if t.tzinfo is None:
-            raise refusal("deliver_at needs a time zone (e.g. Z or +02:00)", "deliver_at")
+            raise refusal(f"{field} needs a time zone (e.g. Z or +02:00)", field)
         return int(t.timestamp() * 1000)
-    return int_field(value, "deliver_at")
+    return int_field(value, field)
 
 
 def parse_duration(value) -> int:

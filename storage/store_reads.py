@@ -174,6 +174,29 @@ class StoreReads:
     def mapped_hours(self) -> set[int]:
         return set(self._mapped)
 
+    def hour_census(
+        self, hour: int, topic_id: int | None = None, after: tuple[int, int] | None = None
+    ) -> np.ndarray:
+        """:meth:`HourBucket.census` of an hour (3,600 counts); :meth:`hour_live_count`
+        for its total. An hour not cached is read without joining the cache, so a census
+        of many hours leaves no heads or bitmaps behind."""
+        with self._census_bucket(hour) as b:
+            return b.census(topic_id, after)
+
+    def hour_live_count(self, hour: int) -> int:
+        with self._census_bucket(hour) as b:
+            return b.live_count()
+
+    @contextmanager
+    def _census_bucket(self, hour: int) -> Iterator[HourBucket]:
+        cached = self._buckets.get(hour)
+        b = cached or HourBucket(self.files, hour)
+        try:
+            yield b
+        finally:
+            if cached is None and not self._in_batch():
+                b.close_files()
+
     # -- messages ---------------------------------------------------------------
 
     def _check_retained(self, mid: MessageId) -> None:

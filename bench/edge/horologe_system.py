@@ -9,6 +9,7 @@ over.
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import time
@@ -56,6 +57,16 @@ class HorologeSystem:
 
     def memory(self) -> dict[str, tuple[int, int]]:
         return {f"n{i + 1}": memory_kb(p.pid) for i, p in sorted(self.cluster.procs.items())}
+
+    def forecast(self, start_ms: int, bucket_ms: int, buckets: int) -> list[int]:
+        """Pending per bucket through ``GET /v1/forecast`` (bucket_ms: a minute, hour or day)."""
+        size = {60_000: "1m", 3_600_000: "1h", 86_400_000: "1d"}[bucket_ms]
+        f = self._forecaster.forecast(None, size, start_ms, start_ms + buckets * bucket_ms)
+        return [n for _, n in f.buckets]
+
+    @functools.cached_property
+    def _forecaster(self) -> Client:
+        return self._client()
 
     def _client(self) -> Client:
         return Client(self.urls, CLIENT, timeout=60, retry_s=30)

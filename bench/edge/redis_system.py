@@ -11,6 +11,7 @@ score (``mode="sleep"``, at most 100 ms so new arrivals are seen) or poll every 
 
 from __future__ import annotations
 
+import functools
 import itertools
 import os
 import shutil
@@ -112,6 +113,18 @@ class RedisSystem:
 
     def memory(self) -> dict[str, tuple[int, int]]:
         return {name: memory_kb(p.pid) for name, p in zip(("primary", "replica"), self.procs, strict=True)}
+
+    def forecast(self, start_ms: int, bucket_ms: int, buckets: int) -> list[int]:
+        """Pending per bucket: one ZCOUNT per bucket, in one pipeline."""
+        pipe = self._forecaster.pipeline(transaction=False)
+        for k in range(buckets):
+            lo = start_ms + k * bucket_ms
+            pipe.zcount(ZSET, lo, f"({lo + bucket_ms}")
+        return pipe.execute()
+
+    @functools.cached_property
+    def _forecaster(self) -> redis.Redis:
+        return redis.Redis(port=self.port)
 
     def producer(self) -> RedisProducer:
         return RedisProducer(redis.Redis(port=self.port), f"p{next(self._ids)}")

@@ -31,9 +31,12 @@ class Scale:
     memory_steps: tuple[int, ...] = (10_000, 1_000_000, 3_000_000)
     restart_steps: tuple[int, ...] = (100_000, 3_000_000)
     sustained_s: int = 300
+    forecast_pending: int = 10_000_000
+    forecast_calls: int = 20
 
     def quick(self) -> Scale:
-        return Scale(20_000, 200, 500, 5, 10_000, 20_000, (10_000, 100_000), (10_000, 100_000), 30)
+        steps = (10_000, 100_000)
+        return Scale(20_000, 200, 500, 5, 10_000, 20_000, steps, steps, 30, 100_000, 5)
 
     def big(self) -> Scale:
         return Scale(memory_steps=(*self.memory_steps, 10_000_000), restart_steps=(100_000, 10_000_000))
@@ -263,6 +266,26 @@ def restart(system, scale: Scale) -> dict:
     return out
 
 
+def forecast(system, scale: Scale) -> dict:
+    """Pending spread over 30 days; then counts per hour over those 30 days (720 buckets),
+    and per minute over the next day (1,440), each asked ``forecast_calls`` times. The
+    peer counts with one pipelined ZCOUNT per bucket. Both answers must agree."""
+    start = (int(now_ms()) // 3_600_000 + 1) * 3_600_000
+    _load(system, scale.forecast_pending, lambda i: start + i * 7919 % (30 * DAY_MS))
+    out = {}
+    for label, bucket_ms, buckets in (("1h x 720", 3_600_000, 720), ("1m x 1,440", 60_000, 1_440)):
+        lat, counts = [], None
+        for _ in range(scale.forecast_calls):
+            t0 = time.perf_counter()
+            counts = system.forecast(start, bucket_ms, buckets)
+            lat.append((time.perf_counter() - t0) * 1000)
+        if label.startswith("1h") and sum(counts) != scale.forecast_pending:
+            raise RuntimeError(f"the forecast counts {sum(counts)} of {scale.forecast_pending} pending")
+        out[f"{scale.forecast_pending:,} pending, {label}: call p50 ms"] = pct(lat, 50)
+        out[f"{scale.forecast_pending:,} pending, {label}: call max ms"] = max(lat)
+    return out
+
+
 WORKLOADS = {
     "ingest": ingest,
     "single": single,
@@ -272,4 +295,5 @@ WORKLOADS = {
     "memory": memory,
     "restart": restart,
     "sustained": sustained,
+    "forecast": forecast,
 }

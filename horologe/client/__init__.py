@@ -19,7 +19,7 @@ from .errors import (
     NotFoundError,
     UnavailableError,
 )
-from .models import MessageStatus, PulledBatch, ReceivedMessage, Scheduled
+from .models import Forecast, MessageStatus, PulledBatch, ReceivedMessage, Scheduled
 from .raw_client import RawClient
 from .sync_client import Client
 
@@ -29,6 +29,7 @@ __all__ = [
     "AuthError",
     "CertificateError",
     "Client",
+    "Forecast",
     "HorologeError",
     "InvalidRequestError",
     "MessageStatus",

@@ -10,7 +10,7 @@ from . import calls, core
 from .calls import Reply
 from .consuming import AsyncSubscription, pull_and_ack
 from .errors import HorologeError
-from .models import MessageStatus, PulledBatch, Scheduled
+from .models import Forecast, MessageStatus, PulledBatch, Scheduled
 
 
 class AsyncClient(core.ClientSettings):
@@ -68,6 +68,18 @@ class AsyncClient(core.ClientSettings):
 
     async def status(self, message_id: str) -> MessageStatus:
         return core.to_status(await self._call("GET", f"/v1/messages/{message_id}"))
+
+    async def forecast(
+        self,
+        topic: str | None = None,
+        bucket: str = "1h",
+        start: int | str | None = None,
+        end: int | str | None = None,
+    ) -> Forecast:
+        """Pending messages per ``bucket`` (1m, 1h, 1d) from ``start`` (default now) to
+        ``end`` (epoch ms or ISO-8601), of one topic or all."""
+        query = core.forecast_query(topic, bucket, start, end)
+        return core.to_forecast(await self._call("GET", f"/v1/forecast?{query}"))
 
     async def cancel(self, message_id: str) -> None:
         await self._call("DELETE", f"/v1/messages/{message_id}")

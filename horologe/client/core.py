@@ -8,12 +8,13 @@ from __future__ import annotations
 import base64
 import os
 import ssl
+from urllib.parse import urlencode
 
 import httpx
 
 from . import calls, tls
 from .errors import HorologeError, error_for
-from .models import MessageStatus, PulledBatch, ReceivedMessage, Scheduled
+from .models import Forecast, MessageStatus, PulledBatch, ReceivedMessage, Scheduled
 
 
 def message_body(
@@ -130,6 +131,15 @@ def batch_results(results: list[dict], bodies: list[dict]) -> list[Scheduled | H
 
 def to_scheduled(d: dict, topic: str) -> Scheduled:
     return Scheduled(d["id"], topic, d["deliver_at"])
+
+
+def forecast_query(topic: str | None, bucket: str, start: int | str | None, end: int | str | None) -> str:
+    query = {"bucket": bucket, "topic": topic, "from": start, "to": end}
+    return urlencode({k: v for k, v in query.items() if v is not None})
+
+
+def to_forecast(d: dict) -> Forecast:
+    return Forecast(d["bucket"], d["topic"], d["before"], [(b["start"], b["count"]) for b in d["buckets"]])
 
 
 def to_status(d: dict) -> MessageStatus:

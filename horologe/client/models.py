@@ -25,6 +25,16 @@ class MessageStatus:
 
 
 @dataclass(frozen=True)
+class Forecast:
+    """Pending messages per time bucket (``GET /v1/forecast``)."""
+
+    bucket: str  # 1m | 1h | 1d
+    topic: str | None  # None: every topic
+    before: int  # pending due before the first bucket (overdue, or before ``from``)
+    buckets: list[tuple[int, int]]  # (start epoch ms, count), in time order
+
+
+@dataclass(frozen=True)
 class ReceivedMessage:
     id: str
     receipt: str

@@ -10,7 +10,7 @@ from . import calls, core
 from .calls import Reply
 from .consuming import Subscription, pull_and_ack
 from .errors import HorologeError
-from .models import MessageStatus, PulledBatch, Scheduled
+from .models import Forecast, MessageStatus, PulledBatch, Scheduled
 
 
 class Client(core.ClientSettings, calls.BlockingPool):
@@ -67,6 +67,18 @@ class Client(core.ClientSettings, calls.BlockingPool):
 
     def status(self, message_id: str) -> MessageStatus:
         return core.to_status(self._call("GET", f"/v1/messages/{message_id}"))
+
+    def forecast(
+        self,
+        topic: str | None = None,
+        bucket: str = "1h",
+        start: int | str | None = None,
+        end: int | str | None = None,
+    ) -> Forecast:
+        """Pending messages per ``bucket`` (1m, 1h, 1d) from ``start`` (default now) to
+        ``end`` (epoch ms or ISO-8601), of one topic or all."""
+        query = core.forecast_query(topic, bucket, start, end)
+        return core.to_forecast(self._call("GET", f"/v1/forecast?{query}"))
 
     def cancel(self, message_id: str) -> None:
         """Cancel; raises AlreadyDeliveredError (409) or NotFoundError (404)."""

@@ -37,7 +37,7 @@ def test_metrics_pass_promtool_and_count_what_happened(make_cluster):
     follower = next(i for i in cluster.indexes if i != master)
     c = Client([cluster.url(i) for i in cluster.indexes], CLIENT, retry_s=20)
     for k in range(5):
-        c.produce("now", f"n{k}")
+        c.produce("now", f"n{k}", deliver_after="300ms")  # the wheel delivers them (ready lateness)
     later = c.produce_batch([{"topic": "later", "body": f"l{k}", "deliver_after": "1h"} for k in range(3)])
     c.cancel(later[0].id)
     got: list = []
@@ -66,6 +66,10 @@ def test_metrics_pass_promtool_and_count_what_happened(make_cluster):
         assert s[("horologe_dlq_messages", (("group", "g"),))] == 1
         assert s[("horologe_ready_unacked", (("group", "g"),))] == 1
         assert s[("process_resident_memory_bytes", ())] > 0
+        assert s[("horologe_ready_lateness_seconds_count", ())] >= 5  # every node applies the deliveries
+        assert s[("horologe_journal_fsync_seconds_count", ())] > 0
+        due = {w: s[("horologe_pending_due", (("within", w),))] for w in ("1m", "1h", "1d")}
+        assert due == {"1m": 0, "1h": 2, "1d": 2}  # the "later" ones, due 1 h after they were produced
         assert ("horologe_loop_lag_p99_seconds", ()) in s and ("horologe_clock_offset_seconds", ()) in s
 
     _, s = scrape(cluster, master)

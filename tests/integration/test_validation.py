@@ -6,8 +6,10 @@ import json
 import time
 
 import pytest
+from click.testing import CliRunner
 
-from horologe.client import HorologeError
+from horologe.cli import main
+from horologe.client import Client, HorologeError
 from testkit.process_cluster import CLIENT
 
 CASES = [
@@ -99,3 +101,40 @@ def test_requests_are_bounded_and_a_big_batch_is_split_across_entries(cluster):
         assert status["deliver_at"] == later + k
     assert _stored(cluster, master) == before + 15
     assert cluster.status(master)["applied_index"] >= applied + 3
+
+
+FORECAST_REFUSALS = [
+    ("bucket=2h", 400, "invalid_field", "bucket"),
+    ("from=yesterday", 400, "invalid_field", "from"),
+    ("from=2026-01-01T00:00:00", 400, "invalid_field", "from"),  # no zone
+    ("from=2000&to=1000", 400, "invalid_range", "to"),
+    ("bucket=1m&from=0&to=86400000000", 422, "out_of_range", "to"),  # 1.44M buckets
+    ("topic=bad topic", 400, "invalid_field", "topic"),
+    ("colour=red", 400, "unknown_field", "colour"),
+]
+
+
+def test_forecast_counts_pending_messages_and_refuses_bad_queries(cluster):
+    master = cluster.wait_leader()
+    c = Client([cluster.url(i) for i in cluster.indexes], CLIENT, retry_s=20)
+    base = (int(time.time() * 1000) // 3_600_000 + 3) * 3_600_000  # an hour of its own, 2-3 h ahead
+    items = [{"topic": "fc", "body": "x", "deliver_at": base + m * 60_000 + 5} for m in (0, 0, 1, 7)]
+    ids = [s.id for s in c.produce_batch(items)]
+    c.cancel(ids[1])
+    f = c.forecast("fc", "1m", base, base + 10 * 60_000)
+    assert (f.bucket, f.topic, f.before) == ("1m", "fc", 0)
+    assert [n for _, n in f.buckets] == [1, 1, 0, 0, 0, 0, 0, 1, 0, 0]
+    assert f.buckets[0][0] == base and f.buckets[-1][0] == base + 9 * 60_000
+    hourly = c.forecast("fc", "1h", base - 3_600_000, base + 3_600_000)
+    assert [n for _, n in hourly.buckets] == [0, 3]
+    assert sum(n for _, n in c.forecast(None, "1d", base, base + 1).buckets) >= 3  # every topic
+    args = ["forecast", "--url", cluster.url(master), "--token", CLIENT, "--topic", "fc", "--bucket", "1m"]
+    shown = CliRunner().invoke(main, [*args, "--from", str(base), "--to", str(base + 120_000)])
+    assert shown.exit_code == 0, shown.output
+    assert [line.split()[-1] for line in shown.output.splitlines()[1:]] == ["1", "1"]
+    applied = cluster.status(master)["applied_index"]
+    for query, status, code, field in FORECAST_REFUSALS:
+        r = cluster.http.get(f"{cluster.url(master)}/v1/forecast?{query}", token=CLIENT)
+        err = r.body["error"]
+        assert (r.status, err["code"], err.get("field")) == (status, code, field), query
+    assert cluster.status(master)["applied_index"] - applied <= 40  # wheel syncs only: no bad query proposes
