@@ -21,7 +21,9 @@ from collections.abc import Callable
 import aiohttp
 from aiohttp import web
 
+from .access_log import HEADER as REQUEST_ID_HEADER
 from .errors import ApiError
+from .log_setup import REQUEST_ID
 
 HEADER = "Horologe-Forward-To"
 MASTER = "master"
@@ -44,6 +46,8 @@ class Forwarder:
 
     async def forward(self, request: web.Request, url: str) -> web.Response:
         headers = {h: request.headers[h] for h in SENT_ON if h in request.headers}
+        if REQUEST_ID.get():  # both nodes log the call under one id
+            headers[REQUEST_ID_HEADER] = REQUEST_ID.get()
         body = await request.read() if request.can_read_body else None
         try:
             async with self._session.request(

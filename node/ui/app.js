@@ -154,7 +154,10 @@ function showWheel(masterMetrics) {
 function showPending(metrics) {
   const byTopic = byLabel(metrics, "horologe_pending_by_topic", "topic");
   const topics = Object.keys(byTopic).sort();
+  const due = byLabel(metrics, "horologe_pending_due", "within");
+  const soon = ["1m", "1h", "1d"].filter((w) => w in due).map((w) => `${due[w]} within ${w}`);
   $("pending-total").textContent = `${scalar(metrics, "horologe_pending") ?? "?"} in all`;
+  $("pending-due").textContent = soon.length ? `due: ${soon.join(", ")}` : "";
   rows($("pending"), topics.map((t) => ({ topic: t, n: byTopic[t] })), "topic", (tr, r) => {
     cell(tr, r.topic);
     cell(tr, r.n, "num");
@@ -175,7 +178,8 @@ async function showForecast() {
   try {
     const r = await call(`/v1/forecast?${q}`, { to: "master" });
     const total = r.buckets.reduce((n, b) => n + b.count, 0);
-    status.textContent = `${total} due in the next ${FORECAST_BUCKETS} × ${bucket}${topic ? ` on ${topic}` : ""}`;
+    const overdue = r.before ? `; ${r.before} overdue` : "";
+    status.textContent = `${total} due in the next ${FORECAST_BUCKETS} × ${bucket}${topic ? ` on ${topic}` : ""}${overdue}`;
     timeBars($("forecast-chart"), r.buckets.map((b) => b.start / 1000), r.buckets.map((b) => b.count));
   } catch (e) {
     status.textContent = e instanceof ApiError && e.status === 404 ? "forecast unavailable" : `forecast: ${describe(e)}`;

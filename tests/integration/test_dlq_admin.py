@@ -139,6 +139,15 @@ def test_forward_header_reaches_the_named_node_or_the_master(cluster):
         return http.get(f"{url}/admin/status", token=token, headers={FORWARD: to})
 
     assert status(f"n{b + 1}").body["node_id"] == f"n{b + 1}"
+    traced = http.get(
+        f"{url}/admin/status", token=ADMIN, headers={FORWARD: f"n{b + 1}", "X-Request-Id": "fwd-trace-1"}
+    )
+    assert traced.headers["X-Request-Id"] == "fwd-trace-1"
+    # The target logs the call under the same id (its access log is on by default).
+    until_logged = time.monotonic() + 5
+    while "id fwd-trace-1" not in cluster.log(b) and time.monotonic() < until_logged:
+        time.sleep(0.05)
+    assert "id fwd-trace-1" in cluster.log(b)
     assert status(f"n{a + 1}").body["node_id"] == f"n{a + 1}"  # itself: served here
     assert status("master").body["node_id"] == f"n{master + 1}"
     assert status(f"n{b + 1}", CLIENT).status == 403  # checked here, as any call
