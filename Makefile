@@ -6,8 +6,10 @@ STAMP   := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
 # Debian packages the test suites need: faketime (clock skew), fuse3 (the lazyfs power-loss
 # mounts), and libfuse3-dev + pkg-config, without which pip cannot build pyfuse3 (test extra);
 # for the compose test, docker.io (dockerd, containerd, runc), debootstrap (a base image
-# without a registry) and docker-compose (Debian's, 1.29).
-DEB_PACKAGES := faketime fuse3 libfuse3-dev pkg-config docker.io debootstrap docker-compose prometheus
+# without a registry) and docker-compose (Debian's, 1.29); prometheus for promtool; chromium and
+# chromium-driver, which the dashboard's browser test drives through selenium.
+DEB_PACKAGES := faketime fuse3 libfuse3-dev pkg-config docker.io debootstrap docker-compose prometheus \
+	chromium chromium-driver
 
 .PHONY: help install test lint unit bench bench-parts run chaos soak compose-check compose-test deb-tools clean
 

@@ -77,11 +77,17 @@ def unacked_by_group(reads: StoreReads) -> dict[str, int]:
     for key in reads.meta_keys():
         if key.startswith(GROUP_PREFIX):
             group, _, topic = key[len(GROUP_PREFIX) :].rpartition("/")
-            p = group_progress(reads, group, topic)
-            start, end = max(p.committed, reads.ready_base(topic)), reads.ready_count(topic)
-            acked = sum(min(hi, end) - max(lo, start) for lo, hi in p.acked if hi > start and lo < end)
-            out[group] = out.get(group, 0) + max(0, end - start - acked)
+            out[group] = out.get(group, 0) + unacked_count(reads, group, topic)
     return out
+
+
+def unacked_count(reads: StoreReads, group: str, topic: str) -> int:
+    """Entries of ready log ``topic`` the group has not acked (all it holds, for a group
+    that never acked there); from the meta, no log is read."""
+    p = group_progress(reads, group, topic)
+    start, end = max(p.committed, reads.ready_base(topic)), reads.ready_count(topic)
+    acked = sum(min(hi, end) - max(lo, start) for lo, hi in p.acked if hi > start and lo < end)
+    return max(0, end - start - acked)
 
 
 def dlq_by_group(reads: StoreReads) -> dict[str, int]:

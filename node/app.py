@@ -9,6 +9,7 @@ import json
 import time
 from collections.abc import AsyncIterator
 
+import aiohttp
 import orjson
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST
@@ -16,23 +17,32 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from horologe.cluster import CANCELLED, DELIVERED, ClusterError, NotMasterError, ProposalTimeoutError
 from horologe.storage import MessageExpiredError, MessageId, StorageFullError, UnknownMessageError
 
-from . import pull_wire
+from . import dashboard, pull_wire
 from .access_log import request_ids
 from .clock import Clock, system_clock
 from .config import NodeConfig
 from .errors import ApiError
+from .forwarding import Forwarder, cluster_target, forward_middleware
 from .loop_lag import LoopLag
 from .metrics import DUE_WITHIN_MS, NodeMetrics, Sources
 from .pending_wire import pending_json
 from .schedule_queries import page_cursor, parse_forecast_query, parse_pending_query
 from .service import NodeService
-from .validation import parse_consumer_request, parse_message
+from .tls import client_context
+from .validation import (
+    parse_consumer_request,
+    parse_dlq_group,
+    parse_dlq_peek,
+    parse_message,
+    parse_requeue,
+)
 
 SERVICE = web.AppKey("service", NodeService)
 CONFIG = web.AppKey("config", NodeConfig)
 METRICS = web.AppKey("metrics", NodeMetrics)
 LOOP_LAG = web.AppKey("loop_lag", LoopLag)
-PUBLIC = {"/healthz", "/readyz", "/metrics", "/openapi.json"}
+FORWARDER = web.AppKey("forwarder", Forwarder)
+PUBLIC = {"/healthz", "/readyz", "/metrics", "/openapi.json", *dashboard.paths()}
 
 
 def _json(status: int, body: dict) -> web.Response:
@@ -242,6 +252,24 @@ async def release_master(request: web.Request) -> web.Response:
     return _json(200, await svc.release_master(body.get("to")))
 
 
+async def dlq_peek(request: web.Request) -> web.Response:
+    """A group's dead-letter entries not yet acked, without leasing them."""
+    svc = request.app[SERVICE]
+    group = parse_dlq_group(request.match_info["group"])
+    after, limit = parse_dlq_peek(request.query)
+    svc.require_master()
+    return _json(200, svc.dead_letters.peek(group, after, limit))
+
+
+async def dlq_requeue(request: web.Request) -> web.Response:
+    """Produce dead-letter entries again to their topics, due now, then ack them in the DLQ."""
+    svc = request.app[SERVICE]
+    group = parse_dlq_group(request.match_info["group"])
+    ids = parse_requeue(await _json_body(request))
+    svc.require_master()
+    return _json(200, await svc.dead_letters.requeue(group, ids))
+
+
 async def healthz(request: web.Request) -> web.Response:
     """The process is up."""
     return _json(200, {"ok": True})
@@ -274,7 +302,11 @@ async def openapi(request: web.Request) -> web.Response:
 
 def create_app(config: NodeConfig, *, clock: Clock | None = None) -> web.Application:
     app = web.Application(
-        middlewares=[request_ids(config.access_log), errors_and_auth],
+        middlewares=[
+            request_ids(config.access_log),
+            errors_and_auth,
+            forward_middleware(lambda: app.get(FORWARDER)),
+        ],
         client_max_size=config.max_request_bytes,
     )
     app[CONFIG] = config
@@ -311,7 +343,17 @@ def create_app(config: NodeConfig, *, clock: Clock | None = None) -> web.Applica
         with contextlib.suppress(asyncio.CancelledError):
             await task
 
+    async def forwarder_ctx(app: web.Application) -> AsyncIterator[None]:
+        svc = app[SERVICE]
+        connector = aiohttp.TCPConnector(ssl=client_context(config.tls_ca))
+        async with aiohttp.ClientSession(connector=connector) as session:
+            peers = {p.node_id: config.http_url(p.http) for p in config.peers}
+            target = cluster_target(config.node_id, peers, svc.raft.is_master, svc.leader_http)
+            app[FORWARDER] = Forwarder(target, session)
+            yield
+
     app.cleanup_ctx.append(service_ctx)
+    app.cleanup_ctx.append(forwarder_ctx)
     if config.loop_lag_probe_ms:
         app.cleanup_ctx.append(loop_lag_ctx)
     app.router.add_post("/v1/messages", post_message)
@@ -326,8 +368,11 @@ def create_app(config: NodeConfig, *, clock: Clock | None = None) -> web.Applica
     app.router.add_post("/v1/topics/{topic}/nack", nack)
     app.router.add_get("/admin/status", admin_status)
     app.router.add_post("/admin/release-master", release_master)
+    app.router.add_get("/admin/dlq/{group}", dlq_peek)
+    app.router.add_post("/admin/dlq/{group}/requeue", dlq_requeue)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
     app.router.add_get("/metrics", metrics)
     app.router.add_get("/openapi.json", openapi)
+    dashboard.add_routes(app)
     return app

@@ -16,6 +16,7 @@ from horologe.cluster.committed_reads import (
     message_status,
     pending_by_topic,
     unacked_by_group,
+    unacked_count,
     watermark,
 )
 from horologe.cluster.consumer_groups import GroupProgress
@@ -55,6 +56,9 @@ class CommittedView:
 
     def unacked_by_group(self) -> dict[str, int]:
         return unacked_by_group(self.reads)
+
+    def unacked_count(self, group: str, topic: str) -> int:
+        return unacked_count(self.reads, group, topic)
 
     def dlq_by_group(self) -> dict[str, int]:
         return dlq_by_group(self.reads)

@@ -194,7 +194,7 @@ class Consumers:
                 part = rows[take]
                 offs = offsets[take].tolist()
                 hours, gis = part["hour"].tolist(), part["global_index"].tolist()
-                records = _read_all(reads, [MessageId(h, g) for h, g in zip(hours, gis, strict=True)])
+                records = read_all(reads, [MessageId(h, g) for h, g in zip(hours, gis, strict=True)])
                 good = []  # places in take of what is handed out
                 for k, record in enumerate(records):
                     if record is None:
@@ -331,7 +331,7 @@ def _wanted(record, filt: TagFilter, origin: str | None) -> bool:
     return filt.matches(fields["tags"]) and (origin is None or source == origin)
 
 
-def _read_all(reads, mids: list[MessageId]) -> list[bytes | None]:
+def read_all(reads, mids: list[MessageId]) -> list[bytes | None]:
     """The records of ``mids`` (None for one that retention removed), read together."""
     try:
         return reads.read_records(mids)

@@ -30,14 +30,18 @@ def as_json(pulled: Pulled) -> dict:
 
 
 def _json_message(h: Handed) -> dict:
-    rec = unpack_record(h.record)
+    return {"receipt": h.receipt, **message_fields(h.record, h.deliver_at, h.delivered_at)}
+
+
+def message_fields(record, deliver_at: int, delivered_at: int) -> dict:
+    """A message of a pull's JSON answer, without its receipt, from its stored record."""
+    rec = unpack_record(record)
     out = {
         "id": rec["id"],
-        "receipt": h.receipt,
         "topic": rec["headers"].get(ORIGIN_HEADER, rec["topic"]),
         "tags": rec["tags"],
-        "deliver_at": h.deliver_at,
-        "delivered_at": h.delivered_at,
+        "deliver_at": deliver_at,
+        "delivered_at": delivered_at,
         "attempt": rec["attempt"],
         "headers": rec["headers"],
     }

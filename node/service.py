@@ -41,6 +41,7 @@ from .clock import Clock
 from .committed_view import CommittedView
 from .config import NodeConfig
 from .consumers import Consumers
+from .dead_letters import DeadLetters
 from .errors import ApiError
 from .group_commit import MAX_ENTRY_BYTES, GroupCommit
 from .observers import NO_OBSERVERS, Observers
@@ -126,6 +127,9 @@ class NodeService:
             config.ack_window_ms,
             Receipts(config.cluster_secret),
             observers.handout_lateness,
+        )
+        self.dead_letters = DeadLetters(
+            self.view, self.produce, self.consumers.ack, self.consumers.receipts, self.clock
         )
         self.retention = RetentionDriver(
             self.view.reads,

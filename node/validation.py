@@ -9,10 +9,12 @@ an :class:`ApiError`.
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable
 from typing import ParamSpec, TypeVar
 
 from horologe.storage import InvalidFieldError, message_json
+from horologe.storage.message_id import ID_LENGTH
 from horologe.storage.message_json import TOPIC_RE, int_field, json_object, name_field, refusal
 
 from .errors import ApiError
@@ -74,3 +76,59 @@ def parse_consumer_request(topic: str, obj, action: str) -> dict:
             raise refusal(f"{name} must be {low}..{high}", name, "out_of_range")
         out[name] = value
     return out
+
+
+DLQ_PEEK_DEFAULT = 50
+DIGITS_RE = re.compile(r"[0-9]{1,20}")
+ID_RE = re.compile(f"[0-9a-f]{{{ID_LENGTH}}}")
+MAX_POSITION = (1 << 63) - 1  # a ready-log position an ack entry can carry
+
+
+@answered_over_http
+def parse_dlq_group(group: str) -> str:
+    """The group of ``/admin/dlq/{group}``: a group name (not ``%DLQ%...``)."""
+    if not TOPIC_RE.fullmatch(group):
+        raise refusal("group must be 1-128 of A-Z a-z 0-9 . _ - (not starting with . _ -)", "group")
+    return group
+
+
+@answered_over_http
+def parse_dlq_peek(query) -> tuple[int, int]:
+    """``?after=&limit=`` of a DLQ peek: (after, limit); ``after`` is -1 when absent."""
+    unknown = sorted(set(query) - {"limit", "after"})
+    if unknown:
+        raise refusal(f"unknown query parameter {unknown[0]!r}", unknown[0], "unknown_field")
+    after = _query_int(query, "after", -1, 0, MAX_POSITION)
+    return after, _query_int(query, "limit", DLQ_PEEK_DEFAULT, 1, MAX_PULL)
+
+
+def _query_int(query, name: str, default: int, low: int, high: int) -> int:
+    text = query.get(name)
+    if text is None:
+        return default
+    if not DIGITS_RE.fullmatch(text):
+        raise refusal(f"{name} must be an integer {low}..{high}", name)
+    if not low <= int(text) <= high:
+        raise refusal(f"{name} must be {low}..{high}", name, "out_of_range")
+    return int(text)
+
+
+@answered_over_http
+def parse_requeue(obj) -> list[str] | None:
+    """``{"ids": [...]}`` (ids of DLQ entries, as a peek shows them) or ``{"all": true}``;
+    the ids, or None for all."""
+    obj = json_object(obj, {"ids", "all"}, "body")
+    if ("ids" in obj) == ("all" in obj):
+        raise refusal('give exactly one of "ids" and "all"', "ids")
+    if "all" in obj:
+        if obj["all"] is not True:
+            raise refusal('all must be true (or give "ids")', "all")
+        return None
+    ids = obj["ids"]
+    if not isinstance(ids, list) or not 1 <= len(ids) <= MAX_PULL:
+        raise refusal(f"ids must be a list of 1-{MAX_PULL} message ids", "ids")
+    for i in ids:
+        if not isinstance(i, str) or not ID_RE.fullmatch(i):
+            shown = i if isinstance(i, str) and len(i) <= 40 else type(i).__name__
+            raise refusal(f"not a message id: {shown!r} (want {ID_LENGTH} hex digits)", "ids")
+    return ids

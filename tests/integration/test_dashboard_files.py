@@ -1,0 +1,22 @@
+"""The dashboard's static files (node/ui/) on a live node: public, typed, framed by no one."""
+
+from __future__ import annotations
+
+from testkit.process_cluster import CLIENT
+
+
+def test_dashboard_files_need_no_token(cluster):
+    url = cluster.url(0)
+    for path, kind in [
+        ("/ui", "text/html"),
+        ("/ui/", "text/html"),
+        ("/ui/app.js", "text/javascript"),
+        ("/ui/vendor/uPlot.iife.min.js", "text/javascript"),
+        ("/ui/style.css", "text/css"),
+    ]:
+        r = cluster.http.get(f"{url}{path}")
+        assert r.status == 200, path
+        assert r.headers["Content-Type"].startswith(kind)
+        assert "frame-ancestors 'none'" in r.headers["Content-Security-Policy"]
+    assert cluster.http.get(f"{url}/ui/nothing.js").status == 401  # not a file: not public
+    assert cluster.http.get(f"{url}/ui/nothing.js", token=CLIENT).status == 404
