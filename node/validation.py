@@ -56,7 +56,7 @@ def parse_consumer_request(topic: str, obj, action: str) -> dict:
     """Validate a pull / ack / nack body. ``topic`` may be a group's ``%DLQ%<group>``."""
     obj = json_object(obj, PULL_FIELDS if action == "pull" else RECEIPT_FIELDS, "body")
     group = name_field(obj, "group")
-    if not TOPIC_RE.match(topic) and topic != f"%DLQ%{group}":
+    if not TOPIC_RE.fullmatch(topic) and topic != f"%DLQ%{group}":
         raise refusal("topic must be a topic name or %DLQ%<this group>", "topic")
     out = {"group": group, "topic": topic}
     if action != "pull":

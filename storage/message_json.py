@@ -16,14 +16,15 @@ import re
 from .errors import InvalidFieldError
 from .message import Message, MessageLimits
 
-# Patterns without anchors, shared with the API's JSON Schemas (node/openapi_schemas.py).
+# Patterns without anchors, shared with the API's JSON Schemas (node/openapi_schemas.py);
+# matched with fullmatch, since "$" would let a trailing newline through ("orders\n").
 NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}"
 TAG_PATTERN = r"[A-Za-z0-9._-]{1,64}"
 DURATION_PATTERN = r"([0-9]+)(ms|s|m|h|d)"
 BASE64_PATTERN = r"(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?"
-TOPIC_RE = re.compile(f"^{NAME_PATTERN}$")
-TAG_RE = re.compile(f"^{TAG_PATTERN}$")
-DURATION_RE = re.compile(r"^(\d+)(ms|s|m|h|d)$")
+TOPIC_RE = re.compile(NAME_PATTERN)
+TAG_RE = re.compile(TAG_PATTERN)
+DURATION_RE = re.compile(DURATION_PATTERN)  # ASCII digits only, no spaces around
 UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
 # RocketMQ's 18 delay levels: 1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h
 DELAY_LEVELS_MS = [
@@ -55,7 +56,8 @@ def int_field(value, field: str) -> int:
 def parse_deliver_at(value) -> int:
     if isinstance(value, str):
         try:
-            t = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+            zulu = value[-1:] in ("Z", "z")  # RFC 3339 allows a lowercase z
+            t = dt.datetime.fromisoformat(value[:-1] + "+00:00" if zulu else value)
         except ValueError as e:
             raise refusal(f"deliver_at is not ISO-8601: {value!r}", "deliver_at") from e
         if t.tzinfo is None:
@@ -66,7 +68,7 @@ def parse_deliver_at(value) -> int:
 
 def parse_duration(value) -> int:
     if isinstance(value, str):
-        m = DURATION_RE.match(value.strip())
+        m = DURATION_RE.fullmatch(value)
         if not m:
             raise refusal(f"deliver_after {value!r} is not like 500ms, 90s, 5m, 2h or 3d", "deliver_after")
         return int(m.group(1)) * UNIT_MS[m.group(2)]
@@ -99,7 +101,7 @@ def name_field(obj: dict, field: str) -> str:
 @functools.lru_cache(maxsize=4096)
 def _is_name(value: str) -> bool:
     """Whether ``value`` is a topic or group name (a batch repeats the same few)."""
-    return TOPIC_RE.match(value) is not None
+    return TOPIC_RE.fullmatch(value) is not None
 
 
 def parse_message(obj, now_ms: int, limits: MessageLimits) -> Message:
@@ -124,7 +126,7 @@ def parse_message(obj, now_ms: int, limits: MessageLimits) -> Message:
     if (
         not isinstance(tags, list)
         or len(tags) > MAX_TAGS
-        or not all(isinstance(t, str) and TAG_RE.match(t) for t in tags)
+        or not all(isinstance(t, str) and TAG_RE.fullmatch(t) for t in tags)
     ):
         raise refusal(f"tags must be up to {MAX_TAGS} strings of A-Z a-z 0-9 . _ -", "tags")
     given = [f for f in TIME_FIELDS if f in obj]

@@ -72,3 +72,29 @@ def test_any_other_tag_filter_is_refused(tags):
         "invalid_field",
         "tags",
     )
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"topic": "orders\n", "body": "x"}, "topic"),  # "$" let a trailing newline through
+        ({"topic": "t", "body": "x", "tags": ["a\n"]}, "tags"),
+        ({"topic": "t", "body": "x", "deliver_after": " 90s"}, "deliver_after"),
+        ({"topic": "t", "body": "x", "deliver_after": "\u0663s"}, "deliver_after"),  # Arabic-Indic 3
+    ],
+)
+def test_names_tags_and_durations_match_whole_as_the_document_s_patterns_do(body, field):
+    """The document's patterns are ECMA-262, where "$" is the end; Python's "$" also matched
+    before a final newline, and "\\d" any Unicode digit."""
+    assert refusal(parse_message, body, NOW, MessageLimits()) == (400, "invalid_field", field)
+    assert refusal(parse_consumer_request, "orders\n", {"group": "g"}, "pull") == (
+        400,
+        "invalid_field",
+        "topic",
+    )
+
+
+def test_a_lowercase_z_is_utc_as_rfc_3339_allows():
+    for text in ("2026-01-01T00:00:00Z", "2026-01-01t00:00:00z", "2026-01-01T01:00:00+01:00"):
+        msg = parse_message({"topic": "t", "body": "x", "deliver_at": text}, NOW, MessageLimits())
+        assert msg.deliver_at_ms == 1_767_225_600_000
