@@ -16,8 +16,9 @@ from prometheus_client import CONTENT_TYPE_LATEST
 
 from horologe.cluster import CANCELLED, DELIVERED, ClusterError, NotMasterError, ProposalTimeoutError
 from horologe.storage import MessageExpiredError, MessageId, StorageFullError, UnknownMessageError
+from horologe.storage.message_id import ID_PATTERN
 
-from . import dashboard, pull_wire
+from . import dashboard, openapi_spec, pull_wire
 from .access_log import request_ids
 from .clock import Clock, system_clock
 from .config import NodeConfig
@@ -81,6 +82,14 @@ async def errors_and_auth(request: web.Request, handler):
         return _json(503, {"error": {"code": "unavailable", "message": str(e)}, "leader": None})
     except web.HTTPRequestEntityTooLarge:
         return _json(413, {"error": {"code": "too_large", "message": "request body too large"}})
+    except web.HTTPError as e:  # the router's 404 and 405: the JSON error shape too, Allow kept
+        code = "_".join(e.reason.lower().split())
+        answer = _json(
+            e.status, {"error": {"code": code, "message": f"{e.reason}: {request.method} {request.path}"}}
+        )
+        if "Allow" in e.headers:
+            answer.headers["Allow"] = e.headers["Allow"]
+        return answer
 
 
 async def _json_body(request: web.Request):
@@ -249,6 +258,8 @@ async def release_master(request: web.Request) -> web.Response:
     body = await _json_body(request) if request.can_read_body else {}
     if not isinstance(body, dict) or set(body) - {"to"}:
         raise ApiError(400, "invalid_body", 'body must be {} or {"to": "<node_id>"}', "to")
+    if not isinstance(body.get("to", ""), str):
+        raise ApiError(400, "invalid_field", "to must be a node id (a string)", "to")
     return _json(200, await svc.release_master(body.get("to")))
 
 
@@ -288,16 +299,8 @@ async def metrics(request: web.Request) -> web.Response:
 
 
 async def openapi(request: web.Request) -> web.Response:
-    """This list of routes."""
-    paths = {}
-    for route in request.app.router.routes():
-        info = route.resource.get_info() if route.resource else {}
-        path = info.get("path") or info.get("formatter")
-        if path and route.method != "HEAD":
-            paths.setdefault(path, {})[route.method.lower()] = {
-                "summary": (route.handler.__doc__ or "").strip()
-            }
-    return _json(200, {"openapi": "3.0.3", "info": {"title": "Horologe", "version": "1"}, "paths": paths})
+    """This API's OpenAPI 3.1 document (node/openapi_spec.py)."""
+    return web.Response(body=openapi_spec.DOCUMENT_JSON, content_type="application/json")
 
 
 def create_app(config: NodeConfig, *, clock: Clock | None = None) -> web.Application:
@@ -358,8 +361,9 @@ def create_app(config: NodeConfig, *, clock: Clock | None = None) -> web.Applica
         app.cleanup_ctx.append(loop_lag_ctx)
     app.router.add_post("/v1/messages", post_message)
     app.router.add_post("/v1/messages/batch", post_batch)
-    app.router.add_get("/v1/messages/{id}", get_message)
-    app.router.add_delete("/v1/messages/{id}", delete_message)
+    # An id is 16 hex digits; so /v1/messages/batch is the batch's resource alone (GET there is 405).
+    app.router.add_get(f"/v1/messages/{{id:{ID_PATTERN}}}", get_message)
+    app.router.add_delete(f"/v1/messages/{{id:{ID_PATTERN}}}", delete_message)
     app.router.add_delete("/v1/messages", delete_by_key)
     app.router.add_get("/v1/forecast", get_forecast)
     app.router.add_get("/v1/topics/{topic}/pending", list_pending)

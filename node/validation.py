@@ -15,7 +15,7 @@ from typing import ParamSpec, TypeVar
 
 from horologe.storage import InvalidFieldError, message_json
 from horologe.storage.message_id import ID_LENGTH
-from horologe.storage.message_json import TOPIC_RE, int_field, json_object, name_field, refusal
+from horologe.storage.message_json import TAG_PATTERN, TOPIC_RE, int_field, json_object, name_field, refusal
 
 from .errors import ApiError
 
@@ -46,6 +46,10 @@ RECEIPT_FIELDS = {"group", "receipts"}
 MAX_PULL = 1000
 MAX_WAIT_MS = 30_000
 DEFAULT_VISIBILITY_MS = 30_000
+MIN_VISIBILITY_MS, MAX_VISIBILITY_MS = 100, 12 * 3_600_000
+# "*", empty (all tags), or tags joined by "||" (node/consumers.py: TagFilter)
+TAG_FILTER_PATTERN = rf"(?:\*|{TAG_PATTERN}(?:\|\|{TAG_PATTERN})*)?"
+TAG_FILTER_RE = re.compile(TAG_FILTER_PATTERN)
 
 
 @answered_over_http
@@ -53,7 +57,7 @@ def parse_consumer_request(topic: str, obj, action: str) -> dict:
     """Validate a pull / ack / nack body. ``topic`` may be a group's ``%DLQ%<group>``."""
     obj = json_object(obj, PULL_FIELDS if action == "pull" else RECEIPT_FIELDS, "body")
     group = name_field(obj, "group")
-    if not TOPIC_RE.match(topic) and topic != f"%DLQ%{group}":
+    if not TOPIC_RE.fullmatch(topic) and topic != f"%DLQ%{group}":
         raise refusal("topic must be a topic name or %DLQ%<this group>", "topic")
     out = {"group": group, "topic": topic}
     if action != "pull":
@@ -63,13 +67,13 @@ def parse_consumer_request(topic: str, obj, action: str) -> dict:
         out["receipts"] = receipts
         return out
     tags = obj.get("tags")
-    if tags is not None and not isinstance(tags, str):
-        raise refusal('tags must be an expression like "a||b" or "*"', "tags")
+    if "tags" in obj and (not isinstance(tags, str) or not TAG_FILTER_RE.fullmatch(tags)):
+        raise refusal('tags must be "*", or tags joined by "||" like "a||b"', "tags")
     out["tags"] = tags
     for name, default, low, high in (
         ("max", 32, 1, MAX_PULL),
         ("wait_ms", 0, 0, MAX_WAIT_MS),
-        ("visibility_ms", DEFAULT_VISIBILITY_MS, 100, 12 * 3_600_000),
+        ("visibility_ms", DEFAULT_VISIBILITY_MS, MIN_VISIBILITY_MS, MAX_VISIBILITY_MS),
     ):
         value = int_field(obj.get(name, default), name)
         if not low <= value <= high:

@@ -152,7 +152,11 @@ class WheelDriver:
             self._check_leading()
         await self._sync(clock())  # barrier: all earlier entries applied and in the view
         self._check_leading()
-        self.wheel = TimeWheel(self._reads, self._committed_ws())
+        # No bound from the watermark: the store bounds each deliver time from its produce
+        # time (MessageLimits), and the watermark trails the clock that stamped it, by a sync
+        # or by a whole outage. Bounded here, a message at the limit threw in on_append, and
+        # the other slots of its entry never reached the wheel.
+        self.wheel = TimeWheel(self._reads, self._committed_ws(), max_delay_ms=None)
         plan = realign(self.wheel.ws, clock(), cfg.fire_batch_limit)
         log.info("%s leads the wheel from %s: %s", cfg.node_id, self.wheel.ws.to_wire(), plan)
         if isinstance(plan, Sleep):

@@ -6,6 +6,9 @@ import datetime as dt
 import functools
 
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+# The last hour a file name can hold (datetime ends with year 9999): a message id naming a
+# later one names nothing, and must be refused before it reaches an apply (message_id.py).
+MAX_HOUR = (dt.datetime(9999, 12, 31, 23, tzinfo=dt.UTC) - _EPOCH) // dt.timedelta(hours=1)
 
 
 def hour_name(hour: int) -> str:

@@ -13,8 +13,10 @@ from typing import NamedTuple
 import numpy as np
 
 from .errors import UnknownMessageError
+from .hour_names import MAX_HOUR
 
 ID_LENGTH = 16
+ID_PATTERN = f"[0-9a-f]{{{ID_LENGTH}}}"  # what parse() takes, as a regular expression
 _HEX = frozenset("0123456789abcdef")
 
 
@@ -29,7 +31,10 @@ class MessageId(NamedTuple):
     def parse(cls, text: str) -> MessageId:
         if len(text) != ID_LENGTH or not _HEX.issuperset(text):
             raise UnknownMessageError(f"malformed message id {text!r}: want {ID_LENGTH} hex digits")
-        return cls(int(text[:8], 16), int(text[8:], 16))
+        hour = int(text[:8], 16)
+        if hour > MAX_HOUR:  # no store holds it; an apply would fail naming its files
+            raise UnknownMessageError(f"no message {text}: its hour is past year 9999")
+        return cls(hour, int(text[8:], 16))
 
 
 _HEX_DIGITS = np.frombuffer(b"0123456789abcdef", dtype=np.uint8)

@@ -16,9 +16,15 @@ import re
 from .errors import InvalidFieldError
 from .message import Message, MessageLimits
 
-TOPIC_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
-TAG_RE = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
-DURATION_RE = re.compile(r"^(\d+)(ms|s|m|h|d)$")
+# Patterns without anchors, shared with the API's JSON Schemas (node/openapi_schemas.py);
+# matched with fullmatch, since "$" would let a trailing newline through ("orders\n").
+NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}"
+TAG_PATTERN = r"[A-Za-z0-9._-]{1,64}"
+DURATION_PATTERN = r"([0-9]+)(ms|s|m|h|d)"
+BASE64_PATTERN = r"(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?"
+TOPIC_RE = re.compile(NAME_PATTERN)
+TAG_RE = re.compile(TAG_PATTERN)
+DURATION_RE = re.compile(DURATION_PATTERN)  # ASCII digits only, no spaces around
 UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
 # RocketMQ's 18 delay levels: 1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h
 DELAY_LEVELS_MS = [
@@ -28,6 +34,9 @@ FIELDS = {"topic", "body", "body_b64", "tags", "deliver_at", "deliver_after", "d
 TIME_FIELDS = ("deliver_at", "deliver_after", "delay_level")
 MAX_TAGS = 16
 MAX_HEADERS = 32
+MAX_HEADER_NAME = 128
+MAX_HEADER_VALUE = 896  # so that a pair stays within 1 KiB
+MAX_KEY = 256
 
 
 def refusal(message: str, field: str, code: str = "invalid_field") -> InvalidFieldError:
@@ -35,6 +44,10 @@ def refusal(message: str, field: str, code: str = "invalid_field") -> InvalidFie
 
 
 def int_field(value, field: str) -> int:
+    # JSON has one number type: 5.0 and 5e3 are integers, as JSON Schema reads them (and an
+    # integer past 64 bits, which orjson reads as a float, is refused by the field's range).
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
     if isinstance(value, bool) or not isinstance(value, int):
         raise refusal(f"{field} must be an integer", field)
     return value
@@ -48,7 +61,8 @@ def parse_instant(value, field: str) -> int:
     """Epoch ms from an integer, or from an ISO-8601 string with a time zone."""
     if isinstance(value, str):
         try:
-            t = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+            zulu = value[-1:] in ("Z", "z")  # RFC 3339 allows a lowercase z
+            t = dt.datetime.fromisoformat(value[:-1] + "+00:00" if zulu else value)
         except ValueError as e:
             raise refusal(f"{field} is not ISO-8601: {value!r}", field) from e
         if t.tzinfo is None:
@@ -59,7 +73,7 @@ def parse_instant(value, field: str) -> int:
 
 def parse_duration(value) -> int:
     if isinstance(value, str):
-        m = DURATION_RE.match(value.strip())
+        m = DURATION_RE.fullmatch(value)
         if not m:
             raise refusal(f"deliver_after {value!r} is not like 500ms, 90s, 5m, 2h or 3d", "deliver_after")
         return int(m.group(1)) * UNIT_MS[m.group(2)]
@@ -92,7 +106,7 @@ def name_field(obj: dict, field: str) -> str:
 @functools.lru_cache(maxsize=4096)
 def _is_name(value: str) -> bool:
     """Whether ``value`` is a topic or group name (a batch repeats the same few)."""
-    return TOPIC_RE.match(value) is not None
+    return TOPIC_RE.fullmatch(value) is not None
 
 
 def parse_message(obj, now_ms: int, limits: MessageLimits) -> Message:
@@ -117,7 +131,7 @@ def parse_message(obj, now_ms: int, limits: MessageLimits) -> Message:
     if (
         not isinstance(tags, list)
         or len(tags) > MAX_TAGS
-        or not all(isinstance(t, str) and TAG_RE.match(t) for t in tags)
+        or not all(isinstance(t, str) and TAG_RE.fullmatch(t) for t in tags)
     ):
         raise refusal(f"tags must be up to {MAX_TAGS} strings of A-Z a-z 0-9 . _ -", "tags")
     given = [f for f in TIME_FIELDS if f in obj]
@@ -145,17 +159,25 @@ def parse_message(obj, now_ms: int, limits: MessageLimits) -> Message:
             "out_of_range",
         )
     key = obj.get("key")
-    if key is not None and (not isinstance(key, str) or not 1 <= len(key) <= 256):
-        raise refusal("key must be a string of 1-256 characters", "key")
+    if "key" in obj and (not isinstance(key, str) or not 1 <= len(key) <= MAX_KEY):
+        raise refusal(f"key must be a string of 1-{MAX_KEY} characters", "key")
     headers = obj.get("headers", {})
     if (
         not isinstance(headers, dict)
         or len(headers) > MAX_HEADERS
         or not all(
-            isinstance(k, str) and isinstance(v, str) and len(k) + len(v) <= 1024 for k, v in headers.items()
+            isinstance(k, str)
+            and isinstance(v, str)
+            and len(k) <= MAX_HEADER_NAME
+            and len(v) <= MAX_HEADER_VALUE
+            for k, v in headers.items()
         )
     ):
-        raise refusal(f"headers must be up to {MAX_HEADERS} string pairs of at most 1 KiB each", "headers")
+        raise refusal(
+            f"headers must be up to {MAX_HEADERS} strings, names of at most {MAX_HEADER_NAME} characters "
+            f"and values of at most {MAX_HEADER_VALUE}",
+            "headers",
+        )
     return Message(
         topic=topic,
         body=body,

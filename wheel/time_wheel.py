@@ -42,8 +42,9 @@ class TimeWheel:
         ws: Watermark,
         *,
         preload_ms: int = DEFAULT_PRELOAD_MS,
-        max_delay_ms: int = DEFAULT_MAX_DELAY_MS,
+        max_delay_ms: int | None = DEFAULT_MAX_DELAY_MS,
     ) -> None:
+        """``max_delay_ms``: how far past the watermark a slot may be (None: no bound)."""
         self.store = store
         self.preload_ms = preload_ms
         self.max_delay_ms = max_delay_ms
@@ -126,7 +127,7 @@ class TimeWheel:
         slots = slots[~self._ws.passed_many(slots)]  # the rest were delivered on arrival
         if not len(slots):
             return False
-        too_far = slots[slots - self._ws.ms > self.max_delay_ms]
+        too_far = slots[slots - self._ws.ms > self.max_delay_ms] if self.max_delay_ms is not None else ()
         if len(too_far):
             raise DelayTooLongError(f"slot {too_far[0]} is beyond the maximum delay of the hour wheel")
         for hour in np.unique(slots // MS_PER_HOUR).tolist():

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from horologe.cli import main
 from horologe.client import Client, HorologeError
-from testkit.process_cluster import CLIENT
+from testkit.process_cluster import ADMIN, CLIENT
 
 CASES = [
     ({"topic": "t", "body": "x", "colour": "red"}, 400, "unknown_field", "colour"),
@@ -195,3 +195,21 @@ def test_pending_lists_in_firing_order_a_page_at_a_time(cluster):
         r = cluster.http.get(f"{cluster.url(master)}/v1/topics/pl/pending?{query}", token=CLIENT)
         err = r.body["error"]
         assert (r.status, err["code"], err.get("field")) == (status, code, field), query
+
+
+def test_what_the_fuzz_test_found_is_answered_and_halts_nothing(cluster):
+    """Each of these was a 5xx, a halt, or an answer not in the JSON error shape."""
+    master = cluster.wait_leader()
+    url = cluster.url(master)
+    for method in ("GET", "DELETE"):  # its hour is past year 9999: every replica halted
+        r = cluster.http.request(method, f"{url}/v1/messages/2000000000000000", None, token=CLIENT)
+        assert (r.status, r.body["error"]["code"]) == (404, "not_found"), r.text
+    r = cluster.http.post(f"{url}/admin/release-master", {"to": {}}, token=ADMIN)  # a 500
+    assert (r.status, r.body["error"]["code"], r.body["error"]["field"]) == (400, "invalid_field", "to")
+    r = cluster.http.get(f"{url}/v1/messages/batch", token=CLIENT)  # was 404, as if "batch" were an id
+    assert (r.status, r.body["error"]["code"], r.headers["Allow"]) == (405, "method_not_allowed", "POST")
+    r = cluster.http.get(f"{url}/v1/nothing", token=CLIENT)  # was text/plain
+    assert (r.status, r.body["error"]["code"]) == (404, "not_found")
+    cluster.produce(master, [{"topic": "t", "body": "after"}])
+    cluster.catch_up(next(i for i in cluster.indexes if i != master), behind=0)
+    assert [cluster.status(i)["halted"] for i in cluster.indexes] == [None, None, None]

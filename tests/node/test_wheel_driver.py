@@ -7,7 +7,7 @@ import time
 
 from horologe.cluster import PRODUCE, SYNC
 from horologe.node.wheel_driver import WheelDriver, WheelSettings
-from horologe.storage import Message
+from horologe.storage import Message, MessageLimits
 
 from .local_log import LocalLog
 
@@ -167,3 +167,27 @@ def test_the_next_turn_does_not_wait_for_the_last_sync_to_commit(tmp_path):
     finally:
         log.close()
     assert most == 2
+
+
+def test_a_message_at_the_delay_limit_does_not_lose_its_entrys_others(tmp_path):
+    """Found by the fuzz test: a deliver time 400 days after its producer's clock is valid,
+    but the watermark trails that clock, so the wheel, bounded from the watermark, threw in
+    on_append, and a message of the same entry due at once was never delivered."""
+    log, driver = _driver(tmp_path)
+    limit = MessageLimits().max_delay_ms
+
+    async def run() -> None:
+        driver.start()
+        assert await _until(lambda: driver.wheel is not None)
+        produced = driver.ws.ms + 1_000  # the producer's clock, ahead of the watermark
+        at_limit = Message("t", b"far", produced + limit, produced)
+        soon = Message("t", b"soon", log.clock() + 40, produced)
+        await log.propose(PRODUCE, messages=[at_limit, soon])
+        assert await _until(lambda: log.view.reads.ready_count("t") == 1)
+        assert driver.wheel.next_due_ms() == produced + limit
+        await driver.stop()
+
+    try:
+        asyncio.run(run())
+    finally:
+        log.close()

@@ -1,0 +1,245 @@
+"""The operations of /openapi.json: one entry of ``ROUTES`` per route ``create_app`` registers.
+
+A new route is one more entry: its method and path, a summary, its scope (``CLIENT`` for
+``/v1/*``, ``ADMIN`` for ``/admin/*``, ``PUBLIC`` for the routes the middleware lets
+through unauthenticated), its request body and its answers. ``operation`` adds what the
+scope and the master rule imply (401/403, 307/503/507), and 400/413 for a JSON body.
+tests/node/test_openapi.py fails until the route, its entry here and its heading in
+docs/api.md all exist.
+"""
+
+from __future__ import annotations
+
+from horologe.cluster.consumer_groups import DLQ_PREFIX
+from horologe.storage.message_json import MAX_KEY, NAME_PATTERN
+
+from .openapi_schemas import ref
+
+JSON = "application/json"
+CLIENT, ADMIN, PUBLIC = "clientToken", "adminToken", None
+
+
+def _error(description: str, schema: str = "Error") -> dict:
+    return {"description": description, "content": {JSON: {"schema": ref(schema)}}}
+
+
+# components/responses: the error answers routes share.
+RESPONSES = {
+    "Redirect": {
+        "description": "This node is not the master: the same request goes to the master's URL.",
+        "headers": {"Location": {"required": True, "schema": {"type": "string", "format": "uri"}}},
+    },
+    "BadRequest": _error(
+        "The request is malformed: `invalid_json` (not UTF-8 JSON, or NaN/Infinity/lone surrogates), "
+        "`invalid_body`, `unknown_field`, `invalid_field` (a type or a rule; `field` names it), "
+        "`invalid_query`, `invalid_receipt`."
+    ),
+    "Unauthorized": _error("`unauthorized`: no `Authorization: Bearer <token>` header."),
+    "Forbidden": _error("`forbidden`: the token is not this API's (client for /v1, admin for /admin)."),
+    "NotFound": _error("`not_found`: no such message, or `expired`: retention removed it."),
+    "Conflict": _error("`already_delivered`: it was delivered (or removed by retention) before."),
+    "TooLarge": _error(
+        "`too_large`: the request body is over `max_request_bytes` (4 MiB by default), a message body "
+        "over 256 KiB, or a batch over `max_batch_items`."
+    ),
+    "Unprocessable": _error(
+        "`out_of_range`: a well-formed value outside what the server can take, e.g. a deliver time "
+        "more than 400 days ahead of its clock or before the epoch."
+    ),
+    "Unavailable": _error(
+        "No master can serve it now (`no_master` during an election, `timeout`, `unavailable`); retry. "
+        "Also `too_many_connections` past `http_max_connections`.",
+        "Unavailable",
+    ),
+    "Halted": _error("`halted`: the master stopped applying, or `disk_full`: its disk is full."),
+}
+STATUS = {
+    "Redirect": "307",
+    "BadRequest": "400",
+    "Unauthorized": "401",
+    "Forbidden": "403",
+    "NotFound": "404",
+    "Conflict": "409",
+    "TooLarge": "413",
+    "Unprocessable": "422",
+    "Unavailable": "503",
+    "Halted": "507",
+}
+
+
+def answer(description: str, schema: str | None = None) -> dict:
+    out: dict = {"description": description}
+    if schema is not None:
+        out["content"] = {JSON: {"schema": ref(schema)}}
+    return out
+
+
+def operation(
+    summary: str,
+    scope: str | None,
+    ok: dict[str, dict],
+    *,
+    body: str | None = None,
+    body_required: bool = True,
+    master: bool = True,
+    errors: tuple[str, ...] = (),
+    parameters: tuple[dict, ...] = (),
+    description: str | None = None,
+) -> dict:
+    """One operation. ``ok``: its own answers by status; ``errors``: the names of ``RESPONSES``
+    it answers beyond those its scope, the master rule and its body imply."""
+    names = set(errors)
+    if scope:
+        names |= {"Unauthorized", "Forbidden"}
+    if master:  # require_master(): a follower redirects, and no master or a halted one refuses
+        names |= {"Redirect", "Unavailable", "Halted"}
+    if body is not None:
+        names |= {"BadRequest", "TooLarge"}
+    out: dict = {
+        "summary": summary,
+        "security": [{scope: []}] if scope else [],
+        "responses": {
+            **ok,
+            **{
+                STATUS[name]: {"$ref": f"#/components/responses/{name}"}
+                for name in sorted(names, key=STATUS.get)
+            },
+        },
+    }
+    if description:
+        out["description"] = description
+    if parameters:
+        out["parameters"] = list(parameters)
+    if body is not None:
+        out["requestBody"] = {"required": body_required, "content": {JSON: {"schema": ref(body)}}}
+    return out
+
+
+def path_param(name: str, schema: dict, description: str = "") -> dict:
+    return {"name": name, "in": "path", "required": True, "schema": schema, "description": description}
+
+
+def query_param(name: str, schema: dict, required: bool = True) -> dict:
+    return {"name": name, "in": "query", "required": required, "schema": schema}
+
+
+MESSAGE_ID = path_param("id", ref("MessageId"), "as answered when it was scheduled")
+TOPIC = path_param(
+    "topic",
+    {"anyOf": [ref("Name"), {"type": "string", "pattern": f"^{DLQ_PREFIX}{NAME_PATTERN}$"}]},
+    "a topic, or `%DLQ%<group>`: the dead-letter queue of the body's `group` (no other group's)",
+)
+
+ROUTES: dict[tuple[str, str], dict] = {
+    ("post", "/v1/messages"): operation(
+        "Schedule one message",
+        CLIENT,
+        {"201": answer("Stored on a majority; it will be delivered at `deliver_at`.", "Scheduled")},
+        body="Message",
+        errors=("Unprocessable",),
+    ),
+    ("post", "/v1/messages/batch"): operation(
+        "Schedule many messages; one result per item, in order",
+        CLIENT,
+        {"200": answer("Valid items stored; invalid ones answered by their error.", "BatchResults")},
+        body="Batch",
+    ),
+    ("get", "/v1/messages/{id}"): operation(
+        "A message's state: scheduled, delivered or cancelled",
+        CLIENT,
+        {"200": answer("The message's state.", "MessageStatus")},
+        parameters=(MESSAGE_ID,),
+        errors=("NotFound",),
+    ),
+    ("delete", "/v1/messages/{id}"): operation(
+        "Cancel a scheduled message",
+        CLIENT,
+        {"200": answer("Cancelled (now, or before).", "Cancelled")},
+        parameters=(MESSAGE_ID,),
+        errors=("NotFound", "Conflict"),
+    ),
+    ("delete", "/v1/messages"): operation(
+        "Cancel a scheduled message by its producer key",
+        CLIENT,
+        {"200": answer("Cancelled (now, or before).", "Cancelled")},
+        parameters=(
+            query_param("topic", ref("Name")),
+            query_param("key", {"type": "string", "minLength": 1, "maxLength": MAX_KEY}),
+        ),
+        errors=("BadRequest", "NotFound", "Conflict"),
+    ),
+    ("post", "/v1/topics/{topic}/pull"): operation(
+        "Lease up to `max` messages of the topic to this consumer of the group",
+        CLIENT,
+        {
+            "200": {
+                "description": "The messages leased (none once `wait_ms` passed without any). With "
+                "`Accept: application/msgpack`, the same in msgpack, each message as its stored record.",
+                "content": {JSON: {"schema": ref("Pulled")}, "application/msgpack": {"schema": {}}},
+            }
+        },
+        body="Pull",
+        parameters=(TOPIC,),
+        errors=("Unprocessable",),
+    ),
+    ("post", "/v1/topics/{topic}/ack"): operation(
+        "Acknowledge leased messages: never handed out again, even after a failover",
+        CLIENT,
+        {"200": answer("How many messages the receipts name, each once.", "Acked")},
+        body="Receipts",
+        parameters=(TOPIC,),
+    ),
+    ("post", "/v1/topics/{topic}/nack"): operation(
+        "Give leased messages back: retried at the next retry level, or dead-lettered after the last",
+        CLIENT,
+        {"200": answer("What the entry did: copies made, and messages moved to the DLQ.", "Nacked")},
+        body="Receipts",
+        parameters=(TOPIC,),
+        errors=("NotFound",),
+    ),
+    ("get", "/admin/status"): operation(
+        "This node's role, Raft indexes, wheel state and counters",
+        ADMIN,
+        {"200": answer("This node's view.", "Status")},
+        master=False,
+    ),
+    ("post", "/admin/release-master"): operation(
+        "Make the master hand over, optionally to a named node",
+        ADMIN,
+        {"200": answer("Handed over; the linked nodes follow the new master.", "Released")},
+        body="Release",
+        body_required=False,
+        errors=("Conflict", "Unprocessable"),
+        description="409 `no_linked_target` (no peer linked to every node) or `release_in_progress`; "
+        "422 `unknown_node`; 503 `transfer_failed` or `transfer_unconfirmed`.",
+    ),
+    ("get", "/healthz"): operation(
+        "The process is up", PUBLIC, {"200": answer("Up.", "Health")}, master=False
+    ),
+    ("get", "/readyz"): operation(
+        "Ready: a master is known, this node applies, is linked to a quorum and knows its clocks",
+        PUBLIC,
+        {
+            "200": answer("Ready.", "Readiness"),
+            "503": answer("Not ready; the fields say why.", "Readiness"),
+        },
+        master=False,
+    ),
+    ("get", "/metrics"): operation(
+        "This node's Prometheus metrics",
+        PUBLIC,
+        {
+            "200": {
+                "description": "Prometheus text format 0.0.4.",
+                "content": {"text/plain": {"schema": {"type": "string"}}},
+            }
+        },
+        master=False,
+    ),
+    ("get", "/openapi.json"): operation(
+        "This document",
+        PUBLIC,
+        {"200": {"description": "OpenAPI 3.1.", "content": {JSON: {"schema": {"type": "object"}}}}},
+        master=False,
+    ),
+}

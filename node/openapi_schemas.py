@@ -1,0 +1,421 @@
+"""The JSON Schemas of the API's bodies (``components/schemas`` of /openapi.json).
+
+Each rule is taken from the constant that enforces it (storage/message_json.py,
+node/validation.py), so the document cannot drift from what the server accepts. The
+schemas say exactly what a request must be to pass validation: the fuzz test
+(tests/integration/test_fuzz_api.py) sends data valid by them and expects it accepted,
+and data invalid by them and expects it refused. What JSON Schema cannot say (a body's
+size in UTF-8 bytes, a deliver time's distance from the server's clock) is in the
+descriptions and answers 413 or 422.
+"""
+
+from __future__ import annotations
+
+from horologe.storage.message import MessageLimits
+from horologe.storage.message_id import ID_PATTERN
+from horologe.storage.message_json import (
+    BASE64_PATTERN,
+    DELAY_LEVELS_MS,
+    DURATION_PATTERN,
+    MAX_HEADER_NAME,
+    MAX_HEADER_VALUE,
+    MAX_HEADERS,
+    MAX_KEY,
+    MAX_TAGS,
+    NAME_PATTERN,
+    TAG_PATTERN,
+    TIME_FIELDS,
+)
+
+from .validation import MAX_PULL, MAX_VISIBILITY_MS, MAX_WAIT_MS, MIN_VISIBILITY_MS, TAG_FILTER_PATTERN
+
+LIMITS = MessageLimits()
+MAX_INT64 = (1 << 63) - 1  # a larger JSON integer is read as a float, and refused as not an integer
+EPOCH_MS = {"type": "integer", "minimum": 0, "maximum": MAX_INT64, "description": "Unix epoch milliseconds"}
+
+
+def ref(name: str) -> dict:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+def _at_most_one(fields: tuple[str, ...]) -> dict:
+    """No two of ``fields`` together."""
+    pairs = [[a, b] for i, a in enumerate(fields) for b in fields[i + 1 :]]
+    return {"not": {"anyOf": [{"required": pair} for pair in pairs]}}
+
+
+def _error_shape(extra: dict) -> dict:
+    """``{"error": {code, message, field?}}``, and ``extra`` beside ``error``."""
+    error = {
+        "type": "object",
+        "required": ["code", "message"],
+        "properties": {
+            "code": {"type": "string", "description": "what went wrong, e.g. `invalid_field`"},
+            "message": {"type": "string"},
+            "field": {"type": "string", "description": "the request field at fault, when one is"},
+        },
+        "additionalProperties": False,
+    }
+    return {
+        "type": "object",
+        "required": ["error"],
+        "properties": {"error": error, **extra},
+        "additionalProperties": False,
+    }
+
+
+SCHEMAS: dict[str, dict] = {
+    "Error": _error_shape({}),
+    "Unavailable": _error_shape(
+        {
+            "leader": {
+                "type": ["string", "null"],
+                "description": "the master's node id once one is known; null while none is",
+            }
+        }
+    ),
+    "Name": {
+        "type": "string",
+        "pattern": f"^{NAME_PATTERN}$",
+        "description": "A topic or group name: 1-128 of `A-Z a-z 0-9 . _ -`, not starting with `. _ -`.",
+    },
+    "Tag": {"type": "string", "pattern": f"^{TAG_PATTERN}$", "description": "1-64 of `A-Z a-z 0-9 . _ -`"},
+    "MessageId": {
+        "type": "string",
+        "pattern": f"^{ID_PATTERN}$",
+        "description": "16 lowercase hex digits: the delivery hour, then the index in that hour.",
+    },
+    "Message": {
+        "type": "object",
+        "description": "A message to schedule. Exactly one of `body` and `body_b64`; at most one of "
+        "`deliver_at`, `deliver_after` and `delay_level` (none: deliver now). A deliver time more than "
+        f"{LIMITS.max_delay_ms // 86_400_000} days ahead of the master's clock, or before the epoch, is 422.",
+        "required": ["topic"],
+        "properties": {
+            "topic": ref("Name"),
+            "body": {
+                "type": "string",
+                "description": f"UTF-8 text; at most {LIMITS.max_body_bytes} bytes encoded (413 beyond)",
+            },
+            "body_b64": {
+                "type": "string",
+                "pattern": f"^{BASE64_PATTERN}$",
+                "description": f"standard base64 with padding; at most {LIMITS.max_body_bytes} bytes decoded "
+                "(413 beyond)",
+            },
+            "tags": {
+                "oneOf": [ref("Tag"), {"type": "array", "maxItems": MAX_TAGS, "items": ref("Tag")}],
+                "description": "one tag, or a list of them",
+            },
+            "deliver_at": {
+                "oneOf": [
+                    EPOCH_MS,
+                    {"type": "string", "format": "date-time", "description": "RFC 3339, with a zone"},
+                ],
+            },
+            "deliver_after": {
+                "oneOf": [
+                    {"type": "integer", "minimum": 0, "maximum": LIMITS.max_delay_ms, "description": "ms"},
+                    {
+                        "type": "string",
+                        "pattern": f"^{DURATION_PATTERN}$",
+                        "description": "a count and a unit: `500ms`, `90s`, `5m`, `2h`, `3d`",
+                    },
+                ],
+            },
+            "delay_level": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": len(DELAY_LEVELS_MS),
+                "description": "RocketMQ's: 1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h",
+            },
+            "key": {
+                "type": "string",
+                "minLength": 1,
+                "maxLength": MAX_KEY,
+                "description": "idempotency key: the same (topic, key) names the same message while it is "
+                "kept, and cancels by key",
+            },
+            "headers": {
+                "type": "object",
+                "maxProperties": MAX_HEADERS,
+                "propertyNames": {"maxLength": MAX_HEADER_NAME},
+                "additionalProperties": {"type": "string", "maxLength": MAX_HEADER_VALUE},
+            },
+        },
+        "additionalProperties": False,
+        "allOf": [
+            {"oneOf": [{"required": ["body"]}, {"required": ["body_b64"]}]},
+            _at_most_one(TIME_FIELDS),
+        ],
+    },
+    "Scheduled": {
+        "type": "object",
+        "required": ["id", "topic", "deliver_at"],
+        "properties": {"id": ref("MessageId"), "topic": ref("Name"), "deliver_at": EPOCH_MS},
+        "additionalProperties": False,
+    },
+    "Batch": {
+        "type": "object",
+        "required": ["messages"],
+        "properties": {
+            "messages": {
+                "type": "array",
+                "maxItems": 1000,
+                "description": "At most `max_batch_items` (1000 by default; 413 beyond). Each item is "
+                "a `Message`; an item that is not gets `{error}` in its place in `results`, and the "
+                "others are stored all the same.",
+                "items": {"anyOf": [ref("Message"), {}]},
+            }
+        },
+        "additionalProperties": False,
+    },
+    "BatchResults": {
+        "type": "object",
+        "required": ["results"],
+        "properties": {
+            "results": {
+                "type": "array",
+                "description": "one per item, in order",
+                "items": {
+                    "oneOf": [
+                        {
+                            "type": "object",
+                            "required": ["id", "deliver_at"],
+                            "properties": {"id": ref("MessageId"), "deliver_at": EPOCH_MS},
+                            "additionalProperties": False,
+                        },
+                        ref("Error"),
+                    ]
+                },
+            }
+        },
+        "additionalProperties": False,
+    },
+    "MessageStatus": {
+        "type": "object",
+        "required": ["id", "topic", "state", "deliver_at"],
+        "properties": {
+            "id": ref("MessageId"),
+            "topic": ref("Name"),
+            "state": {"enum": ["scheduled", "delivered", "cancelled"]},
+            "deliver_at": EPOCH_MS,
+            "delivered_at": {**EPOCH_MS, "description": "the master's clock in the entry that delivered it"},
+        },
+        "additionalProperties": False,
+    },
+    "Cancelled": {
+        "type": "object",
+        "required": ["id", "state"],
+        "properties": {"id": {"type": "string"}, "state": {"const": "cancelled"}},
+        "additionalProperties": False,
+    },
+    "Pull": {
+        "type": "object",
+        "required": ["group"],
+        "properties": {
+            "group": ref("Name"),
+            "tags": {
+                "type": "string",
+                "pattern": f"^{TAG_FILTER_PATTERN}$",
+                "description": '`"a||b"`: messages with tag a or b; `"*"` or empty: all',
+            },
+            "max": {"type": "integer", "minimum": 1, "maximum": MAX_PULL, "default": 32},
+            "wait_ms": {
+                "type": "integer",
+                "minimum": 0,
+                "maximum": MAX_WAIT_MS,
+                "default": 0,
+                "description": "long poll: answers as soon as anything arrives",
+            },
+            "visibility_ms": {
+                "type": "integer",
+                "minimum": MIN_VISIBILITY_MS,
+                "maximum": MAX_VISIBILITY_MS,
+                "default": 30_000,
+                "description": "the lease; a message not acked by then is handed out again",
+            },
+        },
+        "additionalProperties": False,
+    },
+    "Pulled": {
+        "type": "object",
+        "required": ["messages", "batch_receipts"],
+        "properties": {
+            "messages": {"type": "array", "items": ref("PulledMessage")},
+            "batch_receipts": {
+                "type": "array",
+                "items": {"type": "string"},
+                "description": "name every message of this answer, one per ready log read",
+            },
+        },
+        "additionalProperties": False,
+    },
+    "PulledMessage": {
+        "type": "object",
+        "required": ["id", "receipt", "topic", "tags", "deliver_at", "delivered_at", "attempt", "headers"],
+        "properties": {
+            "id": ref("MessageId"),
+            "receipt": {"type": "string"},
+            "topic": {"type": "string", "description": "the topic it was produced to, even for retries"},
+            "tags": {"type": "array", "items": {"type": "string"}},
+            "deliver_at": EPOCH_MS,
+            "delivered_at": EPOCH_MS,
+            "attempt": {"type": "integer", "minimum": 0},
+            "headers": {"type": "object", "additionalProperties": {"type": "string"}},
+            "body": {"type": "string"},
+            "body_b64": {"type": "string", "description": "when the body is not UTF-8"},
+        },
+        "additionalProperties": False,
+        "oneOf": [{"required": ["body"]}, {"required": ["body_b64"]}],
+    },
+    "Receipts": {
+        "type": "object",
+        "required": ["group", "receipts"],
+        "properties": {
+            "group": ref("Name"),
+            "receipts": {
+                "type": "array",
+                "minItems": 1,
+                "maxItems": MAX_PULL,
+                "items": {"type": "string"},
+                "description": "message receipts or batch receipts a pull handed to this group; any "
+                "other string is 400 `invalid_receipt`",
+            },
+        },
+        "additionalProperties": False,
+    },
+    "Acked": {
+        "type": "object",
+        "required": ["acked"],
+        "properties": {"acked": {"type": "integer", "minimum": 0}},
+        "additionalProperties": False,
+    },
+    "Nacked": {
+        "type": "object",
+        "required": ["retried", "dead_lettered"],
+        "properties": {
+            "retried": {"type": "integer", "minimum": 0},
+            "dead_lettered": {"type": "integer", "minimum": 0},
+        },
+        "additionalProperties": False,
+    },
+    "Release": {
+        "type": "object",
+        "properties": {"to": {"type": "string", "description": "the node id of the peer to hand over to"}},
+        "additionalProperties": False,
+    },
+    "Released": {
+        "type": "object",
+        "required": ["old_master", "new_master", "gap_ms", "heard_by"],
+        "properties": {
+            "old_master": {"type": "string"},
+            "new_master": {"type": "string"},
+            "gap_ms": {
+                "type": ["number", "null"],
+                "description": "from stopping the old wheel to the "
+                "new master's first sync applied on the old master",
+            },
+            "heard_by": {"type": "array", "items": {"type": "string"}},
+        },
+        "additionalProperties": False,
+    },
+    "Status": {
+        "type": "object",
+        "required": [
+            "node_id",
+            "pid",
+            "role",
+            "leader",
+            "term",
+            "commit_index",
+            "applied_index",
+            "raft_log_bytes",
+            "wheel",
+            "clock_ms",
+            "clock_offset_ms",
+            "clock_handovers",
+            "pending",
+            "counters",
+            "peers",
+            "halted",
+            "skipped_entries",
+            "retention",
+        ],  # fmt: skip
+        "properties": {
+            "node_id": {"type": "string"},
+            "pid": {"type": "integer"},
+            "role": {"enum": ["master", "slave", "candidate"]},
+            "leader": {"type": ["string", "null"]},
+            "term": {"type": "integer"},
+            "commit_index": {"type": "integer"},
+            "applied_index": {"type": "integer"},
+            "raft_log_bytes": {"type": "integer"},
+            "wheel": {
+                "type": "object",
+                "required": ["tick", "local_index", "ms", "syncs_led", "last_sync_led_ms"],
+                "properties": {
+                    "tick": {"type": "integer"},
+                    "local_index": {"type": "integer"},
+                    "ms": {"type": "integer"},
+                    "syncs_led": {"type": "integer"},
+                    "last_sync_led_ms": {"type": ["integer", "null"]},
+                },
+                "additionalProperties": False,
+            },
+            "clock_ms": {"type": "integer"},
+            "clock_offset_ms": {"type": ["integer", "null"]},
+            "clock_handovers": {"type": "integer"},
+            "pending": {"type": "integer"},
+            "counters": {
+                "type": "object",
+                "required": ["stored", "delivered", "cancelled"],
+                "properties": {k: {"type": "integer"} for k in ("stored", "delivered", "cancelled")},
+                "additionalProperties": False,
+            },
+            "peers": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "required": ["node_id", "raft", "http", "connected"],
+                    "properties": {
+                        "node_id": {"type": "string"},
+                        "raft": {"type": "string"},
+                        "http": {"type": "string", "description": "URL of its API, scheme included"},
+                        "connected": {"type": "boolean"},
+                    },
+                    "additionalProperties": False,
+                },
+            },
+            "halted": {"type": ["string", "null"], "description": "why this node stopped applying"},
+            "skipped_entries": {"type": "integer"},
+            "retention": {
+                "type": "object",
+                "required": ["retention_ms", "retained_from_hour", "cuts_proposed"],
+                "properties": {
+                    k: {"type": "integer"} for k in ("retention_ms", "retained_from_hour", "cuts_proposed")
+                },
+                "additionalProperties": False,
+            },
+        },
+        "additionalProperties": False,
+    },
+    "Readiness": {
+        "type": "object",
+        "required": ["ready", "leader", "halted", "links", "clock"],
+        "properties": {
+            "ready": {"type": "boolean"},
+            "leader": {"type": ["string", "null"]},
+            "halted": {"type": ["string", "null"]},
+            "links": {"type": "object", "additionalProperties": {"type": "boolean"}},
+            "clock": {"type": "boolean", "description": "a majority's clock readings are in"},
+        },
+        "additionalProperties": False,
+    },
+    "Health": {
+        "type": "object",
+        "required": ["ok"],
+        "properties": {"ok": {"const": True}},
+        "additionalProperties": False,
+    },
+}

@@ -1,0 +1,137 @@
+"""GET /openapi.json: a valid OpenAPI 3.1 document, and the routes it lists are exactly
+those create_app registers and docs/api.md describes."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import orjson
+import pytest
+from aiohttp.test_utils import make_mocked_request
+from openapi_spec_validator import validate
+
+from horologe.node.app import PUBLIC, create_app
+from horologe.node.config import NodeConfig
+
+API_MD = Path(__file__).resolve().parents[2] / "docs" / "api.md"
+METHODS = "GET|POST|PUT|PATCH|DELETE"
+ROUTE = re.compile(rf"`({METHODS}) (/[^`?\s]*)(?:\?[^`]*)?`")  # a query string names no other route
+BULLET = re.compile(rf"^- `({METHODS}) (/[^`?\s]*)(?:\?[^`]*)?`")
+
+Route = tuple[str, str]
+
+
+def app_routes(app) -> set[Route]:
+    """(METHOD, path) of every route the app registers; aiohttp's HEAD twins of GET left out."""
+    return {
+        (r.method, r.resource.canonical)
+        for r in app.router.routes()
+        if r.method != "HEAD" and r.resource is not None
+    }
+
+
+def spec_routes(document: dict) -> set[Route]:
+    return {(method.upper(), path) for path, ops in document["paths"].items() for method in ops}
+
+
+def docs_routes(text: str) -> set[Route]:
+    """The routes docs/api.md describes: in ``### `METHOD /path` …`` headings, and as the first
+    words of ``- `METHOD /path` …`` bullets (the Admin API and Unauthenticated lists)."""
+    found: set[Route] = set()
+    for line in text.splitlines():
+        if line.startswith("### "):
+            found |= set(ROUTE.findall(line))
+        elif m := BULLET.match(line):
+            found.add((m[1], m[2]))
+    return found
+
+
+def mismatches(app: set[Route], spec: set[Route], docs: set[Route]) -> list[str]:
+    """What one of the three lists lacks that another has, one line each."""
+    sources = {"create_app": app, "/openapi.json": spec, "docs/api.md": docs}
+    every = app | spec | docs
+    return [
+        f"{method} {path} is missing from {name}"
+        for method, path in sorted(every)
+        for name, routes in sources.items()
+        if (method, path) not in routes
+    ]
+
+
+@pytest.fixture
+def app(tmp_path):
+    return create_app(
+        NodeConfig(node_id="n1", data_dir=str(tmp_path), http="127.0.0.1:1", raft="127.0.0.1:2")
+    )
+
+
+@pytest.fixture
+async def served(app) -> dict:
+    """The body the registered GET /openapi.json route answers (the app is not started: the
+    route needs no service)."""
+    route = next(
+        r for r in app.router.routes() if r.method == "GET" and r.resource.canonical == "/openapi.json"
+    )
+    response = await route.handler(make_mocked_request("GET", "/openapi.json", app=app))
+    assert response.status == 200 and response.content_type == "application/json"
+    return orjson.loads(response.body)
+
+
+def test_the_served_document_is_valid_openapi_3_1(served):
+    assert served["openapi"].startswith("3.1")
+    validate(served)  # openapi-spec-validator: raises on any violation
+
+
+def test_create_app_the_document_and_the_docs_list_the_same_routes(app, served):
+    docs = docs_routes(API_MD.read_text())
+    assert len(docs) >= 14, sorted(docs)  # the parser still reads the docs
+    assert mismatches(app_routes(app), spec_routes(served), docs) == []
+
+
+@pytest.mark.parametrize("source", ["create_app", "/openapi.json", "docs/api.md"])
+def test_a_route_missing_from_any_one_list_is_named(app, served, source):
+    routes = {
+        "create_app": app_routes(app),
+        "/openapi.json": spec_routes(served),
+        "docs/api.md": docs_routes(API_MD.read_text()),
+    }
+    dropped = ("POST", "/v1/topics/{topic}/nack")
+    routes[source].discard(dropped)
+    assert mismatches(*routes.values()) == [f"POST /v1/topics/{{topic}}/nack is missing from {source}"]
+
+
+def test_each_route_asks_for_the_token_the_middleware_checks(served):
+    """/v1 the client token, /admin the admin token, the PUBLIC paths none; and every route
+    answers the JSON error shape for what its scope implies."""
+    for path, ops in served["paths"].items():
+        for method, op in ops.items():
+            if path in PUBLIC:
+                want = []
+            elif path.startswith("/admin/"):
+                want = [{"adminToken": []}]
+            else:
+                assert path.startswith("/v1/"), path
+                want = [{"clientToken": []}]
+            assert op["security"] == want, (method, path)
+            if want:
+                assert {"401", "403"} <= set(op["responses"]), (method, path)
+            for status, answer in op["responses"].items():
+                if int(status) >= 400 and (path, status) != ("/readyz", "503"):
+                    name = answer["$ref"].rsplit("/", 1)[1]
+                    schema = served["components"]["responses"][name]["content"]["application/json"]["schema"]
+                    assert schema["$ref"] in (
+                        "#/components/schemas/Error",
+                        "#/components/schemas/Unavailable",
+                    )
+
+
+def test_the_document_s_rules_are_the_validators(served):
+    """Spot checks that the patterns and bounds come from the rules the server applies."""
+    schemas = served["components"]["schemas"]
+    message = schemas["Message"]["properties"]
+    assert re.fullmatch(schemas["Name"]["pattern"].strip("^$"), "orders.v2")
+    assert not re.fullmatch(schemas["Name"]["pattern"].strip("^$"), "_orders")
+    assert message["delay_level"]["maximum"] == 18
+    assert message["tags"]["oneOf"][1]["maxItems"] == 16
+    assert schemas["Pull"]["properties"]["visibility_ms"]["maximum"] == 12 * 3_600_000
