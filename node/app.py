@@ -43,7 +43,12 @@ CONFIG = web.AppKey("config", NodeConfig)
 METRICS = web.AppKey("metrics", NodeMetrics)
 LOOP_LAG = web.AppKey("loop_lag", LoopLag)
 FORWARDER = web.AppKey("forwarder", Forwarder)
-PUBLIC = {"/healthz", "/readyz", "/metrics", "/openapi.json", *dashboard.paths()}
+PUBLIC = {"/healthz", "/readyz", "/metrics", "/openapi.json", dashboard.PREFIX}
+
+
+def is_public(path: str) -> bool:
+    """Served without a token: health, metrics, this API's document, the dashboard's files."""
+    return path in PUBLIC or path.startswith(f"{dashboard.PREFIX}/")
 
 
 def _json(status: int, body: dict) -> web.Response:
@@ -58,7 +63,7 @@ def _json(status: int, body: dict) -> web.Response:
 async def errors_and_auth(request: web.Request, handler):
     cfg = request.app[CONFIG]
     try:
-        if request.path not in PUBLIC:
+        if not is_public(request.path):
             want = cfg.admin_token if request.path.startswith("/admin/") else cfg.client_token
             if want:  # unset only under --insecure-dev
                 auth = request.headers.get("Authorization", "")

@@ -48,11 +48,6 @@ def files() -> dict[str, Traversable]:
     return _walk(importlib.resources.files("horologe.node") / "ui", f"{PREFIX}/")
 
 
-def paths() -> set[str]:
-    """Every path the dashboard serves: ``/ui``, ``/ui/`` and each file's."""
-    return {PREFIX, f"{PREFIX}/", *files()}
-
-
 def add_routes(app: web.Application) -> None:
     """Serve the files, read now (a few hundred KB): ``/ui`` (and ``/ui/``) is the page,
     ``/ui/<file>`` the rest; two routes whatever the number of files."""

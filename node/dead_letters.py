@@ -23,7 +23,7 @@ from typing import NamedTuple
 import numpy as np
 
 from horologe.cluster.consumer_groups import ORIGIN_HEADER, dlq_topic, to_ranges
-from horologe.storage import Message, MessageId, ReadyTrimmedError, id_strings
+from horologe.storage import Message, MessageId, ReadyTrimmedError, UnknownMessageError, id_strings
 from horologe.storage.message import unpack_record
 from horologe.storage.ready_log import READY
 
@@ -127,7 +127,9 @@ class DeadLetters:
         or with ``ids`` None the first MAX_REQUEUE of them."""
         match = None
         if ids is not None:
-            wanted = np.array([_packed(*MessageId.parse(i)) for i in ids], dtype=np.uint64)
+            wanted = np.array(
+                [_packed(*mid) for mid in map(_parsed, ids) if mid is not None], dtype=np.uint64
+            )
 
             def match(rows: np.ndarray) -> np.ndarray:
                 return np.isin(_packed(rows["hour"], rows["global_index"]), wanted)
@@ -158,6 +160,14 @@ class DeadLetters:
             "missing": [] if ids is None else sorted({i for i in ids if i not in seen}),
             "remaining": self.view.unacked_count(group, dlq_topic(group)),
         }
+
+
+def _parsed(text: str) -> MessageId | None:
+    """The id, or None for one that names no message a store could hold (reported missing)."""
+    try:
+        return MessageId.parse(text)
+    except UnknownMessageError:
+        return None
 
 
 def _packed(hour, global_index):

@@ -10,7 +10,7 @@ docs/api.md all exist.
 
 from __future__ import annotations
 
-from horologe.cluster.consumer_groups import DLQ_PREFIX
+from horologe.cluster.consumer_groups import DLQ_PREFIX, RETRY_PREFIX
 from horologe.storage.message_json import MAX_KEY, NAME_PATTERN
 
 from .openapi_schemas import ref
@@ -130,6 +130,24 @@ TOPIC = path_param(
     "a topic, or `%DLQ%<group>`: the dead-letter queue of the body's `group` (no other group's)",
 )
 
+PENDING_TOPIC = {
+    "anyOf": [ref("Name"), {"type": "string", "pattern": f"^{RETRY_PREFIX}{NAME_PATTERN}$"}],
+    "description": "a topic, or a group's retries `%RETRY%<group>`",
+}
+INSTANT = {
+    "type": "string",
+    "anyOf": [{"pattern": "^[0-9]{1,16}$"}, {"format": "date-time"}],
+    "description": "epoch ms, or ISO-8601 with a zone (`+` written `%2B`)",
+}
+GROUP = path_param("group", ref("Name"), "a consumer group")
+DASHBOARD = {
+    "200": {
+        "description": "The file: the page (`text/html`), its script, style or images.",
+        "content": {t: {"schema": {"type": "string"}} for t in ("text/html", "text/javascript", "text/css")},
+    },
+    "404": {"$ref": "#/components/responses/NotFound"},
+}
+
 ROUTES: dict[tuple[str, str], dict] = {
     ("post", "/v1/messages"): operation(
         "Schedule one message",
@@ -167,6 +185,37 @@ ROUTES: dict[tuple[str, str], dict] = {
             query_param("key", {"type": "string", "minLength": 1, "maxLength": MAX_KEY}),
         ),
         errors=("BadRequest", "NotFound", "Conflict"),
+    ),
+    ("get", "/v1/forecast"): operation(
+        "Pending messages per time bucket, from the hour indexes",
+        CLIENT,
+        {"200": answer("Counts per bucket, to the second of each message's slot.", "Forecast")},
+        parameters=(
+            query_param("topic", PENDING_TOPIC, required=False),
+            query_param("bucket", {"enum": ["1m", "1h", "1d"]}, required=False),
+            query_param("from", INSTANT, required=False),
+            query_param("to", INSTANT, required=False),
+        ),
+        errors=("BadRequest", "Unprocessable"),
+        description="400 `invalid_range` when `to` is not after `from`; 422 `out_of_range` past 10,000 "
+        "buckets. `from` and `to` as ISO-8601 are read by Python's `datetime.fromisoformat`: a leap "
+        "second or more than six decimals is refused (400 `invalid_field`).",
+    ),
+    ("get", "/v1/topics/{topic}/pending"): operation(
+        "A topic's pending messages in the order they will fire, a page at a time",
+        CLIENT,
+        {"200": answer("A page; `next_cursor` goes on from its end.", "PendingList")},
+        parameters=(
+            path_param("topic", PENDING_TOPIC),
+            query_param("from", INSTANT, required=False),
+            query_param("to", INSTANT, required=False),
+            query_param("limit", {"type": "integer", "minimum": 1, "maximum": 1000}, required=False),
+            query_param("cursor", {"type": "string", "pattern": "^[A-Za-z0-9_-]{1,64}$"}, required=False),
+            query_param("with_body", {"enum": ["true", "false"]}, required=False),
+        ),
+        errors=("BadRequest", "Unprocessable"),
+        description="400 `invalid_range` when `to` is not after `from`; 400 `invalid_field` on `cursor` "
+        "for a cursor this API did not give out.",
     ),
     ("post", "/v1/topics/{topic}/pull"): operation(
         "Lease up to `max` messages of the topic to this consumer of the group",
@@ -212,6 +261,38 @@ ROUTES: dict[tuple[str, str], dict] = {
         errors=("Conflict", "Unprocessable"),
         description="409 `no_linked_target` (no peer linked to every node) or `release_in_progress`; "
         "422 `unknown_node`; 503 `transfer_failed` or `transfer_unconfirmed`.",
+    ),
+    ("get", "/admin/dlq/{group}"): operation(
+        "A group's dead-letter entries not yet acked, oldest first, without leasing them",
+        ADMIN,
+        {"200": answer("Up to `limit` entries past `after`.", "DlqPeek")},
+        parameters=(
+            GROUP,
+            query_param("after", {"type": "integer", "minimum": 0}, required=False),
+            query_param("limit", {"type": "integer", "minimum": 1, "maximum": 1000}, required=False),
+        ),
+        errors=("BadRequest", "Unprocessable"),
+    ),
+    ("post", "/admin/dlq/{group}/requeue"): operation(
+        "Produce dead-letter entries again to their topics, due now, then ack them in the DLQ",
+        ADMIN,
+        {"200": answer("What was moved, and what was not found or had expired.", "Requeued")},
+        body="Requeue",
+        parameters=(GROUP,),
+    ),
+    ("get", "/ui"): operation("The dashboard (docs/ui.md)", PUBLIC, DASHBOARD, master=False),
+    ("get", "/ui/{file}"): operation(
+        "The dashboard's files",
+        PUBLIC,
+        DASHBOARD,
+        master=False,
+        parameters=(
+            path_param(
+                "file",
+                {"type": "string", "pattern": "^[A-Za-z0-9._/-]{1,128}$"},
+                "a file of it, e.g. `app.js`",
+            ),
+        ),
     ),
     ("get", "/healthz"): operation(
         "The process is up", PUBLIC, {"200": answer("Up.", "Health")}, master=False

@@ -84,8 +84,10 @@ def parse_pending_query(topic: str, query: Mapping[str, str]) -> PendingQuery:
     if stop <= start:
         raise refusal("to must lie after from", "to", "invalid_range")
     raw_limit = query.get("limit", str(DEFAULT_PENDING_PAGE))
-    if not raw_limit.isdigit() or not 1 <= int(raw_limit) <= MAX_PENDING_PAGE:
-        raise refusal(f"limit must be an integer from 1 to {MAX_PENDING_PAGE}", "limit", "out_of_range")
+    if not EPOCH_MS_RE.fullmatch(raw_limit) or raw_limit.startswith("-"):
+        raise refusal(f"limit must be an integer from 1 to {MAX_PENDING_PAGE}", "limit")
+    if not 1 <= int(raw_limit) <= MAX_PENDING_PAGE:
+        raise refusal(f"limit must be from 1 to {MAX_PENDING_PAGE}", "limit", "out_of_range")
     with_body = query.get("with_body", "false")
     if with_body not in ("true", "false"):
         raise refusal("with_body must be true or false", "with_body")

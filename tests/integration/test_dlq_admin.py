@@ -167,3 +167,12 @@ def test_forward_header_reaches_the_named_node_or_the_master(cluster):
     assert produced.status == 201 and produced.body["topic"] == "fwd"
     text = http.get(f"{url}/metrics", headers={FORWARD: "master"}).text
     assert "horologe_is_master 1.0" in text
+
+
+def test_requeue_of_an_id_no_store_could_hold_reports_it_missing(cluster):
+    """Found by the fuzz test: an id whose hour is past year 9999 was a 500."""
+    master = cluster.wait_leader()
+    r = cluster.http.post(
+        f"{cluster.url(master)}/admin/dlq/g/requeue", {"ids": ["ffffffff00000000"]}, token=ADMIN
+    )
+    assert (r.status, r.body["missing"], r.body["requeued"]) == (200, ["ffffffff00000000"], [])

@@ -60,6 +60,11 @@ include-name-regex = "^POST /v1/topics/.topic./(ack|nack)$"
 checks.positive_data_acceptance.expected-statuses = ["2xx", "400", "404", "409"]
 
 [[operations]]
+include-name-regex = "^GET /v1/(forecast|topics/.topic./pending)$"
+# `to` not after `from`, too many buckets, a cursor not given out, an ISO time Python refuses
+checks.positive_data_acceptance.expected-statuses = ["2xx", "400", "422"]
+
+[[operations]]
 include-name = "POST /admin/release-master"
 # `to` naming no peer (422 unknown_node); each release moves the master, so few of them
 checks.positive_data_acceptance.expected-statuses = ["2xx", "409", "422"]
@@ -67,12 +72,21 @@ checks.positive_data_acceptance.expected-statuses = ["2xx", "409", "422"]
 
 # The only refusals of data the document calls valid, by status: what JSON Schema cannot say.
 CLOCK_FIELDS = {"deliver_at", "deliver_after"}  # their bounds run from the master's clock
+TIME_QUERY = {"from", "to"}  # date-times before 1970, and ISO-8601 forms Python refuses
 ACCEPTED_REFUSALS = {
     ("POST /v1/messages", 422): lambda err: err.get("field") in CLOCK_FIELDS,
     ("POST /v1/messages/batch", 422): lambda err: err.get("field") in CLOCK_FIELDS,
     ("POST /v1/topics/{topic}/ack", 400): lambda err: err["code"] == "invalid_receipt",
     ("POST /v1/topics/{topic}/nack", 400): lambda err: err["code"] == "invalid_receipt",
     ("POST /admin/release-master", 422): lambda err: err["code"] == "unknown_node",
+    ("GET /v1/forecast", 400): lambda err: err["code"] == "invalid_range" or err.get("field") in TIME_QUERY,
+    ("GET /v1/forecast", 422): lambda err: err["code"] == "out_of_range" and err.get("field") in TIME_QUERY,
+    ("GET /v1/topics/{topic}/pending", 400): lambda err: (
+        err["code"] == "invalid_range" or err.get("field") in {"cursor", *TIME_QUERY}
+    ),
+    ("GET /v1/topics/{topic}/pending", 422): lambda err: (
+        err["code"] == "out_of_range" and err.get("field") in TIME_QUERY
+    ),
     ("POST /admin/release-master", 409): lambda err: (
         err["code"] in ("no_linked_target", "release_in_progress")
     ),
@@ -134,6 +148,9 @@ def adjust(case: Case) -> None:
         # A group pulls its own DLQ only, so the topic is made from the body's group. (Made
         # anew: schemathesis does not escape a "%" that two hex digits follow, "%DLQ%B7x".)
         case.path_parameters["topic"] = quote(f"%DLQ%{body.get('group')}", safe="")
+    elif positive and isinstance(raw, str) and unquote(raw).startswith("%RETRY"):
+        # The same escaping: a retry topic (pending) is made anew from a name of its own.
+        case.path_parameters["topic"] = quote("%RETRY%fuzz", safe="")
 
 
 @dataclass
