@@ -34,6 +34,15 @@ MAX_INT64 = (1 << 63) - 1  # a larger JSON integer is read as a float, and refus
 EPOCH_MS = {"type": "integer", "minimum": 0, "maximum": MAX_INT64, "description": "Unix epoch milliseconds"}
 
 
+# What a message carries, as pull, pending and DLQ answers show it.
+CONTENT = {
+    "tags": {"type": "array", "items": {"type": "string"}},
+    "headers": {"type": "object", "additionalProperties": {"type": "string"}},
+    "body": {"type": "string"},
+    "body_b64": {"type": "string", "description": "when the body is not UTF-8"},
+}
+
+
 def ref(name: str) -> dict:
     return {"$ref": f"#/components/schemas/{name}"}
 
@@ -258,13 +267,10 @@ SCHEMAS: dict[str, dict] = {
             "id": ref("MessageId"),
             "receipt": {"type": "string"},
             "topic": {"type": "string", "description": "the topic it was produced to, even for retries"},
-            "tags": {"type": "array", "items": {"type": "string"}},
             "deliver_at": EPOCH_MS,
             "delivered_at": EPOCH_MS,
             "attempt": {"type": "integer", "minimum": 0},
-            "headers": {"type": "object", "additionalProperties": {"type": "string"}},
-            "body": {"type": "string"},
-            "body_b64": {"type": "string", "description": "when the body is not UTF-8"},
+            **CONTENT,
         },
         "additionalProperties": False,
         "oneOf": [{"required": ["body"]}, {"required": ["body_b64"]}],
@@ -460,11 +466,8 @@ SCHEMAS: dict[str, dict] = {
             "id": ref("MessageId"),
             "deliver_at": EPOCH_MS,
             "fires_at": {**EPOCH_MS, "description": "when the wheel delivers it"},
-            "tags": {"type": "array", "items": {"type": "string"}},
             "key": {"type": "string"},
-            "headers": {"type": "object", "additionalProperties": {"type": "string"}},
-            "body": {"type": "string"},
-            "body_b64": {"type": "string", "description": "when the body is not UTF-8"},
+            **CONTENT,
         },
         "additionalProperties": False,
     },
@@ -487,13 +490,10 @@ SCHEMAS: dict[str, dict] = {
             "id": ref("MessageId"),
             "expired": {"const": True, "description": "retention removed its data"},
             "topic": {"type": "string"},
-            "tags": {"type": "array", "items": {"type": "string"}},
             "deliver_at": EPOCH_MS,
             "delivered_at": EPOCH_MS,
             "attempt": {"type": "integer", "minimum": 0},
-            "headers": {"type": "object", "additionalProperties": {"type": "string"}},
-            "body": {"type": "string"},
-            "body_b64": {"type": "string"},
+            **CONTENT,
         },
         "additionalProperties": False,
     },
