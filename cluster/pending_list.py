@@ -51,7 +51,7 @@ def list_pending(
     lis: list[int] = []
     scanned = 0
     for hour in reads.hours():
-        if (hour + 1) * MS_PER_HOUR <= floor[0]:
+        if ((hour + 1) * MS_PER_HOUR - 1, LAST_OF_MS) <= floor:  # its last key is not past the floor
             continue
         if hour * MS_PER_HOUR >= stop_ms:
             break
