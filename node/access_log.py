@@ -21,7 +21,7 @@ from aiohttp import web
 from .log_setup import REQUEST_ID
 
 HEADER = "X-Request-Id"
-GIVEN_ID_RE = re.compile(r"^[A-Za-z0-9._:-]{1,64}$")
+GIVEN_ID_RE = re.compile(r"[A-Za-z0-9._:-]{1,64}")
 CLIENT_CLOSED = 499
 
 access = logging.getLogger("horologe.access")
@@ -33,7 +33,7 @@ def request_ids(log_requests: bool):
     @web.middleware
     async def middleware(request: web.Request, handler):
         given = request.headers.get(HEADER, "")
-        rid = given if GIVEN_ID_RE.match(given) else secrets.token_hex(8)
+        rid = given if GIVEN_ID_RE.fullmatch(given) else secrets.token_hex(8)
         token = REQUEST_ID.set(rid)
         started = time.perf_counter()
         status = 500  # what aiohttp answers for an exception no middleware turned into an answer

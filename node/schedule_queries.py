@@ -23,7 +23,7 @@ PENDING_FIELDS = {"from", "to", "limit", "cursor", "with_body"}
 MAX_PENDING_PAGE = 1000
 DEFAULT_PENDING_PAGE = 100
 FOREVER_MS = 1 << 62
-EPOCH_MS_RE = re.compile(r"^-?\d{1,16}$")
+EPOCH_MS_RE = re.compile(r"-?[0-9]{1,16}")
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ def parse_forecast_query(query: Mapping[str, str], now_ms: int) -> ForecastQuery
     (default now) rounds down to its bucket and ``to`` up to the end of its own."""
     _known_only(query, FIELDS)
     topic = query.get("topic")
-    if topic is not None and not (TOPIC_RE.match(topic) or _is_retry_topic(topic)):
+    if topic is not None and not (TOPIC_RE.fullmatch(topic) or _is_retry_topic(topic)):
         raise refusal("topic must be a topic name (or a group's %RETRY%<group>)", "topic")
     bucket = query.get("bucket", "1h")
     if bucket not in BUCKET_MS:
@@ -77,7 +77,7 @@ def parse_pending_query(topic: str, query: Mapping[str, str]) -> PendingQuery:
     """``from`` (default: everything pending) and ``to`` (default: no end) bound the slots;
     ``cursor`` is a previous answer's ``next_cursor``."""
     _known_only(query, PENDING_FIELDS)
-    if not (TOPIC_RE.match(topic) or _is_retry_topic(topic)):
+    if not (TOPIC_RE.fullmatch(topic) or _is_retry_topic(topic)):
         raise refusal("topic must be a topic name (or a group's %RETRY%<group>)", "topic")
     start = _instant(query, "from", 0)
     stop = _instant(query, "to", FOREVER_MS)
@@ -126,11 +126,11 @@ def _instant(query: Mapping[str, str], name: str, default: int) -> int:
     value = query.get(name)
     if value is None:
         return default
-    ms = parse_instant(int(value) if EPOCH_MS_RE.match(value) else value, name)
+    ms = parse_instant(int(value) if EPOCH_MS_RE.fullmatch(value) else value, name)
     if ms < 0:
         raise refusal(f"{name} must not lie before 1970", name, "out_of_range")
     return ms
 
 
 def _is_retry_topic(topic: str) -> bool:
-    return topic.startswith(RETRY_PREFIX) and bool(TOPIC_RE.match(topic[len(RETRY_PREFIX) :]))
+    return topic.startswith(RETRY_PREFIX) and bool(TOPIC_RE.fullmatch(topic[len(RETRY_PREFIX) :]))
