@@ -44,8 +44,8 @@ def parse_forecast_query(query: Mapping[str, str], now_ms: int) -> ForecastQuery
     (default now) rounds down to its bucket and ``to`` up to the end of its own."""
     _known_only(query, FIELDS)
     topic = query.get("topic")
-    if topic is not None and not (TOPIC_RE.fullmatch(topic) or _is_retry_topic(topic)):
-        raise refusal("topic must be a topic name (or a group's %RETRY%<group>)", "topic")
+    if topic is not None:
+        _check_topic(topic)
     bucket = query.get("bucket", "1h")
     if bucket not in BUCKET_MS:
         raise refusal(f"bucket must be one of {', '.join(BUCKET_MS)}", "bucket")
@@ -77,8 +77,7 @@ def parse_pending_query(topic: str, query: Mapping[str, str]) -> PendingQuery:
     """``from`` (default: everything pending) and ``to`` (default: no end) bound the slots;
     ``cursor`` is a previous answer's ``next_cursor``."""
     _known_only(query, PENDING_FIELDS)
-    if not (TOPIC_RE.fullmatch(topic) or _is_retry_topic(topic)):
-        raise refusal("topic must be a topic name (or a group's %RETRY%<group>)", "topic")
+    _check_topic(topic)
     start = _instant(query, "from", 0)
     stop = _instant(query, "to", FOREVER_MS)
     if stop <= start:
@@ -132,5 +131,8 @@ def _instant(query: Mapping[str, str], name: str, default: int) -> int:
     return ms
 
 
-def _is_retry_topic(topic: str) -> bool:
-    return topic.startswith(RETRY_PREFIX) and bool(TOPIC_RE.fullmatch(topic[len(RETRY_PREFIX) :]))
+def _check_topic(topic: str) -> None:
+    """A topic name, or a group's retries ``%RETRY%<group>``: the topics messages are stored under."""
+    name = topic[len(RETRY_PREFIX) :] if topic.startswith(RETRY_PREFIX) else topic
+    if not TOPIC_RE.fullmatch(name):
+        raise refusal("topic must be a topic name (or a group's %RETRY%<group>)", "topic")

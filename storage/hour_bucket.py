@@ -344,16 +344,9 @@ class HourBucket:
         order, which is the order the wheel delivers them in: (globalIndexes, slots,
         local indexes). One pass over the index's columns."""
         view = self.index_view()
-        n = len(view)
-        keep = np.ones(n, dtype=bool)
-        keep[np.unique(self._tombstones_from(0, n)[0])] = False
-        if topic_id is not None:
-            keep &= view["topic_id"] == topic_id
         slots = slot_ms(self.hour, view)
         lis = view["local_index"].astype(np.int64)
-        at_ms, at_li = after
-        keep &= ((slots > at_ms) | ((slots == at_ms) & (lis > at_li))) & (slots < stop_ms)
-        gis = np.flatnonzero(keep)
+        gis = np.flatnonzero(self._live(view, topic_id, after, slots, lis) & (slots < stop_ms))
         order = np.lexsort((lis[gis], slots[gis]))
         gis = gis[order]
         return gis, slots[gis], lis[gis]
@@ -374,15 +367,29 @@ class HourBucket:
                 counts -= np.bincount(rows["second_of_hour"], minlength=SECONDS_PER_HOUR)
             return counts
         view = self.index_view()
-        keep = np.ones(n, dtype=bool)
-        keep[np.unique(self._tombstones_from(0, n)[0])] = False
+        keep = self._live(view, topic_id, after)
+        return np.bincount(view["second_of_hour"][keep], minlength=SECONDS_PER_HOUR).astype(np.int64)
+
+    def _live(
+        self,
+        view: np.ndarray,
+        topic_id: int | None,
+        after: tuple[int, int] | None,
+        slots: np.ndarray | None = None,
+        lis: np.ndarray | None = None,
+    ) -> np.ndarray:
+        """Which entries of ``view`` (the whole index) are not cancelled, of ``topic_id``
+        if given, with keys past ``after`` if given; ``slots`` and ``lis`` when the caller
+        has them already."""
+        keep = np.ones(len(view), dtype=bool)
+        keep[np.unique(self._tombstones_from(0, len(view))[0])] = False
         if topic_id is not None:
             keep &= view["topic_id"] == topic_id
         if after is not None:
-            slots = slot_ms(self.hour, view)
-            at_ms, at_li = after
-            keep &= (slots > at_ms) | ((slots == at_ms) & (view["local_index"].astype(np.int64) > at_li))
-        return np.bincount(view["second_of_hour"][keep], minlength=SECONDS_PER_HOUR).astype(np.int64)
+            slots = slot_ms(self.hour, view) if slots is None else slots
+            lis = view["local_index"].astype(np.int64) if lis is None else lis
+            keep &= (slots > after[0]) | ((slots == after[0]) & (lis > after[1]))
+        return keep
 
     def is_cancelled(self, gi: int) -> bool:
         mask = self.cancelled_mask()
