@@ -33,7 +33,7 @@ SCHEDULED, DELIVERED, CANCELLED, UNKNOWN = MessageState
 DELIVERED_AT_SLACK_MS = 600_000  # far beyond how far one master's clock may trail another's
 STATUS_SCAN_ROWS = 4_000_000  # a status looks no further for a ready entry (160 MB of log)
 STATUS_SCAN_CHUNK = 65_536
-COUNTERS = ("stored", "delivered", "cancelled")
+COUNTERS = ("stored", "delivered", "cancelled", "rescheduled")
 PENDING_PREFIX = "pending/"  # meta pending/<topic>: stored - delivered - cancelled of that topic
 GROUP_PREFIX = "group/"  # meta group/<group>/<topic>: a group's progress (consumer_groups.py)
 
@@ -120,12 +120,14 @@ def message_state(reads: StoreReads, mid: MessageId | None, w: Watermark) -> Mes
 
 
 def message_status(reads: StoreReads, mid: MessageId) -> MessageStatus:
-    """State of one message: O(1) from its id; delivered_at from its ready entry."""
-    stored = reads.read_message(mid)
-    state = message_state(reads, mid, watermark(reads))
+    """State of one message: O(1) from its id (the copy it lives as now, once rescheduled);
+    delivered_at from its ready entry."""
+    place = reads.current_place(mid)
+    stored = reads.read_message(place)
+    state = message_state(reads, place, watermark(reads))
     at = None
     if state == DELIVERED:
-        at = delivered_at(reads, stored.message.topic, mid, stored.message.deliver_at_ms)
+        at = delivered_at(reads, stored.message.topic, place, stored.message.deliver_at_ms)
     return MessageStatus(mid, stored.message.topic, state, stored.message.deliver_at_ms, at)
 
 

@@ -37,9 +37,17 @@ from horologe.storage import (
 from horologe.storage.key_index import CLEAN_ON_TRIM
 from horologe.wheel import SecondCache, Watermark, expand
 
-from .committed_reads import CANCELLED, SCHEDULED, group_progress, message_state, pending_key, watermark
-from .consumer_groups import ORIGIN_HEADER, GroupProgress, dlq_topic, progress_key, retry_topic
-from .entries import ACK, CANCEL, PRODUCE, RELEASE, RETRY, TRIM, Entry, EntryKind, decode
+from .committed_reads import (
+    CANCELLED,
+    SCHEDULED,
+    UNKNOWN,
+    group_progress,
+    message_state,
+    pending_key,
+    watermark,
+)
+from .consumer_groups import ID_HEADER, ORIGIN_HEADER, GroupProgress, dlq_topic, progress_key, retry_topic
+from .entries import ACK, CANCEL, MOVE, PRODUCE, RELEASE, RETRY, TRIM, Entry, EntryKind, decode
 from .errors import BadEntryError
 from .retention import passed_by_groups
 
@@ -53,8 +61,10 @@ class ApplyResult:
     id_hours: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # PRODUCE:
     id_gis: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # each one's id
     pending_slots: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # wheel.on_append
-    cancels: list[str] = field(default_factory=list)  # one status per id / key asked
-    cancel_ids: list[str | None] = field(default_factory=list)  # the id each one resolved to
+    # CANCEL and MOVE: one state per id / key asked (as it was: SCHEDULED for a message moved
+    # now), and the id each one resolved to (the id it answers to, once rescheduled)
+    cancels: list[str] = field(default_factory=list)
+    cancel_ids: list[str | None] = field(default_factory=list)
     delivered: int = 0
     # How long after its slot the wheel delivered each message (ms, by the entry's clock);
     # not those delivered as they arrived, already due.
@@ -152,6 +162,8 @@ class StateMachine:
             self._store(tx, entry.messages, w, entry.clock_ms, res)
         elif entry.kind == CANCEL:
             self._cancel(tx, entry, w, res)
+        elif entry.kind == MOVE:
+            self._move(tx, entry, w, res)
         elif entry.kind == ACK:
             self._ack(tx, entry.acks)
         elif entry.kind == RETRY:
@@ -205,16 +217,28 @@ class StateMachine:
         return slots, now
 
     def _store(
-        self, tx: Transaction, cols: MessageColumns, w: Watermark, clock_ms: int, res: ApplyResult
+        self,
+        tx: Transaction,
+        cols: MessageColumns,
+        w: Watermark,
+        clock_ms: int,
+        res: ApplyResult,
+        copies: bool = False,
     ) -> None:
+        """File messages; deliver at once those already due. Rescheduled ``copies`` are the
+        same messages, pending already: only those delivered at once leave the count."""
         slots, now = self._slots(cols.deliver_at_ms, w, clock_ms)
-        res.id_hours, res.id_gis = tx.append_columns(cols, slots)
+        res.id_hours, res.id_gis = tx.append_columns(cols, slots, copies)
         fresh = tx.fresh
-        self._bump(tx, "stored", int(fresh.sum()))
         res.pending_slots = slots[fresh & ~now]
         # Counted in C (Counter over the flagged topics): no Python work per message.
-        for topic, n in sorted(Counter(compress(cols.topics, (fresh & ~now).tolist())).items()):
-            self._bump(tx, pending_key(topic), n)
+        if copies:
+            for topic, n in sorted(Counter(compress(cols.topics, now.tolist())).items()):
+                self._bump(tx, pending_key(topic), -n)
+        else:
+            self._bump(tx, "stored", int(fresh.sum()))
+            for topic, n in sorted(Counter(compress(cols.topics, (fresh & ~now).tolist())).items()):
+                self._bump(tx, pending_key(topic), n)
         ready = np.flatnonzero(fresh & now)
         topics = [cols.topics[i] for i in ready.tolist()]
         for topic in sorted(set(topics)):
@@ -316,23 +340,60 @@ class StateMachine:
         res.retained_from_hour = tx.drop_hours_before(entry.hour)
         tx.clean_keys(CLEAN_ON_TRIM)
 
-    def _cancel(self, tx: Transaction, entry: Entry, w: Watermark, res: ApplyResult) -> None:
+    def _targets(self, entry: Entry) -> list[MessageId | None]:
+        """The ids an entry's ``ids`` and then ``keys`` name, as users know them (a
+        rescheduled copy answers to its original's id); None for what names none."""
         targets: list[MessageId | None] = []
         for text in entry.ids:
             try:
                 targets.append(MessageId.parse(text))
             except UnknownMessageError:
                 targets.append(None)
-        targets += [self.store.lookup_key(topic, key) for topic, key in entry.keys]
+        for topic, key in entry.keys:
+            mid = self.store.lookup_key(topic, key)
+            targets.append(None if mid is None else self.store.original_id(mid))
+        return targets
+
+    def _cancel(self, tx: Transaction, entry: Entry, w: Watermark, res: ApplyResult) -> None:
         done = 0
-        for mid in targets:
+        for mid in self._targets(entry):
             res.cancel_ids.append(None if mid is None else str(mid))
-            state = message_state(self.store, mid, w)
+            place = None if mid is None else self.store.current_place(mid)
+            state = message_state(self.store, place, w)
             if state == SCHEDULED:
-                tx.cancel(mid)
+                tx.cancel(place)
                 state = CANCELLED
                 done += 1
-                topic = self.store.topic_name(int(self.store.index_entry(mid)["topic_id"]))
+                topic = self.store.topic_name(int(self.store.index_entry(place)["topic_id"]))
                 self._bump(tx, pending_key(topic), -1)
             res.cancels.append(state)
         self._bump(tx, "cancelled", done)
+
+    def _move(self, tx: Transaction, entry: Entry, w: Watermark, res: ApplyResult) -> None:
+        """Reschedules: the place each message lives is tombstoned, a copy filed at the new
+        time under the same id (storage/moves.py). A message asked twice moves once, to
+        the last time asked."""
+        targets = self._targets(entry)
+        last = {mid: k for k, mid in enumerate(targets) if mid is not None}
+        copies: list[Message] = []
+        originals: list[MessageId] = []
+        for k, mid in enumerate(targets):
+            res.cancel_ids.append(None if mid is None else str(mid))
+            if mid is None:
+                res.cancels.append(UNKNOWN)
+                continue
+            place = self.store.current_place(mid)
+            state = message_state(self.store, place, w)
+            if state == SCHEDULED and last[mid] == k:
+                m = self.store.read_message(place).message
+                tx.cancel(place)
+                headers = {**m.headers, ID_HEADER: str(mid)}
+                at = entry.deliver_at[k]
+                copies.append(Message(m.topic, m.body, at, entry.clock_ms, m.tags, m.key, headers, m.attempt))
+                originals.append(mid)
+            res.cancels.append(state)
+        if copies:
+            self._store(tx, MessageColumns.from_messages(copies), w, entry.clock_ms, res, copies=True)
+            for mid, hour, gi in zip(originals, res.id_hours.tolist(), res.id_gis.tolist(), strict=True):
+                tx.link_move(mid, MessageId(hour, gi))
+        self._bump(tx, "rescheduled", len(copies))

@@ -34,6 +34,7 @@ STATUS_GAUGES = {
     "stored": "messages stored",
     "delivered": "messages delivered to ready logs",
     "cancelled": "messages cancelled",
+    "rescheduled": "reschedules applied (each files a copy at the new time; pending is unchanged)",
     "raft_log_bytes": "bytes of commands held in the Raft log since the last compaction",
     "clock_offset_seconds": "this node's clock minus the quorum's (docs/cluster.md, Clocks); NaN until known",
     "clock_handovers": "times this node handed the wheel over because its clock strayed",

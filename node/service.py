@@ -19,6 +19,7 @@ import aiohttp
 
 from horologe.cluster import (
     CANCEL,
+    MOVE,
     PRODUCE,
     RELEASE,
     SYNC,
@@ -335,6 +336,14 @@ class NodeService:
     async def cancel(self, ids: list[str], keys: list[tuple[str, str]]) -> list[tuple[str, str | None]]:
         """Cancel by id and by (topic, key): each one's state and the id it names (None: unknown)."""
         res = await self.propose(CANCEL, ids=ids, keys=keys)
+        return list(zip(res.cancels, res.cancel_ids, strict=True))
+
+    async def reschedule(
+        self, ids: list[str], keys: list[tuple[str, str]], deliver_at_ms: list[int]
+    ) -> list[tuple[str, str | None]]:
+        """Move messages, by id and by (topic, key), to new times (one per id, then per key):
+        each one's state before the move (``scheduled``: moved now) and the id it names."""
+        res = await self.propose(MOVE, ids=ids, keys=keys, deliver_at=deliver_at_ms)
         return list(zip(res.cancels, res.cancel_ids, strict=True))
 
     async def release_master(self, to: str | None) -> dict:

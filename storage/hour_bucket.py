@@ -5,6 +5,7 @@ Files, named by the UTC hour ``YYYYMMDDHH`` under ``delay/``::
     <hour>.log    magic HZDLOG v1, then one frame per message (framing, message)
     <hour>.idx    magic HZDIDX v1, then 40-byte entries (delay_index)
     <hour>.tomb   magic HZTOMB v1, then 8-byte cancel entries (tombstones)
+    <hour>.move   magic HZMOVE v1, then 20-byte reschedule entries (moves)
     <hour>.heads  per-second chain heads, a rebuildable cache (heads)
 
 Appends are O(1) per message whatever its second: the message becomes the new head
@@ -24,10 +25,11 @@ from .file_table import FileTable
 from .framing import FRAME_HEAD, FRAME_OVERHEAD, frame, read_frame, read_frames
 from .heads import Heads
 from .hour_names import hour_name
-from .magic import DELAY_INDEX, DELAY_LOG, MAGIC_SIZE, TOMBSTONES, check_magic
+from .magic import DELAY_INDEX, DELAY_LOG, MAGIC_SIZE, MOVES, TOMBSTONES, check_magic
 from .message import StoredMessage, decode_record, encode_records, record_names, records_name
 from .message_columns import MessageColumns
 from .message_id import MessageId, id_strings
+from .moves import COPY_OF, MOVE, MOVED_TO
 from .tombstones import TOMBSTONE
 
 DENSE_FACTOR = 4  # read a span at once when it is at most this many times what is asked for
@@ -41,11 +43,14 @@ class HourBucket:
         self.log_rel = f"delay/{name}.log"
         self.idx_rel = f"delay/{name}.idx"
         self.tomb_rel = f"delay/{name}.tomb"
+        self.move_rel = f"delay/{name}.move"
         self.heads_path = files.path(f"delay/{name}.heads")
         self._heads: Heads | None = None
         self._heads_saved = -1  # the ``covered`` of the heads file as last read or written
         self._cancelled: np.ndarray | None = None
         self._tombs_read = 0  # tombstones folded into ``_cancelled``
+        self._moves: tuple[dict[int, MessageId], dict[int, MessageId]] | None = None  # to, copy of
+        self._moves_read = 0  # move entries folded into ``_moves``
         self._verified = 0  # index entries whose crc this process has checked
         self._mapped = False
 
@@ -129,6 +134,7 @@ class HourBucket:
         """Drop in-memory caches, e.g. after a rolled-back batch cut the files."""
         self._heads = None
         self._cancelled = None
+        self._moves = None
         self._verified = min(self._verified, self.count)
 
     # -- appends --------------------------------------------------------------
@@ -325,6 +331,55 @@ class HourBucket:
             raise CorruptLogError(f.path, MAGIC_SIZE, "tombstone names no message")
         return gis, k
 
+    # -- reschedules ------------------------------------------------------------
+
+    def _read_moves(self) -> tuple[dict[int, MessageId], dict[int, MessageId]]:
+        """(moved to, copy of) by globalIndex, the move entries read incrementally."""
+        if self._moves is None:
+            self._moves, self._moves_read = ({}, {}), 0
+        f = self.files.get(self.move_rel)
+        k = 0 if f is None else MOVE.count_in(f.length)
+        if k > self._moves_read:
+            if self._moves_read == 0:
+                check_magic(f.read(0, MAGIC_SIZE), MOVES, f.path)
+            rows = MOVE.read(f, self._moves_read, k, self._moves_read)
+            to, copy_of = self._moves
+            for gi, kind, hour, other in zip(
+                rows["global_index"].tolist(),
+                rows["kind"].tolist(),
+                rows["hour"].tolist(),
+                rows["other"].tolist(),
+                strict=True,
+            ):
+                if kind == MOVED_TO:
+                    to[gi] = MessageId(hour, other)
+                elif kind == COPY_OF:
+                    copy_of[gi] = MessageId(hour, other)
+                else:
+                    raise CorruptLogError(
+                        f.path, MOVE.offset_of(self._moves_read), f"unknown move kind {kind}"
+                    )
+            self._moves_read = k
+        return self._moves
+
+    def moved_to(self, gi: int) -> MessageId | None:
+        """Where message ``gi`` lives now, if it was rescheduled."""
+        return self._read_moves()[0].get(gi)
+
+    def copy_of(self, gi: int) -> MessageId | None:
+        """The original whose id message ``gi`` answers to, if it is a rescheduled copy."""
+        return self._read_moves()[1].get(gi)
+
+    def moves_reach(self, hour: int) -> bool:
+        """Whether a message of this hour now lives at ``hour`` or later."""
+        return any(mid.hour >= hour for mid in self._read_moves()[0].values())
+
+    def add_move(self, gi: int, kind: int, other: MessageId) -> None:
+        self._read_moves()
+        f = self.files.writable(self.move_rel, MOVES)
+        f.append(MOVE.pack(gi, kind, other.hour, other.global_index))
+        self._read_moves()
+
     # -- census ---------------------------------------------------------------
 
     def live_count(self) -> int:
@@ -404,7 +459,7 @@ class HourBucket:
 
     def close_files(self) -> None:
         """Release the fds (and maps); caches stay, files reopen on the next use."""
-        for rel in (self.log_rel, self.idx_rel, self.tomb_rel):
+        for rel in (self.log_rel, self.idx_rel, self.tomb_rel, self.move_rel):
             self.files.close(rel)
 
     def close(self, save_heads: bool = True) -> None:
@@ -413,6 +468,7 @@ class HourBucket:
         self.close_files()
         self._heads = None
         self._cancelled = None
+        self._moves = None
         self._verified = 0
 
     def remove_cache_files(self) -> None:

@@ -32,6 +32,8 @@ DELAY_LEVELS_MS = [
 ]
 FIELDS = {"topic", "body", "body_b64", "tags", "deliver_at", "deliver_after", "delay_level", "key", "headers"}
 TIME_FIELDS = ("deliver_at", "deliver_after", "delay_level")
+RESCHEDULE_FIELDS = ("deliver_at", "deliver_after")
+RESERVED_HEADER_PREFIX = "x-horologe-"  # headers the node sets on the copies it makes
 MAX_TAGS = 16
 MAX_HEADERS = 32
 MAX_HEADER_NAME = 128
@@ -109,6 +111,42 @@ def _is_name(value: str) -> bool:
     return TOPIC_RE.fullmatch(value) is not None
 
 
+def deliver_time(obj: dict, now_ms: int, limits: MessageLimits, fields: tuple[str, ...]) -> int:
+    """The delivery time ``obj`` asks for with at most one of ``fields`` (of TIME_FIELDS);
+    now when it gives none."""
+    given = [f for f in fields if f in obj]
+    if len(given) > 1:
+        raise refusal(f"give at most one of {', '.join(fields)} (got {', '.join(given)})", given[1])
+    if "deliver_at" in given:
+        deliver_at = parse_deliver_at(obj["deliver_at"])
+        if deliver_at < 0:
+            raise refusal("deliver_at is before the epoch", "deliver_at", "out_of_range")
+    elif "deliver_after" in given:
+        deliver_at = now_ms + parse_duration(obj["deliver_after"])
+    elif "delay_level" in given:
+        level = int_field(obj["delay_level"], "delay_level")
+        if not 1 <= level <= len(DELAY_LEVELS_MS):
+            raise refusal(f"delay_level must be 1..{len(DELAY_LEVELS_MS)}", "delay_level", "out_of_range")
+        deliver_at = now_ms + DELAY_LEVELS_MS[level - 1]
+    else:
+        deliver_at = now_ms
+    if deliver_at - now_ms > limits.max_delay_ms:
+        raise refusal(
+            f"deliver time is beyond the maximum delay of {limits.max_delay_ms // 86_400_000} days",
+            given[0],
+            "out_of_range",
+        )
+    return deliver_at
+
+
+def parse_new_time(obj, now_ms: int, limits: MessageLimits) -> int:
+    """A reschedule's body: exactly one of ``deliver_at`` and ``deliver_after``."""
+    obj = json_object(obj, set(RESCHEDULE_FIELDS), "a reschedule")
+    if not any(f in obj for f in RESCHEDULE_FIELDS):
+        raise refusal("give deliver_at or deliver_after", "deliver_at")
+    return deliver_time(obj, now_ms, limits, RESCHEDULE_FIELDS)
+
+
 def parse_message(obj, now_ms: int, limits: MessageLimits) -> Message:
     obj = json_object(obj, FIELDS, "a message")
     topic = name_field(obj, "topic")
@@ -134,30 +172,7 @@ def parse_message(obj, now_ms: int, limits: MessageLimits) -> Message:
         or not all(isinstance(t, str) and TAG_RE.fullmatch(t) for t in tags)
     ):
         raise refusal(f"tags must be up to {MAX_TAGS} strings of A-Z a-z 0-9 . _ -", "tags")
-    given = [f for f in TIME_FIELDS if f in obj]
-    if len(given) > 1:
-        raise refusal(
-            f"give at most one of deliver_at, deliver_after, delay_level (got {', '.join(given)})", given[1]
-        )
-    if "deliver_at" in obj:
-        deliver_at = parse_deliver_at(obj["deliver_at"])
-        if deliver_at < 0:
-            raise refusal("deliver_at is before the epoch", "deliver_at", "out_of_range")
-    elif "deliver_after" in obj:
-        deliver_at = now_ms + parse_duration(obj["deliver_after"])
-    elif "delay_level" in obj:
-        level = int_field(obj["delay_level"], "delay_level")
-        if not 1 <= level <= len(DELAY_LEVELS_MS):
-            raise refusal(f"delay_level must be 1..{len(DELAY_LEVELS_MS)}", "delay_level", "out_of_range")
-        deliver_at = now_ms + DELAY_LEVELS_MS[level - 1]
-    else:
-        deliver_at = now_ms
-    if deliver_at - now_ms > limits.max_delay_ms:
-        raise refusal(
-            f"deliver time is beyond the maximum delay of {limits.max_delay_ms // 86_400_000} days",
-            given[0],
-            "out_of_range",
-        )
+    deliver_at = deliver_time(obj, now_ms, limits, TIME_FIELDS)
     key = obj.get("key")
     if "key" in obj and (not isinstance(key, str) or not 1 <= len(key) <= MAX_KEY):
         raise refusal(f"key must be a string of 1-{MAX_KEY} characters", "key")
@@ -177,6 +192,11 @@ def parse_message(obj, now_ms: int, limits: MessageLimits) -> Message:
             f"headers must be up to {MAX_HEADERS} strings, names of at most {MAX_HEADER_NAME} characters "
             f"and values of at most {MAX_HEADER_VALUE}",
             "headers",
+        )
+    reserved = sorted(k for k in headers if k.lower().startswith(RESERVED_HEADER_PREFIX))
+    if reserved:
+        raise refusal(
+            f"header {reserved[0]!r}: names starting {RESERVED_HEADER_PREFIX} are the node's", "headers"
         )
     return Message(
         topic=topic,

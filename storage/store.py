@@ -5,6 +5,7 @@ Layout of a data directory (each file's format is in the named module)::
     commits.log                  commit journal: the commit point of every batch   commit_journal
     delay/<hour>.log|.idx        delay log and index of one delivery hour          hour_bucket
     delay/<hour>.tomb            cancel tombstones of that hour                    tombstones
+    delay/<hour>.move            reschedules: where a message went, whose copy     moves
     delay/<hour>.heads           per-second chain heads, a rebuildable cache       heads
     ready/<topic_id>.<first>.rdy a segment of one topic's delivered messages       ready_log
     keys/index.<first>.kix       a segment of the producer-key index               key_index

@@ -16,6 +16,7 @@ from .errors import (
     CertificateError,
     HorologeError,
     InvalidRequestError,
+    MessageCancelledError,
     NotFoundError,
     UnavailableError,
 )
@@ -26,6 +27,7 @@ from .models import (
     PendingPage,
     PulledBatch,
     ReceivedMessage,
+    Rescheduled,
     Scheduled,
 )
 from .raw_client import RawClient
@@ -40,6 +42,7 @@ __all__ = [
     "Forecast",
     "HorologeError",
     "InvalidRequestError",
+    "MessageCancelledError",
     "MessageStatus",
     "NotFoundError",
     "PendingMessage",
@@ -48,6 +51,7 @@ __all__ = [
     "RawClient",
     "ReceivedMessage",
     "Reply",
+    "Rescheduled",
     "Scheduled",
     "UnavailableError",
 ]

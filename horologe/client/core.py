@@ -21,6 +21,7 @@ from .models import (
     PendingPage,
     PulledBatch,
     ReceivedMessage,
+    Rescheduled,
     Scheduled,
 )
 
@@ -135,6 +136,38 @@ def batch_results(results: list[dict], bodies: list[dict]) -> list[Scheduled | H
         to_scheduled(r, b["topic"]) if "id" in r else error_for(400, r)
         for r, b in zip(results, bodies, strict=True)
     ]
+
+
+When = int | str | None  # a time as the API takes it: epoch ms / ms, or text (ISO-8601, "90s")
+
+
+def new_time(deliver_at: When, deliver_after: When) -> dict:
+    """A reschedule's body: exactly one of ``deliver_at`` (epoch ms or ISO-8601) and
+    ``deliver_after`` (ms or "90s"-style)."""
+    if (deliver_at is None) == (deliver_after is None):
+        raise ValueError("give exactly one of deliver_at and deliver_after")
+    return {"deliver_at": deliver_at} if deliver_at is not None else {"deliver_after": deliver_after}
+
+
+def reschedule_bodies(items: list[dict]) -> list[dict]:
+    """Items of a batch reschedule: ``{id | topic+key, deliver_at | deliver_after}``."""
+    return [
+        {k: v for k, v in item.items() if k in ("id", "topic", "key")}
+        | new_time(item.get("deliver_at"), item.get("deliver_after"))
+        for item in items
+    ]
+
+
+def reschedule_results(results: list[dict]) -> list[Rescheduled | HorologeError]:
+    return [
+        Rescheduled(r["id"], r["deliver_at"]) if "id" in r else error_for(_status_of(r), r) for r in results
+    ]
+
+
+def _status_of(result: dict) -> int:
+    """The status a batch item's error would have had alone (the batch answers 200)."""
+    code = result.get("error", {}).get("code")
+    return {"not_found": 404, "already_delivered": 409, "cancelled": 409}.get(code, 400)
 
 
 def to_scheduled(d: dict, topic: str) -> Scheduled:

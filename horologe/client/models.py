@@ -6,12 +6,21 @@ import base64
 from dataclasses import dataclass, field
 
 ORIGIN_HEADER = "x-horologe-topic"  # a retry's copy names the topic it came from
+ID_HEADER = "x-horologe-id"  # a rescheduled copy names the id it answers to
 
 
 @dataclass(frozen=True)
 class Scheduled:
     id: str
     topic: str
+    deliver_at: int  # epoch ms
+
+
+@dataclass(frozen=True)
+class Rescheduled:
+    """One item of a batch reschedule that moved: the id it keeps, and its new time."""
+
+    id: str
     deliver_at: int  # epoch ms
 
 
@@ -90,7 +99,7 @@ class ReceivedMessage:
         adds (the node's pull_wire)."""
         headers = record["headers"]
         return cls(
-            record["id"],
+            headers.get(ID_HEADER, record["id"]),
             receipt,
             headers.get(ORIGIN_HEADER, record["topic"]),
             record["body"],

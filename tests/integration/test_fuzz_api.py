@@ -50,7 +50,7 @@ bearer = "{ADMIN}"
 expected-statuses = ["400", "401", "403", "404", "405", "409", "413", "422"]
 
 [[operations]]
-include-name-regex = "^POST /v1/messages(/batch)?$"
+include-name-regex = "^(POST /v1/messages(/batch)?|PATCH /v1/messages(/.id.)?)$"
 # valid by the document, yet too far from the master's clock (CLOCK_FIELDS)
 checks.positive_data_acceptance.expected-statuses = ["2xx", "404", "409", "422"]
 
@@ -76,6 +76,8 @@ TIME_QUERY = {"from", "to"}  # date-times before 1970, and ISO-8601 forms Python
 ACCEPTED_REFUSALS = {
     ("POST /v1/messages", 422): lambda err: err.get("field") in CLOCK_FIELDS,
     ("POST /v1/messages/batch", 422): lambda err: err.get("field") in CLOCK_FIELDS,
+    ("PATCH /v1/messages/{id}", 422): lambda err: err.get("field") in CLOCK_FIELDS,
+    ("PATCH /v1/messages", 422): lambda err: err.get("field") in CLOCK_FIELDS,
     ("POST /v1/topics/{topic}/ack", 400): lambda err: err["code"] == "invalid_receipt",
     ("POST /v1/topics/{topic}/nack", 400): lambda err: err["code"] == "invalid_receipt",
     ("POST /admin/release-master", 422): lambda err: err["code"] == "unknown_node",
