@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter, defaultdict, deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from itertools import compress
 
@@ -35,10 +35,12 @@ from horologe.storage import (
     tags_signature,
 )
 from horologe.storage.key_index import CLEAN_ON_TRIM
+from horologe.storage.late_policies import DEAD_LETTERED, DLQ_AFTER, DROPPED
 from horologe.wheel import SecondCache, Watermark, expand
 
 from .committed_reads import (
     CANCELLED,
+    GROUP_PREFIX,
     SCHEDULED,
     UNKNOWN,
     group_progress,
@@ -179,18 +181,25 @@ class StateMachine:
             tx.set_meta(key, tx.meta.get(key, self.store.meta(key, 0)) + n)
 
     def _deliver(self, tx: Transaction, batches: Iterable[np.ndarray], clock_ms: int) -> np.ndarray:
-        """Append due rows (wheel DUE dtype) to their topics' ready logs; skip cancelled ones.
-        Returns how late (ms after its slot) each delivered message is."""
+        """Append due rows (wheel DUE dtype) to their topics' ready logs; skip cancelled ones,
+        and those past their lateness allowance (:meth:`_within_allowance`). Returns how late
+        (ms after its slot) each delivered message is."""
         tids, rows = [], []  # per hour of each batch, in delivery order
         for due in batches:
-            for hour in np.unique(due["hour"]):
+            for hour in np.unique(due["hour"]).tolist():
                 part = due[due["hour"] == hour]
-                bucket = self.store.bucket(int(hour))
+                bucket = self.store.bucket(hour)
                 gis = part["global_index"].astype(np.int64)
                 live = ~bucket.cancelled_mask()[gis]
-                entries = bucket.index_view()[gis[live]]
-                tids.append(entries["topic_id"])
-                rows.append(ready_rows(hour, gis[live], entries["tag_sig"], part["slot_ms"][live], clock_ms))
+                gis, slots = gis[live], part["slot_ms"][live].astype(np.int64)
+                entries = bucket.index_view()[gis]
+
+                def named(k: int, entries=entries) -> tuple[str, int]:
+                    return self.store.topic_name(int(entries["topic_id"][k])), int(entries["tag_sig"][k])
+
+                keep = self._within_allowance(tx, hour, gis, named, slots, clock_ms, pending=True)
+                tids.append(entries["topic_id"][keep])
+                rows.append(ready_rows(hour, gis[keep], entries["tag_sig"][keep], slots[keep], clock_ms))
         if not rows:
             return np.zeros(0, dtype=np.int64)
         tid, ready = np.concatenate(tids), np.concatenate(rows)
@@ -201,6 +210,48 @@ class StateMachine:
             self._bump(tx, pending_key(topic), -len(mine))
         self._bump(tx, "delivered", len(ready))
         return clock_ms - ready["deliver_at_ms"].astype(np.int64)
+
+    def _within_allowance(
+        self,
+        tx: Transaction,
+        hour: int,
+        gis: np.ndarray,
+        named: Callable[[int], tuple[str, int]],
+        deliver_at: np.ndarray,
+        clock_ms: int,
+        pending: bool,
+    ) -> np.ndarray:
+        """Which of messages ``hour``/``gis``, falling due now, are within their lateness
+        allowance (storage/late_policies.py); the others are dropped, or put in the
+        dead-letter queue of every group that reads their topic, and recorded as such.
+        ``named(k)``: the k-th one's topic and tag signature, asked only of those past
+        their allowance. ``pending``: they were counted pending (not those delivered as
+        they arrive)."""
+        kinds, limits = self.store.bucket(hour).late_policies(gis)
+        late_by = clock_ms - deliver_at
+        over = (kinds >= 0) & (late_by > limits)
+        if not over.any():
+            return ~over
+        dead: dict[str, list[ReadyEntry]] = defaultdict(list)
+        for k in np.flatnonzero(over).tolist():
+            (topic, tag_sig), gi, by = named(k), int(gis[k]), int(late_by[k])
+            if kinds[k] == DLQ_AFTER:
+                entry = ReadyEntry(hour, gi, tag_sig, int(deliver_at[k]), clock_ms, 0)
+                for group in self._groups_reading(topic):
+                    dead[dlq_topic(group)].append(entry)
+            outcome = DEAD_LETTERED if kinds[k] == DLQ_AFTER else DROPPED
+            tx.record_late(MessageId(hour, gi), outcome, by)
+            self._bump(tx, "late_dead_lettered" if outcome == DEAD_LETTERED else "late_dropped", 1)
+            if pending:
+                self._bump(tx, pending_key(topic), -1)
+        for topic, entries in sorted(dead.items()):
+            tx.append_ready(topic, entries)
+        return ~over
+
+    def _groups_reading(self, topic: str) -> list[str]:
+        """The consumer groups that have pulled from ``topic``: they hold progress in it."""
+        keys = (key[len(GROUP_PREFIX) :] for key in self.store.meta_keys() if key.startswith(GROUP_PREFIX))
+        return [group for group, _, t in (k.rpartition("/") for k in keys) if t == topic]
 
     @staticmethod
     def _slots(deliver_at_ms: np.ndarray, w: Watermark, clock_ms: int) -> tuple[np.ndarray, np.ndarray]:
@@ -240,6 +291,19 @@ class StateMachine:
             for topic, n in sorted(Counter(compress(cols.topics, (fresh & ~now).tolist())).items()):
                 self._bump(tx, pending_key(topic), n)
         ready = np.flatnonzero(fresh & now)
+        if len(ready):
+            hours, keep = res.id_hours[ready], np.ones(len(ready), dtype=bool)
+            for hour in np.unique(hours).tolist():
+                at = ready[hours == hour]
+
+                def named(k: int, at=at) -> tuple[str, int]:
+                    i = int(at[k])
+                    return cols.topics[i], tags_signature(cols.tags.get(i, ()))
+
+                keep[hours == hour] = self._within_allowance(
+                    tx, hour, res.id_gis[at], named, cols.deliver_at_ms[at], clock_ms, pending=False
+                )
+            ready = ready[keep]
         topics = [cols.topics[i] for i in ready.tolist()]
         for topic in sorted(set(topics)):
             at = ready[[t == topic for t in topics]]

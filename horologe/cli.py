@@ -222,8 +222,18 @@ def local_cluster(nodes, data, http_port, raft_port, demo, exit_after_demo, rest
 @click.option("--at", "deliver_at", help="Deliver at: epoch ms or ISO-8601 with a zone.")
 @click.option("--after", "deliver_after", help="Deliver after: ms, or 500ms / 90s / 5m / 2h / 3d.")
 @click.option("--level", "delay_level", type=int, help="RocketMQ delay level 1..18 (1s .. 2h).")
+@click.option(
+    "--max-lateness", help="How late it may fall due (ms, or 90s / 5m ...); then --on-late applies."
+)
+@click.option(
+    "--on-late",
+    type=click.Choice(["deliver", "dlq", "drop"]),
+    help="Past --max-lateness: deliver anyway (default), dead-letter it for every group, or drop it.",
+)
 @_sdk_errors
-def produce(url, token, ca, topic, body, tags, key, deliver_at, deliver_after, delay_level) -> None:
+def produce(
+    url, token, ca, topic, body, tags, key, deliver_at, deliver_after, delay_level, max_lateness, on_late
+) -> None:
     """Schedule one message; prints its id and deliver time (epoch ms)."""
     _echo_json(
         _client(url, token, ca=ca).produce(
@@ -234,6 +244,8 @@ def produce(url, token, ca, topic, body, tags, key, deliver_at, deliver_after, d
             deliver_at=_ms_or_text(deliver_at),
             deliver_after=_ms_or_text(deliver_after),
             delay_level=delay_level,
+            max_lateness=_ms_or_text(max_lateness),
+            on_late=on_late,
         )
     )
 

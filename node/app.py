@@ -16,8 +16,8 @@ from prometheus_client import CONTENT_TYPE_LATEST
 
 from horologe.cluster import (
     CANCELLED,
-    DELIVERED,
     SCHEDULED,
+    UNKNOWN,
     ClusterError,
     NotMasterError,
     ProposalTimeoutError,
@@ -177,6 +177,8 @@ async def get_message(request: web.Request) -> web.Response:
     out = {"id": str(st.id), "topic": st.topic, "state": st.state, "deliver_at": st.deliver_at_ms}
     if st.delivered_at_ms is not None:
         out["delivered_at"] = st.delivered_at_ms
+    if st.late_by_ms is not None:
+        out["late_by_ms"] = st.late_by_ms
     return _json(200, out)
 
 
@@ -190,10 +192,10 @@ def _cancel_answer(ident: str, state: str) -> web.Response:
 def _not_scheduled(ident: str, state: str) -> ApiError:
     """Why a cancel or reschedule of ``ident`` found nothing to do: it fired, was cancelled
     (for a reschedule), or never was."""
-    if state == DELIVERED:
-        return ApiError(409, "already_delivered", f"{ident} was already delivered", "id")
     if state == CANCELLED:
         return ApiError(409, "cancelled", f"{ident} was cancelled", "id")
+    if state != UNKNOWN:  # delivered, or dropped or dead-lettered once late
+        return ApiError(409, "already_delivered", f"{ident} was already {state.replace('_', '-')}", "id")
     return ApiError(404, "not_found", f"no scheduled message {ident}", "id")
 
 

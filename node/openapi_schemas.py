@@ -12,6 +12,7 @@ descriptions and answers 413 or 422.
 from __future__ import annotations
 
 from horologe.cluster.committed_reads import COUNTERS
+from horologe.storage.late_policies import ON_LATE
 from horologe.storage.message import MessageLimits
 from horologe.storage.message_id import ID_PATTERN
 from horologe.storage.message_json import (
@@ -166,6 +167,16 @@ SCHEMAS: dict[str, dict] = {
                 "description": "idempotency key: the same (topic, key) names the same message while it is "
                 "kept, and cancels by key",
             },
+            "max_lateness": {
+                **DELIVER_AFTER,
+                "description": "how late it may fall due (ms or `90s`-style); past that, `on_late` applies",
+            },
+            "on_late": {
+                "enum": list(ON_LATE),
+                "default": "deliver",
+                "description": "past `max_lateness`: `deliver` anyway, put in the `dlq` of every group that "
+                "reads the topic, or `drop`; `dlq` and `drop` need `max_lateness`",
+            },
             "headers": {
                 "type": "object",
                 "maxProperties": MAX_HEADERS,
@@ -177,6 +188,10 @@ SCHEMAS: dict[str, dict] = {
         "allOf": [
             {"oneOf": [{"required": ["body"]}, {"required": ["body_b64"]}]},
             _at_most_one(TIME_FIELDS),
+            {
+                "if": {"required": ["on_late"], "properties": {"on_late": {"enum": ["dlq", "drop"]}}},
+                "then": {"required": ["max_lateness"]},
+            },
         ],
     },
     "Scheduled": {
@@ -218,9 +233,14 @@ SCHEMAS: dict[str, dict] = {
         "properties": {
             "id": ref("MessageId"),
             "topic": ref("Name"),
-            "state": {"enum": ["scheduled", "delivered", "cancelled"]},
+            "state": {"enum": ["scheduled", "delivered", "cancelled", "dropped", "dead_lettered"]},
             "deliver_at": EPOCH_MS,
             "delivered_at": {**EPOCH_MS, "description": "the master's clock in the entry that delivered it"},
+            "late_by_ms": {
+                "type": "integer",
+                "minimum": 0,
+                "description": "how late it was delivered, dropped or dead-lettered (ms after `deliver_at`)",
+            },
         },
         "additionalProperties": False,
     },

@@ -32,6 +32,7 @@ from horologe.cluster import (
     Peer,
     StateMachine,
 )
+from horologe.cluster.committed_reads import GONE
 from horologe.cluster.loop_crossing import LoopCrossing
 from horologe.cluster.raft_node import Applied, RaftNode
 from horologe.cluster.retention import Cut
@@ -510,7 +511,7 @@ class NodeService:
             "clock_ms": self.own_clock(),
             "clock_offset_ms": self.quorum_clock.offset_ms(),
             "clock_handovers": self.clock_handovers,
-            "pending": counters["stored"] - counters["delivered"] - counters["cancelled"],
+            "pending": counters["stored"] - sum(counters[k] for k in GONE),
             "counters": counters,
             "peers": peers,
             "halted": self.view.halted,

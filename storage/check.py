@@ -18,7 +18,8 @@ from .framing import FRAME_OVERHEAD, committed_frames
 from .heads import Heads
 from .hour_names import parse_hour_name
 from .key_index import CURSOR, CUTOFF, HOUR_COUNT, KEY_ENTRY, LIVE, key_hash
-from .magic import DELAY_INDEX, DELAY_LOG, MAGIC_SIZE, MOVES, READY_LOG, check_magic
+from .late_policies import DEAD_LETTERED, LATE
+from .magic import DELAY_INDEX, DELAY_LOG, LATENESS, MAGIC_SIZE, MOVES, READY_LOG, check_magic
 from .message import decode_record
 from .message_id import MessageId
 from .moves import COPY_OF, MOVE, MOVED_TO
@@ -106,6 +107,7 @@ def _check_hour(store: Storage, hour: int, report: CheckReport) -> None:
         and not (np.array_equal(saved.last, rebuilt.last) and np.array_equal(saved.count, rebuilt.count))
     ):
         _fail(bucket.heads_path, 0, "heads file claims to cover the index but disagrees with it")
+    _check_late(store, bucket.late_rel, n)
     bucket.forget()  # reload tombstones from disk, verifying them
     report.cancelled += int(bucket.cancelled_mask().sum())
     report.messages += n
@@ -215,6 +217,20 @@ def _check_keys(store: Storage, report: CheckReport) -> None:
     if store.meta(CURSOR, 0) != cursor:
         _fail(where, 0, "key cursor disagrees")
     report.keys = len(live)
+
+
+def _check_late(store: Storage, rel: str, n: int) -> None:
+    """An hour's lateness file: magic, crcs, kinds, and messages it names."""
+    f = store.files.get(rel)
+    if f is None:
+        return
+    check_magic(f.read(0, MAGIC_SIZE), LATENESS, f.path)
+    if (f.length - MAGIC_SIZE) % LATE.size:
+        _fail(f.path, f.length, "lateness file length is not a whole number of entries")
+    rows = LATE.read(f, 0, LATE.count_in(f.length), 0)
+    bad = np.flatnonzero((rows["kind"] > DEAD_LETTERED) | (rows["global_index"] >= n))
+    if len(bad):
+        _fail(f.path, LATE.offset_of(int(bad[0])), f"lateness entry {int(bad[0])} has a bad kind or message")
 
 
 def _check_moves(store: Storage, rel: str) -> None:

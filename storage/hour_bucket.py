@@ -6,6 +6,7 @@ Files, named by the UTC hour ``YYYYMMDDHH`` under ``delay/``::
     <hour>.idx    magic HZDIDX v1, then 40-byte entries (delay_index)
     <hour>.tomb   magic HZTOMB v1, then 8-byte cancel entries (tombstones)
     <hour>.move   magic HZMOVE v1, then 20-byte reschedule entries (moves)
+    <hour>.late   magic HZLATE v1, then 20-byte lateness entries (late_policies)
     <hour>.heads  per-second chain heads, a rebuildable cache (heads)
 
 Appends are O(1) per message whatever its second: the message becomes the new head
@@ -25,11 +26,13 @@ from .file_table import FileTable
 from .framing import FRAME_HEAD, FRAME_OVERHEAD, frame, read_frame, read_frames
 from .heads import Heads
 from .hour_names import hour_name
-from .magic import DELAY_INDEX, DELAY_LOG, MAGIC_SIZE, MOVES, TOMBSTONES, check_magic
+from .late_policies import DEAD_LETTERED, DLQ_AFTER, DROP_AFTER, DROPPED, LATE
+from .magic import DELAY_INDEX, DELAY_LOG, LATENESS, MAGIC_SIZE, MOVES, TOMBSTONES, check_magic
 from .message import StoredMessage, decode_record, encode_records, record_names, records_name
 from .message_columns import MessageColumns
 from .message_id import MessageId, id_strings
 from .moves import COPY_OF, MOVE, MOVED_TO
+from .side_entries import SideEntries
 from .tombstones import TOMBSTONE
 
 DENSE_FACTOR = 4  # read a span at once when it is at most this many times what is asked for
@@ -50,7 +53,10 @@ class HourBucket:
         self._cancelled: np.ndarray | None = None
         self._tombs_read = 0  # tombstones folded into ``_cancelled``
         self._moves: tuple[dict[int, MessageId], dict[int, MessageId]] | None = None  # to, copy of
-        self._moves_read = 0  # move entries folded into ``_moves``
+        self._move_entries = SideEntries(files, self.move_rel, MOVE, MOVES)
+        self._late: tuple[dict[int, tuple[int, int]], dict[int, tuple[int, int]]] | None = None
+        self.late_rel = f"delay/{name}.late"
+        self._late_entries = SideEntries(files, self.late_rel, LATE, LATENESS)
         self._verified = 0  # index entries whose crc this process has checked
         self._mapped = False
 
@@ -135,6 +141,7 @@ class HourBucket:
         self._heads = None
         self._cancelled = None
         self._moves = None
+        self._late = None
         self._verified = min(self._verified, self.count)
 
     # -- appends --------------------------------------------------------------
@@ -336,30 +343,20 @@ class HourBucket:
     def _read_moves(self) -> tuple[dict[int, MessageId], dict[int, MessageId]]:
         """(moved to, copy of) by globalIndex, the move entries read incrementally."""
         if self._moves is None:
-            self._moves, self._moves_read = ({}, {}), 0
-        f = self.files.get(self.move_rel)
-        k = 0 if f is None else MOVE.count_in(f.length)
-        if k > self._moves_read:
-            if self._moves_read == 0:
-                check_magic(f.read(0, MAGIC_SIZE), MOVES, f.path)
-            rows = MOVE.read(f, self._moves_read, k, self._moves_read)
-            to, copy_of = self._moves
-            for gi, kind, hour, other in zip(
-                rows["global_index"].tolist(),
-                rows["kind"].tolist(),
-                rows["hour"].tolist(),
-                rows["other"].tolist(),
-                strict=True,
-            ):
-                if kind == MOVED_TO:
-                    to[gi] = MessageId(hour, other)
-                elif kind == COPY_OF:
-                    copy_of[gi] = MessageId(hour, other)
-                else:
-                    raise CorruptLogError(
-                        f.path, MOVE.offset_of(self._moves_read), f"unknown move kind {kind}"
-                    )
-            self._moves_read = k
+            self._moves = ({}, {})
+            self._move_entries.reset()
+        rows = self._move_entries.new_rows()
+        to, copy_of = self._moves
+        for gi, kind, hour, other in zip(
+            rows["global_index"].tolist(),
+            rows["kind"].tolist(),
+            rows["hour"].tolist(),
+            rows["other"].tolist(),
+            strict=True,
+        ):
+            if kind not in (MOVED_TO, COPY_OF):
+                raise CorruptLogError(self._move_entries.path(), 0, f"unknown move kind {kind}")
+            (to if kind == MOVED_TO else copy_of)[gi] = MessageId(hour, other)
         return self._moves
 
     def moved_to(self, gi: int) -> MessageId | None:
@@ -376,9 +373,50 @@ class HourBucket:
 
     def add_move(self, gi: int, kind: int, other: MessageId) -> None:
         self._read_moves()
-        f = self.files.writable(self.move_rel, MOVES)
-        f.append(MOVE.pack(gi, kind, other.hour, other.global_index))
+        self._move_entries.append(gi, kind, other.hour, other.global_index)
         self._read_moves()
+
+    # -- lateness ---------------------------------------------------------------
+
+    def _read_late(self) -> tuple[dict[int, tuple[int, int]], dict[int, tuple[int, int]]]:
+        """(policy, outcome) by globalIndex, each ``(kind, ms)`` (late_policies)."""
+        if self._late is None:
+            self._late = ({}, {})
+            self._late_entries.reset()
+        rows = self._late_entries.new_rows()
+        policies, outcomes = self._late
+        for gi, kind, ms in zip(
+            rows["global_index"].tolist(), rows["kind"].tolist(), rows["ms"].tolist(), strict=True
+        ):
+            if kind in (DROP_AFTER, DLQ_AFTER):
+                policies[gi] = (kind, ms)
+            elif kind in (DROPPED, DEAD_LETTERED):
+                outcomes[gi] = (kind, ms)
+            else:
+                raise CorruptLogError(self._late_entries.path(), 0, f"unknown lateness kind {kind}")
+        return self._late
+
+    def late_policies(self, gis: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """For each of ``gis``: its policy kind (-1: delivered however late) and its
+        max_lateness in ms; one dict look-up per message only in an hour that has any."""
+        kinds = np.full(len(gis), -1, dtype=np.int64)
+        limits = np.zeros(len(gis), dtype=np.int64)
+        policies = self._read_late()[0]
+        if policies:
+            for k, gi in enumerate(np.asarray(gis).tolist()):
+                p = policies.get(gi)
+                if p is not None:
+                    kinds[k], limits[k] = p
+        return kinds, limits
+
+    def late_outcome(self, gi: int) -> tuple[int, int] | None:
+        """(DROPPED or DEAD_LETTERED, how late it was in ms) once message ``gi`` fell due too late."""
+        return self._read_late()[1].get(gi)
+
+    def add_late(self, gi: int, kind: int, ms: int) -> None:
+        self._read_late()
+        self._late_entries.append(gi, kind, ms)
+        self._read_late()
 
     # -- census ---------------------------------------------------------------
 
@@ -459,7 +497,7 @@ class HourBucket:
 
     def close_files(self) -> None:
         """Release the fds (and maps); caches stay, files reopen on the next use."""
-        for rel in (self.log_rel, self.idx_rel, self.tomb_rel, self.move_rel):
+        for rel in (self.log_rel, self.idx_rel, self.tomb_rel, self.move_rel, self.late_rel):
             self.files.close(rel)
 
     def close(self, save_heads: bool = True) -> None:
@@ -469,6 +507,7 @@ class HourBucket:
         self._heads = None
         self._cancelled = None
         self._moves = None
+        self._late = None
         self._verified = 0
 
     def remove_cache_files(self) -> None:

@@ -14,6 +14,7 @@ import functools
 import re
 
 from .errors import InvalidFieldError
+from .late_policies import ON_LATE, policy_headers
 from .message import Message, MessageLimits
 
 # Patterns without anchors, shared with the API's JSON Schemas (node/openapi_schemas.py);
@@ -30,7 +31,19 @@ UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
 DELAY_LEVELS_MS = [
     s * 1000 for s in (1, 5, 10, 30, 60, 120, 180, 240, 300, 360, 420, 480, 540, 600, 1200, 1800, 3600, 7200)
 ]
-FIELDS = {"topic", "body", "body_b64", "tags", "deliver_at", "deliver_after", "delay_level", "key", "headers"}
+FIELDS = {
+    "topic",
+    "body",
+    "body_b64",
+    "tags",
+    "deliver_at",
+    "deliver_after",
+    "delay_level",
+    "key",
+    "headers",
+    "max_lateness",
+    "on_late",
+}
 TIME_FIELDS = ("deliver_at", "deliver_after", "delay_level")
 RESCHEDULE_FIELDS = ("deliver_at", "deliver_after")
 RESERVED_HEADER_PREFIX = "x-horologe-"  # headers the node sets on the copies it makes
@@ -73,16 +86,34 @@ def parse_instant(value, field: str) -> int:
     return int_field(value, field)
 
 
-def parse_duration(value) -> int:
+def parse_duration(value, field: str = "deliver_after") -> int:
+    """ms, or a count and a unit: 500ms, 90s, 5m, 2h, 3d."""
     if isinstance(value, str):
         m = DURATION_RE.fullmatch(value)
         if not m:
-            raise refusal(f"deliver_after {value!r} is not like 500ms, 90s, 5m, 2h or 3d", "deliver_after")
+            raise refusal(f"{field} {value!r} is not like 500ms, 90s, 5m, 2h or 3d", field)
         return int(m.group(1)) * UNIT_MS[m.group(2)]
-    ms = int_field(value, "deliver_after")
+    ms = int_field(value, field)
     if ms < 0:
-        raise refusal("deliver_after must not be negative", "deliver_after", "out_of_range")
+        raise refusal(f"{field} must not be negative", field, "out_of_range")
     return ms
+
+
+def lateness_policy(obj: dict, limits: MessageLimits) -> dict[str, str]:
+    """The headers that carry a message's ``max_lateness`` and ``on_late`` (late_policies)."""
+    on_late = obj.get("on_late", "deliver")
+    if on_late not in ON_LATE:
+        raise refusal(f"on_late must be one of {', '.join(ON_LATE)}", "on_late")
+    if "max_lateness" not in obj:
+        if on_late != "deliver":
+            raise refusal(f"on_late {on_late} needs max_lateness", "max_lateness")
+        return {}
+    ms = parse_duration(obj["max_lateness"], "max_lateness")
+    if ms > limits.max_delay_ms:
+        raise refusal(
+            f"max_lateness is over {limits.max_delay_ms // 86_400_000} days", "max_lateness", "out_of_range"
+        )
+    return policy_headers(ms, on_late)
 
 
 def json_object(obj, allowed: set[str], what: str) -> dict:
@@ -198,6 +229,7 @@ def parse_message(obj, now_ms: int, limits: MessageLimits) -> Message:
         raise refusal(
             f"header {reserved[0]!r}: names starting {RESERVED_HEADER_PREFIX} are the node's", "headers"
         )
+    policy = lateness_policy(obj, limits)
     return Message(
         topic=topic,
         body=body,
@@ -205,5 +237,5 @@ def parse_message(obj, now_ms: int, limits: MessageLimits) -> Message:
         produced_at_ms=now_ms,
         tags=tuple(tags),
         key=key,
-        headers=headers,
+        headers={**headers, **policy} if policy else headers,
     )

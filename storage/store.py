@@ -6,6 +6,7 @@ Layout of a data directory (each file's format is in the named module)::
     delay/<hour>.log|.idx        delay log and index of one delivery hour          hour_bucket
     delay/<hour>.tomb            cancel tombstones of that hour                    tombstones
     delay/<hour>.move            reschedules: where a message went, whose copy     moves
+    delay/<hour>.late            lateness policies, and what a late one became     late_policies
     delay/<hour>.heads           per-second chain heads, a rebuildable cache       heads
     ready/<topic_id>.<first>.rdy a segment of one topic's delivered messages       ready_log
     keys/index.<first>.kix       a segment of the producer-key index               key_index
@@ -286,7 +287,7 @@ class Storage(StoreReads):
 
     def drop_bucket(self, hour: int) -> None:
         bucket = self.bucket(hour)
-        for rel in (bucket.log_rel, bucket.idx_rel, bucket.tomb_rel):
+        for rel in (bucket.log_rel, bucket.idx_rel, bucket.tomb_rel, bucket.late_rel):
             self.files.remove(rel)
         assert self._tx is not None
         self._tx.dropped_hours.add(hour)

@@ -256,6 +256,12 @@ class StoreReads:
         with _removed_as(MessageExpiredError(f"message {mid} was removed by retention")):
             return self.bucket(mid.hour).copy_of(mid.global_index) or mid
 
+    def late_outcome(self, mid: MessageId) -> tuple[int, int] | None:
+        """(DROPPED or DEAD_LETTERED, ms late) once ``mid`` fell due too late (late_policies)."""
+        self._check_retained(mid)
+        with _removed_as(MessageExpiredError(f"message {mid} was removed by retention")):
+            return self.bucket(mid.hour).late_outcome(mid.global_index)
+
     def index_entry(self, mid: MessageId) -> np.void:
         self._check_retained(mid)
         with _removed_as(MessageExpiredError(f"message {mid} was removed by retention")):

@@ -12,6 +12,7 @@ from .delay_index import MS_PER_HOUR
 from .errors import SealedHourError, UnknownMessageError
 from .hour_names import parse_hour_name
 from .key_index import key_hashes
+from .late_policies import policy_of
 from .magic import READY_LOG
 from .message import Message
 from .message_columns import MessageColumns
@@ -107,6 +108,10 @@ class Transaction:
             self.buckets_touched.add(hour)
             hours[here] = hour
             gis[here] = store.bucket(hour).append(cols, here, slots[here], tids[here], sigs[here])
+        for i, h in cols.headers.items():
+            policy = policy_of(h) if stored[i] else None
+            if policy is not None:
+                store.bucket(int(hours[i])).add_late(int(gis[i]), *policy)
         for i, j in repeats:
             hours[i], gis[i] = hours[j], gis[j]
         self.fresh = stored
@@ -153,6 +158,11 @@ class Transaction:
         self.buckets_touched.update((original.hour, copy.hour))
         store.bucket(original.hour).add_move(original.global_index, MOVED_TO, copy)
         store.bucket(copy.hour).add_move(copy.global_index, COPY_OF, original)
+
+    def record_late(self, mid: MessageId, outcome: int, late_by_ms: int) -> None:
+        """Record that ``mid`` fell due too late and was dropped or dead-lettered (late_policies)."""
+        self.buckets_touched.add(mid.hour)
+        self.store.bucket(mid.hour).add_late(mid.global_index, outcome, late_by_ms)
 
     # -- ready logs -------------------------------------------------------------
 

@@ -36,6 +36,8 @@ def message_body(
     delay_level=None,
     key: str | None = None,
     headers: dict | None = None,
+    max_lateness: int | str | None = None,
+    on_late: str | None = None,
 ) -> dict:
     """The JSON of one message. Without ``key`` the SDK makes one up, so a retry after a
     failover is recognised by the cluster instead of stored twice."""
@@ -50,6 +52,8 @@ def message_body(
         ("deliver_at", deliver_at),
         ("deliver_after", deliver_after),
         ("delay_level", delay_level),
+        ("max_lateness", max_lateness),
+        ("on_late", on_late),
     ):
         if value is not None:
             msg[name] = value
@@ -204,7 +208,9 @@ def to_pending(d: dict) -> PendingPage:
 
 
 def to_status(d: dict) -> MessageStatus:
-    return MessageStatus(d["id"], d["topic"], d["state"], d["deliver_at"], d.get("delivered_at"))
+    return MessageStatus(
+        d["id"], d["topic"], d["state"], d["deliver_at"], d.get("delivered_at"), d.get("late_by_ms")
+    )
 
 
 def to_pulled(res: dict, tags: str | None) -> tuple[PulledBatch, list[str]]:

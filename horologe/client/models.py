@@ -28,9 +28,10 @@ class Rescheduled:
 class MessageStatus:
     id: str
     topic: str
-    state: str  # scheduled | delivered | cancelled
+    state: str  # scheduled | delivered | cancelled | dropped | dead_lettered
     deliver_at: int
     delivered_at: int | None = None
+    late_by_ms: int | None = None  # how late it was delivered, dropped or dead-lettered
 
 
 @dataclass(frozen=True)

@@ -55,7 +55,8 @@ class Client(core.ClientSettings, calls.BlockingPool):
     # -- producing ----------------------------------------------------------------
 
     def produce(self, topic: str, body: bytes | str, **options) -> Scheduled:
-        """Schedule one message. Options: tags, deliver_at, deliver_after, delay_level, key, headers."""
+        """Schedule one message. Options: tags, deliver_at, deliver_after, delay_level, key, headers,
+        max_lateness and on_late (what happens if it falls due later than that: deliver, dlq, drop)."""
         msg = core.message_body(topic, body, **options)
         return core.to_scheduled(self._call("POST", "/v1/messages", msg), topic)
 
