@@ -15,6 +15,12 @@ Checked, per scenario:
   ``s`` ahead delivers up to ``s`` early: that is ``early_true`` and its allowance
   (in the soak, only within clock faults' windows);
 * **cancelled but delivered**: a cancel answered 200 whose message is in a ready log;
+* **rescheduled at an old time**: a rescheduled message handed out, or in a ready log, at
+  a deliver time other than the one it was last moved to (:func:`final_times`: a move whose
+  outcome is unknown leaves either time possible). Such a message is found in the ready
+  logs under the id it answers to (``answers_to``), so one that fired at its old place and
+  at its new one is also a duplicate; one never received is lost; and how early it was
+  seen is measured from the time it was moved to;
 * **lateness** p50/p99/max: ``delivered_at - max(deliver_at, sent)``, by the master's
   clock (the ready log), and as consumers saw it by the true clock;
 * **time to recover**: the longest stretch without an acknowledged produce, from the
@@ -44,24 +50,55 @@ def percentiles(values) -> dict:
     }
 
 
+UNKNOWN_IF_RESENT = ("delivered", "cancelled", "not_found")
+
+
+def final_times(history: dict) -> dict[str, set[int]]:
+    """For each message a reschedule asked to move: the deliver times it may end at.
+
+    Its moves are taken in the order they were sent (one client, one call at a time). A
+    move answered 200 leaves only its new time. One with no answer (``error``) may or may
+    not have been made: it adds its new time to those possible. So does a 409 or 404 to a
+    call the SDK sent more than once (``resent``: after no answer, a 503 or a redirect): an
+    earlier send may have moved it, and it may have fired at its new time since. Any other
+    answer leaves the times as they were.
+    """
+    produced = {p["id"]: p["deliver_at"] for p in history["produced"]}
+    out: dict[str, set[int]] = {}
+    for r in sorted(history.get("reschedules", []), key=lambda r: r["sent_ms"]):
+        if r["id"] not in produced:
+            continue
+        times = out.setdefault(r["id"], {produced[r["id"]]})
+        if r["outcome"] == "ok":
+            out[r["id"]] = {r["new_at"]}
+        elif r["outcome"].startswith("error") or (r["resent"] and r["outcome"] in UNKNOWN_IF_RESENT):
+            times.add(r["new_at"])
+    return out
+
+
 def check(
     history: dict,
     ready: dict[str, np.ndarray],
     store_errors: dict[str, str | None],
     early_allowance_ms: int = 0,
     allowance_windows: list[tuple[int, int]] | None = None,
+    answers_to: dict[str, str] | None = None,
 ) -> dict:
     """``allowance_windows`` (true ms): where given, a message first seen outside all of
-    them is allowed no earliness by the true clock; the allowance holds inside them."""
+    them is allowed no earliness by the true clock; the allowance holds inside them.
+    ``answers_to``: the id a ready-log row's place answers to, where it differs (a
+    rescheduled message lives as a copy under another place; Storage.original_ids)."""
     produced = {p["id"]: p for p in history["produced"]}
     cancelled_ok = {c["id"] for c in history["cancels"] if c["outcome"] == "ok"}
     consumed = history["consumed"]
     consumed_ids = {c["id"] for c in consumed}
+    finals = final_times(history)
+    answers_to = answers_to or {}
 
     # Ready logs (one per node, never none): duplicates, agreement, early by the master's clock.
     per_node = {}
     for node, node_rows in ready.items():
-        node_ids = ready_ids(node_rows)
+        node_ids = [answers_to.get(i, i) for i in ready_ids(node_rows)]
         per_node[node] = {
             "delivered": len(node_ids),
             "duplicates": sum(n - 1 for n in Counter(node_ids).values() if n > 1),
@@ -70,8 +107,14 @@ def check(
         }
     rows = next(iter(ready.values()))
     identical = all(np.array_equal(r, rows) for r in ready.values())
-    ids = ready_ids(rows)
+    ids = [answers_to.get(i, i) for i in ready_ids(rows)]
     delivered_at = dict(zip(ids, rows["delivered_at_ms"].tolist(), strict=True))
+    fired_for = dict(zip(ids, rows["deliver_at_ms"].tolist(), strict=True))
+
+    # Rescheduled messages: handed out, or fired, only at a time they may have been moved to.
+    handed = [(c["id"], c["deliver_at"]) for c in consumed]
+    fired = list(zip(ids, rows["deliver_at_ms"].tolist(), strict=True))
+    at_old_time = sorted({m for m, at in handed + fired if m in finals and at not in finals[m]})
 
     owed = set(produced) - cancelled_ok
     lost = sorted(owed - consumed_ids)
@@ -96,15 +139,26 @@ def check(
                 unexplained_ids.append(c["id"])
         earlier.append(c)
 
-    # Lateness: from when the message could first be delivered.
-    due = {mid: max(p["deliver_at"], p["sent_ms"]) for mid, p in produced.items()}
+    # Lateness: from when the message could first be delivered (a rescheduled one: from the
+    # time it fired for, when that is one it may have been moved to).
+    def deliver_time(mid: str, seen_at: int | None) -> int:
+        if mid not in finals:
+            return produced[mid]["deliver_at"]
+        return seen_at if seen_at in finals[mid] else min(finals[mid])
+
+    due = {mid: max(deliver_time(mid, fired_for.get(mid)), p["sent_ms"]) for mid, p in produced.items()}
     timeline = sorted((due[m], delivered_at[m] - due[m]) for m in due if m in delivered_at)
     late_master = [late for _, late in timeline]
-    first_seen = {}
+    first_seen: dict[str, dict] = {}
     for c in consumed:
-        first_seen[c["id"]] = min(first_seen.get(c["id"], c["at_ms"]), c["at_ms"])
-    late_true = [first_seen[m] - due[m] for m in due if m in first_seen]
-    early_at = [(produced[m]["deliver_at"] - t, t) for m, t in first_seen.items() if m in produced]
+        if c["id"] not in first_seen or c["at_ms"] < first_seen[c["id"]]["at_ms"]:
+            first_seen[c["id"]] = c
+    late_true = [first_seen[m]["at_ms"] - due[m] for m in due if m in first_seen]
+    early_at = [
+        (deliver_time(m, c["deliver_at"]) - c["at_ms"], c["at_ms"])
+        for m, c in first_seen.items()
+        if m in produced
+    ]
     early_true = max((early for early, _ in early_at), default=0)
     beyond = sum(
         1
@@ -134,6 +188,10 @@ def check(
         "early_true_allowance_ms": early_allowance_ms,
         "early_true_beyond_allowance": beyond,
         "cancelled_but_delivered": len(cancelled_delivered),
+        "reschedules": dict(Counter(r["outcome"].split(":")[0] for r in history.get("reschedules", []))),
+        "rescheduled": len(finals),
+        "rescheduled_at_old_time": len(at_old_time),
+        "rescheduled_at_old_time_ids": at_old_time[:20],
         "lateness_ms": percentiles(late_master),
         "consumer_lateness_ms": percentiles(late_true),
         "time_to_recover_ms": time_to_recover(history),
@@ -171,6 +229,7 @@ def violations(result: dict) -> list[str]:
         "redeliveries_unexplained",
         "early",
         "cancelled_but_delivered",
+        "rescheduled_at_old_time",
     ):
         if result[key]:
             out.append(f"{key} = {result[key]}")

@@ -25,6 +25,12 @@ class History:
     produce_failures: list[dict] = field(default_factory=list)
     # {id, sent_ms, answered_ms, outcome}: outcome is ok (200), delivered (409), not_found, error
     cancels: list[dict] = field(default_factory=list)
+    # {id, key, by ("id" | "key"), batch (bool), new_at, sent_ms, answered_ms, outcome, resent}:
+    # one per message a reschedule asked to move; outcome is ok (200), delivered or cancelled
+    # (409), not_found, or "error: ..." (no answer: it may or may not have moved); resent:
+    # the SDK sent the call more than once (after no answer, a 503 or a redirect), so a 409
+    # or 404 may be what an earlier send did (moved it, and it fired since)
+    reschedules: list[dict] = field(default_factory=list)
     # {id, receipt, sent_ms (the pull), at_ms (its answer), node, consumer, deliver_at,
     # delivered_at, attempt, key (from the body: a retry copy has a new id, the same body)}
     consumed: list[dict] = field(default_factory=list)

@@ -102,6 +102,14 @@ def write_summary(out_dir: str, results: dict[str, dict]) -> str:
             *[f"- {f['name']}: {(f['end_ms'] - f['start_ms']) / 1000:.1f} s" for f in r["faults"]],
             *[f"- {note}" for note in r["notes"]],
             f"- cancels: {r['cancels']}; produce failures (unacknowledged): {r['produce_failures']}",
+            *(
+                [
+                    f"- reschedules: {r['reschedules']} over {r['rescheduled']} messages; handed out or "
+                    f"fired at a time they were moved from: {r['rescheduled_at_old_time']}"
+                ]
+                if r.get("reschedules")
+                else []
+            ),
             f"- lateness by the master's clock: {spread(r['lateness_ms'])}; as consumers saw it (true "
             f"clock): {spread(r['consumer_lateness_ms'])}",
             f"- early by the true clock: {r['early_true_max_ms']} ms "

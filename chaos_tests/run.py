@@ -18,6 +18,7 @@ import time
 
 import click
 
+from horologe.storage import MessageId
 from testkit.process_cluster import CLIENT
 
 from .checker import check, violations
@@ -53,7 +54,7 @@ def run_scenario(name: str, seed: int, work: str, out: str, toxiproxy: Toxiproxy
         for i in scenario.steppable:
             cluster.steppable(i)
         history = History(seed)
-        workload = Workload(cluster.client_urls, CLIENT, history)
+        workload = Workload(cluster.client_urls, CLIENT, history, **scenario.workload)
         run = Run(cluster, workload, history, random.Random(seed), disk=disk)
         began = time.monotonic()
         try:
@@ -93,8 +94,8 @@ def verdict(
 ) -> dict:
     """The checker's result on ``run`` (its nodes stopped): the history against every
     node's ready log, with what the run was (``about`` too) and every violation."""
-    ready, errors = read_ready_logs(run.cluster, run.workload.topic)
-    result = check(run.history.to_dict(), ready, errors, early_allowance_ms, allowance_windows)
+    ready, errors, answers_to = read_ready_logs(run.cluster, run.workload.topic)
+    result = check(run.history.to_dict(), ready, errors, early_allowance_ms, allowance_windows, answers_to)
     result.update(
         seed=run.history.seed,
         start_ms=run.history.start_ms,
@@ -108,9 +109,10 @@ def verdict(
     return result
 
 
-def read_ready_logs(cluster: ChaosCluster, topic: str) -> tuple[dict, dict]:
-    """Every (stopped) node's ready log for ``topic``, and its store check's complaint."""
-    ready, errors = {}, {}
+def read_ready_logs(cluster: ChaosCluster, topic: str) -> tuple[dict, dict, dict[str, str]]:
+    """Every (stopped) node's ready log for ``topic``, its store check's complaint, and
+    the id each rescheduled copy in the first node's log answers to (by its place)."""
+    ready, errors, answers_to = {}, {}, {}
     for i in cluster.indexes:
         node = f"n{i + 1}"
         with cluster.store(i) as store:
@@ -119,8 +121,12 @@ def read_ready_logs(cluster: ChaosCluster, topic: str) -> tuple[dict, dict]:
                 errors[node] = None
             except Exception as e:  # noqa: BLE001 - reported as a violation
                 errors[node] = f"{type(e).__name__}: {e}"
-            ready[node] = store.read_ready(topic)
-    return ready, errors
+            rows = ready[node] = store.read_ready(topic)
+            if i == cluster.indexes[0]:
+                places = list(map(MessageId, rows["hour"].tolist(), rows["global_index"].tolist()))
+                originals = store.original_ids(places)
+                answers_to = {str(p): str(o) for p, o in zip(places, originals, strict=True) if p != o}
+    return ready, errors, answers_to
 
 
 @click.command(help=__doc__, context_settings={"help_option_names": ["-h", "--help"]})

@@ -296,10 +296,20 @@ def power_loss(run: Run) -> None:
         c.start_all()
 
 
+def reschedule_sigkill_master(run: Run) -> None:
+    """Messages due a few seconds ahead, a third of them moved (later, sooner, some twice,
+    by id and by key, alone and in batches) while the master is SIGKILLed twice and
+    restarted: each moved message is received once, at the time it was last moved to."""
+    for _ in range(2):
+        time.sleep(run.rng.uniform(0.5, 2.0))  # on purpose: the kill lands among the moves
+        sigkill_master(run)
+
+
 @dataclass(frozen=True)
 class Scenario:
     run: Callable[[Run], None]
     quick: bool = False  # in `make test`
+    workload: dict = field(default_factory=dict)  # Workload's options, beyond its defaults
     skew: dict[int, int] = field(default_factory=dict)  # node index -> clock offset, s
     steppable: tuple[int, ...] = ()  # nodes whose clocks the scenario steps while they run
     power_loss: bool = False  # node data on chaos_tests/lazyfs.py, which run.disk controls
@@ -322,4 +332,9 @@ SCENARIOS = {
     "rolling_restart": Scenario(rolling_restart),
     "power_loss": Scenario(power_loss, quick=True, power_loss=True),
     "crash_mid_write": Scenario(crash_mid_write),
+    "reschedule_sigkill_master": Scenario(
+        reschedule_sigkill_master,
+        quick=True,
+        workload={"horizon_ms": 8_000, "hot_share": 0.1, "reschedule_share": 0.35},
+    ),
 }

@@ -1,4 +1,6 @@
-"""The checker's verdict on nacks: a nacked hand-out is owed until its retry copy is consumed."""
+"""The checker's verdict on nacks (a nacked hand-out is owed until its retry copy is
+consumed) and on reschedules (a moved message is received once, under its id, at the time
+it was moved to, never at an old one)."""
 
 from __future__ import annotations
 
@@ -13,32 +15,33 @@ HOUR = 490_000
 DUE = HOUR * 3_600_000 + 5_000
 
 
+def _handout(h: History, mid: str, receipt: str, attempt: int = 0, due: int = DUE) -> None:
+    """Message ``mid`` (key 1-1), due at ``due``, delivered 1 ms later and pulled at once."""
+    h.add(
+        "consumed",
+        id=mid,
+        receipt=receipt,
+        sent_ms=due,
+        at_ms=due + 2,
+        node=0,
+        consumer=0,
+        deliver_at=due,
+        delivered_at=due + 1,
+        attempt=attempt,
+        key="1-1",
+    )
+
+
 def _history(copies: int, nack_ok: bool = True) -> tuple[dict, dict]:
     """One message produced, handed out, nacked, and its copy consumed ``copies`` times
     (under ids of their own)."""
     h = History(seed=1)
     mid = str(MessageId(HOUR, 0))
     h.add("produced", id=mid, key="1-1", deliver_at=DUE, sent_ms=DUE - 1000, acked_ms=DUE - 990)
-
-    def handout(i: str, receipt: str, attempt: int) -> None:
-        h.add(
-            "consumed",
-            id=i,
-            receipt=receipt,
-            sent_ms=DUE,
-            at_ms=DUE + 2,
-            node=0,
-            consumer=0,
-            deliver_at=DUE,
-            delivered_at=DUE + 1,
-            attempt=attempt,
-            key="1-1",
-        )
-
-    handout(mid, "r0", 0)
+    _handout(h, mid, "r0")
     h.add("nacks", receipts=["r0"], sent_ms=DUE + 2, at_ms=DUE + 3, ok=nack_ok, error=None)
     for k in range(copies):
-        handout(str(MessageId(HOUR, 1 + k)), f"r{k + 1}", 1)
+        _handout(h, str(MessageId(HOUR, 1 + k)), f"r{k + 1}", 1)
         h.add("acks", receipts=[f"r{k + 1}"], sent_ms=DUE + 1003, at_ms=DUE + 1004, ok=True, error=None)
     ready = ready_rows(HOUR, np.array([0]), 0, DUE, DUE + 1)
     return h.to_dict(), {"n1": ready}
@@ -112,3 +115,78 @@ def test_earliness_is_allowed_only_within_the_windows_given():
     outside = check(history, ready, {"n1": None}, 2000, [(DUE + 60_000, DUE + 70_000)])
     assert outside["early_true_beyond_allowance"] == 1 and len(violations(outside)) == 1
     assert violations(check(history, ready, {"n1": None}, 2000)) == []  # no windows: anywhere
+
+
+OLD, NEW = DUE, DUE + 3_000  # a message's first deliver time, and the one it was moved to
+ORIGINAL, COPY = str(MessageId(HOUR, 0)), str(MessageId(HOUR, 1))  # its id, its copy's place
+
+
+def _moved(outcome: str = "ok", fired: tuple[int, ...] = (NEW,), resent: bool = False, new: int = NEW):
+    """A message produced for OLD and moved to ``new`` (answered ``outcome``), which fired
+    at each of the times ``fired`` (OLD at its own place, another at its copy's), was
+    handed out then and acked: the checker's verdict."""
+    h = History(seed=1)
+    h.add("produced", id=ORIGINAL, key="1-1", deliver_at=OLD, sent_ms=OLD - 5000, acked_ms=OLD - 4990)
+    h.add(
+        "reschedules",
+        id=ORIGINAL,
+        key="1-1",
+        by="id",
+        batch=False,
+        new_at=new,
+        sent_ms=OLD - 2000,
+        answered_ms=OLD - 1990,
+        outcome=outcome,
+        resent=resent,
+    )
+    for k, at in enumerate(fired):
+        _handout(h, ORIGINAL, f"r{k}", due=at)
+        h.add("acks", receipts=[f"r{k}"], sent_ms=at + 3, at_ms=at + 4, ok=True, error=None)
+    gis = np.array([0 if at == OLD else 1 for at in fired])
+    ready = ready_rows(HOUR, gis, 0, np.array(fired), np.array(fired) + 1)
+    result = check(h.to_dict(), {"n1": ready}, {"n1": None}, answers_to={COPY: ORIGINAL})
+    return result, violations(result)
+
+
+def test_a_message_moved_and_received_once_at_its_new_time_passes():
+    result, found = _moved()
+    assert result["rescheduled"] == 1 and result["reschedules"] == {"ok": 1}
+    assert found == [] and result["lost"] == 0 and result["not_in_ready_log"] == 0
+
+
+def test_a_moved_message_that_fired_at_its_old_time_is_flagged():
+    result, found = _moved(fired=(OLD,))
+    assert result["rescheduled_at_old_time"] == 1 and result["rescheduled_at_old_time_ids"] == [ORIGINAL]
+    assert "rescheduled_at_old_time = 1" in found
+    assert result["early_true_beyond_allowance"] == 1  # seen 3 s before the time it was moved to
+
+
+def test_a_moved_message_that_fired_at_both_times_is_flagged_twice_over():
+    result, found = _moved(fired=(OLD, NEW))
+    assert result["rescheduled_at_old_time"] == 1 and result["duplicates"] == 1
+    assert result["redeliveries_unexplained"] == 1  # handed out again after its first ack
+    assert "duplicates = 1" in found and "rescheduled_at_old_time = 1" in found
+
+
+def test_a_moved_message_never_received_is_lost():
+    result, found = _moved(fired=())
+    assert result["lost"] == 1 and result["lost_ids"] == [ORIGINAL]
+    assert "lost = 1" in found
+
+
+def test_a_message_moved_sooner_is_not_early_at_its_new_time():
+    result, found = _moved(new=OLD - 1_000, fired=(OLD - 1_000,))
+    assert found == [] and result["early_true_max_ms"] == 0
+
+
+def test_a_move_without_an_answer_allows_either_time_but_one_delivery():
+    for fired in ((OLD,), (NEW,)):
+        assert _moved(outcome="error: timed out", fired=fired)[1] == []
+    assert _moved(outcome="error: timed out", fired=(OLD, NEW))[0]["duplicates"] == 1
+
+
+def test_a_409_to_a_resent_move_allows_the_new_time():
+    """The first send moved it, and its answer was lost with the master; it fired at its new
+    time before the SDK's second send, which was answered already_delivered."""
+    assert _moved(outcome="delivered", resent=True)[1] == []
+    assert _moved(outcome="delivered", resent=False)[1] == ["rescheduled_at_old_time = 1"]

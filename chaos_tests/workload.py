@@ -5,6 +5,11 @@
   ``horizon_ms`` ahead, and a ``hot_share`` of them in one hot second 10-20 s ahead.
 * The canceller cancels a ``cancel_share`` of what was acknowledged, at a moment between
   1.5 s before and 0.3 s after its deliver time, so both answers (200 and 409) occur.
+* With a ``reschedule_share``, the rescheduler moves that share of what was acknowledged,
+  at a moment from its acknowledgement to 0.3 s past its deliver time (so some moves
+  race the delivery and get 409), to a time 0.5-4 s later or, when there is room, sooner;
+  a third of those that moved move again. A third go by key, and about half of them go
+  in batches (one call for the moves due together), the rest alone.
 * Consumers pull, record, and ack at once; what they saw and how each ack ended goes in
   the :class:`History`. With a ``nack_share``, they nack that share of first hand-outs
   instead: the group's retry copy (a new id, the same body) must come back.
@@ -17,9 +22,17 @@ import itertools
 import random
 import threading
 import time
+from typing import NamedTuple
+
+import httpx
 
 from horologe.client import Client
-from horologe.client.errors import AlreadyDeliveredError, HorologeError, NotFoundError
+from horologe.client.errors import (
+    AlreadyDeliveredError,
+    HorologeError,
+    MessageCancelledError,
+    NotFoundError,
+)
 
 from .history import History, nacked_not_retried, now_ms
 
@@ -27,6 +40,47 @@ from .history import History, nacked_not_retried, now_ms
 def message_key(body: bytes) -> str:
     """The key a body was made from (:meth:`Workload.send_batch` pads it with dots)."""
     return body.decode(errors="replace").split(".", 1)[0]
+
+
+class SendLog(httpx.HTTPTransport):
+    """An httpx transport that counts the requests it sent (not those that could not
+    connect: they never left). The SDK sends a call again after no answer, a 503 or a
+    redirect, and some of those follow a proposal that may still commit; so an answer to
+    a call sent more than once may be what an earlier send did."""
+
+    sent = 0
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        try:
+            return super().handle_request(request)
+        except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout):
+            self.sent -= 1
+            raise
+        finally:
+            self.sent += 1
+
+
+class PlannedMove(NamedTuple):
+    at: int  # when to make it (true ms)
+    seq: int
+    id: str
+    key: str
+    deliver_at: int  # the message's time as the rescheduler last knew it
+    moves: int  # how often it moved before
+
+
+def _outcome(result) -> str:
+    """How one move ended, as the history records it."""
+    if not isinstance(result, HorologeError):
+        return "ok"
+    for kind, name in (
+        (AlreadyDeliveredError, "delivered"),
+        (MessageCancelledError, "cancelled"),
+        (NotFoundError, "not_found"),
+    ):
+        if isinstance(result, kind):
+            return name
+    return f"error: {result}"
 
 
 class Workload:
@@ -46,17 +100,20 @@ class Workload:
         cancel_share: float = 0.05,
         consumers: int = 2,
         nack_share: float = 0.0,
+        reschedule_share: float = 0.0,
     ) -> None:
         self.urls, self.token, self.history = urls, token, history
         self.topic, self.group = topic, group
         self.batch, self.pause_s = batch, pause_s
         self.past_ms, self.horizon_ms = past_ms, horizon_ms
         self.hot_share, self.cancel_share, self.nack_share = hot_share, cancel_share, nack_share
+        self.reschedule_share = reschedule_share
         self.rng = random.Random(history.seed)
         self._producing = threading.Event()
         self._consuming = threading.Event()
         self._cancels: list[tuple[int, str]] = []
-        self._cancels_lock = threading.Lock()
+        self._moves: list[PlannedMove] = []
+        self._plans_lock = threading.Lock()  # both heaps
         self._seq = itertools.count(1)
         self.threads = [
             threading.Thread(target=self._produce, name="producer", daemon=True),
@@ -65,6 +122,8 @@ class Workload:
             threading.Thread(target=self._consume, args=(k,), name=f"consumer{k}", daemon=True)
             for k in range(consumers)
         ]
+        if reschedule_share:
+            self.threads.append(threading.Thread(target=self._reschedule, name="rescheduler", daemon=True))
 
     def new_client(self, timeout: float = 10, retry_s: float = 10) -> Client:
         urls = list(self.urls)
@@ -119,8 +178,10 @@ class Workload:
             )
             if self.rng.random() < self.cancel_share:
                 at = max(acked, r.deliver_at + self.rng.randint(-1500, 300))
-                with self._cancels_lock:
+                with self._plans_lock:
                     heapq.heappush(self._cancels, (at, r.id))
+            if self.rng.random() < self.reschedule_share:
+                self._plan_move(r.id, m["key"], r.deliver_at, acked, 0)
 
     def _produce(self) -> None:
         client = self.new_client(timeout=3, retry_s=10)
@@ -131,7 +192,7 @@ class Workload:
     def _cancel(self) -> None:
         client = self.new_client(timeout=3, retry_s=10)
         while self._consuming.is_set():
-            with self._cancels_lock:
+            with self._plans_lock:
                 due = self._cancels[0][0] <= now_ms() if self._cancels else False
                 at, mid = heapq.heappop(self._cancels) if due else (0, "")
             if not due:
@@ -148,6 +209,79 @@ class Workload:
             except HorologeError as e:
                 outcome = f"error: {e}"
             self.history.add("cancels", id=mid, sent_ms=sent, answered_ms=now_ms(), outcome=outcome)
+
+    # -- rescheduling --------------------------------------------------------------------
+
+    def _plan_move(self, mid: str, key: str, deliver_at: int, now: int, moves: int) -> None:
+        """Move ``mid`` at a moment from now to 0.3 s past its deliver time."""
+        at = now + self.rng.randint(0, max(0, deliver_at - now) + 300)
+        with self._plans_lock:
+            heapq.heappush(self._moves, PlannedMove(at, next(self._seq), mid, key, deliver_at, moves))
+
+    def _new_time(self, deliver_at: int, now: int) -> int:
+        """0.5-4 s later than ``deliver_at``, or (half the time, when there is room) sooner,
+        yet never less than 0.3 s ahead."""
+        if deliver_at - now >= 1_000 and self.rng.random() < 0.5:
+            return now + self.rng.randint(300, deliver_at - now - 500)
+        return max(deliver_at, now) + self.rng.randint(500, 4_000)
+
+    def _reschedule(self) -> None:
+        sends = SendLog()
+        client = Client(self.urls, self.token, timeout=3, retry_s=10, transport=sends)
+        while self._consuming.is_set():
+            now = now_ms()
+            with self._plans_lock:
+                due = []
+                while self._moves and self._moves[0].at <= now:
+                    due.append(heapq.heappop(self._moves))
+            if not due:
+                time.sleep(0.01)
+                continue
+            together, alone = [], []
+            for plan in due:
+                move = (plan, self._new_time(plan.deliver_at, now), self.rng.random() < 1 / 3)
+                (together if self.rng.random() < 0.5 else alone).append(move)
+            if together:
+                self._move(client, sends, together, batch=True)
+            for move in alone:
+                self._move(client, sends, [move], batch=False)
+            time.sleep(0.1)  # moves falling due meanwhile go together: batches of several
+
+    def _move(self, client: Client, sends: SendLog, moves: list, *, batch: bool) -> None:
+        """Make ``moves`` ((plan, new time, by key)) in one call; record each."""
+        before, sent = sends.sent, now_ms()
+        try:
+            if batch:
+                items = [
+                    ({"topic": self.topic, "key": p.key} if by_key else {"id": p.id}) | {"deliver_at": new}
+                    for p, new, by_key in moves
+                ]
+                results = client.reschedule_batch(items)
+            else:
+                ((p, new, by_key),) = moves
+                if by_key:
+                    results = [client.reschedule_key(self.topic, p.key, deliver_at=new)]
+                else:
+                    results = [client.reschedule(p.id, deliver_at=new)]
+        except HorologeError as e:
+            results = [e] * len(moves)
+        answered = now_ms()
+        for (p, new, by_key), r in zip(moves, results, strict=True):
+            outcome = _outcome(r)
+            self.history.add(
+                "reschedules",
+                id=p.id,
+                key=p.key,
+                by="key" if by_key else "id",
+                batch=batch,
+                new_at=new,
+                sent_ms=sent,
+                answered_ms=answered,
+                outcome=outcome,
+                resent=sends.sent - before > 1,
+            )
+            if outcome == "ok" and p.moves == 0 and self.rng.random() < 1 / 3:
+                self._plan_move(p.id, p.key, new, answered, 1)
 
     # -- consuming ----------------------------------------------------------------------
 
@@ -207,14 +341,17 @@ class Workload:
         return never | nacked_not_retried(consumed, nacks, acks)
 
     def drain(self, slack_s: float = 45.0, progress=None) -> set[str]:
-        """Wait until everything owed is consumed, or ``slack_s`` after the last deliver time."""
+        """Wait until everything owed is consumed, and every cancel and move planned is
+        made, or ``slack_s`` after the last deliver time (moves included)."""
         produced = self.history.snapshot("produced")
         last_due = max((p["deliver_at"] for p in produced), default=now_ms())
+        with self._plans_lock:
+            last_due = max([last_due] + [m.deliver_at + 4_300 for m in self._moves])  # the latest a move asks
         deadline = max(last_due, now_ms()) + slack_s * 1000
         while True:
             left = self.outstanding()
-            with self._cancels_lock:
-                cancels_left = len(self._cancels)
+            with self._plans_lock:
+                cancels_left = len(self._cancels) + len(self._moves)
             if (not left and not cancels_left) or now_ms() > deadline:
                 return left
             if progress:

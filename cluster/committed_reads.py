@@ -12,8 +12,9 @@ from enum import StrEnum
 
 import numpy as np
 
-from horologe.storage import MessageExpiredError, MessageId, UnknownMessageError, late_policies
+from horologe.storage import MessageExpiredError, MessageId, late_policies
 from horologe.storage.delay_index import slot_ms
+from horologe.storage.message_id import by_hour
 from horologe.storage.store_reads import StoreReads
 from horologe.wheel import Watermark
 
@@ -110,21 +111,32 @@ def group_progress(reads: StoreReads, group: str, topic: str) -> GroupProgress:
 
 def message_state(reads: StoreReads, mid: MessageId | None, w: Watermark) -> MessageState:
     """State of ``mid`` with the delivery watermark at ``w``."""
-    if mid is None:
-        return UNKNOWN
-    try:
-        e = reads.index_entry(mid)
-    except MessageExpiredError:
-        return DELIVERED
-    except UnknownMessageError:
-        return UNKNOWN
-    if reads.is_cancelled(mid):
-        return CANCELLED
-    outcome = reads.late_outcome(mid)
-    if outcome is not None:
-        return LATE_STATES[outcome[0]]
-    slot = int(slot_ms(mid.hour, e))
-    return DELIVERED if (slot, int(e["local_index"])) <= tuple(w) else SCHEDULED
+    return message_states(reads, [mid], w)[0]
+
+
+def message_states(reads: StoreReads, mids: list[MessageId | None], w: Watermark) -> list[MessageState]:
+    """:func:`message_state` of each, each hour's index entries and tombstones read together."""
+    out = [UNKNOWN] * len(mids)
+    mark = tuple(w)
+    for hour, ks in by_hour(mids).items():
+        try:
+            rows, stored, cancelled = reads.index_entries(hour, [mids[k].global_index for k in ks])
+        except MessageExpiredError:
+            for k in ks:
+                out[k] = DELIVERED
+            continue
+        keys = zip(slot_ms(hour, rows).tolist(), rows["local_index"].tolist(), strict=True)
+        for k, known, dropped, key in zip(ks, stored.tolist(), cancelled.tolist(), keys, strict=True):
+            if not known:
+                continue
+            outcome = None if dropped else reads.late_outcome(mids[k])
+            if dropped:
+                out[k] = CANCELLED
+            elif outcome is not None:
+                out[k] = LATE_STATES[outcome[0]]
+            else:
+                out[k] = DELIVERED if key <= mark else SCHEDULED
+    return out
 
 
 def message_status(reads: StoreReads, mid: MessageId) -> MessageStatus:

@@ -42,9 +42,9 @@ from .committed_reads import (
     CANCELLED,
     GROUP_PREFIX,
     SCHEDULED,
-    UNKNOWN,
     group_progress,
     message_state,
+    message_states,
     pending_key,
     watermark,
 )
@@ -406,17 +406,17 @@ class StateMachine:
 
     def _targets(self, entry: Entry) -> list[MessageId | None]:
         """The ids an entry's ``ids`` and then ``keys`` name, as users know them (a
-        rescheduled copy answers to its original's id); None for what names none."""
+        rescheduled copy answers to its original's id, also when named by its own place:
+        a move must link from the original, whose one link leads to where it lives);
+        None for what names none."""
         targets: list[MessageId | None] = []
         for text in entry.ids:
             try:
                 targets.append(MessageId.parse(text))
             except UnknownMessageError:
                 targets.append(None)
-        for topic, key in entry.keys:
-            mid = self.store.lookup_key(topic, key)
-            targets.append(None if mid is None else self.store.original_id(mid))
-        return targets
+        targets += [self.store.lookup_key(topic, key) for topic, key in entry.keys]
+        return self.store.original_ids(targets)
 
     def _cancel(self, tx: Transaction, entry: Entry, w: Watermark, res: ApplyResult) -> None:
         done = 0
@@ -436,28 +436,24 @@ class StateMachine:
     def _move(self, tx: Transaction, entry: Entry, w: Watermark, res: ApplyResult) -> None:
         """Reschedules: the place each message lives is tombstoned, a copy filed at the new
         time under the same id (storage/moves.py). A message asked twice moves once, to
-        the last time asked."""
+        the last time asked. The places are read, tombstoned and linked together, each
+        hour's at once."""
         targets = self._targets(entry)
-        last = {mid: k for k, mid in enumerate(targets) if mid is not None}
-        copies: list[Message] = []
-        originals: list[MessageId] = []
-        for k, mid in enumerate(targets):
-            res.cancel_ids.append(None if mid is None else str(mid))
-            if mid is None:
-                res.cancels.append(UNKNOWN)
-                continue
-            place = self.store.current_place(mid)
-            state = message_state(self.store, place, w)
-            if state == SCHEDULED and last[mid] == k:
-                m = self.store.read_message(place).message
-                tx.cancel(place)
-                headers = {**m.headers, ID_HEADER: str(mid)}
-                at = entry.deliver_at[k]
-                copies.append(Message(m.topic, m.body, at, entry.clock_ms, m.tags, m.key, headers, m.attempt))
-                originals.append(mid)
-            res.cancels.append(state)
+        places = self.store.current_places(targets)
+        last = {place: k for k, place in enumerate(places) if place is not None}
+        res.cancels = message_states(self.store, places, w)
+        res.cancel_ids = [None if mid is None else str(mid) for mid in targets]
+        moving = [k for k, state in enumerate(res.cancels) if state == SCHEDULED and last[places[k]] == k]
+        moved = [places[k] for k in moving]
+        tx.cancel_many(moved)
+        copies = []
+        for k, stored in zip(moving, self.store.read_messages(moved), strict=True):
+            m = stored.message
+            headers = {**m.headers, ID_HEADER: res.cancel_ids[k]}
+            at = entry.deliver_at[k]
+            copies.append(Message(m.topic, m.body, at, entry.clock_ms, m.tags, m.key, headers, m.attempt))
         if copies:
             self._store(tx, MessageColumns.from_messages(copies), w, entry.clock_ms, res, copies=True)
-            for mid, hour, gi in zip(originals, res.id_hours.tolist(), res.id_gis.tolist(), strict=True):
-                tx.link_move(mid, MessageId(hour, gi))
+            new_places = list(map(MessageId, res.id_hours.tolist(), res.id_gis.tolist()))
+            tx.link_moves([targets[k] for k in moving], new_places)
         self._bump(tx, "rescheduled", len(copies))

@@ -102,6 +102,15 @@ class HourBucket:
             INDEX.verify_entry(raw, f.path, INDEX.offset_of(gi))
         return np.frombuffer(raw, dtype=INDEX.dtype)[0]
 
+    def entries(self, gis: list[int]) -> np.ndarray:
+        """Index entries ``gis`` (each below :attr:`count`), in that order: one read of
+        their span when they lie close together, else one read each."""
+        if len(gis) >= 2:
+            lo, hi = min(gis), max(gis)
+            if hi - lo < DENSE_FACTOR * len(gis):
+                return self._index_range(lo, hi + 1)[np.asarray(gis, dtype=np.int64) - lo]
+        return np.array([self.entry(gi) for gi in gis], dtype=INDEX.dtype)
+
     # -- heads ----------------------------------------------------------------
 
     @property
@@ -371,10 +380,14 @@ class HourBucket:
         """Whether a message of this hour now lives at ``hour`` or later."""
         return any(mid.hour >= hour for mid in self._read_moves()[0].values())
 
-    def add_move(self, gi: int, kind: int, other: MessageId) -> None:
-        self._read_moves()
-        self._move_entries.append(gi, kind, other.hour, other.global_index)
-        self._read_moves()
+    def add_moves(self, gis: list[int], kind: int, others: list[MessageId]) -> None:
+        """Link each of ``gis`` to its ``others`` (MOVED_TO or COPY_OF): one append, and
+        the links folded in without reading them back."""
+        links = self._read_moves()[0 if kind == MOVED_TO else 1]
+        self._move_entries.append(
+            [(gi, kind, o.hour, o.global_index) for gi, o in zip(gis, others, strict=True)]
+        )
+        links.update(zip(gis, others, strict=True))
 
     # -- lateness ---------------------------------------------------------------
 
@@ -414,9 +427,9 @@ class HourBucket:
         return self._read_late()[1].get(gi)
 
     def add_late(self, gi: int, kind: int, ms: int) -> None:
-        self._read_late()
-        self._late_entries.append(gi, kind, ms)
-        self._read_late()
+        policies, outcomes = self._read_late()
+        self._late_entries.append([(gi, kind, ms)])
+        (policies if kind in (DROP_AFTER, DLQ_AFTER) else outcomes)[gi] = (kind, ms)
 
     # -- census ---------------------------------------------------------------
 
@@ -488,11 +501,12 @@ class HourBucket:
         mask = self.cancelled_mask()
         return bool(gi < len(mask) and mask[gi])
 
-    def add_tombstone(self, gi: int) -> None:
+    def add_tombstones(self, gis: list[int]) -> None:
+        """Tombstone messages ``gis`` (none of them already one): one append."""
         mask = self.cancelled_mask()
         f = self.files.writable(self.tomb_rel, TOMBSTONES)
-        f.append(TOMBSTONE.pack(gi))
-        mask[gi] = True
+        f.append(b"".join(map(TOMBSTONE.pack, gis)))
+        mask[gis] = True
         self._tombs_read = TOMBSTONE.count_in(f.length)
 
     def close_files(self) -> None:

@@ -37,6 +37,16 @@ class MessageId(NamedTuple):
         return cls(hour, int(text[8:], 16))
 
 
+def by_hour(mids: list[MessageId | None]) -> dict[int, list[int]]:
+    """The positions in ``mids`` of each hour's messages (None names none), hours in the
+    order they first appear: for reading or writing each hour's files once."""
+    out: dict[int, list[int]] = {}
+    for k, mid in enumerate(mids):
+        if mid is not None:
+            out.setdefault(mid.hour, []).append(k)
+    return out
+
+
 _HEX_DIGITS = np.frombuffer(b"0123456789abcdef", dtype=np.uint8)
 _NIBBLE_SHIFTS = np.arange(60, -4, -4, dtype=np.uint64)  # a u64's 16 hex digits, first to last
 

@@ -34,8 +34,12 @@ class SideEntries:
         self.read = k
         return rows
 
-    def append(self, *fields: int) -> None:
-        self.files.writable(self.rel, self.kind).append(self.layout.pack(*fields))
+    def append(self, entries: list[tuple[int, ...]]) -> None:
+        """Append entries (each its fields) in one write. The caller folds them in itself:
+        call :meth:`new_rows` first, since these are not handed out by it."""
+        f = self.files.writable(self.rel, self.kind)
+        f.append(b"".join(self.layout.pack(*fields) for fields in entries))
+        self.read = self.layout.count_in(f.length)
 
     def path(self) -> str:
         return self.files.path(self.rel)

@@ -29,7 +29,7 @@ from .hour_bucket import HourBucket
 from .hour_names import hour_name, parse_hour_name
 from .magic import MAGIC_SIZE, READY_LOG, check_magic
 from .message import StoredMessage
-from .message_id import MessageId
+from .message_id import MessageId, by_hour
 from .ready_log import READY, base_key, floor_key, ready_segment_rel, ready_segments
 from .segments import Segment, SegmentedLog
 
@@ -233,12 +233,10 @@ class StoreReads:
         return self._per_hour(mids, HourBucket.read_records)
 
     def _per_hour(self, mids: list[MessageId], read: Callable[[HourBucket, list[int]], list]) -> list:
-        by_hour: dict[int, list[int]] = {}
-        for k, mid in enumerate(mids):
+        for mid in mids:
             self._check_retained(mid)
-            by_hour.setdefault(mid.hour, []).append(k)
         out: list = [None] * len(mids)
-        for hour, ks in by_hour.items():
+        for hour, ks in by_hour(mids).items():
             with _removed_as(MessageExpiredError(f"messages of hour {hour} were removed by retention")):
                 got = read(self.bucket(hour), [mids[k].global_index for k in ks])
             for k, m in zip(ks, got, strict=True):
@@ -250,6 +248,25 @@ class StoreReads:
         (moves). Read even past retention: the link outlives its hour while the copy lives."""
         with _removed_as(MessageExpiredError(f"message {mid} was removed by retention")):
             return self.bucket(mid.hour).moved_to(mid.global_index) or mid
+
+    def current_places(self, mids: list[MessageId | None]) -> list[MessageId | None]:
+        """:meth:`current_place` of each (None for None), each hour's links read once."""
+        return self._linked(mids, HourBucket.moved_to)
+
+    def original_ids(self, mids: list[MessageId | None]) -> list[MessageId | None]:
+        """:meth:`original_id` of each (None for None), each hour's links read once."""
+        return self._linked(mids, HourBucket.copy_of)
+
+    def _linked(
+        self, mids: list[MessageId | None], link: Callable[[HourBucket, int], MessageId | None]
+    ) -> list[MessageId | None]:
+        out = list(mids)
+        for hour, ks in by_hour(mids).items():
+            with _removed_as(MessageExpiredError(f"messages of hour {hour} were removed by retention")):
+                b = self.bucket(hour)
+                for k in ks:
+                    out[k] = link(b, mids[k].global_index) or mids[k]
+        return out
 
     def original_id(self, mid: MessageId) -> MessageId:
         """The id message ``mid`` answers to: its own, or its original's if it is a copy."""
@@ -266,6 +283,23 @@ class StoreReads:
         self._check_retained(mid)
         with _removed_as(MessageExpiredError(f"message {mid} was removed by retention")):
             return self.bucket(mid.hour).entry(mid.global_index)
+
+    def index_entries(self, hour: int, gis: list[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """For messages ``gis`` of ``hour``, read together: their index entries, whether
+        each is stored (a globalIndex past the hour's end names none; its row is zeros),
+        and whether each is cancelled. MessageExpiredError once retention removed the hour."""
+        expired = MessageExpiredError(f"messages of hour {hour} were removed by retention")
+        if hour < self.meta("retained_from_hour", 0):
+            raise expired
+        with _removed_as(expired):
+            b = self.bucket(hour)
+            want = np.asarray(gis, dtype=np.int64)
+            stored = (want >= 0) & (want < b.count)
+            rows = np.zeros(len(want), dtype=INDEX.dtype)
+            rows[stored] = b.entries(want[stored].tolist())
+            cancelled = np.zeros(len(want), dtype=bool)
+            cancelled[stored] = b.cancelled_mask()[want[stored]]
+            return rows, stored, cancelled
 
     def is_cancelled(self, mid: MessageId) -> bool:
         self._check_retained(mid)

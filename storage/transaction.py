@@ -16,7 +16,7 @@ from .late_policies import policy_of
 from .magic import READY_LOG
 from .message import Message
 from .message_columns import MessageColumns
-from .message_id import MessageId
+from .message_id import MessageId, by_hour
 from .moves import COPY_OF, MOVED_TO
 from .ready_log import READY, ReadyEntry, base_key, floor_key, ready_segment_rel, rows_of
 from .segments import SegmentedLog
@@ -139,25 +139,41 @@ class Transaction:
 
     def cancel(self, mid: MessageId) -> bool:
         """Tombstone a stored message; False when it already was one."""
-        store = self.store
-        if mid.hour < store.sealed_before_hour:
-            raise SealedHourError(f"message {mid} is in a sealed hour")
-        bucket = store.bucket(mid.hour)
-        if not 0 <= mid.global_index < bucket.count:
-            raise UnknownMessageError(f"no message {mid}")
-        if bucket.is_cancelled(mid.global_index):
-            return False
-        self.buckets_touched.add(mid.hour)
-        bucket.add_tombstone(mid.global_index)
-        return True
+        return self.cancel_many([mid])[0]
 
-    def link_move(self, original: MessageId, copy: MessageId) -> None:
-        """Record that ``original`` lives now at ``copy``, its rescheduled copy (moves); the
-        caller tombstoned where it lived before and stored the copy."""
+    def cancel_many(self, mids: list[MessageId]) -> list[bool]:
+        """:meth:`cancel` of each, with one append per hour: whether each was tombstoned
+        now (False: it already was, or the call named it before)."""
         store = self.store
-        self.buckets_touched.update((original.hour, copy.hour))
-        store.bucket(original.hour).add_move(original.global_index, MOVED_TO, copy)
-        store.bucket(copy.hour).add_move(copy.global_index, COPY_OF, original)
+        done = [False] * len(mids)
+        for hour, ks in by_hour(mids).items():
+            if hour < store.sealed_before_hour:
+                raise SealedHourError(f"message {mids[ks[0]]} is in a sealed hour")
+            bucket = store.bucket(hour)
+            n, mask = bucket.count, bucket.cancelled_mask()
+            fresh: dict[int, None] = {}
+            for k in ks:
+                gi = mids[k].global_index
+                if not 0 <= gi < n:
+                    raise UnknownMessageError(f"no message {mids[k]}")
+                if not mask[gi] and gi not in fresh:
+                    fresh[gi] = None
+                    done[k] = True
+            if fresh:
+                self.buckets_touched.add(hour)
+                bucket.add_tombstones(list(fresh))
+        return done
+
+    def link_moves(self, originals: list[MessageId], copies: list[MessageId]) -> None:
+        """Record that each of ``originals`` lives now at its rescheduled copy (moves), with
+        one append per hour and kind of link; the caller tombstoned where each lived before
+        and stored the copies."""
+        for kind, here, there in ((MOVED_TO, originals, copies), (COPY_OF, copies, originals)):
+            for hour, ks in by_hour(here).items():
+                self.buckets_touched.add(hour)
+                self.store.bucket(hour).add_moves(
+                    [here[k].global_index for k in ks], kind, [there[k] for k in ks]
+                )
 
     def record_late(self, mid: MessageId, outcome: int, late_by_ms: int) -> None:
         """Record that ``mid`` fell due too late and was dropped or dead-lettered (late_policies)."""

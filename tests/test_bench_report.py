@@ -40,3 +40,14 @@ def test_horologe_with_other_settings_gets_rows_of_its_own_against_the_same_peer
     compared = by["p99 ms [fsync = true]"]
     assert compared["horologe"] == 6.0 and compared["redis"] == 0.5 and compared["ratio"] == 12.0
     assert set(by) == {"p99 ms", "p99 ms [fsync = true]"}
+
+
+def test_a_checks_tally_gets_no_ratio():
+    results = {
+        "reschedule": {
+            "horologe": {"moved: received (count)": 200},
+            "redis": {"moved: received (count)": 200},
+        }
+    }
+    (row,) = report.rows(results)
+    assert row["ratio"] is None and row["redis"] == 200

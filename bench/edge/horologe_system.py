@@ -2,9 +2,9 @@
 
 Nodes start with default settings (fsync on), through testkit's process cluster, which
 writes the same config files ``horologe local-cluster`` does. Producers use
-``Client.produce_batch``/``produce``; a consumer is ``Client.consume`` (long polls run
-ahead, acks in the background), and a message counts as received when ``poll`` hands it
-over.
+``Client.produce_batch``/``produce``; a rescheduler ``Client.reschedule_batch`` and
+``status``; a consumer is ``Client.consume`` (long polls run ahead, acks in the
+background), and a message counts as received when ``poll`` hands it over.
 """
 
 from __future__ import annotations
@@ -77,14 +77,27 @@ class HorologeSystem:
     def consumer(self) -> HorologeConsumer:
         return HorologeConsumer(self._client())
 
+    def rescheduler(self) -> HorologeRescheduler:
+        return HorologeRescheduler(self._client())
+
 
 class HorologeProducer:
     def __init__(self, client: Client) -> None:
         self.client = client
 
     def batch(self, items: list[tuple[int, bytes]]) -> int:
-        res = self.client.produce_batch([{"topic": TOPIC, "body": b, "deliver_at": at} for at, b in items])
-        return sum(1 for r in res if not isinstance(r, Exception))
+        return sum(1 for r in self._produce(items) if not isinstance(r, Exception))
+
+    def batch_ids(self, items: list[tuple[int, bytes]]) -> list[str]:
+        """Store ``items``, all of them or raise; their ids, in order."""
+        res = self._produce(items)
+        failed = [r for r in res if isinstance(r, Exception)]
+        if failed:
+            raise RuntimeError(f"{len(failed)} of a batch of {len(items)} not stored: {failed[0]!r}")
+        return [r.id for r in res]
+
+    def _produce(self, items: list[tuple[int, bytes]]) -> list:
+        return self.client.produce_batch([{"topic": TOPIC, "body": b, "deliver_at": at} for at, b in items])
 
     def one(self, item: tuple[int, bytes]) -> None:
         self.client.produce(TOPIC, item[1], deliver_at=item[0])
@@ -103,5 +116,26 @@ class HorologeConsumer:
         got = self.subscription.poll(wait_s)
         return time.time() * 1000, [m.deliver_at for m in got]
 
+    def receive_ids(self, wait_s: float) -> tuple[float, list[tuple[str, int]]]:
+        """As :meth:`receive`, with each message's id: (id, deliver_at) pairs."""
+        got = self.subscription.poll(wait_s)
+        return time.time() * 1000, [(m.id, m.deliver_at) for m in got]
+
     def close(self) -> None:
         self.subscription.close()
+
+
+class HorologeRescheduler:
+    """``Client.reschedule_batch``: one request, one Raft entry, per batch; the ids stay."""
+
+    def __init__(self, client: Client) -> None:
+        self.client = client
+
+    def batch(self, moves: list[tuple[str, int]]) -> int:
+        """Move each ``(id, deliver_at_ms)``; how many moved (the others were refused)."""
+        res = self.client.reschedule_batch([{"id": mid, "deliver_at": at} for mid, at in moves])
+        return sum(1 for r in res if not isinstance(r, Exception))
+
+    def deliver_at(self, mid: str) -> int | None:
+        """The time ``GET /v1/messages/{id}`` says the message is (or was) due."""
+        return self.client.status(mid).deliver_at

@@ -3,7 +3,8 @@
 Debian's ``redis-server``: a primary and one replica on 127.0.0.1, ``appendonly yes``,
 ``appendfsync everysec``. Producers pipeline ``HSET`` + ``ZADD`` (score: deliver time
 in ms) and ``WAIT 1 100`` per batch, so a batch counts as acked once the replica has
-it. Consumers pop due messages with one Lua script (``ZRANGEBYSCORE … LIMIT``,
+it; a rescheduler pipelines ``ZADD XX`` (a new score for a member that exists) and
+``WAIT 1 100`` the same way. Consumers pop due messages with one Lua script (``ZRANGEBYSCORE … LIMIT``,
 ``ZREM``, ``HMGET``, ``HDEL``) and, when nothing is due, either sleep until the next
 score (``mode="sleep"``, at most 100 ms so new arrivals are seen) or poll every 10 ms
 (``mode="poll"``).
@@ -40,6 +41,8 @@ local bodies = redis.call('HMGET', KEYS[2], unpack(ids))
 redis.call('HDEL', KEYS[2], unpack(ids))
 return {1, scores, bodies}
 """
+# The same, also handing over the members popped: for workloads that check which arrived.
+POP_DUE_IDS = POP_DUE.replace("return {1, scores, bodies}", "return {1, scores, bodies, ids}")
 
 
 class RedisSystem:
@@ -132,6 +135,20 @@ class RedisSystem:
     def consumer(self) -> RedisConsumer:
         return RedisConsumer(redis.Redis(port=self.port), self.mode)
 
+    def rescheduler(self) -> RedisRescheduler:
+        return RedisRescheduler(redis.Redis(port=self.port))
+
+
+def _replicated(conn: redis.Redis, replicas: int) -> bool:
+    """Whether the replica has the writes so far: ``replicas`` is what a pipelined
+    ``WAIT 1 100`` answered; a busy replica may take longer than 100 ms, and a client that
+    needs the copy waits again (up to 50 times), as ours would."""
+    for _ in range(50):
+        if replicas >= 1:
+            return True
+        replicas = conn.execute_command("WAIT", 1, 100)
+    return False
+
 
 class RedisProducer:
     def __init__(self, conn: redis.Redis, prefix: str) -> None:
@@ -140,32 +157,55 @@ class RedisProducer:
         self.seq = itertools.count()
 
     def batch(self, items: list[tuple[int, bytes]]) -> int:
-        """Store ``(deliver_at_ms, body)`` items; the count acked by the replica (0 or all).
+        """Store ``(deliver_at_ms, body)`` items; the count acked by the replica (0 or all),
+        ``WAIT 1 100`` after the batch."""
+        return len(items) if self._store(items) else 0
 
-        ``WAIT 1 100`` after the batch; a busy replica may take longer than 100 ms, and a
-        producer that needs the copy waits again (up to 50 times), as ours would.
-        """
+    def batch_ids(self, items: list[tuple[int, bytes]]) -> list[str]:
+        """Store ``items``, all of them or raise; their ids (members), in order."""
+        mids = self._store(items)
+        if not mids:
+            raise RuntimeError("the replica did not acknowledge a batch")
+        return mids
+
+    def _store(self, items: list[tuple[int, bytes]]) -> list[str]:
+        """The members stored, or [] when the replica did not acknowledge them."""
         pipe = self.conn.pipeline(transaction=False)
-        for deliver_at, body in items:
-            mid = f"{self.prefix}:{next(self.seq)}"
+        mids = [f"{self.prefix}:{next(self.seq)}" for _ in items]
+        for mid, (deliver_at, body) in zip(mids, items, strict=True):
             pipe.hset(BODIES, mid, body)
             pipe.zadd(ZSET, {mid: deliver_at})
         pipe.execute_command("WAIT", 1, 100)
-        replicas = pipe.execute()[-1]
-        for _ in range(50):
-            if replicas >= 1:
-                return len(items)
-            replicas = self.conn.execute_command("WAIT", 1, 100)
-        return 0
+        return mids if _replicated(self.conn, pipe.execute()[-1]) else []
 
     def one(self, item: tuple[int, bytes]) -> None:
         if not self.batch([item]):
             raise RuntimeError("the replica did not acknowledge within 100 ms")
 
 
+class RedisRescheduler:
+    def __init__(self, conn: redis.Redis) -> None:
+        self.conn = conn
+
+    def batch(self, moves: list[tuple[str, int]]) -> int:
+        """Move each ``(member, deliver_at_ms)`` with ``ZADD XX`` (a member already popped is
+        not added again), pipelined, ``WAIT 1 100`` after; the count acked (0 or all)."""
+        pipe = self.conn.pipeline(transaction=False)
+        for mid, at in moves:
+            pipe.zadd(ZSET, {mid: at}, xx=True)
+        pipe.execute_command("WAIT", 1, 100)
+        return len(moves) if _replicated(self.conn, pipe.execute()[-1]) else 0
+
+    def deliver_at(self, mid: str) -> int | None:
+        """The member's score (None once popped)."""
+        score = self.conn.zscore(ZSET, mid)
+        return None if score is None else int(score)
+
+
 class RedisConsumer:
     def __init__(self, conn: redis.Redis, mode: str) -> None:
         self.pop = conn.register_script(POP_DUE)
+        self.pop_ids = conn.register_script(POP_DUE_IDS)
         self.mode = mode
 
     def close(self) -> None:
@@ -174,14 +214,24 @@ class RedisConsumer:
     def receive(self, wait_s: float) -> tuple[float, list[int]]:
         """(when they were popped, in ms; deliver times of the messages popped); waits up to
         ``wait_s`` for some to fall due."""
+        at, got = self._pop(self.pop, wait_s)
+        return at, [int(float(s)) for s in got[1]] if got else []
+
+    def receive_ids(self, wait_s: float) -> tuple[float, list[tuple[str, int]]]:
+        """As :meth:`receive`, with each message's member: (id, deliver_at) pairs."""
+        at, got = self._pop(self.pop_ids, wait_s)
+        return at, [(m.decode(), int(float(s))) for m, s in zip(got[3], got[1], strict=True)] if got else []
+
+    def _pop(self, script, wait_s: float) -> tuple[float, list | None]:
+        """(when popped, in ms; the script's answer, or None when nothing fell due in time)."""
         deadline = time.monotonic() + wait_s
         while True:
-            got = self.pop(keys=[ZSET, BODIES], args=[int(time.time() * 1000), POP_LIMIT])
+            got = script(keys=[ZSET, BODIES], args=[int(time.time() * 1000), POP_LIMIT])
             if got[0] == 1:
-                return time.time() * 1000, [int(float(s)) for s in got[1]]
+                return time.time() * 1000, got
             left = deadline - time.monotonic()
             if left <= 0:
-                return time.time() * 1000, []
+                return time.time() * 1000, None
             pause = 0.01
             if self.mode == "sleep":
                 nxt = float(got[1])

@@ -9,7 +9,8 @@ HIGHER_IS_BETTER = ("msg/s",)
 
 
 def _row(workload: str, label: str, name: str, h: float, r: float | None) -> dict:
-    ratio = h / r if r not in (None, 0) and not math.isnan(r) else None
+    counted = "(count)" in name  # a check's tally, not a speed: no ratio
+    ratio = h / r if not counted and r not in (None, 0) and not math.isnan(r) else None
     better = "higher" if any(k in name for k in HIGHER_IS_BETTER) else "lower"
     return {
         "workload": workload,

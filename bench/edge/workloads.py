@@ -33,10 +33,11 @@ class Scale:
     sustained_s: int = 300
     forecast_pending: int = 10_000_000
     forecast_calls: int = 20
+    reschedule: int = 200_000
 
     def quick(self) -> Scale:
         steps = (10_000, 100_000)
-        return Scale(20_000, 200, 500, 5, 10_000, 20_000, steps, steps, 30, 100_000, 5)
+        return Scale(20_000, 200, 500, 5, 10_000, 20_000, steps, steps, 30, 100_000, 5, 20_000)
 
     def big(self) -> Scale:
         return Scale(memory_steps=(*self.memory_steps, 10_000_000), restart_steps=(100_000, 10_000_000))
@@ -68,8 +69,11 @@ def _run_threads(n: int, target: Callable[[int], None]) -> None:
         raise errors[0]
 
 
-def _load(system, total: int, deliver_at: Callable[[int], int], producers: int = 2) -> list[float]:
-    """Store ``total`` messages in batches of 1,000; the batch latencies (ms)."""
+def _load(
+    system, total: int, deliver_at: Callable[[int], int], producers: int = 2, ids: list | None = None
+) -> list[float]:
+    """Store ``total`` messages in batches of 1,000; the batch latencies (ms). With ``ids``
+    (a list of ``total``), message ``i``'s id goes to ``ids[i]``."""
     latencies: list[float] = []
     per = -(-total // producers)
 
@@ -77,9 +81,12 @@ def _load(system, total: int, deliver_at: Callable[[int], int], producers: int =
         p = system.producer()
         start = k * per
         for lo in range(start, min(total, start + per), 1000):
-            items = [(deliver_at(i), BODY) for i in range(lo, min(total, start + per, lo + 1000))]
+            hi = min(total, start + per, lo + 1000)
+            items = [(deliver_at(i), BODY) for i in range(lo, hi)]
             t0 = time.perf_counter()
-            if p.batch(items) != len(items):
+            if ids is not None:
+                ids[lo:hi] = p.batch_ids(items)
+            elif p.batch(items) != len(items):
                 raise RuntimeError("a batch was not fully acknowledged")
             latencies.append((time.perf_counter() - t0) * 1000)
 
@@ -286,6 +293,82 @@ def forecast(system, scale: Scale) -> dict:
     return out
 
 
+RESCHEDULE_BATCH = 1000
+NEAR_EVERY = 100  # one move in this many goes into the near future, to be received
+NEAR_LEAD_MS = 20_000  # ... this long after its batch is sent
+STATUS_SAMPLE = 500
+
+
+def reschedule(system, scale: Scale) -> dict:
+    """Pending spread over a day (from 10 minutes ahead), then every one of them moved, in
+    batches of 1,000 from 2 clients (the timed part): reschedules acknowledged per second.
+    Most move to another time of that day; one in ``NEAR_EVERY`` to ``NEAR_LEAD_MS`` after
+    its batch is sent. Then, untimed: a sample's status must show its new time, and the
+    near ones must each be received once, carrying their new time, never before it."""
+    n = scale.reschedule
+    start = int(now_ms()) + 600_000  # none falls due while the moves run, however slow
+    ids: list = [None] * n
+    _load(system, n, lambda i: start + i * 7919 % DAY_MS, ids=ids)
+    far = (start + np.random.default_rng(15).integers(0, DAY_MS, n)).tolist()
+    moved_to: dict[str, int] = {}
+    latencies: list[float] = []
+    per = -(-n // 2)
+
+    def move(k: int) -> None:
+        r = system.rescheduler()
+        for lo in range(k * per, min(n, (k + 1) * per), RESCHEDULE_BATCH):
+            hi = min(n, (k + 1) * per, lo + RESCHEDULE_BATCH)
+            near = int(now_ms()) + NEAR_LEAD_MS
+            moves = [(ids[i], near + i % 1000 if i % NEAR_EVERY == 0 else far[i]) for i in range(lo, hi)]
+            t0 = time.perf_counter()
+            if r.batch(moves) != len(moves):
+                raise RuntimeError("a reschedule batch was not fully acknowledged")
+            latencies.append((time.perf_counter() - t0) * 1000)
+            moved_to.update(moves)
+
+    t0 = time.perf_counter()
+    _run_threads(2, move)
+    rate = n / (time.perf_counter() - t0)
+
+    r = system.rescheduler()
+    sample = [ids[i] for i in range(1, n, max(1, n // STATUS_SAMPLE)) if i % NEAR_EVERY]
+    wrong = [(mid, r.deliver_at(mid), moved_to[mid]) for mid in sample]
+    wrong = [w for w in wrong if w[1] != w[2]]
+    if wrong:
+        raise RuntimeError(f"{len(wrong)} of {len(sample)} statuses lack the new time, e.g. {wrong[0]}")
+    near = {ids[i]: moved_to[ids[i]] for i in range(0, n, NEAR_EVERY)}
+    got = _receive_ids(system, near, (max(near.values()) - now_ms()) / 1000 + 60)
+    return {
+        "2 clients, batches of 1,000: rescheduled msg/s": rate,
+        "2 clients: batch p50 ms": pct(latencies, 50),
+        "2 clients: batch p99 ms": pct(latencies, 99),
+        "status sampled, showing the new time (count)": len(sample),
+        "moved near: received once at the new time (count)": len(got),
+        "_samples": latencies,
+    }
+
+
+def _receive_ids(system, expected: dict[str, int], timeout_s: float) -> dict[str, float]:
+    """Consume until every message of ``expected`` (id -> its deliver time) arrived, once,
+    with that deliver time, not before it; when each was received (ms). Raises otherwise."""
+    got: dict[str, float] = {}
+    c = system.consumer()
+    deadline = time.monotonic() + timeout_s
+    try:
+        while len(got) < len(expected) and time.monotonic() < deadline:
+            at, delivers = c.receive_ids(0.5)
+            for mid, deliver_at in delivers:
+                if mid in got or expected.get(mid) != deliver_at or at < deliver_at:
+                    why = "twice" if mid in got else "early" if at < deliver_at else "at another time"
+                    raise RuntimeError(f"{mid} received {why}: at {at:.0f}, due {deliver_at}")
+                got[mid] = at
+    finally:
+        c.close()
+    if len(got) < len(expected):
+        raise TimeoutError(f"{len(got)} of {len(expected)} moved messages received in {timeout_s:.0f} s")
+    return got
+
+
 WORKLOADS = {
     "ingest": ingest,
     "single": single,
@@ -296,4 +379,5 @@ WORKLOADS = {
     "restart": restart,
     "sustained": sustained,
     "forecast": forecast,
+    "reschedule": reschedule,
 }

@@ -138,3 +138,35 @@ def _name(hour: int) -> str:
     from horologe.storage.hour_names import hour_name
 
     return hour_name(hour)
+
+
+def test_a_batch_of_moves_across_hours_fires_each_once_at_its_last_time(tmp_path):
+    """One entry moves 300 messages of 6 hours (their places read, tombstoned and linked
+    hour by hour), some named twice, by id and by key, and one by its copy's own place."""
+    r = Replicas(tmp_path)
+    msgs = [Message("t", b"%d" % k, T + (k % 6) * MS_PER_HOUR + 1000 + k, T, key=f"k{k}") for k in range(300)]
+    ids = r.apply(produce(T, msgs)).ids
+    (first,) = r.apply(move(T, [str(ids[0])], at=[T + 7 * MS_PER_HOUR])).ids  # its copy's place
+    new_at = {k: T + 8 * MS_PER_HOUR + (k * 7919) % MS_PER_HOUR for k in range(300)}
+    twice = {k: new_at[k] + 1 for k in range(1, 300, 10)}  # named again, by key: the last wins
+    res = r.apply(
+        move(
+            T + 1,
+            [str(ids[k]) for k in range(300)] + [str(first)],
+            [("t", f"k{k}") for k in twice],
+            [new_at[k] for k in range(300)] + [T + 9 * MS_PER_HOUR] + list(twice.values()),
+        )
+    )
+    assert res.cancels == [SCHEDULED] * (301 + len(twice))
+    # the copy's place answers for the id it is a copy of
+    assert res.cancel_ids == [str(i) for i in ids] + [str(ids[0])] + [str(ids[k]) for k in twice]
+    assert counters(r.store)["rescheduled"] == 1 + 300
+    r.apply(sync(T + 8 * MS_PER_HOUR - 1))
+    assert fired(r) == []  # neither the first places nor the first copy fired
+    r.apply(sync(T + 10 * MS_PER_HOUR))
+    want = {str(ids[k]): twice.get(k, new_at[k]) for k in range(300)}
+    want[str(ids[0])] = T + 9 * MS_PER_HOUR  # named by its copy's place after its own id
+    got = fired(r)
+    assert len(got) == 300 and {i: at for i, _, at in got} == want
+    assert all(message_status(r.store, ids[k]).deliver_at_ms == want[str(ids[k])] for k in range(300))
+    r.close_and_compare()
