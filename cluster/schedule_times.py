@@ -6,7 +6,7 @@ data of the ``tzdata`` package, the same on every machine that installs this ver
 
 **Cron.** croniter's syntax, in 5 fields (``minute hour day-of-month month day-of-week``)
 or 6 with seconds *first* (``second minute hour ...``, as Quartz and Spring write it;
-croniter's ``second_at_beginning``). Day of month and day of week together match either
+croniter's ``second_at_beginning``), one space apart. Day of month and day of week together match either
 (classic cron). Jenkins' hashed ``H`` and croniter's random ``R`` are refused: they do
 not name the same times on every call. croniter's 7th (year) field is refused too.
 
@@ -38,8 +38,12 @@ from croniter import CroniterBadDateError, CroniterError, croniter
 
 from .errors import InvalidScheduleError
 
-CRON_FIELDS = (5, 6)
 MAX_CRON_LENGTH = 200
+# Fields of croniter's characters, one space apart; without anchors, shared with the API's
+# JSON Schema (node/openapi_schemas.py) and matched whole.
+CRON_FIELD = r"[0-9A-Za-z*/,?#-]+"
+CRON_PATTERN = rf"{CRON_FIELD}(?: {CRON_FIELD}){{4,5}}"
+CRON_RE = re.compile(CRON_PATTERN)
 # A field naming a hashed (H) or random (R) value; month and day names (MAR, THU) are words.
 UNSTABLE_FIELD = re.compile(r"(?<![A-Za-z])[HhRr](?![A-Za-z])")
 NO_FIRE_ZONES = {"Factory"}  # tzdata's placeholder zone: no place keeps its time
@@ -71,11 +75,10 @@ def check_cron(expr: str) -> None:
     """Refuse what croniter cannot read, or what this module does not take (see above)."""
     if not isinstance(expr, str) or not 1 <= len(expr) <= MAX_CRON_LENGTH:
         raise InvalidScheduleError(f"cron must be a string of 1-{MAX_CRON_LENGTH} characters", "cron")
-    fields = expr.split()
-    if len(fields) not in CRON_FIELDS:
+    if not CRON_RE.fullmatch(expr):
         raise InvalidScheduleError(
-            f"cron must have 5 fields (minute hour day month weekday) or 6 with seconds first; "
-            f"got {len(fields)}",
+            "cron must have 5 fields (minute hour day month weekday), or 6 with seconds first, "
+            "one space apart",
             "cron",
         )
     if UNSTABLE_FIELD.search(expr):
@@ -131,5 +134,5 @@ def _wall(second: int, tz: ZoneInfo) -> dt.datetime:
 
 
 def _iterator(expr: str, start: dt.datetime) -> croniter:
-    six = len(expr.split()) == 6
+    six = expr.count(" ") == 5
     return croniter(expr, start, second_at_beginning=six)
