@@ -14,6 +14,7 @@ from .errors import (
     AlreadyDeliveredError,
     AuthError,
     CertificateError,
+    ConflictError,
     HorologeError,
     InvalidRequestError,
     NotFoundError,
@@ -29,6 +30,7 @@ from .models import (
     Scheduled,
 )
 from .raw_client import RawClient
+from .schedules import Schedule
 from .sync_client import Client
 
 __all__ = [
@@ -37,6 +39,7 @@ __all__ = [
     "AuthError",
     "CertificateError",
     "Client",
+    "ConflictError",
     "Forecast",
     "HorologeError",
     "InvalidRequestError",
@@ -48,6 +51,7 @@ __all__ = [
     "RawClient",
     "ReceivedMessage",
     "Reply",
+    "Schedule",
     "Scheduled",
     "UnavailableError",
 ]
