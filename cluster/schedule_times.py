@@ -58,13 +58,18 @@ def zone_names() -> frozenset[str]:
     return frozenset(names) - NO_FIRE_ZONES
 
 
-@functools.lru_cache(maxsize=256)
 def time_zone(name: str) -> ZoneInfo:
     """The zone ``name`` from the tzdata package (``Europe/Berlin``, ``UTC``)."""
+    # Checked before the cache: a name from JSON may be a list, which no cache can hash.
     if not isinstance(name, str) or name not in zone_names():
         raise InvalidScheduleError(
             f"unknown time zone {name!r}; give an IANA name like Europe/Berlin", "timezone"
         )
+    return _load_zone(name)
+
+
+@functools.lru_cache(maxsize=256)
+def _load_zone(name: str) -> ZoneInfo:
     area, _, place = name.rpartition("/")
     package = "tzdata.zoneinfo" + ("." + area.replace("/", ".") if area else "")
     with importlib.resources.files(package).joinpath(place).open("rb") as f:

@@ -68,6 +68,8 @@ def test_a_good_schedule():
         ({"timezone": "Mars/Olympus"}, (400, "invalid_field", "timezone")),
         ({"timezone": ...}, (400, "invalid_field", "timezone")),
         ({"timezone": None}, (400, "invalid_field", "timezone")),
+        ({"timezone": [None, None]}, (400, "invalid_field", "timezone")),  # unhashable (was a 500)
+        ({"cron": ["* * * * *"]}, (400, "invalid_field", "cron")),
         ({"start_at": NOW, "end_at": NOW}, (400, "invalid_range", "end_at")),
         ({"start_at": NOW + 1, "end_at": NOW}, (400, "invalid_range", "end_at")),
         ({"start_at": -1}, (422, "out_of_range", "start_at")),
