@@ -14,6 +14,7 @@ from horologe.cluster.consumer_groups import DLQ_PREFIX, RETRY_PREFIX
 from horologe.storage.message_json import MAX_KEY, NAME_PATTERN
 
 from .openapi_schemas import ref
+from .validation import MAX_POSITION
 
 JSON = "application/json"
 CLIENT, ADMIN, PUBLIC = "clientToken", "adminToken", None
@@ -312,7 +313,7 @@ ROUTES: dict[tuple[str, str], dict] = {
         {"200": answer("Up to `limit` entries past `after`.", "DlqPeek")},
         parameters=(
             GROUP,
-            query_param("after", {"type": "integer", "minimum": 0}, required=False),
+            query_param("after", {"type": "integer", "minimum": 0, "maximum": MAX_POSITION}, required=False),
             query_param("limit", {"type": "integer", "minimum": 1, "maximum": 1000}, required=False),
         ),
         errors=("BadRequest", "Unprocessable"),
