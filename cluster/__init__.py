@@ -1,7 +1,7 @@
 """Replication: the Raft state machine (pure) and its pysyncobj shell."""
 
 from .committed_reads import CANCELLED, DELIVERED, SCHEDULED, UNKNOWN, MessageState, MessageStatus
-from .entries import ACK, CANCEL, PRODUCE, RELEASE, RETRY, SYNC, TRIM, Entry, EntryKind, decode
+from .entries import ACK, CANCEL, MOVE, PRODUCE, RELEASE, RETRY, SYNC, TRIM, Entry, EntryKind, decode
 from .errors import (
     BadEntryError,
     ClusterError,
@@ -18,6 +18,7 @@ __all__ = [
     "RETRY",
     "CANCEL",
     "CANCELLED",
+    "MOVE",
     "DELIVERED",
     "PRODUCE",
     "RELEASE",

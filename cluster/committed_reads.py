@@ -12,7 +12,7 @@ from enum import StrEnum
 
 import numpy as np
 
-from horologe.storage import MessageExpiredError, MessageId, UnknownMessageError
+from horologe.storage import MessageExpiredError, MessageId, UnknownMessageError, late_policies
 from horologe.storage.delay_index import slot_ms
 from horologe.storage.store_reads import StoreReads
 from horologe.wheel import Watermark
@@ -27,13 +27,17 @@ class MessageState(StrEnum):
     DELIVERED = "delivered"
     CANCELLED = "cancelled"
     UNKNOWN = "unknown"
+    DROPPED = "dropped"  # fell due later than its max_lateness, with on_late drop
+    DEAD_LETTERED = "dead_lettered"  # ... with on_late dlq
 
 
-SCHEDULED, DELIVERED, CANCELLED, UNKNOWN = MessageState
+SCHEDULED, DELIVERED, CANCELLED, UNKNOWN, DROPPED, DEAD_LETTERED = MessageState
+LATE_STATES = {late_policies.DROPPED: DROPPED, late_policies.DEAD_LETTERED: DEAD_LETTERED}
 DELIVERED_AT_SLACK_MS = 600_000  # far beyond how far one master's clock may trail another's
 STATUS_SCAN_ROWS = 4_000_000  # a status looks no further for a ready entry (160 MB of log)
 STATUS_SCAN_CHUNK = 65_536
-COUNTERS = ("stored", "delivered", "cancelled")
+COUNTERS = ("stored", "delivered", "cancelled", "rescheduled", "late_dropped", "late_dead_lettered")
+GONE = ("delivered", "cancelled", "late_dropped", "late_dead_lettered")  # stored, then no longer pending
 PENDING_PREFIX = "pending/"  # meta pending/<topic>: stored - delivered - cancelled of that topic
 GROUP_PREFIX = "group/"  # meta group/<group>/<topic>: a group's progress (consumer_groups.py)
 
@@ -45,6 +49,7 @@ class MessageStatus:
     state: MessageState
     deliver_at_ms: int
     delivered_at_ms: int | None
+    late_by_ms: int | None = None  # how late it was delivered, dropped or dead-lettered
 
 
 def watermark(reads: StoreReads) -> Watermark:
@@ -115,18 +120,27 @@ def message_state(reads: StoreReads, mid: MessageId | None, w: Watermark) -> Mes
         return UNKNOWN
     if reads.is_cancelled(mid):
         return CANCELLED
+    outcome = reads.late_outcome(mid)
+    if outcome is not None:
+        return LATE_STATES[outcome[0]]
     slot = int(slot_ms(mid.hour, e))
     return DELIVERED if (slot, int(e["local_index"])) <= tuple(w) else SCHEDULED
 
 
 def message_status(reads: StoreReads, mid: MessageId) -> MessageStatus:
-    """State of one message: O(1) from its id; delivered_at from its ready entry."""
-    stored = reads.read_message(mid)
-    state = message_state(reads, mid, watermark(reads))
-    at = None
+    """State of one message: O(1) from its id (the copy it lives as now, once rescheduled);
+    delivered_at from its ready entry."""
+    place = reads.current_place(mid)
+    stored = reads.read_message(place)
+    state = message_state(reads, place, watermark(reads))
+    at = late_by = None
+    m = stored.message
     if state == DELIVERED:
-        at = delivered_at(reads, stored.message.topic, mid, stored.message.deliver_at_ms)
-    return MessageStatus(mid, stored.message.topic, state, stored.message.deliver_at_ms, at)
+        at = delivered_at(reads, m.topic, place, m.deliver_at_ms)
+        late_by = None if at is None else max(0, at - m.deliver_at_ms)
+    elif state in (DROPPED, DEAD_LETTERED):
+        late_by = reads.late_outcome(place)[1]
+    return MessageStatus(mid, m.topic, state, m.deliver_at_ms, at, late_by)
 
 
 def delivered_at(reads: StoreReads, topic: str, mid: MessageId, deliver_at_ms: int) -> int | None:

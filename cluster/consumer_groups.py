@@ -19,7 +19,8 @@ import numpy as np
 
 RETRY_PREFIX = "%RETRY%"
 DLQ_PREFIX = "%DLQ%"
-ORIGIN_HEADER = "x-horologe-topic"
+ORIGIN_HEADER = "x-horologe-topic"  # a retry's copy: the topic it was first delivered on
+ID_HEADER = "x-horologe-id"  # a rescheduled copy: the id it answers to (storage/moves.py)
 
 
 def progress_key(group: str, topic: str) -> str:

@@ -8,6 +8,9 @@ its clock reading ``clock_ms``; applying an entry first advances the watermark t
               produced_at_ms, keys, tags, headers, attempts]}           produce
     {"t": "S", "ws": ws, "clock_ms": int}                               sync / deliver
     {"t": "C", "ws": ws, "clock_ms": int, "ids": [id], "keys": [[topic, key]]}   cancel
+    {"t": "M", "ws": ws, "clock_ms": int, "ids": [id], "keys": [[topic, key]],
+     "at": [deliver_at_ms, ...]}                                        reschedule: one time
+                                                                        per id, then per key
     {"t": "X", "ws": ws, "clock_ms": int, "node": str}                  release marker
     {"t": "A", "ws": ws, "clock_ms": int, "acks": [[group, topic, lo, hi], ...]}     ack
                                        (offsets lo <= o < hi; [group, topic, offset] is read too)
@@ -59,11 +62,12 @@ class EntryKind(StrEnum):
     ACK = "A"
     RETRY = "R"
     TRIM = "T"
+    MOVE = "M"
     SCHEDULE = "K"
     FIRE = "F"
 
 
-PRODUCE, SYNC, CANCEL, RELEASE, ACK, RETRY, TRIM, SCHEDULE, FIRE = EntryKind
+PRODUCE, SYNC, CANCEL, RELEASE, ACK, RETRY, TRIM, MOVE, SCHEDULE, FIRE = EntryKind
 
 
 @dataclass(frozen=True)
@@ -79,6 +83,7 @@ class Entry:
     retries: list[tuple[str, str, int, int]] = field(default_factory=list)
     hour: int = 0  # TRIM: cut the hours before this one
     ready: list[tuple[str, int]] = field(default_factory=list)  # TRIM: (topic, offset) to trim below
+    deliver_at: list[int] = field(default_factory=list)  # MOVE: the new times, ids' then keys'
     schedule: dict = field(default_factory=dict)  # SCHEDULE: {op, name, def?}
     fires: list[Firings] = field(default_factory=list)  # FIRE: per schedule, its fire times
 
@@ -86,9 +91,11 @@ class Entry:
         d: dict = {"t": self.kind, "ws": self.ws.to_wire(), "clock_ms": self.clock_ms}
         if self.kind == PRODUCE:
             d["cols"] = _columns_wire(self.messages)
-        elif self.kind == CANCEL:
+        elif self.kind in (CANCEL, MOVE):
             d["ids"] = self.ids
             d["keys"] = [list(k) for k in self.keys]
+            if self.kind == MOVE:
+                d["at"] = self.deliver_at
         elif self.kind == RELEASE:
             d["node"] = self.node
         elif self.kind == ACK:
@@ -123,6 +130,7 @@ def decode(blob: bytes) -> Entry:
             [(str(g), str(t), int(o), int(at)) for g, t, o, at in d.get("retries", ())],
             int(d.get("hour", 0)),
             [(str(t), int(o)) for t, o in d.get("ready", ())],
+            [int(at) for at in d.get("at", ())],
             schedule=dict(d.get("sched", {})),
             fires=[Firings.from_wire(f) for f in d.get("fires", ())],
         )

@@ -31,8 +31,7 @@ from typing import TYPE_CHECKING
 from horologe.storage import Message, MessageColumns, Transaction
 from horologe.wheel import Watermark
 
-from .committed_reads import SCHEDULED, message_state, pending_key
-from .entries import Entry
+from .entries import CANCEL, Entry
 from .errors import BadEntryError
 from .schedule_state import (
     MARK_PREFIX,
@@ -85,7 +84,7 @@ def apply_schedule(sm: StateMachine, tx: Transaction, entry: Entry, w: Watermark
         return
     if op == PAUSE:
         if not d.paused:
-            _cancel_planned(sm, tx, d, m, w)
+            _cancel_planned(sm, tx, entry, d, m, w, res)
             tx.set_meta(def_key(name), replace(d, paused=True).to_wire())
             tx.set_meta(mark_key(name), ScheduleMark(m.incarnation, m.mark).to_wire())
         res.schedule = ScheduleOutcome.PAUSED
@@ -95,7 +94,7 @@ def apply_schedule(sm: StateMachine, tx: Transaction, entry: Entry, w: Watermark
             tx.set_meta(mark_key(name), ScheduleMark(m.incarnation, max(m.mark, entry.clock_ms)).to_wire())
         res.schedule = ScheduleOutcome.ACTIVE
     else:
-        _cancel_planned(sm, tx, d, m, w)
+        _cancel_planned(sm, tx, entry, d, m, w, res)
         tx.set_meta(def_key(name), None)
         tx.set_meta(mark_key(name), ScheduleMark(m.incarnation, m.mark).to_wire())
         tx.set_meta(NAMES_KEY, [n for n in names(meta) if n != name])
@@ -161,16 +160,19 @@ def apply_fires(sm: StateMachine, tx: Transaction, entry: Entry, w: Watermark, r
         sm._store(tx, MessageColumns.from_messages(messages), w, entry.clock_ms, res)
 
 
-def _cancel_planned(sm: StateMachine, tx: Transaction, d: ScheduleDef, m: ScheduleMark, w: Watermark) -> None:
-    """Cancel the schedule's firings produced and not yet delivered."""
-    done = 0
-    for t in m.planned:
-        mid = sm.store.lookup_key(d.topic, fire_key(d.name, t))
-        if message_state(sm.store, mid, w) == SCHEDULED:
-            tx.cancel(mid)
-            done += 1
-    sm._bump(tx, pending_key(d.topic), -done)
-    sm._bump(tx, "cancelled", done)
+def _cancel_planned(
+    sm: StateMachine,
+    tx: Transaction,
+    entry: Entry,
+    d: ScheduleDef,
+    m: ScheduleMark,
+    w: Watermark,
+    res: ApplyResult,
+) -> None:
+    """Cancel the schedule's firings produced and not yet delivered: a cancel by key of
+    each, as ``DELETE /v1/messages?topic=&key=`` does (a firing rescheduled since included)."""
+    keys = [(d.topic, fire_key(d.name, t)) for t in m.planned]
+    sm._cancel(tx, replace(entry, kind=CANCEL, ids=[], keys=keys), w, res)
 
 
 def _drop_passed_floors(sm: StateMachine, tx: Transaction, clock_ms: int) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter, defaultdict, deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from itertools import compress
 
@@ -35,11 +35,34 @@ from horologe.storage import (
     tags_signature,
 )
 from horologe.storage.key_index import CLEAN_ON_TRIM
+from horologe.storage.late_policies import DEAD_LETTERED, DLQ_AFTER, DROPPED
 from horologe.wheel import SecondCache, Watermark, expand
 
-from .committed_reads import CANCELLED, SCHEDULED, group_progress, message_state, pending_key, watermark
-from .consumer_groups import ORIGIN_HEADER, GroupProgress, dlq_topic, progress_key, retry_topic
-from .entries import ACK, CANCEL, FIRE, PRODUCE, RELEASE, RETRY, SCHEDULE, TRIM, Entry, EntryKind, decode
+from .committed_reads import (
+    CANCELLED,
+    GROUP_PREFIX,
+    SCHEDULED,
+    UNKNOWN,
+    group_progress,
+    message_state,
+    pending_key,
+    watermark,
+)
+from .consumer_groups import ID_HEADER, ORIGIN_HEADER, GroupProgress, dlq_topic, progress_key, retry_topic
+from .entries import (
+    ACK,
+    CANCEL,
+    FIRE,
+    MOVE,
+    PRODUCE,
+    RELEASE,
+    RETRY,
+    SCHEDULE,
+    TRIM,
+    Entry,
+    EntryKind,
+    decode,
+)
 from .errors import BadEntryError
 from .retention import passed_by_groups
 from .schedule_apply import apply_fires, apply_schedule
@@ -54,8 +77,10 @@ class ApplyResult:
     id_hours: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # PRODUCE:
     id_gis: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # each one's id
     pending_slots: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # wheel.on_append
-    cancels: list[str] = field(default_factory=list)  # one status per id / key asked
-    cancel_ids: list[str | None] = field(default_factory=list)  # the id each one resolved to
+    # CANCEL and MOVE: one state per id / key asked (as it was: SCHEDULED for a message moved
+    # now), and the id each one resolved to (the id it answers to, once rescheduled)
+    cancels: list[str] = field(default_factory=list)
+    cancel_ids: list[str | None] = field(default_factory=list)
     delivered: int = 0
     # How long after its slot the wheel delivered each message (ms, by the entry's clock);
     # not those delivered as they arrived, already due.
@@ -154,6 +179,8 @@ class StateMachine:
             self._store(tx, entry.messages, w, entry.clock_ms, res)
         elif entry.kind == CANCEL:
             self._cancel(tx, entry, w, res)
+        elif entry.kind == MOVE:
+            self._move(tx, entry, w, res)
         elif entry.kind == ACK:
             self._ack(tx, entry.acks)
         elif entry.kind == RETRY:
@@ -173,18 +200,25 @@ class StateMachine:
             tx.set_meta(key, tx.meta.get(key, self.store.meta(key, 0)) + n)
 
     def _deliver(self, tx: Transaction, batches: Iterable[np.ndarray], clock_ms: int) -> np.ndarray:
-        """Append due rows (wheel DUE dtype) to their topics' ready logs; skip cancelled ones.
-        Returns how late (ms after its slot) each delivered message is."""
+        """Append due rows (wheel DUE dtype) to their topics' ready logs; skip cancelled ones,
+        and those past their lateness allowance (:meth:`_within_allowance`). Returns how late
+        (ms after its slot) each delivered message is."""
         tids, rows = [], []  # per hour of each batch, in delivery order
         for due in batches:
-            for hour in np.unique(due["hour"]):
+            for hour in np.unique(due["hour"]).tolist():
                 part = due[due["hour"] == hour]
-                bucket = self.store.bucket(int(hour))
+                bucket = self.store.bucket(hour)
                 gis = part["global_index"].astype(np.int64)
                 live = ~bucket.cancelled_mask()[gis]
-                entries = bucket.index_view()[gis[live]]
-                tids.append(entries["topic_id"])
-                rows.append(ready_rows(hour, gis[live], entries["tag_sig"], part["slot_ms"][live], clock_ms))
+                gis, slots = gis[live], part["slot_ms"][live].astype(np.int64)
+                entries = bucket.index_view()[gis]
+
+                def named(k: int, entries=entries) -> tuple[str, int]:
+                    return self.store.topic_name(int(entries["topic_id"][k])), int(entries["tag_sig"][k])
+
+                keep = self._within_allowance(tx, hour, gis, named, slots, clock_ms, pending=True)
+                tids.append(entries["topic_id"][keep])
+                rows.append(ready_rows(hour, gis[keep], entries["tag_sig"][keep], slots[keep], clock_ms))
         if not rows:
             return np.zeros(0, dtype=np.int64)
         tid, ready = np.concatenate(tids), np.concatenate(rows)
@@ -195,6 +229,48 @@ class StateMachine:
             self._bump(tx, pending_key(topic), -len(mine))
         self._bump(tx, "delivered", len(ready))
         return clock_ms - ready["deliver_at_ms"].astype(np.int64)
+
+    def _within_allowance(
+        self,
+        tx: Transaction,
+        hour: int,
+        gis: np.ndarray,
+        named: Callable[[int], tuple[str, int]],
+        deliver_at: np.ndarray,
+        clock_ms: int,
+        pending: bool,
+    ) -> np.ndarray:
+        """Which of messages ``hour``/``gis``, falling due now, are within their lateness
+        allowance (storage/late_policies.py); the others are dropped, or put in the
+        dead-letter queue of every group that reads their topic, and recorded as such.
+        ``named(k)``: the k-th one's topic and tag signature, asked only of those past
+        their allowance. ``pending``: they were counted pending (not those delivered as
+        they arrive)."""
+        kinds, limits = self.store.bucket(hour).late_policies(gis)
+        late_by = clock_ms - deliver_at
+        over = (kinds >= 0) & (late_by > limits)
+        if not over.any():
+            return ~over
+        dead: dict[str, list[ReadyEntry]] = defaultdict(list)
+        for k in np.flatnonzero(over).tolist():
+            (topic, tag_sig), gi, by = named(k), int(gis[k]), int(late_by[k])
+            if kinds[k] == DLQ_AFTER:
+                entry = ReadyEntry(hour, gi, tag_sig, int(deliver_at[k]), clock_ms, 0)
+                for group in self._groups_reading(topic):
+                    dead[dlq_topic(group)].append(entry)
+            outcome = DEAD_LETTERED if kinds[k] == DLQ_AFTER else DROPPED
+            tx.record_late(MessageId(hour, gi), outcome, by)
+            self._bump(tx, "late_dead_lettered" if outcome == DEAD_LETTERED else "late_dropped", 1)
+            if pending:
+                self._bump(tx, pending_key(topic), -1)
+        for topic, entries in sorted(dead.items()):
+            tx.append_ready(topic, entries)
+        return ~over
+
+    def _groups_reading(self, topic: str) -> list[str]:
+        """The consumer groups that have pulled from ``topic``: they hold progress in it."""
+        keys = (key[len(GROUP_PREFIX) :] for key in self.store.meta_keys() if key.startswith(GROUP_PREFIX))
+        return [group for group, _, t in (k.rpartition("/") for k in keys) if t == topic]
 
     @staticmethod
     def _slots(deliver_at_ms: np.ndarray, w: Watermark, clock_ms: int) -> tuple[np.ndarray, np.ndarray]:
@@ -211,17 +287,42 @@ class StateMachine:
         return slots, now
 
     def _store(
-        self, tx: Transaction, cols: MessageColumns, w: Watermark, clock_ms: int, res: ApplyResult
+        self,
+        tx: Transaction,
+        cols: MessageColumns,
+        w: Watermark,
+        clock_ms: int,
+        res: ApplyResult,
+        copies: bool = False,
     ) -> None:
+        """File messages; deliver at once those already due. Rescheduled ``copies`` are the
+        same messages, pending already: only those delivered at once leave the count."""
         slots, now = self._slots(cols.deliver_at_ms, w, clock_ms)
-        res.id_hours, res.id_gis = tx.append_columns(cols, slots)
+        res.id_hours, res.id_gis = tx.append_columns(cols, slots, copies)
         fresh = tx.fresh
-        self._bump(tx, "stored", int(fresh.sum()))
         res.pending_slots = slots[fresh & ~now]
         # Counted in C (Counter over the flagged topics): no Python work per message.
-        for topic, n in sorted(Counter(compress(cols.topics, (fresh & ~now).tolist())).items()):
-            self._bump(tx, pending_key(topic), n)
+        if copies:
+            for topic, n in sorted(Counter(compress(cols.topics, now.tolist())).items()):
+                self._bump(tx, pending_key(topic), -n)
+        else:
+            self._bump(tx, "stored", int(fresh.sum()))
+            for topic, n in sorted(Counter(compress(cols.topics, (fresh & ~now).tolist())).items()):
+                self._bump(tx, pending_key(topic), n)
         ready = np.flatnonzero(fresh & now)
+        if len(ready):
+            hours, keep = res.id_hours[ready], np.ones(len(ready), dtype=bool)
+            for hour in np.unique(hours).tolist():
+                at = ready[hours == hour]
+
+                def named(k: int, at=at) -> tuple[str, int]:
+                    i = int(at[k])
+                    return cols.topics[i], tags_signature(cols.tags.get(i, ()))
+
+                keep[hours == hour] = self._within_allowance(
+                    tx, hour, res.id_gis[at], named, cols.deliver_at_ms[at], clock_ms, pending=False
+                )
+            ready = ready[keep]
         topics = [cols.topics[i] for i in ready.tolist()]
         for topic in sorted(set(topics)):
             at = ready[[t == topic for t in topics]]
@@ -322,23 +423,60 @@ class StateMachine:
         res.retained_from_hour = tx.drop_hours_before(entry.hour)
         tx.clean_keys(CLEAN_ON_TRIM)
 
-    def _cancel(self, tx: Transaction, entry: Entry, w: Watermark, res: ApplyResult) -> None:
+    def _targets(self, entry: Entry) -> list[MessageId | None]:
+        """The ids an entry's ``ids`` and then ``keys`` name, as users know them (a
+        rescheduled copy answers to its original's id); None for what names none."""
         targets: list[MessageId | None] = []
         for text in entry.ids:
             try:
                 targets.append(MessageId.parse(text))
             except UnknownMessageError:
                 targets.append(None)
-        targets += [self.store.lookup_key(topic, key) for topic, key in entry.keys]
+        for topic, key in entry.keys:
+            mid = self.store.lookup_key(topic, key)
+            targets.append(None if mid is None else self.store.original_id(mid))
+        return targets
+
+    def _cancel(self, tx: Transaction, entry: Entry, w: Watermark, res: ApplyResult) -> None:
         done = 0
-        for mid in targets:
+        for mid in self._targets(entry):
             res.cancel_ids.append(None if mid is None else str(mid))
-            state = message_state(self.store, mid, w)
+            place = None if mid is None else self.store.current_place(mid)
+            state = message_state(self.store, place, w)
             if state == SCHEDULED:
-                tx.cancel(mid)
+                tx.cancel(place)
                 state = CANCELLED
                 done += 1
-                topic = self.store.topic_name(int(self.store.index_entry(mid)["topic_id"]))
+                topic = self.store.topic_name(int(self.store.index_entry(place)["topic_id"]))
                 self._bump(tx, pending_key(topic), -1)
             res.cancels.append(state)
         self._bump(tx, "cancelled", done)
+
+    def _move(self, tx: Transaction, entry: Entry, w: Watermark, res: ApplyResult) -> None:
+        """Reschedules: the place each message lives is tombstoned, a copy filed at the new
+        time under the same id (storage/moves.py). A message asked twice moves once, to
+        the last time asked."""
+        targets = self._targets(entry)
+        last = {mid: k for k, mid in enumerate(targets) if mid is not None}
+        copies: list[Message] = []
+        originals: list[MessageId] = []
+        for k, mid in enumerate(targets):
+            res.cancel_ids.append(None if mid is None else str(mid))
+            if mid is None:
+                res.cancels.append(UNKNOWN)
+                continue
+            place = self.store.current_place(mid)
+            state = message_state(self.store, place, w)
+            if state == SCHEDULED and last[mid] == k:
+                m = self.store.read_message(place).message
+                tx.cancel(place)
+                headers = {**m.headers, ID_HEADER: str(mid)}
+                at = entry.deliver_at[k]
+                copies.append(Message(m.topic, m.body, at, entry.clock_ms, m.tags, m.key, headers, m.attempt))
+                originals.append(mid)
+            res.cancels.append(state)
+        if copies:
+            self._store(tx, MessageColumns.from_messages(copies), w, entry.clock_ms, res, copies=True)
+            for mid, hour, gi in zip(originals, res.id_hours.tolist(), res.id_gis.tolist(), strict=True):
+                tx.link_move(mid, MessageId(hour, gi))
+        self._bump(tx, "rescheduled", len(copies))

@@ -222,19 +222,30 @@ def local_cluster(nodes, data, http_port, raft_port, demo, exit_after_demo, rest
 @click.option("--at", "deliver_at", help="Deliver at: epoch ms or ISO-8601 with a zone.")
 @click.option("--after", "deliver_after", help="Deliver after: ms, or 500ms / 90s / 5m / 2h / 3d.")
 @click.option("--level", "delay_level", type=int, help="RocketMQ delay level 1..18 (1s .. 2h).")
+@click.option(
+    "--max-lateness", help="How late it may fall due (ms, or 90s / 5m ...); then --on-late applies."
+)
+@click.option(
+    "--on-late",
+    type=click.Choice(["deliver", "dlq", "drop"]),
+    help="Past --max-lateness: deliver anyway (default), dead-letter it for every group, or drop it.",
+)
 @_sdk_errors
-def produce(url, token, ca, topic, body, tags, key, deliver_at, deliver_after, delay_level) -> None:
+def produce(
+    url, token, ca, topic, body, tags, key, deliver_at, deliver_after, delay_level, max_lateness, on_late
+) -> None:
     """Schedule one message; prints its id and deliver time (epoch ms)."""
-    as_int = lambda v: int(v) if v is not None and v.isdigit() else v  # noqa: E731
     _echo_json(
         _client(url, token, ca=ca).produce(
             topic,
             body,
             tags=tags,
             key=key,
-            deliver_at=as_int(deliver_at),
-            deliver_after=as_int(deliver_after),
+            deliver_at=_ms_or_text(deliver_at),
+            deliver_after=_ms_or_text(deliver_after),
             delay_level=delay_level,
+            max_lateness=_ms_or_text(max_lateness),
+            on_late=on_late,
         )
     )
 
@@ -282,18 +293,62 @@ def consume(url, token, ca, topic, group, tags, max_messages, count, nack) -> No
         pass
 
 
+def _by_id_or_key(fn):
+    """MESSAGE_ID, or --topic and --key: the ways a command names one message."""
+    for option in reversed(
+        (
+            click.argument("message_id", required=False),
+            click.option("--topic", help="With --key: name the message by its producer key instead of id."),
+            click.option("--key", help="Producer key (with --topic)."),
+        )
+    ):
+        fn = option(fn)
+    return fn
+
+
+def _one_message(message_id, topic, key) -> None:
+    if bool(message_id) == bool(topic and key):
+        raise click.UsageError("give MESSAGE_ID, or --topic and --key")
+
+
 @main.command()
 @url_option
 @token_option
 @ca_option
-@click.argument("message_id", required=False)
-@click.option("--topic", help="With --key: cancel by producer key instead of id.")
-@click.option("--key", help="Producer key (with --topic).")
+@_by_id_or_key
+@click.option("--at", "deliver_at", help="New time: epoch ms or ISO-8601 (2026-12-01T09:00:00Z).")
+@click.option("--after", "deliver_after", help="New time from now: ms, or 500ms, 90s, 5m, 2h, 3d.")
+@_sdk_errors
+def reschedule(url, token, ca, message_id, topic, key, deliver_at, deliver_after) -> None:
+    """Move a scheduled message to a new time (--at or --after); its id stays the same.
+
+    By MESSAGE_ID, or by --topic and --key. Fails (exit 1) once the message was delivered
+    or cancelled."""
+    _one_message(message_id, topic, key)
+    if (deliver_at is None) == (deliver_after is None):
+        raise click.UsageError("give exactly one of --at and --after")
+    when = {"deliver_at": _ms_or_text(deliver_at), "deliver_after": _ms_or_text(deliver_after)}
+    client = _client(url, token, ca=ca)
+    if message_id:
+        _echo_json(client.reschedule(message_id, **when))
+    else:
+        _echo_json(client.reschedule_key(topic, key, **when))
+
+
+def _ms_or_text(value: str | None) -> int | str | None:
+    """A time option as the API takes it: a number of ms, or text ("90s", ISO-8601)."""
+    return int(value) if value is not None and value.isdigit() else value
+
+
+@main.command()
+@url_option
+@token_option
+@ca_option
+@_by_id_or_key
 @_sdk_errors
 def cancel(url, token, ca, message_id, topic, key) -> None:
     """Cancel a scheduled message by MESSAGE_ID, or by --topic and --key."""
-    if bool(message_id) == bool(topic and key):
-        raise click.UsageError("give MESSAGE_ID, or --topic and --key")
+    _one_message(message_id, topic, key)
     client = _client(url, token, ca=ca)
     if message_id:
         client.cancel(message_id)

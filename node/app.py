@@ -14,7 +14,14 @@ import orjson
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST
 
-from horologe.cluster import CANCELLED, DELIVERED, ClusterError, NotMasterError, ProposalTimeoutError
+from horologe.cluster import (
+    CANCELLED,
+    SCHEDULED,
+    UNKNOWN,
+    ClusterError,
+    NotMasterError,
+    ProposalTimeoutError,
+)
 from horologe.storage import MessageExpiredError, MessageId, StorageFullError, UnknownMessageError
 from horologe.storage.message_id import ID_PATTERN
 
@@ -35,7 +42,9 @@ from .validation import (
     parse_dlq_group,
     parse_dlq_peek,
     parse_message,
+    parse_new_time,
     parse_requeue,
+    parse_reschedules,
 )
 
 SERVICE = web.AppKey("service", NodeService)
@@ -168,6 +177,8 @@ async def get_message(request: web.Request) -> web.Response:
     out = {"id": str(st.id), "topic": st.topic, "state": st.state, "deliver_at": st.deliver_at_ms}
     if st.delivered_at_ms is not None:
         out["delivered_at"] = st.delivered_at_ms
+    if st.late_by_ms is not None:
+        out["late_by_ms"] = st.late_by_ms
     return _json(200, out)
 
 
@@ -175,9 +186,17 @@ def _cancel_answer(ident: str, state: str) -> web.Response:
     """200 once cancelled (now or before), 409 once delivered, 404 for what was never stored."""
     if state == CANCELLED:
         return _json(200, {"id": ident, "state": CANCELLED})
-    if state == DELIVERED:
-        raise ApiError(409, "already_delivered", f"{ident} was already delivered", "id")
-    raise ApiError(404, "not_found", f"no scheduled message {ident}", "id")
+    raise _not_scheduled(ident, state)
+
+
+def _not_scheduled(ident: str, state: str) -> ApiError:
+    """Why a cancel or reschedule of ``ident`` found nothing to do: it fired, was cancelled
+    (for a reschedule), or never was."""
+    if state == CANCELLED:
+        return ApiError(409, "cancelled", f"{ident} was cancelled", "id")
+    if state != UNKNOWN:  # delivered, or dropped or dead-lettered once late
+        return ApiError(409, "already_delivered", f"{ident} was already {state.replace('_', '-')}", "id")
+    return ApiError(404, "not_found", f"no scheduled message {ident}", "id")
 
 
 async def delete_message(request: web.Request) -> web.Response:
@@ -189,13 +208,72 @@ async def delete_message(request: web.Request) -> web.Response:
     return _cancel_answer(ident, state)
 
 
+async def patch_message(request: web.Request) -> web.Response:
+    """Reschedule a message: ``{deliver_at | deliver_after}``; its id stays."""
+    svc = request.app[SERVICE]
+    svc.require_master()
+    ident = str(_mid(request.match_info["id"]))
+    at = parse_new_time(await _json_body(request), svc.clock(), svc.limits)
+    ((state, _),) = await svc.reschedule([ident], [], [at])
+    return _moved(svc, ident, state, at)
+
+
+async def patch_by_key(request: web.Request) -> web.Response:
+    """Reschedule by producer key: ?topic=&key=."""
+    svc = request.app[SERVICE]
+    svc.require_master()
+    topic, key = _key_query(request)
+    at = parse_new_time(await _json_body(request), svc.clock(), svc.limits)
+    ((state, mid),) = await svc.reschedule([], [(topic, key)], [at])
+    return _moved(svc, mid or f"{topic}/{key}", state, at)
+
+
+def _moved(svc: NodeService, ident: str, state: str, at: int) -> web.Response:
+    if state != SCHEDULED:
+        raise _not_scheduled(ident, state)
+    topic = svc.view.status(MessageId.parse(ident)).topic
+    return _json(200, {"id": ident, "topic": topic, "state": SCHEDULED, "deliver_at": at})
+
+
+async def post_reschedule(request: web.Request) -> web.Response:
+    """Reschedule many messages, by id or by key; one result per item, in order."""
+    svc = request.app[SERVICE]
+    svc.require_master()
+    items = parse_reschedules(
+        await _json_body(request), svc.clock(), svc.limits, request.app[CONFIG].max_batch_items
+    )
+    good = [(i, item) for i, item in enumerate(items) if not isinstance(item, ApiError)]
+    results = [item.body() if isinstance(item, ApiError) else {} for item in items]
+    by_id = [(i, item) for i, item in good if item.id is not None]
+    by_key = [(i, item) for i, item in good if item.id is None]
+    asked = by_id + by_key  # the order the entry answers in
+    if asked:
+        answers = await svc.reschedule(
+            [item.id for _, item in by_id], [item.key for _, item in by_key], [item.at for _, item in asked]
+        )
+        for (i, item), (state, mid) in zip(asked, answers, strict=True):
+            ident = mid or item.id or "/".join(item.key)
+            ok = state == SCHEDULED
+            results[i] = (
+                {"id": ident, "state": state, "deliver_at": item.at}
+                if ok
+                else _not_scheduled(ident, state).body()
+            )
+    return _json(200, {"results": results})
+
+
+def _key_query(request: web.Request) -> tuple[str, str]:
+    topic, key = request.query.get("topic"), request.query.get("key")
+    if not topic or not key:
+        raise ApiError(400, "invalid_query", "give topic= and key=", "topic" if not topic else "key")
+    return topic, key
+
+
 async def delete_by_key(request: web.Request) -> web.Response:
     """Cancel by producer key: ?topic=&key=."""
     svc = request.app[SERVICE]
     svc.require_master()
-    topic, key = request.query.get("topic"), request.query.get("key")
-    if not topic or not key:
-        raise ApiError(400, "invalid_query", "give topic= and key=", "topic" if not topic else "key")
+    topic, key = _key_query(request)
     ((state, mid),) = await svc.cancel([], [(topic, key)])
     return _cancel_answer(mid or f"{topic}/{key}", state)
 
@@ -370,6 +448,9 @@ def create_app(config: NodeConfig, *, clock: Clock | None = None) -> web.Applica
     app.router.add_get(f"/v1/messages/{{id:{ID_PATTERN}}}", get_message)
     app.router.add_delete(f"/v1/messages/{{id:{ID_PATTERN}}}", delete_message)
     app.router.add_delete("/v1/messages", delete_by_key)
+    app.router.add_patch(f"/v1/messages/{{id:{ID_PATTERN}}}", patch_message)
+    app.router.add_patch("/v1/messages", patch_by_key)
+    app.router.add_post("/v1/messages/reschedule", post_reschedule)
     app.router.add_get("/v1/forecast", get_forecast)
     app.router.add_get("/v1/topics/{topic}/pending", list_pending)
     app.router.add_post("/v1/topics/{topic}/pull", pull)

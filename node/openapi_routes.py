@@ -38,7 +38,10 @@ RESPONSES = {
     "Unauthorized": _error("`unauthorized`: no `Authorization: Bearer <token>` header."),
     "Forbidden": _error("`forbidden`: the token is not this API's (client for /v1, admin for /admin)."),
     "NotFound": _error("`not_found`: no such message, or `expired`: retention removed it."),
-    "Conflict": _error("`already_delivered`: it was delivered (or removed by retention) before."),
+    "Conflict": _error(
+        "`already_delivered`: it was delivered (or removed by retention) before; `cancelled`: a "
+        "reschedule of a cancelled message."
+    ),
     "TooLarge": _error(
         "`too_large`: the request body is over `max_request_bytes` (4 MiB by default), a message body "
         "over 256 KiB, or a batch over `max_batch_items`."
@@ -140,6 +143,10 @@ INSTANT = {
     "anyOf": [{"pattern": "^[0-9]{1,16}$"}, {"format": "date-time"}],
     "description": "epoch ms, or ISO-8601 with a zone (`+` written `%2B`)",
 }
+KEY_QUERY = (
+    query_param("topic", ref("Name")),
+    query_param("key", {"type": "string", "minLength": 1, "maxLength": MAX_KEY}),
+)
 GROUP = path_param("group", ref("Name"), "a consumer group")
 SCHEDULE = path_param("name", ref("Name"), "a recurring schedule's name")
 
@@ -156,6 +163,19 @@ DASHBOARD = {
     },
     "404": {"$ref": "#/components/responses/NotFound"},
 }
+
+
+def _reschedule(summary: str, parameters: tuple[dict, ...]) -> dict:
+    moved = answer("Moved: it will be delivered at `deliver_at`, and never at its old time.", "Rescheduled")
+    return operation(
+        summary,
+        CLIENT,
+        {"200": moved},
+        body="NewTime",
+        parameters=parameters,
+        errors=("NotFound", "Conflict", "Unprocessable"),
+    )
+
 
 ROUTES: dict[tuple[str, str], dict] = {
     ("post", "/v1/messages"): operation(
@@ -189,11 +209,21 @@ ROUTES: dict[tuple[str, str], dict] = {
         "Cancel a scheduled message by its producer key",
         CLIENT,
         {"200": answer("Cancelled (now, or before).", "Cancelled")},
-        parameters=(
-            query_param("topic", ref("Name")),
-            query_param("key", {"type": "string", "minLength": 1, "maxLength": MAX_KEY}),
-        ),
+        parameters=KEY_QUERY,
         errors=("BadRequest", "NotFound", "Conflict"),
+    ),
+    ("patch", "/v1/messages/{id}"): _reschedule("Reschedule a message; its id stays", (MESSAGE_ID,)),
+    ("patch", "/v1/messages"): _reschedule("Reschedule a message by its producer key", KEY_QUERY),
+    ("post", "/v1/messages/reschedule"): operation(
+        "Reschedule many messages, by id or key; one result per item, in order",
+        CLIENT,
+        {
+            "200": answer(
+                "Items that named a scheduled message moved; the others answered by their error.",
+                "RescheduleResults",
+            )
+        },
+        body="RescheduleBatch",
     ),
     ("get", "/v1/forecast"): operation(
         "Pending messages per time bucket, from the hour indexes",

@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import re
 
+from horologe.cluster.committed_reads import COUNTERS
 from horologe.cluster.schedule_state import SCHEDULE_HEADER
 from horologe.cluster.schedule_times import CRON_PATTERN, LAST_INSTANT_MS, MAX_CRON_LENGTH
+from horologe.storage.late_policies import ON_LATE
 from horologe.storage.message import MessageLimits
 from horologe.storage.message_id import ID_PATTERN
 from horologe.storage.message_json import (
@@ -48,6 +50,23 @@ CONTENT = {
 }
 
 
+DELIVER_AT = {
+    "oneOf": [EPOCH_MS, {"type": "string", "format": "date-time", "description": "RFC 3339, with a zone"}],
+}
+DELIVER_AFTER = {
+    "oneOf": [
+        {"type": "integer", "minimum": 0, "maximum": LIMITS.max_delay_ms, "description": "ms"},
+        {
+            "type": "string",
+            "pattern": f"^{DURATION_PATTERN}$",
+            "description": "a count and a unit: `500ms`, `90s`, `5m`, `2h`, `3d`",
+        },
+    ],
+}
+NEW_TIME = {"deliver_at": DELIVER_AT, "deliver_after": DELIVER_AFTER}
+ONE_NEW_TIME = {"oneOf": [{"required": ["deliver_at"]}, {"required": ["deliver_after"]}]}
+
+
 def ref(name: str) -> dict:
     return {"$ref": f"#/components/schemas/{name}"}
 
@@ -56,6 +75,23 @@ def _at_most_one(fields: tuple[str, ...]) -> dict:
     """No two of ``fields`` together."""
     pairs = [[a, b] for i, a in enumerate(fields) for b in fields[i + 1 :]]
     return {"not": {"anyOf": [{"required": pair} for pair in pairs]}}
+
+
+def _batch(item: dict, description: str) -> dict:
+    """``{"messages": [item, ...]}``: any item is taken, and a bad one answered in its place."""
+    return {
+        "type": "object",
+        "required": ["messages"],
+        "properties": {
+            "messages": {
+                "type": "array",
+                "maxItems": 1000,
+                "description": f"At most `max_batch_items` (1000 by default; 413 beyond). {description}",
+                "items": {"anyOf": [item, {}]},
+            }
+        },
+        "additionalProperties": False,
+    }
 
 
 def _error_shape(extra: dict) -> dict:
@@ -121,22 +157,8 @@ SCHEMAS: dict[str, dict] = {
                 "oneOf": [ref("Tag"), {"type": "array", "maxItems": MAX_TAGS, "items": ref("Tag")}],
                 "description": "one tag, or a list of them",
             },
-            "deliver_at": {
-                "oneOf": [
-                    EPOCH_MS,
-                    {"type": "string", "format": "date-time", "description": "RFC 3339, with a zone"},
-                ],
-            },
-            "deliver_after": {
-                "oneOf": [
-                    {"type": "integer", "minimum": 0, "maximum": LIMITS.max_delay_ms, "description": "ms"},
-                    {
-                        "type": "string",
-                        "pattern": f"^{DURATION_PATTERN}$",
-                        "description": "a count and a unit: `500ms`, `90s`, `5m`, `2h`, `3d`",
-                    },
-                ],
-            },
+            "deliver_at": DELIVER_AT,
+            "deliver_after": DELIVER_AFTER,
             "delay_level": {
                 "type": "integer",
                 "minimum": 1,
@@ -150,6 +172,16 @@ SCHEMAS: dict[str, dict] = {
                 "description": "idempotency key: the same (topic, key) names the same message while it is "
                 "kept, and cancels by key",
             },
+            "max_lateness": {
+                **DELIVER_AFTER,
+                "description": "how late it may fall due (ms or `90s`-style); past that, `on_late` applies",
+            },
+            "on_late": {
+                "enum": list(ON_LATE),
+                "default": "deliver",
+                "description": "past `max_lateness`: `deliver` anyway, put in the `dlq` of every group that "
+                "reads the topic, or `drop`; `dlq` and `drop` need `max_lateness`",
+            },
             "headers": {
                 "type": "object",
                 "maxProperties": MAX_HEADERS,
@@ -161,6 +193,10 @@ SCHEMAS: dict[str, dict] = {
         "allOf": [
             {"oneOf": [{"required": ["body"]}, {"required": ["body_b64"]}]},
             _at_most_one(TIME_FIELDS),
+            {
+                "if": {"required": ["on_late"], "properties": {"on_late": {"enum": ["dlq", "drop"]}}},
+                "then": {"required": ["max_lateness"]},
+            },
         ],
     },
     "Scheduled": {
@@ -169,21 +205,11 @@ SCHEMAS: dict[str, dict] = {
         "properties": {"id": ref("MessageId"), "topic": ref("Name"), "deliver_at": EPOCH_MS},
         "additionalProperties": False,
     },
-    "Batch": {
-        "type": "object",
-        "required": ["messages"],
-        "properties": {
-            "messages": {
-                "type": "array",
-                "maxItems": 1000,
-                "description": "At most `max_batch_items` (1000 by default; 413 beyond). Each item is "
-                "a `Message`; an item that is not gets `{error}` in its place in `results`, and the "
-                "others are stored all the same.",
-                "items": {"anyOf": [ref("Message"), {}]},
-            }
-        },
-        "additionalProperties": False,
-    },
+    "Batch": _batch(
+        ref("Message"),
+        "Each item is a `Message`; an item that is not gets `{error}` in its place in `results`, and "
+        "the others are stored all the same.",
+    ),
     "BatchResults": {
         "type": "object",
         "required": ["results"],
@@ -212,9 +238,76 @@ SCHEMAS: dict[str, dict] = {
         "properties": {
             "id": ref("MessageId"),
             "topic": ref("Name"),
-            "state": {"enum": ["scheduled", "delivered", "cancelled"]},
+            "state": {"enum": ["scheduled", "delivered", "cancelled", "dropped", "dead_lettered"]},
             "deliver_at": EPOCH_MS,
             "delivered_at": {**EPOCH_MS, "description": "the master's clock in the entry that delivered it"},
+            "late_by_ms": {
+                "type": "integer",
+                "minimum": 0,
+                "description": "how late it was delivered, dropped or dead-lettered (ms after `deliver_at`)",
+            },
+        },
+        "additionalProperties": False,
+    },
+    "NewTime": {
+        "type": "object",
+        "description": "Exactly one of `deliver_at` and `deliver_after` (from the master's clock); "
+        f"more than {LIMITS.max_delay_ms // 86_400_000} days ahead, or before the epoch, is 422. A time "
+        "already past delivers the message at once.",
+        "properties": NEW_TIME,
+        "additionalProperties": False,
+        **ONE_NEW_TIME,
+    },
+    "Rescheduled": {
+        "type": "object",
+        "required": ["id", "topic", "state", "deliver_at"],
+        "properties": {
+            "id": ref("MessageId"),
+            "topic": ref("Name"),
+            "state": {"const": "scheduled"},
+            "deliver_at": EPOCH_MS,
+        },
+        "additionalProperties": False,
+    },
+    "RescheduleBatch": _batch(
+        {
+            "type": "object",
+            "properties": {
+                "id": ref("MessageId"),
+                "topic": ref("Name"),
+                "key": {"type": "string", "minLength": 1, "maxLength": MAX_KEY},
+                **NEW_TIME,
+            },
+            "additionalProperties": False,
+            "allOf": [{"oneOf": [{"required": ["id"]}, {"required": ["topic", "key"]}]}, ONE_NEW_TIME],
+        },
+        "Each item names a message by `id`, or by `topic` and `key`, and gives its new time; an item "
+        "that is not valid, or names no scheduled message, gets `{error}` in its place in `results`.",
+    ),
+    "RescheduleResults": {
+        "type": "object",
+        "required": ["results"],
+        "properties": {
+            "results": {
+                "type": "array",
+                "description": "one per item, in order: the id the message keeps and its new time, "
+                "or the error (`not_found`, `already_delivered`, `cancelled`, or a validation error)",
+                "items": {
+                    "oneOf": [
+                        {
+                            "type": "object",
+                            "required": ["id", "state", "deliver_at"],
+                            "properties": {
+                                "id": ref("MessageId"),
+                                "state": {"const": "scheduled"},
+                                "deliver_at": EPOCH_MS,
+                            },
+                            "additionalProperties": False,
+                        },
+                        ref("Error"),
+                    ]
+                },
+            }
         },
         "additionalProperties": False,
     },
@@ -393,8 +486,8 @@ SCHEMAS: dict[str, dict] = {
             "pending": {"type": "integer"},
             "counters": {
                 "type": "object",
-                "required": ["stored", "delivered", "cancelled"],
-                "properties": {k: {"type": "integer"} for k in ("stored", "delivered", "cancelled")},
+                "required": list(COUNTERS),
+                "properties": {k: {"type": "integer"} for k in COUNTERS},
                 "additionalProperties": False,
             },
             "peers": {

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 
+from horologe.cluster.consumer_groups import ID_HEADER
 from horologe.storage.message import StoredMessage
 
 
@@ -12,7 +13,8 @@ def pending_json(stored: StoredMessage, slot_ms: int, with_body: bool) -> dict:
     differs from ``deliver_at`` only for a message that arrived after its time had passed
     and waits behind the wheel; bodies only when asked for."""
     m = stored.message
-    out = {"id": str(stored.id), "deliver_at": m.deliver_at_ms, "fires_at": slot_ms, "tags": list(m.tags)}
+    ident = m.headers.get(ID_HEADER, str(stored.id))  # a rescheduled copy answers to its original's
+    out = {"id": ident, "deliver_at": m.deliver_at_ms, "fires_at": slot_ms, "tags": list(m.tags)}
     if m.key is not None:
         out["key"] = m.key
     out["headers"] = m.headers

@@ -8,7 +8,8 @@ msgpack (``Accept: application/msgpack``, what the SDK asks for): ``{"messages":
 ``record`` is the message's delay-log record exactly as stored (storage/message.py:
 ``id, topic, tags, body`` (bin), ``deliver_at_ms, key, headers, attempt,
 produced_at_ms``). The node copies it without decoding it; the message's topic is its
-header ``x-horologe-topic`` when present (a retry), else the record's topic.
+header ``x-horologe-topic`` when present (a retry), else the record's topic; its id is its
+header ``x-horologe-id`` when present (a rescheduled copy), else the record's id.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import base64
 
 import msgpack
 
-from horologe.cluster.consumer_groups import ORIGIN_HEADER
+from horologe.cluster.consumer_groups import ID_HEADER, ORIGIN_HEADER
 from horologe.storage.message import unpack_record
 
 from .consumers import Handed, Pulled
@@ -37,7 +38,7 @@ def message_fields(record, deliver_at: int, delivered_at: int) -> dict:
     """A message of a pull's JSON answer, without its receipt, from its stored record."""
     rec = unpack_record(record)
     out = {
-        "id": rec["id"],
+        "id": rec["headers"].get(ID_HEADER, rec["id"]),
         "topic": rec["headers"].get(ORIGIN_HEADER, rec["topic"]),
         "tags": rec["tags"],
         "deliver_at": deliver_at,

@@ -19,6 +19,7 @@ import aiohttp
 
 from horologe.cluster import (
     CANCEL,
+    MOVE,
     PRODUCE,
     RELEASE,
     SYNC,
@@ -31,6 +32,7 @@ from horologe.cluster import (
     Peer,
     StateMachine,
 )
+from horologe.cluster.committed_reads import GONE
 from horologe.cluster.loop_crossing import LoopCrossing
 from horologe.cluster.raft_node import Applied, RaftNode
 from horologe.cluster.retention import Cut
@@ -346,6 +348,14 @@ class NodeService:
         res = await self.propose(CANCEL, ids=ids, keys=keys)
         return list(zip(res.cancels, res.cancel_ids, strict=True))
 
+    async def reschedule(
+        self, ids: list[str], keys: list[tuple[str, str]], deliver_at_ms: list[int]
+    ) -> list[tuple[str, str | None]]:
+        """Move messages, by id and by (topic, key), to new times (one per id, then per key):
+        each one's state before the move (``scheduled``: moved now) and the id it names."""
+        res = await self.propose(MOVE, ids=ids, keys=keys, deliver_at=deliver_at_ms)
+        return list(zip(res.cancels, res.cancel_ids, strict=True))
+
     async def release_master(self, to: str | None) -> dict:
         """Stop the wheel, commit a final S and X, hand Raft leadership over (DESIGN §5).
 
@@ -510,7 +520,7 @@ class NodeService:
             "clock_ms": self.own_clock(),
             "clock_offset_ms": self.quorum_clock.offset_ms(),
             "clock_handovers": self.clock_handovers,
-            "pending": counters["stored"] - counters["delivered"] - counters["cancelled"],
+            "pending": counters["stored"] - sum(counters[k] for k in GONE),
             "counters": counters,
             "peers": peers,
             "halted": self.view.halted,

@@ -11,11 +11,21 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable
-from typing import ParamSpec, TypeVar
+from typing import NamedTuple, ParamSpec, TypeVar
 
 from horologe.storage import InvalidFieldError, message_json
+from horologe.storage.message import MessageLimits
 from horologe.storage.message_id import ID_LENGTH
-from horologe.storage.message_json import TAG_PATTERN, TOPIC_RE, int_field, json_object, name_field, refusal
+from horologe.storage.message_json import (
+    MAX_KEY,
+    RESCHEDULE_FIELDS,
+    TAG_PATTERN,
+    TOPIC_RE,
+    int_field,
+    json_object,
+    name_field,
+    refusal,
+)
 
 from .errors import ApiError
 
@@ -40,6 +50,7 @@ def answered_over_http(parse: Callable[P, T]) -> Callable[P, T]:
 
 
 parse_message = answered_over_http(message_json.parse_message)
+parse_new_time = answered_over_http(message_json.parse_new_time)
 
 PULL_FIELDS = {"group", "tags", "max", "wait_ms", "visibility_ms"}
 RECEIPT_FIELDS = {"group", "receipts"}
@@ -136,3 +147,47 @@ def parse_requeue(obj) -> list[str] | None:
             shown = i if isinstance(i, str) and len(i) <= 40 else type(i).__name__
             raise refusal(f"not a message id: {shown!r} (want {ID_LENGTH} hex digits)", "ids")
     return ids
+
+
+class Reschedule(NamedTuple):
+    """One item of ``POST /v1/messages/reschedule``: by ``id``, or by ``key`` (topic, key)."""
+
+    id: str | None
+    key: tuple[str, str] | None
+    at: int
+
+
+def parse_reschedules(obj, now_ms: int, limits: MessageLimits, max_items: int) -> list[Reschedule | ApiError]:
+    """``{"messages": [{id | topic+key, deliver_at | deliver_after}, ...]}``: each item
+    parsed, or the refusal that answers for it alone."""
+    if not isinstance(obj, dict) or set(obj) != {"messages"} or not isinstance(obj["messages"], list):
+        raise ApiError(400, "invalid_body", 'body must be {"messages": [...]}', "messages")
+    if len(obj["messages"]) > max_items:
+        raise ApiError(
+            413, "too_large", f"{len(obj['messages'])} items in one batch; at most {max_items}", "messages"
+        )
+    out: list[Reschedule | ApiError] = []
+    for item in obj["messages"]:
+        try:
+            out.append(_reschedule_item(item, now_ms, limits))
+        except ApiError as e:
+            out.append(e)
+    return out
+
+
+@answered_over_http
+def _reschedule_item(item, now_ms: int, limits: MessageLimits) -> Reschedule:
+    item = json_object(item, {"id", "topic", "key", *RESCHEDULE_FIELDS}, "a reschedule")
+    when = {f: item[f] for f in RESCHEDULE_FIELDS if f in item}
+    at = message_json.parse_new_time(when, now_ms, limits)
+    if "id" in item:
+        if "topic" in item or "key" in item:
+            raise refusal("give id, or topic and key, not both", "id")
+        if not isinstance(item["id"], str) or not ID_RE.fullmatch(item["id"]):
+            raise refusal(f"id must be {ID_LENGTH} hex digits", "id")
+        return Reschedule(item["id"], None, at)
+    topic = name_field(item, "topic")
+    key = item.get("key")
+    if not isinstance(key, str) or not 1 <= len(key) <= MAX_KEY:
+        raise refusal(f"key must be a string of 1-{MAX_KEY} characters (or give id)", "key")
+    return Reschedule(None, (topic, key), at)

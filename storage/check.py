@@ -16,10 +16,13 @@ from .delay_index import INDEX, slot_ms
 from .errors import CorruptLogError, UnknownMessageError
 from .framing import FRAME_OVERHEAD, committed_frames
 from .heads import Heads
+from .hour_names import parse_hour_name
 from .key_index import CURSOR, CUTOFF, HOUR_COUNT, KEY_ENTRY, LIVE, key_hash
-from .magic import DELAY_INDEX, DELAY_LOG, MAGIC_SIZE, READY_LOG, check_magic
+from .late_policies import DEAD_LETTERED, LATE
+from .magic import DELAY_INDEX, DELAY_LOG, LATENESS, MAGIC_SIZE, MOVES, READY_LOG, check_magic
 from .message import decode_record
 from .message_id import MessageId
+from .moves import COPY_OF, MOVE, MOVED_TO
 from .ready_log import READY, base_key
 from .tag_signature import tags_signature
 
@@ -104,6 +107,7 @@ def _check_hour(store: Storage, hour: int, report: CheckReport) -> None:
         and not (np.array_equal(saved.last, rebuilt.last) and np.array_equal(saved.count, rebuilt.count))
     ):
         _fail(bucket.heads_path, 0, "heads file claims to cover the index but disagrees with it")
+    _check_late(store, bucket.late_rel, n)
     bucket.forget()  # reload tombstones from disk, verifying them
     report.cancelled += int(bucket.cancelled_mask().sum())
     report.messages += n
@@ -187,7 +191,7 @@ def _check_keys(store: Storage, report: CheckReport) -> None:
         _fail(index.heads_path, 0, "key heads do not match the index")
     live = rows[rows["hour"] >= cutoff]
     counts: dict[int, int] = {}
-    seen: set[tuple[str, str]] = set()
+    seen: dict[tuple[str, str], MessageId] = {}  # the id each key answers to
     for kh, hour, gi in zip(
         live["key_hash"].tolist(), live["hour"].tolist(), live["global_index"].tolist(), strict=True
     ):
@@ -198,9 +202,10 @@ def _check_keys(store: Storage, report: CheckReport) -> None:
             _fail(where, 0, f"live key entry names no message {mid}")
         if m.key is None or key_hash(m.topic, m.key) != kh:
             _fail(where, 0, f"key entry of {mid} does not hash its message's topic and key")
-        if (m.topic, m.key) in seen:
-            _fail(where, 0, f"key {m.key!r} of {m.topic!r} is live twice")
-        seen.add((m.topic, m.key))
+        # Live twice only for a rescheduled message: its original and its copies (moves).
+        answers = store.original_id(mid)
+        if seen.setdefault((m.topic, m.key), answers) != answers:
+            _fail(where, 0, f"key {m.key!r} of {m.topic!r} is live for two messages")
         counts[hour] = counts.get(hour, 0) + 1
     held_counts = {
         int(k[len(HOUR_COUNT) :]): store.meta(k) for k in store.meta_keys() if k.startswith(HOUR_COUNT)
@@ -214,12 +219,51 @@ def _check_keys(store: Storage, report: CheckReport) -> None:
     report.keys = len(live)
 
 
+def _check_late(store: Storage, rel: str, n: int) -> None:
+    """An hour's lateness file: magic, crcs, kinds, and messages it names."""
+    f = store.files.get(rel)
+    if f is None:
+        return
+    check_magic(f.read(0, MAGIC_SIZE), LATENESS, f.path)
+    if (f.length - MAGIC_SIZE) % LATE.size:
+        _fail(f.path, f.length, "lateness file length is not a whole number of entries")
+    rows = LATE.read(f, 0, LATE.count_in(f.length), 0)
+    bad = np.flatnonzero((rows["kind"] > DEAD_LETTERED) | (rows["global_index"] >= n))
+    if len(bad):
+        _fail(f.path, LATE.offset_of(int(bad[0])), f"lateness entry {int(bad[0])} has a bad kind or message")
+
+
+def _check_moves(store: Storage, rel: str) -> None:
+    """A reschedule file's magic and crcs; each message's last link leads to a copy that
+    names it back, unless retention removed the copy's hour."""
+    f = store.files.get(rel)
+    check_magic(f.read(0, MAGIC_SIZE), MOVES, f.path)
+    if (f.length - MAGIC_SIZE) % MOVE.size:
+        _fail(f.path, f.length, "move file length is not a whole number of entries")
+    rows = MOVE.read(f, 0, MOVE.count_in(f.length), 0)
+    bad = np.flatnonzero((rows["kind"] != MOVED_TO) & (rows["kind"] != COPY_OF))
+    if len(bad):
+        _fail(f.path, MOVE.offset_of(int(bad[0])), f"move entry {int(bad[0])} has an unknown kind")
+    hour = parse_hour_name(rel[len("delay/") : -len(".move")])
+    bucket = store.bucket(hour)
+    retained_from = store.meta("retained_from_hour", 0)
+    for gi in np.unique(rows["global_index"]).tolist():
+        copy = bucket.moved_to(gi)
+        if copy is not None and copy.hour >= retained_from:
+            if store.bucket(copy.hour).copy_of(copy.global_index) != MessageId(hour, gi):
+                _fail(f.path, 0, f"{MessageId(hour, gi)} moved to {copy}, which does not name it back")
+        if bucket.copy_of(gi) is not None and hour >= retained_from and gi >= bucket.count:
+            _fail(f.path, 0, f"move entry names no message {MessageId(hour, gi)}")
+
+
 def check_store(store: Storage, on_hour: Callable[[int], None] | None = None) -> CheckReport:
     report = CheckReport()
     for hour in store.hours():
         _check_hour(store, hour, report)
         if on_hour is not None:
             on_hour(hour)
+    for rel in sorted(r for r in store.file_lengths() if r.startswith("delay/") and r.endswith(".move")):
+        _check_moves(store, rel)
     for topic in store.topics():
         _check_ready(store, topic, report)
     _check_keys(store, report)

@@ -5,6 +5,8 @@ Files, named by the UTC hour ``YYYYMMDDHH`` under ``delay/``::
     <hour>.log    magic HZDLOG v1, then one frame per message (framing, message)
     <hour>.idx    magic HZDIDX v1, then 40-byte entries (delay_index)
     <hour>.tomb   magic HZTOMB v1, then 8-byte cancel entries (tombstones)
+    <hour>.move   magic HZMOVE v1, then 20-byte reschedule entries (moves)
+    <hour>.late   magic HZLATE v1, then 20-byte lateness entries (late_policies)
     <hour>.heads  per-second chain heads, a rebuildable cache (heads)
 
 Appends are O(1) per message whatever its second: the message becomes the new head
@@ -24,10 +26,13 @@ from .file_table import FileTable
 from .framing import FRAME_HEAD, FRAME_OVERHEAD, frame, read_frame, read_frames
 from .heads import Heads
 from .hour_names import hour_name
-from .magic import DELAY_INDEX, DELAY_LOG, MAGIC_SIZE, TOMBSTONES, check_magic
+from .late_policies import DEAD_LETTERED, DLQ_AFTER, DROP_AFTER, DROPPED, LATE
+from .magic import DELAY_INDEX, DELAY_LOG, LATENESS, MAGIC_SIZE, MOVES, TOMBSTONES, check_magic
 from .message import StoredMessage, decode_record, encode_records, record_names, records_name
 from .message_columns import MessageColumns
 from .message_id import MessageId, id_strings
+from .moves import COPY_OF, MOVE, MOVED_TO
+from .side_entries import SideEntries
 from .tombstones import TOMBSTONE
 
 DENSE_FACTOR = 4  # read a span at once when it is at most this many times what is asked for
@@ -41,11 +46,17 @@ class HourBucket:
         self.log_rel = f"delay/{name}.log"
         self.idx_rel = f"delay/{name}.idx"
         self.tomb_rel = f"delay/{name}.tomb"
+        self.move_rel = f"delay/{name}.move"
         self.heads_path = files.path(f"delay/{name}.heads")
         self._heads: Heads | None = None
         self._heads_saved = -1  # the ``covered`` of the heads file as last read or written
         self._cancelled: np.ndarray | None = None
         self._tombs_read = 0  # tombstones folded into ``_cancelled``
+        self._moves: tuple[dict[int, MessageId], dict[int, MessageId]] | None = None  # to, copy of
+        self._move_entries = SideEntries(files, self.move_rel, MOVE, MOVES)
+        self._late: tuple[dict[int, tuple[int, int]], dict[int, tuple[int, int]]] | None = None
+        self.late_rel = f"delay/{name}.late"
+        self._late_entries = SideEntries(files, self.late_rel, LATE, LATENESS)
         self._verified = 0  # index entries whose crc this process has checked
         self._mapped = False
 
@@ -129,6 +140,8 @@ class HourBucket:
         """Drop in-memory caches, e.g. after a rolled-back batch cut the files."""
         self._heads = None
         self._cancelled = None
+        self._moves = None
+        self._late = None
         self._verified = min(self._verified, self.count)
 
     # -- appends --------------------------------------------------------------
@@ -325,6 +338,86 @@ class HourBucket:
             raise CorruptLogError(f.path, MAGIC_SIZE, "tombstone names no message")
         return gis, k
 
+    # -- reschedules ------------------------------------------------------------
+
+    def _read_moves(self) -> tuple[dict[int, MessageId], dict[int, MessageId]]:
+        """(moved to, copy of) by globalIndex, the move entries read incrementally."""
+        if self._moves is None:
+            self._moves = ({}, {})
+            self._move_entries.reset()
+        rows = self._move_entries.new_rows()
+        to, copy_of = self._moves
+        for gi, kind, hour, other in zip(
+            rows["global_index"].tolist(),
+            rows["kind"].tolist(),
+            rows["hour"].tolist(),
+            rows["other"].tolist(),
+            strict=True,
+        ):
+            if kind not in (MOVED_TO, COPY_OF):
+                raise CorruptLogError(self._move_entries.path(), 0, f"unknown move kind {kind}")
+            (to if kind == MOVED_TO else copy_of)[gi] = MessageId(hour, other)
+        return self._moves
+
+    def moved_to(self, gi: int) -> MessageId | None:
+        """Where message ``gi`` lives now, if it was rescheduled."""
+        return self._read_moves()[0].get(gi)
+
+    def copy_of(self, gi: int) -> MessageId | None:
+        """The original whose id message ``gi`` answers to, if it is a rescheduled copy."""
+        return self._read_moves()[1].get(gi)
+
+    def moves_reach(self, hour: int) -> bool:
+        """Whether a message of this hour now lives at ``hour`` or later."""
+        return any(mid.hour >= hour for mid in self._read_moves()[0].values())
+
+    def add_move(self, gi: int, kind: int, other: MessageId) -> None:
+        self._read_moves()
+        self._move_entries.append(gi, kind, other.hour, other.global_index)
+        self._read_moves()
+
+    # -- lateness ---------------------------------------------------------------
+
+    def _read_late(self) -> tuple[dict[int, tuple[int, int]], dict[int, tuple[int, int]]]:
+        """(policy, outcome) by globalIndex, each ``(kind, ms)`` (late_policies)."""
+        if self._late is None:
+            self._late = ({}, {})
+            self._late_entries.reset()
+        rows = self._late_entries.new_rows()
+        policies, outcomes = self._late
+        for gi, kind, ms in zip(
+            rows["global_index"].tolist(), rows["kind"].tolist(), rows["ms"].tolist(), strict=True
+        ):
+            if kind in (DROP_AFTER, DLQ_AFTER):
+                policies[gi] = (kind, ms)
+            elif kind in (DROPPED, DEAD_LETTERED):
+                outcomes[gi] = (kind, ms)
+            else:
+                raise CorruptLogError(self._late_entries.path(), 0, f"unknown lateness kind {kind}")
+        return self._late
+
+    def late_policies(self, gis: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """For each of ``gis``: its policy kind (-1: delivered however late) and its
+        max_lateness in ms; one dict look-up per message only in an hour that has any."""
+        kinds = np.full(len(gis), -1, dtype=np.int64)
+        limits = np.zeros(len(gis), dtype=np.int64)
+        policies = self._read_late()[0]
+        if policies:
+            for k, gi in enumerate(np.asarray(gis).tolist()):
+                p = policies.get(gi)
+                if p is not None:
+                    kinds[k], limits[k] = p
+        return kinds, limits
+
+    def late_outcome(self, gi: int) -> tuple[int, int] | None:
+        """(DROPPED or DEAD_LETTERED, how late it was in ms) once message ``gi`` fell due too late."""
+        return self._read_late()[1].get(gi)
+
+    def add_late(self, gi: int, kind: int, ms: int) -> None:
+        self._read_late()
+        self._late_entries.append(gi, kind, ms)
+        self._read_late()
+
     # -- census ---------------------------------------------------------------
 
     def live_count(self) -> int:
@@ -404,7 +497,7 @@ class HourBucket:
 
     def close_files(self) -> None:
         """Release the fds (and maps); caches stay, files reopen on the next use."""
-        for rel in (self.log_rel, self.idx_rel, self.tomb_rel):
+        for rel in (self.log_rel, self.idx_rel, self.tomb_rel, self.move_rel, self.late_rel):
             self.files.close(rel)
 
     def close(self, save_heads: bool = True) -> None:
@@ -413,6 +506,8 @@ class HourBucket:
         self.close_files()
         self._heads = None
         self._cancelled = None
+        self._moves = None
+        self._late = None
         self._verified = 0
 
     def remove_cache_files(self) -> None:

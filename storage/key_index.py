@@ -26,8 +26,9 @@ buckets form a reverse-linked chain whose heads are a rebuildable cache
 **Look-up.** Hash, then walk the bucket's chain from its head, newest first, down to the
 cleaning cursor; each entry read is checked against its crc. An entry whose hash matches
 and that is live is checked against the message record itself (topic and key), so a
-hash collision never answers a wrong id. At most one entry per key is live: a key is
-only added when no live entry answers it.
+hash collision never answers a wrong id. A key is only added when no live entry answers
+it, or for a rescheduled copy (moves), so that the key lives as long as the copy's hour:
+the entries live for one key then all answer to one original id.
 
 **Cleaning** bounds the disk. The cursor (meta ``keys/cursor``) only moves forward, and
 entries below it are gone for look-ups. While the log from the cursor to its end holds

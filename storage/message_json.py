@@ -14,6 +14,7 @@ import functools
 import re
 
 from .errors import InvalidFieldError
+from .late_policies import ON_LATE, policy_headers
 from .message import Message, MessageLimits
 
 # Patterns without anchors, shared with the API's JSON Schemas (node/openapi_schemas.py);
@@ -30,8 +31,22 @@ UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
 DELAY_LEVELS_MS = [
     s * 1000 for s in (1, 5, 10, 30, 60, 120, 180, 240, 300, 360, 420, 480, 540, 600, 1200, 1800, 3600, 7200)
 ]
-FIELDS = {"topic", "body", "body_b64", "tags", "deliver_at", "deliver_after", "delay_level", "key", "headers"}
+FIELDS = {
+    "topic",
+    "body",
+    "body_b64",
+    "tags",
+    "deliver_at",
+    "deliver_after",
+    "delay_level",
+    "key",
+    "headers",
+    "max_lateness",
+    "on_late",
+}
 TIME_FIELDS = ("deliver_at", "deliver_after", "delay_level")
+RESCHEDULE_FIELDS = ("deliver_at", "deliver_after")
+RESERVED_HEADER_PREFIX = "x-horologe-"  # headers the node sets on the copies it makes
 MAX_TAGS = 16
 MAX_HEADERS = 32
 MAX_HEADER_NAME = 128
@@ -71,16 +86,34 @@ def parse_instant(value, field: str) -> int:
     return int_field(value, field)
 
 
-def parse_duration(value) -> int:
+def parse_duration(value, field: str = "deliver_after") -> int:
+    """ms, or a count and a unit: 500ms, 90s, 5m, 2h, 3d."""
     if isinstance(value, str):
         m = DURATION_RE.fullmatch(value)
         if not m:
-            raise refusal(f"deliver_after {value!r} is not like 500ms, 90s, 5m, 2h or 3d", "deliver_after")
+            raise refusal(f"{field} {value!r} is not like 500ms, 90s, 5m, 2h or 3d", field)
         return int(m.group(1)) * UNIT_MS[m.group(2)]
-    ms = int_field(value, "deliver_after")
+    ms = int_field(value, field)
     if ms < 0:
-        raise refusal("deliver_after must not be negative", "deliver_after", "out_of_range")
+        raise refusal(f"{field} must not be negative", field, "out_of_range")
     return ms
+
+
+def lateness_policy(obj: dict, limits: MessageLimits) -> dict[str, str]:
+    """The headers that carry a message's ``max_lateness`` and ``on_late`` (late_policies)."""
+    on_late = obj.get("on_late", "deliver")
+    if on_late not in ON_LATE:
+        raise refusal(f"on_late must be one of {', '.join(ON_LATE)}", "on_late")
+    if "max_lateness" not in obj:
+        if on_late != "deliver":
+            raise refusal(f"on_late {on_late} needs max_lateness", "max_lateness")
+        return {}
+    ms = parse_duration(obj["max_lateness"], "max_lateness")
+    if ms > limits.max_delay_ms:
+        raise refusal(
+            f"max_lateness is over {limits.max_delay_ms // 86_400_000} days", "max_lateness", "out_of_range"
+        )
+    return policy_headers(ms, on_late)
 
 
 def json_object(obj, allowed: set[str], what: str) -> dict:
@@ -109,6 +142,42 @@ def _is_name(value: str) -> bool:
     return TOPIC_RE.fullmatch(value) is not None
 
 
+def deliver_time(obj: dict, now_ms: int, limits: MessageLimits, fields: tuple[str, ...]) -> int:
+    """The delivery time ``obj`` asks for with at most one of ``fields`` (of TIME_FIELDS);
+    now when it gives none."""
+    given = [f for f in fields if f in obj]
+    if len(given) > 1:
+        raise refusal(f"give at most one of {', '.join(fields)} (got {', '.join(given)})", given[1])
+    if "deliver_at" in given:
+        deliver_at = parse_deliver_at(obj["deliver_at"])
+        if deliver_at < 0:
+            raise refusal("deliver_at is before the epoch", "deliver_at", "out_of_range")
+    elif "deliver_after" in given:
+        deliver_at = now_ms + parse_duration(obj["deliver_after"])
+    elif "delay_level" in given:
+        level = int_field(obj["delay_level"], "delay_level")
+        if not 1 <= level <= len(DELAY_LEVELS_MS):
+            raise refusal(f"delay_level must be 1..{len(DELAY_LEVELS_MS)}", "delay_level", "out_of_range")
+        deliver_at = now_ms + DELAY_LEVELS_MS[level - 1]
+    else:
+        deliver_at = now_ms
+    if deliver_at - now_ms > limits.max_delay_ms:
+        raise refusal(
+            f"deliver time is beyond the maximum delay of {limits.max_delay_ms // 86_400_000} days",
+            given[0],
+            "out_of_range",
+        )
+    return deliver_at
+
+
+def parse_new_time(obj, now_ms: int, limits: MessageLimits) -> int:
+    """A reschedule's body: exactly one of ``deliver_at`` and ``deliver_after``."""
+    obj = json_object(obj, set(RESCHEDULE_FIELDS), "a reschedule")
+    if not any(f in obj for f in RESCHEDULE_FIELDS):
+        raise refusal("give deliver_at or deliver_after", "deliver_at")
+    return deliver_time(obj, now_ms, limits, RESCHEDULE_FIELDS)
+
+
 def parse_message(obj, now_ms: int, limits: MessageLimits) -> Message:
     obj = json_object(obj, FIELDS, "a message")
     topic = name_field(obj, "topic")
@@ -134,30 +203,7 @@ def parse_message(obj, now_ms: int, limits: MessageLimits) -> Message:
         or not all(isinstance(t, str) and TAG_RE.fullmatch(t) for t in tags)
     ):
         raise refusal(f"tags must be up to {MAX_TAGS} strings of A-Z a-z 0-9 . _ -", "tags")
-    given = [f for f in TIME_FIELDS if f in obj]
-    if len(given) > 1:
-        raise refusal(
-            f"give at most one of deliver_at, deliver_after, delay_level (got {', '.join(given)})", given[1]
-        )
-    if "deliver_at" in obj:
-        deliver_at = parse_deliver_at(obj["deliver_at"])
-        if deliver_at < 0:
-            raise refusal("deliver_at is before the epoch", "deliver_at", "out_of_range")
-    elif "deliver_after" in obj:
-        deliver_at = now_ms + parse_duration(obj["deliver_after"])
-    elif "delay_level" in obj:
-        level = int_field(obj["delay_level"], "delay_level")
-        if not 1 <= level <= len(DELAY_LEVELS_MS):
-            raise refusal(f"delay_level must be 1..{len(DELAY_LEVELS_MS)}", "delay_level", "out_of_range")
-        deliver_at = now_ms + DELAY_LEVELS_MS[level - 1]
-    else:
-        deliver_at = now_ms
-    if deliver_at - now_ms > limits.max_delay_ms:
-        raise refusal(
-            f"deliver time is beyond the maximum delay of {limits.max_delay_ms // 86_400_000} days",
-            given[0],
-            "out_of_range",
-        )
+    deliver_at = deliver_time(obj, now_ms, limits, TIME_FIELDS)
     key = obj.get("key")
     if "key" in obj and (not isinstance(key, str) or not 1 <= len(key) <= MAX_KEY):
         raise refusal(f"key must be a string of 1-{MAX_KEY} characters", "key")
@@ -178,6 +224,12 @@ def parse_message(obj, now_ms: int, limits: MessageLimits) -> Message:
             f"and values of at most {MAX_HEADER_VALUE}",
             "headers",
         )
+    reserved = sorted(k for k in headers if k.lower().startswith(RESERVED_HEADER_PREFIX))
+    if reserved:
+        raise refusal(
+            f"header {reserved[0]!r}: names starting {RESERVED_HEADER_PREFIX} are the node's", "headers"
+        )
+    policy = lateness_policy(obj, limits)
     return Message(
         topic=topic,
         body=body,
@@ -185,5 +237,5 @@ def parse_message(obj, now_ms: int, limits: MessageLimits) -> Message:
         produced_at_ms=now_ms,
         tags=tuple(tags),
         key=key,
-        headers=headers,
+        headers={**headers, **policy} if policy else headers,
     )

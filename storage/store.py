@@ -5,6 +5,8 @@ Layout of a data directory (each file's format is in the named module)::
     commits.log                  commit journal: the commit point of every batch   commit_journal
     delay/<hour>.log|.idx        delay log and index of one delivery hour          hour_bucket
     delay/<hour>.tomb            cancel tombstones of that hour                    tombstones
+    delay/<hour>.move            reschedules: where a message went, whose copy     moves
+    delay/<hour>.late            lateness policies, and what a late one became     late_policies
     delay/<hour>.heads           per-second chain heads, a rebuildable cache       heads
     ready/<topic_id>.<first>.rdy a segment of one topic's delivered messages       ready_log
     keys/index.<first>.kix       a segment of the producer-key index               key_index
@@ -26,6 +28,7 @@ from collections.abc import Callable
 from types import MappingProxyType
 from typing import Any, TypeVar
 
+from .append_file import fsync_dir
 from .check import check_store
 from .commit_journal import CommitJournal, JournalState
 from .config import StorageConfig
@@ -43,6 +46,10 @@ T = TypeVar("T")
 
 DATA_DIRS = ("delay", "ready", "keys")
 TORN_DIR = "torn"
+RESTORING_DIR = ".restoring"  # restore()'s staged copy of a snapshot
+RESTORED_MARKER = "RESTORED"  # in it once the copy is whole and durable
+OLD_ASIDE_MARKER = "OLD_ASIDE"  # in it once the old entries went aside into REPLACED_DIR
+REPLACED_DIR = ".replaced"  # the old entries, until the staged ones are in place
 
 
 class Skipped:
@@ -80,6 +87,16 @@ class Storage(StoreReads):
 
     def _open(self) -> None:
         self.recovered: list[str] = []  # what open set aside, for the operator's log
+        staging = os.path.join(self.directory, RESTORING_DIR)
+        if os.path.isdir(staging) and not self.read_only:
+            # A restore was cut short: finish it once its copy was whole, else drop the copy
+            # (the store was not touched before the copy was whole).
+            if os.path.exists(os.path.join(staging, RESTORED_MARKER)):
+                _swap_in(self.directory, staging)
+                self.recovered.append("finished a restore from a snapshot that a stop cut short")
+            else:
+                shutil.rmtree(staging)
+        shutil.rmtree(os.path.join(self.directory, REPLACED_DIR), ignore_errors=True)
         self.journal = CommitJournal(self.directory, self.config.journal_compact_bytes)
         self.journal.open(self.read_only)
         self._unsynced_bytes = 0
@@ -270,7 +287,7 @@ class Storage(StoreReads):
 
     def drop_bucket(self, hour: int) -> None:
         bucket = self.bucket(hour)
-        for rel in (bucket.log_rel, bucket.idx_rel, bucket.tomb_rel):
+        for rel in (bucket.log_rel, bucket.idx_rel, bucket.tomb_rel, bucket.late_rel):
             self.files.remove(rel)
         assert self._tx is not None
         self._tx.dropped_hours.add(hour)
@@ -335,15 +352,15 @@ class Storage(StoreReads):
         probe.close()
         sealed = probe.state.meta.get("sealed_before_hour", 0)
         self.close()
-        staging = self.directory + ".restoring"
+        # Staged inside the store's own folder, and swapped in entry by entry: the folder
+        # itself is never renamed, since it may be a mount point (a volume), where a
+        # rename fails with EBUSY, and a sibling would lie on another filesystem.
+        staging = os.path.join(self.directory, RESTORING_DIR)
         shutil.rmtree(staging, ignore_errors=True)
         _materialize(src, staging, probe.state.files, sealed)
         probe.write_checkpoint(probe.state, directory=staging)
-        old = self.directory + ".replaced"
-        shutil.rmtree(old, ignore_errors=True)
-        os.rename(self.directory, old)
-        os.rename(staging, self.directory)
-        shutil.rmtree(old)
+        _durable_marker(staging)
+        _swap_in(self.directory, staging)
         self._open()
 
     # -- lifecycle ------------------------------------------------------------
@@ -401,6 +418,40 @@ def _materialize(
         except OSError:
             shutil.copyfile(key_heads, os.path.join(dest, KEY_HEADS_NAME))
     return written
+
+
+def _durable_marker(staging: str) -> None:
+    """Make the staged copy durable, then mark it whole (what :meth:`Storage._open` trusts)."""
+    for root, _dirs, _files in os.walk(staging):
+        fsync_dir(root)
+    with open(os.path.join(staging, RESTORED_MARKER), "wb") as f:
+        os.fsync(f.fileno())
+    fsync_dir(staging)
+
+
+def _swap_in(directory: str, staging: str) -> None:
+    """Replace everything in ``directory`` with what the whole copy ``staging`` holds, in two
+    phases each marked when done, so that a run cut short anywhere is finished by running
+    it again: the old entries go aside into ``REPLACED_DIR``, then the staged ones move up."""
+    replaced = os.path.join(directory, REPLACED_DIR)
+    old_aside = os.path.join(staging, OLD_ASIDE_MARKER)
+    if not os.path.exists(old_aside):
+        os.makedirs(replaced, exist_ok=True)
+        for name in os.listdir(directory):
+            if name not in (RESTORING_DIR, REPLACED_DIR):
+                os.rename(os.path.join(directory, name), os.path.join(replaced, name))
+        fsync_dir(replaced)
+        fsync_dir(directory)
+        with open(old_aside, "wb") as f:
+            os.fsync(f.fileno())
+        fsync_dir(staging)
+    for name in os.listdir(staging):
+        if name not in (RESTORED_MARKER, OLD_ASIDE_MARKER):
+            os.rename(os.path.join(staging, name), os.path.join(directory, name))
+    fsync_dir(directory)
+    shutil.rmtree(staging)
+    shutil.rmtree(replaced, ignore_errors=True)
+    fsync_dir(directory)
 
 
 def _copy_prefix(src: str, dst: str, length: int) -> None:

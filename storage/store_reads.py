@@ -245,6 +245,23 @@ class StoreReads:
                 out[k] = m
         return out
 
+    def current_place(self, mid: MessageId) -> MessageId:
+        """Where message ``mid`` lives now: its own place, or its copy's once rescheduled
+        (moves). Read even past retention: the link outlives its hour while the copy lives."""
+        with _removed_as(MessageExpiredError(f"message {mid} was removed by retention")):
+            return self.bucket(mid.hour).moved_to(mid.global_index) or mid
+
+    def original_id(self, mid: MessageId) -> MessageId:
+        """The id message ``mid`` answers to: its own, or its original's if it is a copy."""
+        with _removed_as(MessageExpiredError(f"message {mid} was removed by retention")):
+            return self.bucket(mid.hour).copy_of(mid.global_index) or mid
+
+    def late_outcome(self, mid: MessageId) -> tuple[int, int] | None:
+        """(DROPPED or DEAD_LETTERED, ms late) once ``mid`` fell due too late (late_policies)."""
+        self._check_retained(mid)
+        with _removed_as(MessageExpiredError(f"message {mid} was removed by retention")):
+            return self.bucket(mid.hour).late_outcome(mid.global_index)
+
     def index_entry(self, mid: MessageId) -> np.void:
         self._check_retained(mid)
         with _removed_as(MessageExpiredError(f"message {mid} was removed by retention")):

@@ -10,11 +10,14 @@ import numpy as np
 
 from .delay_index import MS_PER_HOUR
 from .errors import SealedHourError, UnknownMessageError
+from .hour_names import parse_hour_name
 from .key_index import key_hashes
+from .late_policies import policy_of
 from .magic import READY_LOG
 from .message import Message
 from .message_columns import MessageColumns
 from .message_id import MessageId
+from .moves import COPY_OF, MOVED_TO
 from .ready_log import READY, ReadyEntry, base_key, floor_key, ready_segment_rel, rows_of
 from .segments import SegmentedLog
 from .tag_signature import tags_signature
@@ -57,13 +60,17 @@ class Transaction:
         hours, gis = self.append_columns(cols, slots)
         return list(map(MessageId, hours.tolist(), gis.tolist()))
 
-    def append_columns(self, cols: MessageColumns, slots: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def append_columns(
+        self, cols: MessageColumns, slots: np.ndarray, copies: bool = False
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Store a batch, message ``i`` filed at ``slots[i]``; each one's id as (hours,
         globalIndexes) arrays. ``fresh`` then says which were stored by this call.
 
         Every message is validated before any byte is written. A message whose
         ``(topic, key)`` names a live message in the key index is not stored again: that
-        message's id is returned instead; so is the first one's for a key the batch repeats.
+        message's id (the one it answers to, moves) is returned instead; so is the first
+        one's for a key the batch repeats. Rescheduled ``copies`` are all stored, and their
+        keys name them from now on (a key lives as long as its newest message's hour).
         """
         store = self.store
         n = len(cols)
@@ -80,18 +87,18 @@ class Transaction:
         for i, key in enumerate(cols.keys):
             if key is not None:
                 k = (cols.topics[i], key)
-                if k in first_with_key:
+                if k in first_with_key and not copies:
                     repeats.append((i, first_with_key[k]))
                     stored[i] = False
                 else:
                     first_with_key[k] = i
         asked = list(first_with_key)
         hashes = key_hashes(asked)
-        known = store.key_index.lookup_many(asked, hashes)
+        known = [None] * len(asked) if copies else store.key_index.lookup_many(asked, hashes)
         for k, mid in zip(asked, known, strict=True):
             if mid is not None:
                 i = first_with_key[k]
-                hours[i], gis[i] = mid
+                hours[i], gis[i] = store.original_id(mid)
                 stored[i] = False
         at = np.flatnonzero(stored)
         tids = self._topic_ids(cols.topics, at)
@@ -101,6 +108,10 @@ class Transaction:
             self.buckets_touched.add(hour)
             hours[here] = hour
             gis[here] = store.bucket(hour).append(cols, here, slots[here], tids[here], sigs[here])
+        for i, h in cols.headers.items():
+            policy = policy_of(h) if stored[i] else None
+            if policy is not None:
+                store.bucket(int(hours[i])).add_late(int(gis[i]), *policy)
         for i, j in repeats:
             hours[i], gis[i] = hours[j], gis[j]
         self.fresh = stored
@@ -139,6 +150,19 @@ class Transaction:
         self.buckets_touched.add(mid.hour)
         bucket.add_tombstone(mid.global_index)
         return True
+
+    def link_move(self, original: MessageId, copy: MessageId) -> None:
+        """Record that ``original`` lives now at ``copy``, its rescheduled copy (moves); the
+        caller tombstoned where it lived before and stored the copy."""
+        store = self.store
+        self.buckets_touched.update((original.hour, copy.hour))
+        store.bucket(original.hour).add_move(original.global_index, MOVED_TO, copy)
+        store.bucket(copy.hour).add_move(copy.global_index, COPY_OF, original)
+
+    def record_late(self, mid: MessageId, outcome: int, late_by_ms: int) -> None:
+        """Record that ``mid`` fell due too late and was dropped or dead-lettered (late_policies)."""
+        self.buckets_touched.add(mid.hour)
+        self.store.bucket(mid.hour).add_late(mid.global_index, outcome, late_by_ms)
 
     # -- ready logs -------------------------------------------------------------
 
@@ -243,6 +267,13 @@ class Transaction:
             if h >= hour:
                 break
             store.drop_bucket(h)
+        # A reschedule link outlives its hour while the message it leads to may still be
+        # asked about (moves): until the hour the message lives in goes too.
+        for rel in [r for r in store.file_lengths() if r.startswith("delay/") and r.endswith(".move")]:
+            h = parse_hour_name(rel[len("delay/") : -len(".move")])
+            if h < hour and not store.bucket(h).moves_reach(hour):
+                store.files.remove(rel)
+                self.dropped_hours.add(h)
         if hour > store.meta("retained_from_hour", 0):
             self.meta["retained_from_hour"] = hour
         return max(hour, store.meta("retained_from_hour", 0))

@@ -17,6 +17,7 @@ from .errors import (
     ConflictError,
     HorologeError,
     InvalidRequestError,
+    MessageCancelledError,
     NotFoundError,
     UnavailableError,
 )
@@ -27,6 +28,7 @@ from .models import (
     PendingPage,
     PulledBatch,
     ReceivedMessage,
+    Rescheduled,
     Scheduled,
 )
 from .raw_client import RawClient
@@ -43,6 +45,7 @@ __all__ = [
     "Forecast",
     "HorologeError",
     "InvalidRequestError",
+    "MessageCancelledError",
     "MessageStatus",
     "NotFoundError",
     "PendingMessage",
@@ -51,6 +54,7 @@ __all__ = [
     "RawClient",
     "ReceivedMessage",
     "Reply",
+    "Rescheduled",
     "Schedule",
     "Scheduled",
     "UnavailableError",

@@ -10,7 +10,7 @@ from . import calls, core
 from .calls import Reply
 from .consuming import AsyncSubscription, pull_and_ack
 from .errors import HorologeError
-from .models import Forecast, MessageStatus, PendingPage, PulledBatch, Scheduled
+from .models import Forecast, MessageStatus, PendingPage, PulledBatch, Rescheduled, Scheduled
 from .schedules import AsyncScheduleCalls
 
 
@@ -96,6 +96,29 @@ class AsyncClient(core.ClientSettings, AsyncScheduleCalls):
         ``[start, end)``, epoch ms or ISO-8601); pass ``next_cursor`` back for the next."""
         query = core.pending_query(start, end, limit, cursor, with_body)
         return core.to_pending(await self._call("GET", f"/v1/topics/{quote(topic, safe='')}/pending?{query}"))
+
+    async def reschedule(
+        self, message_id: str, *, deliver_at: core.When = None, deliver_after: core.When = None
+    ) -> Scheduled:
+        """Move a scheduled message to a new time; its id stays. Raises AlreadyDeliveredError
+        or MessageCancelledError (409), NotFoundError (404)."""
+        body = core.new_time(deliver_at, deliver_after)
+        res = await self._call("PATCH", f"/v1/messages/{message_id}", body)
+        return core.to_scheduled(res, res["topic"])
+
+    async def reschedule_key(
+        self, topic: str, key: str, *, deliver_at: core.When = None, deliver_after: core.When = None
+    ) -> Scheduled:
+        """:meth:`reschedule` by producer key."""
+        path = f"/v1/messages?{urlencode({'topic': topic, 'key': key})}"
+        res = await self._call("PATCH", path, core.new_time(deliver_at, deliver_after))
+        return core.to_scheduled(res, topic)
+
+    async def reschedule_batch(self, items: list[dict]) -> list[Rescheduled | HorologeError]:
+        """Move many in one call; each item ``{id | topic+key, deliver_at | deliver_after}``;
+        one result per item, in order (an error for an item that did not move)."""
+        body = {"messages": core.reschedule_bodies(items)}
+        return core.reschedule_results((await self._call("POST", "/v1/messages/reschedule", body))["results"])
 
     async def cancel(self, message_id: str) -> None:
         await self._call("DELETE", f"/v1/messages/{message_id}")

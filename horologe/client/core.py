@@ -21,6 +21,7 @@ from .models import (
     PendingPage,
     PulledBatch,
     ReceivedMessage,
+    Rescheduled,
     Scheduled,
 )
 
@@ -35,6 +36,8 @@ def message_body(
     delay_level=None,
     key: str | None = None,
     headers: dict | None = None,
+    max_lateness: int | str | None = None,
+    on_late: str | None = None,
 ) -> dict:
     """The JSON of one message. Without ``key`` the SDK makes one up, so a retry after a
     failover is recognised by the cluster instead of stored twice."""
@@ -49,6 +52,8 @@ def message_body(
         ("deliver_at", deliver_at),
         ("deliver_after", deliver_after),
         ("delay_level", delay_level),
+        ("max_lateness", max_lateness),
+        ("on_late", on_late),
     ):
         if value is not None:
             msg[name] = value
@@ -137,6 +142,38 @@ def batch_results(results: list[dict], bodies: list[dict]) -> list[Scheduled | H
     ]
 
 
+When = int | str | None  # a time as the API takes it: epoch ms / ms, or text (ISO-8601, "90s")
+
+
+def new_time(deliver_at: When, deliver_after: When) -> dict:
+    """A reschedule's body: exactly one of ``deliver_at`` (epoch ms or ISO-8601) and
+    ``deliver_after`` (ms or "90s"-style)."""
+    if (deliver_at is None) == (deliver_after is None):
+        raise ValueError("give exactly one of deliver_at and deliver_after")
+    return {"deliver_at": deliver_at} if deliver_at is not None else {"deliver_after": deliver_after}
+
+
+def reschedule_bodies(items: list[dict]) -> list[dict]:
+    """Items of a batch reschedule: ``{id | topic+key, deliver_at | deliver_after}``."""
+    return [
+        {k: v for k, v in item.items() if k in ("id", "topic", "key")}
+        | new_time(item.get("deliver_at"), item.get("deliver_after"))
+        for item in items
+    ]
+
+
+def reschedule_results(results: list[dict]) -> list[Rescheduled | HorologeError]:
+    return [
+        Rescheduled(r["id"], r["deliver_at"]) if "id" in r else error_for(_status_of(r), r) for r in results
+    ]
+
+
+def _status_of(result: dict) -> int:
+    """The status a batch item's error would have had alone (the batch answers 200)."""
+    code = result.get("error", {}).get("code")
+    return {"not_found": 404, "already_delivered": 409, "cancelled": 409}.get(code, 400)
+
+
 def to_scheduled(d: dict, topic: str) -> Scheduled:
     return Scheduled(d["id"], topic, d["deliver_at"])
 
@@ -171,7 +208,9 @@ def to_pending(d: dict) -> PendingPage:
 
 
 def to_status(d: dict) -> MessageStatus:
-    return MessageStatus(d["id"], d["topic"], d["state"], d["deliver_at"], d.get("delivered_at"))
+    return MessageStatus(
+        d["id"], d["topic"], d["state"], d["deliver_at"], d.get("delivered_at"), d.get("late_by_ms")
+    )
 
 
 def to_pulled(res: dict, tags: str | None) -> tuple[PulledBatch, list[str]]:

@@ -31,7 +31,11 @@ class ConflictError(HorologeError):
 
 
 class AlreadyDeliveredError(ConflictError):
-    """Raised when cancelling a message that was already delivered (409)."""
+    """Raised when cancelling or rescheduling a message that was already delivered (409)."""
+
+
+class MessageCancelledError(HorologeError):
+    """Raised when rescheduling a message that was cancelled (409 ``cancelled``)."""
 
 
 class UnavailableError(HorologeError):
@@ -60,4 +64,6 @@ def error_for(status: int, body) -> HorologeError:
         404: NotFoundError,
         409: AlreadyDeliveredError,
     }.get(status, UnavailableError if status in (0, 503) else HorologeError)
+    if status == 409 and err.get("code") == "cancelled":
+        kind = MessageCancelledError
     return kind(message, status, err.get("code", ""), err.get("field"))

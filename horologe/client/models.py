@@ -6,6 +6,7 @@ import base64
 from dataclasses import dataclass, field
 
 ORIGIN_HEADER = "x-horologe-topic"  # a retry's copy names the topic it came from
+ID_HEADER = "x-horologe-id"  # a rescheduled copy names the id it answers to
 
 
 @dataclass(frozen=True)
@@ -16,12 +17,21 @@ class Scheduled:
 
 
 @dataclass(frozen=True)
+class Rescheduled:
+    """One item of a batch reschedule that moved: the id it keeps, and its new time."""
+
+    id: str
+    deliver_at: int  # epoch ms
+
+
+@dataclass(frozen=True)
 class MessageStatus:
     id: str
     topic: str
-    state: str  # scheduled | delivered | cancelled
+    state: str  # scheduled | delivered | cancelled | dropped | dead_lettered
     deliver_at: int
     delivered_at: int | None = None
+    late_by_ms: int | None = None  # how late it was delivered, dropped or dead-lettered
 
 
 @dataclass(frozen=True)
@@ -90,7 +100,7 @@ class ReceivedMessage:
         adds (the node's pull_wire)."""
         headers = record["headers"]
         return cls(
-            record["id"],
+            headers.get(ID_HEADER, record["id"]),
             receipt,
             headers.get(ORIGIN_HEADER, record["topic"]),
             record["body"],

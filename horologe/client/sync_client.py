@@ -10,7 +10,7 @@ from . import calls, core
 from .calls import Reply
 from .consuming import Subscription, pull_and_ack
 from .errors import HorologeError
-from .models import Forecast, MessageStatus, PendingPage, PulledBatch, Scheduled
+from .models import Forecast, MessageStatus, PendingPage, PulledBatch, Rescheduled, Scheduled
 from .schedules import ScheduleCalls
 
 
@@ -56,7 +56,8 @@ class Client(core.ClientSettings, calls.BlockingPool, ScheduleCalls):
     # -- producing ----------------------------------------------------------------
 
     def produce(self, topic: str, body: bytes | str, **options) -> Scheduled:
-        """Schedule one message. Options: tags, deliver_at, deliver_after, delay_level, key, headers."""
+        """Schedule one message. Options: tags, deliver_at, deliver_after, delay_level, key, headers,
+        max_lateness and on_late (what happens if it falls due later than that: deliver, dlq, drop)."""
         msg = core.message_body(topic, body, **options)
         return core.to_scheduled(self._call("POST", "/v1/messages", msg), topic)
 
@@ -95,6 +96,29 @@ class Client(core.ClientSettings, calls.BlockingPool, ScheduleCalls):
         ``[start, end)``, epoch ms or ISO-8601); pass ``next_cursor`` back for the next."""
         query = core.pending_query(start, end, limit, cursor, with_body)
         return core.to_pending(self._call("GET", f"/v1/topics/{_quote(topic)}/pending?{query}"))
+
+    def reschedule(
+        self, message_id: str, *, deliver_at: core.When = None, deliver_after: core.When = None
+    ) -> Scheduled:
+        """Move a scheduled message to a new time; its id stays. Raises AlreadyDeliveredError
+        or MessageCancelledError (409), NotFoundError (404)."""
+        body = core.new_time(deliver_at, deliver_after)
+        res = self._call("PATCH", f"/v1/messages/{message_id}", body)
+        return core.to_scheduled(res, res["topic"])
+
+    def reschedule_key(
+        self, topic: str, key: str, *, deliver_at: core.When = None, deliver_after: core.When = None
+    ) -> Scheduled:
+        """:meth:`reschedule` by producer key."""
+        path = f"/v1/messages?{urlencode({'topic': topic, 'key': key})}"
+        res = self._call("PATCH", path, core.new_time(deliver_at, deliver_after))
+        return core.to_scheduled(res, topic)
+
+    def reschedule_batch(self, items: list[dict]) -> list[Rescheduled | HorologeError]:
+        """Move many in one call; each item ``{id | topic+key, deliver_at | deliver_after}``;
+        one result per item, in order (an error for an item that did not move)."""
+        body = {"messages": core.reschedule_bodies(items)}
+        return core.reschedule_results((self._call("POST", "/v1/messages/reschedule", body))["results"])
 
     def cancel(self, message_id: str) -> None:
         """Cancel; raises AlreadyDeliveredError (409) or NotFoundError (404)."""

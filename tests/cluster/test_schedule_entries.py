@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from horologe.cluster import CANCELLED, DELIVERED, SCHEDULED, SYNC, Entry, StateMachine, decode
 from horologe.cluster.committed_reads import counters, message_status, pending_by_topic
-from horologe.cluster.entries import FIRE, SCHEDULE
+from horologe.cluster.entries import FIRE, MOVE, SCHEDULE
 from horologe.cluster.schedule_apply import ScheduleOutcome
 from horologe.cluster.schedule_state import (
     Firings,
@@ -217,3 +217,15 @@ def test_a_bad_schedule_entry_is_skipped_on_every_node(tmp_path):
     bad_def = {"op": "create", "name": "x", "def": {"bogus": 1}}
     blob = Entry(SCHEDULE, Watermark(T), T, schedule=bad_def).encode()
     assert sm.apply(2, blob).error is not None and sm.halted is None
+
+
+def test_pause_cancels_a_firing_rescheduled_since(tmp_path):
+    log = Log(machine(tmp_path))
+    log.create(every_second())
+    log.fire(Firings("tick", 1, T, T + 2 * S, (T + S, T + 2 * S)))
+    moved = log.apply(MOVE, keys=[("t", fire_key("tick", T + 2 * S))], deliver_at=[T + 30 * S])
+    assert moved.cancels == [SCHEDULED]
+    log.control("pause", "tick")
+    assert pending_by_topic(log.sm.store) == {"t": 0}
+    log.deliver_to(T + 40 * S)
+    assert log.sm.store.read_ready("t").size == 0  # neither the firing nor its moved copy

@@ -109,7 +109,14 @@ def test_cancel_states(tmp_path):
     assert len(ready(sm)) == 1  # the cancelled one was skipped
     assert message_status(sm.store, ids[1]).state == CANCELLED
     assert message_status(sm.store, ids[0]).delivered_at_ms == T + 20
-    assert counters(sm.store) == {"stored": 2, "delivered": 1, "cancelled": 1}
+    assert counters(sm.store) == {
+        "stored": 2,
+        "delivered": 1,
+        "cancelled": 1,
+        "rescheduled": 0,
+        "late_dropped": 0,
+        "late_dead_lettered": 0,
+    }
 
 
 def test_bad_entry_is_recorded_not_raised(tmp_path):

@@ -265,3 +265,66 @@ def test_a_ready_read_verifies_what_it_reads_not_the_log_before_it(tmp_path):
         assert len(s.read_ready("orders", n - 10, n)) == 10
         with pytest.raises(CorruptLogError):
             s.read_ready("orders", 0, 5)
+
+
+@pytest.mark.parametrize("renames_before_the_crash", [0, 1, 3, 6, 40])
+def test_a_restore_cut_short_is_finished_or_undone_at_the_next_open(
+    tmp_path, monkeypatch, renames_before_the_crash
+):
+    """A restore renames nothing above the store's folder (it may be a mount point); a crash
+    at any rename leaves a store that opens as the old one or as the snapshot, whole."""
+    src = str(tmp_path / "src")
+    with Storage(src, StorageConfig(fsync=False)) as s:
+        feed(s)
+        s.snapshot(str(tmp_path / "snap"))
+        expected = s.check()
+        restored_index = s.applied_index
+    other = str(tmp_path / "other")
+    with Storage(other, StorageConfig(fsync=False)) as o:
+        o.apply(1, lambda tx: tx.append([msg(H0, body=b"to be replaced")]))
+        old = o.check()
+    calls = {"n": 0}
+    real_rename = os.rename
+
+    def crashing_rename(a, b):
+        if calls["n"] == renames_before_the_crash:
+            raise KeyboardInterrupt("power cut")
+        calls["n"] += 1
+        real_rename(a, b)
+
+    o = Storage(other, StorageConfig(fsync=False))
+    monkeypatch.setattr(os, "rename", crashing_rename)
+    try:
+        o.restore(str(tmp_path / "snap"))
+        crashed = False
+    except KeyboardInterrupt:
+        crashed = True
+    monkeypatch.setattr(os, "rename", real_rename)
+    with Storage(other, StorageConfig(fsync=False)) as again:
+        report = again.check()
+        assert report in (old, expected)
+        assert again.applied_index == (1 if report == old else restored_index)
+        if crashed and renames_before_the_crash > 0:  # the copy was whole: it was finished
+            assert again.applied_index == restored_index
+    assert sorted(os.listdir(other)) == sorted(n for n in os.listdir(src) if not n.endswith(".lock"))
+
+
+@pytest.mark.root
+def test_a_store_on_its_own_mount_point_restores(tmp_path, mount_tmpfs):
+    """A store kept on a volume of its own (a tmpfs here): restore cannot rename its folder
+    (EBUSY), and links from the snapshot's filesystem fail over to copies."""
+    src = str(tmp_path / "src")
+    with Storage(src, StorageConfig(fsync=False)) as s:
+        feed(s)
+        s.apply(5000, lambda tx: tx.seal_before(HOUR + 10))
+        s.snapshot(str(tmp_path / "snap"))
+        expected = s.check()
+    other = str(tmp_path / "other")
+    os.makedirs(other)
+    mount_tmpfs(other, "64m")
+    with Storage(other, StorageConfig(fsync=False)) as o:
+        o.apply(1, lambda tx: tx.append([msg(H0, body=b"to be replaced")]))
+        o.restore(str(tmp_path / "snap"))
+        assert o.applied_index == 5000 and o.check() == expected
+    with Storage(other) as o:
+        assert o.check() == expected
