@@ -20,6 +20,11 @@ its clock reading ``clock_ms``; applying an entry first advances the watermark t
     {"t": "T", "ws": ws, "clock_ms": int, "hour": int,
      "ready": [[topic, offset], ...]}                                   retention: cut hours before
                                                                         hour, ready logs below offset
+    {"t": "K", "ws": ws, "clock_ms": int,
+     "sched": {"op": create|pause|resume|delete, "name": str, "def"?: {...}}}  a recurring schedule
+    {"t": "F", "ws": ws, "clock_ms": int,
+     "fires": [[name, incarnation, from_mark, to_mark, [fire_ms, ...]], ...]}  its firings
+                                        (cluster/schedule_state.py, cluster/schedule_apply.py)
 
 ``topic`` and ``offset`` name a ready-log entry; ``offset`` is its number.
 
@@ -44,6 +49,7 @@ from horologe.storage import Message, MessageColumns
 from horologe.wheel import Watermark
 
 from .errors import BadEntryError
+from .schedule_state import Firings
 
 
 class EntryKind(StrEnum):
@@ -57,9 +63,11 @@ class EntryKind(StrEnum):
     RETRY = "R"
     TRIM = "T"
     MOVE = "M"
+    SCHEDULE = "K"
+    FIRE = "F"
 
 
-PRODUCE, SYNC, CANCEL, RELEASE, ACK, RETRY, TRIM, MOVE = EntryKind
+PRODUCE, SYNC, CANCEL, RELEASE, ACK, RETRY, TRIM, MOVE, SCHEDULE, FIRE = EntryKind
 
 
 @dataclass(frozen=True)
@@ -76,6 +84,8 @@ class Entry:
     hour: int = 0  # TRIM: cut the hours before this one
     ready: list[tuple[str, int]] = field(default_factory=list)  # TRIM: (topic, offset) to trim below
     deliver_at: list[int] = field(default_factory=list)  # MOVE: the new times, ids' then keys'
+    schedule: dict = field(default_factory=dict)  # SCHEDULE: {op, name, def?}
+    fires: list[Firings] = field(default_factory=list)  # FIRE: per schedule, its fire times
 
     def encode(self) -> bytes:
         d: dict = {"t": self.kind, "ws": self.ws.to_wire(), "clock_ms": self.clock_ms}
@@ -95,6 +105,10 @@ class Entry:
         elif self.kind == TRIM:
             d["hour"] = self.hour
             d["ready"] = [list(r) for r in self.ready]
+        elif self.kind == SCHEDULE:
+            d["sched"] = self.schedule
+        elif self.kind == FIRE:
+            d["fires"] = [f.to_wire() for f in self.fires]
         return msgpack.packb(d, use_bin_type=True)
 
 
@@ -117,6 +131,8 @@ def decode(blob: bytes) -> Entry:
             int(d.get("hour", 0)),
             [(str(t), int(o)) for t, o in d.get("ready", ())],
             [int(at) for at in d.get("at", ())],
+            schedule=dict(d.get("sched", {})),
+            fires=[Firings.from_wire(f) for f in d.get("fires", ())],
         )
     except (ValueError, TypeError, KeyError, OverflowError, msgpack.UnpackException) as e:
         raise BadEntryError(f"undecodable entry: {e}") from e

@@ -39,3 +39,15 @@ class StoreBehindDumpError(ClusterError):
 class StaleJournalViewError(ClusterError):
     """Raised when a lazy view of the Raft journal is read after the journal was cut or
     rewritten (its positions no longer name the entries it was made for)."""
+
+
+class InvalidScheduleError(ClusterError, ValueError):
+    """Raised when a schedule's cron expression or time zone is one it cannot fire by;
+    ``field`` names which, ``code`` the rule (``invalid_field``, or ``out_of_range`` for
+    an expression that never fires)."""
+
+    def __init__(self, message: str, field: str, code: str = "invalid_field") -> None:
+        super().__init__(message)
+        self.message = message
+        self.field = field
+        self.code = code

@@ -49,9 +49,23 @@ from .committed_reads import (
     watermark,
 )
 from .consumer_groups import ID_HEADER, ORIGIN_HEADER, GroupProgress, dlq_topic, progress_key, retry_topic
-from .entries import ACK, CANCEL, MOVE, PRODUCE, RELEASE, RETRY, TRIM, Entry, EntryKind, decode
+from .entries import (
+    ACK,
+    CANCEL,
+    FIRE,
+    MOVE,
+    PRODUCE,
+    RELEASE,
+    RETRY,
+    SCHEDULE,
+    TRIM,
+    Entry,
+    EntryKind,
+    decode,
+)
 from .errors import BadEntryError
 from .retention import passed_by_groups
+from .schedule_apply import apply_fires, apply_schedule
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +87,7 @@ class ApplyResult:
     wheel_lateness_ms: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     retained_from_hour: int | None = None  # TRIM: where retention now starts
     dead_lettered: int = 0  # RETRY: entries moved to a DLQ (the copies made are ``ids``)
+    schedule: str | None = None  # SCHEDULE: what it did (schedule_apply.ScheduleOutcome)
     error: str | None = None
     skipped: bool = False
 
@@ -174,6 +189,10 @@ class StateMachine:
             tx.set_meta("released_by", entry.node)
         elif entry.kind == TRIM:
             self._trim(tx, entry, res)
+        elif entry.kind == SCHEDULE:
+            apply_schedule(self, tx, entry, w, res)
+        elif entry.kind == FIRE:
+            apply_fires(self, tx, entry, w, res)
         return res
 
     def _bump(self, tx: Transaction, key: str, n: int) -> None:

@@ -67,6 +67,10 @@ class NodeConfig:
     # (cluster/retention.py); 0 keeps everything. The master checks every retention_check_ms.
     retention_ms: int = 7 * 86_400_000
     retention_check_ms: int = 60_000
+    # Recurring schedules (cluster/schedule_plan.py): the master produces each one's firings
+    # up to this far ahead of its clock, refilling at half, checking every schedule_check_ms.
+    schedule_horizon_ms: int = 60_000
+    schedule_check_ms: int = 1_000
     clock_offset_ms: int = 0  # test-only skew (CLOCK_OFFSET_ENV); use libfaketime for real skew
     # HTTPS (node/tls.py): this node's certificate chain and key, and the CAs it trusts
     # when it calls a peer's HTTP API.
@@ -144,6 +148,8 @@ RANGES = {
     "metrics_topic_cap": (1, 100_000),
     "retention_ms": (0, 100 * 365 * 86_400_000),
     "retention_check_ms": (100, 86_400_000),
+    "schedule_horizon_ms": (1_000, 3_600_000),
+    "schedule_check_ms": (10, 60_000),
 }
 STRINGS = ("node_id", "data_dir", "http", "raft", "raft_bind", "tls_cert", "tls_key", "tls_ca", *ENV_SECRETS)
 BOOLS = ("insecure_dev", "fsync", "access_log")

@@ -148,6 +148,14 @@ KEY_QUERY = (
     query_param("key", {"type": "string", "minLength": 1, "maxLength": MAX_KEY}),
 )
 GROUP = path_param("group", ref("Name"), "a consumer group")
+SCHEDULE = path_param("name", ref("Name"), "a recurring schedule's name")
+
+
+def _by_name(summary: str, ok: dict[str, dict]) -> dict:
+    """An operation on one schedule, named in the path."""
+    return operation(summary, CLIENT, ok, parameters=(SCHEDULE,), errors=("BadRequest", "NotFound"))
+
+
 DASHBOARD = {
     "200": {
         "description": "The file: the page (`text/html`), its script, style or images.",
@@ -276,6 +284,42 @@ ROUTES: dict[tuple[str, str], dict] = {
         body="Receipts",
         parameters=(TOPIC,),
         errors=("NotFound",),
+    ),
+    ("post", "/v1/schedules"): operation(
+        "Create a recurring schedule: a message to its topic at every fire time of its cron, in its zone",
+        CLIENT,
+        {
+            "201": answer("Created; firings are planned from now (or from `start_at`).", "Schedule"),
+            "200": answer(
+                "A schedule of that name and the same definition exists (a create retried).", "Schedule"
+            ),
+        },
+        body="NewSchedule",
+        errors=("Conflict", "Unprocessable"),
+        description="409 `schedule_exists` (the name taken by another definition) or `too_many_schedules`; "
+        "400 `invalid_field` on `cron` or `timezone`, `invalid_range` when `end_at` is not after `start_at`; "
+        "422 `out_of_range`: a cron that never fires, a time before 1970 or past 9999.",
+    ),
+    ("get", "/v1/schedules"): operation(
+        "Every recurring schedule, by name",
+        CLIENT,
+        {"200": answer("Each with its next five fire times.", "ScheduleList")},
+    ),
+    ("get", "/v1/schedules/{name}"): _by_name(
+        "A recurring schedule, with its next five fire times",
+        {"200": answer("The schedule.", "Schedule")},
+    ),
+    ("post", "/v1/schedules/{name}/pause"): _by_name(
+        "Pause a schedule: nothing more is planned, and its firings not yet delivered are cancelled",
+        {"200": answer("Paused (now, or before).", "Schedule")},
+    ),
+    ("post", "/v1/schedules/{name}/resume"): _by_name(
+        "Resume a schedule: planned again from now; what passed while paused is skipped",
+        {"200": answer("Active (now, or before).", "Schedule")},
+    ),
+    ("delete", "/v1/schedules/{name}"): _by_name(
+        "Delete a schedule; its firings not yet delivered are cancelled",
+        {"200": answer("Deleted.", "ScheduleDeleted")},
     ),
     ("get", "/admin/status"): operation(
         "This node's role, Raft indexes, wheel state and counters",

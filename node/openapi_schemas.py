@@ -11,7 +11,11 @@ descriptions and answers 413 or 422.
 
 from __future__ import annotations
 
+import re
+
 from horologe.cluster.committed_reads import COUNTERS
+from horologe.cluster.schedule_state import SCHEDULE_HEADER
+from horologe.cluster.schedule_times import CRON_PATTERN, LAST_INSTANT_MS, MAX_CRON_LENGTH
 from horologe.storage.late_policies import ON_LATE
 from horologe.storage.message import MessageLimits
 from horologe.storage.message_id import ID_PATTERN
@@ -29,6 +33,7 @@ from horologe.storage.message_json import (
     TIME_FIELDS,
 )
 
+from .schedule_rules import MAX_SCHEDULE_HEADERS
 from .validation import MAX_PULL, MAX_VISIBILITY_MS, MAX_WAIT_MS, MIN_VISIBILITY_MS, TAG_FILTER_PATTERN
 
 LIMITS = MessageLimits()
@@ -628,6 +633,121 @@ SCHEMAS: dict[str, dict] = {
         "type": "object",
         "required": ["ok"],
         "properties": {"ok": {"const": True}},
+        "additionalProperties": False,
+    },
+}
+
+
+# Recurring schedules (node/schedule_rules.py): the message fields are POST /v1/messages' own.
+def _any_case(text: str) -> str:
+    """A pattern matching ``text`` in any letter case (JSON Schema patterns take no flags)."""
+    return "".join(f"[{c.lower()}{c.upper()}]" if c.isalpha() else re.escape(c) for c in text)
+
+
+_MESSAGE = SCHEMAS["Message"]["properties"]
+SCHEDULE_INSTANT = {
+    "oneOf": [
+        {**EPOCH_MS, "maximum": LAST_INSTANT_MS, "description": "Unix epoch milliseconds, up to year 9999"},
+        {"type": "string", "format": "date-time", "description": "RFC 3339, with a zone"},
+    ],
+}
+SCHEMAS |= {
+    "NewSchedule": {
+        "type": "object",
+        "description": "A recurring schedule: each fire time of `cron` in `timezone` produces a message "
+        "to `topic`, keyed `schedule:<name>:<fire epoch ms>`. Exactly one of `body` and `body_b64`. "
+        "A `cron` that never fires is 422; a `timezone` that is not an IANA zone name is 400.",
+        "required": ["name", "topic", "cron", "timezone"],
+        "properties": {
+            "name": ref("Name"),
+            "topic": ref("Name"),
+            "body": _MESSAGE["body"],
+            "body_b64": _MESSAGE["body_b64"],
+            "tags": _MESSAGE["tags"],
+            "headers": {
+                **_MESSAGE["headers"],
+                "maxProperties": MAX_SCHEDULE_HEADERS,
+                "propertyNames": {
+                    "maxLength": MAX_HEADER_NAME,
+                    "not": {"pattern": f"^{_any_case(SCHEDULE_HEADER)}$"},
+                },
+                "description": f"each firing carries these, and `{SCHEDULE_HEADER}: <name>`",
+            },
+            "cron": {
+                "type": "string",
+                "maxLength": MAX_CRON_LENGTH,
+                "pattern": f"^{CRON_PATTERN}$",
+                "description": "5 fields (minute hour day-of-month month day-of-week), or 6 with seconds "
+                "first, one space apart; croniter's syntax, without `H` and `R`",
+                "examples": ["*/5 * * * *", "0 30 9 * * MON-FRI"],
+            },
+            "timezone": {
+                "type": "string",
+                "minLength": 1,
+                "maxLength": 64,
+                "description": "an IANA zone name, e.g. `Europe/Berlin` or `UTC`",
+                "examples": ["Europe/Berlin", "UTC"],
+            },
+            "start_at": {**SCHEDULE_INSTANT, "description": "no fire time before it"},
+            "end_at": {**SCHEDULE_INSTANT, "description": "fire times before it only; after `start_at`"},
+        },
+        "additionalProperties": False,
+        "oneOf": [{"required": ["body"]}, {"required": ["body_b64"]}],
+    },
+    "Schedule": {
+        "type": "object",
+        "required": [
+            "name",
+            "topic",
+            "cron",
+            "timezone",
+            "state",
+            "tags",
+            "headers",
+            "start_at",
+            "end_at",
+            "created_at",
+            "planned_until",
+            "next_fires",
+        ],  # fmt: skip
+        "properties": {
+            "name": ref("Name"),
+            "topic": ref("Name"),
+            "cron": {"type": "string"},
+            "timezone": {"type": "string"},
+            "state": {
+                "enum": ["active", "paused", "ended"],
+                "description": "`ended`: `end_at` is set and no fire time is left before it",
+            },
+            **CONTENT,
+            "start_at": {"type": ["integer", "null"]},
+            "end_at": {"type": ["integer", "null"]},
+            "created_at": {**EPOCH_MS, "description": "the master's clock in the entry that created it"},
+            "planned_until": {
+                "type": ["integer", "null"],
+                "description": "the replicated mark: every fire time up to it was produced (or skipped while "
+                "paused); planning goes on from it",
+            },
+            "next_fires": {
+                "type": "array",
+                "maxItems": 5,
+                "items": EPOCH_MS,
+                "description": "the next five fire times after now; none while paused",
+            },
+        },
+        "additionalProperties": False,
+        "oneOf": [{"required": ["body"]}, {"required": ["body_b64"]}],
+    },
+    "ScheduleList": {
+        "type": "object",
+        "required": ["schedules"],
+        "properties": {"schedules": {"type": "array", "items": ref("Schedule")}},
+        "additionalProperties": False,
+    },
+    "ScheduleDeleted": {
+        "type": "object",
+        "required": ["name", "state"],
+        "properties": {"name": ref("Name"), "state": {"const": "deleted"}},
         "additionalProperties": False,
     },
 }

@@ -51,6 +51,7 @@ from .peer_readiness import peer_readiness
 from .quorum_clock import QuorumClock, majority
 from .receipts import Receipts
 from .retention_driver import RetentionDriver
+from .schedules import Schedules
 from .tls import client_context
 from .wheel_driver import WheelDriver, WheelSettings
 
@@ -141,6 +142,14 @@ class NodeService:
             config.retention_check_ms,
             self._may_lead,
         )
+        self.schedules = Schedules(
+            self.view,
+            self.propose,
+            self.clock,
+            config.schedule_horizon_ms,
+            config.schedule_check_ms,
+            self._may_lead,
+        )
         self.raft: RaftNode | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._tasks: list[asyncio.Task] = []
@@ -163,7 +172,7 @@ class NodeService:
             observe_apply=self._observers.apply_seconds,
             observe_fsync=self._observers.journal_fsync_seconds,
         )
-        loops = (self.produce_commit, self.consumers.ack_commit, self.retention)
+        loops = (self.produce_commit, self.consumers.ack_commit, self.retention, self.schedules.driver)
         self._tasks = [asyncio.create_task(t.run()) for t in loops]
 
     async def stop(self) -> None:

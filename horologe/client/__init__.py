@@ -14,6 +14,7 @@ from .errors import (
     AlreadyDeliveredError,
     AuthError,
     CertificateError,
+    ConflictError,
     HorologeError,
     InvalidRequestError,
     MessageCancelledError,
@@ -31,6 +32,7 @@ from .models import (
     Scheduled,
 )
 from .raw_client import RawClient
+from .schedules import Schedule
 from .sync_client import Client
 
 __all__ = [
@@ -39,6 +41,7 @@ __all__ = [
     "AuthError",
     "CertificateError",
     "Client",
+    "ConflictError",
     "Forecast",
     "HorologeError",
     "InvalidRequestError",
@@ -52,6 +55,7 @@ __all__ = [
     "ReceivedMessage",
     "Reply",
     "Rescheduled",
+    "Schedule",
     "Scheduled",
     "UnavailableError",
 ]

@@ -11,9 +11,10 @@ from .calls import Reply
 from .consuming import AsyncSubscription, pull_and_ack
 from .errors import HorologeError
 from .models import Forecast, MessageStatus, PendingPage, PulledBatch, Rescheduled, Scheduled
+from .schedules import AsyncScheduleCalls
 
 
-class AsyncClient(core.ClientSettings):
+class AsyncClient(core.ClientSettings, AsyncScheduleCalls):
     """Same calls as :class:`horologe.client.Client`, awaitable, over one pooled httpx.AsyncClient."""
 
     def __init__(self, urls, token: str, **settings) -> None:

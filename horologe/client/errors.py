@@ -25,7 +25,12 @@ class NotFoundError(HorologeError):
     """Raised when the message or receipt does not exist (404)."""
 
 
-class AlreadyDeliveredError(HorologeError):
+class ConflictError(HorologeError):
+    """Raised when the request conflicts with what the cluster holds (409): a schedule name
+    taken by another definition (``schedule_exists``), or too many schedules."""
+
+
+class AlreadyDeliveredError(ConflictError):
     """Raised when cancelling or rescheduling a message that was already delivered (409)."""
 
 
@@ -42,10 +47,15 @@ class CertificateError(HorologeError):
     trusts (see ``ca=``), expired, or issued for another host. Nothing was sent; not retried."""
 
 
+# Error codes whose class is not the one of their status alone.
+KIND_BY_CODE = {"schedule_exists": ConflictError, "too_many_schedules": ConflictError}
+
+
 def error_for(status: int, body) -> HorologeError:
     err = body.get("error", {}) if isinstance(body, dict) else {}
     message = f"HTTP {status}: {err.get('code', '?')}: {err.get('message', body)}"
-    kind = {
+    code = err.get("code")
+    kind = (KIND_BY_CODE.get(code) if isinstance(code, str) else None) or {
         400: InvalidRequestError,
         413: InvalidRequestError,
         422: InvalidRequestError,

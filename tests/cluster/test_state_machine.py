@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 
 from horologe.cluster import CANCEL, CANCELLED, DELIVERED, PRODUCE, SYNC, UNKNOWN, Entry, StateMachine
 from horologe.cluster.committed_reads import counters, delivered_at, message_status, pending_by_topic
 from horologe.storage import CorruptLogError, Message, MessageId, ReadyEntry, Storage, StorageConfig
 from horologe.wheel import ALL, Watermark
+
+from .same_files import assert_same_files
 
 T = 1_767_225_600_000  # 2026-01-01 00:00 UTC
 
@@ -69,11 +69,7 @@ def test_two_nodes_applying_the_same_entries_hold_the_same_bytes(tmp_path):
         b.apply(i, e)
     a.store.close()
     b.store.close()
-    for d, _, names in os.walk(tmp_path / "a"):
-        for n in names:
-            pa = os.path.join(d, n)
-            with open(pa, "rb") as fa, open(pa.replace("/a/", "/b/", 1), "rb") as fb:
-                assert fa.read() == fb.read(), n
+    assert_same_files(tmp_path / "a", tmp_path / "b")
 
 
 def test_late_arrival_behind_the_watermark(tmp_path):

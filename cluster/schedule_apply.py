@@ -1,0 +1,188 @@
+"""Applying the schedule entries, on every node alike: ``K`` (create, pause, resume,
+delete a recurring schedule) and ``F`` (produce its firings). State layout in
+cluster/schedule_state.py; what is planned when, in cluster/schedule_plan.py.
+
+Every answer is decided here, at apply, from the committed state (``ApplyResult.schedule``):
+two creates of one name race to the log, and the second is told ``exists``.
+
+* **create** stores the definition and a mark at the entry's clock (or just before
+  ``start_at``, when later): nothing before it fires. The same definition again (a
+  create retried) is ``unchanged``; another one under a taken name is ``exists``.
+* **pause** stops planning and cancels, by key, the firings already produced and not yet
+  delivered (those planned within the horizon).
+* **resume** plans again from the later of the entry's clock and the mark: the fire
+  times that passed while paused are skipped, and so are the ones the pause cancelled
+  (their keys stay taken for 24 h after their hour, so they could not be produced again).
+* **delete** cancels the same way and drops the definition; its mark stays, as the floor
+  of a schedule created again under that name (for the same reason), until the clock
+  passes it.
+* **F** produces each schedule's firings only if its definition is the incarnation that
+  was planned, is not paused, and its mark is where the planning started; then moves the
+  mark. Firings are ordinary messages keyed ``schedule:<name>:<fire ms>``, so a firing
+  produced twice is stored once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from enum import StrEnum
+from typing import TYPE_CHECKING
+
+from horologe.storage import Message, MessageColumns, Transaction
+from horologe.wheel import Watermark
+
+from .entries import CANCEL, Entry
+from .errors import BadEntryError
+from .schedule_state import (
+    MARK_PREFIX,
+    MAX_SCHEDULES,
+    NAMES_KEY,
+    PLANNED_KEPT_MS,
+    SCHEDULE_HEADER,
+    ScheduleDef,
+    ScheduleMark,
+    def_key,
+    definition,
+    fire_key,
+    mark,
+    mark_key,
+    names,
+)
+
+if TYPE_CHECKING:  # hints only: the state machine imports this module
+    from .state_machine import ApplyResult, StateMachine
+
+
+class ScheduleOutcome(StrEnum):
+    """What a ``K`` entry did (``ApplyResult.schedule``); the node answers by it."""
+
+    CREATED = "created"
+    UNCHANGED = "unchanged"  # created before with the same definition
+    EXISTS = "exists"  # the name is taken by another definition
+    LIMIT = "limit"  # MAX_SCHEDULES exist
+    NOT_FOUND = "not_found"
+    PAUSED = "paused"
+    ACTIVE = "active"
+    DELETED = "deleted"
+
+
+CREATE, PAUSE, RESUME, DELETE = "create", "pause", "resume", "delete"
+
+
+def apply_schedule(sm: StateMachine, tx: Transaction, entry: Entry, w: Watermark, res: ApplyResult) -> None:
+    """A ``K`` entry; ``res.schedule`` says what it did."""
+    op, name = entry.schedule.get("op"), entry.schedule.get("name")
+    if not isinstance(name, str) or op not in (CREATE, PAUSE, RESUME, DELETE):
+        raise BadEntryError(f"schedule entry with op {op!r} and name {name!r}")
+    meta = sm.store.current_meta
+    if op == CREATE:
+        res.schedule = _create(sm, tx, entry, res.raft_index)
+        return
+    d, m = definition(meta, name), mark(meta, name)
+    if d is None or m is None:
+        res.schedule = ScheduleOutcome.NOT_FOUND
+        return
+    if op == PAUSE:
+        if not d.paused:
+            _cancel_planned(sm, tx, entry, d, m, w, res)
+            tx.set_meta(def_key(name), replace(d, paused=True).to_wire())
+            tx.set_meta(mark_key(name), ScheduleMark(m.incarnation, m.mark).to_wire())
+        res.schedule = ScheduleOutcome.PAUSED
+    elif op == RESUME:
+        if d.paused:
+            tx.set_meta(def_key(name), replace(d, paused=False).to_wire())
+            tx.set_meta(mark_key(name), ScheduleMark(m.incarnation, max(m.mark, entry.clock_ms)).to_wire())
+        res.schedule = ScheduleOutcome.ACTIVE
+    else:
+        _cancel_planned(sm, tx, entry, d, m, w, res)
+        tx.set_meta(def_key(name), None)
+        tx.set_meta(mark_key(name), ScheduleMark(m.incarnation, m.mark).to_wire())
+        tx.set_meta(NAMES_KEY, [n for n in names(meta) if n != name])
+        _drop_passed_floors(sm, tx, entry.clock_ms)
+        res.schedule = ScheduleOutcome.DELETED
+
+
+def _create(sm: StateMachine, tx: Transaction, entry: Entry, raft_index: int) -> ScheduleOutcome:
+    meta = sm.store.current_meta
+    try:
+        wanted = ScheduleDef.from_wire(entry.schedule["def"])
+    except (KeyError, TypeError, ValueError) as e:
+        raise BadEntryError(f"schedule entry with a bad definition: {e}") from e
+    name = entry.schedule["name"]
+    if wanted.name != name:
+        raise BadEntryError(f"schedule entry for {name!r} defines {wanted.name!r}")
+    held = definition(meta, name)
+    if held is not None:
+        return ScheduleOutcome.UNCHANGED if held.same_request(wanted) else ScheduleOutcome.EXISTS
+    taken = names(meta)
+    if len(taken) >= MAX_SCHEDULES:
+        return ScheduleOutcome.LIMIT
+    made = replace(wanted, paused=False, created_at=entry.clock_ms, incarnation=raft_index)
+    start = entry.clock_ms
+    if made.start_at is not None:
+        start = max(start, made.start_at - 1)
+    floor = mark(meta, name)  # left by a deleted schedule of that name
+    if floor is not None:
+        start = max(start, floor.mark)
+    tx.set_meta(def_key(name), made.to_wire())
+    tx.set_meta(mark_key(name), ScheduleMark(raft_index, start).to_wire())
+    tx.set_meta(NAMES_KEY, sorted([*taken, name]))
+    _drop_passed_floors(sm, tx, entry.clock_ms)
+    return ScheduleOutcome.CREATED
+
+
+def apply_fires(sm: StateMachine, tx: Transaction, entry: Entry, w: Watermark, res: ApplyResult) -> None:
+    """An ``F`` entry: each schedule's firings, where its mark still stands where they were
+    planned from; the others are left out (``res.schedule`` counts nothing for them)."""
+    meta = sm.store.current_meta
+    messages: list[Message] = []
+    for f in entry.fires:
+        d, m = definition(meta, f.name), mark(meta, f.name)
+        if (
+            d is None
+            or m is None
+            or d.paused
+            or d.incarnation != f.incarnation
+            or m.incarnation != f.incarnation
+            or m.mark != f.from_mark
+            or f.to_mark <= f.from_mark
+        ):
+            continue  # planned from a view this entry no longer matches
+        fires = sorted({t for t in f.fires if f.from_mark < t <= f.to_mark and d.allows(t)})
+        headers = {**d.headers, SCHEDULE_HEADER: d.name}
+        messages += [
+            Message(d.topic, d.body, t, entry.clock_ms, d.tags, fire_key(d.name, t), headers) for t in fires
+        ]
+        recent = entry.clock_ms - PLANNED_KEPT_MS
+        planned = tuple(p for p in (*m.planned, *fires) if p > recent)
+        tx.set_meta(mark_key(f.name), ScheduleMark(m.incarnation, f.to_mark, planned).to_wire())
+    if messages:
+        sm._store(tx, MessageColumns.from_messages(messages), w, entry.clock_ms, res)
+
+
+def _cancel_planned(
+    sm: StateMachine,
+    tx: Transaction,
+    entry: Entry,
+    d: ScheduleDef,
+    m: ScheduleMark,
+    w: Watermark,
+    res: ApplyResult,
+) -> None:
+    """Cancel the schedule's firings produced and not yet delivered: a cancel by key of
+    each, as ``DELETE /v1/messages?topic=&key=`` does (a firing rescheduled since included)."""
+    keys = [(d.topic, fire_key(d.name, t)) for t in m.planned]
+    sm._cancel(tx, replace(entry, kind=CANCEL, ids=[], keys=keys), w, res)
+
+
+def _drop_passed_floors(sm: StateMachine, tx: Transaction, clock_ms: int) -> None:
+    """Forget the marks of deleted schedules once the clock is past them: a schedule
+    created again under the name then starts after its clock anyway."""
+    meta = sm.store.current_meta
+    live = set(names(meta))
+    for key in sm.store.meta_keys():
+        if key.startswith(MARK_PREFIX):
+            name = key[len(MARK_PREFIX) :]
+            m = mark(meta, name)
+            if name not in live and m is not None and m.mark <= clock_ms:
+                tx.set_meta(key, None)
