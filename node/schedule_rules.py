@@ -3,14 +3,15 @@ the API's error shape before anything is proposed: a refused request never reach
 Raft log.
 
 A schedule's message fields (``topic``, ``body``/``body_b64``, ``tags``, ``headers``)
-follow the very rules of ``POST /v1/messages`` (storage/message_json.py), less one header:
-each firing carries ``x-horologe-schedule: <name>`` besides the schedule's own.
+follow the very rules of ``POST /v1/messages`` (storage/message_json.py), which keep
+``x-horologe-*`` headers for the node, less one header's room: each firing carries
+``x-horologe-schedule: <name>`` besides the schedule's own.
 """
 
 from __future__ import annotations
 
 from horologe.cluster.errors import InvalidScheduleError
-from horologe.cluster.schedule_state import SCHEDULE_HEADER, ScheduleDef
+from horologe.cluster.schedule_state import ScheduleDef
 from horologe.cluster.schedule_times import LAST_INSTANT_MS, check_cron, time_zone
 from horologe.storage import message_json
 from horologe.storage.message import MessageLimits
@@ -32,8 +33,6 @@ def parse_schedule(obj, now_ms: int, limits: MessageLimits) -> ScheduleDef:
     msg = message_json.parse_message({k: obj[k] for k in MESSAGE_FIELDS if k in obj}, now_ms, limits)
     if len(msg.headers) > MAX_SCHEDULE_HEADERS:
         raise refusal(f"a schedule takes up to {MAX_SCHEDULE_HEADERS} headers", "headers")
-    if any(h.lower() == SCHEDULE_HEADER for h in msg.headers):
-        raise refusal(f"header {SCHEDULE_HEADER} is set by the schedule itself", "headers")
     for field in ("cron", "timezone"):
         if field not in obj:
             raise refusal(f"{field} is required", field)
