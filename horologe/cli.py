@@ -495,7 +495,6 @@ def schedule_create(url, token, ca, name, topic, cron, timezone, body, tags, hea
         if not sep:
             raise click.UsageError(f"--header {h!r}: give NAME=VALUE")
         pairs[key] = value
-    as_int = lambda v: int(v) if v is not None and v.isdigit() else v  # noqa: E731
     made = _client(url, token, ca=ca).create_schedule(
         name,
         topic,
@@ -504,8 +503,8 @@ def schedule_create(url, token, ca, name, topic, cron, timezone, body, tags, hea
         timezone,
         tags=tags,
         headers=pairs,
-        start_at=as_int(start_at),
-        end_at=as_int(end_at),
+        start_at=_ms_or_text(start_at),
+        end_at=_ms_or_text(end_at),
     )
     click.echo(json.dumps(_schedule_json(made), indent=2))
 
