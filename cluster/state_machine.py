@@ -252,11 +252,14 @@ class StateMachine:
         if not over.any():
             return ~over
         dead: dict[str, list[ReadyEntry]] = defaultdict(list)
+        readers: dict[str, list[str]] = {}  # topic -> its groups, the meta scanned once a topic
         for k in np.flatnonzero(over).tolist():
             (topic, tag_sig), gi, by = named(k), int(gis[k]), int(late_by[k])
             if kinds[k] == DLQ_AFTER:
+                if topic not in readers:
+                    readers[topic] = self._groups_reading(topic)
                 entry = ReadyEntry(hour, gi, tag_sig, int(deliver_at[k]), clock_ms, 0)
-                for group in self._groups_reading(topic):
+                for group in readers[topic]:
                     dead[dlq_topic(group)].append(entry)
             outcome = DEAD_LETTERED if kinds[k] == DLQ_AFTER else DROPPED
             tx.record_late(MessageId(hour, gi), outcome, by)

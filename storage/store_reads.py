@@ -246,8 +246,7 @@ class StoreReads:
     def current_place(self, mid: MessageId) -> MessageId:
         """Where message ``mid`` lives now: its own place, or its copy's once rescheduled
         (moves). Read even past retention: the link outlives its hour while the copy lives."""
-        with _removed_as(MessageExpiredError(f"message {mid} was removed by retention")):
-            return self.bucket(mid.hour).moved_to(mid.global_index) or mid
+        return self.current_places([mid])[0]
 
     def current_places(self, mids: list[MessageId | None]) -> list[MessageId | None]:
         """:meth:`current_place` of each (None for None), each hour's links read once."""
@@ -270,8 +269,7 @@ class StoreReads:
 
     def original_id(self, mid: MessageId) -> MessageId:
         """The id message ``mid`` answers to: its own, or its original's if it is a copy."""
-        with _removed_as(MessageExpiredError(f"message {mid} was removed by retention")):
-            return self.bucket(mid.hour).copy_of(mid.global_index) or mid
+        return self.original_ids([mid])[0]
 
     def late_outcome(self, mid: MessageId) -> tuple[int, int] | None:
         """(DROPPED or DEAD_LETTERED, ms late) once ``mid`` fell due too late (late_policies)."""
