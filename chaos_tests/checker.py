@@ -11,9 +11,11 @@ Checked, per scenario:
   hand-out of it had been acked (or nacked) successfully before the pull that got it again was
   sent (so: a lease lost with its master, an ack that failed, or one still in flight);
 * **early**: delivered before its deliver time by the clock of the master that fired it
-  (``delivered_at_ms`` in the ready log). By the true clock, a master whose clock runs
-  ``s`` ahead delivers up to ``s`` early: that is ``early_true`` and its allowance
-  (in the soak, only within clock faults' windows);
+  (``delivered_at_ms`` in the ready log; a message the master fired ahead by its lead is
+  recorded at its deliver time, so this is a check of the apply, and the hand-out is
+  checked at the consumers). By the true clock, as consumers received them, a master whose
+  clock runs ``s`` ahead hands out up to ``s`` early: that is ``early_true`` and its
+  allowance (in the soak, only within clock faults' windows);
 * **cancelled but delivered**: a cancel answered 200 whose message is in a ready log;
 * **rescheduled at an old time**: a rescheduled message handed out, or in a ready log, at
   a deliver time other than the one it was last moved to (:func:`final_times`: a move whose

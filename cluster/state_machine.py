@@ -201,8 +201,10 @@ class StateMachine:
 
     def _deliver(self, tx: Transaction, batches: Iterable[np.ndarray], clock_ms: int) -> np.ndarray:
         """Append due rows (wheel DUE dtype) to their topics' ready logs; skip cancelled ones,
-        and those past their lateness allowance (:meth:`_within_allowance`). Returns how late
-        (ms after its slot) each delivered message is."""
+        and those past their lateness allowance (:meth:`_within_allowance`). A row's
+        ``delivered_at`` is ``clock_ms``, or its slot if the master fired it ahead of that
+        (node/wheel_driver.py, fire lead). Returns how late (ms after its slot) each
+        delivered message is."""
         tids, rows = [], []  # per hour of each batch, in delivery order
         for due in batches:
             for hour in np.unique(due["hour"]).tolist():
@@ -218,7 +220,9 @@ class StateMachine:
 
                 keep = self._within_allowance(tx, hour, gis, named, slots, clock_ms, pending=True)
                 tids.append(entries["topic_id"][keep])
-                rows.append(ready_rows(hour, gis[keep], entries["tag_sig"][keep], slots[keep], clock_ms))
+                # Fired ahead of its slot (the master's fire lead): deliverable at the slot.
+                at = np.maximum(slots[keep], clock_ms)
+                rows.append(ready_rows(hour, gis[keep], entries["tag_sig"][keep], slots[keep], at))
         if not rows:
             return np.zeros(0, dtype=np.int64)
         tid, ready = np.concatenate(tids), np.concatenate(rows)
@@ -228,7 +232,7 @@ class StateMachine:
             tx.append_ready(topic, mine)
             self._bump(tx, pending_key(topic), -len(mine))
         self._bump(tx, "delivered", len(ready))
-        return clock_ms - ready["deliver_at_ms"].astype(np.int64)
+        return ready["delivered_at_ms"].astype(np.int64) - ready["deliver_at_ms"].astype(np.int64)
 
     def _within_allowance(
         self,

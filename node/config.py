@@ -51,6 +51,10 @@ class NodeConfig:
     # (node/http_server.py). Lowered at start if the descriptor limit leaves less room.
     http_max_connections: int = 1024
     fire_batch_limit: int = 10_000  # refs per delivering entry (hot seconds, fast-forward)
+    # The wheel commits what falls due up to this far ahead of the master's clock, so the
+    # Raft round trip is over by the deliver time; a message is still handed out only once
+    # it is due (docs/cluster.md, "Fire lead"). 0: commit at the deliver time.
+    fire_lead_ms: int = 20
     fsync: bool = False  # a store sync point every batch (storage/config.py); the Raft journal always syncs
     log_compaction_min_entries: int = 50_000
     log_compaction_bytes: int = 64 * 1024 * 1024
@@ -140,6 +144,7 @@ RANGES = {
     "http_idle_timeout_ms": (100, 3_600_000),
     "http_max_connections": (1, 1_000_000),
     "fire_batch_limit": (1, 10_000_000),
+    "fire_lead_ms": (0, 1_000),
     "log_compaction_min_entries": (10, 1_000_000_000),
     "log_compaction_bytes": (1024 * 1024, 1 << 40),
     "ack_window_ms": (0, 10_000),

@@ -141,9 +141,14 @@ class Consumers:
         skipped: list[tuple[str, str, int, int]],
         visibility_ms: int,
         origin: str | None = None,
+        held: list[int] | None = None,
     ) -> list[int]:
         """Lease up to ``want`` messages of ready log ``topic`` to this caller; the
         positions leased.
+
+        A ready message not yet due (the wheel fires ahead by its lead:
+        node/wheel_driver.py) is not handed out, and the scan stops at it; its deliver
+        time goes to ``held``, for the pull to wake then.
 
         It starts where the last scan with the same filter stopped (``_cursors``): every
         entry before that was acked, skipped or leased then, and stays so until the
@@ -174,6 +179,12 @@ class Consumers:
                 rows = reads.read_ready(topic, start, min(end, start + chunk))
             except ReadyTrimmedError:
                 break  # cut since the view's state: the next state names the new base
+            early = np.flatnonzero(rows["deliver_at_ms"] > now)
+            if len(early):  # never handed out before it is due by this master's clock
+                if held is not None:
+                    held.append(int(rows["deliver_at_ms"][early[0]]))
+                rows = rows[: early[0]]
+                end = start + len(rows)
             offsets = start + np.arange(len(rows), dtype=np.int64)
             keep = filt.prefilter(rows["tag_sig"])
             acked = progress.acked_mask(offsets)
@@ -239,13 +250,13 @@ class Consumers:
         while True:
             out: list[Handed] = []
             skipped: list[tuple[str, str, int, int]] = []
+            held: list[int] = []  # deliver times of ready messages not yet due
             now = self._clock()
-            leased = {topic: self._scan(group, topic, filt, max_messages, now, out, skipped, visibility_ms)}
+            scan = (filt, max_messages, now, out, skipped, visibility_ms)
+            leased = {topic: self._scan(group, topic, *scan, held=held)}
             if len(out) < max_messages and not topic.startswith(DLQ_PREFIX):
                 retries = retry_topic(group)
-                leased[retries] = self._scan(
-                    group, retries, filt, max_messages, now, out, skipped, visibility_ms, origin=topic
-                )
+                leased[retries] = self._scan(group, retries, *scan, origin=topic, held=held)
             if skipped:  # filtered out for this group: let its committed offset move past them
                 task = asyncio.get_running_loop().create_task(self.ack_commit.submit(skipped))
                 self._background.add(task)
@@ -259,8 +270,11 @@ class Consumers:
                     if offsets
                 ]
                 return Pulled(out, batch)
+            wait = min(remaining, 1.0)  # leases expire too
+            if held:  # wake when the first of them is due
+                wait = min(wait, (min(held) - self._clock()) / 1000)
             try:
-                await asyncio.wait_for(self._arrived.wait(), min(remaining, 1.0))  # leases expire too
+                await asyncio.wait_for(self._arrived.wait(), max(wait, 0.0))
             except TimeoutError:
                 pass
 

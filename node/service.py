@@ -117,7 +117,9 @@ class NodeService:
             lambda: self.view.ws,
             lambda now: self.submit(SYNC, clock_ms=now),
             self.clock,
-            WheelSettings(config.fire_batch_limit, config.sync_interval_ms, config.node_id),
+            WheelSettings(
+                config.fire_batch_limit, config.sync_interval_ms, config.node_id, lead_ms=config.fire_lead_ms
+            ),
             clock_known=self.quorum_clock.known,
             each_turn=self._check_clock,
         )

@@ -11,6 +11,13 @@ the sync interval, or an earlier arrival. A turn does not wait for its ``S`` to 
 before the next (up to ``syncs_in_flight`` of them), so what falls due during a commit
 is fired on time and committed by the next ``S``.
 
+**Fire lead.** The wheel runs ``lead_ms`` ahead of the clock: what falls due by
+``clock + lead_ms`` is fired and committed now, stamped with the clock, so the Raft round
+trip is over by the deliver time. Consumers hand a ready message out only once it is due
+(node/consumers.py), and each node records ``max(clock, deliver time)`` as its
+``delivered_at``, so nothing is early; a cancel or reschedule must commit ``lead_ms``
+before the deliver time to win (docs/cluster.md, "Fire lead").
+
 It is given only what it needs: the committed view's reads and watermark, a
 ``propose_sync(clock_ms)`` that stamps and proposes an ``S`` entry, and a clock.
 """
@@ -40,6 +47,7 @@ class WheelSettings:
     sync_interval_ms: int
     node_id: str = ""
     syncs_in_flight: int = 2  # S entries proposed before the wheel waits for the oldest
+    lead_ms: int = 0  # how far ahead of the clock the wheel fires (the module docstring)
 
 
 class WheelDriver:
@@ -146,11 +154,15 @@ class WheelDriver:
         return asyncio.get_running_loop().create_task(count())
 
     async def _lead(self) -> None:
-        clock, cfg = self._clock, self._settings
+        cfg = self._settings
+
+        def clock() -> int:  # the wheel's time: the node's clock plus the lead
+            return self._clock() + cfg.lead_ms
+
         while not self._clock_known():
             await asyncio.sleep(0.02)  # no time to fire by until a majority's clocks are in
             self._check_leading()
-        await self._sync(clock())  # barrier: all earlier entries applied and in the view
+        await self._sync(self._clock())  # barrier: all earlier entries applied and in the view
         self._check_leading()
         # No bound from the watermark: the store bounds each deliver time from its produce
         # time (MessageLimits), and the watermark trails the clock that stamped it, by a sync
@@ -175,8 +187,8 @@ class WheelDriver:
                 # still cuts the coming wait short.
                 self._wake.clear()
                 self._each_turn()
-                now = clock()
-                due = self.wheel.advance_to(now, cfg.fire_batch_limit)
+                now = self._clock()
+                due = self.wheel.advance_to(now + cfg.lead_ms, cfg.fire_batch_limit)
                 nxt = self.wheel.next_due_ms()
                 if len(due) or time.monotonic() - last_sync >= interval:
                     syncing.append(self._sync(now))

@@ -136,3 +136,34 @@ def test_one_batch_receipt_acks_what_its_pull_leased_and_nothing_else(log):
         task.cancel()
 
     asyncio.run(run())
+
+
+def test_a_message_fired_ahead_of_its_time_is_handed_out_once_due(log):
+    """The wheel fires ahead by its lead (node/wheel_driver.py): an S stamped at T delivers
+    messages due at T+50 and T+60 into the ready log. Each is recorded as delivered at its
+    own time, and no pull hands it out before then; a pull that waits wakes at that time,
+    with no notify."""
+
+    async def run() -> None:
+        due = [T, T + 50, T + 60]
+        await log.propose(PRODUCE, messages=[Message("t", b"m%d" % i, at, T) for i, at in enumerate(due)])
+        log.ws = lambda: Watermark(T + 60, ALL)
+        await log.propose(SYNC)  # stamped at T: the lead is 60 ms
+        rows = log.view.reads.read_ready("t")
+        assert rows["delivered_at_ms"].tolist() == due
+        consumers = consumers_over(log)
+        got = as_json(await consumers.pull("g", "t", None, 10, 0, 30_000))["messages"]
+        assert [m["body"] for m in got] == ["m0"]
+        log.now[0] = T + 59
+        got = as_json(await consumers.pull("g", "t", None, 10, 0, 30_000))["messages"]
+        assert [m["body"] for m in got] == ["m1"]
+        pull = asyncio.create_task(consumers.pull("g", "t", None, 10, 5_000, 30_000))
+        await asyncio.sleep(0.02)
+        assert not pull.done()  # m2 is not due by the clock yet
+        log.now[0] = T + 60
+        # It wakes by its own timer, set for m2's time (10 ms away when it went to sleep);
+        # without one it would sleep out its 1 s lease check.
+        got = as_json(await asyncio.wait_for(pull, 0.9))["messages"]
+        assert [(m["body"], m["deliver_at"], m["delivered_at"]) for m in got] == [("m2", T + 60, T + 60)]
+
+    asyncio.run(run())

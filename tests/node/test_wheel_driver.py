@@ -191,3 +191,36 @@ def test_a_message_at_the_delay_limit_does_not_lose_its_entrys_others(tmp_path):
         asyncio.run(run())
     finally:
         log.close()
+
+
+def test_with_a_lead_the_wheel_commits_what_falls_due_that_far_ahead(tmp_path):
+    """``lead_ms``: each S is stamped with the clock but delivers what falls due up to the
+    lead ahead of it, so every message reaches the ready log before its time and is
+    recorded as delivered at its own deliver time, never before."""
+    log, _ = _driver(tmp_path)
+    driver = WheelDriver(
+        log.view.reads,
+        lambda: log.view.ws,
+        lambda now: log.propose(SYNC, clock_ms=now),
+        log.clock,
+        WheelSettings(fire_batch_limit=1000, sync_interval_ms=50, lead_ms=500),
+    )
+    log.ws = lambda: driver.ws
+    log.listeners.append(lambda res: driver.on_append(res.pending_slots))
+
+    async def run() -> None:
+        driver.start()
+        assert await _until(lambda: driver.wheel is not None)
+        soon = log.clock() + 700
+        await log.propose(PRODUCE, messages=[Message("t", b"m%d" % i, soon + 20 * i, T) for i in range(5)])
+        assert await _until(lambda: log.view.reads.ready_count("t") == 5)
+        rows = log.view.reads.read_ready("t")
+        assert rows["delivered_at_ms"].tolist() == rows["deliver_at_ms"].tolist()
+        first = next(e for e in log.proposed if e.kind == SYNC and e.ws.ms >= soon)
+        assert first.clock_ms < soon  # the S that delivered the first one was stamped before it was due
+        await driver.stop()
+
+    try:
+        asyncio.run(run())
+    finally:
+        log.close()
