@@ -156,7 +156,7 @@ class WheelDriver:
     async def _lead(self) -> None:
         cfg = self._settings
 
-        def clock() -> int:  # the wheel's time: the node's clock plus the lead
+        def wheel_time() -> int:  # the node's clock plus the fire lead
             return self._clock() + cfg.lead_ms
 
         while not self._clock_known():
@@ -169,11 +169,11 @@ class WheelDriver:
         # or by a whole outage. Bounded here, a message at the limit threw in on_append, and
         # the other slots of its entry never reached the wheel.
         self.wheel = TimeWheel(self._reads, self._committed_ws(), max_delay_ms=None)
-        plan = realign(self.wheel.ws, clock(), cfg.fire_batch_limit)
+        plan = realign(self.wheel.ws, wheel_time(), cfg.fire_batch_limit)
         log.info("%s leads the wheel from %s: %s", cfg.node_id, self.wheel.ws.to_wire(), plan)
         if isinstance(plan, Sleep):
-            while clock() < plan.until_ms:
-                await asyncio.sleep(min(0.05, (plan.until_ms - clock()) / 1000))
+            while wheel_time() < plan.until_ms:
+                await asyncio.sleep(min(0.05, (plan.until_ms - wheel_time()) / 1000))
                 self._check_leading()
         interval = cfg.sync_interval_ms / 1000
         last_sync = time.monotonic()
@@ -200,7 +200,7 @@ class WheelDriver:
                     continue  # more is due: fast-forward without sleeping
                 wait = interval - (time.monotonic() - last_sync)
                 if nxt is not None:
-                    wait = min(wait, (nxt - clock()) / 1000)
+                    wait = min(wait, (nxt - wheel_time()) / 1000)
                 if wait > 0:
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(self._wake.wait(), wait)
