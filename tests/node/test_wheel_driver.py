@@ -196,7 +196,8 @@ def test_a_message_at_the_delay_limit_does_not_lose_its_entrys_others(tmp_path):
 def test_with_a_lead_the_wheel_commits_what_falls_due_that_far_ahead(tmp_path):
     """``lead_ms``: each S is stamped with the clock but delivers what falls due up to the
     lead ahead of it, so every message reaches the ready log before its time and is
-    recorded as delivered at its own deliver time, never before."""
+    recorded as delivered at its own deliver time, never before. The wheel wakes once the
+    first is due within half the lead, so one S delivers all five (80 ms apart at most)."""
     log, _ = _driver(tmp_path)
     driver = WheelDriver(
         log.view.reads,
@@ -218,6 +219,7 @@ def test_with_a_lead_the_wheel_commits_what_falls_due_that_far_ahead(tmp_path):
         assert rows["delivered_at_ms"].tolist() == rows["deliver_at_ms"].tolist()
         first = next(e for e in log.proposed if e.kind == SYNC and e.ws.ms >= soon)
         assert first.clock_ms < soon  # the S that delivered the first one was stamped before it was due
+        assert first.ws.ms >= soon + 80  # and it delivered the last one too
         await driver.stop()
 
     try:
