@@ -10,6 +10,7 @@ import time
 from collections.abc import AsyncIterator
 
 import aiohttp
+import msgpack
 import orjson
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST
@@ -106,14 +107,34 @@ async def errors_and_auth(request: web.Request, handler):
         return answer
 
 
-async def _json_body(request: web.Request):
+async def _read(request: web.Request) -> bytes:
     try:
-        return orjson.loads(await request.read())
-    except orjson.JSONDecodeError as e:  # also NaN, 1e400, lone surrogates, bad UTF-8
-        raise ApiError(400, "invalid_json", f"body is not JSON: {e}") from e
+        return await request.read()
     except web.HTTPRequestEntityTooLarge as e:
         limit = request.app[CONFIG].max_request_bytes
         raise ApiError(413, "too_large", f"request body over {limit} bytes (max_request_bytes)") from e
+
+
+async def _json_body(request: web.Request):
+    raw = await _read(request)
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError as e:  # also NaN, 1e400, lone surrogates, bad UTF-8
+        raise ApiError(400, "invalid_json", f"body is not JSON: {e}") from e
+
+
+async def _produce_body(request: web.Request):
+    """A produce request's body: JSON, or msgpack when it says so, where a message's
+    ``body`` may be raw bytes (no base64 on either side). parse_message checks both alike:
+    each field's type, so a msgpack float NaN, an ext type or a bytes key is refused as
+    in JSON."""
+    if request.content_type != pull_wire.MSGPACK:
+        return await _json_body(request)
+    raw = await _read(request)
+    try:
+        return msgpack.unpackb(raw, raw=False)  # map keys: str or bytes only (strict_map_key)
+    except (ValueError, TypeError, msgpack.UnpackException) as e:  # also bad UTF-8, extra data
+        raise ApiError(400, "invalid_msgpack", f"body is not msgpack: {e}") from e
 
 
 def _mid(text: str) -> MessageId:
@@ -128,7 +149,7 @@ async def post_message(request: web.Request) -> web.Response:
     started = time.perf_counter()
     svc = request.app[SERVICE]
     svc.require_master()
-    msg = parse_message(await _json_body(request), svc.clock(), svc.limits)
+    msg = parse_message(await _produce_body(request), svc.clock(), svc.limits)
     (mid,) = await svc.produce([msg])
     request.app[METRICS].produce_seconds.observe(time.perf_counter() - started)
     return _json(201, {"id": mid, "topic": msg.topic, "deliver_at": msg.deliver_at_ms})
@@ -139,7 +160,7 @@ async def post_batch(request: web.Request) -> web.Response:
     started = time.perf_counter()
     svc = request.app[SERVICE]
     svc.require_master()
-    body = await _json_body(request)
+    body = await _produce_body(request)
     if not isinstance(body, dict) or set(body) != {"messages"} or not isinstance(body["messages"], list):
         raise ApiError(400, "invalid_body", 'body must be {"messages": [...]}', "messages")
     limit = request.app[CONFIG].max_batch_items

@@ -32,6 +32,7 @@ RESPONSES = {
     },
     "BadRequest": _error(
         "The request is malformed: `invalid_json` (not UTF-8 JSON, or NaN/Infinity/lone surrogates), "
+        "`invalid_msgpack` (a produce body sent as `application/msgpack` that is not msgpack), "
         "`invalid_body`, `unknown_field`, `invalid_field` (a type or a rule; `field` names it), "
         "`invalid_query`, `invalid_receipt`."
     ),
@@ -177,6 +178,11 @@ def _reschedule(summary: str, parameters: tuple[dict, ...]) -> dict:
     )
 
 
+MSGPACK_BODY = (
+    "The body may also be msgpack (`Content-Type: application/msgpack`), the same map, where "
+    "`body` may be raw bytes (bin) instead of `body_b64`; the same rules and errors apply."
+)
+
 ROUTES: dict[tuple[str, str], dict] = {
     ("post", "/v1/messages"): operation(
         "Schedule one message",
@@ -184,12 +190,14 @@ ROUTES: dict[tuple[str, str], dict] = {
         {"201": answer("Stored on a majority; it will be delivered at `deliver_at`.", "Scheduled")},
         body="Message",
         errors=("Unprocessable",),
+        description=MSGPACK_BODY,
     ),
     ("post", "/v1/messages/batch"): operation(
         "Schedule many messages; one result per item, in order",
         CLIENT,
         {"200": answer("Valid items stored; invalid ones answered by their error.", "BatchResults")},
         body="Batch",
+        description=MSGPACK_BODY,
     ),
     ("get", "/v1/messages/{id}"): operation(
         "A message's state: scheduled, delivered or cancelled",

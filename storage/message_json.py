@@ -122,7 +122,7 @@ def json_object(obj, allowed: set[str], what: str) -> dict:
         raise InvalidFieldError("invalid_body", f"{what} must be a JSON object")
     if obj.keys() <= allowed:
         return obj
-    unknown = sorted(set(obj) - allowed)
+    unknown = sorted(map(str, set(obj) - allowed))  # str: a msgpack map may have bytes keys
     if unknown:
         raise refusal(f"unknown field {unknown[0]!r}", unknown[0], code="unknown_field")
     return obj
@@ -184,9 +184,11 @@ def parse_message(obj, now_ms: int, limits: MessageLimits) -> Message:
     if ("body" in obj) == ("body_b64" in obj):
         raise refusal("give exactly one of body and body_b64", "body")
     if "body" in obj:
-        if not isinstance(obj["body"], str):
-            raise refusal("body must be a string (use body_b64 for bytes)", "body")
-        body = obj["body"].encode()
+        body = obj["body"]
+        if isinstance(body, str):
+            body = body.encode()
+        elif not isinstance(body, bytes):  # bytes come only in msgpack (node/app.py)
+            raise refusal("body must be a string (use body_b64 for bytes, or raw bytes in msgpack)", "body")
     else:
         try:
             body = base64.b64decode(obj["body_b64"], validate=True)

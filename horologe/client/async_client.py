@@ -60,11 +60,11 @@ class AsyncClient(core.ClientSettings, AsyncScheduleCalls):
 
     async def produce(self, topic: str, body: bytes | str, **options) -> Scheduled:
         msg = core.message_body(topic, body, **options)
-        return core.to_scheduled(await self._call("POST", "/v1/messages", msg), topic)
+        return core.to_scheduled(await self._call("POST", "/v1/messages", calls.Msgpack(msg)), topic)
 
     async def produce_batch(self, messages: list[dict]) -> list[Scheduled | HorologeError]:
         bodies = core.batch_bodies(messages)
-        res = (await self._call("POST", "/v1/messages/batch", {"messages": bodies}))["results"]
+        res = (await self._call("POST", "/v1/messages/batch", calls.Msgpack({"messages": bodies})))["results"]
         return core.batch_results(res, bodies)
 
     async def status(self, message_id: str) -> MessageStatus:

@@ -104,21 +104,32 @@ def auth(token: str | None) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"} if token else {}
 
 
+@dataclass(frozen=True)
+class Msgpack:
+    """A request body to send as msgpack rather than JSON: produce requests, whose message
+    bodies then travel as raw bytes, with no base64 on either side."""
+
+    value: Any
+
+
 def request_headers(token: str | None, body, accept: str | None = None) -> dict[str, str]:
-    """Authorization, the content type of a JSON body, and what answer is wanted."""
+    """Authorization, the content type of the body, and what answer is wanted."""
     headers = auth(token)
     if body is not None:
-        headers["Content-Type"] = "application/json"
+        headers["Content-Type"] = MSGPACK if isinstance(body, Msgpack) else "application/json"
     if accept is not None:
         headers["Accept"] = accept
     return headers
 
 
-def json_body(body) -> bytes | None:
-    """A request's JSON (None: no body): orjson, or json for what orjson refuses (a lone
-    surrogate, an int past 64 bits), so that the node, not the SDK, answers for it."""
+def request_body(body) -> bytes | None:
+    """A request's bytes (None: no body): msgpack for a :class:`Msgpack`, else JSON by
+    orjson, or by json for what orjson refuses (a lone surrogate, an int past 64 bits), so
+    that the node, not the SDK, answers for it."""
     if body is None:
         return None
+    if isinstance(body, Msgpack):
+        return msgpack.packb(body.value, use_bin_type=True)
     try:
         return orjson.dumps(body)
     except TypeError:
@@ -191,7 +202,7 @@ def api_call(
     """The SDK's plan for one call (see the module docstring); returns the 2xx :class:`Reply`.
     ``accept``: the answer's type wanted, when not JSON (errors come as JSON whatever it is)."""
     deadline = time.monotonic() + retry_s
-    content, headers = json_body(body), request_headers(token, body, accept)
+    content, headers = request_body(body), request_headers(token, body, accept)
     last: HorologeError = UnavailableError("no node answered")
     redirects = 0
     while True:
@@ -237,7 +248,7 @@ def single(
     """Raw mode: send once, follow nothing; the :class:`Reply` whatever its status.
     A node that cannot be reached raises :class:`UnavailableError`."""
     if body is not None:
-        content = json_body(body)
+        content = request_body(body)
     headers = {**request_headers(token, body), **(headers or {})}
     sent = yield build(method, url, content=content, headers=headers)
     if isinstance(sent, httpx.TransportError):

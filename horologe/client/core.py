@@ -39,13 +39,12 @@ def message_body(
     max_lateness: int | str | None = None,
     on_late: str | None = None,
 ) -> dict:
-    """The JSON of one message. Without ``key`` the SDK makes one up, so a retry after a
-    failover is recognised by the cluster instead of stored twice."""
-    msg: dict = {"topic": topic, "key": key or fresh_keys(1)[0]}
-    if isinstance(body, str):
-        msg["body"] = body
-    else:
-        msg["body_b64"] = base64.b64encode(body).decode()
+    """One message as the SDK sends it (in msgpack, so ``body`` goes as it is, bytes or
+    text). Without ``key`` the SDK makes one up, so a retry after a failover is recognised
+    by the cluster instead of stored twice."""
+    if not isinstance(body, str | bytes):
+        raise TypeError(f"body must be bytes or str, not {type(body).__name__}")
+    msg: dict = {"topic": topic, "key": key or fresh_keys(1)[0], "body": body}
     if tags:
         msg["tags"] = list(tags)
     for name, value in (
@@ -69,8 +68,8 @@ def fresh_keys(n: int) -> list[str]:
 
 
 def batch_bodies(messages: list[dict]) -> list[dict]:
-    """The JSON of each message of a batch (:func:`message_body` of each item), the keys
-    the SDK makes up drawn together."""
+    """Each message of a batch (:func:`message_body` of each item), the keys the SDK
+    makes up drawn together."""
     keys = iter(fresh_keys(sum(1 for m in messages if not m.get("key"))))
     return [message_body(**m) if m.get("key") else message_body(**{**m, "key": next(keys)}) for m in messages]
 

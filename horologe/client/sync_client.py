@@ -59,12 +59,12 @@ class Client(core.ClientSettings, calls.BlockingPool, ScheduleCalls):
         """Schedule one message. Options: tags, deliver_at, deliver_after, delay_level, key, headers,
         max_lateness and on_late (what happens if it falls due later than that: deliver, dlq, drop)."""
         msg = core.message_body(topic, body, **options)
-        return core.to_scheduled(self._call("POST", "/v1/messages", msg), topic)
+        return core.to_scheduled(self._call("POST", "/v1/messages", calls.Msgpack(msg)), topic)
 
     def produce_batch(self, messages: list[dict]) -> list[Scheduled | HorologeError]:
         """Schedule many; each item is the keyword arguments of :meth:`produce`."""
         bodies = core.batch_bodies(messages)
-        res = self._call("POST", "/v1/messages/batch", {"messages": bodies})["results"]
+        res = self._call("POST", "/v1/messages/batch", calls.Msgpack({"messages": bodies}))["results"]
         return core.batch_results(res, bodies)
 
     def status(self, message_id: str) -> MessageStatus:

@@ -10,6 +10,7 @@ import asyncio
 import json
 
 import httpx
+import msgpack
 import pytest
 
 from horologe.client import (
@@ -19,6 +20,7 @@ from horologe.client import (
     RawClient,
     UnavailableError,
 )
+from horologe.client.calls import MSGPACK
 
 N1, N2, N3 = "http://127.0.0.1:8081", "http://127.0.0.1:8082", "http://127.0.0.1:8083"
 TOKEN = "tok"
@@ -49,9 +51,9 @@ def redirect_to(port: int):
 
 
 def created(r: httpx.Request) -> httpx.Response:
-    return httpx.Response(
-        201, json={"id": "m1", "topic": "t", "deliver_at": 5, "echo": json.loads(r.content)}
-    )
+    """As a node answers a produce, sent in JSON or (the SDK's own) msgpack."""
+    sent = msgpack.unpackb(r.content) if r.headers["Content-Type"] == MSGPACK else json.loads(r.content)
+    return httpx.Response(201, json={"id": "m1", "topic": "t", "deliver_at": 5, "echo": sent})
 
 
 def unavailable(r: httpx.Request) -> httpx.Response:

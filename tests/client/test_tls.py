@@ -13,6 +13,7 @@ import ssl
 import threading
 import time
 
+import msgpack
 import pytest
 
 from horologe.client import AsyncClient, CertificateError, Client, RawClient
@@ -24,7 +25,10 @@ TOKEN = "tok"
 class Handler(http.server.BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         self.server.requests += 1
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        raw = self.rfile.read(int(self.headers["Content-Length"]))
+        # The SDK sends a produce in msgpack, RawClient its JSON.
+        packed = self.headers["Content-Type"] == "application/msgpack"
+        body = msgpack.unpackb(raw) if packed else json.loads(raw)
         out = json.dumps({"id": "m1", "topic": body["topic"], "deliver_at": 5}).encode()
         self.send_response(201)
         self.send_header("Content-Type", "application/json")
