@@ -38,21 +38,22 @@ class ScheduleLoad:
 
     def create(self, window_s: int, lead_s: int = 3) -> int:
         """Create the schedules, each firing for ``window_s`` seconds from a whole second
-        ``lead_s`` or so ahead (a schedule created after its start_at plans from its
-        creation: the lead keeps the first fire times in); start consuming; return the
-        window's end (epoch ms)."""
+        ``lead_s`` or so ahead; start consuming; return the window's end (epoch ms). A
+        schedule created after its ``start_at`` (the master's clock in the entry) plans
+        from its creation: its window is recorded from there (the lead keeps that rare)."""
         start = (now_ms() // 1000 + lead_s) * 1000
         end = start + window_s * 1000
         self._thread.start()
         for name, cron, zone in SCHEDULES:
-            self.client.create_schedule(name, TOPIC, name, cron, zone, start_at=start, end_at=end)
+            made = self.client.create_schedule(name, TOPIC, name, cron, zone, start_at=start, end_at=end)
             self.history.add(
                 "schedules",
                 name=name,
                 topic=TOPIC,
                 cron=cron,
                 timezone=zone,
-                start_at=start,
+                # what is owed: a schedule plans from its creation when that came after start_at
+                start_at=max(start, made.created_at + 1),
                 end_at=end,
                 created_ms=now_ms(),
             )
