@@ -38,6 +38,12 @@ class History:
     acks: list[dict] = field(default_factory=list)
     # {receipts, sent_ms, at_ms, ok, error}: hand-outs sent back for a retry
     nacks: list[dict] = field(default_factory=list)
+    # {name, topic, cron, timezone, start_at, end_at, created_ms}: recurring schedules the
+    # run created (their window: fire times in [start_at, end_at))
+    schedules: list[dict] = field(default_factory=list)
+    # {id, key, receipt, sent_ms, at_ms, deliver_at, delivered_at, attempt}: each hand-out
+    # of a schedule's firing to its consumer (schedule_load.py)
+    schedule_fires: list[dict] = field(default_factory=list)
     # {name, start_ms, end_ms}
     faults: list[dict] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)

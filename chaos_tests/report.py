@@ -110,6 +110,17 @@ def write_summary(out_dir: str, results: dict[str, dict]) -> str:
                 if r.get("reschedules")
                 else []
             ),
+            *(
+                [
+                    f"- schedules: {r['schedules']}, {r['schedule_fires_expected']} fire times in their "
+                    f"windows, {r['schedule_fires_received']} received; skipped "
+                    f"{r['schedule_skipped']}, fired twice {r['schedule_fired_twice']}, early "
+                    f"{r['schedule_early']}, keys naming no fire time {r['schedule_unexpected']}; "
+                    f"redelivered {r['schedule_redeliveries']}"
+                ]
+                if r.get("schedules")
+                else []
+            ),
             f"- lateness by the master's clock: {spread(r['lateness_ms'])}; as consumers saw it (true "
             f"clock): {spread(r['consumer_lateness_ms'])}",
             f"- early by the true clock: {r['early_true_max_ms']} ms "

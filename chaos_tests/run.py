@@ -27,6 +27,7 @@ from .history import History
 from .lazyfs import LazyFS
 from .report import write_scenario, write_summary
 from .scenarios import SCENARIOS, Run
+from .schedule_checker import check_schedules, schedule_violations
 from .toxiproxy_server import ToxiproxyServer, launch
 from .workload import Workload
 
@@ -48,7 +49,9 @@ def run_scenario(name: str, seed: int, work: str, out: str, toxiproxy: Toxiproxy
         )
         disk.start()
     try:
-        cluster = ChaosCluster(root, toxiproxy, data_root=disk and str(disk.mountpoint))
+        cluster = ChaosCluster(
+            root, toxiproxy, extra_toml=scenario.node_toml, data_root=disk and str(disk.mountpoint)
+        )
         for i, offset in scenario.skew.items():
             cluster.skew(i, offset)
         for i in scenario.steppable:
@@ -95,7 +98,10 @@ def verdict(
     """The checker's result on ``run`` (its nodes stopped): the history against every
     node's ready log, with what the run was (``about`` too) and every violation."""
     ready, errors, answers_to = read_ready_logs(run.cluster, run.workload.topic)
-    result = check(run.history.to_dict(), ready, errors, early_allowance_ms, allowance_windows, answers_to)
+    history = run.history.to_dict()
+    result = check(history, ready, errors, early_allowance_ms, allowance_windows, answers_to)
+    if history["schedules"]:
+        result.update(check_schedules(history))
     result.update(
         seed=run.history.seed,
         start_ms=run.history.start_ms,
@@ -105,7 +111,7 @@ def verdict(
         toxiproxy=toxiproxy_kind,
         **about,
     )
-    result["violations"] = violations(result) + run.violations
+    result["violations"] = violations(result) + schedule_violations(result) + run.violations
     return result
 
 

@@ -22,6 +22,7 @@ from horologe.client import HorologeError
 from .harness import ChaosCluster
 from .history import History, now_ms
 from .lazyfs import LazyFS
+from .schedule_load import ScheduleLoad
 from .workload import Workload
 
 SKEW_S = 30
@@ -29,6 +30,10 @@ SKEWED = 2  # the node whose clock is off
 TOLERANCE_MS = 2000  # the nodes' clock_tolerance_ms: how early a master may fire by the true clock
 LOADED_SLACK = 5  # entries a restarted node may still lag by, under load, once caught up
 PAUSE_S = 4.0  # SIGSTOP: beyond the 0.3-0.6 s election timeout and the 2 s leader fallback
+SCHEDULE_WINDOW_S = 20  # long enough for both kills and the release to fall inside it
+# Schedules planned 4 s ahead (checked every 200 ms) rather than 60 s: every master of the
+# run has firings of its own to plan, so planning has to go on across each failover.
+SCHEDULE_TOML = "schedule_horizon_ms = 4000\nschedule_check_ms = 200\n"
 
 
 @dataclass
@@ -305,6 +310,34 @@ def reschedule_sigkill_master(run: Run) -> None:
         sigkill_master(run)
 
 
+def schedules_sigkill_master(run: Run) -> None:
+    """Two recurring schedules created over the API, one firing every second (UTC), one
+    every 2 s in Asia/Kathmandu, with a window of ``SCHEDULE_WINDOW_S``: the master is
+    SIGKILLed, forced to release, and SIGKILLed again while they fire. Each fire time of
+    the window is received, once, never early, keyed ``schedule:<name>:<fire ms>``
+    (schedule_checker.py). A short planning horizon (``SCHEDULE_TOML``) makes each new
+    master plan the next firings itself."""
+    load = ScheduleLoad(run.workload.urls, run.workload.token, run.history)
+    try:
+        end = load.create(SCHEDULE_WINDOW_S, lead_s=2)
+        run.note(f"schedules fire for {SCHEDULE_WINDOW_S} s: {load.expected()} fire times")
+        start = end - SCHEDULE_WINDOW_S * 1000
+        # on purpose: the first kill lands among firings, 1-2 s into the window
+        time.sleep(max(0, start - now_ms()) / 1000 + run.rng.uniform(1.0, 2.0))
+        sigkill_master(run)
+        time.sleep(run.rng.uniform(0.5, 1.5))
+        with run.fault("forced release"):
+            run.note(f"release: {run.release()}")
+        time.sleep(run.rng.uniform(0.5, 1.5))
+        sigkill_master(run)
+        late = [f["name"] for f in run.history.snapshot("faults") if f["start_ms"] >= end]
+        if late:
+            run.note(f"began after the schedules' window, so not under their firings: {', '.join(late)}")
+        load.drain(end)
+    finally:
+        load.stop()
+
+
 @dataclass(frozen=True)
 class Scenario:
     run: Callable[[Run], None]
@@ -314,6 +347,7 @@ class Scenario:
     steppable: tuple[int, ...] = ()  # nodes whose clocks the scenario steps while they run
     power_loss: bool = False  # node data on chaos_tests/lazyfs.py, which run.disk controls
     early_allowance_ms: int = 0
+    node_toml: str = ""  # node settings beyond the harness's
 
 
 SCENARIOS = {
@@ -336,5 +370,8 @@ SCENARIOS = {
         reschedule_sigkill_master,
         quick=True,
         workload={"horizon_ms": 8_000, "hot_share": 0.1, "reschedule_share": 0.35},
+    ),
+    "schedules_sigkill_master": Scenario(
+        schedules_sigkill_master, quick=True, workload={"horizon_ms": 4_000}, node_toml=SCHEDULE_TOML
     ),
 }

@@ -50,8 +50,12 @@ NACK_SHARE = 0.02
 RSS_EVERY_S = 5.0
 CLOCK_SETTLE_MS = 10_000
 # Those that run on any cluster, under the soak's own workload (one a scenario's workload
-# options exist for, such as reschedules, would be just its faults here).
-FAULTS = {name: s for name, s in SCENARIOS.items() if not s.skew and not s.power_loss and not s.workload}
+# options or node settings exist for, such as reschedules, would be just its faults here).
+FAULTS = {
+    name: s
+    for name, s in SCENARIOS.items()
+    if not s.skew and not s.power_loss and not s.workload and not s.node_toml
+}
 
 
 def fault_plan(rng: random.Random, count: int) -> list[str]:

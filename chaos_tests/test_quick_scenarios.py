@@ -1,6 +1,7 @@
-"""The quick chaos subset, in `make test`: SIGKILL of the master (also under reschedules),
-ten forced releases under load, clock skew and steps, power loss (scenarios.py marks them
-``quick``). Each scenario's report goes to the test's tmp folder (printed).
+"""The quick chaos subset, in `make test`: SIGKILL of the master (also under reschedules and
+under recurring schedules), ten forced releases under load, clock skew and steps, power
+loss (scenarios.py marks them ``quick``). Each scenario's report goes to the test's tmp
+folder (printed).
 ``CHAOS_SEED`` fixes the seed; otherwise a new one is drawn and printed."""
 
 from __future__ import annotations

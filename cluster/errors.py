@@ -51,3 +51,8 @@ class InvalidScheduleError(ClusterError, ValueError):
         self.message = message
         self.field = field
         self.code = code
+
+
+class WriterTimeoutError(ClusterError):
+    """Raised when the tick thread did not answer a question for the writer in time
+    (writer_questions.py): it is busy applying, or stopped."""

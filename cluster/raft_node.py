@@ -20,7 +20,7 @@ import threading
 import time
 from collections.abc import Awaitable, Callable
 from contextlib import contextmanager
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
 import pysyncobj.pickle as raft_pickle
 import pysyncobj.syncobj as pysyncobj_module
@@ -42,6 +42,7 @@ from .raft_journal import DiskJournal
 from .settings import ClusterSettings
 from .snapshot_stream import ShippingSerializer
 from .state_machine import ApplyResult, StateMachine
+from .writer_questions import WriterQuestions
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +54,9 @@ KEEPALIVE = "horologe_keepalive"  # a message type pysyncobj does not use
 # Held while pysyncobj's factories are swapped (_pysyncobj_parts): two nodes started at once
 # in one process must each get their own parts and leave the factories as they were.
 _PARTS_LOCK = threading.Lock()
+
+
+T = TypeVar("T")
 
 
 class Applied(NamedTuple):
@@ -172,6 +176,8 @@ class RaftNode(SyncObj):
         self._peer_clocks: dict[str, tuple[int, float]] = {}  # address -> (ms, monotonic arrival)
         self.addOnTickCallback(self._tick_keepalive)
         self.addOnTickCallback(self._tick_leader)
+        self._questions = WriterQuestions(crossing, self._wake_tick)
+        self.addOnTickCallback(lambda: self._questions.answer_all(self.state.store))
 
     # -- the one replicated method ----------------------------------------------
 
@@ -275,6 +281,23 @@ class RaftNode(SyncObj):
         started = time.perf_counter()
         if self._journal.sync():
             self._observe_fsync(time.perf_counter() - started)
+
+    # -- questions for the writer -----------------------------------------------
+
+    def ask_writer(self, question: Callable[[Storage], T], timeout: float | None = None) -> Awaitable[T]:
+        """On the loop: ``question(store)`` answered on the tick thread, between applies
+        (writer_questions.py); only reads, and quick ones: the tick thread waits for it."""
+        return self._questions.ask(question, timeout or self.settings.proposal_timeout_s)
+
+    def _wake_tick(self) -> None:
+        """Wake the tick thread from its poll (pysyncobj's own notifier, which a proposal
+        uses too); without one, it looks within ``tick_s``."""
+        notifier = getattr(self, "_SyncObj__pipeNotifier", None)
+        if notifier is not None:
+            try:
+                notifier.notify()
+            except BlockingIOError:  # the pipe is full: the tick thread has wake-ups waiting
+                pass
 
     # -- links ------------------------------------------------------------------
 

@@ -407,31 +407,45 @@ def forecast(url, token, ca, topic, bucket, start, end, as_json) -> None:
     "--limit", default=100, show_default=True, type=click.IntRange(1), help="Messages to show at most."
 )
 @click.option("--with-body", is_flag=True, help="Show bodies too.")
+@click.option("--key", help="Only the message of this producer key (exit 1 when none is pending).")
 @_sdk_errors
-def pending(url, token, ca, topic, start, end, limit, with_body) -> None:
+def pending(url, token, ca, topic, start, end, limit, with_body, key) -> None:
     """List a topic's pending messages in the order they will fire, one JSON line each."""
-    import base64
-    import json
-
     client = _client(url, token, ca=ca)
+    if key is not None:
+        if start is not None or end is not None:
+            raise click.UsageError("--key looks one message up: give no --from or --to with it")
+        page = client.pending(topic, with_body=with_body, key=key)
+        if not page.messages:
+            raise click.ClickException(f"no pending message of topic {topic!r} has key {key!r}")
+        _echo_pending(page.messages)
+        return
     cursor, shown = None, 0
     while shown < limit:
         page = client.pending(
             topic, start, end, limit=min(1000, limit - shown), cursor=cursor, with_body=with_body
         )
-        for m in page.messages:
-            line = {"id": m.id, "deliver_at": m.deliver_at, "fires_at": m.fires_at, "tags": list(m.tags)}
-            line |= {"key": m.key, "headers": m.headers}
-            if m.body is not None:
-                try:
-                    line["body"] = m.body.decode()
-                except UnicodeDecodeError:
-                    line["body_b64"] = base64.b64encode(m.body).decode()
-            click.echo(json.dumps(line))
+        _echo_pending(page.messages)
         shown += len(page.messages)
         cursor = page.next_cursor
         if cursor is None:
             break
+
+
+def _echo_pending(messages) -> None:
+    """One JSON line per pending message (``body`` or ``body_b64`` when it was asked for)."""
+    import base64
+    import json
+
+    for m in messages:
+        line = {"id": m.id, "deliver_at": m.deliver_at, "fires_at": m.fires_at, "tags": list(m.tags)}
+        line |= {"key": m.key, "headers": m.headers}
+        if m.body is not None:
+            try:
+                line["body"] = m.body.decode()
+            except UnicodeDecodeError:
+                line["body_b64"] = base64.b64encode(m.body).decode()
+        click.echo(json.dumps(line))
 
 
 @main.group()

@@ -309,12 +309,16 @@ async def get_forecast(request: web.Request) -> web.Response:
 
 
 async def list_pending(request: web.Request) -> web.Response:
-    """Pending messages of a topic in the order they will fire, a page at a time."""
+    """Pending messages of a topic in the order they will fire, a page at a time; or the
+    one a producer key names (``key=``)."""
     svc = request.app[SERVICE]
     svc.require_master()
     topic = request.match_info["topic"]
     q = parse_pending_query(topic, request.query)
-    page = svc.view.list_pending(topic, q.start_ms, q.stop_ms, q.limit, q.after)
+    if q.key is not None:  # one message, by its producer key: 0 or 1 in the page
+        page = svc.view.pending_by_key(topic, await svc.lookup_key(topic, q.key))
+    else:
+        page = svc.view.list_pending(topic, q.start_ms, q.stop_ms, q.limit, q.after)
     stored = svc.view.read_messages(page.ids)
     messages = [pending_json(s, slot, q.with_body) for s, slot in zip(stored, page.slots_ms, strict=True)]
     cursor = None if page.next_after is None else page_cursor(page.next_after)

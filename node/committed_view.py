@@ -20,6 +20,7 @@ from horologe.cluster.committed_reads import (
     watermark,
 )
 from horologe.cluster.consumer_groups import GroupProgress
+from horologe.cluster.pending_by_key import pending_by_key
 from horologe.cluster.pending_forecast import Forecast, forecast, pending_due
 from horologe.cluster.pending_list import PendingPage, list_pending
 from horologe.cluster.raft_node import Applied
@@ -73,6 +74,10 @@ class CommittedView:
         self, topic: str, start_ms: int, stop_ms: int, limit: int, after: tuple[int, int] | None
     ) -> PendingPage:
         return list_pending(self.reads, topic, start_ms, stop_ms, limit, after)
+
+    def pending_by_key(self, topic: str, found: MessageId | None) -> PendingPage:
+        """The pending message the key index's ``found`` names, as a page of 0 or 1."""
+        return pending_by_key(self.reads, topic, found)
 
     def read_messages(self, ids: list[MessageId]) -> list[StoredMessage]:
         return self.reads.read_messages(ids)

@@ -34,7 +34,7 @@ RESPONSES = {
         "The request is malformed: `invalid_json` (not UTF-8 JSON, or NaN/Infinity/lone surrogates), "
         "`invalid_msgpack` (a produce body sent as `application/msgpack` that is not msgpack), "
         "`invalid_body`, `unknown_field`, `invalid_field` (a type or a rule; `field` names it), "
-        "`invalid_query`, `invalid_receipt`."
+        "`invalid_query`, `invalid_receipt`, `conflicting_fields` (two parameters that exclude each other)."
     ),
     "Unauthorized": _error("`unauthorized`: no `Authorization: Bearer <token>` header."),
     "Forbidden": _error("`forbidden`: the token is not this API's (client for /v1, admin for /admin)."),
@@ -259,10 +259,14 @@ ROUTES: dict[tuple[str, str], dict] = {
             query_param("limit", {"type": "integer", "minimum": 1, "maximum": 1000}, required=False),
             query_param("cursor", {"type": "string", "pattern": "^[A-Za-z0-9_-]{1,64}$"}, required=False),
             query_param("with_body", {"enum": ["true", "false"]}, required=False),
+            query_param("key", {"type": "string", "minLength": 1, "maxLength": MAX_KEY}, required=False),
         ),
         errors=("BadRequest", "Unprocessable"),
         description="400 `invalid_range` when `to` is not after `from`; 400 `invalid_field` on `cursor` "
-        "for a cursor this API did not give out.",
+        "for a cursor this API did not give out. `key` looks up the one message of that producer key "
+        "instead: `messages` holds it while it is scheduled (under its original id, at its new time once "
+        "rescheduled), else nothing, and `next_cursor` is null; `key` with `cursor`, `from` or `to` is "
+        "400 `conflicting_fields`.",
     ),
     ("post", "/v1/topics/{topic}/pull"): operation(
         "Lease up to `max` messages of the topic to this consumer of the group",

@@ -50,6 +50,8 @@ CONTENT = {
 }
 
 
+PRODUCER_KEY = {"type": "string", "description": "the producer's key, when it gave one"}
+
 DELIVER_AT = {
     "oneOf": [EPOCH_MS, {"type": "string", "format": "date-time", "description": "RFC 3339, with a zone"}],
 }
@@ -368,6 +370,7 @@ SCHEMAS: dict[str, dict] = {
             "deliver_at": EPOCH_MS,
             "delivered_at": EPOCH_MS,
             "attempt": {"type": "integer", "minimum": 0},
+            "key": PRODUCER_KEY,
             **CONTENT,
         },
         "additionalProperties": False,
@@ -564,7 +567,7 @@ SCHEMAS: dict[str, dict] = {
             "id": ref("MessageId"),
             "deliver_at": EPOCH_MS,
             "fires_at": {**EPOCH_MS, "description": "when the wheel delivers it"},
-            "key": {"type": "string"},
+            "key": PRODUCER_KEY,
             **CONTENT,
         },
         "additionalProperties": False,
@@ -591,6 +594,7 @@ SCHEMAS: dict[str, dict] = {
             "deliver_at": EPOCH_MS,
             "delivered_at": EPOCH_MS,
             "attempt": {"type": "integer", "minimum": 0},
+            "key": PRODUCER_KEY,
             **CONTENT,
         },
         "additionalProperties": False,

@@ -1,7 +1,8 @@
 """A pull's answer on the wire: JSON, or msgpack for a client that accepts it.
 
 JSON (the default): ``{"messages": [{id, receipt, topic, tags, deliver_at, delivered_at,
-attempt, headers, body | body_b64}, ...], "batch_receipts": [...]}``.
+attempt, key?, headers, body | body_b64}, ...], "batch_receipts": [...]}`` (``key``: the
+producer's, when it gave one).
 
 msgpack (``Accept: application/msgpack``, what the SDK asks for): ``{"messages":
 [[record, receipt, deliver_at, delivered_at], ...], "batch_receipts": [...]}``, where
@@ -46,6 +47,8 @@ def message_fields(record, deliver_at: int, delivered_at: int) -> dict:
         "attempt": rec["attempt"],
         "headers": rec["headers"],
     }
+    if rec["key"] is not None:
+        out["key"] = rec["key"]
     try:
         out["body"] = rec["body"].decode()
     except UnicodeDecodeError:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import msgpack
 
 from horologe.cluster.consumer_groups import RETRY_PREFIX
-from horologe.storage.message_json import TOPIC_RE, parse_instant, refusal
+from horologe.storage.message_json import MAX_KEY, TOPIC_RE, parse_instant, refusal
 
 from .validation import answered_over_http
 
@@ -19,7 +19,8 @@ BUCKET_MS = {"1m": 60_000, "1h": 3_600_000, "1d": 86_400_000}
 DEFAULT_BUCKETS = {"1m": 60, "1h": 48, "1d": 30}  # without ``to``: an hour, two days, a month
 MAX_BUCKETS = 10_000
 FIELDS = {"topic", "bucket", "from", "to"}
-PENDING_FIELDS = {"from", "to", "limit", "cursor", "with_body"}
+PENDING_FIELDS = {"from", "to", "limit", "cursor", "with_body", "key"}
+NOT_WITH_KEY = ("cursor", "from", "to")  # a key names one message: no page, no window
 MAX_PENDING_PAGE = 1000
 DEFAULT_PENDING_PAGE = 100
 FOREVER_MS = 1 << 62
@@ -70,14 +71,23 @@ class PendingQuery:
     limit: int
     after: tuple[int, int] | None  # from the cursor: the last key of the previous page
     with_body: bool
+    key: str | None = None  # look one message up by its producer key instead
 
 
 @answered_over_http
 def parse_pending_query(topic: str, query: Mapping[str, str]) -> PendingQuery:
     """``from`` (default: everything pending) and ``to`` (default: no end) bound the slots;
-    ``cursor`` is a previous answer's ``next_cursor``."""
+    ``cursor`` is a previous answer's ``next_cursor``; ``key`` asks for the one message of
+    that producer key instead, so it takes none of ``cursor``, ``from`` and ``to``."""
     _known_only(query, PENDING_FIELDS)
     _check_topic(topic)
+    key = query.get("key")
+    if key is not None:
+        if not 1 <= len(key) <= MAX_KEY:
+            raise refusal(f"key must be a string of 1-{MAX_KEY} characters", "key")
+        for name in NOT_WITH_KEY:
+            if name in query:
+                raise refusal(f"key looks one message up: give no {name} with it", name, "conflicting_fields")
     start = _instant(query, "from", 0)
     stop = _instant(query, "to", FOREVER_MS)
     if stop <= start:
@@ -92,7 +102,7 @@ def parse_pending_query(topic: str, query: Mapping[str, str]) -> PendingQuery:
         raise refusal("with_body must be true or false", "with_body")
     cursor = query.get("cursor")
     after = None if cursor is None else cursor_key(cursor)
-    return PendingQuery(start, stop, int(raw_limit), after, with_body == "true")
+    return PendingQuery(start, stop, int(raw_limit), after, with_body == "true", key)
 
 
 def page_cursor(after: tuple[int, int]) -> str:

@@ -36,7 +36,7 @@ from horologe.cluster.committed_reads import GONE
 from horologe.cluster.loop_crossing import LoopCrossing
 from horologe.cluster.raft_node import Applied, RaftNode
 from horologe.cluster.retention import Cut
-from horologe.storage import Message, Storage, StorageConfig, id_strings
+from horologe.storage import Message, MessageId, Storage, StorageConfig, id_strings
 from horologe.storage.store_reader import StoreReader
 
 from .clock import Clock
@@ -357,6 +357,12 @@ class NodeService:
         each one's state before the move (``scheduled``: moved now) and the id it names."""
         res = await self.propose(MOVE, ids=ids, keys=keys, deliver_at=deliver_at_ms)
         return list(zip(res.cancels, res.cancel_ids, strict=True))
+
+    async def lookup_key(self, topic: str, key: str) -> MessageId | None:
+        """The id the key index holds for ``(topic, key)``, found by the writer on its own
+        thread (cluster/writer_questions.py); the committed view, when this answers, has
+        followed at least the state it was found at."""
+        return await self.raft.ask_writer(lambda store: store.lookup_key(topic, key))
 
     async def release_master(self, to: str | None) -> dict:
         """Stop the wheel, commit a final S and X, hand Raft leadership over (DESIGN §5).

@@ -1,6 +1,10 @@
 """The key index: producer ``(topic, key)`` -> message id, on disk, for as long as the key lives.
 
-It serves idempotent produce (a retried send returns the first id) and cancel-by-key.
+It serves idempotent produce (a retried send returns the first id), cancel and
+reschedule by key, and the pending list's look-up by key. Only the writer's thread reads
+it: its chain heads live in the writer's memory and cleaning removes old segments, so a
+node's event loop asks the writer (cluster/writer_questions.py) rather than reading the
+files beside it.
 
 **Lifetime.** A key lives until ``key_window_ms`` (24 h, in whole hours) after the end
 of its message's delivery hour, as the delivery watermark counts, or until retention

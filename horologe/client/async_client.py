@@ -91,10 +91,13 @@ class AsyncClient(core.ClientSettings, AsyncScheduleCalls):
         limit: int = 100,
         cursor: str | None = None,
         with_body: bool = False,
+        key: str | None = None,
     ) -> PendingPage:
         """A page of ``topic``'s pending messages in the order they will fire (slots in
-        ``[start, end)``, epoch ms or ISO-8601); pass ``next_cursor`` back for the next."""
-        query = core.pending_query(start, end, limit, cursor, with_body)
+        ``[start, end)``, epoch ms or ISO-8601); pass ``next_cursor`` back for the next.
+        With ``key``: the one pending message of that producer key, or none (the page holds
+        0 or 1; give no ``start``, ``end`` or ``cursor`` with it)."""
+        query = core.pending_query(start, end, limit, cursor, with_body, key)
         return core.to_pending(await self._call("GET", f"/v1/topics/{quote(topic, safe='')}/pending?{query}"))
 
     async def reschedule(

@@ -187,10 +187,15 @@ def to_forecast(d: dict) -> Forecast:
 
 
 def pending_query(
-    start: int | str | None, end: int | str | None, limit: int, cursor: str | None, with_body: bool
+    start: int | str | None,
+    end: int | str | None,
+    limit: int,
+    cursor: str | None,
+    with_body: bool,
+    key: str | None = None,
 ) -> str:
     body = "true" if with_body else None
-    query = {"from": start, "to": end, "limit": limit, "cursor": cursor, "with_body": body}
+    query = {"from": start, "to": end, "limit": limit, "cursor": cursor, "with_body": body, "key": key}
     return urlencode({k: v for k, v in query.items() if v is not None})
 
 

@@ -74,6 +74,7 @@ class ReceivedMessage:
     delivered_at: int
     attempt: int
     headers: dict[str, str] = field(default_factory=dict)
+    key: str | None = None  # the producer's key, when it gave one
 
     @property
     def text(self) -> str:
@@ -92,6 +93,7 @@ class ReceivedMessage:
             d["delivered_at"],
             d["attempt"],
             d.get("headers", {}),
+            d.get("key"),
         )
 
     @classmethod
@@ -109,6 +111,7 @@ class ReceivedMessage:
             delivered_at,
             record["attempt"],
             headers,
+            record.get("key"),
         )
 
 

@@ -62,7 +62,8 @@ checks.positive_data_acceptance.expected-statuses = ["2xx", "400", "404", "409"]
 
 [[operations]]
 include-name-regex = "^GET /v1/(forecast|topics/.topic./pending)$"
-# `to` not after `from`, too many buckets, a cursor not given out, an ISO time Python refuses
+# `to` not after `from`, too many buckets, a cursor not given out, an ISO time Python refuses,
+# a pending list's `key` with `cursor`, `from` or `to` (conflicting_fields)
 checks.positive_data_acceptance.expected-statuses = ["2xx", "400", "422"]
 
 [[operations]]
@@ -96,7 +97,7 @@ ACCEPTED_REFUSALS = {
     ("GET /v1/forecast", 400): lambda err: err["code"] == "invalid_range" or err.get("field") in TIME_QUERY,
     ("GET /v1/forecast", 422): lambda err: err["code"] == "out_of_range" and err.get("field") in TIME_QUERY,
     ("GET /v1/topics/{topic}/pending", 400): lambda err: (
-        err["code"] == "invalid_range" or err.get("field") in {"cursor", *TIME_QUERY}
+        err["code"] in ("invalid_range", "conflicting_fields") or err.get("field") in {"cursor", *TIME_QUERY}
     ),
     ("GET /v1/topics/{topic}/pending", 422): lambda err: (
         err["code"] == "out_of_range" and err.get("field") in TIME_QUERY

@@ -191,7 +191,7 @@ PENDING_REFUSALS = [
     ("cursor=kQ", 400, "invalid_field", "cursor"),  # msgpack [1]: not a key
     ("with_body=yes", 400, "invalid_field", "with_body"),
     ("from=5&to=5", 400, "invalid_range", "to"),
-    ("key=k", 400, "unknown_field", "key"),
+    ("colour=red", 400, "unknown_field", "colour"),
 ]
 
 

@@ -49,6 +49,7 @@ def test_msgpack_and_json_answers_name_the_same_messages(log):
         assert [m.body for m in from_msgpack] == [m.body for m in messages]
         assert [m.topic for m in from_msgpack] == ["t", "t", "elsewhere"]  # the origin header rules
         assert from_msgpack[0].tags == ("red",) and from_msgpack[0].headers == {"h": "v"}
+        assert [m.key for m in from_msgpack] == ["k1", None, None]  # the producer's, when given
         assert msgpack_batch == json_batch and len(json_batch) == 1
         assert await consumers.nack("g", [from_msgpack[0].receipt]) == {"retried": 1, "dead_lettered": 0}
         # The retry's copy lives in %RETRY%g and says where it came from.
@@ -58,7 +59,7 @@ def test_msgpack_and_json_answers_name_the_same_messages(log):
         retried = await consumers.pull("g", "t", "red", 10, 0, 30_000)
         from_json, from_msgpack, *_ = both(retried)
         assert from_msgpack == from_json
-        assert [(m.topic, m.attempt, m.body) for m in from_msgpack] == [("t", 1, b"text")]
+        assert [(m.topic, m.attempt, m.body, m.key) for m in from_msgpack] == [("t", 1, b"text", None)]
         task.cancel()
 
     asyncio.run(run())
