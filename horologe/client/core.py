@@ -42,7 +42,9 @@ def message_body(
     """One message as the SDK sends it (in msgpack, so ``body`` goes as it is, bytes or
     text). Without ``key`` the SDK makes one up, so a retry after a failover is recognised
     by the cluster instead of stored twice."""
-    if not isinstance(body, str | bytes):
+    if isinstance(body, bytearray | memoryview):
+        body = bytes(body)
+    elif not isinstance(body, str | bytes):
         raise TypeError(f"body must be bytes or str, not {type(body).__name__}")
     msg: dict = {"topic": topic, "key": key or fresh_keys(1)[0], "body": body}
     if tags:
