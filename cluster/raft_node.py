@@ -356,6 +356,10 @@ class RaftNode(SyncObj):
     def is_master(self) -> bool:
         return self._isLeader()
 
+    def current_term(self) -> int:
+        """This node's Raft term (a plain read of pysyncobj's int: safe from any thread)."""
+        return self._SyncObj__raftCurrentTerm
+
     def role(self) -> str:
         state = self.getStatus()["state"]
         return {_RAFT_STATE.LEADER: "master", _RAFT_STATE.CANDIDATE: "candidate"}.get(state, "slave")
