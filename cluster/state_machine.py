@@ -280,18 +280,14 @@ class StateMachine:
         return [group for group, _, t in (k.rpartition("/") for k in keys) if t == topic]
 
     @staticmethod
-    def _slots(deliver_at_ms: np.ndarray, w: Watermark, clock_ms: int) -> tuple[np.ndarray, np.ndarray]:
-        """Where to file each message, and which of them this apply delivers (``now``).
-
-        Behind the watermark and due by the master's clock: delivered on arrival.
-        Behind the watermark but not yet due, which happens only while a new master's
-        clock is behind a tick left by a master whose clock ran ahead: filed just past
-        the watermark, so the wheel releases it once the clock gets there, never early.
-        """
-        passed = w.passed_many(deliver_at_ms)
-        now = passed & (deliver_at_ms <= clock_ms)
-        slots = np.where(now, w.late_slots(deliver_at_ms), np.where(passed, w.ms + 1, deliver_at_ms))
-        return slots, now
+    def _slots(deliver_at_ms: np.ndarray, w: Watermark) -> tuple[np.ndarray, np.ndarray]:
+        """Where to file each message, and which of them this apply delivers (``now``):
+        those behind the watermark. One not yet due by the master's clock (the watermark
+        runs ahead by the master's fire lead, or a new master's clock is behind a tick
+        left by one whose clock ran ahead) is delivered too, with its own deliver time:
+        no consumer gets it before then (node/consumers.py)."""
+        now = w.passed_many(deliver_at_ms)
+        return np.where(now, w.late_slots(deliver_at_ms), deliver_at_ms), now
 
     def _store(
         self,
@@ -304,7 +300,7 @@ class StateMachine:
     ) -> None:
         """File messages; deliver at once those already due. Rescheduled ``copies`` are the
         same messages, pending already: only those delivered at once leave the count."""
-        slots, now = self._slots(cols.deliver_at_ms, w, clock_ms)
+        slots, now = self._slots(cols.deliver_at_ms, w)
         res.id_hours, res.id_gis = tx.append_columns(cols, slots, copies)
         fresh = tx.fresh
         res.pending_slots = slots[fresh & ~now]
@@ -335,9 +331,9 @@ class StateMachine:
             at = ready[[t == topic for t in topics]]
             sigs = [tags_signature(cols.tags.get(i, ())) for i in at.tolist()]
             attempts = [cols.attempts.get(i, 0) for i in at.tolist()]
-            rows = ready_rows(
-                res.id_hours[at], res.id_gis[at], sigs, cols.deliver_at_ms[at], clock_ms, attempts
-            )
+            due = cols.deliver_at_ms[at]
+            at_ms = np.maximum(due, clock_ms)  # not yet due: deliverable at its own time
+            rows = ready_rows(res.id_hours[at], res.id_gis[at], sigs, due, at_ms, attempts)
             tx.append_ready(topic, rows)
         res.delivered += len(ready)
         self._bump(tx, "delivered", len(ready))

@@ -141,14 +141,15 @@ class Consumers:
         skipped: list[tuple[str, str, int, int]],
         visibility_ms: int,
         origin: str | None = None,
-        held: list[int] | None = None,
+        wake_at: list[int] | None = None,
     ) -> list[int]:
         """Lease up to ``want`` messages of ready log ``topic`` to this caller; the
         positions leased.
 
         A ready message not yet due (the wheel fires ahead by its lead:
-        node/wheel_driver.py) is not handed out, and the scan stops at it; its deliver
-        time goes to ``held``, for the pull to wake then.
+        node/wheel_driver.py) is not handed out; like a leased one, it bounds how long
+        the scan's stopping point holds. That time goes to ``wake_at``: a pull waiting for
+        messages wakes then.
 
         It starts where the last scan with the same filter stopped (``_cursors``): every
         entry before that was acked, skipped or leased then, and stays so until the
@@ -179,17 +180,14 @@ class Consumers:
                 rows = reads.read_ready(topic, start, min(end, start + chunk))
             except ReadyTrimmedError:
                 break  # cut since the view's state: the next state names the new base
-            early = np.flatnonzero(rows["deliver_at_ms"] > now)
-            if len(early):  # never handed out before it is due by this master's clock
-                if held is not None:
-                    held.append(int(rows["deliver_at_ms"][early[0]]))
-                rows = rows[: early[0]]
-                end = start + len(rows)
             offsets = start + np.arange(len(rows), dtype=np.int64)
             keep = filt.prefilter(rows["tag_sig"])
             acked = progress.acked_mask(offsets)
             passed += offsets[~keep & ~acked].tolist()
-            free = np.flatnonzero(keep & ~acked)  # row numbers that may be handed out
+            due = rows["deliver_at_ms"] <= now  # never handed out before that, by this clock
+            free = np.flatnonzero(keep & ~acked & due)  # row numbers that may be handed out
+            if not due.all():  # held like a lease, until it is due: the cursor may pass it till then
+                until = min(until, int(rows["deliver_at_ms"][~due].min()))
             if leases and len(free):
                 ends = np.fromiter((leases.get(o, 0) for o in offsets[free].tolist()), np.int64, len(free))
                 held = ends > now
@@ -236,6 +234,8 @@ class Consumers:
         if leased:
             until = min(until, lease)
         self._cursors[key] = (start, until)
+        if wake_at is not None:
+            wake_at.append(until)  # what it passed may be handed out then: due, or a lease expired
         skipped.extend((group, topic, lo, hi) for lo, hi in to_ranges(passed))
         return leased
 
@@ -250,13 +250,13 @@ class Consumers:
         while True:
             out: list[Handed] = []
             skipped: list[tuple[str, str, int, int]] = []
-            held: list[int] = []  # deliver times of ready messages not yet due
+            wake_at: list[int] = []  # when the scans' stopping points stop holding
             now = self._clock()
             scan = (filt, max_messages, now, out, skipped, visibility_ms)
-            leased = {topic: self._scan(group, topic, *scan, held=held)}
+            leased = {topic: self._scan(group, topic, *scan, wake_at=wake_at)}
             if len(out) < max_messages and not topic.startswith(DLQ_PREFIX):
                 retries = retry_topic(group)
-                leased[retries] = self._scan(group, retries, *scan, origin=topic, held=held)
+                leased[retries] = self._scan(group, retries, *scan, origin=topic, wake_at=wake_at)
             if skipped:  # filtered out for this group: let its committed offset move past them
                 task = asyncio.get_running_loop().create_task(self.ack_commit.submit(skipped))
                 self._background.add(task)
@@ -271,8 +271,8 @@ class Consumers:
                 ]
                 return Pulled(out, batch)
             wait = min(remaining, 1.0)  # leases expire too
-            if held:  # wake when the first of them is due
-                wait = min(wait, (min(held) - self._clock()) / 1000)
+            if wake_at:  # when a message passed over falls due (or its lease ends)
+                wait = min(wait, (min(wake_at) - self._clock()) / 1000)
             try:
                 await asyncio.wait_for(self._arrived.wait(), max(wait, 0.0))
             except TimeoutError:

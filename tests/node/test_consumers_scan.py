@@ -141,8 +141,8 @@ def test_one_batch_receipt_acks_what_its_pull_leased_and_nothing_else(log):
 def test_a_message_fired_ahead_of_its_time_is_handed_out_once_due(log):
     """The wheel fires ahead by its lead (node/wheel_driver.py): an S stamped at T delivers
     messages due at T+50 and T+60 into the ready log. Each is recorded as delivered at its
-    own time, and no pull hands it out before then; a pull that waits wakes at that time,
-    with no notify."""
+    own time, and no pull hands it out before then, nor holds up a due one behind it; a
+    pull that waits wakes at that time, with no notify."""
 
     async def run() -> None:
         due = [T, T + 50, T + 60]
@@ -155,8 +155,10 @@ def test_a_message_fired_ahead_of_its_time_is_handed_out_once_due(log):
         got = as_json(await consumers.pull("g", "t", None, 10, 0, 30_000))["messages"]
         assert [m["body"] for m in got] == ["m0"]
         log.now[0] = T + 59
+        # Due already when produced: ready behind m2, and not held up by it.
+        await log.propose(PRODUCE, messages=[Message("t", b"m3", T - 5, T + 59)])
         got = as_json(await consumers.pull("g", "t", None, 10, 0, 30_000))["messages"]
-        assert [m["body"] for m in got] == ["m1"]
+        assert [m["body"] for m in got] == ["m1", "m3"]
         pull = asyncio.create_task(consumers.pull("g", "t", None, 10, 5_000, 30_000))
         await asyncio.sleep(0.02)
         assert not pull.done()  # m2 is not due by the clock yet
