@@ -6,11 +6,15 @@ the master mid-burst loses nothing and repeats only what was not acked."""
 
 from __future__ import annotations
 
+import asyncio
+import json
 import signal
 
 import pytest
+from click.testing import CliRunner
 
-from horologe.client import Client, InvalidRequestError, NotFoundError
+from horologe import cli
+from horologe.client import AsyncClient, Client, InvalidRequestError, NotFoundError
 from testkit.process_cluster import ADMIN, CLIENT, Cluster
 from testkit.waiting import wait_until
 
@@ -84,6 +88,58 @@ def test_pushes_are_signed_acked_and_counted_and_bad_targets_refused(make_cluste
     produce(c, "orders", 3)
     c.pull("orders", "pullers", max=10, wait_ms=2000)  # delivered to the ready log by now
     assert len(r.got()) == 35  # nothing is pushed once deleted
+
+
+def test_the_command_line_and_the_async_client(make_cluster, receiver):
+    cluster = make_cluster(extra_toml=ALLOW)
+    r = receiver()
+    urls = ",".join(cluster.url(i) for i in cluster.indexes)
+    common = ["--url", urls, "--token", CLIENT]
+    run = CliRunner().invoke
+    flags = [
+        "--push-url",
+        r.url,
+        "--secret",
+        SECRET,
+        "--max-in-flight",
+        "2",
+        "--rate",
+        "50",
+        "--tags",
+        "a||b",
+    ]
+    put = run(cli.main, ["subscription", "put", "jobs", "web", *common, *flags])
+    assert put.exit_code == 0, put.output
+    shown = json.loads(put.output)
+    assert shown["url"] == r.url and shown["max_in_flight"] == 2 and shown["rate_per_s"] == 50
+    assert shown["tags"] == "a||b" and SECRET not in put.output
+    elsewhere = ["--push-url", "http://10.9.9.9/", "--secret", SECRET]
+    refused = run(cli.main, ["subscription", "put", "jobs", "x", *common, *elsewhere])
+    assert refused.exit_code == 1 and "push_allow" in refused.output
+    c = client(cluster)
+    ids = produce(c, "jobs", 2, tags=["a"]) + produce(c, "jobs", 2, tags=["c"])  # c: not for this group
+    wait_until(lambda: r.ids() >= set(ids[:2]), 30)
+
+    async def by_async_client() -> None:
+        async with AsyncClient([cluster.url(i) for i in cluster.indexes], CLIENT, retry_s=20) as ac:
+            sub = await ac.subscription("jobs", "web")
+            assert sub.counters["delivered"] == 2 and sub.unacked == 0  # the filtered ones are skipped
+            again = await ac.put_subscription(
+                "jobs", "web", r.url, SECRET, max_in_flight=2, rate_per_s=50, tags="a||b"
+            )
+            assert again.created_at == sub.created_at
+            await ac.delete_subscription("jobs", "web")
+            with pytest.raises(NotFoundError):
+                await ac.subscription("jobs", "web")
+
+    wait_until(lambda: c.subscription("jobs", "web").unacked == 0, 10)
+    asyncio.run(by_async_client())
+    assert r.ids() == set(ids[:2])
+    assert run(cli.main, ["subscription", "put", "jobs", "web2", *common, *flags]).exit_code == 0
+    deleted = run(cli.main, ["subscription", "delete", "jobs", "web2", *common])
+    assert deleted.exit_code == 0 and deleted.output.strip() == "deleted jobs/web2"
+    gone = run(cli.main, ["subscription", "get", "jobs", "web2", *common])
+    assert gone.exit_code == 1 and "not_found" in gone.output
 
 
 def test_max_in_flight_and_rate_hold_at_the_receiver(make_cluster, receiver):
