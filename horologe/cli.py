@@ -579,6 +579,13 @@ def subscription() -> None:
     """
 
 
+def _subscription_target(command):
+    """The options every subscription command takes, and its TOPIC and GROUP."""
+    for option in (click.argument("group"), click.argument("topic"), ca_option, token_option, url_option):
+        command = option(command)
+    return command
+
+
 def _subscription_json(sub) -> str:
     import dataclasses
     import json
@@ -587,11 +594,7 @@ def _subscription_json(sub) -> str:
 
 
 @subscription.command("put")
-@url_option
-@token_option
-@ca_option
-@click.argument("topic")
-@click.argument("group")
+@_subscription_target
 @click.option("--push-url", "push_url", required=True, help="Where to POST: http(s)://host[:port]/path.")
 @click.option(
     "--secret",
@@ -624,11 +627,7 @@ def subscription_put(
 
 
 @subscription.command("get")
-@url_option
-@token_option
-@ca_option
-@click.argument("topic")
-@click.argument("group")
+@_subscription_target
 @_sdk_errors
 def subscription_get(url, token, ca, topic, group) -> None:
     """Show the push subscription of GROUP on TOPIC, with the master's counters."""
@@ -636,11 +635,7 @@ def subscription_get(url, token, ca, topic, group) -> None:
 
 
 @subscription.command("delete")
-@url_option
-@token_option
-@ca_option
-@click.argument("topic")
-@click.argument("group")
+@_subscription_target
 @_sdk_errors
 def subscription_delete(url, token, ca, topic, group) -> None:
     """Stop pushing GROUP's messages of TOPIC (its progress stays)."""
