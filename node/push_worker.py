@@ -134,18 +134,17 @@ class PushWorker:
                 log.info("push: barrier not committed (%s); trying again", e)
                 await asyncio.sleep(RETRY_PAUSE_S)
         connector = aiohttp.TCPConnector(limit=CONNECTIONS)
-        try:
-            async with aiohttp.ClientSession(connector=connector) as session:
+        async with aiohttp.ClientSession(connector=connector) as session:
+            try:
                 while True:
                     self._changed.clear()
                     self._reconcile(session, serving)
                     await self._changed.wait()
-        finally:
-            for _inc, task in serving.values():
-                task.cancel()
-            for _inc, task in serving.values():
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+            finally:
+                # Before the session closes: a request cut by the close would be nacked.
+                for _inc, task in serving.values():
+                    task.cancel()
+                await asyncio.gather(*(task for _inc, task in serving.values()), return_exceptions=True)
 
     def _reconcile(self, session: aiohttp.ClientSession, serving: dict) -> None:
         """One task per subscription, started over when its definition changed."""
@@ -209,6 +208,7 @@ class PushWorker:
         finally:
             for task in list(sends):
                 task.cancel()
+            await asyncio.gather(*sends, return_exceptions=True)
 
     async def _deliver(
         self, session: aiohttp.ClientSession, sub: PushDef, handed: Handed, stats: PushStats
