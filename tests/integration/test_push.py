@@ -157,9 +157,10 @@ def test_max_in_flight_and_rate_hold_at_the_receiver(make_cluster, receiver):
     ids = produce(c, "paced", 50)  # a hot second: all due at once
     wait_until(lambda: paced.ids() >= set(ids), 60)
     times = sorted(p.at for p in paced.got())
-    # in any second, at most the rate plus the bucket (a tenth of a second's worth: 2)
+    # in any second, at most the rate plus the bucket (a tenth of a second's worth: 2) start,
+    # and 2 more may arrive: started before the second, they reached the receiver within it
     most = max(sum(1 for t in times[k:] if t - start < 1.0) for k, start in enumerate(times))
-    assert most <= 22, most
+    assert most <= 20 + 2 + 2, most
 
 
 def test_failures_retry_then_dead_letter(make_cluster, receiver):
