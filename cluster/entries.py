@@ -25,6 +25,9 @@ its clock reading ``clock_ms``; applying an entry first advances the watermark t
     {"t": "F", "ws": ws, "clock_ms": int,
      "fires": [[name, incarnation, from_mark, to_mark, [fire_ms, ...]], ...]}  its firings
                                         (cluster/schedule_state.py, cluster/schedule_apply.py)
+    {"t": "U", "ws": ws, "clock_ms": int,
+     "sub": {"op": put|delete, "topic": str, "group": str, "def"?: {...}}}  a push subscription
+                                        (cluster/push_state.py, cluster/push_apply.py)
 
 ``topic`` and ``offset`` name a ready-log entry; ``offset`` is its number.
 
@@ -65,9 +68,10 @@ class EntryKind(StrEnum):
     MOVE = "M"
     SCHEDULE = "K"
     FIRE = "F"
+    SUBSCRIBE = "U"
 
 
-PRODUCE, SYNC, CANCEL, RELEASE, ACK, RETRY, TRIM, MOVE, SCHEDULE, FIRE = EntryKind
+PRODUCE, SYNC, CANCEL, RELEASE, ACK, RETRY, TRIM, MOVE, SCHEDULE, FIRE, SUBSCRIBE = EntryKind
 
 
 @dataclass(frozen=True)
@@ -86,6 +90,7 @@ class Entry:
     deliver_at: list[int] = field(default_factory=list)  # MOVE: the new times, ids' then keys'
     schedule: dict = field(default_factory=dict)  # SCHEDULE: {op, name, def?}
     fires: list[Firings] = field(default_factory=list)  # FIRE: per schedule, its fire times
+    subscription: dict = field(default_factory=dict)  # SUBSCRIBE: {op, topic, group, def?}
 
     def encode(self) -> bytes:
         d: dict = {"t": self.kind, "ws": self.ws.to_wire(), "clock_ms": self.clock_ms}
@@ -109,6 +114,8 @@ class Entry:
             d["sched"] = self.schedule
         elif self.kind == FIRE:
             d["fires"] = [f.to_wire() for f in self.fires]
+        elif self.kind == SUBSCRIBE:
+            d["sub"] = self.subscription
         return msgpack.packb(d, use_bin_type=True)
 
 
@@ -133,6 +140,7 @@ def decode(blob: bytes) -> Entry:
             [int(at) for at in d.get("at", ())],
             schedule=dict(d.get("sched", {})),
             fires=[Firings.from_wire(f) for f in d.get("fires", ())],
+            subscription=dict(d.get("sub", {})),
         )
     except (ValueError, TypeError, KeyError, OverflowError, msgpack.UnpackException) as e:
         raise BadEntryError(f"undecodable entry: {e}") from e

@@ -58,12 +58,14 @@ from .entries import (
     RELEASE,
     RETRY,
     SCHEDULE,
+    SUBSCRIBE,
     TRIM,
     Entry,
     EntryKind,
     decode,
 )
 from .errors import BadEntryError
+from .push_apply import apply_subscription
 from .retention import passed_by_groups
 from .schedule_apply import apply_fires, apply_schedule
 
@@ -88,6 +90,7 @@ class ApplyResult:
     retained_from_hour: int | None = None  # TRIM: where retention now starts
     dead_lettered: int = 0  # RETRY: entries moved to a DLQ (the copies made are ``ids``)
     schedule: str | None = None  # SCHEDULE: what it did (schedule_apply.ScheduleOutcome)
+    subscription: str | None = None  # SUBSCRIBE: what it did (push_apply.PushOutcome)
     error: str | None = None
     skipped: bool = False
 
@@ -193,6 +196,8 @@ class StateMachine:
             apply_schedule(self, tx, entry, w, res)
         elif entry.kind == FIRE:
             apply_fires(self, tx, entry, w, res)
+        elif entry.kind == SUBSCRIBE:
+            res.subscription = apply_subscription(self.store.current_meta, tx, entry, raft_index)
         return res
 
     def _bump(self, tx: Transaction, key: str, n: int) -> None:

@@ -26,7 +26,7 @@ from horologe.cluster import (
 from horologe.storage import MessageExpiredError, MessageId, StorageFullError, UnknownMessageError
 from horologe.storage.message_id import ID_PATTERN
 
-from . import dashboard, openapi_spec, pull_wire, schedule_routes
+from . import dashboard, openapi_spec, pull_wire, schedule_routes, subscription_routes
 from .access_log import request_ids
 from .clock import Clock, system_clock
 from .config import NodeConfig
@@ -491,4 +491,5 @@ def create_app(config: NodeConfig, *, clock: Clock | None = None) -> web.Applica
     app.router.add_get("/openapi.json", openapi)
     dashboard.add_routes(app)
     schedule_routes.add_routes(app, SERVICE, _json, _json_body)
+    subscription_routes.add_routes(app, SERVICE, _json, _json_body)
     return app

@@ -10,6 +10,8 @@ from horologe.cluster import ClusterSettings, Peer
 
 from . import tls
 from .errors import ConfigError
+from .push_allow import CONFIG_KEY as PUSH_ALLOW
+from .push_allow import check_entries
 
 # RocketMQ's 16 retry levels: 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h
 DEFAULT_RETRY_LEVELS_MS = tuple(
@@ -85,6 +87,9 @@ class NodeConfig:
     # access_log: one line per HTTP request, with its request id (the X-Request-Id header).
     log_format: str = "text"
     access_log: bool = True
+    # Hosts push subscriptions may POST to: CIDRs and host names (node/push_allow.py). Empty:
+    # nothing is pushed until an operator allows a target.
+    push_allow: tuple[str, ...] = ()
 
     def cluster_settings(self) -> ClusterSettings:
         return ClusterSettings(
@@ -191,6 +196,11 @@ def _check_values(raw: dict) -> None:
                 f"each an integer from {lo} to {hi} (ms); got {levels!r}"
             )
         raw["retry_levels_ms"] = tuple(levels)
+    if PUSH_ALLOW in raw:
+        try:
+            raw[PUSH_ALLOW] = check_entries(raw[PUSH_ALLOW])
+        except ValueError as e:
+            raise ConfigError(str(e)) from e
 
 
 def _clock_offset() -> int | None:

@@ -304,7 +304,9 @@ class Consumers:
             for off in range(lo, hi):
                 leases.pop(off, None)
 
-    async def nack(self, group: str, receipts: list) -> dict:
+    async def nack(self, group: str, receipts: list, retry_after_ms: int | None = None) -> dict:
+        """Retry at the next level, or dead-letter after the last. ``retry_after_ms`` (a
+        push receiver's ``Retry-After``) brings the retry forward, never past the level."""
         reads = self.view.reads
         now = self._clock()
         retries = []
@@ -324,7 +326,10 @@ class Consumers:
             mid = MessageId(int(rows["hour"][0]), int(rows["global_index"][0]))
             attempt = reads.read_message(mid).message.attempt
             if attempt < len(self.retry_levels_ms):
-                retries.append((group, topic, off, now + self.retry_levels_ms[attempt]))
+                delay = self.retry_levels_ms[attempt]
+                if retry_after_ms is not None:
+                    delay = min(delay, retry_after_ms)
+                retries.append((group, topic, off, now + delay))
             else:
                 retries.append((group, topic, off, -1))  # past the last level: the DLQ
         # What the entry did, not what was asked: a message nacked twice, or acked (on

@@ -152,6 +152,17 @@ GROUP = path_param("group", ref("Name"), "a consumer group")
 SCHEDULE = path_param("name", ref("Name"), "a recurring schedule's name")
 
 
+SUBSCRIPTION = (
+    path_param("topic", ref("Name"), "a topic"),
+    path_param("group", ref("Name"), "the consumer group pushed to the URL"),
+)
+
+
+def _subscription(summary: str, ok: dict[str, dict]) -> dict:
+    """An operation on one push subscription, named in the path."""
+    return operation(summary, CLIENT, ok, parameters=SUBSCRIPTION, errors=("BadRequest", "NotFound"))
+
+
 def _by_name(summary: str, ok: dict[str, dict]) -> dict:
     """An operation on one schedule, named in the path."""
     return operation(summary, CLIENT, ok, parameters=(SCHEDULE,), errors=("BadRequest", "NotFound"))
@@ -332,6 +343,29 @@ ROUTES: dict[tuple[str, str], dict] = {
     ("delete", "/v1/schedules/{name}"): _by_name(
         "Delete a schedule; its firings not yet delivered are cancelled",
         {"200": answer("Deleted.", "ScheduleDeleted")},
+    ),
+    ("put", "/v1/topics/{topic}/subscriptions/{group}"): operation(
+        "Make the group a push group of the topic: its messages are POSTed, signed, to `push.url`",
+        CLIENT,
+        {
+            "201": answer("Created; the master starts pushing.", "Subscription"),
+            "200": answer("Replaced (pushing starts over with it), or the same again.", "Subscription"),
+        },
+        body="NewSubscription",
+        parameters=SUBSCRIPTION,
+        errors=("Conflict", "Unprocessable"),
+        description="422 `push_target_not_allowed`: the URL's host is not in the master's node config "
+        "`push_allow` (empty by default: nothing may be pushed until an operator allows a target); "
+        "400 `invalid_field` on `push.url` for a URL the pattern lets through that is no URL (a port "
+        "out of range, a user or password); 409 `too_many_subscriptions` past 1,000.",
+    ),
+    ("get", "/v1/topics/{topic}/subscriptions/{group}"): _subscription(
+        "A push subscription, without its secret, with the master's counters",
+        {"200": answer("The subscription.", "Subscription")},
+    ),
+    ("delete", "/v1/topics/{topic}/subscriptions/{group}"): _subscription(
+        "Stop pushing the group; its progress stays",
+        {"200": answer("Deleted.", "SubscriptionDeleted")},
     ),
     ("get", "/admin/status"): operation(
         "This node's role, Raft indexes, wheel state and counters",

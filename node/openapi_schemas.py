@@ -33,6 +33,7 @@ from horologe.storage.message_json import (
     TIME_FIELDS,
 )
 
+from .push_rules import MAX_URL, NUMBERS, SECRET_PATTERN, URL_PATTERN
 from .schedule_rules import MAX_SCHEDULE_HEADERS
 from .validation import MAX_PULL, MAX_VISIBILITY_MS, MAX_WAIT_MS, MIN_VISIBILITY_MS, TAG_FILTER_PATTERN
 
@@ -752,6 +753,110 @@ SCHEMAS |= {
         "type": "object",
         "required": ["name", "state"],
         "properties": {"name": ref("Name"), "state": {"const": "deleted"}},
+        "additionalProperties": False,
+    },
+}
+
+
+# Push subscriptions (node/push_rules.py).
+def _push_number(name: str, description: str) -> dict:
+    default, low, high = NUMBERS[name]
+    return {
+        "type": "integer",
+        "minimum": low,
+        "maximum": high,
+        "default": default,
+        "description": description,
+    }
+
+
+PUSH_TAGS = {
+    "type": "string",
+    "pattern": f"^{TAG_FILTER_PATTERN}$",
+    "description": 'as a pull takes it: `"a||b"`, or `"*"` (the default) for every message',
+}
+SCHEMAS |= {
+    "NewSubscription": {
+        "type": "object",
+        "required": ["push"],
+        "properties": {
+            "push": {
+                "type": "object",
+                "required": ["url", "secret"],
+                "properties": {
+                    "url": {
+                        "type": "string",
+                        "maxLength": MAX_URL,
+                        "pattern": f"^{URL_PATTERN}$",
+                        "description": "http:// or https://, no user or password; its host must be allowed "
+                        "by the master's `push_allow` (422 `push_target_not_allowed` otherwise)",
+                    },
+                    "secret": {
+                        "type": "string",
+                        "pattern": f"^{SECRET_PATTERN}$",
+                        "description": "16-256 printable ASCII characters: the key of `Horologe-Signature`. "
+                        "Never answered back",
+                    },
+                    "timeout_ms": _push_number("timeout_ms", "a request not answered by then failed"),
+                    "max_in_flight": _push_number("max_in_flight", "requests open at once, at most"),
+                    "rate_per_s": _push_number(
+                        "rate_per_s", "requests started per second, at most; 0: no limit"
+                    ),
+                    "tags": PUSH_TAGS,
+                },
+                "additionalProperties": False,
+            }
+        },
+        "additionalProperties": False,
+    },
+    "Subscription": {
+        "type": "object",
+        "required": ["topic", "group", "push", "allowed", "created_at", "updated_at", "counters", "unacked"],
+        "properties": {
+            "topic": ref("Name"),
+            "group": ref("Name"),
+            "push": {
+                "type": "object",
+                "required": ["url", "timeout_ms", "max_in_flight", "rate_per_s", "tags"],
+                "properties": {
+                    "url": {"type": "string"},
+                    "timeout_ms": {"type": "integer"},
+                    "max_in_flight": {"type": "integer"},
+                    "rate_per_s": {"type": "integer"},
+                    "tags": {"type": "string"},
+                },
+                "additionalProperties": False,
+                "description": "as put, without the secret",
+            },
+            "allowed": {
+                "type": "boolean",
+                "description": "whether this master's `push_allow` may push to the URL (nodes may differ)",
+            },
+            "created_at": EPOCH_MS,
+            "updated_at": EPOCH_MS,
+            "counters": {
+                "type": "object",
+                "required": ["delivered", "retried", "dead_lettered", "in_flight"],
+                "properties": {
+                    k: {"type": "integer", "minimum": 0}
+                    for k in ("delivered", "retried", "dead_lettered", "in_flight")
+                },
+                "additionalProperties": False,
+                "description": "what this master pushed since it became master: acked on a 2xx, "
+                "nacked to a retry level, moved to the DLQ; requests open now",
+            },
+            "unacked": {
+                "type": "integer",
+                "minimum": 0,
+                "description": "messages of the topic's ready log the group has not acked: the backlog",
+            },
+        },
+        "additionalProperties": False,
+    },
+    "SubscriptionDeleted": {
+        "type": "object",
+        "required": ["topic", "group", "state"],
+        "properties": {"topic": ref("Name"), "group": ref("Name"), "state": {"const": "deleted"}},
         "additionalProperties": False,
     },
 }

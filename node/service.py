@@ -33,7 +33,9 @@ from horologe.cluster import (
     StateMachine,
 )
 from horologe.cluster.committed_reads import GONE
+from horologe.cluster.entries import SUBSCRIBE
 from horologe.cluster.loop_crossing import LoopCrossing
+from horologe.cluster.push_state import every as every_subscription
 from horologe.cluster.raft_node import Applied, RaftNode
 from horologe.cluster.retention import Cut
 from horologe.storage import Message, MessageId, Storage, StorageConfig, id_strings
@@ -48,10 +50,13 @@ from .errors import ApiError
 from .group_commit import MAX_ENTRY_BYTES, GroupCommit
 from .observers import NO_OBSERVERS, Observers
 from .peer_readiness import peer_readiness
+from .push_allow import PushAllow
+from .push_worker import PushWorker
 from .quorum_clock import QuorumClock, majority
 from .receipts import Receipts
 from .retention_driver import RetentionDriver
 from .schedules import Schedules
+from .subscriptions import Subscriptions
 from .tls import client_context
 from .wheel_driver import WheelDriver, WheelSettings
 
@@ -152,6 +157,16 @@ class NodeService:
             config.schedule_check_ms,
             self._may_lead,
         )
+        self.push = PushWorker(
+            lambda: every_subscription(self.view.reads.meta),
+            lambda: self.propose(SYNC),
+            self.consumers.pull,
+            self.consumers.ack,
+            self.consumers.nack,
+            self.clock,
+            PushAllow(config.push_allow),
+        )
+        self.subscriptions = Subscriptions(self.view, self.propose, self.push)
         self.raft: RaftNode | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._tasks: list[asyncio.Task] = []
@@ -179,6 +194,7 @@ class NodeService:
 
     async def stop(self) -> None:
         await self.driver.close()
+        await self.push.close()
         for t in self._tasks:
             t.cancel()
         for t in self._tasks:
@@ -193,6 +209,7 @@ class NodeService:
         self.view.follow(applied)
         if applied.halted:
             self.driver.cancel()  # a halted replica proposes nothing (raft_node.py) and hands over
+            self.push.cancel()
         res = applied.result
         if res is None:
             return
@@ -203,6 +220,8 @@ class NodeService:
             self.last_sync_applied_at = time.monotonic()
         if res.delivered:
             self.consumers.notify()
+        if res.kind == SUBSCRIBE:
+            self.push.refresh()
         if len(res.wheel_lateness_ms):
             self._observers.ready_lateness(res.wheel_lateness_ms / 1000)
 
@@ -210,8 +229,10 @@ class NodeService:
         self.consumers.forget_leases()  # leases of another term mean nothing now
         if leads and not self.releasing and not self.view.halted:
             self.driver.start()
+            self.push.start()
         elif not leads:
             self.driver.cancel()
+            self.push.cancel()
 
     def _peer_clocks(self) -> list[tuple[int, float]]:
         return [] if self.raft is None else self.raft.peer_clocks()
@@ -396,6 +417,7 @@ class NodeService:
             target = await self._release_target(session, to, linked)
             t0 = time.monotonic()
             self.releasing = True
+            self.push.cancel()  # its acks would be refused now: the next master sends what is unacked
             await self.driver.stop()
             try:
                 await self.propose(SYNC)
@@ -412,6 +434,7 @@ class NodeService:
                 self.releasing = False
                 if self.raft.is_master():
                     self.driver.start()
+                    self.push.start()
             if new_master is None:
                 raise ApiError(503, "transfer_failed", "no other node took over; this node is still master")
             heard_by = await self._followers_of(session, new_master, linked, 2.0)

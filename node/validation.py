@@ -33,7 +33,8 @@ P = ParamSpec("P")
 T = TypeVar("T")
 
 # Every other refusal (invalid_body, unknown_field, invalid_field) is a 400.
-STATUS_BY_CODE = {"too_large": 413, "out_of_range": 422}
+# push_target_not_allowed: a push URL whose host the node config's push_allow leaves out.
+STATUS_BY_CODE = {"too_large": 413, "out_of_range": 422, "push_target_not_allowed": 422}
 
 
 def answered_over_http(parse: Callable[P, T]) -> Callable[P, T]:

@@ -31,8 +31,10 @@ from .models import (
     Rescheduled,
     Scheduled,
 )
+from .push_subscriptions import PushSubscription
 from .raw_client import RawClient
 from .schedules import Schedule
+from .signatures import verify_signature
 from .sync_client import Client
 
 __all__ = [
@@ -51,6 +53,7 @@ __all__ = [
     "PendingMessage",
     "PendingPage",
     "PulledBatch",
+    "PushSubscription",
     "RawClient",
     "ReceivedMessage",
     "Reply",
@@ -58,4 +61,5 @@ __all__ = [
     "Schedule",
     "Scheduled",
     "UnavailableError",
+    "verify_signature",
 ]

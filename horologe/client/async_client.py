@@ -11,10 +11,11 @@ from .calls import Reply
 from .consuming import AsyncSubscription, pull_and_ack
 from .errors import HorologeError
 from .models import Forecast, MessageStatus, PendingPage, PulledBatch, Rescheduled, Scheduled
+from .push_subscriptions import AsyncPushCalls
 from .schedules import AsyncScheduleCalls
 
 
-class AsyncClient(core.ClientSettings, AsyncScheduleCalls):
+class AsyncClient(core.ClientSettings, AsyncScheduleCalls, AsyncPushCalls):
     """Same calls as :class:`horologe.client.Client`, awaitable, over one pooled httpx.AsyncClient."""
 
     def __init__(self, urls, token: str, **settings) -> None:

@@ -11,10 +11,11 @@ from .calls import Reply
 from .consuming import Subscription, pull_and_ack
 from .errors import HorologeError
 from .models import Forecast, MessageStatus, PendingPage, PulledBatch, Rescheduled, Scheduled
+from .push_subscriptions import PushCalls
 from .schedules import ScheduleCalls
 
 
-class Client(core.ClientSettings, calls.BlockingPool, ScheduleCalls):
+class Client(core.ClientSettings, calls.BlockingPool, ScheduleCalls, PushCalls):
     """Talks to any node; follows the master, and retries across failover for ``retry_s``.
 
     One pool of kept-alive connections per client: make one and reuse it, and

@@ -77,6 +77,17 @@ include-name-regex = "^(GET|DELETE) /v1/schedules/.name.$|^POST /v1/schedules/.n
 checks.positive_data_acceptance.expected-statuses = ["2xx", "404"]
 
 [[operations]]
+include-name-regex = "^PUT /v1/topics/.topic./subscriptions/.group.$"
+# push_allow is empty here: every target is refused (422), and a URL the pattern lets through
+# may still be no URL (400 on push.url)
+checks.positive_data_acceptance.expected-statuses = ["2xx", "400", "422"]
+
+[[operations]]
+include-name-regex = "^(GET|DELETE) /v1/topics/.topic./subscriptions/.group.$"
+# no subscription can be made with an empty push_allow
+checks.positive_data_acceptance.expected-statuses = ["2xx", "404"]
+
+[[operations]]
 include-name = "POST /admin/release-master"
 # `to` naming no peer (422 unknown_node); each release moves the master, so few of them
 checks.positive_data_acceptance.expected-statuses = ["2xx", "409", "422"]
@@ -109,6 +120,10 @@ ACCEPTED_REFUSALS = {
         err["code"] == "out_of_range" and err.get("field") in {"cron", "start_at", "end_at"}
     ),
     ("POST /v1/schedules", 409): lambda err: err["code"] == "schedule_exists",
+    ("PUT /v1/topics/{topic}/subscriptions/{group}", 422): lambda err: (
+        err["code"] == "push_target_not_allowed"
+    ),
+    ("PUT /v1/topics/{topic}/subscriptions/{group}", 400): lambda err: err.get("field") == "push.url",
     ("POST /admin/release-master", 409): lambda err: (
         err["code"] in ("no_linked_target", "release_in_progress")
     ),

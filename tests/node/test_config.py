@@ -50,6 +50,10 @@ def _load(tmp_path, extra: str):
         ("retry_levels_ms = 1000", "retry_levels_ms"),
         (f"retry_levels_ms = [{31 * 86_400_000}]", "retry_levels_ms"),
         (f"retry_levels_ms = [{', '.join(['1000'] * 101)}]", "retry_levels_ms"),
+        ('push_allow = "127.0.0.1/32"', "push_allow"),
+        ('push_allow = ["127.0.0.1/32", 5]', "push_allow"),
+        ('push_allow = ["hooks example com"]', "push_allow"),
+        ('push_allow = ["-bad-.example.com"]', "push_allow"),
         ('[peers.n2]\nraft = "127.0.0.1:3"\nhttp = "ftp://127.0.0.1:4"', "peers.n2.http"),
         ('[peers.n2]\nraft = "127.0.0.1:3"\nhttp = "127.0.0.1:99999"', "peers.n2.http"),
         ('[peers.n2]\nraft = "127.0.0.1:3"\nhttp = "127.0.0.1:4"\nhttps = "x"', "peers.n2"),
@@ -79,6 +83,9 @@ def test_good_values_load(tmp_path):
     )
     assert (cfg.fire_batch_limit, cfg.max_batch_items, cfg.clock_tolerance_ms) == (1, 10, 500)
     assert cfg.retry_levels_ms == ()  # no retries: a nack goes straight to the DLQ
+    assert cfg.push_allow == ()  # nothing may be pushed until an operator allows a target
+    allowing = _load(tmp_path, 'push_allow = ["10.0.0.0/8", "::1/128", "hooks.example.com", "*.example.org"]')
+    assert allowing.push_allow == ("10.0.0.0/8", "::1/128", "hooks.example.com", "*.example.org")
     # a peer's address keeps the scheme it names; a bare one takes this node's (no TLS: http)
     assert [cfg.http_url(p.http) for p in cfg.peers] == ["https://127.0.0.1:4", "http://127.0.0.1:6"]
 
