@@ -7,7 +7,7 @@ import numpy as np
 from horologe.cluster import CANCEL, CANCELLED, DELIVERED, PRODUCE, SYNC, UNKNOWN, Entry, StateMachine
 from horologe.cluster.committed_reads import counters, delivered_at, message_status, pending_by_topic
 from horologe.storage import CorruptLogError, Message, MessageId, ReadyEntry, Storage, StorageConfig
-from horologe.wheel import ALL, Watermark
+from horologe.wheel import Watermark
 
 from .same_files import assert_same_files
 
