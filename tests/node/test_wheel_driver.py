@@ -14,7 +14,7 @@ from .local_log import LocalLog
 T = 1_767_225_600_000
 
 
-def _driver(tmp_path) -> tuple[LocalLog, WheelDriver]:
+def _driver(tmp_path, lead_ms: int = 0) -> tuple[LocalLog, WheelDriver]:
     t0 = time.monotonic()
     log = LocalLog(str(tmp_path / "s"), lambda: T + int((time.monotonic() - t0) * 1000))
     driver = WheelDriver(
@@ -22,7 +22,7 @@ def _driver(tmp_path) -> tuple[LocalLog, WheelDriver]:
         lambda: log.view.ws,
         lambda now: log.propose(SYNC, clock_ms=now),
         log.clock,
-        WheelSettings(fire_batch_limit=1000, sync_interval_ms=50),
+        WheelSettings(fire_batch_limit=1000, sync_interval_ms=50, lead_ms=lead_ms),
     )
     log.ws = lambda: driver.ws  # entries carry the live watermark, as the node stamps them
     log.listeners.append(lambda res: driver.on_append(res.pending_slots))
@@ -198,16 +198,7 @@ def test_with_a_lead_the_wheel_commits_what_falls_due_that_far_ahead(tmp_path):
     lead ahead of it, so every message reaches the ready log before its time and is
     recorded as delivered at its own deliver time, never before. The wheel wakes once the
     first is due within half the lead, so one S delivers all five (80 ms apart at most)."""
-    log, _ = _driver(tmp_path)
-    driver = WheelDriver(
-        log.view.reads,
-        lambda: log.view.ws,
-        lambda now: log.propose(SYNC, clock_ms=now),
-        log.clock,
-        WheelSettings(fire_batch_limit=1000, sync_interval_ms=50, lead_ms=500),
-    )
-    log.ws = lambda: driver.ws
-    log.listeners.append(lambda res: driver.on_append(res.pending_slots))
+    log, driver = _driver(tmp_path, lead_ms=500)
 
     async def run() -> None:
         driver.start()
