@@ -32,7 +32,7 @@ def main() -> None:
     ap.add_argument("--consumers", type=int, default=2)
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="horologe-lag-") as root:
-        c = Cluster(root, 3)
+        c = Cluster(root, 3, extra_toml="loop_lag_probe_ms = 1\n")  # as measured before the default became 10
         try:
             c.start_all()
             master = c.wait_connected()

@@ -66,7 +66,9 @@ class NodeConfig:
     # The master's clock may stray this far from the quorum's before it is clamped and
     # hands the wheel over (node/quorum_clock.py).
     clock_tolerance_ms: int = 2000
-    loop_lag_probe_ms: int = 1  # event-loop lag probe period (node/loop_lag.py); 0: off
+    # Event-loop lag probe period (node/loop_lag.py); 0: off. At 1 ms the probe's own
+    # wake-ups cost each node about 8% of a core with nothing else to do (docs/benchmarks.md).
+    loop_lag_probe_ms: int = 10
     # Topics (and groups) with a label of their own in /metrics; the rest fold into "other".
     metrics_topic_cap: int = 100
     # Delivered data older than this goes once every consumer group passed it
