@@ -162,7 +162,7 @@ class _NodeCollector(Collector):
             for k, what in (("p99", "p99 of"), ("max", "the largest of")):
                 yield GaugeMetricFamily(
                     f"horologe_loop_lag_{k}_seconds",
-                    f"{what} how late the event loop ran its lag probe's timer (loop_lag_probe_ms), last 10,000 samples",
+                    f"{what} how late the event loop ran its loop_lag_probe_ms timer, last 10,000 samples",
                     value=lag[f"{k}_ms"] / 1000,
                 )
         yield self._labelled(
