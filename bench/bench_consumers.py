@@ -82,7 +82,7 @@ def bench_pull(root: str, messages: int, batch: int = 500) -> None:
             consumers = Consumers(log.view, log.propose, log.clock, (1000,), 50, Receipts("bench"))
             t0 = time.perf_counter()
             bodies = [
-                as_msgpack(await consumers.pull("g", "t", None, batch, 0, 30_000))
+                as_msgpack(await consumers.pull("g", "t", None, batch, 0, 30_000), 0)
                 for _ in range(0, messages, batch)
             ]
             per = (time.perf_counter() - t0) / messages * 1e6

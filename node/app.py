@@ -331,11 +331,17 @@ async def pull(request: web.Request) -> web.Response:
     svc.require_master()
     req = parse_consumer_request(request.match_info["topic"], await _json_body(request), "pull")
     pulled = await svc.consumers.pull(
-        req["group"], req["topic"], req.get("tags"), req["max"], req["wait_ms"], req["visibility_ms"]
+        req["group"],
+        req["topic"],
+        req.get("tags"),
+        req["max"],
+        req["wait_ms"],
+        req["visibility_ms"],
+        req["ahead_ms"],
     )
     if pull_wire.MSGPACK in request.headers.get("Accept", ""):
-        return web.Response(body=pull_wire.as_msgpack(pulled), content_type=pull_wire.MSGPACK)
-    return _json(200, pull_wire.as_json(pulled))
+        return web.Response(body=pull_wire.as_msgpack(pulled, svc.clock()), content_type=pull_wire.MSGPACK)
+    return _json(200, pull_wire.as_json(pulled, svc.clock()))
 
 
 async def ack(request: web.Request) -> web.Response:

@@ -109,7 +109,7 @@ class Consumers:
         self.receipts = receipts
         self.retry_levels_ms = retry_levels_ms
         self.leases: dict[tuple[str, str], dict[int, int]] = {}  # (group, topic) -> offset -> expiry
-        # (group, topic, tag filter, origin) -> (where its last scan stopped, until when that holds)
+        # (group, topic, tag filter, origin, ahead_ms) -> (where its last scan stopped, until when that holds)
         self._cursors: dict[tuple, tuple[int, int]] = {}
         self._arrived = asyncio.Event()  # replaced after each notify: a fresh one to wait on
         self._background: set[asyncio.Task] = set()  # skip-acks in flight (referenced until done)
@@ -142,14 +142,15 @@ class Consumers:
         visibility_ms: int,
         origin: str | None = None,
         wake_at: list[int] | None = None,
+        ahead_ms: int = 0,
     ) -> list[int]:
         """Lease up to ``want`` messages of ready log ``topic`` to this caller; the
         positions leased.
 
         A ready message not yet due (the wheel fires ahead by its lead:
-        node/wheel_driver.py) is not handed out; like a leased one, it bounds how long
-        the scan's stopping point holds. That time goes to ``wake_at``: a pull waiting for
-        messages wakes then.
+        node/wheel_driver.py) is not handed out before ``ahead_ms`` ahead of its time (0:
+        once due); like a leased one, it bounds how long the scan's stopping point holds.
+        That time goes to ``wake_at``: a pull waiting for messages wakes then.
 
         It starts where the last scan with the same filter stopped (``_cursors``): every
         entry before that was acked, skipped or leased then, and stays so until the
@@ -159,7 +160,7 @@ class Consumers:
         leases = self.leases.setdefault((group, topic), {})
         progress = self.view.group_progress(group, topic)
         floor = max(progress.committed, reads.ready_base(topic))  # below the base: removed by retention
-        key = (group, topic, filt, origin)
+        key = (group, topic, filt, origin, ahead_ms)  # what a scan passed over depends on each
         resume, until = self._cursors.get(key, (floor, 0))
         if until > now and resume > floor:
             start = resume
@@ -184,10 +185,11 @@ class Consumers:
             keep = filt.prefilter(rows["tag_sig"])
             acked = progress.acked_mask(offsets)
             passed += offsets[~keep & ~acked].tolist()
-            due = rows["deliver_at_ms"] <= now  # never handed out before that, by this clock
+            # Never handed out before its time less ahead_ms, by this clock.
+            due = rows["deliver_at_ms"] <= now + ahead_ms
             free = np.flatnonzero(keep & ~acked & due)  # row numbers that may be handed out
             if not due.all():  # held like a lease, until it is due: the cursor may pass it till then
-                until = min(until, int(rows["deliver_at_ms"][~due].min()))
+                until = min(until, int(rows["deliver_at_ms"][~due].min()) - ahead_ms)
             if leases and len(free):
                 ends = np.fromiter((leases.get(o, 0) for o in offsets[free].tolist()), np.int64, len(free))
                 held = ends > now
@@ -219,7 +221,7 @@ class Consumers:
                 leases.update(dict.fromkeys(offs, lease))
                 leased += offs
                 receipts = self.receipts.issue_each(group, topic, offs, lease)
-                self._observe_lateness((now - part["deliver_at_ms"]) / 1000)
+                self._observe_lateness(np.maximum(now - part["deliver_at_ms"], 0) / 1000)
                 out += map(
                     Handed,
                     records,
@@ -240,10 +242,18 @@ class Consumers:
         return leased
 
     async def pull(
-        self, group: str, topic: str, tags: str | None, max_messages: int, wait_ms: int, visibility_ms: int
+        self,
+        group: str,
+        topic: str,
+        tags: str | None,
+        max_messages: int,
+        wait_ms: int,
+        visibility_ms: int,
+        ahead_ms: int = 0,
     ) -> Pulled:
         """The messages leased, and one receipt per ready log read that names all of those
-        it leased (pull_wire writes them out)."""
+        it leased (pull_wire writes them out). ``ahead_ms``: messages already ready (fired
+        ahead by the wheel's lead) may be handed out that long before their time."""
         filt = TagFilter.parse(tags)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + wait_ms / 1000
@@ -253,10 +263,12 @@ class Consumers:
             wake_at: list[int] = []  # when the scans' stopping points stop holding
             now = self._clock()
             scan = (filt, max_messages, now, out, skipped, visibility_ms)
-            leased = {topic: self._scan(group, topic, *scan, wake_at=wake_at)}
+            leased = {topic: self._scan(group, topic, *scan, wake_at=wake_at, ahead_ms=ahead_ms)}
             if len(out) < max_messages and not topic.startswith(DLQ_PREFIX):
                 retries = retry_topic(group)
-                leased[retries] = self._scan(group, retries, *scan, origin=topic, wake_at=wake_at)
+                leased[retries] = self._scan(
+                    group, retries, *scan, origin=topic, wake_at=wake_at, ahead_ms=ahead_ms
+                )
             if skipped:  # filtered out for this group: let its committed offset move past them
                 task = asyncio.get_running_loop().create_task(self.ack_commit.submit(skipped))
                 self._background.add(task)

@@ -35,7 +35,14 @@ from horologe.storage.message_json import (
 
 from .push_rules import MAX_URL, NUMBERS, SECRET_PATTERN, URL_PATTERN
 from .schedule_rules import MAX_SCHEDULE_HEADERS
-from .validation import MAX_PULL, MAX_VISIBILITY_MS, MAX_WAIT_MS, MIN_VISIBILITY_MS, TAG_FILTER_PATTERN
+from .validation import (
+    MAX_AHEAD_MS,
+    MAX_PULL,
+    MAX_VISIBILITY_MS,
+    MAX_WAIT_MS,
+    MIN_VISIBILITY_MS,
+    TAG_FILTER_PATTERN,
+)
 
 LIMITS = MessageLimits()
 MAX_INT64 = (1 << 63) - 1  # a larger JSON integer is read as a float, and refused as not an integer
@@ -345,13 +352,25 @@ SCHEMAS: dict[str, dict] = {
                 "default": 30_000,
                 "description": "the lease; a message not acked by then is handed out again",
             },
+            "ahead_ms": {
+                "type": "integer",
+                "minimum": 0,
+                "maximum": MAX_AHEAD_MS,
+                "default": 0,
+                "description": "hand out messages the wheel fired ahead (fire_lead_ms) up to this long "
+                "before their deliver_at; the consumer holds each until then (the SDK's consume does)",
+            },
         },
         "additionalProperties": False,
     },
     "Pulled": {
         "type": "object",
-        "required": ["messages", "batch_receipts"],
+        "required": ["messages", "batch_receipts", "clock_ms"],
         "properties": {
+            "clock_ms": {
+                "type": "integer",
+                "description": "the master's clock (epoch ms) as it answered",
+            },
             "messages": {"type": "array", "items": ref("PulledMessage")},
             "batch_receipts": {
                 "type": "array",

@@ -1,11 +1,13 @@
 """A pull's answer on the wire: JSON, or msgpack for a client that accepts it.
 
 JSON (the default): ``{"messages": [{id, receipt, topic, tags, deliver_at, delivered_at,
-attempt, key?, headers, body | body_b64}, ...], "batch_receipts": [...]}`` (``key``: the
-producer's, when it gave one).
+attempt, key?, headers, body | body_b64}, ...], "batch_receipts": [...], "clock_ms"}``
+(``key``: the producer's, when it gave one; ``clock_ms``: the master's clock as it
+answers, no earlier than when it leased them: a consumer holding messages it got ahead
+of their time learns the master's clock from it, horologe/client/holding.py).
 
 msgpack (``Accept: application/msgpack``, what the SDK asks for): ``{"messages":
-[[record, receipt, deliver_at, delivered_at], ...], "batch_receipts": [...]}``, where
+[[record, receipt, deliver_at, delivered_at], ...], "batch_receipts": [...], "clock_ms"}``, where
 ``record`` is the message's delay-log record exactly as stored (storage/message.py:
 ``id, topic, tags, body`` (bin), ``deliver_at_ms, key, headers, attempt,
 produced_at_ms``). The node copies it without decoding it; the message's topic is its
@@ -27,8 +29,12 @@ from .consumers import Handed, Pulled
 MSGPACK = "application/msgpack"
 
 
-def as_json(pulled: Pulled) -> dict:
-    return {"messages": [_json_message(h) for h in pulled.messages], "batch_receipts": pulled.batch_receipts}
+def as_json(pulled: Pulled, clock_ms: int) -> dict:
+    return {
+        "messages": [_json_message(h) for h in pulled.messages],
+        "batch_receipts": pulled.batch_receipts,
+        "clock_ms": clock_ms,
+    }
 
 
 def _json_message(h: Handed) -> dict:
@@ -56,11 +62,11 @@ def message_fields(record, deliver_at: int, delivered_at: int) -> dict:
     return out
 
 
-def as_msgpack(pulled: Pulled) -> bytes:
+def as_msgpack(pulled: Pulled, clock_ms: int) -> bytes:
     packer = msgpack.Packer(use_bin_type=True)
     pack = packer.pack
-    parts = [b"\x82", pack("messages"), packer.pack_array_header(len(pulled.messages))]
+    parts = [b"\x83", pack("messages"), packer.pack_array_header(len(pulled.messages))]
     for record, receipt, deliver_at, delivered_at in pulled.messages:
         parts += (b"\x94", record, pack(receipt), pack(deliver_at), pack(delivered_at))
-    parts += (pack("batch_receipts"), pack(pulled.batch_receipts))
+    parts += (pack("batch_receipts"), pack(pulled.batch_receipts), pack("clock_ms"), pack(clock_ms))
     return b"".join(parts)

@@ -53,10 +53,11 @@ def answered_over_http(parse: Callable[P, T]) -> Callable[P, T]:
 parse_message = answered_over_http(message_json.parse_message)
 parse_new_time = answered_over_http(message_json.parse_new_time)
 
-PULL_FIELDS = {"group", "tags", "max", "wait_ms", "visibility_ms"}
+PULL_FIELDS = {"group", "tags", "max", "wait_ms", "visibility_ms", "ahead_ms"}
 RECEIPT_FIELDS = {"group", "receipts"}
 MAX_PULL = 1000
 MAX_WAIT_MS = 30_000
+MAX_AHEAD_MS = 1_000  # fire_lead_ms's bound: nothing further ahead is ever ready
 DEFAULT_VISIBILITY_MS = 30_000
 MIN_VISIBILITY_MS, MAX_VISIBILITY_MS = 100, 12 * 3_600_000
 # "*", empty (all tags), or tags joined by "||" (node/consumers.py: TagFilter)
@@ -86,6 +87,7 @@ def parse_consumer_request(topic: str, obj, action: str) -> dict:
         ("max", 32, 1, MAX_PULL),
         ("wait_ms", 0, 0, MAX_WAIT_MS),
         ("visibility_ms", DEFAULT_VISIBILITY_MS, MIN_VISIBILITY_MS, MAX_VISIBILITY_MS),
+        ("ahead_ms", 0, 0, MAX_AHEAD_MS),
     ):
         value = int_field(obj.get(name, default), name)
         if not low <= value <= high:

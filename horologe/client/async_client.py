@@ -8,7 +8,7 @@ import httpx
 
 from . import calls, core
 from .calls import Reply
-from .consuming import AsyncSubscription, pull_and_ack
+from .consuming import AHEAD_MS, AsyncSubscription, pull_and_ack
 from .errors import HorologeError
 from .models import Forecast, MessageStatus, PendingPage, PulledBatch, Rescheduled, Scheduled
 from .push_subscriptions import AsyncPushCalls
@@ -139,8 +139,9 @@ class AsyncClient(core.ClientSettings, AsyncScheduleCalls, AsyncPushCalls):
         max: int = 32,
         wait_ms: int = 0,
         visibility_ms: int = 30_000,
+        ahead_ms: int = 0,
     ) -> PulledBatch:
-        body = core.pull_body(group, tags, max, wait_ms, visibility_ms)
+        body = core.pull_body(group, tags, max, wait_ms, visibility_ms, ahead_ms)
         res = await self._call("POST", f"/v1/topics/{quote(topic, safe='')}/pull", body, accept=calls.MSGPACK)
         kept, stray = core.to_pulled(res, tags)
         if stray:
@@ -158,10 +159,11 @@ class AsyncClient(core.ClientSettings, AsyncScheduleCalls, AsyncPushCalls):
         visibility_ms: int = 30_000,
         prefetch: int = 2,
         ack_queue: int = 1_000,
+        ahead_ms: int = AHEAD_MS,
     ) -> AsyncSubscription:
         """As :meth:`Client.consume`: ``async with c.consume(...) as s: async for m in s: ...``
         (call it inside a running loop)."""
-        calls = pull_and_ack(self, topic, group, tags, batch, wait_ms, visibility_ms)
+        calls = pull_and_ack(self, topic, group, tags, batch, wait_ms, visibility_ms, ahead_ms)
         return AsyncSubscription(*calls, prefetch, ack_queue)
 
     async def ack(self, topic: str, group: str, receipts: list[str]) -> None:

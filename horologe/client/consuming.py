@@ -12,6 +12,12 @@ groups from a bounded queue, so a slow ack round trip never holds the loop (at m
 is acked by its batch receipts: one short receipt per pull, not one per message. Errors
 of either surface in the loop. :meth:`Client.ack` stays for callers that need the
 confirmation of each ack.
+
+Pulls ask for messages up to ``ahead_ms`` before their time (what the master's wheel has
+fired ahead), and the subscription holds each until the master's clock reaches its
+``deliver_at`` (horologe/client/holding.py): the round trip is over by then, so a message
+reaches the application at its time rather than a pull's round trip after it. Within a
+batch, messages are handed over in deliver order.
 """
 
 from __future__ import annotations
@@ -19,20 +25,34 @@ from __future__ import annotations
 import asyncio
 import queue
 import threading
+import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterator
 
+from .holding import MasterClock, by_time, released
 from .models import PulledBatch, ReceivedMessage
 
 ACK_GROUP = 1000  # receipts per ack call at most (the API's limit)
+# How early consume's pulls take messages: whatever the wheel fired (fire_lead_ms, at most 1,000).
+AHEAD_MS = 1000
 _DONE = object()
 
 
-def pull_and_ack(client, topic: str, group: str, tags, batch: int, wait_ms: int, visibility_ms: int):
+def pull_and_ack(
+    client, topic: str, group: str, tags, batch: int, wait_ms: int, visibility_ms: int, ahead_ms: int
+):
     """The two calls a subscription makes, bound to ``client`` (a Client or an AsyncClient)."""
 
     def pull():
-        return client.pull(topic, group, tags=tags, max=batch, wait_ms=wait_ms, visibility_ms=visibility_ms)
+        return client.pull(
+            topic,
+            group,
+            tags=tags,
+            max=batch,
+            wait_ms=wait_ms,
+            visibility_ms=visibility_ms,
+            ahead_ms=ahead_ms,
+        )
 
     def ack(receipts: list[str]):
         return client.ack(topic, group, receipts)
@@ -40,23 +60,51 @@ def pull_and_ack(client, topic: str, group: str, tags, batch: int, wait_ms: int,
     return pull, ack
 
 
+def _local_ms() -> float:
+    return time.time() * 1000
+
+
 class _Handing:
-    """What both subscriptions hand out of ``_current`` and remember to ack."""
+    """What both subscriptions hand out of ``_current`` (pulled messages in deliver order,
+    not handed out yet) and remember to ack; ``_whole``: the batch ``_current`` holds all
+    of, while none of it was handed out."""
 
     _current: deque[ReceivedMessage]
+    _whole: list[ReceivedMessage] | None
     _to_ack: list[str]
+    clock: MasterClock
 
-    def _hand_whole(self, batch: list[ReceivedMessage]) -> list[ReceivedMessage]:
-        """A pulled batch, none of it handed out yet: acked by its batch receipts."""
-        self._to_ack = batch.receipts() if isinstance(batch, PulledBatch) else [m.receipt for m in batch]
-        return list(batch)
+    def _observe(self, batch) -> None:
+        """A pull answered (in the puller): what its stamp says of the master's clock."""
+        self.clock.observe(getattr(batch, "clock_ms", None), _local_ms())
 
-    def _hand_rest(self) -> list[ReceivedMessage]:
-        """What is left of a batch that ``next`` handed out from: acked one by one."""
-        handed = list(self._current)
-        self._current.clear()
+    def _take(self, batch: list[ReceivedMessage]) -> None:
+        """A pulled batch becomes the current one (``_current`` is empty)."""
+        self._current.extend(by_time(batch))
+        self._whole = batch
+
+    def _wait_s(self) -> float:
+        """How long until the next message may be handed over (0: now)."""
+        return max(0.0, (self.clock.release_at(self._current[0].deliver_at) - _local_ms()) / 1000)
+
+    def _hand_released(self) -> list[ReceivedMessage]:
+        """What the master's clock has reached, of ``_current``: a whole batch is acked by
+        its batch receipts, part of one message by message."""
+        n = released(self.clock, self._current, _local_ms())
+        whole, self._whole = self._whole, None
+        if whole is not None and n == len(self._current):
+            self._current.clear()
+            self._to_ack = whole.receipts() if isinstance(whole, PulledBatch) else [m.receipt for m in whole]
+            return list(whole)
+        handed = [self._current.popleft() for _ in range(n)]
         self._to_ack = [m.receipt for m in handed]
         return handed
+
+    def _hand_next(self) -> ReceivedMessage:
+        self._whole = None
+        m = self._current.popleft()
+        self._to_ack = [m.receipt]
+        return m
 
 
 class Subscription(_Handing, Iterator[ReceivedMessage]):
@@ -75,7 +123,9 @@ class Subscription(_Handing, Iterator[ReceivedMessage]):
         self._stop = threading.Event()
         self._error: BaseException | None = None
         self._current: deque[ReceivedMessage] = deque()
+        self._whole: list[ReceivedMessage] | None = None
         self._to_ack: list[str] = []  # receipts of what was handed out, acked when more is asked for
+        self.clock = MasterClock()
         self._puller = threading.Thread(target=self._pull_loop, daemon=True)
         self._acker = threading.Thread(target=self._ack_loop, daemon=True)
         self._puller.start()
@@ -85,6 +135,7 @@ class Subscription(_Handing, Iterator[ReceivedMessage]):
         try:
             while not self._stop.is_set():
                 batch = self._pull()
+                self._observe(batch)
                 while batch and not self._stop.is_set():
                     try:
                         self._batches.put(batch, timeout=0.1)
@@ -136,16 +187,19 @@ class Subscription(_Handing, Iterator[ReceivedMessage]):
             if batch is _DONE:
                 self._raise_if_failed()
                 raise StopIteration
-            self._current.extend(batch)
-        m = self._current.popleft()
-        self._to_ack = [m.receipt]
-        return m
+            self._take(batch)
+        wait = self._wait_s()
+        if wait:  # held until the master's clock reaches its time
+            time.sleep(wait)
+        return self._hand_next()
 
     def poll(self, timeout_s: float) -> list[ReceivedMessage]:
-        """Ack what was handed out before, then return what is pulled already, or wait up
-        to ``timeout_s`` for the next pulled batch (``[]`` if none came)."""
+        """Ack what was handed out before, then return what is pulled already and due, or
+        wait up to ``timeout_s`` for the next pulled batch and for its first message's time
+        (``[]`` if neither came)."""
         self._raise_if_failed()
         self._ack_handed()
+        deadline = time.monotonic() + timeout_s
         if not self._current:
             try:
                 batch = self._batches.get(timeout=timeout_s)
@@ -155,8 +209,14 @@ class Subscription(_Handing, Iterator[ReceivedMessage]):
                 self._batches.put(_DONE)  # for the next call, too
                 self._raise_if_failed()
                 return []
-            return self._hand_whole(batch)
-        return self._hand_rest()
+            self._take(batch)
+        wait = self._wait_s()
+        if wait > deadline - time.monotonic():
+            time.sleep(max(0.0, deadline - time.monotonic()))
+            return []
+        if wait:
+            time.sleep(wait)
+        return self._hand_released()
 
     def close(self) -> None:
         """Stop pulling, ack the message last handed out and wait for the acks in flight.
@@ -183,7 +243,9 @@ class AsyncSubscription(_Handing, AsyncIterator[ReceivedMessage]):
         self._batches: asyncio.Queue = asyncio.Queue(maxsize=max(1, prefetch))
         self._receipts: asyncio.Queue = asyncio.Queue(maxsize=max(1, ack_queue))
         self._current: deque[ReceivedMessage] = deque()
+        self._whole: list[ReceivedMessage] | None = None
         self._to_ack: list[str] = []
+        self.clock = MasterClock()
         self._puller = asyncio.get_running_loop().create_task(self._pull_loop())
         self._acker = asyncio.get_running_loop().create_task(self._ack_loop())
 
@@ -191,6 +253,7 @@ class AsyncSubscription(_Handing, AsyncIterator[ReceivedMessage]):
         try:
             while True:
                 batch = await self._pull()
+                self._observe(batch)
                 if batch:
                     await self._batches.put(batch)
                 else:
@@ -228,14 +291,17 @@ class AsyncSubscription(_Handing, AsyncIterator[ReceivedMessage]):
             batch = await self._batches.get()
             if isinstance(batch, BaseException):
                 raise batch
-            self._current.extend(batch)
-        m = self._current.popleft()
-        self._to_ack = [m.receipt]
-        return m
+            self._take(batch)
+        wait = self._wait_s()
+        if wait:  # held until the master's clock reaches its time
+            await asyncio.sleep(wait)
+        return self._hand_next()
 
     async def poll(self, timeout_s: float) -> list[ReceivedMessage]:
         """As :meth:`Subscription.poll`."""
         await self._ack_handed()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
         if not self._current:
             try:
                 batch = await asyncio.wait_for(self._batches.get(), timeout_s)
@@ -243,8 +309,14 @@ class AsyncSubscription(_Handing, AsyncIterator[ReceivedMessage]):
                 return []
             if isinstance(batch, BaseException):
                 raise batch
-            return self._hand_whole(batch)
-        return self._hand_rest()
+            self._take(batch)
+        wait = self._wait_s()
+        if wait > deadline - loop.time():
+            await asyncio.sleep(max(0.0, deadline - loop.time()))
+            return []
+        if wait:
+            await asyncio.sleep(wait)
+        return self._hand_released()
 
     async def close(self) -> None:
         """As :meth:`Subscription.close`."""

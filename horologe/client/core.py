@@ -129,10 +129,14 @@ class ClientSettings:
         )
 
 
-def pull_body(group: str, tags: str | None, max: int, wait_ms: int, visibility_ms: int) -> dict:
+def pull_body(
+    group: str, tags: str | None, max: int, wait_ms: int, visibility_ms: int, ahead_ms: int
+) -> dict:
     body = {"group": group, "max": max, "wait_ms": wait_ms, "visibility_ms": visibility_ms}
     if tags is not None:
         body["tags"] = tags
+    if ahead_ms:  # absent unless asked for: a node that predates it refuses the field
+        body["ahead_ms"] = ahead_ms
     return body
 
 
@@ -231,4 +235,4 @@ def to_pulled(res: dict, tags: str | None) -> tuple[PulledBatch, list[str]]:
             kept.append(m)
         else:
             stray.append(m.receipt)
-    return PulledBatch(kept, res.get("batch_receipts", ()) if kept else ()), stray
+    return PulledBatch(kept, res.get("batch_receipts", ()) if kept else (), res.get("clock_ms")), stray

@@ -118,11 +118,13 @@ class ReceivedMessage:
 class PulledBatch(list):
     """What a pull returns: its messages, as a list, and ``batch_receipts``, receipts that
     name all of them (one per ready log the pull read; empty from a node that does not
-    give them). Acking those acks the whole batch in one small request."""
+    give them). Acking those acks the whole batch in one small request. ``clock_ms``: the
+    master's clock when it leased them (None from a node that does not say)."""
 
-    def __init__(self, messages=(), batch_receipts=()) -> None:
+    def __init__(self, messages=(), batch_receipts=(), clock_ms: int | None = None) -> None:
         super().__init__(messages)
         self.batch_receipts: list[str] = list(batch_receipts)
+        self.clock_ms = clock_ms
 
     def receipts(self) -> list[str]:
         """The fewest receipts that ack every message of the batch."""

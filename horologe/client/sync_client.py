@@ -8,7 +8,7 @@ import httpx
 
 from . import calls, core
 from .calls import Reply
-from .consuming import Subscription, pull_and_ack
+from .consuming import AHEAD_MS, Subscription, pull_and_ack
 from .errors import HorologeError
 from .models import Forecast, MessageStatus, PendingPage, PulledBatch, Rescheduled, Scheduled
 from .push_subscriptions import PushCalls
@@ -142,11 +142,13 @@ class Client(core.ClientSettings, calls.BlockingPool, ScheduleCalls, PushCalls):
         max: int = 32,
         wait_ms: int = 0,
         visibility_ms: int = 30_000,
+        ahead_ms: int = 0,
     ) -> PulledBatch:
         """Lease up to ``max`` messages of ``topic`` to ``group`` (waiting up to ``wait_ms``
         for the first); ack each by its ``receipt``, or the whole batch by
-        ``batch.receipts()``."""
-        body = core.pull_body(group, tags, max, wait_ms, visibility_ms)
+        ``batch.receipts()``. ``ahead_ms``: messages the master fired ahead may come up to
+        that long before their ``deliver_at`` (0: none before it); the caller holds them."""
+        body = core.pull_body(group, tags, max, wait_ms, visibility_ms, ahead_ms)
         res = self._call("POST", f"/v1/topics/{_quote(topic)}/pull", body, accept=calls.MSGPACK)
         kept, stray = core.to_pulled(res, tags)
         if stray:
@@ -164,11 +166,14 @@ class Client(core.ClientSettings, calls.BlockingPool, ScheduleCalls, PushCalls):
         visibility_ms: int = 30_000,
         prefetch: int = 2,
         ack_queue: int = 1_000,
+        ahead_ms: int = AHEAD_MS,
     ) -> Subscription:
         """Iterate the group's messages; each is acked once the loop asks for the next
         (:mod:`horologe.client.consuming`). Pulls ``batch`` at a time, keeping up to
-        ``prefetch`` pulled batches ready; use it in a ``with`` block, or ``close()`` it."""
-        calls = pull_and_ack(self, topic, group, tags, batch, wait_ms, visibility_ms)
+        ``prefetch`` pulled batches ready; use it in a ``with`` block, or ``close()`` it.
+        Pulls take messages up to ``ahead_ms`` before their time, and each is handed over
+        once the master's clock reaches its ``deliver_at`` (0: pulled once due)."""
+        calls = pull_and_ack(self, topic, group, tags, batch, wait_ms, visibility_ms, ahead_ms)
         return Subscription(*calls, prefetch, ack_queue)
 
     def ack(self, topic: str, group: str, receipts: list[str]) -> None:

@@ -57,9 +57,9 @@ def test_pull_ack_and_nack_over_the_view(log):
         await _deliver(log, 3)
         consumers = consumers_over(log)
         task = asyncio.create_task(consumers.ack_commit.run())
-        got = as_json(await consumers.pull("g", "t", None, 10, 0, 30_000))["messages"]
+        got = as_json(await consumers.pull("g", "t", None, 10, 0, 30_000), T)["messages"]
         assert [m["body"] for m in got] == ["m0", "m1", "m2"]
-        assert as_json(await consumers.pull("g", "t", None, 10, 0, 30_000))["messages"] == []  # leased
+        assert as_json(await consumers.pull("g", "t", None, 10, 0, 30_000), T)["messages"] == []  # leased
         assert await consumers.ack("g", [got[0]["receipt"], got[0]["receipt"]]) == 1
         assert log.view.group_progress("g", "t").is_acked(0)
         assert await consumers.nack("g", [got[1]["receipt"]]) == {"retried": 1, "dead_lettered": 0}
@@ -80,7 +80,7 @@ def test_a_waiting_pull_wakes_on_notify(log):
         for _ in range(10):  # a few turns of the loop, no timer: the notify wakes it
             await asyncio.sleep(0)
         assert pull.done()
-        assert [m["body"] for m in as_json(pull.result())["messages"]] == ["m0"]
+        assert [m["body"] for m in as_json(pull.result(), T)["messages"]] == ["m0"]
 
     asyncio.run(run())
 
@@ -106,11 +106,11 @@ def test_pulls_of_a_hot_second_start_where_the_last_one_stopped(log):
         reads.read_ready = counting
         got = []
         for _ in range(n // want):
-            got += as_json(await consumers.pull("g", "t", None, want, 0, 30_000))["messages"]
+            got += as_json(await consumers.pull("g", "t", None, want, 0, 30_000), T)["messages"]
         assert len({m["id"] for m in got}) == n  # every message, once
         assert sum(rows_read) <= 5 * n  # from the committed offset each time: 20 n here
         log.now[0] += 30_001  # every lease expired: the scan starts over from the committed offset
-        again = as_json(await consumers.pull("g", "t", None, want, 0, 30_000))["messages"]
+        again = as_json(await consumers.pull("g", "t", None, want, 0, 30_000), T)["messages"]
         assert [m["id"] for m in again] == [m["id"] for m in got[:want]]
 
     asyncio.run(run())
@@ -121,8 +121,8 @@ def test_one_batch_receipt_acks_what_its_pull_leased_and_nothing_else(log):
         await _deliver(log, 10)
         consumers = consumers_over(log)
         task = asyncio.create_task(consumers.ack_commit.run())
-        first = as_json(await consumers.pull("g", "t", None, 4, 0, 30_000))
-        second = as_json(await consumers.pull("g", "t", None, 4, 0, 30_000))
+        first = as_json(await consumers.pull("g", "t", None, 4, 0, 30_000), T)
+        second = as_json(await consumers.pull("g", "t", None, 4, 0, 30_000), T)
         assert len(first["batch_receipts"]) == 1
         # The batch receipt with a message's own receipt from it: each message counts once.
         assert await consumers.ack("g", [*first["batch_receipts"], first["messages"][1]["receipt"]]) == 4
@@ -131,7 +131,7 @@ def test_one_batch_receipt_acks_what_its_pull_leased_and_nothing_else(log):
         assert log.proposed[-1].acks == [("g", "t", 0, 4)]  # one range
         assert await consumers.ack("g", second["batch_receipts"]) == 4
         assert log.view.group_progress("g", "t").committed == 8
-        rest = as_json(await consumers.pull("g", "t", None, 10, 0, 30_000))
+        rest = as_json(await consumers.pull("g", "t", None, 10, 0, 30_000), T)
         assert [m["body"] for m in rest["messages"]] == ["m8", "m9"]
         task.cancel()
 
@@ -152,12 +152,12 @@ def test_a_message_fired_ahead_of_its_time_is_handed_out_once_due(log):
         rows = log.view.reads.read_ready("t")
         assert rows["delivered_at_ms"].tolist() == due
         consumers = consumers_over(log)
-        got = as_json(await consumers.pull("g", "t", None, 10, 0, 30_000))["messages"]
+        got = as_json(await consumers.pull("g", "t", None, 10, 0, 30_000), T)["messages"]
         assert [m["body"] for m in got] == ["m0"]
         log.now[0] = T + 59
         # Due already when produced: ready behind m2, and not held up by it.
         await log.propose(PRODUCE, messages=[Message("t", b"m3", T - 5, T + 59)])
-        got = as_json(await consumers.pull("g", "t", None, 10, 0, 30_000))["messages"]
+        got = as_json(await consumers.pull("g", "t", None, 10, 0, 30_000), T)["messages"]
         assert [m["body"] for m in got] == ["m1", "m3"]
         pull = asyncio.create_task(consumers.pull("g", "t", None, 10, 5_000, 30_000))
         await asyncio.sleep(0.02)
@@ -165,7 +165,33 @@ def test_a_message_fired_ahead_of_its_time_is_handed_out_once_due(log):
         log.now[0] = T + 60
         # It wakes by its own timer, set for m2's time (10 ms away when it went to sleep);
         # without one it would sleep out its 1 s lease check.
-        got = as_json(await asyncio.wait_for(pull, 0.9))["messages"]
+        got = as_json(await asyncio.wait_for(pull, 0.9), T)["messages"]
         assert [(m["body"], m["deliver_at"], m["delivered_at"]) for m in got] == [("m2", T + 60, T + 60)]
+
+    asyncio.run(run())
+
+
+def test_a_pull_ahead_takes_what_the_wheel_fired_up_to_ahead_ms_before_its_time(log):
+    """With ``ahead_ms`` a pull hands out a message already in the ready log that long
+    before its time (the SDK holds it until then: horologe/client/holding.py); a waiting
+    one wakes by its timer at that earlier time. What the wheel has not fired is not
+    handed out however far ahead the pull asks."""
+
+    async def run() -> None:
+        due = [T + 30, T + 50, T + 60, T + 500]
+        await log.propose(PRODUCE, messages=[Message("t", b"m%d" % i, at, T) for i, at in enumerate(due)])
+        log.ws = lambda: Watermark(T + 60, ALL)
+        await log.propose(SYNC)  # stamped at T: fires the first three, not m3
+        consumers = consumers_over(log)
+        got = as_json(await consumers.pull("g", "t", None, 10, 0, 30_000, ahead_ms=40), T)["messages"]
+        assert [(m["body"], m["deliver_at"]) for m in got] == [("m0", T + 30)]  # 30 ms ahead
+        pull = asyncio.create_task(consumers.pull("g", "t", None, 10, 5_000, 30_000, ahead_ms=40))
+        await asyncio.sleep(0.02)
+        assert not pull.done()  # m1 is 50 ms away: 10 ms more than the pull takes
+        log.now[0] = T + 10
+        got = as_json(await asyncio.wait_for(pull, 0.9), T)["messages"]  # its timer, no notify
+        assert [m["body"] for m in got] == ["m1"]
+        got = as_json(await consumers.pull("g", "t", None, 10, 0, 30_000, ahead_ms=1000), T)["messages"]
+        assert [m["body"] for m in got] == ["m2"]  # m3 is not fired: not in the ready log
 
     asyncio.run(run())

@@ -19,8 +19,9 @@ log = test_consumers_scan.log  # the same fixture: a LocalLog whose clock the te
 
 
 def both(pulled) -> tuple[list[ReceivedMessage], list[ReceivedMessage], list[str], list[str]]:
-    js = as_json(pulled)
-    mp = msgpack.unpackb(as_msgpack(pulled), raw=False)
+    js = as_json(pulled, 5)
+    mp = msgpack.unpackb(as_msgpack(pulled, 5), raw=False)
+    assert js["clock_ms"] == mp["clock_ms"] == 5  # the master's clock, for consumers that hold
     return (
         [ReceivedMessage.from_json(d) for d in js["messages"]],
         [ReceivedMessage.from_record(*m) for m in mp["messages"]],

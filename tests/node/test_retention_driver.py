@@ -53,7 +53,7 @@ def test_a_turn_cuts_what_is_old_and_passed_and_consumers_keep_their_offsets(log
         ids = await deliver(log, 6, T)
         consumers = Consumers(log.view, log.propose, log.clock, (1000,), 50, Receipts("secret"))
         acks = asyncio.create_task(consumers.ack_commit.run())
-        got = as_json(await consumers.pull("g", "t", None, 6, 0, 30_000))["messages"]
+        got = as_json(await consumers.pull("g", "t", None, 6, 0, 30_000), T)["messages"]
         await consumers.ack("g", [m["receipt"] for m in got[:5]])  # offset 5 stays leased
         turn = driver(log)
         assert await turn.turn() is None  # delivered a moment ago
@@ -80,7 +80,7 @@ def test_a_turn_cuts_what_is_old_and_passed_and_consumers_keep_their_offsets(log
         assert await turn.turn() is None  # nothing left to cut
         # new deliveries take offsets 6.. and a pull finds them
         await deliver(log, 2, log.now[0])
-        later = as_json(await consumers.pull("g", "t", None, 10, 0, 30_000))["messages"]
+        later = as_json(await consumers.pull("g", "t", None, 10, 0, 30_000), T)["messages"]
         assert [m["body"] for m in later] == ["m0", "m1"]
         assert reads.read_ready("t")["hour"].tolist() == [log.now[0] // MS_PER_HOUR] * 2
         assert turn.cuts_proposed == 2
