@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 import signal
 
@@ -44,6 +45,16 @@ async def _stop_on_signals(app: web.Application) -> None:
         signal.signal(sig, on_signal)
 
 
+async def _freeze_what_startup_made(app: web.Application) -> None:
+    """Move what exists once the node has started (modules, classes, the app, the service)
+    to the permanent generation, out of every later collection. A full collection over it
+    took 30-90 ms here, with the GIL held: the event loop and the Raft tick thread both
+    stood still, 6-27 times a minute under ingest, on every node. What requests make
+    afterwards is still collected."""
+    gc.collect()
+    gc.freeze()
+
+
 async def _release_if_master(app: web.Application) -> None:
     """Graceful SIGTERM: a master hands over before it stops (DESIGN §5)."""
     svc = app.get(SERVICE)
@@ -62,6 +73,7 @@ def run_node(config: NodeConfig) -> None:
     configure_logging(config.node_id, config.log_format)
     app = create_app(config)
     app.on_startup.append(_stop_on_signals)
+    app.on_startup.append(_freeze_what_startup_made)  # after the service started (cleanup_ctx)
     app.on_shutdown.append(_release_if_master)
     host, _, port = config.http.rpartition(":")
     ssl_context = server_context(config.tls_cert, config.tls_key) if config.tls_cert else None
