@@ -11,8 +11,11 @@
   a third of those that moved move again. A third go by key, and about half of them go
   in batches (one call for the moves due together), the rest alone.
 * Consumers pull, record, and ack at once; what they saw and how each ack ended goes in
-  the :class:`History`. With a ``nack_share``, they nack that share of first hand-outs
-  instead: the group's retry copy (a new id, the same body) must come back.
+  the :class:`History`. Consumer 1 pulls ahead and holds each message until the master's
+  clock reaches its deliver time, as ``Client.consume`` does (horologe/client/holding.py),
+  so the checker's early-by-the-true-clock rule covers that estimate across failovers.
+  With a ``nack_share``, they nack that share of first hand-outs instead: the group's
+  retry copy (a new id, the same body) must come back.
 """
 
 from __future__ import annotations
@@ -27,12 +30,14 @@ from typing import NamedTuple
 import httpx
 
 from horologe.client import Client
+from horologe.client.consuming import AHEAD_MS
 from horologe.client.errors import (
     AlreadyDeliveredError,
     HorologeError,
     MessageCancelledError,
     NotFoundError,
 )
+from horologe.client.holding import MasterClock, by_time, released
 
 from .history import History, nacked_not_retried, now_ms
 
@@ -288,37 +293,53 @@ class Workload:
     def _consume(self, k: int) -> None:
         client = self.new_client(timeout=5, retry_s=5)
         nodes = {u: i for i, u in enumerate(self.urls)}
+        clock = MasterClock() if k == 1 else None  # the consumer that holds
         while self._consuming.is_set():
             sent = now_ms()
             try:
-                got = client.pull(self.topic, self.group, max=100, wait_ms=500, visibility_ms=10_000)
+                got = client.pull(
+                    self.topic,
+                    self.group,
+                    max=100,
+                    wait_ms=500,
+                    visibility_ms=10_000,
+                    ahead_ms=AHEAD_MS if clock else 0,
+                )
             except HorologeError:
                 time.sleep(0.1)
                 continue
-            at = now_ms()
             base = client.endpoints.master or client.endpoints.order()[0]
-            for m in got:
-                self.history.add(
-                    "consumed",
-                    id=m.id,
-                    receipt=m.receipt,
-                    sent_ms=sent,
-                    at_ms=at,
-                    node=nodes.get(base),
-                    consumer=k,
-                    deliver_at=m.deliver_at,
-                    delivered_at=m.delivered_at,
-                    attempt=m.attempt,
-                    key=message_key(m.body),
-                )
-            nacking = self.nack_share if self._producing.is_set() else 0.0  # none once the drain began
-            nacked = {m.receipt for m in got if m.attempt == 0 and self.rng.random() < nacking}
-            for kind, receipts in (
-                ("acks", [m.receipt for m in got if m.receipt not in nacked]),
-                ("nacks", [m.receipt for m in got if m.receipt in nacked]),
-            ):
-                if receipts:
-                    self._settle(client, kind, receipts)
+            if clock is None:
+                self._record(client, k, nodes.get(base), sent, now_ms(), got)
+                continue
+            clock.observe(got.clock_ms, now_ms())
+            for part in _held(clock, got):
+                self._record(client, k, nodes.get(base), sent, now_ms(), part)
+
+    def _record(self, client: Client, k: int, node: int | None, sent: float, at: float, got: list) -> None:
+        """What consumer ``k`` was handed at ``at`` (pulled from ``node``), then its acks and nacks."""
+        for m in got:
+            self.history.add(
+                "consumed",
+                id=m.id,
+                receipt=m.receipt,
+                sent_ms=sent,
+                at_ms=at,
+                node=node,
+                consumer=k,
+                deliver_at=m.deliver_at,
+                delivered_at=m.delivered_at,
+                attempt=m.attempt,
+                key=message_key(m.body),
+            )
+        nacking = self.nack_share if self._producing.is_set() else 0.0  # none once the drain began
+        nacked = {m.receipt for m in got if m.attempt == 0 and self.rng.random() < nacking}
+        for kind, receipts in (
+            ("acks", [m.receipt for m in got if m.receipt not in nacked]),
+            ("nacks", [m.receipt for m in got if m.receipt in nacked]),
+        ):
+            if receipts:
+                self._settle(client, kind, receipts)
 
     def _settle(self, client: Client, kind: str, receipts: list[str]) -> None:
         """Ack or nack ``receipts``; record how it ended."""
@@ -357,3 +378,17 @@ class Workload:
             if progress:
                 progress(len(left))
             time.sleep(0.5)
+
+
+def _held(clock: MasterClock, got: list):
+    """``got`` in parts, each once the master's clock (as ``clock`` estimates it) reaches
+    its messages' deliver time: what ``Client.consume`` hands over, when."""
+    pending = by_time(got)
+    while pending:
+        wait = clock.release_at(pending[0].deliver_at) - now_ms()
+        if wait > 0:
+            time.sleep(wait / 1000)
+        n = released(clock, pending, now_ms())
+        if n:
+            yield pending[:n]
+            pending = pending[n:]
