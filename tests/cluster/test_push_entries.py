@@ -10,16 +10,10 @@ from horologe.cluster import Entry, StateMachine, decode
 from horologe.cluster.entries import SUBSCRIBE
 from horologe.cluster.push_apply import PushOutcome
 from horologe.cluster.push_state import MAX_SUBSCRIPTIONS, NAMES_KEY, PushDef, definition, every, names
-from horologe.storage import Storage, StorageConfig
 from horologe.wheel import Watermark
 
+from .entry_log import EntryLog, T, machine
 from .same_files import assert_same_files
-
-T = 1_767_225_600_000  # 2026-01-01 00:00 UTC
-
-
-def machine(path) -> StateMachine:
-    return StateMachine(Storage(str(path), StorageConfig(fsync=False)))
 
 
 def hook(group: str = "hooks", topic: str = "orders", **kw) -> PushDef:
@@ -34,19 +28,10 @@ def hook(group: str = "hooks", topic: str = "orders", **kw) -> PushDef:
     return PushDef(topic, group, **{**fields, **kw})
 
 
-class Log:
-    def __init__(self, sm: StateMachine) -> None:
-        self.sm = sm
-        self.index = 0
-        self.clock = T
-        self.blobs: list[bytes] = []
-
+class Log(EntryLog):
     def apply(self, sub: dict):
-        self.index += 1
         self.clock += 1000
-        blob = Entry(SUBSCRIBE, self.sm.ws, self.clock, subscription=sub).encode()
-        self.blobs.append(blob)
-        return self.sm.apply(self.index, blob)
+        return self.append(SUBSCRIBE, subscription=sub)
 
     def put(self, d: PushDef) -> PushOutcome:
         res = self.apply({"op": "put", "topic": d.topic, "group": d.group, "def": d.to_wire()})

@@ -15,37 +15,21 @@ from horologe.cluster.schedule_state import (
     mark,
     names,
 )
-from horologe.storage import Storage, StorageConfig
 from horologe.wheel import ALL, Watermark
 
+from .entry_log import EntryLog, T, machine
 from .same_files import assert_same_files
 
-T = 1_767_225_600_000  # 2026-01-01 00:00 UTC
 S = 1000
-
-
-def machine(path) -> StateMachine:
-    return StateMachine(Storage(str(path), StorageConfig(fsync=False)))
 
 
 def every_second(name: str = "tick", body: bytes = b"ping", **kw) -> ScheduleDef:
     return ScheduleDef(name, "t", body, "* * * * * *", "UTC", **kw)
 
 
-class Log:
-    """Entries applied one after another, stamped with a clock the test moves."""
-
-    def __init__(self, sm: StateMachine) -> None:
-        self.sm = sm
-        self.index = 0
-        self.clock = T
-        self.blobs: list[bytes] = []
-
+class Log(EntryLog):
     def apply(self, kind, ws: Watermark | None = None, **fields):
-        self.index += 1
-        blob = Entry(kind, ws or self.sm.ws, self.clock, **fields).encode()
-        self.blobs.append(blob)
-        res = self.sm.apply(self.index, blob)
+        res = self.append(kind, ws, **fields)
         assert res.error is None, res.error
         return res
 
