@@ -4,12 +4,12 @@ and acks go out in the background.
 ``for m in client.consume("orders", "billing"): handle(m)`` — a message is acked once
 the loop asks for the next one (so one that raised, or the last one before ``break``,
 is acked only on a clean :meth:`close`, and is otherwise handed out again after its
-lease). ``poll(timeout_s)`` hands over a whole pulled batch instead, or ``[]`` once the
-timeout passes, and acks it on the next call (or on ``close``). A background puller
-keeps up to ``prefetch`` pulled batches ready; a background acker sends receipts in
-groups (what gathers within ``ACK_LINGER_S`` of the first) from a bounded queue, so a
-slow ack round trip never holds the loop (at most ``ack_queue`` receipts wait, then the
-loop waits). A batch handed over whole by ``poll``
+lease). ``poll(timeout_s)`` hands over what of the pulled batch is due instead (the whole
+batch, usually), or ``[]`` once the timeout passes, and acks it on the next call (or on
+``close``). A background puller keeps up to ``prefetch`` pulled batches ready; a
+background acker sends receipts in groups (what gathers within ``ACK_LINGER_S`` of the
+first) from a bounded queue, so a slow ack round trip never holds the loop (at most
+``ack_queue`` receipts wait, then the loop waits). A batch handed over whole by ``poll``
 is acked by its batch receipts: one short receipt per pull, not one per message. Errors
 of either surface in the loop. :meth:`Client.ack` stays for callers that need the
 confirmation of each ack.
