@@ -24,8 +24,10 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Sequence
+from operator import attrgetter
 
 WINDOW = 256  # answers the offset is taken over (seconds of pulls under a steady flow)
+_DELIVER_AT = attrgetter("deliver_at")
 
 
 class MasterClock:
@@ -51,7 +53,7 @@ class MasterClock:
 
 def by_time(messages: Sequence) -> list:
     """A pulled batch in deliver order (stable): the order it is released in."""
-    return sorted(messages, key=lambda m: m.deliver_at)
+    return sorted(messages, key=_DELIVER_AT)
 
 
 def released(clock: MasterClock, pending: Sequence, local_ms: float) -> int:
