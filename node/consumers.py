@@ -218,9 +218,11 @@ class Consumers:
                 if len(good) < len(take):
                     offs, records = [offs[k] for k in good], [records[k] for k in good]
                     part = part[good]
-                leases.update(dict.fromkeys(offs, lease))
+                # Handed out ahead, a message is held until its time: its lease runs from then.
+                held = max(0, int(part["deliver_at_ms"].max()) - now) if len(part) else 0
+                leases.update(dict.fromkeys(offs, lease + held))
                 leased += offs
-                receipts = self.receipts.issue_each(group, topic, offs, lease)
+                receipts = self.receipts.issue_each(group, topic, offs, lease + held)
                 self._observe_lateness(np.maximum(now - part["deliver_at_ms"], 0) / 1000)
                 out += map(
                     Handed,

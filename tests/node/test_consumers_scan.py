@@ -193,5 +193,7 @@ def test_a_pull_ahead_takes_what_the_wheel_fired_up_to_ahead_ms_before_its_time(
         assert [m["body"] for m in got] == ["m1"]
         got = as_json(await consumers.pull("g", "t", None, 10, 0, 30_000, ahead_ms=1000), T)["messages"]
         assert [m["body"] for m in got] == ["m2"]  # m3 is not fired: not in the ready log
+        # Held by the consumer until T+60, m2 is leased from then, not from T+10.
+        assert consumers.leases[("g", "t")][2] == T + 60 + 30_000
 
     asyncio.run(run())
