@@ -87,12 +87,14 @@ class _Group:
         self.arrived = asyncio.Event()  # a push ended: the settler has work
         self.freed = asyncio.Event()  # a settle freed slots: the sender may lease again
         self.open: set[Exchange] = set()
+        self.stopping = False  # cancelled: what is still open is dropped, not a failed push
 
     async def run(self) -> None:
         settler = asyncio.get_running_loop().create_task(self._settle())
         try:
             await self._send()
         finally:
+            self.stopping = True
             settler.cancel()
             for exchange in list(self.open):
                 exchange.cancel()
@@ -136,6 +138,8 @@ class _Group:
 
         def answered(future: asyncio.Future) -> None:
             self.open.discard(exchange)
+            if self.stopping:
+                return
             answer = future.result()
             # The clock only for a failure's Retry-After given as a date (ms from now).
             sent = outcome(answer, self.consumer.clock() if answer.retry_after is not None else 0)
