@@ -1,8 +1,8 @@
 """The push worker's HTTP client (node/push_http.py) against real sockets on 127.0.0.1: a
 small asyncio server here answers each request as the test says, and counts connections
 and requests, so reuse, redirects (never followed), timeouts, refused and reset
-connections, long bodies, 1xx answers, the connection limit and dropping are seen from
-the receiver's side."""
+connections, long bodies, 1xx answers, the connection limit, dropping and HTTPS
+certificates are seen from the receiver's side."""
 
 from __future__ import annotations
 
@@ -13,6 +13,8 @@ import pytest
 
 from horologe.node.push_http import Origin, PushHttp
 from horologe.node.push_sender import Target, outcome, request
+from horologe.node.tls import client_context, server_context
+from testkit.tls import make_pki
 
 OK = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
 
@@ -190,3 +192,32 @@ async def test_close_ends_open_requests(serve):
     assert (await open_.future).error == "closed"
     after = http.post(server.origin, push(server.origin), 5)
     assert (await after.future).error == "closed"
+
+
+async def test_https_certificates_are_verified(tmp_path):
+    pki = make_pki(str(tmp_path / "tls"), ["n2"])
+    server = await asyncio.start_server(_answer_once, "127.0.0.1", 0, ssl=server_context(*pki.certs["n2"]))
+    origin = Origin("https", "127.0.0.1", server.sockets[0].getsockname()[1])
+    trusting = PushHttp(8, client_context(pki.ca))
+    assert (await trusting.post(origin, push(origin), 5).future).status == 200
+    await trusting.close()
+    default = PushHttp(8)  # the system's CAs: the test CA is not one of them
+    refused = await default.post(origin, push(origin), 5).future
+    assert refused.status is None and "CERTIFICATE_VERIFY_FAILED" in refused.error
+    await default.close()
+    server.close()
+
+
+async def _answer_once(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    try:
+        head = await reader.readuntil(b"\r\n\r\n")
+        length = next(
+            int(h.split(b":")[1]) for h in head.split(b"\r\n") if h.lower().startswith(b"content-length")
+        )
+        await reader.readexactly(length)
+        writer.write(OK)
+        await writer.drain()
+    except (asyncio.IncompleteReadError, ConnectionError):
+        pass  # the client refused the certificate
+    finally:
+        writer.close()
