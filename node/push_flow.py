@@ -52,6 +52,6 @@ class Flow:
         if self.rate:
             self.tokens -= n
 
-    def done(self) -> None:
-        """A request ended (answered, failed or cancelled)."""
-        self.in_flight -= 1
+    def done(self, n: int = 1) -> None:
+        """``n`` requests ended (answered, failed or cancelled) and were settled."""
+        self.in_flight -= n

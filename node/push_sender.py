@@ -1,12 +1,14 @@
-"""One push: the message POSTed as JSON to the subscription's URL, signed, and what came back.
+"""One push as bytes, and what its answer means. Pure: the clock comes in as ``now_ms``.
 
 The body is the message as a pull shows it (node/pull_wire.py, without a receipt):
-``{id, topic, body | body_b64, tags, headers, deliver_at, delivered_at, attempt}``, with
-the headers ``Horologe-Signature`` (node/push_signature.py), ``Horologe-Message-Id`` and
-``Horologe-Attempt``. A 2xx answer is a success; any other status, a redirect (never
-followed: a receiver could point the node at another host), a timeout or a connection
-error is a failure. ``Retry-After`` (seconds, or an HTTP date) on a failure is kept, for
-the nack to honour up to the next retry level.
+``{id, topic, body | body_b64, tags, headers, deliver_at, delivered_at, attempt}``. The
+request is ``POST <path> HTTP/1.1`` with ``Host``, ``User-Agent``, ``Content-Type:
+application/json``, ``Content-Length`` and the headers ``Horologe-Signature``
+(node/push_signature.py), ``Horologe-Message-Id`` and ``Horologe-Attempt``;
+node/push_http.py sends it. A 2xx answer is a success; any other status, a redirect
+(never followed: a receiver could point the node at another host), a timeout or a
+connection error is a failure. ``Retry-After`` (seconds, or an HTTP date) on a failure is
+kept, for the nack to honour up to the next retry level.
 """
 
 from __future__ import annotations
@@ -14,15 +16,14 @@ from __future__ import annotations
 import email.utils
 from typing import NamedTuple
 
-import aiohttp
 import orjson
-
-from horologe.cluster.push_state import PushDef
+from yarl import URL
 
 from .pull_wire import message_fields
+from .push_http import Answer, Origin
 from .push_signature import ATTEMPT_HEADER, MESSAGE_ID_HEADER, SIGNATURE_HEADER, signature
 
-ANSWER_BYTES_READ = 64 * 1024  # of an answer's body, read so the connection can be reused
+USER_AGENT = "horologe-push"
 
 
 class Sent(NamedTuple):
@@ -32,44 +33,51 @@ class Sent(NamedTuple):
     error: str | None = None  # why, when there was no answer
 
 
+class Target(NamedTuple):
+    """Where a subscription's pushes go: the origin, and each request's first lines."""
+
+    origin: Origin
+    head: bytes  # request line to Content-Type, each line ended by CRLF
+
+    @classmethod
+    def of(cls, url: str) -> Target:
+        """``url``: http(s), with a host (the subscription's, checked when it was put)."""
+        u = URL(url)
+        host = u.raw_host or ""
+        authority = f"[{host}]" if ":" in host else host
+        if u.explicit_port is not None:
+            authority += f":{u.explicit_port}"
+        head = (
+            f"POST {u.raw_path_qs or '/'} HTTP/1.1\r\nHost: {authority}\r\nUser-Agent: {USER_AGENT}\r\n"
+            "Content-Type: application/json\r\n"
+        )
+        return cls(Origin(u.scheme, host, u.port or (443 if u.scheme == "https" else 80)), head.encode())
+
+
 def push_body(record, deliver_at: int, delivered_at: int) -> tuple[bytes, dict]:
     """The JSON body of a push, and its fields."""
     fields = message_fields(record, deliver_at, delivered_at)
     return orjson.dumps(fields), fields
 
 
-async def send(session: aiohttp.ClientSession, sub: PushDef, body: bytes, fields: dict, now_ms: int) -> Sent:
-    """POST ``body`` (the push of ``fields``) to ``sub.url``, signed at ``now_ms``."""
-    headers = {
-        "Content-Type": "application/json",
-        SIGNATURE_HEADER: signature(sub.secret, now_ms // 1000, body),
-        MESSAGE_ID_HEADER: fields["id"],
-        ATTEMPT_HEADER: str(fields["attempt"]),
-    }
-    timeout = aiohttp.ClientTimeout(total=sub.timeout_ms / 1000)
-    try:
-        async with session.post(
-            sub.url, data=body, headers=headers, timeout=timeout, allow_redirects=False
-        ) as answer:
-            await _drain(answer)
-            if 200 <= answer.status < 300:
-                return Sent(True, answer.status, None)
-            return Sent(False, answer.status, retry_after_ms(answer.headers.get("Retry-After"), now_ms))
-    except TimeoutError:
-        return Sent(False, None, None, f"no answer within {sub.timeout_ms} ms")
-    except aiohttp.ClientError as e:
-        return Sent(False, None, None, f"{type(e).__name__}: {e}")
+def request(target: Target, secret: str, body: bytes, fields: dict, now_ms: int) -> bytes:
+    """The whole request pushing ``body`` (the JSON of ``fields``), signed at ``now_ms``."""
+    tail = (
+        f"Content-Length: {len(body)}\r\n"
+        f"{SIGNATURE_HEADER}: {signature(secret, now_ms // 1000, body)}\r\n"
+        f"{MESSAGE_ID_HEADER}: {fields['id']}\r\n"
+        f"{ATTEMPT_HEADER}: {fields['attempt']}\r\n\r\n"
+    )
+    return target.head + tail.encode() + body
 
 
-async def _drain(answer: aiohttp.ClientResponse) -> None:
-    """Read a little of the answer's body: a short one read whole lets the connection be
-    kept; a long one is cut (the connection is then closed)."""
-    read = 0
-    while read < ANSWER_BYTES_READ:
-        chunk = await answer.content.read(ANSWER_BYTES_READ - read)
-        if not chunk:
-            return
-        read += len(chunk)
+def outcome(answer: Answer, now_ms: int) -> Sent:
+    """What ``answer`` means for the push: acked on a 2xx, else failed."""
+    if answer.status is None:
+        return Sent(False, None, None, answer.error)
+    if 200 <= answer.status < 300:
+        return Sent(True, answer.status, None)
+    return Sent(False, answer.status, retry_after_ms(answer.retry_after, now_ms))
 
 
 def retry_after_ms(value: str | None, now_ms: int) -> int | None:

@@ -2,15 +2,10 @@
 
 Started when this node becomes master and cancelled when it stops being one (the node
 calls :meth:`PushWorker.start` and :meth:`PushWorker.cancel` on role changes, as it does
-the wheel's). Leading, it keeps one aiohttp session (a pool of kept-alive connections)
-and one task per push subscription (cluster/push_state.py), which loops:
-
-1. wait until its flow control (node/push_flow.py) lets a request start;
-2. lease up to that many messages of the group exactly as a pull does (the consumers'
-   pull: the topic's ready log, then the group's retries of it; a long poll woken when
-   messages become ready, so nothing is polled);
-3. send each (node/push_sender.py) and, when it ends, ack it on a 2xx, else nack it (the
-   next retry level, brought forward by ``Retry-After``; after the last, ``%DLQ%<group>``).
+the wheel's). Leading, it keeps one pool of kept-alive connections (node/push_http.py)
+and one task per push subscription (cluster/push_state.py), which leases the group's
+messages as a pull does, POSTs each, and acks or nacks the ended pushes in batches
+(node/push_group.py).
 
 Leases live in the master's memory and acks are replicated before they are answered, so
 after a failover the next master sends again what was not acked, and only that: delivery
@@ -32,41 +27,24 @@ import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 
-import aiohttp
 from yarl import URL
 
 from horologe.cluster import ClusterError
 from horologe.cluster.push_state import PushDef
 
-from .consumers import Handed, Pulled
 from .errors import ApiError
 from .push_allow import PushAllow
 from .push_flow import Flow
-from .push_sender import Sent, push_body, send
+from .push_group import Ack, Consumer, Nack, Pull, PushStats, serve
+from .push_http import PushHttp
 
 log = logging.getLogger(__name__)
 
-PULL_WAIT_MS = 1000  # a lease's long poll; leases that expire and retries falling due end it too
-LEASE_MARGIN_MS = 30_000  # a lease outlives its request by this: room to commit the ack
 CONNECTIONS = 512  # open connections of the pool, over every subscription
-RETRY_PAUSE_S = 0.2  # after a lease failed (an election, a timeout)
+RETRY_PAUSE_S = 0.2  # after the barrier failed (an election, a timeout)
 
-Pull = Callable[[str, str, str, int, int, int], Awaitable[Pulled]]  # group, topic, tags, max, wait, lease
-Ack = Callable[[str, list], Awaitable[int]]  # group, receipts
-Nack = Callable[[str, list, int | None], Awaitable[dict]]  # group, receipts, retry_after_ms
-
-
-@dataclass
-class PushStats:
-    """What this master pushed for one subscription since it became master."""
-
-    delivered: int = 0  # answered 2xx and acked
-    retried: int = 0  # failed and nacked to a retry level
-    dead_lettered: int = 0  # failed after the last level: moved to %DLQ%<group>
-    failed: int = 0  # every failed send (so retried + dead_lettered, and nacks that failed)
-    in_flight: int = 0  # requests open now
+__all__ = ["PushStats", "PushWorker"]
 
 
 class PushWorker:
@@ -83,10 +61,7 @@ class PushWorker:
     ) -> None:
         self._subscriptions = subscriptions
         self._barrier = barrier
-        self._pull = pull
-        self._ack = ack
-        self._nack = nack
-        self._clock = clock
+        self._consumer = Consumer(pull, ack, nack, clock)
         self._monotonic = monotonic
         self.allow = allow
         self.stats: dict[tuple[str, str], PushStats] = {}  # (topic, group)
@@ -133,20 +108,19 @@ class PushWorker:
             except (ApiError, ClusterError) as e:
                 log.info("push: barrier not committed (%s); trying again", e)
                 await asyncio.sleep(RETRY_PAUSE_S)
-        connector = aiohttp.TCPConnector(limit=CONNECTIONS)
-        async with aiohttp.ClientSession(connector=connector) as session:
-            try:
-                while True:
-                    self._changed.clear()
-                    self._reconcile(session, serving)
-                    await self._changed.wait()
-            finally:
-                # Before the session closes: a request cut by the close would be nacked.
-                for _inc, task in serving.values():
-                    task.cancel()
-                await asyncio.gather(*(task for _inc, task in serving.values()), return_exceptions=True)
+        http = PushHttp(CONNECTIONS)
+        try:
+            while True:
+                self._changed.clear()
+                self._reconcile(http, serving)
+                await self._changed.wait()
+        finally:
+            for _inc, task in serving.values():
+                task.cancel()
+            await asyncio.gather(*(task for _inc, task in serving.values()), return_exceptions=True)
+            await http.close()
 
-    def _reconcile(self, session: aiohttp.ClientSession, serving: dict) -> None:
+    def _reconcile(self, http: PushHttp, serving: dict) -> None:
         """One task per subscription, started over when its definition changed."""
         wanted = {(d.topic, d.group): d for d in self._subscriptions()}
         for key, (inc, task) in list(serving.items()):
@@ -156,9 +130,9 @@ class PushWorker:
         loop = asyncio.get_running_loop()
         for key, d in wanted.items():
             if key not in serving:
-                serving[key] = (d.incarnation, loop.create_task(self._serve(session, d)))
+                serving[key] = (d.incarnation, loop.create_task(self._serve(http, d)))
 
-    async def _serve(self, session: aiohttp.ClientSession, sub: PushDef) -> None:
+    async def _serve(self, http: PushHttp, sub: PushDef) -> None:
         stats = self.stats.setdefault((sub.topic, sub.group), PushStats())
         if not self.allowed(sub):
             log.warning(
@@ -169,70 +143,4 @@ class PushWorker:
             )
             return
         flow = Flow(sub.max_in_flight, sub.rate_per_s, self._monotonic)
-        freed = asyncio.Event()
-        sends: set[asyncio.Task] = set()
-        lease_ms = sub.timeout_ms + LEASE_MARGIN_MS
-        try:
-            while True:
-                room = flow.room()
-                if room == 0:
-                    if flow.full():
-                        freed.clear()
-                        await freed.wait()
-                    else:
-                        await asyncio.sleep(flow.token_wait_s())
-                    continue
-                try:
-                    pulled = await self._pull(sub.group, sub.topic, sub.tags, room, PULL_WAIT_MS, lease_ms)
-                except (ApiError, ClusterError) as e:
-                    log.info("push %s/%s: lease failed (%s); trying again", sub.topic, sub.group, e)
-                    await asyncio.sleep(RETRY_PAUSE_S)
-                    continue
-                except Exception:  # a read failed, or a bug: try again rather than stop pushing
-                    log.exception("push %s/%s: lease failed; trying again", sub.topic, sub.group)
-                    await asyncio.sleep(RETRY_PAUSE_S)
-                    continue
-                flow.take(len(pulled.messages))
-                stats.in_flight = flow.in_flight
-                for handed in pulled.messages:
-                    task = asyncio.get_running_loop().create_task(self._deliver(session, sub, handed, stats))
-
-                    def ended(t: asyncio.Task) -> None:
-                        sends.discard(t)
-                        flow.done()
-                        stats.in_flight = flow.in_flight
-                        freed.set()
-
-                    sends.add(task)
-                    task.add_done_callback(ended)
-        finally:
-            for task in list(sends):
-                task.cancel()
-            await asyncio.gather(*sends, return_exceptions=True)
-
-    async def _deliver(
-        self, session: aiohttp.ClientSession, sub: PushDef, handed: Handed, stats: PushStats
-    ) -> None:
-        body, fields = push_body(handed.record, handed.deliver_at, handed.delivered_at)
-        sent = await send(session, sub, body, fields, self._clock())
-        try:
-            if sent.ok:
-                await self._ack(sub.group, [handed.receipt])
-                stats.delivered += 1
-                return
-            stats.failed += 1
-            _log_failure(sub, fields, sent)
-            done = await self._nack(sub.group, [handed.receipt], sent.retry_after_ms)
-            stats.retried += done["retried"]
-            stats.dead_lettered += done["dead_lettered"]
-        except Exception as e:  # noqa: BLE001 - ApiError, ClusterError or a bug: the same outcome
-            # Not acked: the lease runs out and it is sent again (by this master or the next).
-            log.info(
-                "push %s/%s: %s not settled (%s); sent again later", sub.topic, sub.group, fields["id"], e
-            )
-
-
-def _log_failure(sub: PushDef, fields: dict, sent: Sent) -> None:
-    why = f"answered {sent.status}" if sent.status is not None else sent.error
-    attempt = fields["attempt"]
-    log.info("push %s/%s: %s attempt %d failed: %s", sub.topic, sub.group, fields["id"], attempt, why)
+        await serve(http, sub, self._consumer, flow, stats)

@@ -39,10 +39,11 @@ IN_FLIGHT = 128
 
 
 class Receiver:
-    """Counts what arrives: (arrival ms, id, deliver_at) of each signed push."""
+    """Counts what arrives: (arrival ms, id, deliver_at) of each signed push, and the ids."""
 
     def __init__(self) -> None:
         self.got: list[tuple[float, str, int]] = []
+        self.ids: set[str] = set()  # kept as they arrive: the waiting thread only counts them
         self.unsigned = 0
         self._ready = threading.Event()
         self._thread = threading.Thread(target=lambda: asyncio.run(self._main()), daemon=True)
@@ -74,6 +75,7 @@ class Receiver:
             return web.Response(status=401)
         msg = json.loads(raw)
         self.got.append((at, msg["id"], msg["deliver_at"]))
+        self.ids.add(msg["id"])
         return web.Response(text="ok")
 
     def stop(self) -> None:
@@ -83,7 +85,7 @@ class Receiver:
 
 def _wait_for(receiver: Receiver, n: int, timeout_s: float) -> None:
     deadline = time.monotonic() + timeout_s
-    while len({i for _, i, _ in receiver.got}) < n:
+    while len(receiver.ids) < n:
         if time.monotonic() > deadline:
             raise TimeoutError(f"{len(receiver.got)} of {n} pushes in {timeout_s:.0f} s")
         time.sleep(0.01)

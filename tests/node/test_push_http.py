@@ -1,0 +1,223 @@
+"""The push worker's HTTP client (node/push_http.py) against real sockets on 127.0.0.1: a
+small asyncio server here answers each request as the test says, and counts connections
+and requests, so reuse, redirects (never followed), timeouts, refused and reset
+connections, long bodies, 1xx answers, the connection limit, dropping and HTTPS
+certificates are seen from the receiver's side."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+
+import pytest
+
+from horologe.node.push_http import Origin, PushHttp
+from horologe.node.push_sender import Target, outcome, request
+from horologe.node.tls import client_context, server_context
+from testkit.tls import make_pki
+
+OK = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+
+
+class Server:
+    """Reads requests (head and Content-Length body) and answers each with ``answer(n)``,
+    n counting requests from 0: bytes to write, or None to write nothing (and keep the
+    connection open), or b"" to close it without answering."""
+
+    def __init__(self, answer) -> None:
+        self.answer = answer
+        self.connections = 0
+        self.requests: list[bytes] = []
+        self.closed_by_client = 0
+
+    async def start(self) -> Server:
+        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        self.port = self._server.sockets[0].getsockname()[1]
+        return self
+
+    @property
+    def origin(self) -> Origin:
+        return Origin("http", "127.0.0.1", self.port)
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.connections += 1
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                length = next(
+                    int(line.split(b":", 1)[1])
+                    for line in head.split(b"\r\n")
+                    if line.lower().startswith(b"content-length:")
+                )
+                self.requests.append(head + await reader.readexactly(length))
+                reply = self.answer(len(self.requests) - 1)
+                if reply == b"":
+                    writer.close()
+                    return
+                if reply is not None:
+                    writer.write(reply)
+        except (asyncio.IncompleteReadError, ConnectionError):
+            self.closed_by_client += 1
+        finally:
+            writer.close()
+
+    async def stop(self) -> None:
+        self._server.close()
+
+
+@pytest.fixture
+async def serve():
+    made: list[Server] = []
+
+    async def make(answer) -> Server:
+        made.append(await Server(answer).start())
+        return made[-1]
+
+    yield make
+    for s in made:
+        await s.stop()
+
+
+def push(origin: Origin, k: int = 0) -> bytes:
+    target = Target.of(f"http://{origin.host}:{origin.port}/hook?x=1")
+    fields = {"id": f"0000000{k}", "attempt": 0}
+    return request(target, "secret-0123456789", b'{"k": %d}' % k, fields, 1_767_225_600_000)
+
+
+async def test_an_answer_is_read_and_its_connection_kept(serve):
+    server = await serve(lambda n: OK)
+    http = PushHttp(8)
+    first = await http.post(server.origin, push(server.origin, 0), 5).future
+    second = await http.post(server.origin, push(server.origin, 1), 5).future
+    assert first.status == second.status == 200 and first.error is None
+    assert server.connections == 1 and len(server.requests) == 2
+    head = server.requests[0].split(b"\r\n\r\n")[0].split(b"\r\n")
+    assert head[0] == b"POST /hook?x=1 HTTP/1.1"
+    assert f"Host: 127.0.0.1:{server.port}".encode() in head
+    assert b"Content-Type: application/json" in head and b"Horologe-Message-Id: 00000000" in head
+    assert any(h.startswith(b"Horologe-Signature: t=1767225600,v1=") for h in head)
+    await http.close()
+
+
+async def test_a_redirect_is_a_status_and_never_followed(serve):
+    elsewhere = await serve(lambda n: OK)
+    moved = f"HTTP/1.1 302 Found\r\nLocation: http://127.0.0.1:{elsewhere.port}/\r\nContent-Length: 0\r\n\r\n"
+    server = await serve(lambda n: moved.encode())
+    http = PushHttp(8)
+    answer = await http.post(server.origin, push(server.origin), 5).future
+    assert answer.status == 302 and not outcome(answer, 0).ok
+    assert elsewhere.connections == 0
+    await http.close()
+
+
+async def test_retry_after_is_kept_and_chunked_and_1xx_answers_are_read(serve):
+    replies = [
+        b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 204 No Content\r\n\r\n",
+        b"HTTP/1.1 429 Too Many\r\nRetry-After: 7\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
+        OK,
+    ]
+    server = await serve(lambda n: replies[n])
+    http = PushHttp(8)
+    answers = [await http.post(server.origin, push(server.origin, k), 5).future for k in range(3)]
+    assert [a.status for a in answers] == [204, 429, 200]
+    assert answers[1].retry_after == "7" and outcome(answers[1], 0).retry_after_ms == 7000
+    assert server.connections == 1  # each read whole: the connection kept
+    await http.close()
+
+
+async def test_a_long_body_is_cut_and_its_connection_closed(serve):
+    big = b"HTTP/1.1 200 OK\r\nContent-Length: 1000000\r\n\r\n" + b"x" * 1_000_000
+    short = b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"
+    server = await serve(lambda n: [big, short, OK][n])
+    http = PushHttp(8)
+    for k in range(3):
+        assert (await http.post(server.origin, push(server.origin, k), 5).future).status == 200
+    assert server.connections == 3  # neither a cut answer's nor a Connection: close one's kept
+    await http.close()
+
+
+async def test_a_timeout_closes_the_connection_and_the_next_request_gets_a_new_one(serve):
+    server = await serve(lambda n: None if n == 0 else OK)
+    http = PushHttp(8)
+    answer = await http.post(server.origin, push(server.origin), 0.2).future
+    assert answer.status is None and answer.error == "no answer within 200 ms"
+    assert (await http.post(server.origin, push(server.origin, 1), 5).future).status == 200
+    assert server.connections == 2
+    await asyncio.sleep(0.05)
+    assert server.closed_by_client == 1  # the first one, closed at its timeout
+    await http.close()
+
+
+async def test_refused_and_reset_connections_are_failures(serve):
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    http = PushHttp(8)
+    refused = await http.post(
+        Origin("http", "127.0.0.1", port), push(Origin("http", "127.0.0.1", port)), 5
+    ).future
+    assert refused.status is None and "ConnectionRefusedError" in refused.error
+    server = await serve(lambda n: b"")  # reads the request, then closes without answering
+    reset = await http.post(server.origin, push(server.origin), 5).future
+    assert reset.status is None and reset.error
+    garbage = await serve(lambda n: b"SMTP ready\r\n\r\n")
+    bad = await http.post(garbage.origin, push(garbage.origin), 5).future
+    assert bad.status is None and bad.error.startswith("not an HTTP answer")
+    await asyncio.sleep(0.01)  # an aborted connection is counted out when the loop says it is lost
+    assert http.open == 0  # none kept
+    await http.close()
+
+
+async def test_at_most_limit_connections_and_the_rest_wait_in_turn(serve):
+    server = await serve(lambda n: OK)
+    slow = await serve(lambda n: None)  # never answers: holds its connection until dropped
+    http = PushHttp(1)
+    held = http.post(slow.origin, push(slow.origin), 5)
+    waiting = [http.post(server.origin, push(server.origin, k), 5) for k in range(3)]
+    await asyncio.sleep(0.1)
+    assert http.open == 1 and server.connections == 0 and not any(w.future.done() for w in waiting)
+    held.cancel()  # dropped: its connection is closed, the next one opens
+    assert (await held.future).error == "dropped"
+    answers = await asyncio.gather(*(w.future for w in waiting))
+    assert [a.status for a in answers] == [200, 200, 200] and server.connections == 1
+    await http.close()
+
+
+async def test_close_ends_open_requests(serve):
+    server = await serve(lambda n: None)
+    http = PushHttp(8)
+    open_ = http.post(server.origin, push(server.origin), 5)
+    await asyncio.sleep(0.05)
+    await http.close()
+    assert (await open_.future).error == "closed"
+    after = http.post(server.origin, push(server.origin), 5)
+    assert (await after.future).error == "closed"
+
+
+async def test_https_certificates_are_verified(tmp_path):
+    pki = make_pki(str(tmp_path / "tls"), ["n2"])
+    server = await asyncio.start_server(_answer_once, "127.0.0.1", 0, ssl=server_context(*pki.certs["n2"]))
+    origin = Origin("https", "127.0.0.1", server.sockets[0].getsockname()[1])
+    trusting = PushHttp(8, client_context(pki.ca))
+    assert (await trusting.post(origin, push(origin), 5).future).status == 200
+    await trusting.close()
+    default = PushHttp(8)  # the system's CAs: the test CA is not one of them
+    refused = await default.post(origin, push(origin), 5).future
+    assert refused.status is None and "CERTIFICATE_VERIFY_FAILED" in refused.error
+    await default.close()
+    server.close()
+
+
+async def _answer_once(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    try:
+        head = await reader.readuntil(b"\r\n\r\n")
+        length = next(
+            int(h.split(b":")[1]) for h in head.split(b"\r\n") if h.lower().startswith(b"content-length")
+        )
+        await reader.readexactly(length)
+        writer.write(OK)
+        await writer.drain()
+    except (asyncio.IncompleteReadError, ConnectionError):
+        pass  # the client refused the certificate
+    finally:
+        writer.close()
