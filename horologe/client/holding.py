@@ -7,8 +7,8 @@ application only once the master's clock has reached its ``deliver_at``, as seen
 here: never before, by the master's clock, and early only by what this estimate gets
 wrong (below).
 
-The estimate: each pull answer carries ``clock_ms``, the master's clock when it leased
-the batch. Read here at local time ``local_ms``, ``clock_ms - local_ms`` is the master's
+The estimate: each pull answer carries ``clock_ms``, the master's clock as it answered
+(after it leased the batch). Read here at local time ``local_ms``, ``clock_ms - local_ms`` is the master's
 lead over the local clock less the answer's transit time, so never more than the true
 lead. The largest of the last ``WINDOW`` answers is the tightest such bound; a message
 is released at local time ``deliver_at - offset``. Answers without ``clock_ms`` (a node

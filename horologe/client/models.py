@@ -119,7 +119,7 @@ class PulledBatch(list):
     """What a pull returns: its messages, as a list, and ``batch_receipts``, receipts that
     name all of them (one per ready log the pull read; empty from a node that does not
     give them). Acking those acks the whole batch in one small request. ``clock_ms``: the
-    master's clock when it leased them (None from a node that does not say)."""
+    master's clock as it answered (None from a node that does not say)."""
 
     def __init__(self, messages=(), batch_receipts=(), clock_ms: int | None = None) -> None:
         super().__init__(messages)
