@@ -16,6 +16,7 @@ import time
 import click
 
 from .edge import report
+from .edge.costs import Costs
 from .edge.horologe_system import HorologeSystem
 from .edge.redis_system import RedisSystem
 from .edge.workloads import WORKLOADS, Scale
@@ -62,7 +63,10 @@ def main(only: str, quick: bool, big: bool, out_dir: str, compare_toml: str) -> 
                 click.echo(f"[{time.monotonic() - started:6.0f} s] {workload} on {system.name} ...", err=True)
                 system.start()
                 try:
-                    results[workload][system.name] = WORKLOADS[workload](system, scale)
+                    costs = Costs(system)
+                    costs.start()
+                    figures = WORKLOADS[workload](system, scale)
+                    results[workload][system.name] = {**figures, **costs.figures()}
                 except Exception as e:  # noqa: BLE001 - reported in the table, the run goes on
                     click.echo(f"  {workload} on {system.name} failed: {e!r}", err=True)
                     results[workload][system.name] = {"_error": repr(e)}

@@ -11,7 +11,7 @@ import sys
 
 from aiohttp import web
 
-from .app import SERVICE, create_app
+from .app import METRICS, SERVICE, create_app
 from .config import NodeConfig
 from .http_server import connection_bound, serve
 from .log_setup import configure_logging
@@ -80,6 +80,7 @@ def run_node(config: NodeConfig) -> None:
     configure_logging(config.node_id, config.log_format)
     sys.setswitchinterval(SWITCH_INTERVAL_S)
     app = create_app(config)
+    app[METRICS].gc_pauses.install()
     app.on_startup.append(_stop_on_signals)
     app.on_startup.append(_freeze_what_startup_made)  # after the service started (cleanup_ctx)
     app.on_shutdown.append(_release_if_master)

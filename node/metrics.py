@@ -19,6 +19,7 @@ from prometheus_client import CollectorRegistry, Histogram, ProcessCollector, ge
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 from prometheus_client.registry import Collector
 
+from .gc_pauses import GcPauses
 from .observers import Observers
 
 OTHER = "other"
@@ -226,6 +227,8 @@ class NodeMetrics:
         self.registry.register(self.ready_lateness)
         self._node = _NodeCollector(topic_cap)
         self.registry.register(self._node)
+        self.gc_pauses = GcPauses()  # node/main.py installs it: a node process's, not a test's
+        self.registry.register(self.gc_pauses)
 
     def observers(self) -> Observers:
         """The callables the node's parts observe with."""

@@ -13,6 +13,9 @@ import functools
 import os
 import shutil
 import time
+import urllib.request
+
+from prometheus_client.parser import text_string_to_metric_families
 
 from horologe.client import Client
 from testkit.process_cluster import CLIENT, Cluster
@@ -55,8 +58,30 @@ class HorologeSystem:
         """Each node's Raft term (one more per election)."""
         return [self.cluster.status(i)["term"] for i in self.cluster.indexes]
 
+    def server_pids(self) -> dict[str, int]:
+        return {f"n{i + 1}": p.pid for i, p in sorted(self.cluster.procs.items())}
+
     def memory(self) -> dict[str, tuple[int, int]]:
-        return {f"n{i + 1}": memory_kb(p.pid) for i, p in sorted(self.cluster.procs.items())}
+        return {name: memory_kb(pid) for name, pid in self.server_pids().items()}
+
+    def gc_pauses(self) -> tuple[int, float]:
+        """(collections longer than 10 ms, seconds paused) summed over the nodes since each
+        started, from ``horologe_gc_pause_seconds`` on their ``/metrics``."""
+        long_pauses, paused = 0, 0.0
+        for url in self.urls:
+            with urllib.request.urlopen(f"{url}/metrics", timeout=10) as r:
+                text = r.read().decode()
+            for family in text_string_to_metric_families(text):
+                if family.name != "horologe_gc_pause_seconds":
+                    continue
+                for s in family.samples:
+                    if s.name.endswith("_count"):
+                        long_pauses += int(s.value)
+                    elif s.name.endswith("_bucket") and s.labels["le"] == "0.01":
+                        long_pauses -= int(s.value)
+                    elif s.name.endswith("_sum"):
+                        paused += s.value
+        return long_pauses, paused
 
     def forecast(self, start_ms: int, bucket_ms: int, buckets: int) -> list[int]:
         """Pending per bucket through ``GET /v1/forecast`` (bucket_ms: a minute, hour or day)."""

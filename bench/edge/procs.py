@@ -1,6 +1,10 @@
-"""Process facts read from /proc: resident and peak memory."""
+"""Process facts read from /proc: resident and peak memory, CPU time."""
 
 from __future__ import annotations
+
+import os
+
+TICKS_PER_S = os.sysconf("SC_CLK_TCK")
 
 
 def memory_kb(pid: int) -> tuple[int, int]:
@@ -12,3 +16,10 @@ def memory_kb(pid: int) -> tuple[int, int]:
             if key in ("VmRSS", "VmHWM"):
                 fields[key] = int(value.split()[0])
     return fields["VmRSS"], fields["VmHWM"]
+
+
+def cpu_seconds(pid: int) -> float:
+    """User plus system CPU time of a process, all its threads, in seconds."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()  # the name, in parentheses, may hold spaces
+    return (int(fields[11]) + int(fields[12])) / TICKS_PER_S

@@ -114,8 +114,11 @@ class RedisSystem:
         self._terminate()
         shutil.rmtree(self.root, ignore_errors=True)
 
+    def server_pids(self) -> dict[str, int]:
+        return {name: p.pid for name, p in zip(("primary", "replica"), self.procs, strict=True)}
+
     def memory(self) -> dict[str, tuple[int, int]]:
-        return {name: memory_kb(p.pid) for name, p in zip(("primary", "replica"), self.procs, strict=True)}
+        return {name: memory_kb(pid) for name, pid in self.server_pids().items()}
 
     def forecast(self, start_ms: int, bucket_ms: int, buckets: int) -> list[int]:
         """Pending per bucket: one ZCOUNT per bucket, in one pipeline."""

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .procs import cpu_seconds
+
 BODY = b"x" * 200
 DAY_MS = 86_400_000
 
@@ -34,10 +36,11 @@ class Scale:
     forecast_pending: int = 10_000_000
     forecast_calls: int = 20
     reschedule: int = 200_000
+    idle_s: int = 20
 
     def quick(self) -> Scale:
         steps = (10_000, 100_000)
-        return Scale(20_000, 200, 500, 5, 10_000, 20_000, steps, steps, 30, 100_000, 5, 20_000)
+        return Scale(20_000, 200, 500, 5, 10_000, 20_000, steps, steps, 30, 100_000, 5, 20_000, idle_s=5)
 
     def big(self) -> Scale:
         return Scale(memory_steps=(*self.memory_steps, 10_000_000), restart_steps=(100_000, 10_000_000))
@@ -219,6 +222,21 @@ def sustained(system, scale: Scale) -> dict:
     return out
 
 
+def idle(system, scale: Scale) -> dict:
+    """Nothing asked of the system for ``idle_s``: the CPU its servers spend keeping
+    themselves going (for Horologe: the wheel's sync entries, heartbeats, probes)."""
+    pids = system.server_pids()
+    before = {n: cpu_seconds(p) for n, p in pids.items()}
+    t0 = time.monotonic()
+    time.sleep(scale.idle_s)
+    wall = time.monotonic() - t0
+    spent = [cpu_seconds(p) - before[n] for n, p in pids.items()]
+    return {
+        "all server processes: % of a core": sum(spent) / wall * 100,
+        "busiest server process: % of a core": max(spent) / wall * 100,
+    }
+
+
 def memory(system, scale: Scale) -> dict:
     """RSS of each process as pending grows (deliver times spread over 30 days)."""
 
@@ -376,6 +394,7 @@ WORKLOADS = {
     "hot": hot,
     "consume": consume,
     "memory": memory,
+    "idle": idle,
     "restart": restart,
     "sustained": sustained,
     "forecast": forecast,
