@@ -29,21 +29,25 @@ def _record(**over) -> dict:
 
 def _from_wire(rec: dict) -> ReceivedMessage:
     """Through the wire, as a pull answer's one message, decoded as the SDK decodes it."""
-    raw = msgpack.packb({"messages": [[rec, "r1", 7, 9]], "batch_receipts": [], "clock_ms": 10}, use_bin_type=True)
+    answer = {"messages": [[rec, "r1", 7, 9]], "batch_receipts": [], "clock_ms": 10}
+    raw = msgpack.packb(answer, use_bin_type=True)
     (message,) = parse_body(raw, MSGPACK)["messages"]
     return ReceivedMessage.from_record(*message)
 
 
 def test_plain_record():
     m = _from_wire(_record())
-    assert m == ReceivedMessage("00000000000000010000", "r1", "orders", b"hello", ("a", "b"), 7, 9, 0, {}, None)
+    want = ReceivedMessage("00000000000000010000", "r1", "orders", b"hello", ("a", "b"), 7, 9, 0, {}, None)
+    assert m == want
     assert m.text == "hello"
 
 
 def test_headers_name_the_original_id_and_topic():
     headers = {ID_HEADER: "00000000000000020000", ORIGIN_HEADER: "payments", "x-user": "1"}
     m = _from_wire(_record(headers=headers, key="k", attempt=3, topic="%RETRY%g"))
-    assert m == ReceivedMessage("00000000000000020000", "r1", "payments", b"hello", ("a", "b"), 7, 9, 3, headers, "k")
+    tags = ("a", "b")
+    want = ReceivedMessage("00000000000000020000", "r1", "payments", b"hello", tags, 7, 9, 3, headers, "k")
+    assert m == want
 
 
 def test_it_stays_frozen():
