@@ -190,22 +190,23 @@ class Consumers:
             free = np.flatnonzero(keep & ~acked & due)  # row numbers that may be handed out
             if not due.all():  # held like a lease, until it is due: the cursor may pass it till then
                 until = min(until, int(rows["deliver_at_ms"][~due].min()) - ahead_ms)
-            if leases and len(free):
-                ends = np.fromiter((leases.get(o, 0) for o in offsets[free].tolist()), np.int64, len(free))
-                held = ends > now
-                if held.any():
-                    until = min(until, int(ends[held].min()))
-                    free = free[~held]
             scanned, used = len(rows), 0
             while used < len(free) and len(out) < want:
                 # Read no more than could still be handed out, and those together (a hot
-                # second's lie side by side in their hour's log: one read).
+                # second's lie side by side in their hour's log: one read). Leases are
+                # looked up for these only: what lies after is not passed over.
                 take = free[used : used + want - len(out)]
                 used += len(take)
+                if leases:
+                    looked = offsets[take].tolist()
+                    ends = np.fromiter((leases.get(o, 0) for o in looked), np.int64, len(take))
+                    held = ends > now
+                    if held.any():
+                        until = min(until, int(ends[held].min()))
+                        take = take[~held]
                 part = rows[take]
                 offs = offsets[take].tolist()
-                hours, gis = part["hour"].tolist(), part["global_index"].tolist()
-                records = read_all(reads, [MessageId(h, g) for h, g in zip(hours, gis, strict=True)])
+                records = read_all(reads, part["hour"], part["global_index"])
                 good = []  # places in take of what is handed out
                 for k, record in enumerate(records):
                     if record is None:
@@ -364,16 +365,17 @@ def _wanted(record, filt: TagFilter, origin: str | None) -> bool:
     return filt.matches(fields["tags"]) and (origin is None or source == origin)
 
 
-def read_all(reads, mids: list[MessageId]) -> list[bytes | None]:
-    """The records of ``mids`` (None for one that retention removed), read together."""
+def read_all(reads, hours: np.ndarray, gis: np.ndarray) -> list[bytes | None]:
+    """The records of messages ``hours``/``gis`` (None for one that retention removed),
+    read together."""
     try:
-        return reads.read_records(mids)
+        return reads.read_records_at(hours, gis)
     except UnknownMessageError:
         pass
     out = []
-    for mid in mids:
+    for k in range(len(hours)):
         try:
-            out.extend(reads.read_records([mid]))
+            out.extend(reads.read_records_at(hours[k : k + 1], gis[k : k + 1]))
         except UnknownMessageError:
             out.append(None)
     return out

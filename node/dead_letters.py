@@ -97,8 +97,7 @@ class DeadLetters:
 
     def _records(self, rows: np.ndarray) -> list[bytes | None]:
         """The delay-log record of each row's message (None: removed by retention)."""
-        mids = list(map(MessageId, rows["hour"].tolist(), rows["global_index"].tolist()))
-        return read_all(self.view.reads, mids)
+        return read_all(self.view.reads, rows["hour"], rows["global_index"])
 
     def peek(self, group: str, after: int, limit: int) -> dict:
         """Up to ``limit`` unacked entries past ``after``, oldest first, with ``next_after``

@@ -232,6 +232,23 @@ class StoreReads:
         order, reading each hour's together."""
         return self._per_hour(mids, HourBucket.read_records)
 
+    def read_records_at(self, hours: np.ndarray, gis: np.ndarray) -> list[bytes]:
+        """:meth:`read_records` of the messages ``hours``/``gis`` (arrays of one length),
+        without a MessageId each: a pull's, read from its ready-log rows."""
+        if not len(hours):
+            return []
+        hours = np.asarray(hours, dtype=np.int64)
+        retained = self.meta("retained_from_hour", 0)
+        if int(hours.min()) < retained:
+            k = int(np.argmax(hours < retained))
+            mid = MessageId(int(hours[k]), int(gis[k]))
+            raise MessageExpiredError(f"message {mid} was removed by retention")
+        first = int(hours[0])
+        if (hours == first).all():  # a pull's rows mostly come from one hour
+            with _removed_as(MessageExpiredError(f"messages of hour {first} were removed by retention")):
+                return HourBucket.read_records(self.bucket(first), np.asarray(gis).tolist())
+        return self.read_records(list(map(MessageId, hours.tolist(), np.asarray(gis).tolist())))
+
     def _per_hour(self, mids: list[MessageId], read: Callable[[HourBucket, list[int]], list]) -> list:
         for mid in mids:
             self._check_retained(mid)

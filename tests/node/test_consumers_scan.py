@@ -197,3 +197,27 @@ def test_a_pull_ahead_takes_what_the_wheel_fired_up_to_ahead_ms_before_its_time(
         assert consumers.leases[("g", "t")][2] == T + 60 + 30_000
 
     asyncio.run(run())
+
+
+def test_a_pull_passes_over_messages_still_leased_among_expired_ones(log):
+    """Leases are looked up for the rows a pull is about to take: held ones among them
+    are passed over, not handed out twice, and come back when their own lease ends."""
+
+    async def run() -> None:
+        await _deliver(log, 10)
+        consumers = consumers_over(log)
+
+        async def bodies(want: int, visibility_ms: int) -> list[str]:
+            got = as_json(await consumers.pull("g", "t", None, want, 0, visibility_ms), log.now[0])
+            return [m["body"] for m in got["messages"]]
+
+        assert await bodies(2, 1_000) == ["m0", "m1"]
+        assert await bodies(3, 60_000) == ["m2", "m3", "m4"]
+        assert await bodies(2, 1_000) == ["m5", "m6"]
+        log.now[0] += 1_001  # m0, m1, m5 and m6 are free again; m2-m4 are held
+        assert await bodies(10, 60_000) == ["m0", "m1", "m5", "m6", "m7", "m8", "m9"]
+        assert await bodies(10, 60_000) == []
+        log.now[0] += 59_500  # m2-m4's leases end (taken 1 s earlier); the others' do not yet
+        assert await bodies(3, 60_000) == ["m2", "m3", "m4"]
+
+    asyncio.run(run())

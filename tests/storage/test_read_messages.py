@@ -9,7 +9,7 @@ import pytest
 
 from horologe.storage import MessageId, Storage, StorageConfig, UnknownMessageError
 from horologe.storage.delay_index import INDEX
-from horologe.storage.errors import CorruptLogError
+from horologe.storage.errors import CorruptLogError, MessageExpiredError
 from horologe.storage.hour_names import hour_name
 from horologe.storage.magic import MAGIC_SIZE
 from horologe.storage.message import decode_record
@@ -42,6 +42,9 @@ def test_read_messages_is_read_message_of_each(tmp_path, ids):
         assert [decode_record(bytes(r), "log", 0, mid) for r, mid in zip(records, mids, strict=True)] == [
             s.read_message(mid) for mid in mids
         ]
+        hours = np.array([h for h, _ in ids], dtype=np.int64)  # a pull's, from its ready rows
+        gis = np.array([gi for _, gi in ids], dtype=np.int64)
+        assert list(map(bytes, s.read_records_at(hours, gis))) == list(map(bytes, records))
 
 
 def test_an_unknown_id_among_them_is_refused(tmp_path):
@@ -81,3 +84,11 @@ def test_an_index_entry_that_names_another_message_s_record_is_refused(tmp_path,
         for read in (s.read_records, s.read_messages):
             with pytest.raises(CorruptLogError, match="index says"):
                 read(mids)
+
+
+def test_records_of_an_hour_retention_removed_are_refused(tmp_path):
+    with _store(tmp_path) as s:
+        s.apply(3, lambda tx: tx.set_meta("retained_from_hour", HOUR + 1))
+        with pytest.raises(MessageExpiredError):
+            s.read_records_at(np.array([HOUR + 1, HOUR]), np.array([0, 0]))
+        assert len(s.read_records_at(np.array([HOUR + 1]), np.array([0]))) == 1
