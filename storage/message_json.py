@@ -178,7 +178,40 @@ def parse_new_time(obj, now_ms: int, limits: MessageLimits) -> int:
     return deliver_time(obj, now_ms, limits, RESCHEDULE_FIELDS)
 
 
+PLAIN_FIELDS = frozenset({"topic", "body", "key", "deliver_at"})
+
+
 def parse_message(obj, now_ms: int, limits: MessageLimits) -> Message:
+    plain = _plain_message(obj, now_ms, limits)
+    return plain if plain is not None else _any_message(obj, now_ms, limits)
+
+
+def _plain_message(obj, now_ms: int, limits: MessageLimits) -> Message | None:
+    """What most produce items are (what the SDK sends: a topic, a body, a key, an integer
+    deliver_at, nothing else), checked by the same rules in a few exact type tests: a
+    batch of 1,000 spent a third of the master's time in the general path. None for
+    anything else, or anything those rules might refuse: the general path decides."""
+    if type(obj) is not dict or not obj.keys() <= PLAIN_FIELDS:
+        return None
+    topic, body, key = obj.get("topic"), obj.get("body"), obj.get("key")
+    if type(topic) is not str or not _is_name(topic):
+        return None
+    if type(body) is str:
+        body = body.encode()
+    elif type(body) is not bytes:
+        return None
+    deliver_at = obj.get("deliver_at", now_ms)
+    if (
+        len(body) > limits.max_body_bytes
+        or type(deliver_at) is not int
+        or not 0 <= deliver_at <= now_ms + limits.max_delay_ms
+        or ("key" in obj and (type(key) is not str or not 1 <= len(key) <= MAX_KEY))
+    ):
+        return None
+    return Message(topic=topic, body=body, deliver_at_ms=deliver_at, produced_at_ms=now_ms, key=key)
+
+
+def _any_message(obj, now_ms: int, limits: MessageLimits) -> Message:
     obj = json_object(obj, FIELDS, "a message")
     topic = name_field(obj, "topic")
     if ("body" in obj) == ("body_b64" in obj):

@@ -1,0 +1,76 @@
+"""The plain-message path of parse_message accepts exactly what the general rules accept,
+as the same Message, and leaves everything else to them (their refusal included)."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from horologe.storage.errors import InvalidFieldError
+from horologe.storage.message import MessageLimits
+from horologe.storage.message_json import _any_message, _plain_message, parse_message
+
+NOW = 1_767_225_600_000
+LIMITS = MessageLimits(max_body_bytes=64)
+MAX_AT = NOW + LIMITS.max_delay_ms
+
+odd = st.one_of(st.none(), st.booleans(), st.floats(allow_nan=False), st.lists(st.integers(), max_size=2))
+topics = st.one_of(st.sampled_from(["orders", "a", "x.y_z-1", "", "-bad", "a b", "é", "a" * 129]), odd)
+bodies = st.one_of(st.text(max_size=70), st.binary(max_size=70), odd)
+keys = st.one_of(st.text(max_size=3), st.sampled_from(["k" * 256, "k" * 257]), odd)
+times = st.one_of(
+    st.sampled_from([0, -1, NOW, MAX_AT, MAX_AT + 1, True, 5.0, "2026-01-01T00:00:00Z"]),
+    st.integers(min_value=-(2**64), max_value=2**64),
+    odd,
+)
+items = st.fixed_dictionaries(
+    {},
+    optional={
+        "topic": topics,
+        "body": bodies,
+        "key": keys,
+        "deliver_at": times,
+        "tags": st.sampled_from([[], ["t"]]),
+        "deliver_after": st.sampled_from(["5s", 10]),
+        "body_b64": st.sampled_from(["eA==", "!"]),
+    },
+)
+
+
+def _general(obj):
+    try:
+        return _any_message(obj, NOW, LIMITS)
+    except InvalidFieldError as e:
+        return e.code, e.field
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.one_of(items, odd, st.text(max_size=3)))
+def test_the_plain_path_agrees_with_the_general_rules(obj):
+    plain = _plain_message(obj, NOW, LIMITS)
+    if plain is not None:
+        assert plain == _general(obj)
+        assert parse_message(obj, NOW, LIMITS) is not None
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.fixed_dictionaries(
+        {"topic": st.sampled_from(["orders", "-bad"]), "body": st.sampled_from([b"x", "y", b"z" * 65])},
+        optional={"key": keys, "deliver_at": times},
+    )
+)
+def test_near_misses_of_a_plain_message_are_judged_alike(obj):
+    plain = _plain_message(obj, NOW, LIMITS)
+    general = _general(obj)
+    if plain is not None:
+        assert plain == general
+    plain_types = type(obj.get("deliver_at", 0)) is int and type(obj.get("key", "")) is str
+    if plain_types and not isinstance(general, tuple):
+        assert plain is not None  # plain in every respect: the plain path takes it
+
+
+def test_what_the_sdk_sends_takes_the_plain_path():
+    obj = {"topic": "orders", "key": "0123abcd", "body": b"x" * 10, "deliver_at": NOW + 1_000}
+    assert _plain_message(obj, NOW, LIMITS) == _any_message(obj, NOW, LIMITS)
+    assert _plain_message({"topic": "orders", "body": "hi"}, NOW, LIMITS).deliver_at_ms == NOW
