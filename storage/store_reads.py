@@ -238,24 +238,23 @@ class StoreReads:
         if not len(hours):
             return []
         hours = np.asarray(hours, dtype=np.int64)
-        retained = self.meta("retained_from_hour", 0)
-        if int(hours.min()) < retained:
-            k = int(np.argmax(hours < retained))
-            mid = MessageId(int(hours[k]), int(gis[k]))
-            raise MessageExpiredError(f"message {mid} was removed by retention")
+        k = int(np.argmin(hours))
+        self._check_retained(MessageId(int(hours[k]), int(gis[k])))  # the oldest hour's
         first = int(hours[0])
         if (hours == first).all():  # a pull's rows mostly come from one hour
-            with _removed_as(MessageExpiredError(f"messages of hour {first} were removed by retention")):
-                return HourBucket.read_records(self.bucket(first), np.asarray(gis).tolist())
+            return self._read_hour(first, np.asarray(gis).tolist(), HourBucket.read_records)
         return self.read_records(list(map(MessageId, hours.tolist(), np.asarray(gis).tolist())))
+
+    def _read_hour(self, hour: int, gis: list[int], read: Callable[[HourBucket, list[int]], list]) -> list:
+        with _removed_as(MessageExpiredError(f"messages of hour {hour} were removed by retention")):
+            return read(self.bucket(hour), gis)
 
     def _per_hour(self, mids: list[MessageId], read: Callable[[HourBucket, list[int]], list]) -> list:
         for mid in mids:
             self._check_retained(mid)
         out: list = [None] * len(mids)
         for hour, ks in by_hour(mids).items():
-            with _removed_as(MessageExpiredError(f"messages of hour {hour} were removed by retention")):
-                got = read(self.bucket(hour), [mids[k].global_index for k in ks])
+            got = self._read_hour(hour, [mids[k].global_index for k in ks], read)
             for k, m in zip(ks, got, strict=True):
                 out[k] = m
         return out

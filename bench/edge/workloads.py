@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .procs import cpu_seconds
+from .costs import BUSIEST_CPU, SERVER_CPU, Costs
 
 BODY = b"x" * 200
 DAY_MS = 86_400_000
@@ -225,15 +225,15 @@ def sustained(system, scale: Scale) -> dict:
 def idle(system, scale: Scale) -> dict:
     """Nothing asked of the system for ``idle_s``: the CPU its servers spend keeping
     themselves going (for Horologe: the wheel's sync entries, heartbeats, probes)."""
-    pids = system.server_pids()
-    before = {n: cpu_seconds(p) for n, p in pids.items()}
+    costs = Costs(system)
+    costs.start()
     t0 = time.monotonic()
     time.sleep(scale.idle_s)
     wall = time.monotonic() - t0
-    spent = [cpu_seconds(p) - before[n] for n, p in pids.items()]
+    spent = costs.figures()
     return {
-        "all server processes: % of a core": sum(spent) / wall * 100,
-        "busiest server process: % of a core": max(spent) / wall * 100,
+        "all server processes: % of a core": spent[SERVER_CPU] / wall * 100,
+        "busiest server process: % of a core": spent[BUSIEST_CPU] / wall * 100,
     }
 
 
