@@ -137,7 +137,7 @@ class Consumers:
         filt: TagFilter,
         want: int,
         now: int,
-        out: list[Handed],
+        out: list[tuple],
         skipped: list[tuple[str, str, int, int]],
         visibility_ms: int,
         origin: str | None = None,
@@ -145,7 +145,8 @@ class Consumers:
         ahead_ms: int = 0,
     ) -> list[int]:
         """Lease up to ``want`` messages of ready log ``topic`` to this caller; the
-        positions leased.
+        positions leased, in the order their ``(record, deliver_at, delivered_at)`` went
+        to ``out``.
 
         A ready message not yet due (the wheel fires ahead by its lead:
         node/wheel_driver.py) is not handed out before ``ahead_ms`` ahead of its time (0:
@@ -223,15 +224,8 @@ class Consumers:
                 held = max(0, int(part["deliver_at_ms"].max()) - now) if len(part) else 0
                 leases.update(dict.fromkeys(offs, lease + held))
                 leased += offs
-                receipts = self.receipts.issue_each(group, topic, offs, lease + held)
                 self._observe_lateness(np.maximum(now - part["deliver_at_ms"], 0) / 1000)
-                out += map(
-                    Handed,
-                    records,
-                    receipts,
-                    part["deliver_at_ms"].tolist(),
-                    part["delivered_at_ms"].tolist(),
-                )
+                out += zip(records, part["deliver_at_ms"].tolist(), part["delivered_at_ms"].tolist())
             if len(out) >= want and used < len(free):
                 scanned = int(free[used - 1]) + 1  # what lies after was not looked at
             start += scanned
@@ -261,7 +255,7 @@ class Consumers:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + wait_ms / 1000
         while True:
-            out: list[Handed] = []
+            out: list[tuple] = []  # (record, deliver_at, delivered_at) of each leased
             skipped: list[tuple[str, str, int, int]] = []
             wake_at: list[int] = []  # when the scans' stopping points stop holding
             now = self._clock()
@@ -278,13 +272,7 @@ class Consumers:
                 task.add_done_callback(self._background.discard)
             remaining = deadline - loop.time()
             if out or remaining <= 0:
-                lease_until = now + visibility_ms
-                batch = [
-                    self.receipts.issue_ranges(group, ready, to_ranges(offsets), lease_until)
-                    for ready, offsets in leased.items()
-                    if offsets
-                ]
-                return Pulled(out, batch)
+                return self._handed(group, leased, out, now + visibility_ms)
             wait = min(remaining, 1.0)  # leases expire too
             if wake_at:  # when a message passed over falls due (or its lease ends)
                 wait = min(wait, (min(wake_at) - self._clock()) / 1000)
@@ -292,6 +280,19 @@ class Consumers:
                 await asyncio.wait_for(self._arrived.wait(), max(wait, 0.0))
             except TimeoutError:
                 pass
+
+    def _handed(self, group: str, leased: dict[str, list[int]], out: list[tuple], lease_until: int) -> Pulled:
+        """What a pull answers: a batch receipt per ready log it leased from, and each
+        message with a receipt of its own (``leased``'s positions are ``out``'s, in order)."""
+        batch, each = [], []
+        for ready, offsets in leased.items():
+            if offsets:
+                receipt, members = self.receipts.issue_batch(
+                    group, ready, offsets, to_ranges(offsets), lease_until
+                )
+                batch.append(receipt)
+                each += members
+        return Pulled([Handed(r, e, at, done) for (r, at, done), e in zip(out, each, strict=True)], batch)
 
     # -- ack / nack ---------------------------------------------------------------
 
@@ -308,8 +309,7 @@ class Consumers:
     def _open(self, group: str, receipts: list) -> list[tuple[str, list[Range]]]:
         """Per ready log, the positions ``receipts`` name, merged (each once)."""
         by_topic: dict[str, list[Range]] = {}
-        for r in receipts:
-            topic, ranges = self.receipts.open(group, r)
+        for topic, ranges in self.receipts.open_all(group, receipts):
             by_topic.setdefault(topic, []).extend(ranges)
         return [(topic, merge_ranges(ranges)) for topic, ranges in by_topic.items()]
 

@@ -3,11 +3,15 @@
 Format (opaque to clients)::
 
     <span>.<lease_until_ms>.<mac>.<topic>
+    <o>@<span>.<lease_until_ms>.<mac>.<topic>
 
 ``span`` names positions in the ready log ``topic``: ``o``, or ``lo-hi`` (both included),
-several joined by ``,``. A pull gives each message a receipt naming its own position,
-and one receipt per ready log it read naming every position it handed out from there
-(``batch_receipts``), so a consumer acks a whole batch in one short string. ``mac`` is the
+several joined by ``,``. A pull gives one receipt per ready log it read naming every
+position it handed out from there (``batch_receipts``), so a consumer acks a whole batch
+in one short string. Each message gets a receipt naming its own position: ``o@`` and its
+batch receipt (a member of the batch: the batch's MAC vouches for it, and minting it is
+string formatting), or, when the batch's span has more than ``MEMBER_RANGES`` ranges
+and would make every member long, a receipt of its own, ``o`` with its own MAC. ``mac`` is the
 first 16 bytes, in hex, of keyed BLAKE2b(key, group NUL topic NUL span NUL
 lease_until_ms), and ``key`` is HMAC-SHA256(cluster secret, "horologe receipts v2"):
 every node derives the same key, so a receipt handed out by one master is good on the
@@ -21,6 +25,7 @@ a position not yet delivered, for another topic, or for another group. Before, a
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import hmac
 
@@ -29,6 +34,7 @@ from horologe.cluster.consumer_groups import Range
 from .errors import ApiError
 
 MAC_BYTES = 16
+MEMBER_RANGES = 8  # a batch of more ranges gives its messages receipts with their own MACs
 MAX_OFFSET = (1 << 63) - 1  # what an ack entry can carry
 PREFIXES_KEPT = 1024  # (group, topic) hashers kept; all are dropped past that
 
@@ -75,13 +81,44 @@ class Receipts:
         span = ",".join(str(lo) if hi == lo + 1 else f"{lo}-{hi - 1}" for lo, hi in ranges)
         return f"{span}.{lease_until_ms}.{self._mac(group, topic, span, lease_until_ms)}.{topic}"
 
+    def issue_batch(
+        self, group: str, topic: str, offsets: list[int], ranges: list[Range], lease_until_ms: int
+    ) -> tuple[str, list[str]]:
+        """The batch receipt of ``ranges`` (the runs of ``offsets``), and a receipt for
+        each of ``offsets``: a member of the batch, or one of its own when the batch has
+        more than ``MEMBER_RANGES`` ranges."""
+        batch = self.issue_ranges(group, topic, ranges, lease_until_ms)
+        if len(ranges) > MEMBER_RANGES:
+            return batch, self.issue_each(group, topic, offsets, lease_until_ms)
+        return batch, [f"{o}@{batch}" for o in offsets]
+
     def open(self, group: str, receipt) -> tuple[str, list[Range]]:
         """(topic, ranges) of a receipt this cluster issued to ``group``; 400 for anything else."""
+        return self.open_all(group, [receipt])[0]
+
+    def open_all(self, group: str, receipts: list) -> list[tuple[str, list[Range]]]:
+        """``open`` of each receipt; a batch that several members name is checked once."""
+        checked: dict[str, tuple[str, list[Range]]] = {}  # a batch receipt -> what it names
+        out = []
+        for receipt in receipts:
+            member, batch = _member_of(receipt)
+            named = checked.get(batch)
+            if named is None:
+                named = checked[batch] = self._open_batch(group, batch, receipt)
+            if member is not None:
+                topic, ranges = named
+                if not _within(member, ranges):
+                    raise _invalid(receipt, "position not in its batch")
+                named = (topic, [(member, member + 1)])
+            out.append(named)
+        return out
+
+    def _open_batch(self, group: str, batch: str, receipt) -> tuple[str, list[Range]]:
         try:
-            span, lease_s, mac, topic = receipt.split(".", 3)
+            span, lease_s, mac, topic = batch.split(".", 3)
             want = self._mac(group, topic, span, int(lease_s)).encode()
             good = hmac.compare_digest(mac.encode(), want)
-        except (AttributeError, ValueError):  # UnicodeEncodeError too (a lone surrogate)
+        except ValueError:  # UnicodeEncodeError too (a lone surrogate)
             raise _invalid(receipt, "malformed") from None
         if not good:
             raise _invalid(receipt, f"not a receipt this cluster handed to group {group!r}")
@@ -92,6 +129,24 @@ class Receipts:
         if not all(0 <= lo < hi <= MAX_OFFSET for lo, hi in ranges):
             raise _invalid(receipt, "position out of range")
         return topic, ranges
+
+
+def _member_of(receipt) -> tuple[int | None, str]:
+    """(the position a member receipt names, or None; the batch receipt it is part of)."""
+    if not isinstance(receipt, str):
+        raise _invalid(receipt, "malformed")
+    head, dot, rest = receipt.partition(".")  # a topic may hold "@": look before it
+    member, at, span = head.partition("@")
+    if not at:
+        return None, receipt
+    if not (member.isascii() and member.isdigit() and len(member) <= 19):
+        raise _invalid(receipt, "malformed")
+    return int(member), f"{span}{dot}{rest}"
+
+
+def _within(offset: int, ranges: list[Range]) -> bool:
+    k = bisect.bisect_right(ranges, (offset, MAX_OFFSET + 1)) - 1
+    return k >= 0 and offset < ranges[k][1]
 
 
 def _invalid(receipt, why: str) -> ApiError:

@@ -55,3 +55,44 @@ def test_receipts_issued_together_each_open_to_their_own_position():
     each = rs.issue_each("g", "orders", [7, 3, 1_000_000], 1_000)
     assert each[1] == rs.issue("g", "orders", 3, 1_000)
     assert [rs.open("g", r) for r in each] == [("orders", [(o, o + 1)]) for o in (7, 3, 1_000_000)]
+
+
+def test_a_batch_gives_its_messages_member_receipts_that_open_to_their_own_position():
+    rs = Receipts("secret")
+    offsets = [5, 3, 4, 10]
+    batch, each = rs.issue_batch("g", "orders", offsets, [(3, 6), (10, 11)], 1_000)
+    assert rs.open("g", batch) == ("orders", [(3, 6), (10, 11)])
+    assert [r.split("@")[0] for r in each] == ["5", "3", "4", "10"]
+    assert all(r.endswith("@" + batch) for r in each)
+    assert [Receipts("secret").open("g", r) for r in each] == [("orders", [(o, o + 1)]) for o in offsets]
+    assert rs.open_all("g", [*each, batch]) == [*(("orders", [(o, o + 1)]) for o in offsets), rs.open("g", batch)]
+    _refused(rs, "h", each[0])  # another group's
+    _refused(Receipts("other secret"), "g", each[0])
+
+
+@pytest.mark.parametrize("member", ["6", "2", "9", "11", "0", "+4", " 4", "4_0", "٤", "", "4@4", "-4", "9" * 20])
+def test_a_member_receipt_names_a_position_of_its_batch_or_is_refused(member):
+    rs = Receipts("secret")
+    batch, _each = rs.issue_batch("g", "orders", [3, 4, 5, 10], [(3, 6), (10, 11)], 1_000)
+    _refused(rs, "g", f"{member}@{batch}")
+
+
+def test_a_topic_with_an_at_sign_does_not_make_a_member():
+    rs = Receipts("secret")
+    batch, each = rs.issue_batch("g", "a@b", [7], [(7, 8)], 1_000)
+    assert rs.open("g", batch) == ("a@b", [(7, 8)])
+    assert rs.open("g", each[0]) == ("a@b", [(7, 8)])
+
+
+def test_a_scattered_batch_gives_its_messages_receipts_of_their_own():
+    """Past MEMBER_RANGES ranges, a member would carry the whole long span."""
+    from horologe.node.receipts import MEMBER_RANGES
+
+    rs = Receipts("secret")
+    offsets = list(range(0, 2 * (MEMBER_RANGES + 1), 2))
+    ranges = [(o, o + 1) for o in offsets]
+    batch, each = rs.issue_batch("g", "orders", offsets, ranges, 1_000)
+    assert each == rs.issue_each("g", "orders", offsets, 1_000)
+    assert rs.open("g", batch) == ("orders", ranges)
+    few, members = rs.issue_batch("g", "orders", offsets[:MEMBER_RANGES], ranges[:MEMBER_RANGES], 1_000)
+    assert all("@" in r for r in members)
