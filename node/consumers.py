@@ -225,7 +225,9 @@ class Consumers:
                 leases.update(dict.fromkeys(offs, lease + held))
                 leased += offs
                 self._observe_lateness(np.maximum(now - part["deliver_at_ms"], 0) / 1000)
-                out += zip(records, part["deliver_at_ms"].tolist(), part["delivered_at_ms"].tolist())
+                out += zip(
+                    records, part["deliver_at_ms"].tolist(), part["delivered_at_ms"].tolist(), strict=True
+                )
             if len(out) >= want and used < len(free):
                 scanned = int(free[used - 1]) + 1  # what lies after was not looked at
             start += scanned

@@ -65,12 +65,17 @@ def test_a_batch_gives_its_messages_member_receipts_that_open_to_their_own_posit
     assert [r.split("@")[0] for r in each] == ["5", "3", "4", "10"]
     assert all(r.endswith("@" + batch) for r in each)
     assert [Receipts("secret").open("g", r) for r in each] == [("orders", [(o, o + 1)]) for o in offsets]
-    assert rs.open_all("g", [*each, batch]) == [*(("orders", [(o, o + 1)]) for o in offsets), rs.open("g", batch)]
+    assert rs.open_all("g", [*each, batch]) == [
+        *(("orders", [(o, o + 1)]) for o in offsets),
+        rs.open("g", batch),
+    ]
     _refused(rs, "h", each[0])  # another group's
     _refused(Receipts("other secret"), "g", each[0])
 
 
-@pytest.mark.parametrize("member", ["6", "2", "9", "11", "0", "+4", " 4", "4_0", "٤", "", "4@4", "-4", "9" * 20])
+@pytest.mark.parametrize(
+    "member", ["6", "2", "9", "11", "0", "+4", " 4", "4_0", "٤", "", "4@4", "-4", "9" * 20]
+)
 def test_a_member_receipt_names_a_position_of_its_batch_or_is_refused(member):
     rs = Receipts("secret")
     batch, _each = rs.issue_batch("g", "orders", [3, 4, 5, 10], [(3, 6), (10, 11)], 1_000)
