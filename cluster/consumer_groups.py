@@ -111,9 +111,12 @@ def merge_ranges(ranges) -> list[Range]:
 def to_ranges(offsets) -> list[Range]:
     """Offsets (any order, duplicates allowed) as the fewest ``(lo, hi)`` ranges. In
     arrays: a pull's thousand offsets were a thousand Python ranges sorted and merged."""
-    a = np.unique(np.asarray(offsets, dtype=np.int64))
+    a = np.asarray(offsets, dtype=np.int64)
     if not len(a):
         return []
+    if a[-1] - a[0] == len(a) - 1 and (np.diff(a) == 1).all():  # one run in order: a pull's, mostly
+        return [(int(a[0]), int(a[-1]) + 1)]
+    a = np.unique(a)
     cut = np.flatnonzero(np.diff(a) != 1) + 1  # where a run ends and the next begins
     los, his = a[np.r_[0, cut]], a[np.r_[cut - 1, len(a) - 1]] + 1
     return list(zip(los.tolist(), his.tolist(), strict=True))

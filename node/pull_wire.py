@@ -65,8 +65,11 @@ def message_fields(record, deliver_at: int, delivered_at: int) -> dict:
 def as_msgpack(pulled: Pulled, clock_ms: int) -> bytes:
     packer = msgpack.Packer(use_bin_type=True)
     pack = packer.pack
-    parts = [b"\x83", pack("messages"), packer.pack_array_header(len(pulled.messages))]
-    for record, receipt, deliver_at, delivered_at in pulled.messages:
+    t = pulled.taken
+    parts = [b"\x83", pack("messages"), packer.pack_array_header(len(t))]
+    for record, receipt, deliver_at, delivered_at in zip(
+        t.records, pulled.receipts, t.deliver_at, t.delivered_at, strict=True
+    ):
         parts += (b"\x94", record, pack(receipt), pack(deliver_at), pack(delivered_at))
     parts += (pack("batch_receipts"), pack(pulled.batch_receipts), pack("clock_ms"), pack(clock_ms))
     return b"".join(parts)

@@ -124,10 +124,11 @@ class _Group:
                 log.exception("push %s/%s: lease failed; trying again", sub.topic, sub.group)
                 await asyncio.sleep(RETRY_PAUSE_S)
                 continue
-            flow.take(len(pulled.messages))
+            messages = pulled.messages
+            flow.take(len(messages))
             self.stats.in_flight = flow.in_flight
             now_ms = self.consumer.clock()
-            for handed in pulled.messages:
+            for handed in messages:
                 self._post(handed, now_ms)
 
     def _post(self, handed: Handed, now_ms: int) -> None:

@@ -17,6 +17,20 @@ def test_ranges_merge_into_the_fewest_sorted_ones():
     assert to_ranges([4, 1, 2, 2, 7]) == [(1, 3), (4, 5), (7, 8)]
 
 
+def test_to_ranges_covers_each_offset_once_whatever_the_order():
+    rng = random.Random(3)
+    for _ in range(300):
+        lo = rng.randrange(5)
+        offsets = list(range(lo, lo + rng.randrange(1, 9)))  # runs in order take a short way
+        if rng.random() < 0.6:
+            offsets += rng.choices(range(12), k=rng.randrange(3))
+        if rng.random() < 0.5:
+            rng.shuffle(offsets)
+        ranges = to_ranges(offsets)
+        assert [o for lo, hi in ranges for o in range(lo, hi)] == sorted(set(offsets))
+        assert all(a[1] < b[0] for a, b in zip(ranges, ranges[1:], strict=False))  # the fewest
+
+
 def test_acks_fold_into_committed_when_they_reach_it():
     p = GroupProgress().ack([(3, 5), (8, 9)])
     assert (p.committed, p.acked) == (0, ((3, 5), (8, 9)))
