@@ -25,6 +25,7 @@ The raw plan (:func:`single`) sends once and returns whatever came back.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import time
 from collections.abc import Callable, Generator
@@ -59,17 +60,21 @@ Plan = Generator[httpx.Request | float, Sent, Any]
 @dataclass(frozen=True)
 class Reply:
     """One HTTP answer: ``status``, ``body`` (its JSON; a body that is not JSON becomes
-    ``{"error": {"message": <text>}}``), ``headers`` (case-insensitive) and ``content``."""
+    ``{"error": {"message": <text>}}``), ``headers`` (case-insensitive) and ``content``.
+    ``body`` is decoded when first asked for: a consumer fetches its next pull while it
+    decodes the last one (consuming.py)."""
 
     status: int
-    body: Any
     headers: httpx.Headers
     content: bytes
 
     @classmethod
     def of(cls, response: httpx.Response) -> Reply:
-        body = parse_body(response.content, response.headers.get("content-type", ""))
-        return cls(response.status_code, body, response.headers, response.content)
+        return cls(response.status_code, response.headers, response.content)
+
+    @functools.cached_property
+    def body(self) -> Any:
+        return parse_body(self.content, self.headers.get("content-type", ""))
 
     @property
     def text(self) -> str:

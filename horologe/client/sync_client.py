@@ -8,7 +8,7 @@ import httpx
 
 from . import calls, core
 from .calls import Reply
-from .consuming import AHEAD_MS, Subscription, pull_and_ack
+from .consuming import AHEAD_MS, Subscription, fetch_and_decode
 from .errors import HorologeError
 from .models import Forecast, MessageStatus, PendingPage, PulledBatch, Rescheduled, Scheduled
 from .push_subscriptions import PushCalls
@@ -148,9 +148,28 @@ class Client(core.ClientSettings, calls.BlockingPool, ScheduleCalls, PushCalls):
         for the first); ack each by its ``receipt``, or the whole batch by
         ``batch.receipts()``. ``ahead_ms``: messages the master fired ahead may come up to
         that long before their ``deliver_at`` (0: none before it); the caller holds them."""
+        return self._pulled(
+            topic, group, tags, self._fetch_pull(topic, group, tags, max, wait_ms, visibility_ms, ahead_ms)
+        )
+
+    def _fetch_pull(
+        self,
+        topic: str,
+        group: str,
+        tags: str | None,
+        max: int,
+        wait_ms: int,
+        visibility_ms: int,
+        ahead_ms: int,
+    ) -> Reply:
+        """:meth:`pull`'s call, its answer not decoded yet (:meth:`_pulled` does)."""
         body = core.pull_body(group, tags, max, wait_ms, visibility_ms, ahead_ms)
-        res = self._call("POST", f"/v1/topics/{_quote(topic)}/pull", body, accept=calls.MSGPACK)
-        kept, stray = core.to_pulled(res, tags)
+        return self.request("POST", f"/v1/topics/{_quote(topic)}/pull", body, accept=calls.MSGPACK)
+
+    def _pulled(self, topic: str, group: str, tags: str | None, reply: Reply) -> PulledBatch:
+        """The batch of a :meth:`_fetch_pull` answer; what the client's own tag check
+        rejects is acked away."""
+        kept, stray = core.to_pulled(reply.body, tags)
         if stray:
             self.ack(topic, group, stray)
         return kept
@@ -173,8 +192,10 @@ class Client(core.ClientSettings, calls.BlockingPool, ScheduleCalls, PushCalls):
         ``prefetch`` pulled batches ready; use it in a ``with`` block, or ``close()`` it.
         Pulls take messages up to ``ahead_ms`` before their time, and each is handed over
         once the master's clock reaches its ``deliver_at`` (0: pulled once due)."""
-        calls = pull_and_ack(self, topic, group, tags, batch, wait_ms, visibility_ms, ahead_ms)
-        return Subscription(*calls, prefetch, ack_queue)
+        fetch, decode = fetch_and_decode(self, topic, group, tags, batch, wait_ms, visibility_ms, ahead_ms)
+        return Subscription(
+            fetch, lambda receipts: self.ack(topic, group, receipts), prefetch, ack_queue, decode
+        )
 
     def ack(self, topic: str, group: str, receipts: list[str]) -> None:
         self._call("POST", f"/v1/topics/{_quote(topic)}/ack", {"group": group, "receipts": receipts})

@@ -100,3 +100,42 @@ def test_a_batch_handed_over_whole_is_acked_by_its_batch_receipt():
         assert [m.id for m in sub.poll(5)] == ["5"]
         assert [m.id for m in sub.poll(5)] == ["6"]
     assert sorted(group.all_acked()) == ["b1-3", "r4", "r5", "r6"]
+
+
+def test_the_next_pull_is_fetched_while_the_last_answer_is_decoded():
+    """decode(answer 1) waits until answer 2 is being fetched: done one after the other,
+    the subscription would stall here and never hand message 1 over."""
+    fetching = [threading.Event() for _ in range(3)]
+    fetched = []
+
+    def fetch():
+        n = len(fetched) + 1
+        fetched.append(n)
+        if n <= len(fetching):
+            fetching[n - 1].set()
+        time.sleep(0.01)
+        return n
+
+    def decode(n):
+        if n == 1:
+            assert fetching[1].wait(5), "the second pull was not fetched during the first decode"
+        return PulledBatch([msg(n)], [f"b{n}"]) if n <= 2 else PulledBatch()
+
+    with Subscription(fetch, lambda _r: None, prefetch=2, ack_queue=10, decode=decode) as sub:
+        assert [next(sub).id, next(sub).id] == ["1", "2"]
+
+
+def test_the_masters_clock_is_read_at_arrival_not_after_decoding():
+    """An answer stamped with the master's clock as it arrives, decoded 200 ms later:
+    the estimate of the master's lead stays near 0, not 200 ms behind."""
+
+    def fetch():
+        return int(time.time() * 1000)
+
+    def decode(clock_ms):
+        time.sleep(0.2)
+        return PulledBatch([msg(1)], ["b"], clock_ms)
+
+    with Subscription(fetch, lambda _r: None, prefetch=1, ack_queue=10, decode=decode) as sub:
+        next(sub)
+        assert -50 < sub.clock.offset <= 1
