@@ -8,7 +8,7 @@ import httpx
 
 from . import calls, core
 from .calls import Reply
-from .consuming import AHEAD_MS, AsyncSubscription, pull_and_ack
+from .consuming import AHEAD_MS, AsyncSubscription, fetch_and_decode
 from .errors import HorologeError
 from .models import Forecast, MessageStatus, PendingPage, PulledBatch, Rescheduled, Scheduled
 from .push_subscriptions import AsyncPushCalls
@@ -141,9 +141,28 @@ class AsyncClient(core.ClientSettings, AsyncScheduleCalls, AsyncPushCalls):
         visibility_ms: int = 30_000,
         ahead_ms: int = 0,
     ) -> PulledBatch:
+        reply = await self._fetch_pull(topic, group, tags, max, wait_ms, visibility_ms, ahead_ms)
+        return await self._pulled(topic, group, tags, reply)
+
+    async def _fetch_pull(
+        self,
+        topic: str,
+        group: str,
+        tags: str | None,
+        max: int,
+        wait_ms: int,
+        visibility_ms: int,
+        ahead_ms: int,
+    ) -> Reply:
+        """:meth:`pull`'s call, its answer not decoded yet (:meth:`_pulled` does)."""
         body = core.pull_body(group, tags, max, wait_ms, visibility_ms, ahead_ms)
-        res = await self._call("POST", f"/v1/topics/{quote(topic, safe='')}/pull", body, accept=calls.MSGPACK)
-        kept, stray = core.to_pulled(res, tags)
+        return await self.request(
+            "POST", f"/v1/topics/{quote(topic, safe='')}/pull", body, accept=calls.MSGPACK
+        )
+
+    async def _pulled(self, topic: str, group: str, tags: str | None, reply: Reply) -> PulledBatch:
+        """As :meth:`Client._pulled`."""
+        kept, stray = core.to_pulled(reply.body, tags)
         if stray:
             await self.ack(topic, group, stray)
         return kept
@@ -163,8 +182,10 @@ class AsyncClient(core.ClientSettings, AsyncScheduleCalls, AsyncPushCalls):
     ) -> AsyncSubscription:
         """As :meth:`Client.consume`: ``async with c.consume(...) as s: async for m in s: ...``
         (call it inside a running loop)."""
-        calls = pull_and_ack(self, topic, group, tags, batch, wait_ms, visibility_ms, ahead_ms)
-        return AsyncSubscription(*calls, prefetch, ack_queue)
+        fetch, decode = fetch_and_decode(self, topic, group, tags, batch, wait_ms, visibility_ms, ahead_ms)
+        return AsyncSubscription(
+            fetch, lambda receipts: self.ack(topic, group, receipts), prefetch, ack_queue, decode
+        )
 
     async def ack(self, topic: str, group: str, receipts: list[str]) -> None:
         await self._call(

@@ -9,8 +9,8 @@ batch, usually), or ``[]`` once the timeout passes, and acks it on the next call
 ``close``). A background puller keeps up to ``prefetch`` pulled batches ready; a
 background acker sends receipts in groups (what gathers within ``ACK_LINGER_S`` of the
 first) from a bounded queue, so a slow ack round trip never holds the loop (at most
-``ack_queue`` receipts wait, then the loop waits). The blocking subscription decodes an
-answer on a thread of its own while the next pull is on its way (a pull of 1,000 spends
+``ack_queue`` receipts wait, then the loop waits). A subscription decodes an answer
+(on a thread, or in a task, of its own) while the next pull is on its way (a pull of 1,000 spends
 about as long being decoded here as being served). A batch handed over whole by ``poll``
 is acked by its batch receipts: one short receipt per pull, not one per message. Errors
 of either surface in the loop. :meth:`Client.ack` stays for callers that need the
@@ -46,32 +46,11 @@ AHEAD_MS = 1000
 _DONE = object()
 
 
-def pull_and_ack(
-    client, topic: str, group: str, tags, batch: int, wait_ms: int, visibility_ms: int, ahead_ms: int
-):
-    """The two calls a subscription makes, bound to ``client`` (a Client or an AsyncClient)."""
-
-    def pull():
-        return client.pull(
-            topic,
-            group,
-            tags=tags,
-            max=batch,
-            wait_ms=wait_ms,
-            visibility_ms=visibility_ms,
-            ahead_ms=ahead_ms,
-        )
-
-    def ack(receipts: list[str]):
-        return client.ack(topic, group, receipts)
-
-    return pull, ack
-
-
 def fetch_and_decode(
     client, topic: str, group: str, tags, batch: int, wait_ms: int, visibility_ms: int, ahead_ms: int
 ):
-    """A blocking Client's pull in two steps, for two threads: the answer, and its batch."""
+    """A client's pull in two steps, bound to ``client`` (a Client or an AsyncClient, whose
+    steps are awaitable): the answer, and its batch."""
 
     def fetch():
         return client._fetch_pull(topic, group, tags, batch, wait_ms, visibility_ms, ahead_ms)
@@ -290,24 +269,44 @@ class Subscription(_Handing, Iterator[ReceivedMessage]):
 
 
 class AsyncSubscription(_Handing, AsyncIterator[ReceivedMessage]):
-    """What :meth:`AsyncClient.consume` returns: ``async for`` it, and ``await close()``."""
+    """What :meth:`AsyncClient.consume` returns: ``async for`` it, and ``await close()``.
 
-    def __init__(self, pull, ack, prefetch: int, ack_queue: int) -> None:
-        self._pull, self._ack = pull, ack
+    As :class:`Subscription`, with awaitables: ``await decode(answer)`` runs in a task of
+    its own while the next ``await pull()`` is on its way (None: the answer is the batch)."""
+
+    def __init__(self, pull, ack, prefetch: int, ack_queue: int, decode=None) -> None:
+        self._pull, self._decode, self._ack = pull, decode, ack
+        self._fetched: asyncio.Queue = asyncio.Queue(maxsize=1)  # (answer, when it arrived), or an error
         self._batches: asyncio.Queue = asyncio.Queue(maxsize=max(1, prefetch))
         self._receipts: asyncio.Queue = asyncio.Queue(maxsize=max(1, ack_queue))
         self._current: deque[ReceivedMessage] = deque()
         self._whole: list[ReceivedMessage] | None = None
         self._to_ack: list[str] = []
         self.clock = MasterClock()
-        self._puller = asyncio.get_running_loop().create_task(self._pull_loop())
-        self._acker = asyncio.get_running_loop().create_task(self._ack_loop())
+        loop = asyncio.get_running_loop()
+        self._puller = loop.create_task(self._pull_loop())
+        self._decoder = loop.create_task(self._decode_loop())
+        self._acker = loop.create_task(self._ack_loop())
 
     async def _pull_loop(self) -> None:
         try:
             while True:
-                batch = await self._pull()
-                self._observe(batch)
+                answer = await self._pull()
+                await self._fetched.put((answer, _local_ms()))
+        except asyncio.CancelledError:
+            raise
+        except BaseException as e:  # noqa: BLE001 - after what was fetched before it
+            await self._fetched.put(e)
+
+    async def _decode_loop(self) -> None:
+        try:
+            while True:
+                fetched = await self._fetched.get()
+                if isinstance(fetched, BaseException):
+                    raise fetched
+                answer, arrived_ms = fetched
+                batch = answer if self._decode is None else await self._decode(answer)
+                self._observe(batch, arrived_ms)
                 if batch:
                     await self._batches.put(batch)
                 else:
@@ -380,10 +379,11 @@ class AsyncSubscription(_Handing, AsyncIterator[ReceivedMessage]):
     async def close(self) -> None:
         """As :meth:`Subscription.close`."""
         self._puller.cancel()
+        self._decoder.cancel()
         await self._ack_handed()
         await self._receipts.put(_DONE)
         await self._acker  # raises an ack's error
-        await asyncio.gather(self._puller, return_exceptions=True)
+        await asyncio.gather(self._puller, self._decoder, return_exceptions=True)
 
     async def __aenter__(self) -> AsyncSubscription:
         return self

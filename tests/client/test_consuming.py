@@ -139,3 +139,29 @@ def test_the_masters_clock_is_read_at_arrival_not_after_decoding():
     with Subscription(fetch, lambda _r: None, prefetch=1, ack_queue=10, decode=decode) as sub:
         next(sub)
         assert -50 < sub.clock.offset <= 1
+
+
+def test_the_async_subscription_fetches_the_next_pull_while_it_decodes_the_last():
+    async def main() -> list[str]:
+        second_fetched = asyncio.Event()
+        fetched = []
+
+        async def fetch():
+            fetched.append(len(fetched) + 1)
+            if len(fetched) == 2:
+                second_fetched.set()
+            await asyncio.sleep(0.01)
+            return fetched[-1]
+
+        async def decode(n):
+            if n == 1:
+                await asyncio.wait_for(second_fetched.wait(), 5)
+            return PulledBatch([msg(n)], [f"b{n}"]) if n <= 2 else PulledBatch()
+
+        async def ack(_receipts):
+            pass
+
+        async with AsyncSubscription(fetch, ack, prefetch=2, ack_queue=10, decode=decode) as sub:
+            return [(await sub.__anext__()).id, (await sub.__anext__()).id]
+
+    assert asyncio.run(main()) == ["1", "2"]
