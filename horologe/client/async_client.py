@@ -144,21 +144,10 @@ class AsyncClient(core.ClientSettings, AsyncScheduleCalls, AsyncPushCalls):
         reply = await self._fetch_pull(topic, group, tags, max, wait_ms, visibility_ms, ahead_ms)
         return await self._pulled(topic, group, tags, reply)
 
-    async def _fetch_pull(
-        self,
-        topic: str,
-        group: str,
-        tags: str | None,
-        max: int,
-        wait_ms: int,
-        visibility_ms: int,
-        ahead_ms: int,
-    ) -> Reply:
-        """:meth:`pull`'s call, its answer not decoded yet (:meth:`_pulled` does)."""
-        body = core.pull_body(group, tags, max, wait_ms, visibility_ms, ahead_ms)
-        return await self.request(
-            "POST", f"/v1/topics/{quote(topic, safe='')}/pull", body, accept=calls.MSGPACK
-        )
+    async def _fetch_pull(self, *call) -> Reply:
+        """:meth:`pull`'s call (``core.pull_call``'s arguments), its answer not decoded yet
+        (:meth:`_pulled` does)."""
+        return await self.request(*core.pull_call(*call), accept=calls.MSGPACK)
 
     async def _pulled(self, topic: str, group: str, tags: str | None, reply: Reply) -> PulledBatch:
         """As :meth:`Client._pulled`."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 import base64
 import os
 import ssl
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
 import httpx
 
@@ -129,15 +129,16 @@ class ClientSettings:
         )
 
 
-def pull_body(
-    group: str, tags: str | None, max: int, wait_ms: int, visibility_ms: int, ahead_ms: int
-) -> dict:
+def pull_call(
+    topic: str, group: str, tags: str | None, max: int, wait_ms: int, visibility_ms: int, ahead_ms: int
+) -> tuple[str, str, dict]:
+    """A pull's method, path and body."""
     body = {"group": group, "max": max, "wait_ms": wait_ms, "visibility_ms": visibility_ms}
     if tags is not None:
         body["tags"] = tags
     if ahead_ms:  # absent unless asked for: a node that predates it refuses the field
         body["ahead_ms"] = ahead_ms
-    return body
+    return "POST", f"/v1/topics/{quote(topic, safe='')}/pull", body
 
 
 def batch_results(results: list[dict], bodies: list[dict]) -> list[Scheduled | HorologeError]:

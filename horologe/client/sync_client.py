@@ -152,19 +152,10 @@ class Client(core.ClientSettings, calls.BlockingPool, ScheduleCalls, PushCalls):
             topic, group, tags, self._fetch_pull(topic, group, tags, max, wait_ms, visibility_ms, ahead_ms)
         )
 
-    def _fetch_pull(
-        self,
-        topic: str,
-        group: str,
-        tags: str | None,
-        max: int,
-        wait_ms: int,
-        visibility_ms: int,
-        ahead_ms: int,
-    ) -> Reply:
-        """:meth:`pull`'s call, its answer not decoded yet (:meth:`_pulled` does)."""
-        body = core.pull_body(group, tags, max, wait_ms, visibility_ms, ahead_ms)
-        return self.request("POST", f"/v1/topics/{_quote(topic)}/pull", body, accept=calls.MSGPACK)
+    def _fetch_pull(self, *call) -> Reply:
+        """:meth:`pull`'s call (``core.pull_call``'s arguments), its answer not decoded yet
+        (:meth:`_pulled` does)."""
+        return self.request(*core.pull_call(*call), accept=calls.MSGPACK)
 
     def _pulled(self, topic: str, group: str, tags: str | None, reply: Reply) -> PulledBatch:
         """The batch of a :meth:`_fetch_pull` answer; what the client's own tag check
