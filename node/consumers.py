@@ -98,7 +98,7 @@ class Pulled:
     @property
     def messages(self) -> list[Handed]:
         t = self.taken
-        return list(map(Handed, t.records, self.receipts, t.deliver_at, t.delivered_at))
+        return [Handed(*m) for m in zip(t.records, self.receipts, t.deliver_at, t.delivered_at, strict=True)]
 
 
 class Consumers:
@@ -306,9 +306,7 @@ class Consumers:
         batch, each = [], []
         for ready, offsets in leased.items():
             if offsets:
-                receipt, members = self.receipts.issue_batch(
-                    group, ready, offsets, to_ranges(offsets), lease_until
-                )
+                receipt, members = self.receipts.issue_batch(group, ready, offsets, lease_until)
                 batch.append(receipt)
                 each += members
         return Pulled(out, each, batch)

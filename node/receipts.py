@@ -8,10 +8,13 @@ Format (opaque to clients)::
 ``span`` names positions in the ready log ``topic``: ``o``, or ``lo-hi`` (both included),
 several joined by ``,``. A pull gives one receipt per ready log it read naming every
 position it handed out from there (``batch_receipts``), so a consumer acks a whole batch
-in one short string. Each message gets a receipt naming its own position: ``o@`` and its
-batch receipt (a member of the batch: the batch's MAC vouches for it, and minting it is
-string formatting), or, when the batch's span has more than ``MEMBER_RANGES`` ranges
-and would make every member long, a receipt of its own, ``o`` with its own MAC. ``mac`` is the
+in one short string. Each message gets a receipt naming its own position: ``o@`` and the
+batch's span, lease and topic, with a MAC over ``"@" + span`` (one per batch, shared by
+its members: minting a member is string formatting). That MAC vouches for the span to
+members only: a member with ``o@`` taken off is not a batch receipt, so a message's
+receipt acks that message and nothing else. When the span has more than
+``MEMBER_RANGES`` ranges, and would make every member long, each message gets a receipt
+of its own, ``o`` with its own MAC. ``mac`` is the
 first 16 bytes, in hex, of keyed BLAKE2b(key, group NUL topic NUL span NUL
 lease_until_ms), and ``key`` is HMAC-SHA256(cluster secret, "horologe receipts v2"):
 every node derives the same key, so a receipt handed out by one master is good on the
@@ -29,7 +32,7 @@ import bisect
 import hashlib
 import hmac
 
-from horologe.cluster.consumer_groups import Range
+from horologe.cluster.consumer_groups import Range, to_ranges
 
 from .errors import ApiError
 
@@ -82,15 +85,17 @@ class Receipts:
         return f"{span}.{lease_until_ms}.{self._mac(group, topic, span, lease_until_ms)}.{topic}"
 
     def issue_batch(
-        self, group: str, topic: str, offsets: list[int], ranges: list[Range], lease_until_ms: int
+        self, group: str, topic: str, offsets: list[int], lease_until_ms: int
     ) -> tuple[str, list[str]]:
-        """The batch receipt of ``ranges`` (the runs of ``offsets``), and a receipt for
-        each of ``offsets``: a member of the batch, or one of its own when the batch has
-        more than ``MEMBER_RANGES`` ranges."""
+        """The batch receipt of ``offsets``, and a receipt for each of them: a member of
+        the batch, or one of its own when the batch has more than ``MEMBER_RANGES`` ranges."""
+        ranges = to_ranges(offsets)
         batch = self.issue_ranges(group, topic, ranges, lease_until_ms)
         if len(ranges) > MEMBER_RANGES:
             return batch, self.issue_each(group, topic, offsets, lease_until_ms)
-        return batch, [f"{o}@{batch}" for o in offsets]
+        span = batch.split(".", 1)[0]
+        tail = f"@{span}.{lease_until_ms}.{self._mac(group, topic, '@' + span, lease_until_ms)}.{topic}"
+        return batch, [f"{o}{tail}" for o in offsets]
 
     def open(self, group: str, receipt) -> tuple[str, list[Range]]:
         """(topic, ranges) of a receipt this cluster issued to ``group``; 400 for anything else."""
@@ -98,13 +103,14 @@ class Receipts:
 
     def open_all(self, group: str, receipts: list) -> list[tuple[str, list[Range]]]:
         """``open`` of each receipt; a batch that several members name is checked once."""
-        checked: dict[str, tuple[str, list[Range]]] = {}  # a batch receipt -> what it names
+        checked: dict[tuple[bool, str], tuple[str, list[Range]]] = {}  # a span's receipt -> what it names
         out = []
         for receipt in receipts:
             member, batch = _member_of(receipt)
-            named = checked.get(batch)
+            key = (member is not None, batch)
+            named = checked.get(key)
             if named is None:
-                named = checked[batch] = self._open_batch(group, batch, receipt)
+                named = checked[key] = self._open_batch(group, batch, receipt, member is not None)
             if member is not None:
                 topic, ranges = named
                 if not _within(member, ranges):
@@ -113,10 +119,11 @@ class Receipts:
             out.append(named)
         return out
 
-    def _open_batch(self, group: str, batch: str, receipt) -> tuple[str, list[Range]]:
+    def _open_batch(self, group: str, batch: str, receipt, member: bool) -> tuple[str, list[Range]]:
+        """What ``batch`` (``span.lease.mac.topic``) names; ``member``: its MAC is a member's."""
         try:
             span, lease_s, mac, topic = batch.split(".", 3)
-            want = self._mac(group, topic, span, int(lease_s)).encode()
+            want = self._mac(group, topic, "@" + span if member else span, int(lease_s)).encode()
             good = hmac.compare_digest(mac.encode(), want)
         except ValueError:  # UnicodeEncodeError too (a lone surrogate)
             raise _invalid(receipt, "malformed") from None
@@ -132,7 +139,7 @@ class Receipts:
 
 
 def _member_of(receipt) -> tuple[int | None, str]:
-    """(the position a member receipt names, or None; the batch receipt it is part of)."""
+    """(the position a member receipt names, or None; the rest, ``span.lease.mac.topic``)."""
     if not isinstance(receipt, str):
         raise _invalid(receipt, "malformed")
     head, dot, rest = receipt.partition(".")  # a topic may hold "@": look before it

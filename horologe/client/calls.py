@@ -25,7 +25,6 @@ The raw plan (:func:`single`) sends once and returns whatever came back.
 from __future__ import annotations
 
 import asyncio
-import functools
 import json
 import time
 from collections.abc import Callable, Generator
@@ -57,24 +56,35 @@ Sent = httpx.Response | httpx.TransportError | None
 Plan = Generator[httpx.Request | float, Sent, Any]
 
 
-@dataclass(frozen=True)
+_UNREAD = object()
+
+
 class Reply:
     """One HTTP answer: ``status``, ``body`` (its JSON; a body that is not JSON becomes
     ``{"error": {"message": <text>}}``), ``headers`` (case-insensitive) and ``content``.
-    ``body`` is decoded when first asked for: a consumer fetches its next pull while it
-    decodes the last one (consuming.py)."""
+    ``body`` is decoded when first asked for (a consumer fetches its next pull while it
+    decodes the last one: consuming.py), unless one is given."""
 
-    status: int
-    headers: httpx.Headers
-    content: bytes
+    __slots__ = ("status", "headers", "content", "_body")
+
+    def __init__(self, status: int, body: Any = _UNREAD, headers=None, content: bytes = b"") -> None:
+        self.status = status
+        self.headers = httpx.Headers(headers)
+        self.content = content
+        self._body = body
 
     @classmethod
     def of(cls, response: httpx.Response) -> Reply:
-        return cls(response.status_code, response.headers, response.content)
+        return cls(response.status_code, _UNREAD, response.headers, response.content)
 
-    @functools.cached_property
+    @property
     def body(self) -> Any:
-        return parse_body(self.content, self.headers.get("content-type", ""))
+        if self._body is _UNREAD:  # two threads may both decode it: the same answer either way
+            self._body = parse_body(self.content, self.headers.get("content-type", ""))
+        return self._body
+
+    def __repr__(self) -> str:
+        return f"Reply(status={self.status}, body={self.body!r})"
 
     @property
     def text(self) -> str:

@@ -6,14 +6,15 @@ the loop asks for the next one (so one that raised, or the last one before ``bre
 is acked only on a clean :meth:`close`, and is otherwise handed out again after its
 lease). ``poll(timeout_s)`` hands over what of the pulled batch is due instead (the whole
 batch, usually), or ``[]`` once the timeout passes, and acks it on the next call (or on
-``close``). A background puller keeps up to ``prefetch`` pulled batches ready; a
+``close``). A background puller keeps up to ``prefetch`` batches pulled ahead (being
+fetched, decoded, or ready; their messages are leased meanwhile); a
 background acker sends receipts in groups (what gathers within ``ACK_LINGER_S`` of the
 first) from a bounded queue, so a slow ack round trip never holds the loop (at most
 ``ack_queue`` receipts wait, then the loop waits). A subscription decodes an answer
 (on a thread, or in a task, of its own) while the next pull is on its way (a pull of 1,000 spends
 about as long being decoded here as being served). A batch handed over whole by ``poll``
-is acked by its batch receipts: one short receipt per pull, not one per message. Errors
-of either surface in the loop. :meth:`Client.ack` stays for callers that need the
+is acked by its batch receipts: one short receipt per pull, not one per message. An
+error of any of these surfaces in the loop. :meth:`Client.ack` stays for callers that need the
 confirmation of each ack.
 
 Pulls ask for messages up to ``ahead_ms`` before their time (what the master's wheel has
@@ -83,7 +84,9 @@ class _Handing:
         )
 
     def _take(self, batch: list[ReceivedMessage]) -> None:
-        """A pulled batch becomes the current one (``_current`` is empty)."""
+        """A pulled batch becomes the current one (``_current`` is empty); its place
+        among the ``prefetch`` pulled ahead is free."""
+        self._slots.release()
         self._current.extend(by_time(batch))
         self._whole = batch
 
@@ -115,7 +118,7 @@ class Subscription(_Handing, Iterator[ReceivedMessage]):
     """What :meth:`Client.consume` returns: iterate it, and :meth:`close` it (or use ``with``).
 
     ``pull()`` fetches the next answer; ``decode(answer)`` makes it a batch, on another
-    thread (by default the answer is the batch)."""
+    thread (None: the answer is the batch)."""
 
     def __init__(
         self,
@@ -123,11 +126,12 @@ class Subscription(_Handing, Iterator[ReceivedMessage]):
         ack: Callable[[list[str]], None],
         prefetch: int,
         ack_queue: int,
-        decode: Callable[[object], list[ReceivedMessage]] = lambda batch: batch,
+        decode: Callable[[object], list[ReceivedMessage]] | None = None,
     ) -> None:
         self._pull, self._decode, self._ack = pull, decode, ack
+        self._slots = threading.Semaphore(max(1, prefetch))  # batches pulled ahead, not taken yet
         self._fetched: queue.Queue = queue.Queue(maxsize=1)  # (answer, when it arrived), or an error
-        self._batches: queue.Queue = queue.Queue(maxsize=max(1, prefetch))
+        self._batches: queue.Queue = queue.Queue()  # bounded by the slots
         self._receipts: queue.Queue = queue.Queue(maxsize=max(1, ack_queue))
         self._stop = threading.Event()
         self._error: BaseException | None = None
@@ -142,17 +146,32 @@ class Subscription(_Handing, Iterator[ReceivedMessage]):
         self._decoder.start()
         self._acker.start()
 
+    def _going(self) -> bool:
+        return not self._stop.is_set() and self._error is None
+
     def _pull_loop(self) -> None:
         try:
-            while not self._stop.is_set():
+            while self._going():
+                if not self._slots.acquire(timeout=0.1):
+                    continue
                 answer = self._pull()
-                self._hand_on(self._fetched, (answer, _local_ms()))
+                self._hand_on((answer, _local_ms()))
         except BaseException as e:  # noqa: BLE001 - after what was fetched before it
-            self._hand_on(self._fetched, e)
+            self._hand_on(e)
+
+    def _hand_on(self, fetched) -> None:
+        """Hand a fetched answer (or the error that ended fetching) to the decoder, once
+        it has room, unless the subscription stops first."""
+        while self._going():
+            try:
+                self._fetched.put(fetched, timeout=0.1)
+                return
+            except queue.Full:
+                continue
 
     def _decode_loop(self) -> None:
         try:
-            while not self._stop.is_set():
+            while self._going():
                 try:
                     fetched = self._fetched.get(timeout=0.1)
                 except queue.Empty:
@@ -160,22 +179,15 @@ class Subscription(_Handing, Iterator[ReceivedMessage]):
                 if isinstance(fetched, BaseException):
                     raise fetched
                 answer, arrived_ms = fetched
-                batch = self._decode(answer)
+                batch = answer if self._decode is None else self._decode(answer)
                 self._observe(batch, arrived_ms)
                 if batch:
-                    self._hand_on(self._batches, batch)
+                    self._batches.put(batch)
+                else:
+                    self._slots.release()
         except BaseException as e:  # noqa: BLE001 - handed to the iterating thread
-            self._error = e
+            self._error = e  # the puller stops too
             self._batches.put(_DONE)
-
-    def _hand_on(self, to: queue.Queue, item) -> None:
-        """Put ``item`` in ``to`` once there is room, unless the subscription closes first."""
-        while not self._stop.is_set():
-            try:
-                to.put(item, timeout=0.1)
-                return
-            except queue.Full:
-                continue
 
     def _ack_loop(self) -> None:
         while True:
@@ -276,8 +288,9 @@ class AsyncSubscription(_Handing, AsyncIterator[ReceivedMessage]):
 
     def __init__(self, pull, ack, prefetch: int, ack_queue: int, decode=None) -> None:
         self._pull, self._decode, self._ack = pull, decode, ack
+        self._slots = asyncio.Semaphore(max(1, prefetch))  # batches pulled ahead, not taken yet
         self._fetched: asyncio.Queue = asyncio.Queue(maxsize=1)  # (answer, when it arrived), or an error
-        self._batches: asyncio.Queue = asyncio.Queue(maxsize=max(1, prefetch))
+        self._batches: asyncio.Queue = asyncio.Queue()  # bounded by the slots
         self._receipts: asyncio.Queue = asyncio.Queue(maxsize=max(1, ack_queue))
         self._current: deque[ReceivedMessage] = deque()
         self._whole: list[ReceivedMessage] | None = None
@@ -291,6 +304,7 @@ class AsyncSubscription(_Handing, AsyncIterator[ReceivedMessage]):
     async def _pull_loop(self) -> None:
         try:
             while True:
+                await self._slots.acquire()
                 answer = await self._pull()
                 await self._fetched.put((answer, _local_ms()))
         except asyncio.CancelledError:
@@ -308,13 +322,15 @@ class AsyncSubscription(_Handing, AsyncIterator[ReceivedMessage]):
                 batch = answer if self._decode is None else await self._decode(answer)
                 self._observe(batch, arrived_ms)
                 if batch:
-                    await self._batches.put(batch)
+                    self._batches.put_nowait(batch)
                 else:
+                    self._slots.release()
                     await asyncio.sleep(0)  # an empty pull that did not wait must not hog the loop
         except asyncio.CancelledError:
             raise
         except BaseException as e:  # noqa: BLE001 - handed to the iterating task
-            await self._batches.put(e)
+            self._puller.cancel()
+            self._batches.put_nowait(e)
 
     async def _ack_loop(self) -> None:
         loop = asyncio.get_running_loop()
