@@ -6,8 +6,8 @@ the loop asks for the next one (so one that raised, or the last one before ``bre
 is acked only on a clean :meth:`close`, and is otherwise handed out again after its
 lease). ``poll(timeout_s)`` hands over what of the pulled batch is due instead (the whole
 batch, usually), or ``[]`` once the timeout passes, and acks it on the next call (or on
-``close``). A background puller keeps up to ``prefetch`` batches pulled ahead (being
-fetched, decoded, or ready; their messages are leased meanwhile); a
+``close``). A background puller keeps up to ``prefetch`` pulled batches ready and one
+more on its way (fetched or being decoded; their messages are leased meanwhile); a
 background acker sends receipts in groups (what gathers within ``ACK_LINGER_S`` of the
 first) from a bounded queue, so a slow ack round trip never holds the loop (at most
 ``ack_queue`` receipts wait, then the loop waits). A subscription decodes an answer
@@ -129,7 +129,7 @@ class Subscription(_Handing, Iterator[ReceivedMessage]):
         decode: Callable[[object], list[ReceivedMessage]] | None = None,
     ) -> None:
         self._pull, self._decode, self._ack = pull, decode, ack
-        self._slots = threading.Semaphore(max(1, prefetch))  # batches pulled ahead, not taken yet
+        self._slots = threading.Semaphore(max(1, prefetch) + 1)  # pulled ahead, not taken yet
         self._fetched: queue.Queue = queue.Queue(maxsize=1)  # (answer, when it arrived), or an error
         self._batches: queue.Queue = queue.Queue()  # bounded by the slots
         self._receipts: queue.Queue = queue.Queue(maxsize=max(1, ack_queue))
@@ -288,7 +288,7 @@ class AsyncSubscription(_Handing, AsyncIterator[ReceivedMessage]):
 
     def __init__(self, pull, ack, prefetch: int, ack_queue: int, decode=None) -> None:
         self._pull, self._decode, self._ack = pull, decode, ack
-        self._slots = asyncio.Semaphore(max(1, prefetch))  # batches pulled ahead, not taken yet
+        self._slots = asyncio.Semaphore(max(1, prefetch) + 1)  # pulled ahead, not taken yet
         self._fetched: asyncio.Queue = asyncio.Queue(maxsize=1)  # (answer, when it arrived), or an error
         self._batches: asyncio.Queue = asyncio.Queue()  # bounded by the slots
         self._receipts: asyncio.Queue = asyncio.Queue(maxsize=max(1, ack_queue))
