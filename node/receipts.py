@@ -81,8 +81,12 @@ class Receipts:
 
     def issue_ranges(self, group: str, topic: str, ranges: list[Range], lease_until_ms: int) -> str:
         """One receipt for every position of ``ranges`` (``(lo, hi)``, hi excluded)."""
-        span = ",".join(str(lo) if hi == lo + 1 else f"{lo}-{hi - 1}" for lo, hi in ranges)
-        return f"{span}.{lease_until_ms}.{self._mac(group, topic, span, lease_until_ms)}.{topic}"
+        span = _span(ranges)
+        return self._signed(group, topic, span, lease_until_ms, span)
+
+    def _signed(self, group: str, topic: str, span: str, lease_until_ms: int, mac_over: str) -> str:
+        """``span.lease.mac.topic``, the MAC over ``mac_over``: the span, or a member's ``"@" + span``."""
+        return f"{span}.{lease_until_ms}.{self._mac(group, topic, mac_over, lease_until_ms)}.{topic}"
 
     def issue_batch(
         self, group: str, topic: str, offsets: list[int], lease_until_ms: int
@@ -90,11 +94,11 @@ class Receipts:
         """The batch receipt of ``offsets``, and a receipt for each of them: a member of
         the batch, or one of its own when the batch has more than ``MEMBER_RANGES`` ranges."""
         ranges = to_ranges(offsets)
-        batch = self.issue_ranges(group, topic, ranges, lease_until_ms)
+        span = _span(ranges)
+        batch = self._signed(group, topic, span, lease_until_ms, span)
         if len(ranges) > MEMBER_RANGES:
             return batch, self.issue_each(group, topic, offsets, lease_until_ms)
-        span = batch.split(".", 1)[0]
-        tail = f"@{span}.{lease_until_ms}.{self._mac(group, topic, '@' + span, lease_until_ms)}.{topic}"
+        tail = "@" + self._signed(group, topic, span, lease_until_ms, "@" + span)
         return batch, [f"{o}{tail}" for o in offsets]
 
     def open(self, group: str, receipt) -> tuple[str, list[Range]]:
@@ -136,6 +140,10 @@ class Receipts:
         if not all(0 <= lo < hi <= MAX_OFFSET for lo, hi in ranges):
             raise _invalid(receipt, "position out of range")
         return topic, ranges
+
+
+def _span(ranges: list[Range]) -> str:
+    return ",".join(str(lo) if hi == lo + 1 else f"{lo}-{hi - 1}" for lo, hi in ranges)
 
 
 def _member_of(receipt) -> tuple[int | None, str]:

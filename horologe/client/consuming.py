@@ -76,12 +76,10 @@ class _Handing:
     _to_ack: list[str]
     clock: MasterClock
 
-    def _observe(self, batch, arrived_ms: float | None = None) -> None:
-        """A pull answered (at ``arrived_ms``, local; now by default): what its stamp says
-        of the master's clock."""
-        self.clock.observe(
-            getattr(batch, "clock_ms", None), _local_ms() if arrived_ms is None else arrived_ms
-        )
+    def _observe(self, batch, arrived_ms: float) -> None:
+        """A pull's answer arrived at ``arrived_ms`` (local): what its stamp says of the
+        master's clock."""
+        self.clock.observe(getattr(batch, "clock_ms", None), arrived_ms)
 
     def _take(self, batch: list[ReceivedMessage]) -> None:
         """A pulled batch becomes the current one (``_current`` is empty); its place
