@@ -1,7 +1,7 @@
 """Raft frames that claim more than a bound are refused before they are buffered.
 
-pysyncobj frames every message as ``i32 length | Fernet(zlib(pickle))`` and reads a
-frame whole into memory before it decrypts it, whatever length its header claims. So a
+A Raft message travels as ``i32 length | frame`` (cluster/raft_wire.py), and a frame is
+read whole into memory before it is opened, whatever length its header claims. So a
 peer without the cluster secret, which can decrypt nothing, could still make a node
 hold up to 2 GiB per connection, and pysyncobj reads a connection until the socket is
 empty before it parses anything. A connection is dropped as soon as its next frame
@@ -16,28 +16,27 @@ so :func:`install` points both modules' name at the bounded class, once per proc
 from __future__ import annotations
 
 import logging
-import struct
 
 import pysyncobj.tcp_server as tcp_server_module
 import pysyncobj.transport as transport_module
-from pysyncobj.tcp_connection import TcpConnection
+
+from .raft_wire import HEAD, WireConnection
 
 log = logging.getLogger(__name__)
 
 # The largest honest frame is an append batch (4 MiB of entries) or a snapshot shipment
-# chunk (512 KiB), pickled, compressed and Fernet-encoded (base64: 4/3): far below this.
+# chunk (512 KiB), pickled and sealed: far below this.
 MAX_FRAME_BYTES = 64 * 1024 * 1024
 MAX_BUFFERED_BYTES = 2 * MAX_FRAME_BYTES  # one whole frame and the next, unparsed
-_HEAD = struct.Struct("i")  # pysyncobj's own header: native int
 
 
-class BoundedTcpConnection(TcpConnection):
+class BoundedTcpConnection(WireConnection):
     def _out_of_bounds(self) -> str | None:
         buf = self._TcpConnection__readBuffer
         if len(buf) > MAX_BUFFERED_BYTES:
             return f"{len(buf)} bytes wait to be parsed"
-        if len(buf) >= _HEAD.size:
-            (n,) = _HEAD.unpack_from(buf)
+        if len(buf) >= HEAD.size:
+            (n,) = HEAD.unpack_from(buf)
             if not 0 <= n <= MAX_FRAME_BYTES:
                 return f"a frame claims {n} bytes"
         return None
@@ -50,12 +49,12 @@ class BoundedTcpConnection(TcpConnection):
         return why is not None
 
     def _TcpConnection__processRead(self):  # noqa: N802 - pysyncobj's name
-        return TcpConnection._TcpConnection__processRead(self) and not self._refused()
+        return WireConnection._TcpConnection__processRead(self) and not self._refused()
 
     def _TcpConnection__processParseMessage(self):  # noqa: N802 - pysyncobj's name
         if self._refused():
             return None
-        return TcpConnection._TcpConnection__processParseMessage(self)
+        return WireConnection._TcpConnection__processParseMessage(self)
 
 
 def install() -> None:

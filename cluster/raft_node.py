@@ -39,6 +39,7 @@ from .dump_file import DumpFigures, DumpWriter, LocalDump, check_not_behind, rea
 from .errors import InsecureConfigError, ProposalRejectedError, ProposalTimeoutError, StoreBehindDumpError
 from .loop_crossing import LoopCrossing
 from .raft_journal import DiskJournal
+from .raft_wire import RaftCipher
 from .settings import ClusterSettings
 from .snapshot_stream import ShippingSerializer
 from .state_machine import ApplyResult, StateMachine
@@ -73,10 +74,10 @@ def _pysyncobj_parts(**parts):
     """Have ``SyncObj.__init__`` build these parts (its module's names) instead of its own.
 
     pysyncobj builds its journal (a ``FileJournal`` holding every command in memory,
-    issue #12) and its serializer inside ``__init__``, with its module's globals and no
-    parameter for others, and starts its tick thread there too: they cannot be swapped
-    in after it returns. The globals are swapped for one construction at a time and put
-    back even if it fails.
+    issue #12), its serializer and its Raft link's cipher (cluster/raft_wire.py) inside
+    ``__init__``, with its module's globals and no parameter for others, and starts its
+    tick thread there too: they cannot be swapped in after it returns. The globals are
+    swapped for one construction at a time and put back even if it fails.
     """
     with _PARTS_LOCK:
         saved = {name: getattr(pysyncobj_module, name) for name in parts}
@@ -158,7 +159,9 @@ class RaftNode(SyncObj):
 
         bounded_frames.install()  # before the first connection is made or accepted
         try:
-            with _pysyncobj_parts(createJournal=create_journal, Serializer=serializer):
+            with _pysyncobj_parts(
+                createJournal=create_journal, Serializer=serializer, getEncryptor=RaftCipher.from_secret
+            ):
                 super().__init__(DialNode(settings.raft), self._peers, conf)
         except BaseException:
             if self._journal is not None:

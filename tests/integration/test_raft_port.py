@@ -16,6 +16,8 @@ import zlib
 
 from cryptography.fernet import Fernet
 
+from horologe.cluster.raft_wire import RaftCipher
+
 
 class _Touch:
     """Unpickling this creates a file: the proof that a payload ran."""
@@ -34,9 +36,10 @@ def _frames(marker: str) -> list[bytes]:
         os.urandom(4096),  # garbage
         evil,  # a bare pickle
         zlib.compress(evil),  # as pysyncobj frames one, but unencrypted
-        Fernet(wrong_key).encrypt(zlib.compress(evil)),  # encrypted with another secret
+        Fernet(wrong_key).encrypt(zlib.compress(evil)),  # pysyncobj's frame, with another secret
+        RaftCipher.from_secret("not the cluster secret").seal(evil),  # ours, with another secret
     ]
-    return [struct.pack("i", len(p)) + p for p in payloads]
+    return [struct.pack("<i", len(p)) + p for p in payloads]
 
 
 def test_a_peer_without_the_cluster_secret_runs_nothing_and_stops_nothing(cluster, tmp_path):
@@ -77,7 +80,7 @@ def test_a_frame_claiming_a_gibibyte_is_refused_before_it_is_buffered(cluster):
     deadline = time.monotonic() + 10
     with socket.create_connection(("127.0.0.1", cluster.raft_ports[master]), timeout=5) as s:
         s.settimeout(1)
-        s.sendall(struct.pack("i", (1 << 30) - 1))
+        s.sendall(struct.pack("<i", (1 << 30) - 1))
         try:
             while sent < 256 << 20 and time.monotonic() < deadline:
                 s.sendall(chunk)
