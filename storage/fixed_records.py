@@ -16,6 +16,7 @@ import numpy as np
 
 from .errors import CorruptLogError
 from .magic import MAGIC_SIZE
+from .row_crcs import row_crcs
 
 
 @dataclass(frozen=True)
@@ -43,12 +44,7 @@ class FixedLayout:
 
     def _crcs(self, buf: memoryview, count: int) -> np.ndarray:
         """The crc32 of each of the first ``count`` entries of ``buf`` (their bytes before the crc)."""
-        size, body = self.size, self.body.size
-        return np.fromiter(
-            (zlib.crc32(buf[at : at + body]) for at in range(0, count * size, size)),
-            dtype=np.uint32,
-            count=count,
-        )
+        return row_crcs(buf, count, self.size, self.body.size)
 
     def offset_of(self, n: int) -> int:
         return MAGIC_SIZE + n * self.size
