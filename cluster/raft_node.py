@@ -334,7 +334,26 @@ class RaftNode(SyncObj):
             journal = self._journal
             commit = self._SyncObj__raftCommitIndex
             message = trim_append(message, journal.term_at, journal.last_idx, commit)
+        if isinstance(message, dict) and message.get("type") == "next_node_idx" and message.get("success"):
+            self._take_ack(node, message)
+            return
         self._on_raft_message(node, message)
+
+    def _take_ack(self, node, message: dict) -> None:
+        """A follower's ack, without moving back what the leader has sent it.
+
+        pysyncobj's leader sends ahead of the acks (each send moves the follower's next
+        index past what it sent), but sets the next index to the acked one on every ack:
+        under load an ack is overtaken by later sends, so the leader sent those again, and
+        once it had compacted its log past them it shipped the follower a whole snapshot
+        (seen under saturating ingest: shipments, then elections). An ack moves the match
+        index; only a refusal (``reset``) moves the next index back, as Raft has it."""
+        next_index = self._SyncObj__raftNextIndex
+        sent = next_index.get(node)
+        self._on_raft_message(node, message)
+        moved_back = sent is not None and next_index.get(node, sent) < sent
+        if moved_back and not message.get("reset") and self._isLeader():
+            next_index[node] = sent
 
     def peer_clocks(self) -> list[tuple[int, float]]:
         """The latest clock reading of each peer heard from: (ms, seconds since it arrived)."""

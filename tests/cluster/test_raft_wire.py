@@ -4,6 +4,7 @@ secret opens; anything else drops the connection without being unpickled."""
 from __future__ import annotations
 
 import pickle
+import socket
 
 import pytest
 from pysyncobj.poller import createPoller
@@ -105,3 +106,22 @@ def test_without_a_secret_a_frame_is_the_pickle():
     sender.send(("n2", 5))
     assert sender.sent == HEAD.pack(len(sender.sent) - HEAD.size) + pickle.dumps(("n2", 5), protocol=5)
     assert _Connection(None).receive(sender.sent) == [("n2", 5)]
+
+
+def test_a_large_frame_goes_out_whole_and_in_order_through_a_socket():
+    """The send buffer is consumed from its front as the socket takes it."""
+    mine, theirs = socket.socketpair()
+    mine.setblocking(False)
+    sender = WireConnection(createPoller("auto"))
+    sender._TcpConnection__socket = mine
+    big = bytes(range(256)) * 16_384  # 4 MiB
+    sender._TcpConnection__writeBuffer = bytearray(HEAD.pack(len(big)) + big)
+    got = bytearray()
+    while sender._TcpConnection__writeBuffer or len(got) < HEAD.size + len(big):
+        sender._TcpConnection__processSend()
+        got += theirs.recv(1 << 20)
+    mine.close()
+    theirs.close()
+    assert bytes(got) == HEAD.pack(len(big)) + big
+    left = sender._TcpConnection__writeBuffer
+    assert isinstance(left, bytearray) and not left
