@@ -19,7 +19,9 @@ tag (16)``.
   connection (no frame is replayed within a connection), and pysyncobj's handshake (a
   random key each way, carried in every message after it) keeps a frame of one
   connection from being taken on another.
-- A frame that fails any check drops the connection, with a warning in the log.
+- A frame that fails any check drops the connection, with a warning in the log; so does
+  a frame sealed by the receiving process itself (sent back), and a first message on an
+  accepted connection that is not a 32-byte handshake key.
 
 Without a secret (``--insecure-dev``) a frame is the pickle alone.
 
@@ -90,15 +92,20 @@ class RaftCipher:
         if len(frame) < _SEALED_HEAD.size + _TAG or frame[:1] != VERSION:
             raise RefusedFrame("not a sealed frame of this version")
         _, salt, counter = _SEALED_HEAD.unpack_from(frame)
+        if salt == self._salt:
+            raise RefusedFrame("a frame this process sealed, sent back")
         opener = self._openers.get(salt)
-        if opener is None:
-            if len(self._openers) >= _KNOWN_SENDERS:
-                self._openers.clear()
-            opener = self._openers[salt] = AESGCM(self._sender_key(salt))
+        known = opener is not None
+        if not known:
+            opener = AESGCM(self._sender_key(salt))
         try:
             data = opener.decrypt(_nonce(counter), frame[_SEALED_HEAD.size :], frame[:9])
         except InvalidTag:
             raise RefusedFrame("sealed with another secret, or altered") from None
+        if not known:  # kept once a frame opened with it: forged salts cannot evict a peer's
+            if len(self._openers) >= _KNOWN_SENDERS:
+                self._openers.clear()
+            self._openers[salt] = opener
         return counter, data
 
 
@@ -179,6 +186,11 @@ class WireConnection(TcpConnection):
                 raise RefusedFrame(f"frame {counter} replayed (the last taken was {self.recvLastTimestamp})")
             self.recvLastTimestamp = counter
         message = pickle.loads(frame)
+        handshake_key = isinstance(message, bytes) and len(message) == 32
+        if self.encryptor and not self.recvRandKey and not handshake_key:
+            # pysyncobj's handshake: the first message on an accepted connection is the
+            # dialler's random key, the only one without this connection's key in it
+            raise RefusedFrame("a first message that is not a handshake key")
         if self.recvRandKey:
             if not (isinstance(message, tuple) and len(message) == 2 and message[0] == self.recvRandKey):
                 raise RefusedFrame("a message without this connection's handshake key")

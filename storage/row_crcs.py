@@ -34,13 +34,16 @@ def _tables(n: int) -> tuple[np.ndarray, np.ndarray, int]:
 
 def row_crcs(buf, count: int, stride: int, n: int) -> np.ndarray:
     """The crc32 of the first ``n`` bytes of each of ``count`` rows that start every
-    ``stride`` bytes of ``buf`` (a byte-sliceable buffer: bytes, or a memoryview of bytes),
-    as uint32."""
+    ``stride`` bytes of ``buf`` (any contiguous buffer, read as bytes), as uint32."""
+    buf = memoryview(buf).cast("B")
+    if count and (count - 1) * stride + n > len(buf):
+        raise ValueError(f"{count} rows of {n} bytes every {stride} do not fit in {len(buf)} bytes")
     if count < TABLE_MIN_ROWS:
         return np.fromiter(
             (zlib.crc32(buf[at : at + n]) for at in range(0, count * stride, stride)), np.uint32, count
         )
-    rows = np.frombuffer(buf, dtype=np.uint8, count=count * stride).reshape(count, stride)[:, :n]
+    raw = np.frombuffer(buf, dtype=np.uint8)
+    rows = np.lib.stride_tricks.as_strided(raw, shape=(count, n), strides=(stride, 1), writeable=False)
     flat, offsets, zero = _tables(n)
     out = np.empty(count, dtype=np.uint32)
     for lo in range(0, count, _CHUNK_ROWS):

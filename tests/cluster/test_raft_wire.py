@@ -27,19 +27,34 @@ def test_a_peer_opens_what_a_process_seals_and_counters_rise(ciphers):
 
 
 def test_another_secret_an_altered_byte_or_another_format_is_refused(ciphers):
-    a, _, other = ciphers
+    a, b, other = ciphers
     frame = a.seal(b"payload")
+    assert b.open(frame)[1] == b"payload"
     with pytest.raises(RefusedFrame):
         other.open(frame)
     for at in (0, 1, 12, len(frame) - 1):  # version, salt, counter, tag
         altered = bytearray(frame)
         altered[at] ^= 1
         with pytest.raises(RefusedFrame):
-            a.open(bytes(altered))
+            b.open(bytes(altered))
     with pytest.raises(RefusedFrame):
-        a.open(b"gAAAAABfernet-token")  # pysyncobj's own frames (Fernet) are not read
+        b.open(b"gAAAAABfernet-token")  # pysyncobj's own frames (Fernet) are not read
     with pytest.raises(RefusedFrame):
-        a.open(frame[:20])
+        b.open(frame[:20])
+    with pytest.raises(RefusedFrame, match="sent back"):
+        a.open(frame)  # a process's own frame, reflected to it
+
+
+def test_frames_with_made_up_salts_do_not_evict_a_peers_key(ciphers):
+    a, _, _ = ciphers
+    b = RaftCipher.from_secret("s3cret")
+    assert b.open(a.seal(b"first"))[1] == b"first"
+    for k in range(100):
+        forged = bytearray(a.seal(b"x"))
+        forged[1:9] = k.to_bytes(8, "big")
+        with pytest.raises(RefusedFrame):
+            b.open(bytes(forged))
+    assert list(b._openers) == [a.seal(b"")[1:9]]
 
 
 def test_processes_seal_under_keys_of_their_own(ciphers):
@@ -99,6 +114,15 @@ def test_a_message_without_the_handshake_key_drops_the_connection(ciphers):
     sender, receiver = _Connection(a, b"j" * 32), _Connection(b, b"k" * 32)
     sender.send("hello")
     assert receiver.receive(sender.sent) == [] and receiver.dropped
+
+
+def test_an_accepted_connections_first_message_must_be_a_handshake_key(ciphers):
+    a, b, _ = ciphers
+    for first, taken in ((b"k" * 32, True), ({"type": "append_entries"}, False), (b"k" * 4096, False)):
+        sender, receiver = _Connection(a), _Connection(b)  # no keys yet: the first message
+        sender.send(first)
+        assert (receiver.receive(sender.sent) == [first]) is taken
+        assert receiver.dropped is not taken
 
 
 def test_without_a_secret_a_frame_is_the_pickle():
