@@ -3,9 +3,11 @@ and, with a cluster secret, sealed with AES-256-GCM.
 
 pysyncobj frames a message as ``Fernet(zlib(pickle))``: a zlib pass at level 3 and
 Fernet's AES-CBC, HMAC and base64, with the HMAC checked twice on receipt (once to read
-the timestamp, once to decrypt). Measured in-process here: 48 µs to send and 33 µs to
-receive a one-entry append, 1.9 ms and 1.4 ms for an append of 200 KB (a produce batch of
-1,000), each sent once per follower; sealed as below, 4 µs, 3 µs, 0.09 ms and 0.08 ms.
+the timestamp, once to decrypt). Measured in-process here (``python
+bench/bench_raft_wire.py``, three runs): 37–45 µs to send and 31–48 µs to receive a
+one-entry append, 1.2–1.6 ms and 0.6–0.9 ms for an append of 200 KB (a produce batch of
+1,000), each sent once per follower; sealed as below, 3–5 µs, 6 µs, 0.32–0.33 ms and
+0.08–0.13 ms.
 
 A sealed frame: ``version (0x01) | salt (8) | counter (8, big-endian) | ciphertext |
 tag (16)``.
@@ -53,7 +55,7 @@ HEAD = struct.Struct("<i")  # a frame's length (pysyncobj's own header was a nat
 VERSION = b"\x01"
 _SEALED_HEAD = struct.Struct(">c8sQ")  # version, salt, counter
 _TAG = 16
-_SALT = b"horologe raft link v1"
+_LABEL = b"horologe raft link v1"  # PBKDF2 salt and HKDF info: keys of this use only
 _KEY_ROUNDS = 100_000
 _KNOWN_SENDERS = 64  # per-salt keys a receiver keeps (one per peer process it heard)
 
@@ -76,11 +78,11 @@ class RaftCipher:
     def from_secret(cls, secret: str | bytes) -> RaftCipher:
         """pysyncobj's ``getEncryptor(password)``, as the Raft node installs it."""
         raw = secret.encode() if isinstance(secret, str) else secret
-        kdf = PBKDF2HMAC(algorithm=hashes.SHA256(), length=32, salt=_SALT, iterations=_KEY_ROUNDS)
+        kdf = PBKDF2HMAC(algorithm=hashes.SHA256(), length=32, salt=_LABEL, iterations=_KEY_ROUNDS)
         return cls(kdf.derive(raw))
 
     def _sender_key(self, salt: bytes) -> bytes:
-        return HKDF(algorithm=hashes.SHA256(), length=32, salt=salt, info=_SALT).derive(self._cluster_key)
+        return HKDF(algorithm=hashes.SHA256(), length=32, salt=salt, info=_LABEL).derive(self._cluster_key)
 
     def seal(self, data: bytes) -> bytes:
         counter = next(self._counter)
