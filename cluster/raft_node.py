@@ -118,6 +118,8 @@ class RaftNode(SyncObj):
         self._observe_fsync = observe_fsync
         # Changes of the leader this node knows (tick thread writes, any thread reads).
         self.leader_changes = 0
+        # Followers' answers dropped for naming another term (tick thread writes).
+        self.stale_answers = 0
         self._known_leader: str | None = None
         self._crossing = crossing
         self._on_applied = on_applied
@@ -274,10 +276,23 @@ class RaftNode(SyncObj):
         super()._applyCommand(command, callback, commandType)
 
     def _SyncObj__sendNextNodeIdx(self, node, reset=False, nextNodeIdx=None, success=False):  # noqa: N802, N803
-        """A follower's answer to the leader: entries it reports having are on disk first."""
+        """A follower's answer to the leader: entries it reports having are on disk first,
+        and the answer names the term it answers in (pysyncobj's carries none; the leader
+        drops answers of other terms, ``_on_message``)."""
         if success:
             self._sync_journal()
-        SyncObj._SyncObj__sendNextNodeIdx(self, node, reset, nextNodeIdx, success)
+        if nextNodeIdx is None:
+            nextNodeIdx = self._SyncObj__getCurrentLogIndex() + 1
+        self._transport.send(
+            node,
+            {
+                "type": "next_node_idx",
+                "next_node_idx": nextNodeIdx,
+                "reset": reset,
+                "success": success,
+                "term": self._SyncObj__raftCurrentTerm,
+            },
+        )
 
     def _sync_journal(self) -> None:
         # The durability rule (raft_journal.py): before an ack to the leader, and before an apply.
@@ -334,9 +349,17 @@ class RaftNode(SyncObj):
             journal = self._journal
             commit = self._SyncObj__raftCommitIndex
             message = trim_append(message, journal.term_at, journal.last_idx, commit)
-        if isinstance(message, dict) and message.get("type") == "next_node_idx" and message.get("success"):
-            self._take_ack(node, message)
-            return
+        if isinstance(message, dict) and message.get("type") == "next_node_idx":
+            if message.get("term") != self._SyncObj__raftCurrentTerm:
+                # An answer to an append of another term: from a leadership of this node's
+                # before it lost and regained the lead, the follower's log may have been
+                # rewritten since, so its index would count entries the follower no longer
+                # has towards a commit of this term.
+                self.stale_answers += 1
+                return
+            if message.get("success"):
+                self._take_ack(node, message)
+                return
         self._on_raft_message(node, message)
 
     def _take_ack(self, node, message: dict) -> None:

@@ -1,0 +1,46 @@
+"""A follower's answer to an append names its term; the leader counts only its own term's.
+
+pysyncobj's answer (``next_node_idx``) carries no term. A node that led, lost the lead and
+leads again could take an answer sent to it in the earlier term: the follower's log may
+have been rewritten since, and its index would count towards a commit of the new term
+entries the follower does not have.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from .raft_trio import leader_of, propose_sync, start_three, stop_all
+
+
+def test_the_leader_drops_answers_of_another_term_and_takes_its_own(tmp_path):
+    async def run() -> None:
+        nodes = start_three(tmp_path)
+        try:
+            leader = nodes[await leader_of(nodes)]
+            await propose_sync(leader, 1_000)
+
+            def answer_from_the_past(_store):
+                # On the tick thread, where the leader takes its messages.
+                follower = sorted(leader._SyncObj__otherNodes, key=lambda n: n.id)[0]
+                term = leader._SyncObj__raftCurrentTerm
+                match = leader._SyncObj__raftMatchIndex
+                before, dropped = match[follower], leader.stale_answers
+                far = leader._SyncObj__getCurrentLogIndex() + 100
+                for stale in ({"term": term - 1}, {"term": term + 1}, {}):
+                    answer = {"type": "next_node_idx", "next_node_idx": far, "reset": False, "success": True}
+                    leader._on_message(follower, answer | stale)
+                return before, match[follower], leader.stale_answers - dropped
+
+            before, after, dropped = await leader.ask_writer(answer_from_the_past)
+            assert dropped == 3
+            assert after == before  # pysyncobj alone would have taken far - 1
+
+            # The followers' own answers name the leader's term: entries still commit.
+            await propose_sync(leader, 2_000)
+            await asyncio.sleep(0.3)
+            assert all(n.state.ws.ms == 2_000 for n in nodes)
+        finally:
+            await stop_all(nodes)
+
+    asyncio.run(run())
