@@ -13,6 +13,7 @@ import pytest
 
 from horologe.cluster import SYNC, Entry, ProposalRejectedError
 from horologe.wheel import Watermark
+
 from .raft_trio import leader_of, propose_sync, start_three, stop_all
 
 
