@@ -5,8 +5,12 @@
 * the sender: waits until flow control (node/push_flow.py) lets requests start; leases up
   to that many messages of the group as a pull does (the consumers' pull: the topic's
   ready log, then the group's retries of it; a long poll woken when messages become
-  ready); and sends each (node/push_sender.py makes the request, node/push_http.py sends
-  it), signed with the clock read once per lease;
+  ready), including those the wheel made ready ahead of their time (its fire lead) that
+  fall due within ``AHEAD_MS``; and sends each (node/push_sender.py makes the request,
+  node/push_http.py sends it), signed with the clock read then: at once if it is due,
+  else from a timer at its time, never before. While it holds messages for later it
+  leases at most every ``LEASE_EVERY_S``, so a steady flow is leased some at a time,
+  not one lease per message as each falls due;
 * the settler: every push that ended since its last round (node/push_settle.py) is
   settled together, one ack for all those answered 2xx and one nack per ``Retry-After``
   among the others (the next retry level, brought forward by it; after the last level,
@@ -41,8 +45,11 @@ log = logging.getLogger(__name__)
 PULL_WAIT_MS = 1000  # a lease's long poll; leases that expire and retries falling due end it too
 LEASE_MARGIN_MS = 30_000  # a lease outlives its request by this: room to commit the ack
 RETRY_PAUSE_S = 0.2  # after a lease failed (an election, a timeout)
+AHEAD_MS = 10  # lease messages this long before they fall due (the wheel fires them earlier)
+LEASE_EVERY_S = 0.004  # while some are held for later: less than AHEAD_MS, so none is late
 
-Pull = Callable[[str, str, str, int, int, int], Awaitable[Pulled]]  # group, topic, tags, max, wait, lease
+# group, topic, tags, max, wait, lease, ahead
+Pull = Callable[[str, str, str, int, int, int, int], Awaitable[Pulled]]
 Ack = Callable[[str, list], Awaitable[int]]  # group, receipts
 Nack = Callable[[str, list, int | None], Awaitable[dict]]  # group, receipts, retry_after_ms
 
@@ -87,6 +94,8 @@ class _Group:
         self.arrived = asyncio.Event()  # a push ended: the settler has work
         self.freed = asyncio.Event()  # a settle freed slots: the sender may lease again
         self.open: set[Exchange] = set()
+        self.held: dict[int, list[Handed]] = {}  # deliver ms -> leased, sent then
+        self.timers: dict[int, asyncio.TimerHandle] = {}  # deliver ms -> its send
         self.stopping = False  # cancelled: what is still open is dropped, not a failed push
 
     async def run(self) -> None:
@@ -96,6 +105,8 @@ class _Group:
         finally:
             self.stopping = True
             settler.cancel()
+            for timer in self.timers.values():
+                timer.cancel()  # what they hold stays leased, unacked: sent again later
             for exchange in list(self.open):
                 exchange.cancel()
             await asyncio.gather(settler, return_exceptions=True)
@@ -114,7 +125,7 @@ class _Group:
                 continue
             try:
                 pulled = await self.consumer.pull(
-                    sub.group, sub.topic, sub.tags, room, PULL_WAIT_MS, lease_ms
+                    sub.group, sub.topic, sub.tags, room, PULL_WAIT_MS, lease_ms, AHEAD_MS
                 )
             except (ApiError, ClusterError) as e:
                 log.info("push %s/%s: lease failed (%s); trying again", sub.topic, sub.group, e)
@@ -128,8 +139,30 @@ class _Group:
             flow.take(len(messages))
             self.stats.in_flight = flow.in_flight
             now_ms = self.consumer.clock()
+            later = False
             for handed in messages:
-                self._post(handed, now_ms)
+                if handed.deliver_at > now_ms:
+                    self._hold(handed, now_ms)
+                    later = True
+                else:
+                    self._post(handed, now_ms)
+            if later:
+                await asyncio.sleep(LEASE_EVERY_S)
+
+    def _hold(self, handed: Handed, now_ms: int) -> None:
+        """Send ``handed`` at its deliver time, with the others due in the same ms."""
+        at = handed.deliver_at
+        if at not in self.held:
+            self.held[at] = []
+            # now_ms is the clock's whole ms, at most the time itself: the timer is not early.
+            self.timers[at] = asyncio.get_running_loop().call_later((at - now_ms) / 1000, self._post_held, at)
+        self.held[at].append(handed)
+
+    def _post_held(self, at: int) -> None:
+        del self.timers[at]
+        now_ms = self.consumer.clock()
+        for handed in self.held.pop(at):
+            self._post(handed, now_ms)
 
     def _post(self, handed: Handed, now_ms: int) -> None:
         body, fields = push_body(handed.record, handed.deliver_at, handed.delivered_at)

@@ -34,6 +34,8 @@ class Push:
     body: str | None
     signed: bool  # verify_signature said yes
     at: float  # time.monotonic() when it arrived
+    deliver_at: int  # the message's, ms
+    arrived_ms: float  # the wall clock when it arrived
 
 
 @dataclass
@@ -93,6 +95,8 @@ class Receiver:
             msg.get("body"),
             verify_signature(self.secret, request.headers.get("Horologe-Signature"), raw),
             time.monotonic(),
+            msg["deliver_at"],
+            time.time() * 1000,
         )
         assert push.id == msg["id"], (push.id, msg)
         with self._lock:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import signal
+import time
 
 import pytest
 from click.testing import CliRunner
@@ -161,6 +162,24 @@ def test_max_in_flight_and_rate_hold_at_the_receiver(make_cluster, receiver):
     # and 2 more may arrive: started before the second, they reached the receiver within it
     most = max(sum(1 for t in times[k:] if t - start < 1.0) for k, start in enumerate(times))
     assert most <= 20 + 2 + 2, most
+
+
+def test_a_steady_flow_is_pushed_at_its_times_never_before(make_cluster, receiver):
+    """The wheel makes messages ready ahead of their time and the push group leases them
+    ahead, some at a time; each is sent at its deliver time, by the master's clock (the
+    receiver's, on this machine), and once."""
+    cluster = make_cluster(extra_toml=ALLOW)
+    c = client(cluster)
+    r = receiver()
+    c.put_subscription("flow", "hooks", r.url, SECRET, max_in_flight=64)
+    start = int(time.time() * 1000) + 2_000
+    items = [{"topic": "flow", "body": f"m{k}", "deliver_at": start + 3 * k} for k in range(400)]
+    ids = [s.id for s in c.produce_batch(items)]
+    wait_until(lambda: r.ids() >= set(ids), 30)
+    got = r.got("flow")
+    assert len(got) == 400 and {p.id for p in got} == set(ids)
+    early = [(p.id, p.arrived_ms - p.deliver_at) for p in got if p.arrived_ms < p.deliver_at]
+    assert not early, early
 
 
 def test_failures_retry_then_dead_letter(make_cluster, receiver):
