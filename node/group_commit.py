@@ -7,7 +7,8 @@ and no wait, and under load entries grow instead of the queue. ``window_ms`` > 0
 a linger: after the first call, wait up to that long for more before proposing.
 
 Each caller gets the combined result and where its own items start in it. Used for
-produce (one P entry for many requests) and for acks (one A entry for many acks).
+produce (one P entry for many requests; the items of a call are a ``MessageColumns``,
+combined by its ``concat``) and for acks (one A entry for many acks; lists, joined).
 """
 
 from __future__ import annotations
@@ -22,22 +23,31 @@ R = TypeVar("R")
 MAX_ENTRY_BYTES = 1024 * 1024  # a quarter of the Raft batch size (field notes)
 
 
+def _joined(chunks: list[list]) -> list:
+    return [x for chunk in chunks for x in chunk]
+
+
 class GroupCommit(Generic[T, R]):
     def __init__(
         self,
-        commit: Callable[[list[T]], Awaitable[R]],
+        commit: Callable[[T], Awaitable[R]],
         window_ms: int,
-        size_of: Callable[[T], int] = lambda _item: 64,
+        size_of: Callable[[object], int] = lambda _item: 64,
+        combine: Callable[[list[T]], T] = _joined,
     ) -> None:
+        """``T``: what a call submits, a sized sequence of items (a list, by default);
+        ``combine`` makes one of many for a proposal."""
         self._commit = commit
         self._window = window_ms / 1000
         self._size_of = size_of
-        self._queue: asyncio.Queue[tuple[list[T], int, asyncio.Future]] = asyncio.Queue()
-        self._held: tuple[list[T], int, asyncio.Future] | None = None
+        self._combine = combine
+        self._queue: asyncio.Queue[tuple[T, int, asyncio.Future]] = asyncio.Queue()
+        self._held: tuple[T, int, asyncio.Future] | None = None
 
-    async def submit(self, items: list[T], size: int | None = None) -> tuple[R, int]:
+    async def submit(self, items: T, size: int | None = None) -> tuple[R, int]:
         """Wait for the proposal that carries ``items`` (``size`` bytes of it, when the
-        caller knows; else what ``size_of`` says); return its result and their offset in it."""
+        caller knows; else what ``size_of`` says of each item); return its result and
+        their offset in it."""
         fut = asyncio.get_running_loop().create_future()
         await self._queue.put((items, sum(map(self._size_of, items)) if size is None else size, fut))
         return await fut
@@ -67,8 +77,8 @@ class GroupCommit(Generic[T, R]):
                 size = grown
             await self._flush(batch)
 
-    async def _flush(self, batch: list[tuple[list[T], int, asyncio.Future]]) -> None:
-        items = [x for chunk, _, _ in batch for x in chunk]
+    async def _flush(self, batch: list[tuple[T, int, asyncio.Future]]) -> None:
+        items = self._combine([chunk for chunk, _, _ in batch])
         try:
             res = await self._commit(items)
         except Exception as e:  # noqa: BLE001 - every waiter must hear about it

@@ -38,7 +38,7 @@ from horologe.cluster.loop_crossing import LoopCrossing
 from horologe.cluster.push_state import every as every_subscription
 from horologe.cluster.raft_node import Applied, RaftNode
 from horologe.cluster.retention import Cut
-from horologe.storage import Message, MessageId, Storage, StorageConfig, id_strings
+from horologe.storage import MessageColumns, MessageId, Storage, StorageConfig, id_strings
 from horologe.storage.store_reader import StoreReader
 
 from .clock import Clock
@@ -63,30 +63,20 @@ from .wheel_driver import WheelDriver, WheelSettings
 log = logging.getLogger(__name__)
 
 
-def _message_bytes(m: Message) -> int:
-    """A message's share of an encoded entry, a little over: its fields plus framing."""
-    n = len(m.body) + len(m.topic) + len(m.key or "") + 64
-    if m.tags:
-        n += sum(map(len, m.tags))
-    if m.headers:
-        n += sum(len(k) + len(v) for k, v in m.headers.items())
-    return n
-
-
-def _entry_parts(messages: list[Message]) -> list[tuple[list[Message], int]]:
-    """``messages`` cut into runs of at most ``MAX_ENTRY_BYTES`` (one message at least),
-    each with its size by ``_message_bytes``."""
-    parts: list[tuple[list[Message], int]] = []
-    run: list[Message] = []
-    size = 0
-    for m in messages:
-        n = _message_bytes(m)
-        if run and size + n > MAX_ENTRY_BYTES:
-            parts.append((run, size))
-            run, size = [], 0
-        run.append(m)
+def _entry_parts(cols: MessageColumns) -> list[tuple[MessageColumns, int]]:
+    """``cols`` cut into runs of at most ``MAX_ENTRY_BYTES`` (one message at least), each
+    with its size by ``MessageColumns.wire_sizes``."""
+    sizes = cols.wire_sizes()
+    if int(sizes.sum()) <= MAX_ENTRY_BYTES:
+        return [(cols, int(sizes.sum()))]
+    parts: list[tuple[MessageColumns, int]] = []
+    lo, size = 0, 0
+    for i, n in enumerate(sizes.tolist()):
+        if i > lo and size + n > MAX_ENTRY_BYTES:
+            parts.append((cols.part(lo, i), size))
+            lo, size = i, 0
         size += n
-    return [*parts, (run, size)]
+    return [*parts, (cols.part(lo, len(cols)), size)]
 
 
 class NodeService:
@@ -128,7 +118,9 @@ class NodeService:
             clock_known=self.quorum_clock.known,
             each_turn=self._check_clock,
         )
-        self.produce_commit = GroupCommit(self._propose_produce, config.batch_window_ms, _message_bytes)
+        self.produce_commit = GroupCommit(
+            self._propose_produce, config.batch_window_ms, combine=MessageColumns.concat
+        )
         self.consumers = Consumers(
             self.view,
             self.propose,
@@ -354,10 +346,10 @@ class NodeService:
     async def _propose_cut(self, cut: Cut) -> ApplyResult:
         return await self.propose(TRIM, hour=cut.hour, ready=sorted(cut.ready.items()))
 
-    async def _propose_produce(self, messages: list[Message]) -> ApplyResult:
+    async def _propose_produce(self, messages: MessageColumns) -> ApplyResult:
         return await self.propose(PRODUCE, messages=messages)
 
-    async def produce(self, messages: list[Message]) -> list[str]:
+    async def produce(self, messages: MessageColumns) -> list[str]:
         """Propose messages (each part of a big batch may share a P entry with others); their
         ids, in order.
 

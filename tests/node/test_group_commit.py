@@ -65,3 +65,44 @@ def test_a_proposal_never_grows_past_max_entry_bytes():
         task.cancel()
 
     asyncio.run(run())
+
+
+def test_a_big_batch_goes_in_parts_under_the_cap_and_columns_combine_in_order():
+    from horologe.node.group_commit import MAX_ENTRY_BYTES
+    from horologe.node.service import _entry_parts
+    from horologe.storage import Message, MessageColumns
+
+    body = b"x" * (200 * 1024)
+    messages = [Message("t", body, 1_000 + k, 0, key=f"k{k}") for k in range(12)]
+    cols = MessageColumns.from_messages(messages)
+    parts = _entry_parts(cols)
+    assert len(parts) > 1 and all(size <= MAX_ENTRY_BYTES for _, size in parts)
+    assert [size for _, size in parts] == [int(p.wire_sizes().sum()) for p, _ in parts]
+    joined = MessageColumns.concat([p for p, _ in parts])
+    assert [joined.message(i) for i in range(len(joined))] == messages
+
+    proposals: list[MessageColumns] = []
+    release = asyncio.Event()
+
+    async def commit(items: MessageColumns) -> str:
+        proposals.append(items)
+        if len(proposals) == 1:
+            await release.wait()
+        return f"entry {len(proposals)}"
+
+    async def run() -> list:
+        gc = GroupCommit(commit, window_ms=0, combine=MessageColumns.concat)
+        task = asyncio.create_task(gc.run())
+        first = asyncio.create_task(gc.submit(cols.part(0, 1), 10))
+        await asyncio.sleep(0)
+        later = [asyncio.create_task(gc.submit(cols.part(k, k + 2), 10)) for k in (1, 3, 5)]
+        for _ in range(5):
+            await asyncio.sleep(0)
+        release.set()
+        results = await asyncio.gather(first, *later)
+        task.cancel()
+        return results
+
+    results = asyncio.run(run())
+    assert results == [("entry 1", 0), ("entry 2", 0), ("entry 2", 2), ("entry 2", 4)]
+    assert [proposals[1].message(i) for i in range(6)] == messages[1:7]

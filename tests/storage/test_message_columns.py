@@ -63,6 +63,28 @@ def test_unequal_columns_are_refused():
         MessageColumns(["a"], [b""], np.zeros(1, np.int64), np.zeros(1, np.int64), [None], tags={1: ("x",)})
 
 
+def _messages(cols: MessageColumns) -> list[Message]:
+    return [cols.message(i) for i in range(len(cols))]
+
+
+def test_columns_join_and_part_as_their_messages_do():
+    many = MIXED * 3
+    joined = MessageColumns.concat([MessageColumns.from_messages(MIXED) for _ in range(3)])
+    assert _messages(joined) == many
+    assert sorted(joined.tags) == [1, 4, 7] and sorted(joined.attempts) == [1, 4, 7]
+    for lo, hi in ((0, 9), (1, 5), (4, 5), (3, 3)):
+        assert _messages(joined.part(lo, hi)) == many[lo:hi]
+
+
+def test_a_message_s_wire_size_counts_each_field():
+    sizes = MessageColumns.from_messages(MIXED).wire_sizes().tolist()
+    assert sizes == [
+        3 + 1 + 64,
+        3 + 1 + 2 + 64 + len("red") + len("blue") + len("h") + len("v"),
+        5 + 1 + 2 + 64,
+    ]
+
+
 def test_ids_for_many_read_as_one_at_a_time():
     gis = np.array([0, 1, 0xFFFF_FFFF], dtype=np.int64)
     assert id_strings(HOUR, gis) == [str(MessageId(HOUR, g)) for g in gis.tolist()]

@@ -1,5 +1,6 @@
-"""The plain-message path of parse_message accepts exactly what the general rules accept,
-as the same Message, and leaves everything else to them (their refusal included)."""
+"""The plain-message path (parse_message's, and plain_columns' for a whole batch) accepts
+exactly what the general rules accept, as the same Message, and leaves everything else to
+them (their refusal included)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from hypothesis import strategies as st
 
 from horologe.storage.errors import InvalidFieldError
 from horologe.storage.message import MessageLimits
-from horologe.storage.message_json import _any_message, _plain_message, parse_message
+from horologe.storage.message_columns import MessageColumns
+from horologe.storage.message_json import _any_message, parse_message, plain_columns
 
 NOW = 1_767_225_600_000
 LIMITS = MessageLimits(max_body_bytes=64)
@@ -35,6 +37,11 @@ items = st.fixed_dictionaries(
         "body_b64": st.sampled_from(["eA==", "!"]),
     },
 )
+
+
+def _plain_message(obj, now, limits):
+    cols = plain_columns([obj], now, limits)
+    return None if cols is None else cols.message(0)
 
 
 def _general(obj):
@@ -74,3 +81,15 @@ def test_what_the_sdk_sends_takes_the_plain_path():
     obj = {"topic": "orders", "key": "0123abcd", "body": b"x" * 10, "deliver_at": NOW + 1_000}
     assert _plain_message(obj, NOW, LIMITS) == _any_message(obj, NOW, LIMITS)
     assert _plain_message({"topic": "orders", "body": "hi"}, NOW, LIMITS).deliver_at_ms == NOW
+
+
+def test_a_batch_is_plain_only_when_every_item_is():
+    good = [{"topic": "orders", "body": f"m{k}", "deliver_at": NOW + k} for k in range(5)]
+    good[2]["key"] = "k2"
+    cols = plain_columns(good, NOW, LIMITS)
+    expected = MessageColumns.from_messages([parse_message(obj, NOW, LIMITS) for obj in good])
+    assert [cols.message(i) for i in range(len(cols))] == [expected.message(i) for i in range(5)]
+    assert (cols.tags, cols.headers, cols.attempts) == ({}, {}, {})
+    for odd_one in ({"topic": "orders", "body": "x", "tags": ["t"]}, {"topic": "-bad", "body": "x"}, 7):
+        assert plain_columns([*good, odd_one], NOW, LIMITS) is None
+    assert len(plain_columns([], NOW, LIMITS)) == 0
