@@ -176,18 +176,19 @@ class HourBucket:
         rel = slots - self.start_ms
         secs = rel // 1000
         assert n == 0 or (secs.min() >= 0 and secs.max() < SECONDS_PER_HOUR), (slots, self.hour)
-        pos = at.tolist()
+        whole = n == len(cols) and np.array_equal(at, np.arange(n))  # the batch's one hour, as a rule
+        pos = range(n) if whole else at.tolist()
         frames = [
             frame(rec)
             for rec in encode_records(
                 id_strings(self.hour, gis),
-                [cols.topics[i] for i in pos],
-                [list(cols.tags.get(i, ())) for i in pos],
-                [cols.bodies[i] for i in pos],
+                cols.topics if whole else [cols.topics[i] for i in pos],
+                [list(cols.tags.get(i, ())) for i in pos] if cols.tags else [()] * n,
+                cols.bodies if whole else [cols.bodies[i] for i in pos],
                 cols.deliver_at_ms[at].tolist(),
-                [cols.keys[i] for i in pos],
-                [cols.headers.get(i, {}) for i in pos],
-                [cols.attempts.get(i, 0) for i in pos],
+                cols.keys if whole else [cols.keys[i] for i in pos],
+                [cols.headers.get(i, {}) for i in pos] if cols.headers else [{}] * n,
+                [cols.attempts.get(i, 0) for i in pos] if cols.attempts else [0] * n,
                 cols.produced_at_ms[at].tolist(),
             )
         ]

@@ -228,12 +228,15 @@ class KeyIndex:
         if hashes is None:
             hashes = key_hashes(keys)
         heads = self.heads
-        table, mask = heads.heads, heads.mask
         cursor, cutoff = self.cursor, self.cutoff()
         firsts = [first for first, _ in self.log.segments]
-        out: list[MessageId | None] = []
-        for (topic, key), h in zip(keys, hashes, strict=True):
-            n = int(table[h & mask]) - 1
+        # Each chain's newest entry, for all at once: most keys asked are new, their bucket
+        # empty or its chain older than the cursor, and need no look further.
+        buckets = (np.fromiter(hashes, np.uint64, len(hashes)) & np.uint64(heads.mask)).astype(np.intp)
+        newest = heads.heads[buckets].astype(np.int64) - 1
+        out: list[MessageId | None] = [None] * len(keys)
+        for j in np.flatnonzero(newest >= cursor).tolist():
+            (topic, key), h, n = keys[j], hashes[j], int(newest[j])
             found = None
             while n >= cursor:
                 kh, pre, hour, gi = self._entry(n, firsts)
@@ -246,7 +249,7 @@ class KeyIndex:
                     path = self.store.files.path(self.log.segments[-1][1])
                     raise CorruptLogError(path, 0, f"key entry {n} links forward to {pre}")
                 n = pre
-            out.append(found)
+            out[j] = found
         return out
 
     def _names(self, mid: MessageId, topic: str, key: str, n: int) -> bool:
