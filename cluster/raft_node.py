@@ -118,7 +118,8 @@ class RaftNode(SyncObj):
         self._observe_fsync = observe_fsync
         # Changes of the leader this node knows (tick thread writes, any thread reads).
         self.leader_changes = 0
-        # Followers' answers dropped for naming another term (tick thread writes).
+        # Answers to appends dropped for naming another term than this node's (tick thread
+        # writes; a leader's, in practice: only a leader is sent answers).
         self.stale_answers = 0
         self._known_leader: str | None = None
         self._crossing = crossing
@@ -350,11 +351,13 @@ class RaftNode(SyncObj):
             commit = self._SyncObj__raftCommitIndex
             message = trim_append(message, journal.term_at, journal.last_idx, commit)
         if isinstance(message, dict) and message.get("type") == "next_node_idx":
-            if message.get("term") != self._SyncObj__raftCurrentTerm:
+            term = message.get("term")
+            if term is not None and term != self._SyncObj__raftCurrentTerm:
                 # An answer to an append of another term: from a leadership of this node's
                 # before it lost and regained the lead, the follower's log may have been
                 # rewritten since, so its index would count entries the follower no longer
-                # has towards a commit of this term.
+                # has towards a commit of this term. (An answer without a term comes from a
+                # node older than this rule, in a rolling upgrade: taken as pysyncobj would.)
                 self.stale_answers += 1
                 return
             if message.get("success"):

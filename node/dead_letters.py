@@ -23,7 +23,14 @@ from typing import NamedTuple
 import numpy as np
 
 from horologe.cluster.consumer_groups import ORIGIN_HEADER, dlq_topic, to_ranges
-from horologe.storage import Message, MessageId, ReadyTrimmedError, UnknownMessageError, id_strings
+from horologe.storage import (
+    Message,
+    MessageColumns,
+    MessageId,
+    ReadyTrimmedError,
+    UnknownMessageError,
+    id_strings,
+)
 from horologe.storage.message import unpack_record
 from horologe.storage.ready_log import READY
 
@@ -48,13 +55,13 @@ class Found(NamedTuple):
 
 
 class DeadLetters:
-    """``produce(messages)`` stores messages through the master's group commit (their ids,
+    """``produce(columns)`` stores messages through the master's group commit (their ids,
     in order); ``ack(group, receipts)`` is the consumers' ack."""
 
     def __init__(
         self,
         view: CommittedView,
-        produce: Callable[[list[Message]], Awaitable[list[str]]],
+        produce: Callable[[MessageColumns], Awaitable[list[str]]],
         ack: Callable[[str, list[str]], Awaitable[int]],
         receipts: Receipts,
         clock: Callable[[], int],
@@ -143,7 +150,7 @@ class DeadLetters:
                 continue
             messages.append(_again(unpack_record(record), group, now))
             moved.append({"id": mid, "position": pos, "topic": messages[-1].topic})
-        new_ids = await self._produce(messages) if messages else []
+        new_ids = await self._produce(MessageColumns.from_messages(messages)) if messages else []
         for entry, new_id in zip(moved, new_ids, strict=True):
             entry["new_id"] = new_id
         if found.positions:

@@ -32,11 +32,12 @@ class GroupCommit(Generic[T, R]):
         self,
         commit: Callable[[T], Awaitable[R]],
         window_ms: int,
-        size_of: Callable[[object], int] = lambda _item: 64,
+        size_of: Callable[[T], int] = lambda chunk: 64 * len(chunk),
         combine: Callable[[list[T]], T] = _joined,
     ) -> None:
-        """``T``: what a call submits, a sized sequence of items (a list, by default);
-        ``combine`` makes one of many for a proposal."""
+        """``T``: what a call submits, items with a ``len`` (a list, by default);
+        ``size_of`` says how many bytes of a proposal they take, and ``combine`` makes one
+        of many for a proposal."""
         self._commit = commit
         self._window = window_ms / 1000
         self._size_of = size_of
@@ -46,10 +47,9 @@ class GroupCommit(Generic[T, R]):
 
     async def submit(self, items: T, size: int | None = None) -> tuple[R, int]:
         """Wait for the proposal that carries ``items`` (``size`` bytes of it, when the
-        caller knows; else what ``size_of`` says of each item); return its result and
-        their offset in it."""
+        caller knows; else what ``size_of`` says); return its result and their offset in it."""
         fut = asyncio.get_running_loop().create_future()
-        await self._queue.put((items, sum(map(self._size_of, items)) if size is None else size, fut))
+        await self._queue.put((items, self._size_of(items) if size is None else size, fut))
         return await fut
 
     async def run(self) -> None:

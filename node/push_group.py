@@ -154,15 +154,26 @@ class _Group:
         at = handed.deliver_at
         if at not in self.held:
             self.held[at] = []
-            # now_ms is the clock's whole ms, at most the time itself: the timer is not early.
             self.timers[at] = asyncio.get_running_loop().call_later((at - now_ms) / 1000, self._post_held, at)
         self.held[at].append(handed)
 
     def _post_held(self, at: int) -> None:
-        del self.timers[at]
+        """``at``'s timer: send what it holds once the clock reads ``at`` (the clock may lag
+        the timer, or step back: then wait again). A message that cannot be sent is a
+        failed push (nacked), not a slot lost."""
         now_ms = self.consumer.clock()
+        if now_ms < at:
+            self.timers[at] = asyncio.get_running_loop().call_later((at - now_ms) / 1000, self._post_held, at)
+            return
+        del self.timers[at]
         for handed in self.held.pop(at):
-            self._post(handed, now_ms)
+            try:
+                self._post(handed, now_ms)
+            except Exception as e:  # noqa: BLE001 - a record that will not encode, or a bug
+                log.exception("push %s/%s: could not send a message", self.sub.topic, self.sub.group)
+                self.stats.failed += 1
+                self.ended.add(handed.receipt, Sent(False, None, None, f"not sent: {e}"))
+                self.arrived.set()
 
     def _post(self, handed: Handed, now_ms: int) -> None:
         body, fields = push_body(handed.record, handed.deliver_at, handed.delivered_at)

@@ -67,8 +67,9 @@ def _entry_parts(cols: MessageColumns) -> list[tuple[MessageColumns, int]]:
     """``cols`` cut into runs of at most ``MAX_ENTRY_BYTES`` (one message at least), each
     with its size by ``MessageColumns.wire_sizes``."""
     sizes = cols.wire_sizes()
-    if int(sizes.sum()) <= MAX_ENTRY_BYTES:
-        return [(cols, int(sizes.sum()))]
+    total = int(sizes.sum())
+    if total <= MAX_ENTRY_BYTES:
+        return [(cols, total)]
     parts: list[tuple[MessageColumns, int]] = []
     lo, size = 0, 0
     for i, n in enumerate(sizes.tolist()):
@@ -119,7 +120,10 @@ class NodeService:
             each_turn=self._check_clock,
         )
         self.produce_commit = GroupCommit(
-            self._propose_produce, config.batch_window_ms, combine=MessageColumns.concat
+            self._propose_produce,
+            config.batch_window_ms,
+            lambda cols: int(cols.wire_sizes().sum()),
+            MessageColumns.concat,
         )
         self.consumers = Consumers(
             self.view,

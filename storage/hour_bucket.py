@@ -185,11 +185,11 @@ class HourBucket:
                 cols.topics if whole else [cols.topics[i] for i in pos],
                 [list(cols.tags.get(i, ())) for i in pos] if cols.tags else [()] * n,
                 cols.bodies if whole else [cols.bodies[i] for i in pos],
-                cols.deliver_at_ms[at].tolist(),
+                (cols.deliver_at_ms if whole else cols.deliver_at_ms[at]).tolist(),
                 cols.keys if whole else [cols.keys[i] for i in pos],
                 [cols.headers.get(i, {}) for i in pos] if cols.headers else [{}] * n,
                 [cols.attempts.get(i, 0) for i in pos] if cols.attempts else [0] * n,
-                cols.produced_at_ms[at].tolist(),
+                (cols.produced_at_ms if whole else cols.produced_at_ms[at]).tolist(),
             )
         ]
         sizes = np.fromiter(map(len, frames), dtype=np.int64, count=n)

@@ -50,7 +50,7 @@ def test_a_proposal_never_grows_past_max_entry_bytes():
             await release.wait()
 
     async def run() -> None:
-        gc = GroupCommit(commit, window_ms=0, size_of=lambda n: n)
+        gc = GroupCommit(commit, window_ms=0, size_of=sum)
         task = asyncio.create_task(gc.run())
         first = asyncio.create_task(gc.submit([10]))
         await asyncio.sleep(0)
