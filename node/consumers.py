@@ -330,6 +330,19 @@ class Consumers:
             by_topic.setdefault(topic, []).extend(ranges)
         return [(topic, merge_ranges(ranges)) for topic, ranges in by_topic.items()]
 
+    def give_back(self, group: str, receipts: list) -> int:
+        """End the leases ``receipts`` name with neither an ack nor an attempt: the
+        messages may be handed out again at once (a push group that stops gives back
+        what it leased and has not sent). How many."""
+        given = 0
+        for topic, ranges in self._open(group, receipts):
+            self._release([(group, topic, lo, hi) for lo, hi in ranges])
+            given += sum(hi - lo for lo, hi in ranges)
+            for key in [k for k in self._cursors if k[0] == group and k[1] == topic]:
+                del self._cursors[key]  # a scan starts again from the group's committed offset
+        self.notify()
+        return given
+
     def _release(self, acks: list[tuple[str, str, int, int]]) -> None:
         for group, topic, lo, hi in acks:
             leases = self.leases.get((group, topic), {})

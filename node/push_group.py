@@ -50,6 +50,7 @@ LEASE_EVERY_S = 0.004  # while some are held for later: less than AHEAD_MS, so n
 
 # group, topic, tags, max, wait, lease, ahead
 Pull = Callable[[str, str, str, int, int, int, int], Awaitable[Pulled]]
+GiveBack = Callable[[str, list], int]  # group, receipts
 Ack = Callable[[str, list], Awaitable[int]]  # group, receipts
 Nack = Callable[[str, list, int | None], Awaitable[dict]]  # group, receipts, retry_after_ms
 
@@ -73,6 +74,7 @@ class Consumer:
     ack: Ack
     nack: Nack
     clock: Callable[[], int]  # ms
+    give_back: GiveBack  # leases of messages not sent, handed out again at once
 
 
 async def serve(http: PushHttp, sub: PushDef, consumer: Consumer, flow: Flow, stats: PushStats) -> None:
@@ -106,7 +108,8 @@ class _Group:
             self.stopping = True
             settler.cancel()
             for timer in self.timers.values():
-                timer.cancel()  # what they hold stays leased, unacked: sent again later
+                timer.cancel()
+            self._give_back_held()
             for exchange in list(self.open):
                 exchange.cancel()
             await asyncio.gather(settler, return_exceptions=True)
@@ -174,6 +177,19 @@ class _Group:
                 self.stats.failed += 1
                 self.ended.add(handed.receipt, Sent(False, None, None, f"not sent: {e}"))
                 self.arrived.set()
+
+    def _give_back_held(self) -> None:
+        """Stopping: what waits for its time was never sent; its leases end, so that this
+        master (the subscription replaced) hands it out again at once, not a lease later."""
+        receipts = [handed.receipt for held in self.held.values() for handed in held]
+        self.held.clear()
+        if not receipts:
+            return
+        try:
+            self.consumer.give_back(self.sub.group, receipts)
+        except Exception:  # noqa: BLE001 - stopping regardless: the leases then run out
+            sub = self.sub
+            log.exception("push %s/%s: could not give back %d leases", sub.topic, sub.group, len(receipts))
 
     def _post(self, handed: Handed, now_ms: int) -> None:
         body, fields = push_body(handed.record, handed.deliver_at, handed.delivered_at)

@@ -16,7 +16,7 @@ it is applied (``barrier``): a new Raft leader may not yet know that its predece
 last acks are committed, and would push those messages again.
 
 It is given what it needs as callables: the subscriptions of the committed view, the
-barrier, the consumers' pull, ack and nack, the clock (ms, for signatures) and a monotonic
+barrier, the consumers' pull, ack, nack and give-back, the clock (ms, for signatures) and a monotonic
 one (s, for the rate), and this node's ``push_allow``.
 """
 
@@ -36,7 +36,7 @@ from horologe.cluster.push_state import PushDef
 from .errors import ApiError
 from .push_allow import PushAllow
 from .push_flow import Flow
-from .push_group import Ack, Consumer, Nack, Pull, PushStats, serve
+from .push_group import Ack, Consumer, GiveBack, Nack, Pull, PushStats, serve
 from .push_http import PushHttp
 
 log = logging.getLogger(__name__)
@@ -55,13 +55,14 @@ class PushWorker:
         pull: Pull,
         ack: Ack,
         nack: Nack,
+        give_back: GiveBack,
         clock: Callable[[], int],
         allow: PushAllow,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self._subscriptions = subscriptions
         self._barrier = barrier
-        self._consumer = Consumer(pull, ack, nack, clock)
+        self._consumer = Consumer(pull, ack, nack, clock, give_back)
         self._monotonic = monotonic
         self.allow = allow
         self.stats: dict[tuple[str, str], PushStats] = {}  # (topic, group)

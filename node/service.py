@@ -159,6 +159,7 @@ class NodeService:
             self.consumers.pull,
             self.consumers.ack,
             self.consumers.nack,
+            self.consumers.give_back,
             self.clock,
             PushAllow(config.push_allow),
         )

@@ -221,3 +221,19 @@ def test_a_pull_passes_over_messages_still_leased_among_expired_ones(log):
         assert await bodies(3, 60_000) == ["m2", "m3", "m4"]
 
     asyncio.run(run())
+
+
+def test_leases_given_back_are_handed_out_again_at_once_with_no_attempt_counted(log):
+    async def run() -> None:
+        await _deliver(log, 3)
+        consumers = consumers_over(log)
+        first = await consumers.pull("g", "t", None, 10, 0, 30_000)
+        assert len(first.taken) == 3
+        assert len((await consumers.pull("g", "t", None, 10, 0, 30_000)).taken) == 0  # leased, held
+        assert consumers.give_back("g", first.receipts[1:]) == 2
+        again = as_json(await consumers.pull("g", "t", None, 10, 0, 30_000), T)["messages"]
+        assert [(m["body"], m["attempt"]) for m in again] == [("m1", 0), ("m2", 0)]
+        assert len((await consumers.pull("g", "t", None, 10, 0, 30_000)).taken) == 0  # m0 still leased
+        assert [r.kind for r in log.applied].count("R") == 0  # nothing retried, nothing proposed
+
+    asyncio.run(run())

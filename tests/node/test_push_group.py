@@ -1,6 +1,7 @@
 """A push group's timing, against a real aiohttp receiver on 127.0.0.1: a message leased
 ahead of its time goes out when the master's clock reads its time, never before, even
-when that clock lags the timer (a quorum clock can stand still, a stepped one go back)."""
+when that clock lags the timer (a quorum clock can stand still, a stepped one go back);
+one still waiting when the group stops is given back, unsent."""
 
 from __future__ import annotations
 
@@ -21,62 +22,86 @@ from horologe.storage.message import encode_record
 T0 = 1_800_000_000_000
 
 
-def test_a_held_message_waits_for_the_clock_not_only_for_its_timer():
-    async def run() -> None:
-        clock = {"ms": T0}  # the master's clock: it stands still until the test moves it
-        arrived: list[tuple[int, str]] = []  # (the clock when it arrived, id)
+class Harness:
+    """A receiver, a pull that leases one message due 5 ms after T0 (then nothing), and
+    the consumers' other calls, recorded; the master's clock stands still until moved."""
 
-        async def hook(request: web.Request) -> web.Response:
-            arrived.append((clock["ms"], json.loads(await request.read())["id"]))
-            return web.Response(text="ok")
+    def __init__(self) -> None:
+        self.clock_ms = T0
+        self.arrived: list[tuple[int, str]] = []  # (the clock when it arrived, id)
+        self.asked_ahead: list[int] = []
+        self.acked: list[str] = []
+        self.given_back: list[str] = []
+        self.due = T0 + 5
+        self.mid = MessageId(self.due // 3_600_000, 7)
+        self.record = encode_record(self.mid, Message("orders", b"x", self.due, T0))
 
+    async def __aenter__(self) -> Harness:
         app = web.Application()
-        app.router.add_post("/hook", hook)
-        runner = web.AppRunner(app, access_log=None)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
+        app.router.add_post("/hook", self._hook)
+        self.runner = web.AppRunner(app, access_log=None)
+        await self.runner.setup()
+        site = web.TCPSite(self.runner, "127.0.0.1", 0)
         await site.start()
         port = site._server.sockets[0].getsockname()[1]
-
-        due = T0 + 5
-        mid = MessageId(due // 3_600_000, 7)
-        record = encode_record(mid, Message("orders", b"x", due, T0))
-        asked_ahead: list[int] = []
-
-        async def pull(group, topic, tags, most, wait_ms, lease_ms, ahead_ms):
-            asked_ahead.append(ahead_ms)
-            if len(asked_ahead) == 1:
-                return Pulled(Taken([record], [due], [due]), ["r1"], [])
-            await asyncio.sleep(wait_ms / 1000)
-            return Pulled(Taken(), [], [])
-
-        acked: list[str] = []
-
-        async def ack(group, receipts):
-            acked.extend(receipts)
-            return len(receipts)
-
-        async def nack(group, receipts, retry_after_ms):
-            raise AssertionError(f"nacked {receipts}")
-
         sub = PushDef("orders", "hooks", f"http://127.0.0.1:{port}/hook", "s" * 16, 1_000, 4, 0, "*")
-        http = PushHttp(4)
-        consumer = Consumer(pull, ack, nack, lambda: clock["ms"])
-        task = asyncio.create_task(serve(http, sub, consumer, Flow(4, 0, time.monotonic), PushStats()))
-        try:
+        self.http = PushHttp(4)
+        consumer = Consumer(self._pull, self._ack, self._nack, lambda: self.clock_ms, self._give_back)
+        flow = Flow(4, 0, time.monotonic)
+        self.task = asyncio.create_task(serve(self.http, sub, consumer, flow, PushStats()))
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        self.task.cancel()
+        await asyncio.gather(self.task, return_exceptions=True)
+        await self.http.close()
+        await self.runner.cleanup()
+
+    async def _hook(self, request: web.Request) -> web.Response:
+        self.arrived.append((self.clock_ms, json.loads(await request.read())["id"]))
+        return web.Response(text="ok")
+
+    async def _pull(self, group, topic, tags, most, wait_ms, lease_ms, ahead_ms):
+        self.asked_ahead.append(ahead_ms)
+        if len(self.asked_ahead) == 1:
+            return Pulled(Taken([self.record], [self.due], [self.due]), ["r1"], [])
+        await asyncio.sleep(wait_ms / 1000)
+        return Pulled(Taken(), [], [])
+
+    async def _ack(self, group, receipts):
+        self.acked.extend(receipts)
+        return len(receipts)
+
+    async def _nack(self, group, receipts, retry_after_ms):
+        raise AssertionError(f"nacked {receipts}")
+
+    def _give_back(self, group, receipts):
+        self.given_back.extend(receipts)
+        return len(receipts)
+
+
+def test_a_held_message_waits_for_the_clock_not_only_for_its_timer():
+    async def run() -> None:
+        async with Harness() as h:
             await asyncio.sleep(0.1)  # twenty times the 5 ms its timer waits
-            assert asked_ahead[0] == AHEAD_MS
-            assert arrived == []  # the clock still reads T0: not due, not sent
-            clock["ms"] = due
+            assert h.asked_ahead[0] == AHEAD_MS
+            assert h.arrived == []  # the clock still reads T0: not due, not sent
+            h.clock_ms = h.due
             for _ in range(500):
-                if acked:
+                if h.acked:
                     break
                 await asyncio.sleep(0.01)
-            assert arrived == [(due, str(mid))] and acked == ["r1"]
-        finally:
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
-            await http.close()
-            await runner.cleanup()
+            assert h.arrived == [(h.due, str(h.mid))] and h.acked == ["r1"]
+        assert h.given_back == []
+
+    asyncio.run(run())
+
+
+def test_a_message_still_held_when_the_group_stops_is_given_back_unsent():
+    async def run() -> None:
+        async with Harness() as h:
+            await asyncio.sleep(0.05)
+            assert h.asked_ahead and h.arrived == []
+        assert h.given_back == ["r1"] and h.arrived == [] and h.acked == []
 
     asyncio.run(run())
