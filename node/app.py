@@ -461,6 +461,7 @@ def create_app(config: NodeConfig, *, clock: Clock | None = None) -> web.Applica
             Sources(
                 svc.admin_status,
                 svc.leader_changes,
+                svc.stale_answers,
                 svc.view.pending_by_topic,
                 svc.view.unacked_by_group,
                 svc.view.dlq_by_group,

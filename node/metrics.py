@@ -111,6 +111,7 @@ class Sources:
 
     status: Callable[[], dict]  # NodeService.admin_status
     leader_changes: Callable[[], int]
+    stale_answers: Callable[[], int]
     pending_by_topic: Callable[[], Mapping[str, int]]
     unacked_by_group: Callable[[], Mapping[str, int]]
     dlq_by_group: Callable[[], Mapping[str, int]]
@@ -157,6 +158,11 @@ class _NodeCollector(Collector):
             "horologe_leader_changes",
             "times the leader this node knows changed (a leader lost or a new one heard of)",
             value=src.leader_changes(),
+        )
+        yield CounterMetricFamily(
+            "horologe_raft_stale_answers",
+            "followers' answers to appends this node dropped for naming another term than its own",
+            value=src.stale_answers(),
         )
         if src.loop_lag is not None:
             lag = src.loop_lag()

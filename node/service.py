@@ -276,6 +276,10 @@ class NodeService:
         """Changes of the leader this node knows, since it started."""
         return 0 if self.raft is None else self.raft.leader_changes
 
+    def stale_answers(self) -> int:
+        """Followers' answers dropped for naming another term, since this node started."""
+        return 0 if self.raft is None else self.raft.stale_answers
+
     def linked_peer_ids(self) -> set[str]:
         """Ids of the peers this node has a live Raft link to."""
         linked = self.raft.linked_peers()
