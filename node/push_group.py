@@ -157,8 +157,11 @@ class _Group:
         at = handed.deliver_at
         if at not in self.held:
             self.held[at] = []
-            self.timers[at] = asyncio.get_running_loop().call_later((at - now_ms) / 1000, self._post_held, at)
+            self._arm(at, now_ms)
         self.held[at].append(handed)
+
+    def _arm(self, at: int, now_ms: int) -> None:
+        self.timers[at] = asyncio.get_running_loop().call_later((at - now_ms) / 1000, self._post_held, at)
 
     def _post_held(self, at: int) -> None:
         """``at``'s timer: send what it holds once the clock reads ``at`` (the clock may lag
@@ -166,7 +169,7 @@ class _Group:
         failed push (nacked), not a slot lost."""
         now_ms = self.consumer.clock()
         if now_ms < at:
-            self.timers[at] = asyncio.get_running_loop().call_later((at - now_ms) / 1000, self._post_held, at)
+            self._arm(at, now_ms)
             return
         del self.timers[at]
         for handed in self.held.pop(at):
