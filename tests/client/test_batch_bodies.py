@@ -1,0 +1,40 @@
+"""A batch's messages as the SDK sends them: the same whether an item takes the plain
+short path of ``batch_bodies`` or ``message_body``; keys made up where none is given."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from horologe.client.core import batch_bodies, message_body
+
+ITEMS = [
+    {"topic": "t", "body": "x", "key": "k1"},
+    {"topic": "t", "body": b"\x00\xff", "key": "k2", "deliver_at": 5},
+    {"topic": "t", "body": "x", "key": "k3", "deliver_after": "5s", "delay_level": None},
+    {"topic": "t", "body": "x", "key": "k4", "delay_level": 3, "deliver_at": None},
+    {"topic": "t", "body": bytearray(b"ab"), "key": "k5"},  # not plain: made bytes
+    {"topic": "t", "body": "x", "key": "k6", "tags": ["a"], "headers": {"h": "v"}},  # not plain
+]
+
+
+def test_each_item_is_what_message_body_makes_of_it():
+    assert batch_bodies(ITEMS) == [message_body(**m) for m in ITEMS]
+    assert batch_bodies(ITEMS)[4]["body"] == b"ab"
+
+
+def test_items_without_a_key_get_a_fresh_one_each():
+    made = batch_bodies([{"topic": "t", "body": "x"}, {"topic": "t", "body": "y", "key": ""}, ITEMS[5]])
+    keys = [m["key"] for m in made]
+    assert keys[2] == "k6" and keys[0] != keys[1]
+    assert all(re.fullmatch("[0-9a-f]{32}", k) for k in keys[:2])
+    assert made[0] == {"topic": "t", "body": "x", "key": keys[0]}
+
+
+@pytest.mark.parametrize("item", [{"body": "x"}, {"topic": "t", "body": 7}, {"topic": "t", "body": None}])
+def test_what_message_body_refuses_is_refused_alike(item):
+    with pytest.raises(TypeError):
+        message_body(**{**item, "key": "k"})
+    with pytest.raises(TypeError):
+        batch_bodies([item])
