@@ -16,8 +16,8 @@ it is applied (``barrier``): a new Raft leader may not yet know that its predece
 last acks are committed, and would push those messages again.
 
 It is given what it needs as callables: the subscriptions of the committed view, the
-barrier, the consumers' pull, ack, nack and give-back, the clock (ms, for signatures) and a monotonic
-one (s, for the rate), and this node's ``push_allow``.
+barrier, the consumers' pull, ack, nack and give-back, the clock (ms, for signatures)
+and a monotonic one (s, for the rate), and this node's ``push_allow``.
 """
 
 from __future__ import annotations

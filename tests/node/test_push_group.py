@@ -1,4 +1,5 @@
-"""A push group's timing, against a real aiohttp receiver on 127.0.0.1: a message leased
+"""A push group's timing, against the integration tests' aiohttp receiver on 127.0.0.1
+(tests/integration/push_receiver.py, which checks each signature): a message leased
 ahead of its time goes out when the master's clock reads its time, never before, even
 when that clock lags the timer (a quorum clock can stand still, a stepped one go back);
 one still waiting when the group stops is given back, unsent."""
@@ -6,10 +7,7 @@ one still waiting when the group stops is given back, unsent."""
 from __future__ import annotations
 
 import asyncio
-import json
 import time
-
-from aiohttp import web
 
 from horologe.cluster.push_state import PushDef
 from horologe.node.consumers import Pulled, Taken
@@ -19,32 +17,30 @@ from horologe.node.push_http import PushHttp
 from horologe.storage import Message, MessageId
 from horologe.storage.message import encode_record
 
-T0 = 1_800_000_000_000
+from ..integration.push_receiver import Push, Receiver, Reply
+
+SECRET = "s" * 16
 
 
 class Harness:
-    """A receiver, a pull that leases one message due 5 ms after T0 (then nothing), and
-    the consumers' other calls, recorded; the master's clock stands still until moved."""
+    """A receiver, a pull that leases one message due 5 ms after the clock's reading (then
+    nothing), and the consumers' other calls, recorded; the master's clock stands still
+    until moved."""
 
     def __init__(self) -> None:
-        self.clock_ms = T0
+        t0 = time.time_ns() // 1_000_000  # near the receiver's clock: it refuses stale signatures
+        self.clock_ms = t0
         self.arrived: list[tuple[int, str]] = []  # (the clock when it arrived, id)
         self.asked_ahead: list[int] = []
         self.acked: list[str] = []
         self.given_back: list[str] = []
-        self.due = T0 + 5
+        self.due = t0 + 5
         self.mid = MessageId(self.due // 3_600_000, 7)
-        self.record = encode_record(self.mid, Message("orders", b"x", self.due, T0))
+        self.record = encode_record(self.mid, Message("orders", b"x", self.due, t0))
 
     async def __aenter__(self) -> Harness:
-        app = web.Application()
-        app.router.add_post("/hook", self._hook)
-        self.runner = web.AppRunner(app, access_log=None)
-        await self.runner.setup()
-        site = web.TCPSite(self.runner, "127.0.0.1", 0)
-        await site.start()
-        port = site._server.sockets[0].getsockname()[1]
-        sub = PushDef("orders", "hooks", f"http://127.0.0.1:{port}/hook", "s" * 16, 1_000, 4, 0, "*")
+        self.receiver = await asyncio.to_thread(Receiver(SECRET, self._answer).start)
+        sub = PushDef("orders", "hooks", self.receiver.url, SECRET, 1_000, 4, 0, "*")
         self.http = PushHttp(4)
         consumer = Consumer(self._pull, self._ack, self._nack, lambda: self.clock_ms, self._give_back)
         flow = Flow(4, 0, time.monotonic)
@@ -55,11 +51,12 @@ class Harness:
         self.task.cancel()
         await asyncio.gather(self.task, return_exceptions=True)
         await self.http.close()
-        await self.runner.cleanup()
+        await asyncio.to_thread(self.receiver.stop)
 
-    async def _hook(self, request: web.Request) -> web.Response:
-        self.arrived.append((self.clock_ms, json.loads(await request.read())["id"]))
-        return web.Response(text="ok")
+    def _answer(self, push: Push) -> Reply:  # on the receiver's thread, as the push arrives
+        assert push.signed, push
+        self.arrived.append((self.clock_ms, push.id))
+        return Reply()
 
     async def _pull(self, group, topic, tags, most, wait_ms, lease_ms, ahead_ms):
         self.asked_ahead.append(ahead_ms)
@@ -85,7 +82,7 @@ def test_a_held_message_waits_for_the_clock_not_only_for_its_timer():
         async with Harness() as h:
             await asyncio.sleep(0.1)  # twenty times the 5 ms its timer waits
             assert h.asked_ahead[0] == AHEAD_MS
-            assert h.arrived == []  # the clock still reads T0: not due, not sent
+            assert h.arrived == []  # the clock has not moved: not due, not sent
             h.clock_ms = h.due
             for _ in range(500):
                 if h.acked:
