@@ -1,4 +1,4 @@
-"""Chain walk rate: reading a second's messages by following preGlobalIndex links.
+"""Chain read rate: a second's messages, by its preGlobalIndex links (walked, or scanned when dense).
 
     python bench/bench_storage_chain_walk.py [--hot 200000]
 

@@ -10,7 +10,8 @@ Files, named by the UTC hour ``YYYYMMDDHH`` under ``delay/``::
     <hour>.heads  per-second chain heads, a rebuildable cache (heads)
 
 Appends are O(1) per message whatever its second: the message becomes the new head
-of its second's reverse-linked list. Reading a second walks that list from its head.
+of its second's reverse-linked list. Reading a second walks that list from its head,
+or, for a long one, finds its entries in the index span it lies in and checks their links.
 """
 
 from __future__ import annotations
@@ -36,6 +37,9 @@ from .side_entries import SideEntries
 from .tombstones import TOMBSTONE
 
 DENSE_FACTOR = 4  # read a span at once when it is at most this many times what is asked for
+# Find a second's chain by scanning the index span it lies in when the span is at most this
+# many times its length: a link walked costs about 1 µs, an entry scanned a few ns.
+SCAN_FACTOR = 64
 
 
 class HourBucket:
@@ -211,28 +215,38 @@ class HourBucket:
 
     # -- reads ----------------------------------------------------------------
 
-    def chain(self, sec: int, from_local_index: int = 0) -> np.ndarray:
+    def chain(self, sec: int, from_local_index: int = 0, after: int = -1) -> np.ndarray:
         """GlobalIndexes of second ``sec`` in arrival (localIndex) order.
 
-        With ``from_local_index`` only the messages from that ordinal on: the walk
-        from the head stops there, so catching up on new arrivals costs O(new).
+        With ``from_local_index`` only the messages from that ordinal on, and
+        ``after`` the globalIndex of localIndex ``from_local_index - 1`` when the caller
+        knows it: catching up on new arrivals costs O(new).
+
+        A chain short next to the index span it lies in is walked link by link from its
+        head. A longer one is read by scanning that span for the second's entries and
+        checking every link of them at once: a hot second's 100,000 links take a tenth
+        of a second to walk, a few milliseconds this way.
         """
         n = int(self.heads.count[sec])
-        out = np.empty(max(0, n - from_local_index), dtype=np.int64)
-        if len(out) == 0:
-            return out
+        want = n - from_local_index
+        if want <= 0:
+            return np.empty(0, dtype=np.int64)
         view = self.index_view()
+        last = int(self.heads.last[sec])
+        lo = after + 1 if from_local_index and after >= 0 else 0
+        if last - lo >= SCAN_FACTOR * want or not 0 <= last < len(view):
+            return self._walk(view, sec, n, from_local_index)
+        return self._scan(view, sec, n, from_local_index, lo, last)
+
+    def _walk(self, view: np.ndarray, sec: int, n: int, from_local_index: int) -> np.ndarray:
+        out = np.empty(n - from_local_index, dtype=np.int64)
         pre = view["pre_global_index"]
         secs = view["second_of_hour"]
         lis = view["local_index"]
         gi = int(self.heads.last[sec])
         for li in range(n - 1, from_local_index - 1, -1):
             if gi < 0 or gi >= len(view) or secs[gi] != sec or lis[gi] != li:
-                raise CorruptLogError(
-                    self.files.path(self.idx_rel),
-                    INDEX.offset_of(max(gi, 0)),
-                    f"chain of second {sec} broken at localIndex {li}",
-                )
+                raise self._broken(sec, li, gi)
             out[li - from_local_index] = gi
             gi = int(pre[gi])
         if from_local_index == 0 and gi != -1:
@@ -242,6 +256,42 @@ class HourBucket:
                 f"chain of second {sec} runs past localIndex 0",
             )
         return out
+
+    def _scan(
+        self, view: np.ndarray, sec: int, n: int, from_local_index: int, lo: int, last: int
+    ) -> np.ndarray:
+        """The chain as :meth:`_walk` finds it, from the index entries ``lo..last`` of
+        ``sec``: appended in arrival order, each must carry the next localIndex and link
+        to the one before it (the first to ``lo - 1``, or to nothing).
+
+        Anything else is walked instead. From a hint (``lo`` > 0) that was not right, the
+        walk stands; from the start, the walk reports where the chain breaks, and a sound
+        chain with other entries that claim its second is corrupt too."""
+        gis = lo + np.flatnonzero(view["second_of_hour"][lo : last + 1] == sec)
+        first = from_local_index if lo else 0
+        if len(gis) == n - first:
+            links = np.empty(len(gis), dtype=np.int64)  # each entry's, if the chain is sound
+            links[0] = lo - 1 if lo else -1
+            links[1:] = gis[:-1]
+            if np.array_equal(view["local_index"][gis], np.arange(first, n)) and np.array_equal(
+                view["pre_global_index"][gis], links
+            ):
+                return gis[from_local_index - first :]
+        if lo:
+            return self._walk(view, sec, n, from_local_index)
+        whole = self._walk(view, sec, n, 0)
+        raise CorruptLogError(
+            self.files.path(self.idx_rel),
+            INDEX.offset_of(int(np.setdiff1d(gis, whole)[0])),
+            f"index entries of second {sec} lie off its chain",
+        )
+
+    def _broken(self, sec: int, li: int, gi: int) -> CorruptLogError:
+        return CorruptLogError(
+            self.files.path(self.idx_rel),
+            INDEX.offset_of(max(gi, 0)),
+            f"chain of second {sec} broken at localIndex {li}",
+        )
 
     def read_message(self, gi: int) -> StoredMessage:
         (payload, at), log = self._record(gi), self.files.path(self.log_rel)

@@ -24,12 +24,13 @@ class LoadedSecond:
     """Second ``abs_sec`` (epoch seconds) of a store. The hour bucket is looked up on
     every refresh, never kept: the store may close and reopen buckets in between."""
 
-    __slots__ = ("store", "abs_sec", "known", "rows")
+    __slots__ = ("store", "abs_sec", "known", "last_gi", "rows")
 
     def __init__(self, store: StoreReads, abs_sec: int) -> None:
         self.store = store
         self.abs_sec = abs_sec
         self.known = 0  # how many of the second's messages ``rows`` holds
+        self.last_gi = -1  # the globalIndex of the last of them to arrive
         self.rows = empty_due()
 
     @property
@@ -43,7 +44,7 @@ class LoadedSecond:
         n = int(bucket.heads.count[sec])
         if n == self.known:
             return
-        gis = bucket.chain(sec, self.known)
+        gis = bucket.chain(sec, self.known, self.last_gi)
         entries = bucket.index_view()[gis]
         new = np.empty(len(gis), dtype=DUE)
         new["hour"] = hour
@@ -53,6 +54,7 @@ class LoadedSecond:
         rows = np.concatenate([self.rows, new]) if len(self.rows) else new
         self.rows = rows[np.lexsort((rows["local_index"], rows["slot_ms"]))]
         self.known = n
+        self.last_gi = int(gis[-1])
 
     def first_after(self, w: Watermark) -> int:
         """Position of the first row whose key is greater than ``w``."""
