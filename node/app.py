@@ -359,8 +359,10 @@ async def pull(request: web.Request) -> web.Response:
         req["visibility_ms"],
         req["ahead_ms"],
     )
-    if pull_wire.MSGPACK in request.headers.get("Accept", ""):
-        return web.Response(body=pull_wire.as_msgpack(pulled, svc.clock()), content_type=pull_wire.MSGPACK)
+    accept = request.headers.get("Accept", "")
+    if pull_wire.MSGPACK in accept:
+        wire = pull_wire.as_columns if pull_wire.COLUMNS in accept else pull_wire.as_msgpack
+        return web.Response(body=wire(pulled, svc.clock()), content_type=pull_wire.MSGPACK)
     return _json(200, pull_wire.as_json(pulled, svc.clock()))
 
 

@@ -6,13 +6,21 @@ attempt, key?, headers, body | body_b64}, ...], "batch_receipts": [...], "clock_
 answers, no earlier than when it leased them: a consumer holding messages it got ahead
 of their time learns the master's clock from it, horologe/client/holding.py).
 
-msgpack (``Accept: application/msgpack``, what the SDK asks for): ``{"messages":
-[[record, receipt, deliver_at, delivered_at], ...], "batch_receipts": [...], "clock_ms"}``, where
-``record`` is the message's delay-log record exactly as stored (storage/message.py:
+msgpack by columns (``Accept: application/msgpack; layout=columns``, what the SDK asks
+for): ``{"records": [record, ...], "receipts": [...], "deliver_at": bin, "delivered_at":
+bin, "batch_receipts": [...], "clock_ms"}``, the two times as little-endian int64 each.
+``record`` is the message's delay-log record as stored (storage/message.py: a map of
 ``id, topic, tags, body`` (bin), ``deliver_at_ms, key, headers, attempt,
-produced_at_ms``). The node copies it without decoding it; the message's topic is its
-header ``x-horologe-topic`` when present (a retry), else the record's topic; its id is its
-header ``x-horologe-id`` when present (a rescheduled copy), else the record's id.
+produced_at_ms``); one that is a map of those 9 keys travels as the flat array of its
+18 keys and values in their stored order (the same bytes under an array's head), which
+a client decodes several times quicker than a map. The message's topic is its header
+``x-horologe-topic`` when present (a retry), else the record's topic; its id is its
+header ``x-horologe-id`` when present (a rescheduled copy), else the record's id. The
+node copies records without decoding them, and packs nothing per message.
+
+msgpack by messages (``Accept: application/msgpack``, what SDKs before the columns
+asked for): ``{"messages": [[record, receipt, deliver_at, delivered_at], ...],
+"batch_receipts", "clock_ms"}``, each record a map as stored.
 """
 
 from __future__ import annotations
@@ -20,6 +28,7 @@ from __future__ import annotations
 import base64
 
 import msgpack
+import numpy as np
 
 from horologe.cluster.consumer_groups import ID_HEADER, ORIGIN_HEADER
 from horologe.storage.message import unpack_record
@@ -27,6 +36,9 @@ from horologe.storage.message import unpack_record
 from .consumers import Handed, Pulled
 
 MSGPACK = "application/msgpack"
+COLUMNS = "layout=columns"  # the Accept parameter that asks for msgpack by columns
+_RECORD_MAP = 0x89  # a stored record's head: a map of 9 entries
+_FLAT_RECORD = b"\xdc\x00\x12"  # an array of 18 items: the map's keys and values
 
 
 def as_json(pulled: Pulled, clock_ms: int) -> dict:
@@ -72,4 +84,29 @@ def as_msgpack(pulled: Pulled, clock_ms: int) -> bytes:
     ):
         parts += (b"\x94", record, pack(receipt), pack(deliver_at), pack(delivered_at))
     parts += (pack("batch_receipts"), pack(pulled.batch_receipts), pack("clock_ms"), pack(clock_ms))
+    return b"".join(parts)
+
+
+def as_columns(pulled: Pulled, clock_ms: int) -> bytes:
+    """The msgpack answer by columns (this module's docstring)."""
+    pack = msgpack.Packer(use_bin_type=True).pack
+    t = pulled.taken
+    parts = [b"\x86", pack("records"), msgpack.Packer().pack_array_header(len(t))]
+    for record in t.records:
+        if record[0] == _RECORD_MAP:
+            parts += (_FLAT_RECORD, record[1:])
+        else:
+            parts.append(record)
+    parts += (
+        pack("receipts"),
+        pack(pulled.receipts),
+        pack("deliver_at"),
+        pack(np.asarray(t.deliver_at, dtype="<i8").tobytes()),
+        pack("delivered_at"),
+        pack(np.asarray(t.delivered_at, dtype="<i8").tobytes()),
+        pack("batch_receipts"),
+        pack(pulled.batch_receipts),
+        pack("clock_ms"),
+        pack(clock_ms),
+    )
     return b"".join(parts)

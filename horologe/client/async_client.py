@@ -147,7 +147,7 @@ class AsyncClient(core.ClientSettings, AsyncScheduleCalls, AsyncPushCalls):
     async def _fetch_pull(self, *call) -> Reply:
         """:meth:`pull`'s call (``core.pull_call``'s arguments), its answer not decoded yet
         (:meth:`_pulled` does)."""
-        return await self.request(*core.pull_call(*call), accept=calls.MSGPACK)
+        return await self.request(*core.pull_call(*call), accept=calls.PULL_COLUMNS)
 
     async def _pulled(self, topic: str, group: str, tags: str | None, reply: Reply) -> PulledBatch:
         """As :meth:`Client._pulled`."""

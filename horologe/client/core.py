@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import os
 import ssl
+import struct
 from urllib.parse import quote, urlencode
 
 import httpx
@@ -244,10 +245,28 @@ def to_pulled(res: dict, tags: str | None) -> tuple[PulledBatch, list[str]]:
     name every message leased, the ones acked away too: acking them twice is harmless."""
     wanted = None if tags in (None, "", "*") else {t.strip() for t in tags.split("||")}
     kept, stray = [], []
-    for d in res["messages"]:
-        m = ReceivedMessage.from_json(d) if isinstance(d, dict) else ReceivedMessage.from_record(*d)
+    for m in _received(res):
         if wanted is None or wanted.intersection(m.tags):
             kept.append(m)
         else:
             stray.append(m.receipt)
     return PulledBatch(kept, res.get("batch_receipts", ()) if kept else (), res.get("clock_ms")), stray
+
+
+def _received(res: dict) -> list[ReceivedMessage]:
+    """A pull answer's messages, in any of its layouts (node/pull_wire.py): msgpack by
+    columns, msgpack by messages, or JSON."""
+    if "records" in res:
+        deliver_at, delivered_at = _int64s(res["deliver_at"]), _int64s(res["delivered_at"])
+        return list(
+            map(ReceivedMessage.from_record, res["records"], res["receipts"], deliver_at, delivered_at)
+        )
+    return [
+        ReceivedMessage.from_json(d) if isinstance(d, dict) else ReceivedMessage.from_record(*d)
+        for d in res["messages"]
+    ]
+
+
+def _int64s(raw: bytes) -> tuple[int, ...]:
+    """A column of little-endian int64s."""
+    return struct.unpack(f"<{len(raw) // 8}q", raw)

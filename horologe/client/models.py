@@ -64,6 +64,9 @@ class PendingPage:
 
 
 _new = object.__new__
+# A stored record's keys in the order the node writes them (storage/message.py), as the
+# flat records of a pull's answer by columns carry them.
+_FLAT_KEYS = ("id", "topic", "tags", "body", "deliver_at_ms", "key", "headers", "attempt", "produced_at_ms")
 
 
 @dataclass(frozen=True)
@@ -100,27 +103,45 @@ class ReceivedMessage:
         )
 
     @classmethod
-    def from_record(cls, record: dict, receipt: str, deliver_at: int, delivered_at: int) -> ReceivedMessage:
-        """From a pull's msgpack answer: the delay-log record as stored, and what the pull
-        adds (the node's pull_wire).
+    def from_record(cls, record, receipt: str, deliver_at: int, delivered_at: int) -> ReceivedMessage:
+        """From a pull's msgpack answer: the delay-log record as stored (a map), or as the
+        flat sequence of its keys and values that the answer by columns sends, and what
+        the pull adds (the node's pull_wire).
 
         Made without ``__init__``: a frozen dataclass's sets each field through
         ``object.__setattr__``, and that was half of what a consumer spent per message
         (6.3 µs here, 3.5 µs this way). The instance is the same: same fields, same
         equality, still frozen."""
-        headers = record["headers"]
+        if isinstance(record, dict):
+            headers = record["headers"]
+            mid, topic, tags, body = record["id"], record["topic"], record["tags"], record["body"]
+            attempt, key = record["attempt"], record.get("key")
+        elif record[::2] == _FLAT_KEYS:
+            mid, topic, tags, body, headers, attempt, key = (
+                record[1],
+                record[3],
+                record[5],
+                record[7],
+                record[13],
+                record[15],
+                record[11],
+            )
+        else:
+            return cls.from_record(
+                dict(zip(record[::2], record[1::2], strict=True)), receipt, deliver_at, delivered_at
+            )
         m = _new(cls)
         m.__dict__.update(
-            id=headers.get(ID_HEADER, record["id"]) if headers else record["id"],
+            id=headers.get(ID_HEADER, mid) if headers else mid,
             receipt=receipt,
-            topic=headers.get(ORIGIN_HEADER, record["topic"]) if headers else record["topic"],
-            body=record["body"],
-            tags=tuple(record["tags"]),
+            topic=headers.get(ORIGIN_HEADER, topic) if headers else topic,
+            body=body,
+            tags=tuple(tags),
             deliver_at=deliver_at,
             delivered_at=delivered_at,
-            attempt=record["attempt"],
+            attempt=attempt,
             headers=headers,
-            key=record.get("key"),
+            key=key,
         )
         return m
 

@@ -155,7 +155,7 @@ class Client(core.ClientSettings, calls.BlockingPool, ScheduleCalls, PushCalls):
     def _fetch_pull(self, *call) -> Reply:
         """:meth:`pull`'s call (``core.pull_call``'s arguments), its answer not decoded yet
         (:meth:`_pulled` does)."""
-        return self.request(*core.pull_call(*call), accept=calls.MSGPACK)
+        return self.request(*core.pull_call(*call), accept=calls.PULL_COLUMNS)
 
     def _pulled(self, topic: str, group: str, tags: str | None, reply: Reply) -> PulledBatch:
         """The batch of a :meth:`_fetch_pull` answer; what the client's own tag check

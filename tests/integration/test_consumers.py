@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from horologe.client import AlreadyDeliveredError, AsyncClient, Client
+from horologe.client import AlreadyDeliveredError, AsyncClient, Client, calls, core
 from testkit.process_cluster import CLIENT
 
 from .load import wait_delivered
@@ -199,6 +199,22 @@ def _due(cluster, topic: str, n: int) -> list[str]:
 def _nothing_left(cluster, topic: str) -> bool:
     time.sleep(1.5)  # on purpose: past every lease, an unacked message would be handed out again
     return cluster.client(0).pull(topic, "g", max=200, wait_ms=0) == []
+
+
+def test_every_answer_layout_of_a_pull_hands_out_the_same_messages(cluster):
+    """The SDK asks for msgpack by columns; an SDK from before them asks for msgpack by
+    messages, and anything else gets JSON: each group sees the same messages."""
+    _due(cluster, "wire", 20)
+    c = cluster.client(0)
+    got = {}
+    for group, accept in (("cols", calls.PULL_COLUMNS), ("msgs", calls.MSGPACK), ("json", None)):
+        reply = c.request(*core.pull_call("wire", group, None, 100, 3_000, 30_000, 0), accept=accept)
+        body = reply.result()
+        assert ("records" in body) == (group == "cols") and ("messages" in body) == (group != "cols")
+        batch, _stray = core.to_pulled(body, None)
+        got[group] = sorted((m.id, m.body, m.topic, m.tags, m.deliver_at, m.delivered_at) for m in batch)
+        c.ack("wire", group, batch.receipts())
+    assert len(got["cols"]) == 20 and got["cols"] == got["msgs"] == got["json"]
 
 
 def test_consume_iterator_receives_and_acks_everything(cluster):

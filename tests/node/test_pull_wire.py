@@ -1,4 +1,5 @@
-"""A pull answered as msgpack (the SDK's) says what the JSON answer says, message by message."""
+"""A pull answered as msgpack, by columns (the SDK's) or by messages, says what the JSON
+answer says, message by message."""
 
 from __future__ import annotations
 
@@ -6,9 +7,10 @@ import asyncio
 
 import msgpack
 
+from horologe.client.core import to_pulled
 from horologe.client.models import ReceivedMessage
 from horologe.cluster import PRODUCE, SYNC
-from horologe.node.pull_wire import as_json, as_msgpack
+from horologe.node.pull_wire import as_columns, as_json, as_msgpack
 from horologe.storage import Message
 from horologe.wheel import ALL, Watermark
 
@@ -20,13 +22,19 @@ log = test_consumers_scan.log  # the same fixture: a LocalLog whose clock the te
 
 def both(pulled) -> tuple[list[ReceivedMessage], list[ReceivedMessage], list[str], list[str]]:
     js = as_json(pulled, 5)
-    mp = msgpack.unpackb(as_msgpack(pulled, 5), raw=False)
-    assert js["clock_ms"] == mp["clock_ms"] == 5  # the master's clock, for consumers that hold
+    mp = msgpack.unpackb(as_msgpack(pulled, 5), raw=False, use_list=False)
+    cols = msgpack.unpackb(as_columns(pulled, 5), raw=False, use_list=False)
+    assert (
+        js["clock_ms"] == mp["clock_ms"] == cols["clock_ms"] == 5
+    )  # the master's clock, for consumers that hold
+    assert all(isinstance(r, tuple) for r in cols["records"])  # flat, as the node writes records
+    by_messages, by_columns = to_pulled(mp, None)[0], to_pulled(cols, None)[0]
+    assert by_columns == by_messages and list(by_columns.batch_receipts) == list(mp["batch_receipts"])
     return (
         [ReceivedMessage.from_json(d) for d in js["messages"]],
-        [ReceivedMessage.from_record(*m) for m in mp["messages"]],
+        list(by_columns),
         js["batch_receipts"],
-        mp["batch_receipts"],
+        list(cols["batch_receipts"]),
     )
 
 
@@ -64,3 +72,12 @@ def test_msgpack_and_json_answers_name_the_same_messages(log):
         task.cancel()
 
     asyncio.run(run())
+
+
+def test_a_flat_record_in_another_key_order_or_a_map_reads_the_same():
+    fields = {"topic": "t", "id": "0" * 32, "tags": ("a",), "body": b"x", "deliver_at_ms": 1, "key": None}
+    fields |= {"headers": {}, "attempt": 2, "produced_at_ms": 0}
+    flat = tuple(v for kv in fields.items() for v in kv)
+    from_map = ReceivedMessage.from_record(fields, "r", 10, 11)
+    assert ReceivedMessage.from_record(flat, "r", 10, 11) == from_map
+    assert (from_map.id, from_map.topic, from_map.tags, from_map.attempt) == ("0" * 32, "t", ("a",), 2)
