@@ -47,6 +47,7 @@ def by_hour(mids: list[MessageId | None]) -> dict[int, list[int]]:
     return out
 
 
+_FORMAT_MAX = 16  # as many ids as are formatted one by one: below that numpy's set-up costs more
 _HEX_DIGITS = np.frombuffer(b"0123456789abcdef", dtype=np.uint8)
 _NIBBLE_SHIFTS = np.arange(60, -4, -4, dtype=np.uint64)  # a u64's 16 hex digits, first to last
 
@@ -59,6 +60,10 @@ def id_digits(hours, global_indexes) -> np.ndarray:
 
 
 def id_strings(hours, global_indexes) -> list[str]:
-    """``str(MessageId(h, g))`` of each pair, for many at once."""
+    """``str(MessageId(h, g))`` of each pair, for many at once (a few, one by one)."""
+    if np.size(global_indexes) <= _FORMAT_MAX:
+        gis = np.asarray(global_indexes).tolist()
+        hs = [int(hours)] * len(gis) if np.ndim(hours) == 0 else np.asarray(hours).tolist()
+        return [f"{h:08x}{g:08x}" for h, g in zip(hs, gis, strict=True)]
     codes = id_digits(hours, global_indexes).astype(np.uint32)
     return codes.view(f"<U{ID_LENGTH}").ravel().tolist()

@@ -85,9 +85,14 @@ def test_a_message_s_wire_size_counts_each_field():
     ]
 
 
-def test_ids_for_many_read_as_one_at_a_time():
-    gis = np.array([0, 1, 0xFFFF_FFFF], dtype=np.int64)
+@pytest.mark.parametrize("n", [1, 3, 16, 17, 200])  # formatted one by one up to 16, by numpy above
+def test_ids_for_many_read_as_one_at_a_time(n):
+    gis = np.array([0, 1, 0xFFFF_FFFF] * n, dtype=np.int64)[:n]
     assert id_strings(HOUR, gis) == [str(MessageId(HOUR, g)) for g in gis.tolist()]
+    hours = np.arange(n) + 1
+    assert id_strings(hours, gis) == [
+        str(MessageId(h, g)) for h, g in zip(hours.tolist(), gis.tolist(), strict=True)
+    ]
     assert id_strings(np.array([1, 2]), np.array([3, 4])) == ["0000000100000003", "0000000200000004"]
 
 
