@@ -285,7 +285,9 @@ ROUTES: dict[tuple[str, str], dict] = {
         {
             "200": {
                 "description": "The messages leased (none once `wait_ms` passed without any). With "
-                "`Accept: application/msgpack`, the same in msgpack, each message as its stored record.",
+                "`Accept: application/msgpack; layout=columns`, the same in msgpack by columns, each "
+                "record flat; with `Accept: application/msgpack`, by messages, each as its stored "
+                "record (docs/api.md, pull).",
                 "content": {JSON: {"schema": ref("Pulled")}, "application/msgpack": {"schema": {}}},
             }
         },

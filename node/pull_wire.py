@@ -13,10 +13,11 @@ bin, "batch_receipts": [...], "clock_ms"}``, the two times as little-endian int6
 ``id, topic, tags, body`` (bin), ``deliver_at_ms, key, headers, attempt,
 produced_at_ms``); one that is a map of those 9 keys travels as the flat array of its
 18 keys and values in their stored order (the same bytes under an array's head), which
-a client decodes several times quicker than a map. The message's topic is its header
+msgpack decodes quicker than a map. The message's topic is its header
 ``x-horologe-topic`` when present (a retry), else the record's topic; its id is its
 header ``x-horologe-id`` when present (a rescheduled copy), else the record's id. The
-node copies records without decoding them, and packs nothing per message.
+node copies records without decoding them, and packs no field per message, only each
+record's new head.
 
 msgpack by messages (``Accept: application/msgpack``, what SDKs before the columns
 asked for): ``{"messages": [[record, receipt, deliver_at, delivered_at], ...],
@@ -31,14 +32,13 @@ import msgpack
 import numpy as np
 
 from horologe.cluster.consumer_groups import ID_HEADER, ORIGIN_HEADER
-from horologe.storage.message import unpack_record
+from horologe.storage.message import FLAT_RECORD_HEAD, RECORD_MAP_HEAD, unpack_record
 
 from .consumers import Handed, Pulled
 
 MSGPACK = "application/msgpack"
 COLUMNS = "layout=columns"  # the Accept parameter that asks for msgpack by columns
-_RECORD_MAP = 0x89  # a stored record's head: a map of 9 entries
-_FLAT_RECORD = b"\xdc\x00\x12"  # an array of 18 items: the map's keys and values
+_RECORD_MAP = RECORD_MAP_HEAD[0]
 
 
 def as_json(pulled: Pulled, clock_ms: int) -> dict:
@@ -91,10 +91,12 @@ def as_columns(pulled: Pulled, clock_ms: int) -> bytes:
     """The msgpack answer by columns (this module's docstring)."""
     pack = msgpack.Packer(use_bin_type=True).pack
     t = pulled.taken
+    if not len(t) == len(pulled.receipts) == len(t.deliver_at) == len(t.delivered_at):
+        raise ValueError("a pull's columns differ in length")
     parts = [b"\x86", pack("records"), msgpack.Packer().pack_array_header(len(t))]
     for record in t.records:
         if record[0] == _RECORD_MAP:
-            parts += (_FLAT_RECORD, record[1:])
+            parts += (FLAT_RECORD_HEAD, record[1:])
         else:
             parts.append(record)
     parts += (

@@ -40,6 +40,7 @@ DENSE_FACTOR = 4  # read a span at once when it is at most this many times what 
 # Find a second's chain by scanning the index span it lies in when the span is at most this
 # many times its length: a link walked costs about 1 µs, an entry scanned a few ns.
 SCAN_FACTOR = 64
+SCAN_MIN = 64  # and when it has at least this many: below, the scan's set-up costs more
 
 
 class HourBucket:
@@ -215,17 +216,18 @@ class HourBucket:
 
     # -- reads ----------------------------------------------------------------
 
-    def chain(self, sec: int, from_local_index: int = 0, after: int = -1) -> np.ndarray:
+    def chain(self, sec: int, from_local_index: int = 0, prev_gi: int = -1) -> np.ndarray:
         """GlobalIndexes of second ``sec`` in arrival (localIndex) order.
 
         With ``from_local_index`` only the messages from that ordinal on, and
-        ``after`` the globalIndex of localIndex ``from_local_index - 1`` when the caller
-        knows it: catching up on new arrivals costs O(new).
+        ``prev_gi`` the globalIndex of localIndex ``from_local_index - 1`` when the
+        caller knows it: catching up on new arrivals costs O(new).
 
-        A chain short next to the index span it lies in is walked link by link from its
-        head. A longer one is read by scanning that span for the second's entries and
-        checking every link of them at once: a hot second's 100,000 links take a tenth
-        of a second to walk, a few milliseconds this way.
+        A chain short next to the index span it lies in (from the start of the hour, or
+        from ``prev_gi``) is walked link by link from its head. A longer one is read by
+        scanning that span for the second's entries and checking every link of them at
+        once: a hot second's 100,000 links take a tenth of a second to walk, a few
+        milliseconds this way.
         """
         n = int(self.heads.count[sec])
         want = n - from_local_index
@@ -233,17 +235,17 @@ class HourBucket:
             return np.empty(0, dtype=np.int64)
         view = self.index_view()
         last = int(self.heads.last[sec])
-        lo = after + 1 if from_local_index and after >= 0 else 0
-        if last - lo >= SCAN_FACTOR * want or not 0 <= last < len(view):
-            return self._walk(view, sec, n, from_local_index)
+        lo = prev_gi + 1 if from_local_index and prev_gi >= 0 else 0
+        if want < SCAN_MIN or last - lo >= SCAN_FACTOR * want or not 0 <= last < len(view):
+            return self._walk(view, sec, n, from_local_index, last)
         return self._scan(view, sec, n, from_local_index, lo, last)
 
-    def _walk(self, view: np.ndarray, sec: int, n: int, from_local_index: int) -> np.ndarray:
+    def _walk(self, view: np.ndarray, sec: int, n: int, from_local_index: int, last: int) -> np.ndarray:
         out = np.empty(n - from_local_index, dtype=np.int64)
         pre = view["pre_global_index"]
         secs = view["second_of_hour"]
         lis = view["local_index"]
-        gi = int(self.heads.last[sec])
+        gi = last
         for li in range(n - 1, from_local_index - 1, -1):
             if gi < 0 or gi >= len(view) or secs[gi] != sec or lis[gi] != li:
                 raise self._broken(sec, li, gi)
@@ -261,29 +263,35 @@ class HourBucket:
         self, view: np.ndarray, sec: int, n: int, from_local_index: int, lo: int, last: int
     ) -> np.ndarray:
         """The chain as :meth:`_walk` finds it, from the index entries ``lo..last`` of
-        ``sec``: appended in arrival order, each must carry the next localIndex and link
-        to the one before it (the first to ``lo - 1``, or to nothing).
+        ``sec``: appended in arrival order, the last of them the head, each must carry
+        the next localIndex and link to the one before it (the first to ``lo - 1``, or
+        to nothing).
 
         Anything else is walked instead. From a hint (``lo`` > 0) that was not right, the
-        walk stands; from the start, the walk reports where the chain breaks, and a sound
-        chain with other entries that claim its second is corrupt too."""
+        walk stands. From the start, the whole chain is walked, to report where it
+        breaks; a chain that walks soundly is corrupt all the same if other entries claim
+        its second, or if its links run out of arrival order."""
         gis = lo + np.flatnonzero(view["second_of_hour"][lo : last + 1] == sec)
         first = from_local_index if lo else 0
-        if len(gis) == n - first:
+        if len(gis) == n - first and gis[-1] == last:
             links = np.empty(len(gis), dtype=np.int64)  # each entry's, if the chain is sound
             links[0] = lo - 1 if lo else -1
             links[1:] = gis[:-1]
             if np.array_equal(view["local_index"][gis], np.arange(first, n)) and np.array_equal(
                 view["pre_global_index"][gis], links
             ):
-                return gis[from_local_index - first :]
+                return gis[from_local_index - first :].astype(np.int64, copy=False)
         if lo:
-            return self._walk(view, sec, n, from_local_index)
-        whole = self._walk(view, sec, n, 0)
+            return self._walk(view, sec, n, from_local_index, last)
+        whole = self._walk(view, sec, n, 0, last)
+        stray = np.setdiff1d(gis, whole)
+        if len(stray):
+            at, why = int(stray[0]), "lie off its chain"
+        else:
+            back = np.flatnonzero(np.diff(whole) <= 0)
+            at, why = (int(whole[back[0] + 1]) if len(back) else last), "run out of arrival order"
         raise CorruptLogError(
-            self.files.path(self.idx_rel),
-            INDEX.offset_of(int(np.setdiff1d(gis, whole)[0])),
-            f"index entries of second {sec} lie off its chain",
+            self.files.path(self.idx_rel), INDEX.offset_of(at), f"index entries of second {sec} {why}"
         )
 
     def _broken(self, sec: int, li: int, gi: int) -> CorruptLogError:

@@ -23,9 +23,9 @@ import numpy as np
 from .errors import CorruptLogError, DeliverTimeOutOfRangeError, InvalidMessageError
 from .message_id import ID_LENGTH, MessageId, id_digits
 
-RECORD_KEYS = frozenset(
-    ("id", "topic", "tags", "body", "deliver_at_ms", "key", "headers", "attempt", "produced_at_ms")
-)
+# A record's keys in the order encode_records writes them.
+RECORD_ORDER = ("id", "topic", "tags", "body", "deliver_at_ms", "key", "headers", "attempt", "produced_at_ms")
+RECORD_KEYS = frozenset(RECORD_ORDER)
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,8 +74,9 @@ class MessageLimits:
 
 
 _packer = msgpack.Packer(use_bin_type=True)
-_MAP_HEAD = b"\x89"  # a map of the 9 RECORD_KEYS
-_FLAT_HEAD = 3  # a flat array of 18 items packs as array 16: 0xdc and two length bytes
+RECORD_MAP_HEAD = b"\x89"  # a record's first byte: a map of the 9 RECORD_KEYS
+# The same keys and values as one flat array of 18 items (array 16: 0xdc, two length bytes).
+FLAT_RECORD_HEAD = b"\xdc\x00\x12"
 
 
 def encode_record(mid: MessageId, msg: Message) -> bytes:
@@ -100,7 +101,7 @@ def encode_records(
     keys and values, whose items are byte for byte the map's, under the map's head."""
     pack = _packer.pack
     return [
-        _MAP_HEAD
+        RECORD_MAP_HEAD
         + pack(
             [
                 "id",
@@ -122,7 +123,7 @@ def encode_records(
                 "produced_at_ms",
                 pa,
             ]
-        )[_FLAT_HEAD:]
+        )[len(FLAT_RECORD_HEAD) :]
         for mid, topic, tg, body, at, key, hd, att, pa in zip(
             ids, topics, tags, bodies, deliver_at_ms, keys, headers, attempts, produced_at_ms, strict=True
         )

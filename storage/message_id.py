@@ -62,8 +62,10 @@ def id_digits(hours, global_indexes) -> np.ndarray:
 def id_strings(hours, global_indexes) -> list[str]:
     """``str(MessageId(h, g))`` of each pair, for many at once (a few, one by one)."""
     if np.size(global_indexes) <= _FORMAT_MAX:
-        gis = np.asarray(global_indexes).tolist()
-        hs = [int(hours)] * len(gis) if np.ndim(hours) == 0 else np.asarray(hours).tolist()
-        return [f"{h:08x}{g:08x}" for h, g in zip(hs, gis, strict=True)]
+        gis = np.atleast_1d(global_indexes).tolist()
+        hs = np.atleast_1d(hours).tolist()
+        if len(hs) == 1:
+            hs *= len(gis)
+        return [str(MessageId(h, g)) for h, g in zip(hs, gis, strict=True)]
     codes = id_digits(hours, global_indexes).astype(np.uint32)
     return codes.view(f"<U{ID_LENGTH}").ravel().tolist()

@@ -38,19 +38,22 @@ class LoadedSecond:
         return self.abs_sec * 1000
 
     def refresh(self) -> None:
-        """Take in messages that arrived since the last look: walks only the new ones."""
+        """Take in messages that arrived since the last look: reads only the new ones."""
         hour, sec = divmod(self.abs_sec, 3600)
         bucket = self.store.bucket(hour)
         n = int(bucket.heads.count[sec])
         if n == self.known:
             return
         gis = bucket.chain(sec, self.known, self.last_gi)
-        entries = bucket.index_view()[gis]
+        if not len(gis):  # fewer than known: nothing new to take in
+            self.known = n
+            return
+        view = bucket.index_view()
         new = np.empty(len(gis), dtype=DUE)
         new["hour"] = hour
         new["global_index"] = gis
-        new["slot_ms"] = self.start_ms + entries["ms"].astype(np.int64)
-        new["local_index"] = entries["local_index"]
+        new["slot_ms"] = self.start_ms + view["ms"][gis].astype(np.int64)
+        new["local_index"] = view["local_index"][gis]
         rows = np.concatenate([self.rows, new]) if len(self.rows) else new
         self.rows = rows[np.lexsort((rows["local_index"], rows["slot_ms"]))]
         self.known = n

@@ -258,9 +258,8 @@ def _received(res: dict) -> list[ReceivedMessage]:
     columns, msgpack by messages, or JSON."""
     if "records" in res:
         deliver_at, delivered_at = _int64s(res["deliver_at"]), _int64s(res["delivered_at"])
-        return list(
-            map(ReceivedMessage.from_record, res["records"], res["receipts"], deliver_at, delivered_at)
-        )
+        columns = zip(res["records"], res["receipts"], deliver_at, delivered_at, strict=True)
+        return [ReceivedMessage.from_record(*m) for m in columns]
     return [
         ReceivedMessage.from_json(d) if isinstance(d, dict) else ReceivedMessage.from_record(*d)
         for d in res["messages"]

@@ -64,8 +64,8 @@ class PendingPage:
 
 
 _new = object.__new__
-# A stored record's keys in the order the node writes them (storage/message.py), as the
-# flat records of a pull's answer by columns carry them.
+# A stored record's keys in the order the node writes them (storage/message.py's
+# RECORD_ORDER), as the flat records of a pull's answer by columns carry them.
 _FLAT_KEYS = ("id", "topic", "tags", "body", "deliver_at_ms", "key", "headers", "attempt", "produced_at_ms")
 
 
@@ -105,8 +105,9 @@ class ReceivedMessage:
     @classmethod
     def from_record(cls, record, receipt: str, deliver_at: int, delivered_at: int) -> ReceivedMessage:
         """From a pull's msgpack answer: the delay-log record as stored (a map), or as the
-        flat sequence of its keys and values that the answer by columns sends, and what
-        the pull adds (the node's pull_wire).
+        flat tuple of its keys and values that the answer by columns sends (read by
+        position when its keys come in the order the node writes them, else by key), and
+        what the pull adds (the node's pull_wire).
 
         Made without ``__init__``: a frozen dataclass's sets each field through
         ``object.__setattr__``, and that was half of what a consumer spent per message

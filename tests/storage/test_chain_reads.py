@@ -10,6 +10,7 @@ from horologe.storage import CorruptLogError, Storage, StorageConfig
 from horologe.storage.delay_index import INDEX
 from horologe.storage.hour_bucket import SCAN_FACTOR
 from horologe.storage.hour_names import hour_name
+from horologe.wheel.loaded_second import LoadedSecond
 
 from .helpers import H0, HOUR, msg
 
@@ -33,8 +34,8 @@ def build(path: str) -> list[int]:
 
 
 def walked(bucket, sec: int, from_local_index: int = 0) -> list[int]:
-    view = bucket.index_view()
-    return bucket._walk(view, sec, int(bucket.heads.count[sec]), from_local_index).tolist()
+    n, last = int(bucket.heads.count[sec]), int(bucket.heads.last[sec])
+    return bucket._walk(bucket.index_view(), sec, n, from_local_index, last).tolist()
 
 
 def test_a_long_chain_is_scanned_and_matches_the_walk(tmp_path, monkeypatch):
@@ -86,3 +87,46 @@ def test_an_entry_that_claims_a_scanned_second_off_its_chain_is_refused(tmp_path
     with Storage(path, StorageConfig(fsync=False)) as s:
         with pytest.raises(CorruptLogError, match=f"entries of second {HOT_SEC} lie off its chain"):
             s.bucket(HOUR).chain(HOT_SEC)
+
+
+def test_links_out_of_arrival_order_are_refused_though_the_walk_holds(tmp_path):
+    """The hot second's last two entries swap localIndexes and links: walking from the
+    head still meets each localIndex once, but the chain runs against arrival order."""
+    path = str(tmp_path / "s")
+    hot = build(path)
+    a, b = hot[-2], hot[-1]
+    reseal(path, a, local_index=len(hot) - 1, pre_global_index=b)
+    reseal(path, b, local_index=len(hot) - 2, pre_global_index=hot[-3])
+    with Storage(path, StorageConfig(fsync=False)) as s:
+        bucket = s.bucket(HOUR)
+        bucket.heads.last[HOT_SEC] = a  # the head the swapped chain starts from
+        assert walked(bucket, HOT_SEC) == hot[:-2] + [b, a]
+        with pytest.raises(CorruptLogError, match=f"entries of second {HOT_SEC} run out of arrival order"):
+            bucket.chain(HOT_SEC)
+
+
+def test_a_head_that_names_another_second_is_refused_not_read_past(tmp_path):
+    path = str(tmp_path / "s")
+    hot = build(path)
+    with Storage(path, StorageConfig(fsync=False)) as s:
+        bucket = s.bucket(HOUR)
+        bucket.heads.last[HOT_SEC] = hot[-1] + 1  # an entry of another second
+        with pytest.raises(CorruptLogError, match=f"chain of second {HOT_SEC} broken"):
+            bucket.chain(HOT_SEC)
+
+
+def test_the_wheel_catches_up_on_a_hot_second_from_where_it_stopped(tmp_path, monkeypatch):
+    """LoadedSecond hands the last globalIndex it holds, so the catch-up is scanned from
+    there: were the hint wrong, the chain would be walked instead."""
+    path = str(tmp_path / "s")
+    hot = build(path)
+    with Storage(path, StorageConfig(fsync=False)) as s:
+        bucket = s.bucket(HOUR)
+        second = LoadedSecond(s, HOUR * 3600 + HOT_SEC)
+        second.refresh()
+        assert second.known == len(hot) and second.last_gi == hot[-1]
+        more = [msg(H0 + HOT_SEC * 1000 + 999) for _ in range(300)]
+        added = [m.global_index for m in s.apply(99, lambda tx: tx.append(more))]
+        monkeypatch.setattr(bucket, "_walk", lambda *a: pytest.fail("walked instead of scanned"))
+        second.refresh()
+        assert sorted(second.rows["global_index"].tolist()) == hot + added
