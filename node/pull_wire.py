@@ -89,11 +89,12 @@ def as_msgpack(pulled: Pulled, clock_ms: int) -> bytes:
 
 def as_columns(pulled: Pulled, clock_ms: int) -> bytes:
     """The msgpack answer by columns (this module's docstring)."""
-    pack = msgpack.Packer(use_bin_type=True).pack
+    packer = msgpack.Packer(use_bin_type=True)
+    pack = packer.pack
     t = pulled.taken
     if not len(t) == len(pulled.receipts) == len(t.deliver_at) == len(t.delivered_at):
         raise ValueError("a pull's columns differ in length")
-    parts = [b"\x86", pack("records"), msgpack.Packer().pack_array_header(len(t))]
+    parts = [b"\x86", pack("records"), packer.pack_array_header(len(t))]
     for record in t.records:
         if record[0] == _RECORD_MAP:
             parts += (FLAT_RECORD_HEAD, record[1:])
