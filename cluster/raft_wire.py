@@ -47,7 +47,8 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from cryptography.hazmat.primitives.kdf.pbkdf2 import PBKDF2HMAC
-from pysyncobj.tcp_connection import TcpConnection
+from pysyncobj.poller import POLL_EVENT_TYPE
+from pysyncobj.tcp_connection import CONNECTION_STATE, TcpConnection
 
 log = logging.getLogger(__name__)
 
@@ -136,6 +137,24 @@ class WireConnection(TcpConnection):
         out += HEAD.pack(len(data))
         out += data
         self._TcpConnection__trySendBuffer()
+        if out and self._TcpConnection__state == CONNECTION_STATE.CONNECTED:
+            self._watch_writable()
+
+    def _watch_writable(self) -> None:
+        """Wake the tick thread when the socket takes more.
+
+        pysyncobj sends what the socket takes at once and leaves the rest in the buffer,
+        without asking its poller for the socket's writable event: the rest went out only
+        with the connection's next message. A produce batch's append (~260 KB for 1,000
+        messages) does not fit the socket's buffer, so its tail waited for the next append
+        or keep-alive, up to a heartbeat (50 ms), and ingest went one batch per heartbeat.
+        pysyncobj's own handler of the event sends the rest, and stops watching once the
+        buffer is empty."""
+        self._TcpConnection__poller.subscribe(
+            self._TcpConnection__fileno,
+            self._TcpConnection__processConnection,
+            POLL_EVENT_TYPE.READ | POLL_EVENT_TYPE.WRITE | POLL_EVENT_TYPE.ERROR,
+        )
 
     def _buffer(self, name: str) -> bytearray:
         """The buffer ``name`` as a bytearray (pysyncobj sets a new ``bytes()`` with

@@ -149,3 +149,29 @@ def test_a_large_frame_goes_out_whole_and_in_order_through_a_socket():
     assert bytes(got) == HEAD.pack(len(big)) + big
     left = sender._TcpConnection__writeBuffer
     assert isinstance(left, bytearray) and not left
+
+
+def test_what_the_socket_did_not_take_goes_out_on_its_own():
+    """A frame larger than the socket's buffer is sent whole by polling alone, with no
+    later message on the connection to push its tail out (pysyncobj left the tail until
+    the next message: one produce batch per heartbeat)."""
+    mine, theirs = socket.socketpair()
+    mine.setblocking(False)
+    theirs.setblocking(False)
+    got: list = []
+    sending, receiving = createPoller("auto"), createPoller("auto")
+    sender = WireConnection(sending, socket=mine)  # connected, as an accepted connection is
+    WireConnection(receiving, onMessageReceived=got.append, socket=theirs)
+    sending.poll(0)  # its first writable event, with nothing to send: it stops watching for more
+    big = bytes(range(256)) * 16_384  # 4 MiB, far more than a socket's buffer
+    sender.send(big)
+    assert sender.getSendBufferSize() > 0  # the socket took part of it
+    for _ in range(1_000):
+        sending.poll(0)
+        receiving.poll(0)
+        if got:
+            break
+    mine.close()
+    theirs.close()
+    assert got == [big]
+    assert sender.getSendBufferSize() == 0
