@@ -4,6 +4,8 @@ A pure library: no networking, no threads, no clock. See ``store`` for the layou
 and each module's docstring for its file format (collected in docs/storage.md).
 """
 
+import numpy.ma  # noqa: F401 - np.unique loads it on its first call: here, not in a node's first apply (~13 ms)
+
 from .config import StorageConfig
 from .errors import (
     CorruptLogError,

@@ -21,10 +21,16 @@ may name an entry below the cursor: the index treats it as no entry (key_index).
 
 In memory the heads are one numpy array of ``buckets`` int64 (32 MiB at the default
 2**22 buckets) whatever the number of keys; pages of buckets never used cost nothing.
+It lives in an anonymous mapping of small pages (``sparse_zeros``), not in numpy's own
+memory: numpy asks the kernel for huge pages for any array over 4 MiB, and a huge page
+is zeroed whole, 2 MiB at once, on its first write. Each of a young index's first ~50
+keys then landed on a new one: 4.5-5.9 ms of the tick thread each on this machine (a
+single produce's p99 in a cluster's first second), and all 32 MiB resident after them.
 """
 
 from __future__ import annotations
 
+import mmap
 import struct
 import zlib
 
@@ -39,14 +45,21 @@ assert _HEADER.size == 16
 HEADS_NAME = "keys/index.heads"
 
 
+def sparse_zeros(n: int) -> np.ndarray:
+    """``n`` int64 zeros in small pages, each taking memory only once written."""
+    area = mmap.mmap(-1, max(n, 1) * 8)
+    if hasattr(mmap, "MADV_NOHUGEPAGE"):  # Linux; huge pages may be the default (THP "always")
+        area.madvise(mmap.MADV_NOHUGEPAGE)
+    return np.frombuffer(area, dtype="<i8", count=n)
+
+
 class KeyHeads:
     __slots__ = ("buckets", "heads", "covered", "mask")
 
     def __init__(self, buckets: int) -> None:
         self.buckets = buckets
         self.mask = buckets - 1
-        # zeros: pages of buckets never used are never touched, so cost no memory
-        self.heads = np.zeros(buckets, dtype="<i8")
+        self.heads = sparse_zeros(buckets)
         self.covered = 0
 
     def absorb(self, hashes: np.ndarray, first: int) -> None:
