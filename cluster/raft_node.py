@@ -276,6 +276,15 @@ class RaftNode(SyncObj):
             return
         super()._applyCommand(command, callback, commandType)
 
+    def _checkCommandsToApply(self) -> None:  # noqa: N802 - pysyncobj's name
+        """pysyncobj's leader appends waiting proposals to its log and sends them to the
+        followers here. It syncs them at once, while the followers write theirs: its own
+        copy is on disk before the next tick counts it towards a commit (which the
+        followers then learn and apply), and its fsync no longer waits for their answers
+        (the apply's sync finds nothing left to do)."""
+        super()._checkCommandsToApply()
+        self._sync_journal()
+
     def _SyncObj__sendNextNodeIdx(self, node, reset=False, nextNodeIdx=None, success=False):  # noqa: N802, N803
         """A follower's answer to the leader: entries it reports having are on disk first,
         and the answer names the term it answers in (pysyncobj's carries none; the leader
