@@ -3,12 +3,17 @@
 Every message carries a key, so a batch that is posted twice (a retry after a timeout,
 a Spark task run again, the whole job rerun while the keys live: until 24 h after each
 message's delivery hour) stores nothing new.
+
+A :class:`Poster` takes messages one by one and posts each full batch on a thread of
+its own, one batch in flight, while the caller validates the next: batches still go in
+the order their messages came.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 from horologe.client import Client, HorologeError, UnavailableError
@@ -28,6 +33,85 @@ class PostStats:
         self.retried += other.retried
 
 
+class Poster:
+    """Messages in, batches of ``batch_size`` out; each batch is retried up to
+    ``attempts`` times across failovers, else :class:`PostingError` (raised by the
+    ``add`` or ``close`` that follows). ``ca``: the CA file to verify https:// nodes with
+    (it must be readable where this runs). A context manager: leaving it normally posts
+    what is left; leaving it on an exception does not."""
+
+    def __init__(
+        self,
+        urls: list[str],
+        token: str,
+        *,
+        batch_size: int = 1000,
+        attempts: int = 8,
+        backoff_s: float = 0.5,
+        ca: str | None = None,
+    ) -> None:
+        self.stats = PostStats()  # final once close() returned
+        self._client = Client(urls, token, retry_s=10.0, ca=ca)
+        self._batch_size = batch_size
+        self._attempts = attempts
+        self._backoff_s = backoff_s
+        self._batch: list[dict] = []
+        self._thread = ThreadPoolExecutor(1, thread_name_prefix="horologe-poster")
+        self._in_flight: Future | None = None
+
+    def add(self, message: dict) -> None:
+        self._batch.append(message)
+        if len(self._batch) >= self._batch_size:
+            self._send()
+
+    def close(self) -> PostStats:
+        try:
+            if self._batch:
+                self._send()
+            self._settle()
+        finally:
+            self._thread.shutdown()
+            self._client.close()
+        return self.stats
+
+    def __enter__(self) -> Poster:
+        return self
+
+    def __exit__(self, kind, *_exc) -> None:
+        if kind is None:
+            self.close()
+        else:
+            self._thread.shutdown(cancel_futures=True)
+            self._client.close()
+
+    def _send(self) -> None:
+        batch, self._batch = self._batch, []
+        self._settle()
+        self._in_flight = self._thread.submit(self._post, batch)
+
+    def _settle(self) -> None:
+        """Wait for the batch in flight; raise what it raised."""
+        if self._in_flight is not None:
+            done, self._in_flight = self._in_flight, None
+            done.result()
+
+    def _post(self, batch: list[dict]) -> None:  # on the poster's thread
+        for attempt in range(self._attempts):
+            try:
+                results = self._client.produce_batch(batch)
+                break
+            except UnavailableError as e:
+                if attempt == self._attempts - 1:
+                    raise PostingError(
+                        f"batch of {len(batch)} not posted after {self._attempts} attempts: {e}"
+                    ) from e
+                self.stats.retried += 1
+                time.sleep(self._backoff_s * (attempt + 1))
+        refused = sum(1 for r in results if isinstance(r, HorologeError))
+        self.stats.refused += refused
+        self.stats.accepted += len(results) - refused
+
+
 def post_messages(
     messages: Iterable[dict],
     urls: list[str],
@@ -38,36 +122,8 @@ def post_messages(
     backoff_s: float = 0.5,
     ca: str | None = None,
 ) -> PostStats:
-    """Post in batches; each batch is retried up to ``attempts`` times across failovers.
-    ``ca``: the CA file to verify https:// nodes with (it must be readable where this runs)."""
-    client = Client(urls, token, retry_s=10.0, ca=ca)
-    stats = PostStats()
-    batch: list[dict] = []
-
-    def flush() -> None:
-        for attempt in range(attempts):
-            try:
-                results = client.produce_batch(batch)
-                break
-            except UnavailableError as e:
-                if attempt == attempts - 1:
-                    raise PostingError(
-                        f"batch of {len(batch)} not posted after {attempts} attempts: {e}"
-                    ) from e
-                stats.retried += 1
-                time.sleep(backoff_s * (attempt + 1))
-        for r in results:
-            if isinstance(r, HorologeError):
-                stats.refused += 1
-            else:
-                stats.accepted += 1
-        batch.clear()
-
-    with client:  # closes its connections
-        for msg in messages:
-            batch.append(msg)
-            if len(batch) >= batch_size:
-                flush()
-        if batch:
-            flush()
-    return stats
+    """Post ``messages`` with a :class:`Poster`; its figures."""
+    with Poster(urls, token, batch_size=batch_size, attempts=attempts, backoff_s=backoff_s, ca=ca) as poster:
+        for message in messages:
+            poster.add(message)
+    return poster.stats

@@ -1,11 +1,17 @@
 """``horologe spark schedule``: bulk scheduling from Parquet, CSV or JSON files.
 
-1. Read the input and keep the mapped columns.
-2. Validate every row with the API's own rules (column_mapping); bad rows go to a
-   reject file (JSON lines: the row and the reason) and never reach the cluster.
-3. Post the valid rows from the executors (``foreachPartition``), in batches, with
-   retries and per-row keys (poster), so task retries and reruns store nothing twice.
-   Rows go out sorted by deliver time, which keeps each batch within a few hours.
+1. Read the input and keep the mapped columns, sorted by deliver time.
+2. In one pass on the executors (``mapInArrow``, Arrow batches in and out), validate
+   every row with the API's own rules (column_mapping) and post the valid ones, in
+   batches, with retries and per-row keys (poster), so task retries and reruns store
+   nothing twice. Bad rows never reach the cluster: they come out of the pass and go to
+   a reject file (JSON lines: the row and the reason). Sorted rows keep each batch
+   within a few delivery hours.
+
+The pass's counts travel in accumulators: should Spark run a finished stage again (an
+executor lost), its rows would be counted again, though not stored again. Before, rows
+went through Python ``Row`` objects and JSON twice (validated into a cached frame, then
+posted from it): 1,000,000 rows took 17.9 s to validate and 30.3 s to post, here.
 """
 
 from __future__ import annotations
@@ -17,11 +23,11 @@ from dataclasses import dataclass
 
 from .column_mapping import ColumnMapping
 from .errors import PipelineError
-from .poster import post_messages
+from .poster import Poster
 from .progress import job_progress
 
 FORMATS = {".parquet": "parquet", ".csv": "csv", ".json": "json", ".jsonl": "json", ".ndjson": "json"}
-CHECKED_SCHEMA = "ok boolean, message string, row string, reason string"
+REJECTS_SCHEMA = "row string, reason string"
 
 
 @dataclass
@@ -76,32 +82,36 @@ def run_schedule(
     # hours, so a node's group commit touches (and fsyncs) a few files, not hundreds.
     df = df.select(*mapping.columns()).orderBy(mapping.time_column())
     now = int(time.time() * 1000)
-
-    def validate(rows):
-        for row in rows:
-            d = row.asDict(recursive=True)
-            try:
-                yield (True, json.dumps(mapping.to_message(d, now)), None, None)
-            except ValueError as e:
-                yield (False, None, json.dumps(d, default=str), str(e))
-
-    checked = spark.createDataFrame(df.rdd.mapPartitions(validate), CHECKED_SCHEMA).cache()
-    rejected = checked.where("NOT ok").select("row", "reason")
-    rejected.coalesce(1).write.mode("overwrite").json(rejects_path)
     sc = spark.sparkContext
-    accepted, refused, retried = sc.accumulator(0), sc.accumulator(0), sc.accumulator(0)
+    rows, rejects, accepted, refused, retried = (sc.accumulator(0) for _ in range(5))
 
-    def post(rows) -> None:
-        stats = post_messages(
-            (json.loads(r.message) for r in rows), urls, token, batch_size=batch_size, ca=ca
-        )
-        accepted.add(stats.accepted)
-        refused.add(stats.refused)
-        retried.add(stats.retried)
+    def check_and_post(batches):
+        import pyarrow as pa
 
+        with Poster(urls, token, batch_size=batch_size, ca=ca) as poster:
+            for batch in batches:
+                bad, reasons = [], []
+                for row in batch.to_pylist():
+                    try:
+                        message = mapping.to_message(row, now)
+                    except ValueError as e:
+                        bad.append(json.dumps(row, default=str))
+                        reasons.append(str(e))
+                    else:
+                        poster.add(message)
+                rows.add(batch.num_rows)
+                rejects.add(len(bad))
+                if bad:
+                    yield pa.RecordBatch.from_pydict({"row": bad, "reason": reasons})
+        accepted.add(poster.stats.accepted)
+        refused.add(poster.stats.refused)
+        retried.add(poster.stats.retried)
+
+    rejected = df.mapInArrow(check_and_post, REJECTS_SCHEMA)
     with job_progress(sc, "horologe-schedule", on_progress):
-        checked.where("ok").select("message").foreachPartition(post)
-    total = checked.count()
-    n_rejected = rejected.count()
-    checked.unpersist()
-    return ScheduleSummary(total, accepted.value, n_rejected, refused.value, retried.value, rejects_path)
+        # the one action: the pass runs once, on all partitions; its few rejects then
+        # meet in one file
+        rejected.repartition(1).write.mode("overwrite").json(rejects_path)
+    return ScheduleSummary(
+        rows.value, accepted.value, rejects.value, refused.value, retried.value, rejects_path
+    )
