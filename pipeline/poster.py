@@ -112,18 +112,9 @@ class Poster:
         self.stats.accepted += len(results) - refused
 
 
-def post_messages(
-    messages: Iterable[dict],
-    urls: list[str],
-    token: str,
-    *,
-    batch_size: int = 1000,
-    attempts: int = 8,
-    backoff_s: float = 0.5,
-    ca: str | None = None,
-) -> PostStats:
-    """Post ``messages`` with a :class:`Poster`; its figures."""
-    with Poster(urls, token, batch_size=batch_size, attempts=attempts, backoff_s=backoff_s, ca=ca) as poster:
+def post_messages(messages: Iterable[dict], urls: list[str], token: str, **options) -> PostStats:
+    """Post ``messages`` with a :class:`Poster` (``options``: its keyword arguments); its figures."""
+    with Poster(urls, token, **options) as poster:
         for message in messages:
             poster.add(message)
     return poster.stats
