@@ -69,7 +69,7 @@ _new = object.__new__
 _FLAT_KEYS = ("id", "topic", "tags", "body", "deliver_at_ms", "key", "headers", "attempt", "produced_at_ms")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True, weakref_slot=True)
 class ReceivedMessage:
     id: str
     receipt: str
@@ -111,8 +111,15 @@ class ReceivedMessage:
 
         Made without ``__init__``: a frozen dataclass's sets each field through
         ``object.__setattr__``, and that was half of what a consumer spent per message
-        (6.3 µs here, 3.5 µs this way). The instance is the same: same fields, same
-        equality, still frozen."""
+        (6.3 µs here, 3.5 µs this way); its slots are set directly. The instance is the
+        same: same fields, same equality, still frozen.
+
+        Slots, not a ``__dict__``: one object for the collector to track per message
+        instead of two. Messages live for a few batches (prefetched, then handed over),
+        long enough to reach the oldest generation, whose growth starts full
+        collections of the whole heap: with a ``__dict__``, decoding a pull of 1,000 in
+        a process holding 60,000 other objects cost 2.28 µs a message with the collector
+        on and 1.2 without; with slots, 1.55 and 0.94, and half the full collections."""
         if isinstance(record, dict):
             headers = record["headers"]
             mid, topic, tags, body = record["id"], record["topic"], record["tags"], record["body"]
@@ -132,19 +139,30 @@ class ReceivedMessage:
                 dict(zip(record[::2], record[1::2], strict=True)), receipt, deliver_at, delivered_at
             )
         m = _new(cls)
-        m.__dict__.update(
-            id=headers.get(ID_HEADER, mid) if headers else mid,
-            receipt=receipt,
-            topic=headers.get(ORIGIN_HEADER, topic) if headers else topic,
-            body=body,
-            tags=tuple(tags),
-            deliver_at=deliver_at,
-            delivered_at=delivered_at,
-            attempt=attempt,
-            headers=headers,
-            key=key,
-        )
+        _set_id(m, headers.get(ID_HEADER, mid) if headers else mid)
+        _set_receipt(m, receipt)
+        _set_topic(m, headers.get(ORIGIN_HEADER, topic) if headers else topic)
+        _set_body(m, body)
+        _set_tags(m, tuple(tags))
+        _set_deliver_at(m, deliver_at)
+        _set_delivered_at(m, delivered_at)
+        _set_attempt(m, attempt)
+        _set_headers(m, headers)
+        _set_key(m, key)
         return m
+
+
+# Each field's slot, set past the frozen class's __setattr__ (from_record).
+_set_id = ReceivedMessage.id.__set__
+_set_receipt = ReceivedMessage.receipt.__set__
+_set_topic = ReceivedMessage.topic.__set__
+_set_body = ReceivedMessage.body.__set__
+_set_tags = ReceivedMessage.tags.__set__
+_set_deliver_at = ReceivedMessage.deliver_at.__set__
+_set_delivered_at = ReceivedMessage.delivered_at.__set__
+_set_attempt = ReceivedMessage.attempt.__set__
+_set_headers = ReceivedMessage.headers.__set__
+_set_key = ReceivedMessage.key.__set__
 
 
 class PulledBatch(list):

@@ -4,7 +4,10 @@ the same frozen message its constructor does, headers that rename it included.""
 from __future__ import annotations
 
 import dataclasses
+import gc
+import pickle
 import struct
+import weakref
 
 import msgpack
 import pytest
@@ -80,6 +83,15 @@ def test_it_stays_frozen(layout):
     with pytest.raises(dataclasses.FrozenInstanceError):
         m.body = b"other"  # type: ignore[misc]
     assert dataclasses.replace(m, attempt=1).attempt == 1
+
+
+def test_it_is_one_object_for_the_collector_and_still_pickles_and_takes_weak_references(layout):
+    """Slots, no ``__dict__``: a message a consumer holds is one tracked object, not two."""
+    m = _from_wire(_record(headers={"x-user": "1"}, key="k"), layout)
+    assert not hasattr(m, "__dict__")
+    assert [o for o in gc.get_referents(m) if isinstance(o, dict)] == [m.headers]
+    assert pickle.loads(pickle.dumps(m)) == m
+    assert weakref.ref(m)() is m
 
 
 def test_the_sdk_reads_flat_records_in_the_order_the_node_writes_them():
