@@ -147,7 +147,7 @@ class WireConnection(TcpConnection):
         without asking its poller for the socket's writable event: the rest went out only
         with the connection's next message. A produce batch's append (~260 KB for 1,000
         messages) does not fit the socket's buffer, so its tail waited for the next append
-        or keep-alive, up to a heartbeat (50 ms), and ingest went one batch per heartbeat.
+        or keep-alive (up to a heartbeat, 50 ms), with the nodes mostly idle meanwhile.
         pysyncobj's own handler of the event sends the rest, and stops watching once the
         buffer is empty."""
         self._TcpConnection__poller.subscribe(
