@@ -154,7 +154,7 @@ def test_a_large_frame_goes_out_whole_and_in_order_through_a_socket():
 def test_what_the_socket_did_not_take_goes_out_on_its_own():
     """A frame larger than the socket's buffer is sent whole by polling alone, with no
     later message on the connection to push its tail out (pysyncobj left the tail until
-    the next message: one produce batch per heartbeat)."""
+    the connection's next message, up to a heartbeat later)."""
     mine, theirs = socket.socketpair()
     mine.setblocking(False)
     theirs.setblocking(False)
