@@ -181,23 +181,23 @@ def parse_new_time(obj, now_ms: int, limits: MessageLimits) -> int:
     return deliver_time(obj, now_ms, limits, RESCHEDULE_FIELDS)
 
 
-PLAIN_FIELDS = frozenset({"topic", "body", "key", "deliver_at"})
+PLAIN_FIELDS = frozenset({"topic", "body", "key", "deliver_at", "tags"})
 
 
 def parse_message(obj, now_ms: int, limits: MessageLimits) -> Message:
     plain = _plain(obj, now_ms, limits)
     if plain is None:
         return _any_message(obj, now_ms, limits)
-    topic, body, deliver_at, key = plain
-    return Message(topic=topic, body=body, deliver_at_ms=deliver_at, produced_at_ms=now_ms, key=key)
+    topic, body, deliver_at, key, tags = plain
+    return Message(topic=topic, body=body, deliver_at_ms=deliver_at, produced_at_ms=now_ms, tags=tags, key=key)
 
 
 def plain_columns(items: list, now_ms: int, limits: MessageLimits) -> MessageColumns | None:
     """A batch as columns when every item is plain (see ``_plain``): what the SDK sends,
     without a ``Message`` made for each. None when any is not: ``parse_message`` then
     parses each, and refuses what it must."""
-    topics, bodies, deliver_at, keys = [], [], [], []
-    for obj in items:
+    topics, bodies, deliver_at, keys, tags = [], [], [], [], {}
+    for i, obj in enumerate(items):
         plain = _plain(obj, now_ms, limits)
         if plain is None:
             return None
@@ -205,23 +205,36 @@ def plain_columns(items: list, now_ms: int, limits: MessageLimits) -> MessageCol
         bodies.append(plain[1])
         deliver_at.append(plain[2])
         keys.append(plain[3])
+        if plain[4]:
+            tags[i] = plain[4]
     n = len(topics)
     return MessageColumns(
-        topics, bodies, np.array(deliver_at, dtype=np.int64), np.full(n, now_ms, dtype=np.int64), keys
+        topics, bodies, np.array(deliver_at, dtype=np.int64), np.full(n, now_ms, dtype=np.int64), keys, tags
     )
 
 
-def _plain(obj, now_ms: int, limits: MessageLimits) -> tuple[str, bytes, int, str | None] | None:
-    """What most produce items are (what the SDK sends: a topic, a body, a key, an integer
-    deliver_at, nothing else), checked by the same rules in a few exact type tests: a
-    batch of 1,000 spent a third of the master's time in the general path. Its (topic,
-    body, deliver_at, key); None for anything else, or anything those rules might refuse:
-    the general path decides."""
+def _plain(obj, now_ms: int, limits: MessageLimits) -> tuple[str, bytes, int, str | None, tuple] | None:
+    """What most produce items are (what the SDK and ``spark schedule`` send: a topic, a
+    body, a key, an integer deliver_at, maybe a list of tags, nothing else), checked by
+    the same rules in a few exact type tests: a batch of 1,000 spent a third of the
+    master's time in the general path. Its (topic, body, deliver_at, key, tags); None for
+    anything else, or anything those rules might refuse: the general path decides."""
     if type(obj) is not dict or not obj.keys() <= PLAIN_FIELDS:
         return None
     topic, body, key = obj.get("topic"), obj.get("body"), obj.get("key")
     if type(topic) is not str or not _is_name(topic):
         return None
+    tags = obj.get("tags", ())
+    if tags:
+        if type(tags) is not list or not all(type(t) is str for t in tags):
+            return None
+        tags = tuple(tags)
+        if not _are_tags(tags):
+            return None
+    elif tags != [] and tags != ():  # "", None, 0...: the general path's refusal
+        return None
+    else:
+        tags = ()
     if type(body) is str:
         body = body.encode()
     elif type(body) is not bytes:
@@ -234,7 +247,13 @@ def _plain(obj, now_ms: int, limits: MessageLimits) -> tuple[str, bytes, int, st
         or ("key" in obj and (type(key) is not str or not 1 <= len(key) <= MAX_KEY))
     ):
         return None
-    return topic, body, deliver_at, key
+    return topic, body, deliver_at, key, tags
+
+
+@functools.lru_cache(maxsize=4096)
+def _are_tags(tags: tuple[str, ...]) -> bool:
+    """Whether ``tags`` (strings) are a message's tags (a batch repeats the same few sets)."""
+    return len(tags) <= MAX_TAGS and all(TAG_RE.fullmatch(t) for t in tags)
 
 
 def _any_message(obj, now_ms: int, limits: MessageLimits) -> Message:

@@ -70,18 +70,24 @@ def fresh_keys(n: int) -> list[str]:
     return [digits[i : i + 32] for i in range(0, 32 * n, 32)]
 
 
-_PLAIN_ITEM = frozenset({"topic", "body", "key", "deliver_at", "deliver_after", "delay_level"})
+_PLAIN_ITEM = frozenset({"topic", "body", "key", "deliver_at", "deliver_after", "delay_level", "tags"})
 
 
 def batch_bodies(messages: list[dict]) -> list[dict]:
     """Each message of a batch (:func:`message_body` of each item), the keys the SDK
-    makes up drawn together. An item of a topic, a ``str`` or ``bytes`` body, a key and a
-    time (most batches) is what ``message_body`` would make of it, its options left unset
-    dropped, built here without the call."""
+    makes up drawn together. An item of a topic, a ``str`` or ``bytes`` body, a key, a
+    time and maybe a list of tags (most batches) is what ``message_body`` would make of
+    it, its options left unset dropped, built here without the call."""
     keys = iter(fresh_keys(sum(1 for m in messages if not m.get("key"))))
     out = []
     for m in messages:
-        if m.keys() <= _PLAIN_ITEM and "topic" in m and type(m.get("body")) in (str, bytes):
+        tags = m.get("tags")
+        if (
+            m.keys() <= _PLAIN_ITEM
+            and "topic" in m
+            and type(m.get("body")) in (str, bytes)
+            and (tags is None or (type(tags) is list and tags))
+        ):
             msg = {k: v for k, v in m.items() if v is not None}
             if not msg.get("key"):
                 msg["key"] = next(keys)

@@ -16,6 +16,10 @@ ITEMS = [
     {"topic": "t", "body": "x", "key": "k4", "delay_level": 3, "deliver_at": None},
     {"topic": "t", "body": bytearray(b"ab"), "key": "k5"},  # not plain: made bytes
     {"topic": "t", "body": "x", "key": "k6", "tags": ["a"], "headers": {"h": "v"}},  # not plain
+    {"topic": "t", "body": "x", "key": "k7", "tags": ["a", "b"], "deliver_at": 5},
+    {"topic": "t", "body": "x", "key": "k8", "tags": []},  # not plain: dropped
+    {"topic": "t", "body": "x", "key": "k9", "tags": ("a",)},  # not plain: made a list
+    {"topic": "t", "body": "x", "key": "k10", "tags": None},
 ]
 
 

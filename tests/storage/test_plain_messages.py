@@ -32,7 +32,11 @@ items = st.fixed_dictionaries(
         "body": bodies,
         "key": keys,
         "deliver_at": times,
-        "tags": st.sampled_from([[], ["t"]]),
+        "tags": st.one_of(
+            st.sampled_from([[], ["t"], ["t", "vip"], ["t"] * 17, ["a b"], [""], "t", "", (), {}]),
+            st.lists(st.one_of(st.sampled_from(["t", "x.y_z-1", "é"]), odd), max_size=3),
+            odd,
+        ),
         "deliver_after": st.sampled_from(["5s", 10]),
         "body_b64": st.sampled_from(["eA==", "!"]),
     },
@@ -64,7 +68,7 @@ def test_the_plain_path_agrees_with_the_general_rules(obj):
 @given(
     st.fixed_dictionaries(
         {"topic": st.sampled_from(["orders", "-bad"]), "body": st.sampled_from([b"x", "y", b"z" * 65])},
-        optional={"key": keys, "deliver_at": times},
+        optional={"key": keys, "deliver_at": times, "tags": st.sampled_from([[], ["t"], ["a b"], ["t"] * 17])},
     )
 )
 def test_near_misses_of_a_plain_message_are_judged_alike(obj):
@@ -80,16 +84,21 @@ def test_near_misses_of_a_plain_message_are_judged_alike(obj):
 def test_what_the_sdk_sends_takes_the_plain_path():
     obj = {"topic": "orders", "key": "0123abcd", "body": b"x" * 10, "deliver_at": NOW + 1_000}
     assert _plain_message(obj, NOW, LIMITS) == _any_message(obj, NOW, LIMITS)
+    tagged = {**obj, "tags": ["timeout", "vip"]}  # what spark schedule sends
+    assert _plain_message(tagged, NOW, LIMITS) == _any_message(tagged, NOW, LIMITS)
+    assert _plain_message(tagged, NOW, LIMITS).tags == ("timeout", "vip")
     assert _plain_message({"topic": "orders", "body": "hi"}, NOW, LIMITS).deliver_at_ms == NOW
 
 
 def test_a_batch_is_plain_only_when_every_item_is():
     good = [{"topic": "orders", "body": f"m{k}", "deliver_at": NOW + k} for k in range(5)]
     good[2]["key"] = "k2"
+    good[3]["tags"] = ["t"]
+    good[4]["tags"] = []
     cols = plain_columns(good, NOW, LIMITS)
     expected = MessageColumns.from_messages([parse_message(obj, NOW, LIMITS) for obj in good])
     assert [cols.message(i) for i in range(len(cols))] == [expected.message(i) for i in range(5)]
-    assert (cols.tags, cols.headers, cols.attempts) == ({}, {}, {})
-    for odd_one in ({"topic": "orders", "body": "x", "tags": ["t"]}, {"topic": "-bad", "body": "x"}, 7):
+    assert (cols.tags, cols.headers, cols.attempts) == ({3: ("t",)}, {}, {})
+    for odd_one in ({"topic": "orders", "body": "x", "tags": "t"}, {"topic": "-bad", "body": "x"}, 7):
         assert plain_columns([*good, odd_one], NOW, LIMITS) is None
     assert len(plain_columns([], NOW, LIMITS)) == 0
