@@ -189,7 +189,9 @@ def parse_message(obj, now_ms: int, limits: MessageLimits) -> Message:
     if plain is None:
         return _any_message(obj, now_ms, limits)
     topic, body, deliver_at, key, tags = plain
-    return Message(topic=topic, body=body, deliver_at_ms=deliver_at, produced_at_ms=now_ms, tags=tags, key=key)
+    return Message(
+        topic=topic, body=body, deliver_at_ms=deliver_at, produced_at_ms=now_ms, tags=tags, key=key
+    )
 
 
 def plain_columns(items: list, now_ms: int, limits: MessageLimits) -> MessageColumns | None:

@@ -68,7 +68,11 @@ def test_the_plain_path_agrees_with_the_general_rules(obj):
 @given(
     st.fixed_dictionaries(
         {"topic": st.sampled_from(["orders", "-bad"]), "body": st.sampled_from([b"x", "y", b"z" * 65])},
-        optional={"key": keys, "deliver_at": times, "tags": st.sampled_from([[], ["t"], ["a b"], ["t"] * 17])},
+        optional={
+            "key": keys,
+            "deliver_at": times,
+            "tags": st.sampled_from([[], ["t"], ["a b"], ["t"] * 17]),
+        },
     )
 )
 def test_near_misses_of_a_plain_message_are_judged_alike(obj):
