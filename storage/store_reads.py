@@ -13,6 +13,7 @@ what makes reading beside a writer safe without a lock.
 
 from __future__ import annotations
 
+import bisect
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -71,19 +72,28 @@ class StoreReads:
         self._mapped: set[int] = set()
         # ready segment -> the ranges of its positions whose checksums were verified, merged
         self._ready_verified: dict[str, list[tuple[int, int]]] = {}
+        self._indexed_files: set[str] = set()  # the files the names below were read from
         self._reindex_names()
 
     def _reindex_names(self) -> None:
+        """Topic names, hours and ready segments from the committed state. A store gains
+        files one hour at a time, thousands of hours in a bulk load: only what a batch
+        added is read, unless it removed any."""
         st = self._state()
         self._topic_names = {tid: name for name, tid in st.topics.items()}
-        self._hours = sorted(
-            parse_hour_name(rel[6:16])
-            for rel in st.files
-            if rel.startswith("delay/") and rel.endswith(".idx")
-        )
-        self._ready_segs: dict[int, list[Segment]] = ready_segments(st.files)
-        for rel in [rel for rel in self._ready_verified if rel not in st.files]:
-            del self._ready_verified[rel]
+        added = st.files.keys() - self._indexed_files
+        removed = not self._indexed_files or bool(self._indexed_files - st.files.keys())
+        self._indexed_files = set(st.files)
+        if removed:
+            self._hours = sorted(parse_hour_name(rel[6:16]) for rel in st.files if _is_hour_index(rel))
+            for rel in [rel for rel in self._ready_verified if rel not in st.files]:
+                del self._ready_verified[rel]
+        else:
+            for rel in added:
+                if _is_hour_index(rel):
+                    bisect.insort(self._hours, parse_hour_name(rel[6:16]))
+        if removed or any(rel.startswith("ready/") for rel in added):
+            self._ready_segs: dict[int, list[Segment]] = ready_segments(st.files)
         retained_from = self.meta("retained_from_hour", 0)
         for hour in [h for h in self._buckets if h < retained_from and not self._in_batch()]:
             self._buckets.pop(hour).close(save_heads=False)
@@ -406,3 +416,8 @@ def _removed_as(error: Exception) -> Iterator[None]:
         yield
     except FileNotFoundError as e:
         raise error from e
+
+
+def _is_hour_index(rel: str) -> bool:
+    """Whether ``rel`` is an hour's delay index (``delay/YYYYMMDDHH.idx``): one per hour."""
+    return rel.startswith("delay/") and rel.endswith(".idx")

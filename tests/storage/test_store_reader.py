@@ -58,6 +58,43 @@ def test_heads_tombstones_and_ready_logs_catch_up(tmp_path):
         assert reader.read_ready("t")["global_index"].tolist() == list(range(n + 1))
 
 
+def test_names_follow_hours_added_out_of_order_and_cut(tmp_path):
+    """Hours and ready logs are read from what each batch added (a bulk load adds
+    thousands of hours), and from scratch after a cut: writer and reader name what the
+    files hold at every step."""
+    store = Storage(str(tmp_path / "s"), CFG)
+    reader = _reader(store)
+    ri, seen, ids = 0, [], {}
+    for k in (5, 1, 9, 3, 0, 7):
+        ri += 1
+        (ids[k],) = store.apply(ri, lambda tx, k=k: tx.append([msg(H0 + k * 3_600_000 + 5)]))
+        seen.append(HOUR + k)
+        reader.follow(store.published())
+        assert store.hours() == reader.hours() == sorted(seen)
+    ri += 1
+    store.apply(
+        ri, lambda tx: tx.append_ready("orders", [ReadyEntry(ids[9].hour, ids[9].global_index, 0, H0, H0)])
+    )
+    ri += 1
+    store.apply(ri, lambda tx: tx.seal_before(HOUR + 4))
+    ri += 1
+    assert store.apply(ri, lambda tx: tx.drop_hours_before(HOUR + 4)) == HOUR + 4
+    reader.follow(store.published())
+    assert store.hours() == reader.hours() == [HOUR + 5, HOUR + 7, HOUR + 9]
+    ri += 1
+    store.apply(ri, lambda tx: tx.append([msg(H0 + 8 * 3_600_000 + 5)]))
+    ri += 1
+    store.apply(
+        ri, lambda tx: tx.append_ready("other", [ReadyEntry(ids[5].hour, ids[5].global_index, 0, H0, H0)])
+    )
+    reader.follow(store.published())
+    assert store.hours() == reader.hours() == [HOUR + 5, HOUR + 7, HOUR + 8, HOUR + 9]
+    for s in (store, reader):
+        assert s.read_ready("orders")["global_index"].tolist() == [ids[9].global_index]
+        assert s.read_ready("other")["global_index"].tolist() == [ids[5].global_index]
+    store.check()
+
+
 def test_reader_reopens_after_a_restore(tmp_path):
     src = Storage(str(tmp_path / "src"), CFG)
     src.apply(1, lambda tx: tx.append([msg(H0 + 3_600_000 + 5, body=b"from snapshot")]))
