@@ -28,8 +28,7 @@ def bench_schedule(root: str, rows: int) -> None:
 
     from horologe.pipeline.column_mapping import ColumnMapping
     from horologe.pipeline.poster import post_messages
-    from horologe.pipeline.schedule import run_schedule
-    from horologe.pipeline.spark_session import spark_session
+    from horologe.pipeline.schedule import run_schedule, schedule_session
     from testkit.process_cluster import CLIENT, Cluster
 
     src = os.path.join(root, "rows.parquet")
@@ -45,7 +44,7 @@ def bench_schedule(root: str, rows: int) -> None:
             t0 = time.monotonic()
             if path == "spark":
                 s = run_schedule(
-                    spark_session("local[*]", "bench"),
+                    schedule_session("local[*]"),
                     src,
                     mapping,
                     urls,

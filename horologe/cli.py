@@ -871,8 +871,7 @@ def spark_schedule(
     """
     from horologe.pipeline.column_mapping import ColumnMapping
     from horologe.pipeline.errors import PipelineError
-    from horologe.pipeline.schedule import run_schedule
-    from horologe.pipeline.spark_session import spark_session
+    from horologe.pipeline.schedule import run_schedule, schedule_session
 
     urls = [u.strip() for u in url.split(",")]
     _check_certificates(urls, ca)
@@ -887,7 +886,7 @@ def spark_schedule(
             delay_level_col=delay_level_col,
             key_col=key_col,
         )
-        session = spark_session(master, "horologe-schedule")
+        session = schedule_session(master)
         with click.progressbar(length=1, label="posting", file=sys.stderr) as bar:
 
             def progress(done: int, total: int) -> None:

@@ -25,6 +25,7 @@ from .column_mapping import ColumnMapping
 from .errors import PipelineError
 from .poster import Poster
 from .progress import job_progress
+from .spark_session import LIGHT_JVM, spark_session
 
 FORMATS = {".parquet": "parquet", ".csv": "csv", ".json": "json", ".jsonl": "json", ".ndjson": "json"}
 REJECTS_SCHEMA = "row string, reason string"
@@ -61,6 +62,12 @@ def read_input(spark, path: str, fmt: str | None = None):
     if f == "csv":
         reader = reader.option("header", "true")  # values stay strings; the mapping parses them
     return reader.load(path)
+
+
+def schedule_session(master: str = "local[*]"):
+    """The Spark session ``horologe spark schedule`` runs in: its JVM only reads, sorts
+    and hands Arrow batches over, so it gets the light JIT (spark_session.LIGHT_JVM)."""
+    return spark_session(master, "horologe-schedule", java_options=LIGHT_JVM)
 
 
 def run_schedule(
