@@ -15,11 +15,12 @@ from dataclasses import dataclass
 import xxhash
 
 from horologe.storage import InvalidFieldError, MessageLimits
-from horologe.storage.message_json import parse_message
+from horologe.storage.message_json import check_message
 
 from .errors import ColumnMappingError
 
 TIME_OPTIONS = ("deliver_at_col", "deliver_after_col", "delay_level_col")
+LIMITS = MessageLimits()
 
 
 @dataclass(frozen=True)
@@ -81,7 +82,7 @@ class ColumnMapping:
             raise ValueError(f"{self.body_col}: empty")
         msg["body"] = str(msg["body"])
         try:
-            parse_message(msg, now_ms, MessageLimits())
+            check_message(msg, now_ms, LIMITS)
         except InvalidFieldError as e:
             raise ValueError(f"{e.field or 'row'}: {e.message}") from e
         key = row.get(self.key_col) if self.key_col is not None else None
@@ -90,6 +91,8 @@ class ColumnMapping:
 
 
 def _number_if_numeric(value):
+    if type(value) is int:
+        return value
     if isinstance(value, str) and value.strip().lstrip("-").isdigit():
         return int(value)
     if isinstance(value, float) and value.is_integer():

@@ -194,6 +194,12 @@ def parse_message(obj, now_ms: int, limits: MessageLimits) -> Message:
     )
 
 
+def check_message(obj, now_ms: int, limits: MessageLimits) -> None:
+    """Refuse what ``parse_message`` refuses (InvalidFieldError), without making the Message."""
+    if _plain(obj, now_ms, limits) is None:
+        _any_message(obj, now_ms, limits)
+
+
 def plain_columns(items: list, now_ms: int, limits: MessageLimits) -> MessageColumns | None:
     """A batch as columns when every item is plain (see ``_plain``): what the SDK sends,
     without a ``Message`` made for each. None when any is not: ``parse_message`` then

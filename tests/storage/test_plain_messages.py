@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from horologe.storage.errors import InvalidFieldError
 from horologe.storage.message import MessageLimits
 from horologe.storage.message_columns import MessageColumns
-from horologe.storage.message_json import _any_message, parse_message, plain_columns
+from horologe.storage.message_json import _any_message, check_message, parse_message, plain_columns
 
 NOW = 1_767_225_600_000
 LIMITS = MessageLimits(max_body_bytes=64)
@@ -83,6 +83,19 @@ def test_near_misses_of_a_plain_message_are_judged_alike(obj):
     plain_types = type(obj.get("deliver_at", 0)) is int and type(obj.get("key", "")) is str
     if plain_types and not isinstance(general, tuple):
         assert plain is not None  # plain in every respect: the plain path takes it
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.one_of(items, odd))
+def test_check_message_refuses_what_parse_message_refuses(obj):
+    def outcome(parse):
+        try:
+            parse(obj, NOW, LIMITS)
+        except InvalidFieldError as e:
+            return e.code, e.field, e.message
+        return None
+
+    assert outcome(check_message) == outcome(parse_message)
 
 
 def test_what_the_sdk_sends_takes_the_plain_path():
