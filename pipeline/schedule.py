@@ -26,6 +26,7 @@ from .errors import PipelineError
 from .poster import Poster
 from .progress import job_progress
 from .spark_session import LIGHT_JVM, spark_session
+from .worker_gc import fewer_collections
 
 FORMATS = {".parquet": "parquet", ".csv": "csv", ".json": "json", ".jsonl": "json", ".ndjson": "json"}
 REJECTS_SCHEMA = "row string, reason string"
@@ -95,7 +96,7 @@ def run_schedule(
     def check_and_post(batches):
         import pyarrow as pa
 
-        with Poster(urls, token, batch_size=batch_size, ca=ca) as poster:
+        with fewer_collections(), Poster(urls, token, batch_size=batch_size, ca=ca) as poster:
             for batch in batches:
                 bad, reasons = [], []
                 for row in batch.to_pylist():
