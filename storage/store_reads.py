@@ -82,9 +82,9 @@ class StoreReads:
         st = self._state()
         self._topic_names = {tid: name for name, tid in st.topics.items()}
         added = st.files.keys() - self._indexed_files
-        removed = not self._indexed_files or bool(self._indexed_files - st.files.keys())
+        from_scratch = not self._indexed_files or bool(self._indexed_files - st.files.keys())
         self._indexed_files = set(st.files)
-        if removed:
+        if from_scratch:
             self._hours = sorted(parse_hour_name(rel[6:16]) for rel in st.files if _is_hour_index(rel))
             for rel in [rel for rel in self._ready_verified if rel not in st.files]:
                 del self._ready_verified[rel]
@@ -92,7 +92,7 @@ class StoreReads:
             for rel in added:
                 if _is_hour_index(rel):
                     bisect.insort(self._hours, parse_hour_name(rel[6:16]))
-        if removed or any(rel.startswith("ready/") for rel in added):
+        if from_scratch or any(rel.startswith("ready/") for rel in added):
             self._ready_segs: dict[int, list[Segment]] = ready_segments(st.files)
         retained_from = self.meta("retained_from_hour", 0)
         for hour in [h for h in self._buckets if h < retained_from and not self._in_batch()]:
