@@ -188,7 +188,7 @@ class HourBucket:
             for rec in encode_records(
                 id_strings(self.hour, gis),
                 cols.topics if whole else [cols.topics[i] for i in pos],
-                [list(cols.tags.get(i, ())) for i in pos] if cols.tags else [()] * n,
+                [cols.tags.get(i, ()) for i in pos] if cols.tags else [()] * n,  # packed as arrays
                 cols.bodies if whole else [cols.bodies[i] for i in pos],
                 (cols.deliver_at_ms if whole else cols.deliver_at_ms[at]).tolist(),
                 cols.keys if whole else [cols.keys[i] for i in pos],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -21,6 +22,9 @@ from .moves import COPY_OF, MOVED_TO
 from .ready_log import READY, ReadyEntry, base_key, floor_key, ready_segment_rel, rows_of
 from .segments import SegmentedLog
 from .tag_signature import tags_signature
+
+# A batch's messages share a few tag sets: each set's signature is worked out once.
+_signature_of = functools.lru_cache(maxsize=4096)(tags_signature)
 
 if TYPE_CHECKING:  # hints only: store imports this module, and imports stay acyclic
     from .store import Storage
@@ -130,11 +134,9 @@ class Transaction:
     @staticmethod
     def _tag_sigs(tags: dict[int, tuple[str, ...]], n: int) -> np.ndarray:
         sigs = np.zeros(n, dtype=np.uint64)
-        known: dict[tuple[str, ...], int] = {}
-        for i, tg in tags.items():
-            if tg not in known:
-                known[tg] = tags_signature(tg)
-            sigs[i] = known[tg]
+        if tags:
+            at = np.fromiter(tags, dtype=np.int64, count=len(tags))
+            sigs[at] = np.fromiter(map(_signature_of, tags.values()), dtype=np.uint64, count=len(tags))
         return sigs
 
     def cancel(self, mid: MessageId) -> bool:
