@@ -154,7 +154,7 @@ def _columns_wire(messages: MessageColumns | list[Message]) -> list:
         cols.deliver_at_ms.astype("<i8").tobytes(),
         cols.produced_at_ms.astype("<i8").tobytes(),
         cols.keys,
-        [[i, list(tg)] for i, tg in cols.tags.items()],
+        list(cols.tags.items()),  # (position, tag tuple) pairs: packed as [i, [tags]]
         [[i, h] for i, h in cols.headers.items()],
         [[i, a] for i, a in cols.attempts.items()],
     ]

@@ -7,6 +7,7 @@ empty (tags, headers, a retry's attempt) are sparse: a map from position to valu
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -85,8 +86,9 @@ class MessageColumns:
         sizes += np.fromiter(map(len, self.topics), dtype=np.int64, count=len(self))
         sizes += np.fromiter((len(k) if k else 0 for k in self.keys), dtype=np.int64, count=len(self))
         sizes += 64
-        for i, tags in self.tags.items():
-            sizes[i] += sum(map(len, tags))
+        if self.tags:
+            at = np.fromiter(self.tags, dtype=np.int64, count=len(self.tags))
+            sizes[at] += np.fromiter(map(_tags_size, self.tags.values()), dtype=np.int64, count=len(at))
         for i, headers in self.headers.items():
             sizes[i] += sum(len(k) + len(v) for k, v in headers.items())
         return sizes
@@ -135,3 +137,9 @@ class MessageColumns:
         first = int(np.flatnonzero(bad)[0])
         limits.validate(self.message(first))
         raise AssertionError(f"message {first} failed a column check but passes validate")
+
+
+@functools.lru_cache(maxsize=4096)
+def _tags_size(tags: tuple[str, ...]) -> int:
+    """The characters of a tag set (a batch repeats the same few sets)."""
+    return sum(map(len, tags))
