@@ -24,6 +24,8 @@ from .message_columns import MessageColumns
 # matched with fullmatch, since "$" would let a trailing newline through ("orders\n").
 NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}"
 TAG_PATTERN = r"[A-Za-z0-9._-]{1,64}"
+MAX_NAME = 128  # NAME_PATTERN's longest
+MAX_TAG = 64  # TAG_PATTERN's longest
 DURATION_PATTERN = r"([0-9]+)(ms|s|m|h|d)"
 BASE64_PATTERN = r"(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?"
 TOPIC_RE = re.compile(NAME_PATTERN)
@@ -134,14 +136,15 @@ def json_object(obj, allowed: set[str], what: str) -> dict:
 def name_field(obj: dict, field: str) -> str:
     """A topic or group name from ``obj[field]``."""
     value = obj.get(field)
-    if not isinstance(value, str) or not _is_name(value):
+    if not isinstance(value, str) or len(value) > MAX_NAME or not _is_name(value):
         raise refusal(f"{field} must be 1-128 of A-Z a-z 0-9 . _ - (not starting with . _ -)", field)
     return value
 
 
 @functools.lru_cache(maxsize=4096)
 def _is_name(value: str) -> bool:
-    """Whether ``value`` is a topic or group name (a batch repeats the same few)."""
+    """Whether ``value`` (at most MAX_NAME long: the cache must not hold whatever a client
+    sends) is a topic or group name (a batch repeats the same few)."""
     return TOPIC_RE.fullmatch(value) is not None
 
 
@@ -230,19 +233,14 @@ def _plain(obj, now_ms: int, limits: MessageLimits) -> tuple[str, bytes, int, st
     if type(obj) is not dict or not obj.keys() <= PLAIN_FIELDS:
         return None
     topic, body, key = obj.get("topic"), obj.get("body"), obj.get("key")
-    if type(topic) is not str or not _is_name(topic):
+    if type(topic) is not str or len(topic) > MAX_NAME or not _is_name(topic):
         return None
-    tags = obj.get("tags", ())
-    if tags:
-        if type(tags) is not list or not all(type(t) is str for t in tags):
-            return None
-        tags = tuple(tags)
-        if not _are_tags(tags):
-            return None
-    elif tags != [] and tags != ():  # "", None, 0...: the general path's refusal
+    tags = obj.get("tags", [])
+    if type(tags) is not list:  # a string, None, a tuple...: the general path decides
         return None
-    else:
-        tags = ()
+    tags = tuple(tags)
+    if tags and not _are_tags(tags):
+        return None
     if type(body) is str:
         body = body.encode()
     elif type(body) is not bytes:
@@ -258,10 +256,21 @@ def _plain(obj, now_ms: int, limits: MessageLimits) -> tuple[str, bytes, int, st
     return topic, body, deliver_at, key, tags
 
 
+def _are_tags(tags: tuple) -> bool:
+    """Whether ``tags`` are a message's tags. Only what could be is looked up in the cache:
+    it must not hold whatever a client sends."""
+    return (
+        len(tags) <= MAX_TAGS
+        and all(type(t) is str and len(t) <= MAX_TAG for t in tags)
+        and _are_tag_names(tags)
+    )
+
+
 @functools.lru_cache(maxsize=4096)
-def _are_tags(tags: tuple[str, ...]) -> bool:
-    """Whether ``tags`` (strings) are a message's tags (a batch repeats the same few sets)."""
-    return len(tags) <= MAX_TAGS and all(TAG_RE.fullmatch(t) for t in tags)
+def _are_tag_names(tags: tuple[str, ...]) -> bool:
+    """Whether each of ``tags`` (at most MAX_TAGS, each at most MAX_TAG long) is a tag
+    name (a batch repeats the same few sets)."""
+    return all(TAG_RE.fullmatch(t) for t in tags)
 
 
 def _any_message(obj, now_ms: int, limits: MessageLimits) -> Message:

@@ -4,13 +4,20 @@ them (their refusal included)."""
 
 from __future__ import annotations
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from horologe.storage.errors import InvalidFieldError
 from horologe.storage.message import MessageLimits
 from horologe.storage.message_columns import MessageColumns
-from horologe.storage.message_json import _any_message, check_message, parse_message, plain_columns
+from horologe.storage.message_json import (
+    _any_message,
+    _are_tag_names,
+    _is_name,
+    check_message,
+    parse_message,
+    plain_columns,
+)
 
 NOW = 1_767_225_600_000
 LIMITS = MessageLimits(max_body_bytes=64)
@@ -57,6 +64,8 @@ def _general(obj):
 
 @settings(max_examples=3000, deadline=None)
 @given(st.one_of(items, odd, st.text(max_size=3)))
+@example({"topic": "orders", "body": "x", "tags": ()})  # a tuple, from a Python caller
+@example({"topic": "orders", "body": "x", "tags": ["t" * 65]})
 def test_the_plain_path_agrees_with_the_general_rules(obj):
     plain = _plain_message(obj, NOW, LIMITS)
     if plain is not None:
@@ -87,7 +96,8 @@ def test_near_misses_of_a_plain_message_are_judged_alike(obj):
 
 @settings(max_examples=1000, deadline=None)
 @given(st.one_of(items, odd))
-def test_check_message_refuses_what_parse_message_refuses(obj):
+@example({"topic": "orders", "body": "x", "tags": ()})
+def test_check_message_refuses_what_the_general_rules_refuse(obj):
     def outcome(parse):
         try:
             parse(obj, NOW, LIMITS)
@@ -95,7 +105,21 @@ def test_check_message_refuses_what_parse_message_refuses(obj):
             return e.code, e.field, e.message
         return None
 
-    assert outcome(check_message) == outcome(parse_message)
+    assert outcome(check_message) == outcome(_any_message)
+
+
+def test_the_caches_hold_only_what_could_be_a_name_or_tags():
+    """A client's oversized topic or tags are refused without a look-up in a cache, which
+    would keep them alive."""
+    huge = "t" * 1_000_000
+    for obj, cache in (
+        ({"topic": huge, "body": "x"}, _is_name),
+        ({"topic": "orders", "body": "x", "tags": [huge]}, _are_tag_names),
+    ):
+        calls = cache.cache_info()
+        assert _plain_message(obj, NOW, LIMITS) is None
+        assert isinstance(_general(obj), tuple)
+        assert cache.cache_info() == calls
 
 
 def test_what_the_sdk_sends_takes_the_plain_path():
