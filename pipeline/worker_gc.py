@@ -23,12 +23,15 @@ THRESHOLDS = (10_000, 20, 100)
 def fewer_collections() -> Iterator[None]:
     """What the worker holds on entry leaves every collection (``gc.freeze``), and the
     young generation waits for 10,000 new objects; both undone on exit, since the worker
-    process may go on to run other tasks."""
+    process may go on to run other tasks. A freeze made before is left as it was."""
     before = gc.get_threshold()
-    gc.freeze()
+    freeze = gc.get_freeze_count() == 0
+    if freeze:
+        gc.freeze()
     gc.set_threshold(*THRESHOLDS)
     try:
         yield
     finally:
         gc.set_threshold(*before)
-        gc.unfreeze()
+        if freeze:
+            gc.unfreeze()

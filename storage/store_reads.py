@@ -13,7 +13,6 @@ what makes reading beside a writer safe without a lock.
 
 from __future__ import annotations
 
-import bisect
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -32,7 +31,7 @@ from .magic import MAGIC_SIZE, READY_LOG, check_magic
 from .message import StoredMessage
 from .message_id import MessageId, by_hour
 from .ready_log import READY, base_key, floor_key, ready_segment_rel, ready_segments
-from .segments import Segment, SegmentedLog
+from .segments import SegmentedLog
 
 
 @dataclass(frozen=True)
@@ -83,17 +82,18 @@ class StoreReads:
         self._topic_names = {tid: name for name, tid in st.topics.items()}
         added = st.files.keys() - self._indexed_files
         from_scratch = not self._indexed_files or bool(self._indexed_files - st.files.keys())
-        self._indexed_files = set(st.files)
+        named = st.files if from_scratch else added
+        hours = [parse_hour_name(rel[6:16]) for rel in named if _is_hour_index(rel)]
+        hours = sorted(hours if from_scratch else self._hours + hours)
+        if from_scratch or any(rel.startswith("ready/") for rel in added):
+            ready_segs = ready_segments(st.files)
+        else:
+            ready_segs = self._ready_segs
+        # all read before any is kept: a name that fails to parse leaves the last names whole
+        self._hours, self._ready_segs, self._indexed_files = hours, ready_segs, set(st.files)
         if from_scratch:
-            self._hours = sorted(parse_hour_name(rel[6:16]) for rel in st.files if _is_hour_index(rel))
             for rel in [rel for rel in self._ready_verified if rel not in st.files]:
                 del self._ready_verified[rel]
-        else:
-            for rel in added:
-                if _is_hour_index(rel):
-                    bisect.insort(self._hours, parse_hour_name(rel[6:16]))
-        if from_scratch or any(rel.startswith("ready/") for rel in added):
-            self._ready_segs: dict[int, list[Segment]] = ready_segments(st.files)
         retained_from = self.meta("retained_from_hour", 0)
         for hour in [h for h in self._buckets if h < retained_from and not self._in_batch()]:
             self._buckets.pop(hour).close(save_heads=False)

@@ -24,3 +24,14 @@ def test_undone_when_the_work_fails_too():
         raise RuntimeError("a row the poster could not post")
     assert gc.get_threshold() == before
     assert gc.get_freeze_count() == 0
+
+
+def test_a_freeze_made_before_is_left_as_it_was():
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        with fewer_collections():
+            pass
+        assert gc.get_freeze_count() == frozen > 0
+    finally:
+        gc.unfreeze()
