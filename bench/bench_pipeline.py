@@ -41,6 +41,11 @@ def bench_schedule(root: str, rows: int) -> None:
         c.start_all()
         urls = [c.url(i) for i in c.indexes]
         try:
+            # Each path starts on a quiet disk: what an earlier path or run wrote or
+            # deleted (a gigabyte, trimmed on delete here) is not this path's work. Run
+            # back to back without this, the second run's Spark path measured 27.1-27.7k
+            # rows/s three times; 45 s apart, 30.5k and 33.5k.
+            os.sync()
             t0 = time.monotonic()
             if path == "spark":
                 s = run_schedule(
