@@ -27,11 +27,6 @@ class PostStats:
     refused: int = 0  # refused by the server (should not happen after validation)
     retried: int = 0  # batches posted again after a failure
 
-    def add(self, other: PostStats) -> None:
-        self.accepted += other.accepted
-        self.refused += other.refused
-        self.retried += other.retried
-
 
 class Poster:
     """Messages in, batches of ``batch_size`` out; each batch is retried up to
