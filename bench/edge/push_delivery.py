@@ -1,13 +1,13 @@
 """``python -m bench.edge.push_delivery [--quick]``: push delivery, measured at the receiver.
 
 Three ``horologe node`` processes (testkit's process cluster, ``push_allow`` set to
-127.0.0.1) and an aiohttp receiver on 127.0.0.1 that checks every signature with the
-SDK's ``verify_signature`` and answers 200, all on this machine. Two figures, each on a
-fresh cluster:
+127.0.0.1) and a webhook receiver in a process of its own (push_receiver.py: aiohttp on
+127.0.0.1, every signature checked with the SDK's ``verify_signature``), all on this
+machine. Two figures, each on a fresh cluster and receiver:
 
 * **throughput**: ``burst`` messages are made ready first (due now, no push group yet),
-  then the subscription is put; pushes per second from the PUT until the receiver has
-  every one (``max_in_flight`` 128, no rate limit);
+  then the subscription is put; pushes per second from the PUT until the last of them
+  arrives (``max_in_flight`` 128, no rate limit);
 * **lateness**: the subscription is put, then ``lateness_rate`` msg/s are stored for
   ``lateness_s`` seconds of deliver times, 6 s ahead; lateness is the receiver's clock at
   arrival minus each message's ``deliver_at``.
@@ -17,17 +17,15 @@ Issue #16's targets: >= 10k msg/s, p99 lateness <= 20 ms. It prints what it meas
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
+import subprocess
+import sys
 import tempfile
-import threading
-import time
 
 import click
-from aiohttp import web
 
-from horologe.client import Client, verify_signature
+from horologe.client import Client
 from testkit.process_cluster import CLIENT
 
 from .horologe_system import TOPIC, HorologeSystem
@@ -39,61 +37,61 @@ IN_FLIGHT = 128
 
 
 class Receiver:
-    """Counts what arrives: (arrival ms, id, deliver_at) of each signed push, and the ids."""
+    """The webhook receiver (push_receiver.py) in a process of its own, as a user runs one."""
 
-    def __init__(self) -> None:
+    def __init__(self, expect: int, out: str) -> None:
+        self.expect = expect
+        self.out = out
+        # Once it stopped: (arrival ms, id, deliver_at) of each signed push, in arrival
+        # order; the unsigned ones; when the last of the ``expect`` ids arrived.
         self.got: list[tuple[float, str, int]] = []
-        self.ids: set[str] = set()  # kept as they arrive: the waiting thread only counts them
         self.unsigned = 0
-        self._ready = threading.Event()
-        self._thread = threading.Thread(target=lambda: asyncio.run(self._main()), daemon=True)
+        self.all_at: float | None = None
 
     def start(self) -> Receiver:
-        self._thread.start()
-        self._ready.wait(10)
+        args = ["--secret", SECRET, "--expect", str(self.expect), "--out", self.out]
+        self._proc = subprocess.Popen(
+            [sys.executable, "-m", "bench.edge.push_receiver", *args], stdout=subprocess.PIPE, text=True
+        )
+        self.url = self._proc.stdout.readline().strip()
+        if not self.url:
+            raise RuntimeError(f"the push receiver did not start (exit status {self._proc.wait(10)})")
         return self
 
-    async def _main(self) -> None:
-        self._stop = asyncio.Event()
-        self._loop = asyncio.get_running_loop()
-        app = web.Application()
-        app.router.add_post("/hook", self._handle)
-        runner = web.AppRunner(app, access_log=None)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0, backlog=1024)
-        await site.start()
-        self.url = f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}/hook"
-        self._ready.set()
-        await self._stop.wait()
-        await runner.cleanup()
-
-    async def _handle(self, request: web.Request) -> web.Response:
-        raw = await request.read()
-        at = now_ms()
-        if not verify_signature(SECRET, request.headers.get("Horologe-Signature"), raw):
-            self.unsigned += 1
-            return web.Response(status=401)
-        msg = json.loads(raw)
-        self.got.append((at, msg["id"], msg["deliver_at"]))
-        self.ids.add(msg["id"])
-        return web.Response(text="ok")
+    def wait(self, timeout_s: float) -> None:
+        """Until ``expect`` distinct ids arrived (then what arrived is in ``got``), else TimeoutError."""
+        try:
+            self._proc.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            self.stop()
+            have = len({mid for _, mid, _ in self.got})
+            raise TimeoutError(f"{have} of {self.expect} pushes in {timeout_s:.0f} s") from None
+        if self._proc.returncode:
+            raise RuntimeError(f"the push receiver failed (exit status {self._proc.returncode})")
+        self._read()
 
     def stop(self) -> None:
-        self._loop.call_soon_threadsafe(self._stop.set)
-        self._thread.join(10)
+        if self._proc.poll() is None:
+            self._proc.terminate()
+            self._proc.wait(10)
+            self._read()
+
+    def _read(self) -> None:
+        with open(self.out) as f:
+            rows = [json.loads(line) for line in f]
+        self.unsigned = rows.pop()["unsigned"]
+        self.got = [tuple(r) for r in rows]
+        ids: set[str] = set()
+        for at, mid, _ in self.got:
+            ids.add(mid)
+            if len(ids) == self.expect:
+                self.all_at = at
+                break
 
 
-def _wait_for(receiver: Receiver, n: int, timeout_s: float) -> None:
-    deadline = time.monotonic() + timeout_s
-    while len(receiver.ids) < n:
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"{len(receiver.got)} of {n} pushes in {timeout_s:.0f} s")
-        time.sleep(0.01)
-
-
-def _run(root: str, measure) -> dict:
+def _run(root: str, expect: int, measure) -> dict:
     system = HorologeSystem(root, node_toml=ALLOW)
-    receiver = Receiver().start()
+    receiver = Receiver(expect, root + ".pushes.jsonl").start()
     system.start()
     try:
         with Client(system.urls, CLIENT, timeout=60, retry_s=30) as client:
@@ -105,11 +103,11 @@ def _run(root: str, measure) -> dict:
 
 def throughput(system, client: Client, receiver: Receiver, n: int) -> dict:
     _load(system, n, lambda _i: int(now_ms()))
-    t0 = time.perf_counter()
+    t0 = now_ms()
     client.put_subscription(TOPIC, "push", receiver.url, SECRET, max_in_flight=IN_FLIGHT)
-    _wait_for(receiver, n, 600)
-    took = time.perf_counter() - t0
-    return {"pushes/s": n / took, "sent again": len(receiver.got) - n, "unsigned": receiver.unsigned}
+    receiver.wait(600)
+    took_s = (receiver.all_at - t0) / 1000
+    return {"pushes/s": n / took_s, "sent again": len(receiver.got) - n, "unsigned": receiver.unsigned}
 
 
 def lateness(system, client: Client, receiver: Receiver, rate: int, seconds: int) -> dict:
@@ -119,7 +117,7 @@ def lateness(system, client: Client, receiver: Receiver, rate: int, seconds: int
     _load(system, n, lambda i: t0 + i * 1000 // rate)
     if now_ms() >= t0:
         raise RuntimeError("loading took longer than the lead before the first deliver time")
-    _wait_for(receiver, n, seconds + 120)
+    receiver.wait(seconds + 120)
     late = [at - d for at, _, d in receiver.got]
     return {
         "lateness p50 ms": pct(late, 50),
@@ -136,12 +134,11 @@ def main(quick: bool) -> None:
     scale = Scale().quick() if quick else Scale()
     burst = scale.hot // 5  # 20,000 (2,000 quick)
     with tempfile.TemporaryDirectory(prefix="horologe-push-bench-") as root:
-        fig = _run(os.path.join(root, "t"), lambda s, c, r: throughput(s, c, r, burst))
+        fig = _run(os.path.join(root, "t"), burst, lambda s, c, r: throughput(s, c, r, burst))
         print(f"push throughput, {burst} ready at once, max_in_flight {IN_FLIGHT}: {fig}")
-        fig = _run(
-            os.path.join(root, "l"), lambda s, c, r: lateness(s, c, r, scale.lateness_rate, scale.lateness_s)
-        )
-        print(f"push lateness at the receiver, {scale.lateness_rate} msg/s for {scale.lateness_s} s: {fig}")
+        rate, seconds = scale.lateness_rate, scale.lateness_s
+        fig = _run(os.path.join(root, "l"), rate * seconds, lambda s, c, r: lateness(s, c, r, rate, seconds))
+        print(f"push lateness at the receiver, {rate} msg/s for {seconds} s: {fig}")
 
 
 if __name__ == "__main__":
