@@ -34,6 +34,7 @@ from .workloads import Scale, _load, now_ms, pct
 SECRET = "bench-push-secret-0123"
 ALLOW = 'push_allow = ["127.0.0.1/32"]\n'
 IN_FLIGHT = 128
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 class Receiver:
@@ -49,10 +50,9 @@ class Receiver:
         self.all_at: float | None = None
 
     def start(self) -> Receiver:
-        args = ["--secret", SECRET, "--expect", str(self.expect), "--out", self.out]
-        self._proc = subprocess.Popen(
-            [sys.executable, "-m", "bench.edge.push_receiver", *args], stdout=subprocess.PIPE, text=True
-        )
+        cmd = [sys.executable, "-m", "bench.edge.push_receiver"]
+        cmd += ["--secret", SECRET, "--expect", str(self.expect), "--out", self.out]
+        self._proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, cwd=REPO)
         self.url = self._proc.stdout.readline().strip()
         if not self.url:
             raise RuntimeError(f"the push receiver did not start (exit status {self._proc.wait(10)})")
