@@ -53,7 +53,8 @@ class Receiver:
         cmd = [sys.executable, "-m", "bench.edge.push_receiver"]
         cmd += ["--secret", SECRET, "--expect", str(self.expect), "--out", self.out]
         self._proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, cwd=REPO)
-        self.url = self._proc.stdout.readline().strip()
+        self.url = self._proc.stdout.readline().strip()  # its only line
+        self._proc.stdout.close()
         if not self.url:
             raise RuntimeError(f"the push receiver did not start (exit status {self._proc.wait(10)})")
         return self
