@@ -101,9 +101,12 @@ class RaftNode(SyncObj):
         clock: Callable[[], int] | None = None,
         observe_apply: Callable[[float], None] = lambda seconds: None,
         observe_fsync: Callable[[float], None] = lambda seconds: None,
+        auto_tick: bool = True,
     ) -> None:
         """``on_applied`` and ``on_role`` (True: this node leads now) run on the event loop,
-        through ``crossing``. ``clock`` (wall ms) is sent to peers on every keep-alive; see
+        through ``crossing``. With ``auto_tick`` False pysyncobj starts no tick thread: the
+        caller ticks the node itself (``doTick``), one step at a time, as the in-process
+        tests of the Raft shell do. ``clock`` (wall ms) is sent to peers on every keep-alive; see
         :meth:`peer_clocks`. ``observe_apply(seconds)`` is told, on the tick thread, how
         long each entry took to apply, and ``observe_fsync(seconds)`` how long each fsync
         of the Raft journal took."""
@@ -148,6 +151,7 @@ class RaftNode(SyncObj):
             dynamicMembershipChange=False,
             connectionRetryTime=settings.connect_retry_s,
             onStateChanged=self._state_changed,
+            autoTick=auto_tick,
         )
         self._peers = [DialNode(p.raft, p.dial) for p in settings.peers]
         self._journal: DiskJournal | None = None
@@ -520,6 +524,7 @@ class RaftNode(SyncObj):
                 check_not_behind(local, store.applied_index, store.directory)
             except StoreBehindDumpError as e:  # pysyncobj would only log what this raises
                 self.state.halt(str(e))
+            self._finish_cut(local.raft_data)
             return local.raft_data
         staging = filename + ".restore"
         raft_data = read_shipped(filename, staging)
@@ -535,6 +540,25 @@ class RaftNode(SyncObj):
         # The shipped file holds the whole store: keep only a manifest of it.
         self._dump.replace(LocalDump(store.applied_index, raft_data, store.checkpoint_record()))
         return raft_data
+
+    def _finish_cut(self, raft_data) -> None:
+        """At start: finish a compaction that a crash interrupted.
+
+        pysyncobj renames a dump into place on one tick and cuts the journal on the next;
+        at start it keeps the journal only if it begins with the dump's last two entries,
+        and otherwise clears it, dropping entries after the dump that this node fsynced and
+        acknowledged. A journal that holds those two entries (same index, same term: the
+        same entries, by Log Matching) is cut here to begin with them, as the interrupted
+        compaction would have; one that does not is left to pysyncobj's clear.
+        """
+        last, before = raft_data[0], raft_data[1]  # (command, index, term) each
+        journal = self._journal
+        if journal.term_at(before[1]) != before[2] or journal.term_at(last[1]) != last[2]:
+            return
+        first = journal[0][1]
+        if before[1] > first:
+            log.warning("finishing the journal cut at index %d that a stop interrupted", before[1])
+            journal.deleteEntriesTo(before[1] - first)
 
     def _ask_for_dump(self) -> None:  # tick thread
         self._SyncObj__forceLogCompaction = True

@@ -1,0 +1,103 @@
+"""Raft nodes in the test's own thread, ticked one step at a time (pysyncobj's ``autoTick``
+off), for windows too narrow to hit with a tick thread running.
+
+Every part of the shell is the real one: pysyncobj and each override, the journal, the dump
+writer, the append rule, the state machine and its store. Only the event loop is missing:
+what the tick thread would post to it is kept in :attr:`HeldCrossing.posted`. A peer is a
+name the node never reaches; a test plays it by handing messages to ``node._on_message``,
+as pysyncobj's transport would, and reads what the node sent from :func:`sent`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+
+from pysyncobj import FAIL_REASON
+
+from horologe.cluster import SYNC, ClusterSettings, Entry, Peer, StateMachine
+from horologe.cluster.raft_node import RaftNode
+from horologe.storage import Storage
+from horologe.wheel import Watermark
+from testkit.process_cluster import free_ports
+
+
+class HeldCrossing:
+    """A crossing with no loop behind it: posts are kept, and run by nobody."""
+
+    def __init__(self) -> None:
+        self.posted: list[tuple[Callable, tuple]] = []
+
+    def post(self, fn: Callable, *args) -> None:
+        self.posted.append((fn, args))
+
+    def require_off_loop(self, what: str) -> None:
+        pass
+
+
+def ticked_node(data_dir, peers: tuple[str, ...] = (), **settings) -> RaftNode:
+    """A node whose data lives in ``data_dir`` (start it again on the same folder to
+    restart it), with ``peers`` named but never reached; ``settings`` are ClusterSettings'."""
+    (port,) = free_ports(1)
+    base = ClusterSettings(
+        "n0",
+        f"127.0.0.1:{port}",
+        str(data_dir),
+        tuple(Peer(f"p{i}", addr, "127.0.0.1:1") for i, addr in enumerate(peers)),
+        insecure_dev=True,
+    )
+    store = Storage(str(data_dir / "store"))
+    return RaftNode(
+        replace(base, **settings),
+        StateMachine(store),
+        HeldCrossing(),
+        lambda _applied: None,
+        lambda _role: None,
+        auto_tick=False,
+    )
+
+
+def tick(node: RaftNode, times: int = 1) -> None:
+    for _ in range(times):
+        node.doTick(0)
+
+
+def propose(node: RaftNode, ms: int) -> list:
+    """Propose a watermark-only entry at ``ms``; the list gets (result, error) once answered."""
+    answers: list = []
+    blob = Entry(SYNC, Watermark(ms), ms).encode()
+    node.apply_entry(blob, callback=lambda res, err: answers.append((res, err)))
+    return answers
+
+
+def lead_alone(node: RaftNode) -> None:
+    """Tick a node without peers until it leads and has applied its election's entry; its
+    election deadline is moved to now, rather than waited for."""
+    node._SyncObj__raftElectionDeadline = 0
+    for _ in range(20):
+        tick(node)
+        if node.is_master() and node.raftLastApplied == node._SyncObj__raftCommitIndex > 0:
+            return
+    raise AssertionError("a node alone did not take the lead")
+
+
+def commit_alone(node: RaftNode, first_ms: int, count: int) -> None:
+    """Commit and apply ``count`` entries on a node leading alone."""
+    answers = [propose(node, first_ms + i) for i in range(count)]
+    for _ in range(20):
+        if all(answers):
+            break
+        tick(node)
+    assert all(a == [(a[0][0], FAIL_REASON.SUCCESS)] for a in answers), answers
+
+
+def crash(node: RaftNode) -> None:
+    """The process dies here: no tick more. Its files are closed so that a restart in this
+    process can open them (the store syncs on close what every apply synced already; the
+    Raft journal's unsynced tail, if any, stays as a crash would leave it before power goes)."""
+    node._doDestroy()
+    node.state.store.close()
+
+
+def journal_entries(node: RaftNode) -> list[tuple[bytes, int, int]]:
+    return [(bytes(cmd), idx, term) for cmd, idx, term in node._journal]
