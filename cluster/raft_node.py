@@ -155,6 +155,7 @@ class RaftNode(SyncObj):
         )
         self._peers = [DialNode(p.raft, p.dial) for p in settings.peers]
         self._journal: DiskJournal | None = None
+        self._refuse_success = False  # set when a shipped snapshot failed to install
 
         def create_journal(path: str) -> DiskJournal:
             # Set before the tick thread starts, so the tick thread's overrides below find it.
@@ -293,6 +294,9 @@ class RaftNode(SyncObj):
         """A follower's answer to the leader: entries it reports having are on disk first,
         and the answer names the term it answers in (pysyncobj's carries none; the leader
         drops answers of other terms, ``_on_message``)."""
+        if success and self._refuse_success:
+            self._refuse_success = False  # a snapshot this follower could not install
+            return
         if success:
             self._sync_journal()
         if nextNodeIdx is None:
@@ -350,20 +354,14 @@ class RaftNode(SyncObj):
                 self._transport.send(node, message)
 
     def _on_message(self, node, message) -> None:
-        if isinstance(message, dict) and message.get("type") == KEEPALIVE:
+        kind = message.get("type") if isinstance(message, dict) else None
+        if kind == KEEPALIVE:
             if isinstance(message.get("clock_ms"), int):
                 self._peer_clocks[node.address] = (message["clock_ms"], monotonic_time())
             return
-        if (
-            isinstance(message, dict)
-            and message.get("type") == "append_entries"
-            and "prevLogIdx" in message
-            and "transmission" not in message  # a large entry in parts: pysyncobj's own path
-        ):
-            journal = self._journal
-            commit = self._SyncObj__raftCommitIndex
-            message = trim_append(message, journal.term_at, journal.last_idx, commit)
-        if isinstance(message, dict) and message.get("type") == "next_node_idx":
+        if kind == "append_entries":
+            message = self._append_as_raft_has_it(message)
+        elif kind == "next_node_idx":
             term = message.get("term")
             if term is not None and term != self._SyncObj__raftCurrentTerm:
                 # An answer to an append of another term: from a leadership of this node's
@@ -377,6 +375,24 @@ class RaftNode(SyncObj):
                 self._take_ack(node, message)
                 return
         self._on_raft_message(node, message)
+
+    def _append_as_raft_has_it(self, message: dict) -> dict:
+        """An ``append_entries`` as pysyncobj's follower should take it.
+
+        With a place in the log (``prevLogIdx``), the append rule (append_rule.py) keeps
+        what the follower holds of the leader's log. Without one (a snapshot chunk, or
+        pysyncobj's empty ``"serialized": None``), nothing says the follower's entries are
+        the leader's, yet pysyncobj would commit up to min(leader's commit, own last index):
+        a former master would apply its own suffix that never committed. Such a message
+        moves the commit index nowhere; the next append with a place in the log does.
+        """
+        commit = self._SyncObj__raftCommitIndex
+        if "prevLogIdx" not in message:
+            return {**message, "commit_index": min(message.get("commit_index", commit), commit)}
+        if "transmission" in message:  # a large entry in parts: pysyncobj's own path
+            return message
+        journal = self._journal
+        return trim_append(message, journal.term_at, journal.last_idx, commit)
 
     def _take_ack(self, node, message: dict) -> None:
         """A follower's ack, without moving back what the leader has sent it.
@@ -516,23 +532,54 @@ class RaftNode(SyncObj):
 
     def _read_snapshot(self, filename: str):
         """pysyncobj's deserializer (tick thread): our own dump at start, or one the leader
-        shipped. Either way the store ends at least at the dump's index."""
+        shipped. Either way the store ends at least at the dump's index.
+
+        pysyncobj logs and forgets whatever a deserializer raises, then goes on: at start a
+        node that can never apply, on a follower an install answered as a success. Any
+        failure here halts the replica instead, with the reason (``/readyz``, the log), and
+        the follower's next success answer, which would report the failed install as done,
+        is not sent (``_SyncObj__sendNextNodeIdx``).
+        """
+        try:
+            local = read_local(filename)
+            if local is not None:
+                return self._load_own(local)
+            raft_data = self._install_shipped(filename)
+        except Exception as e:
+            why = f"cannot load the Raft dump {filename}: {e!r}"
+            log.critical("%s: halting this replica", why)
+            self.state.halt(why)
+            self._refuse_success = True
+            raise
+        # The install took as long as the store's size; the leader's heartbeats wait unread
+        # meanwhile, and the next tick would find the election deadline long gone.
+        self._SyncObj__raftElectionDeadline = monotonic_time() + self._SyncObj__generateRaftTimeout()
+        return raft_data
+
+    def _load_own(self, local: LocalDump):
         store: Storage = self.state.store
-        local = read_local(filename)
-        if local is not None:
-            try:
-                check_not_behind(local, store.applied_index, store.directory)
-            except StoreBehindDumpError as e:  # pysyncobj would only log what this raises
-                self.state.halt(str(e))
-            self._finish_cut(local.raft_data)
-            return local.raft_data
+        try:
+            check_not_behind(local, store.applied_index, store.directory)
+        except StoreBehindDumpError as e:
+            self.state.halt(str(e))
+        self._finish_cut(local.raft_data)
+        return local.raft_data
+
+    def _install_shipped(self, filename: str):
+        """Install a dump the leader shipped: its store replaces this one unless this one
+        already holds the same history at least as far (same last index and term, or past
+        it: a follower applies only committed entries, which every later leader holds)."""
+        store: Storage = self.state.store
         staging = filename + ".restore"
         raft_data = read_shipped(filename, staging)
         src = os.path.join(staging, "store")
         probe = CommitJournal(src, 1 << 30)
         probe.open(read_only=True)
-        if probe.state.applied_index > store.applied_index:
-            log.info("installing snapshot at index %d", probe.state.applied_index)
+        shipped = (probe.state.applied_index, probe.state.meta.get("applied_term"))
+        probe.close()
+        held = (store.applied_index, store.meta("applied_term"))
+        if shipped[0] > held[0] or (shipped[0] == held[0] and shipped != held):
+            log.info("installing snapshot at index %d (term %s)", *shipped)
             store.restore(src)
             self.state.cache.clear()
             self._publish(None)

@@ -17,6 +17,7 @@ from pysyncobj import FAIL_REASON
 
 from horologe.cluster import SYNC, ClusterSettings, Entry, Peer, StateMachine
 from horologe.cluster.raft_node import RaftNode
+from horologe.cluster.snapshot_stream import tar_chunks
 from horologe.storage import Storage
 from horologe.wheel import Watermark
 from testkit.process_cluster import free_ports
@@ -47,7 +48,7 @@ def ticked_node(data_dir, peers: tuple[str, ...] = (), **settings) -> RaftNode:
         insecure_dev=True,
     )
     store = Storage(str(data_dir / "store"))
-    return RaftNode(
+    node = RaftNode(
         replace(base, **settings),
         StateMachine(store),
         HeldCrossing(),
@@ -55,6 +56,29 @@ def ticked_node(data_dir, peers: tuple[str, ...] = (), **settings) -> RaftNode:
         lambda _role: None,
         auto_tick=False,
     )
+    node.sent = []  # (peer, message) for every message the node sent
+
+    def send(peer, message) -> bool:
+        node.sent.append((peer, message))
+        return False
+
+    node._transport.send = send  # pysyncobj's sends go through the same object
+    return node
+
+
+def peer(node: RaftNode, k: int):
+    """The node's k-th peer (by address), as pysyncobj names it in messages."""
+    return sorted(node._SyncObj__otherNodes, key=lambda n: n.address)[k]
+
+
+def ship(leader: RaftNode, follower: RaftNode, sender, term: int) -> None:
+    """Hand ``follower`` the leader's current dump, chunk by chunk, as sent by ``sender``
+    (one of the follower's peers) in ``term``."""
+    chunks = list(tar_chunks(leader._dump.current(), leader.state.store.directory))
+    for i, data in enumerate(chunks):
+        chunk = (data, i == 0, i == len(chunks) - 1)
+        message = {"type": "append_entries", "term": term, "commit_index": 0, "serialized": chunk}
+        follower._on_message(sender, message)
 
 
 def tick(node: RaftNode, times: int = 1) -> None:

@@ -1,0 +1,78 @@
+"""A dump that cannot be loaded halts the replica; a long install does not start an election.
+
+pysyncobj logs and forgets whatever its deserializer raises. At start, a node with a
+damaged dump went on with nothing applied: it acknowledged entries, could lead, and never
+applied or halted. On a follower, a failed install was answered as a success, with the
+follower's old last index, whose entries nothing had checked against the leader's.
+"""
+
+from __future__ import annotations
+
+import time
+
+from pysyncobj.monotonic import monotonic
+
+from .test_snapshot_messages import PEERS, leader_in_term_two
+from .ticked import crash, peer, ship, tick, ticked_node
+
+
+def successes(node) -> list[dict]:
+    return [m for _, m in node.sent if m.get("type") == "next_node_idx" and m.get("success")]
+
+
+def test_a_damaged_dump_at_start_halts_the_node(tmp_path):
+    leader = leader_in_term_two(tmp_path / "n")
+    crash(leader)
+    dump = tmp_path / "n" / "raft" / "snapshot"
+    data = bytearray(dump.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    dump.write_bytes(bytes(data))
+    again = ticked_node(tmp_path / "n")
+    try:
+        tick(again)
+        assert again.state.halted and "cannot load the Raft dump" in again.state.halted
+        ends = monotonic() + again.settings.raft_max_timeout + 0.2  # past its election deadline
+        while monotonic() < ends:
+            again.doTick(0.01)
+        assert not again.is_master()  # a halted replica never stands for election
+    finally:
+        crash(again)
+
+
+def test_a_shipped_dump_that_cannot_be_installed_halts_the_follower_unanswered(tmp_path, monkeypatch):
+    leader = leader_in_term_two(tmp_path / "leader")
+    follower = ticked_node(tmp_path / "follower", peers=PEERS)
+    try:
+        store = follower.state.store
+
+        def no_room(src):
+            raise OSError(28, "No space left on device")
+
+        monkeypatch.setattr(store, "restore", no_room)
+        ship(leader, follower, peer(follower, 1), term=2)
+        assert follower.state.halted and "No space left" in follower.state.halted
+        assert successes(follower) == []
+    finally:
+        crash(leader)
+        crash(follower)
+
+
+def test_a_long_install_leaves_a_whole_election_timeout_after_it(tmp_path, monkeypatch):
+    leader = leader_in_term_two(tmp_path / "leader")
+    follower = ticked_node(tmp_path / "follower", peers=PEERS)
+    try:
+        store = follower.state.store
+        restore = store.restore
+
+        def slow_restore(src):  # a store of many gigabytes
+            time.sleep(follower.settings.raft_max_timeout + 0.1)
+            restore(src)
+
+        monkeypatch.setattr(store, "restore", slow_restore)
+        ship(leader, follower, peer(follower, 1), term=2)
+        assert store.applied_index == 4 and len(successes(follower)) == 1
+        left = follower._SyncObj__raftElectionDeadline - monotonic()
+        assert left >= follower.settings.raft_min_timeout * 0.5
+    finally:
+        crash(leader)
+        crash(follower)
