@@ -13,9 +13,10 @@ another term). :func:`trim_append` rewrites a message so that pysyncobj's handle
 just that: it drops the message's entries the follower already holds with the same
 term, and moves ``prevLogIdx`` past entries of its own that the leader's log is known to
 hold. An entry of the follower is known to be in the leader's log when it is committed
-(at most the follower's commit index) or carries the message's term (one leader per
-term, and a leader never rewrites its own entries). Pure: the log is read through
-``term_at``.
+(at most the follower's commit index) or when it, or any later entry of the follower's,
+carries the message's term (one leader per term, a leader never rewrites its own entries,
+and an entry appended after a log check brings the whole log before it). Pure: the log is
+read through ``term_at``.
 """
 
 from __future__ import annotations
@@ -46,12 +47,27 @@ def trim_append(message: dict, term_at: Callable[[int], int | None], last_idx: i
         if matched == 0:
             return message  # the first entry is new or conflicts: pysyncobj's cut is right
         return {**message, "prevLogIdx": prev, "prevLogTerm": prev_term, "entries": entries}
-    # Nothing new: keep every following entry the leader's log is known to hold.
-    while prev < last_idx:
-        term = term_at(prev + 1)
-        if not (prev + 1 <= commit_idx or term == message["term"]):
-            break
-        prev, prev_term = prev + 1, term
-    if prev == message["prevLogIdx"] and not matched:
+    # Nothing new: keep every following entry the leader's log is known to hold: up to
+    # the commit index, and up to the follower's last entry of the message's term (it came
+    # from this term's leader after a log check, so by Log Matching it and every entry
+    # before it are the leader's), older-term entries between them included.
+    known = max(prev, min(commit_idx, last_idx), _last_of_term(term_at, last_idx, prev, message["term"]))
+    if known == message["prevLogIdx"] and not matched:
         return message
+    if known > prev:
+        prev, prev_term = known, term_at(known)
     return {**message, "prevLogIdx": prev, "prevLogTerm": prev_term, "entries": []}
+
+
+def _last_of_term(term_at: Callable[[int], int | None], last_idx: int, floor: int, term: int) -> int:
+    """The follower's last entry of ``term`` above ``floor``, else ``floor``. A log's terms
+    never decrease, so the search stops at the first older term from the end."""
+    idx = last_idx
+    while idx > floor:
+        held = term_at(idx)
+        if held == term:
+            return idx
+        if held is None or held < term:
+            break
+        idx -= 1
+    return floor

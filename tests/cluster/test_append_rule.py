@@ -51,9 +51,9 @@ def test_a_conflicting_entry_is_still_cut_from_where_it_conflicts():
 
 
 def test_stale_uncommitted_entries_of_another_term_are_not_kept_on_a_heartbeat():
-    term_at, last = _log(1, 2, 1)  # 3: term 1, not committed, not the leader's term
-    out = trim_append(_msg(1, 1, term=2), term_at, last, commit_idx=1)
-    assert (out["prevLogIdx"], out["prevLogTerm"]) == (2, 2)  # keeps 2 (leader's term), cuts 3
+    term_at, last = _log(1, 1, 1)  # 2..3: term 1, not committed, none of the leader's term after
+    msg = _msg(1, 1, term=2)
+    assert trim_append(msg, term_at, last, commit_idx=1) is msg  # pysyncobj cuts 2..3
 
 
 def test_a_mismatch_at_prev_is_left_to_pysyncobj():
@@ -70,3 +70,20 @@ def test_an_up_to_date_message_is_passed_as_is():
     assert trim_append(msg, term_at, last, commit_idx=2) is msg
     msg = _msg(2, 2)
     assert trim_append(msg, term_at, last, commit_idx=2) is msg
+
+
+def test_a_stale_heartbeat_keeps_older_term_entries_below_the_leaders_own():
+    """Entries 4..5 of the leader's term came after a log check, so 2..3 (term 1, above the
+    commit) are the leader's too: a heartbeat with a stale prev cut all four, entries the
+    follower had acknowledged and the leader may have committed with."""
+    term_at, last = _log(1, 1, 1, 2, 2)
+    out = trim_append(_msg(1, 1, term=2), term_at, last, commit_idx=1)
+    assert (out["prevLogIdx"], out["prevLogTerm"], out["entries"]) == (5, 2, [])
+    out = trim_append(_msg(1, 1, [(2, 1)], term=2), term_at, last, commit_idx=1)
+    assert (out["prevLogIdx"], out["prevLogTerm"], out["entries"]) == (5, 2, [])
+
+
+def test_older_term_entries_after_the_last_of_the_leaders_term_are_still_cut():
+    term_at, last = _log(1, 2, 2)  # none of a term-3 leader's: only the committed prefix is known
+    out = trim_append(_msg(1, 1, term=3), term_at, last, commit_idx=2)
+    assert (out["prevLogIdx"], out["prevLogTerm"]) == (2, 2)  # pysyncobj cuts 3
