@@ -156,6 +156,7 @@ class RaftNode(SyncObj):
         self._peers = [DialNode(p.raft, p.dial) for p in settings.peers]
         self._journal: DiskJournal | None = None
         self._refuse_success = False  # set when a shipped snapshot failed to install
+        self._installed_at: int | None = None  # the index of a snapshot just installed
 
         def create_journal(path: str) -> DiskJournal:
             # Set before the tick thread starts, so the tick thread's overrides below find it.
@@ -299,8 +300,12 @@ class RaftNode(SyncObj):
             return
         if success:
             self._sync_journal()
+        installed, self._installed_at = self._installed_at, None
         if nextNodeIdx is None:
-            nextNodeIdx = self._SyncObj__getCurrentLogIndex() + 1
+            # After an install, from the snapshot's index on: entries kept after it
+            # (_SyncObj__loadDumpFile) are counted once the leader's next append checks them.
+            last = self._SyncObj__getCurrentLogIndex() if installed is None else installed
+            nextNodeIdx = last + 1
         self._transport.send(
             node,
             {
@@ -504,6 +509,11 @@ class RaftNode(SyncObj):
         and compaction would then drop them from the journal that a restart replays."""
         if self.state.halted:
             return
+        # Not while a shipment is under way: a dump and cut now would leave the follower
+        # to continue from entries the leader no longer holds, and it would be shipped a
+        # snapshot again, and again under sustained ingest. The log waits on disk.
+        if self._SyncObj__serializer.in_flight():
+            return
         # Not while a finished dump awaits pysyncobj: it is about to cut the log, and a flag
         # set now would outlive the cut and ask for a second dump at once.
         if self._journal.bytes > self.settings.log_compaction_bytes and not self._dump.finished:
@@ -542,18 +552,19 @@ class RaftNode(SyncObj):
         """
         try:
             local = read_local(filename)
-            if local is not None:
-                return self._load_own(local)
-            raft_data = self._install_shipped(filename)
+            raft_data = self._load_own(local) if local is not None else self._install_shipped(filename)
+            self._finish_cut(raft_data)
         except Exception as e:
             why = f"cannot load the Raft dump {filename}: {e!r}"
             log.critical("%s: halting this replica", why)
             self.state.halt(why)
             self._refuse_success = True
             raise
-        # The install took as long as the store's size; the leader's heartbeats wait unread
-        # meanwhile, and the next tick would find the election deadline long gone.
-        self._SyncObj__raftElectionDeadline = monotonic_time() + self._SyncObj__generateRaftTimeout()
+        if local is None:
+            self._installed_at = raft_data[0][1]
+            # The install took as long as the store's size; the leader's heartbeats wait
+            # unread meanwhile, and the next tick would find the election deadline gone.
+            self._SyncObj__raftElectionDeadline = monotonic_time() + self._SyncObj__generateRaftTimeout()
         return raft_data
 
     def _load_own(self, local: LocalDump):
@@ -562,7 +573,6 @@ class RaftNode(SyncObj):
             check_not_behind(local, store.applied_index, store.directory)
         except StoreBehindDumpError as e:
             self.state.halt(str(e))
-        self._finish_cut(local.raft_data)
         return local.raft_data
 
     def _install_shipped(self, filename: str):
@@ -588,15 +598,23 @@ class RaftNode(SyncObj):
         self._dump.replace(LocalDump(store.applied_index, raft_data, store.checkpoint_record()))
         return raft_data
 
-    def _finish_cut(self, raft_data) -> None:
-        """At start: finish a compaction that a crash interrupted.
+    def _SyncObj__loadDumpFile(self, clearJournal):  # noqa: N802, N803 - pysyncobj's names
+        """pysyncobj loads a dump at start (``clearJournal`` False) and after an install
+        (True), and then keeps the journal only if it begins with the dump's last two
+        entries, or never after an install. :meth:`_finish_cut` has cut a journal that
+        holds those entries to begin with them, so it is kept in both cases: after an
+        install, entries the follower had acknowledged past the snapshot stay (a stale
+        reset can make a leader ship a snapshot to a follower already past it)."""
+        return SyncObj._SyncObj__loadDumpFile(self, False)
 
-        pysyncobj renames a dump into place on one tick and cuts the journal on the next;
-        at start it keeps the journal only if it begins with the dump's last two entries,
-        and otherwise clears it, dropping entries after the dump that this node fsynced and
-        acknowledged. A journal that holds those two entries (same index, same term: the
-        same entries, by Log Matching) is cut here to begin with them, as the interrupted
-        compaction would have; one that does not is left to pysyncobj's clear.
+    def _finish_cut(self, raft_data) -> None:
+        """Cut the journal to begin with the dump's last two entries, if it holds them.
+
+        At start, this finishes a compaction that a crash interrupted: pysyncobj renames a
+        dump into place on one tick and cuts the journal on the next. After an install, it
+        keeps what the follower holds past the snapshot. A journal holding those two
+        entries (same index, same term: the same entries, by Log Matching) holds the
+        leader's log up to the dump; one that does not is left to pysyncobj's clear.
         """
         last, before = raft_data[0], raft_data[1]  # (command, index, term) each
         journal = self._journal

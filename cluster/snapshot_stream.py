@@ -145,7 +145,13 @@ class ShippingSerializer(Serializer):
             self._shipments.pop(id, None)
 
     def cancel_all(self) -> None:
+        """This node leads no more: no shipment goes on, and no follower waits for a dump."""
         self._shipments.clear()
+        self._stale.clear()
+
+    def in_flight(self) -> bool:
+        """Whether a shipment is under way (to any follower)."""
+        return bool(self._shipments)
 
     def held_back(self, node, backlog: Callable[[object], int]) -> bool:
         """Whether to leave ``node`` out of this tick's sends: its shipment waits for its

@@ -13,7 +13,7 @@ import time
 from pysyncobj.monotonic import monotonic
 
 from .test_snapshot_messages import PEERS, leader_in_term_two
-from .ticked import crash, peer, ship, tick, ticked_node
+from .ticked import commit_alone, crash, journal_entries, lead_alone, peer, ship, tick, ticked_node
 
 
 def successes(node) -> list[dict]:
@@ -73,6 +73,37 @@ def test_a_long_install_leaves_a_whole_election_timeout_after_it(tmp_path, monke
         assert store.applied_index == 4 and len(successes(follower)) == 1
         left = follower._SyncObj__raftElectionDeadline - monotonic()
         assert left >= follower.settings.raft_min_timeout * 0.5
+    finally:
+        crash(leader)
+        crash(follower)
+
+
+def test_an_install_keeps_the_entries_the_follower_holds_after_the_snapshot(tmp_path):
+    """A stale reset can make a leader ship a snapshot at S to a follower that has already
+    acknowledged entries past S. pysyncobj's install cleared the journal, dropping those
+    entries, which the leader still counts as the follower's. A follower that holds S with
+    the snapshot's term holds the leader's log up to S (Log Matching): it keeps what
+    follows, and answers from S + 1, so that the leader checks that suffix before counting it."""
+    leader = ticked_node(tmp_path / "leader")
+    lead_alone(leader)
+    commit_alone(leader, 1_000, 3)  # 3..5
+    early = journal_entries(leader)
+    leader._SyncObj__forceLogCompaction = True
+    tick(leader, 2)
+    assert leader._dump.current().index == 5
+    commit_alone(leader, 2_000, 3)  # 6..8
+    history = early + [e for e in journal_entries(leader) if e[1] > 5]
+    follower = ticked_node(tmp_path / "follower", peers=PEERS)
+    try:
+        message = {"type": "append_entries", "term": 1, "commit_index": 8, "prevLogIdx": 1, "prevLogTerm": 0}
+        follower._on_message(peer(follower, 0), message | {"entries": history[1:]})
+        tick(follower)
+        assert follower.raftLastApplied == 8
+        follower.sent.clear()
+        ship(leader, follower, peer(follower, 0), term=1)
+        assert journal_entries(follower) == history[3:]  # from 4: the snapshot's two, then 6..8
+        assert [m["next_node_idx"] for m in successes(follower)] == [6]
+        assert follower.state.store.applied_index == 8
     finally:
         crash(leader)
         crash(follower)

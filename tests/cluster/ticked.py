@@ -63,6 +63,7 @@ def ticked_node(data_dir, peers: tuple[str, ...] = (), **settings) -> RaftNode:
         return False
 
     node._transport.send = send  # pysyncobj's sends go through the same object
+    node._transport._preventConnectNodes |= set(node._SyncObj__otherNodes)  # never dialled
     return node
 
 
@@ -125,3 +126,37 @@ def crash(node: RaftNode) -> None:
 
 def journal_entries(node: RaftNode) -> list[tuple[bytes, int, int]]:
     return [(bytes(cmd), idx, term) for cmd, idx, term in node._journal]
+
+
+def send_now(node: RaftNode, times: int = 1) -> None:
+    """Tick a leader with its heartbeat due, so that it sends every follower what it lacks."""
+    for _ in range(times):
+        node._SyncObj__newAppendEntriesTime = 0
+        tick(node)
+
+
+def lead_with_peers(node: RaftNode) -> None:
+    """Make a node with named peers lead: its peers count as linked, and the first votes."""
+    node._SyncObj__connectedNodes |= node._SyncObj__otherNodes
+    node._SyncObj__raftElectionDeadline = 0
+    tick(node)
+    term = node.current_term()
+    node._on_message(peer(node, 0), {"type": "response_vote", "term": term})
+    assert node.is_master()
+
+
+def ack(node: RaftNode, sender, last: int) -> None:
+    """``sender`` answers the leader ``node`` that it holds everything up to ``last``."""
+    answer = {"type": "next_node_idx", "next_node_idx": last + 1, "reset": False, "success": True}
+    node._on_message(sender, answer | {"term": node.current_term()})
+
+
+def commit_with(node: RaftNode, sender, first_ms: int, count: int) -> None:
+    """Commit and apply ``count`` entries on a leader, ``sender`` acknowledging them."""
+    answers = [propose(node, first_ms + i) for i in range(count)]
+    for _ in range(20):
+        if all(answers):
+            break
+        tick(node)
+        ack(node, sender, node._SyncObj__getCurrentLogIndex())
+    assert all(a and a[0][1] == FAIL_REASON.SUCCESS for a in answers), answers
