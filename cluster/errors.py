@@ -32,6 +32,11 @@ class InsecureConfigError(ClusterError):
     """Raised when a node would start without a cluster secret outside dev mode."""
 
 
+class UnsupportedPysyncobjError(ClusterError):
+    """Raised at start when the installed pysyncobj is not a version the Raft shell was
+    checked against, or lacks an internal name the shell overrides or reaches."""
+
+
 class StoreBehindDumpError(ClusterError):
     """Raised at start when the store has applied less than this node's Raft dump covers."""
 

@@ -38,6 +38,7 @@ from .dial_node import DialNode
 from .dump_file import DumpFigures, DumpWriter, LocalDump, check_not_behind, read_local, read_shipped
 from .errors import InsecureConfigError, ProposalRejectedError, ProposalTimeoutError, StoreBehindDumpError
 from .loop_crossing import LoopCrossing
+from .pysyncobj_contract import check_node, check_pysyncobj
 from .raft_journal import DiskJournal
 from .raft_wire import RaftCipher
 from .settings import ClusterSettings
@@ -115,6 +116,7 @@ class RaftNode(SyncObj):
                 "no cluster secret: anyone reaching the Raft port could run code on this node "
                 "(set cluster_secret or HOROLOGE_CLUSTER_SECRET; --insecure-dev only for local tests)"
             )
+        check_pysyncobj()
         self.settings = settings
         self.state = state
         self._observe_apply = observe_apply
@@ -167,13 +169,18 @@ class RaftNode(SyncObj):
             return ShippingSerializer(self._dump, state.store.directory, self._ask_for_dump, *args)
 
         bounded_frames.install()  # before the first connection is made or accepted
+        built = False
         try:
             with _pysyncobj_parts(
                 createJournal=create_journal, Serializer=serializer, getEncryptor=RaftCipher.from_secret
             ):
                 super().__init__(DialNode(settings.raft), self._peers, conf)
+            built = True
+            check_node(self, self._journal, ShippingSerializer)
         except BaseException:
-            if self._journal is not None:
+            if built:
+                self.destroy()  # its tick thread stops at its next tick
+            elif self._journal is not None:
                 self._journal.close()
             raise
         self._transfer: tuple[str | None, float, Callable[[bool], None]] | None = None

@@ -99,10 +99,16 @@ def _sdk_errors(fn):
 )
 def node(config_path, node_id, data_dir, http_addr, raft_addr, insecure_dev, log_format, check_config):
     """Run one node: HTTP API, Raft replication, and the wheel when master."""
+    from horologe.cluster.errors import UnsupportedPysyncobjError
+    from horologe.cluster.pysyncobj_contract import check_pysyncobj
     from horologe.node.config import load_config
     from horologe.node.errors import ConfigError
     from horologe.node.main import run_node
 
+    try:
+        check_pysyncobj()
+    except UnsupportedPysyncobjError as e:
+        raise click.ClickException(str(e)) from e
     try:
         cfg = load_config(
             config_path,
