@@ -43,15 +43,22 @@ def rss_growth(samples: list[tuple[int, int, int, int]]) -> list[dict]:
 
 
 def write_report(out_dir: str, result: dict, samples: list) -> str:
+    """soak.json and SOAK.md first, the plot last: a run of many minutes keeps its verdict
+    and figures whatever happens to the plot (matplotlib is in the spark and bench extras,
+    not the test one)."""
     os.makedirs(out_dir, exist_ok=True)
-    timeline = result.pop("timeline")
-    result.pop("history").save(os.path.join(out_dir, "soak.history.json"))
+    timeline, history = result.pop("timeline"), result.pop("history")
     with open(os.path.join(out_dir, "soak.json"), "w") as f:
         json.dump({**result, "rss_samples": samples}, f, indent=1)
-    _plot(os.path.join(out_dir, "soak.png"), result, timeline, samples)
     path = os.path.join(out_dir, "SOAK.md")
+    try:
+        _plot(os.path.join(out_dir, "soak.png"), result, timeline, samples)
+        plot = ["![soak](soak.png)", ""]
+    except ImportError as e:
+        plot = [f"No plot: {e} (`pip install matplotlib`).", ""]
     with open(path, "w") as f:
-        f.write("\n".join(_markdown(result)))
+        f.write("\n".join(_markdown(result) + plot))
+    history.save(os.path.join(out_dir, "soak.history.json"))
     return path
 
 
@@ -99,8 +106,6 @@ def _markdown(r: dict) -> list[str]:
         ],
         *[f"- {note}" for note in r["notes"]],
         *[f"- **violation**: {v}" for v in r["violations"]],
-        "",
-        "![soak](soak.png)",
         "",
     ]
     return lines
