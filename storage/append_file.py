@@ -22,6 +22,15 @@ def fsync_dir(path: str) -> None:
         os.close(fd)
 
 
+def fsync_file(path: str) -> None:
+    """fsync the file at ``path`` through a new fd (one written by another fd or process)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 class AppendFile:
     def __init__(self, path: str, length: int) -> None:
         """Open an existing file whose committed length is ``length``."""

@@ -28,7 +28,7 @@ from collections.abc import Callable
 from types import MappingProxyType
 from typing import Any, TypeVar
 
-from .append_file import fsync_dir
+from .append_file import fsync_dir, fsync_file
 from .check import check_store
 from .commit_journal import CommitJournal, JournalState
 from .config import StorageConfig
@@ -421,8 +421,15 @@ def _materialize(
 
 
 def _durable_marker(staging: str) -> None:
-    """Make the staged copy durable, then mark it whole (what :meth:`Storage._open` trusts)."""
-    for root, _dirs, _files in os.walk(staging):
+    """Make the staged copy durable, then mark it whole (what :meth:`Storage._open` trusts).
+
+    Every file is fsynced, not only the folders: sealed hour files are hard links to the
+    snapshot's extraction, which ``tarfile`` wrote without an fsync (an fsync through any
+    link makes the inode's content durable). Files ``_copy_prefix`` wrote were fsynced
+    already; a second fsync finds nothing to write."""
+    for root, _dirs, files in os.walk(staging):
+        for name in files:
+            fsync_file(os.path.join(root, name))
         fsync_dir(root)
     with open(os.path.join(staging, RESTORED_MARKER), "wb") as f:
         os.fsync(f.fileno())
