@@ -14,7 +14,8 @@ from .helpers import H0, HOUR, msg
 def _fill(store: Storage) -> None:
     """Messages over ten hours, the first five of them sealed."""
     for n in range(10):
-        store.apply(n + 1, lambda tx, n=n: tx.append([msg(H0 + n * 3_600_000 + k, body=b"b%d" % k) for k in range(20)]))
+        batch = [msg(H0 + n * 3_600_000 + k, body=b"b%d" % k) for k in range(20)]
+        store.apply(n + 1, lambda tx, b=batch: tx.append(b))
     store.apply(11, lambda tx: tx.seal_before(HOUR + 5))
 
 
