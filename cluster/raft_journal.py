@@ -45,7 +45,9 @@ majority" was "in the page cache of a majority"):
   the snapshot's rename is durable first (pysyncobj renames without a folder fsync).
 
 Syncs are grouped: :meth:`DiskJournal.sync` fsyncs once whatever was added or cut since
-the last sync, and does nothing when nothing was.
+the last sync, and does nothing when nothing was. An fsync that fails ends the process
+(storage/durable.py): a retry could succeed over pages the kernel dropped, and pysyncobj's
+tick thread would catch a mere exception and run the tick again.
 
 Recovery on open: every frame is read (in chunks) and checked. A torn last frame (one
 that runs past the end, or a bad one followed by nothing but zero bytes, which a crash
@@ -71,7 +73,8 @@ from struct import Struct
 from pysyncobj.journal import FileJournal, Journal
 from pysyncobj.pickle import dumps, loads, to_bytes
 
-from horologe.storage.append_file import AppendFile, fsync_dir
+from horologe.storage.append_file import AppendFile
+from horologe.storage.durable import fsync, fsync_dir
 from horologe.storage.errors import CorruptLogError, StorageFullError
 from horologe.storage.framing import FRAME_HEAD, FRAME_OVERHEAD, FRAME_TAIL, frame
 from horologe.storage.magic import MAGIC_SIZE, RAFT_LOG, check_magic, magic
@@ -247,7 +250,7 @@ class DiskJournal(Journal):
                 for chunk in frames:
                     f.write(chunk)
                 f.flush()
-                os.fsync(f.fileno())
+                fsync(f.fileno(), tmp)
                 length = f.tell()
         except OSError as e:
             _remove(tmp)
@@ -496,7 +499,7 @@ def _write_meta(path: str, meta: dict) -> None:
     with open(path + ".tmp", "wb") as f:
         f.write(dumps(meta))
         f.flush()
-        os.fsync(f.fileno())
+        fsync(f.fileno(), path + ".tmp")
     os.replace(path + ".tmp", path)
     fsync_dir(os.path.dirname(os.path.abspath(path)))
 
