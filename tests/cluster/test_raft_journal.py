@@ -237,6 +237,30 @@ def test_corruption_after_open_is_refused_when_read(tmp_path):
     j.close()
 
 
+def test_a_cut_is_fsynced_before_anything_is_appended_in_its_place(tmp_path, monkeypatch):
+    """A follower cuts its conflicting tail (ftruncate) and appends the leader's entries.
+    Unsynced, a crash may keep the old length with the new bytes written over part of the
+    old ones: a bad frame followed by old non-zero bytes, which open refuses
+    (CorruptLogError, a node that does not start). The cut is durable before the append."""
+    j = _journal(tmp_path, _entries(10))
+    assert j.sync()
+    fsynced_sizes: list[int] = []
+    real_fsync = os.fsync
+
+    def fsync(fd):
+        fsynced_sizes.append(os.fstat(fd).st_size)
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    cut_at = j._offsets[6]
+    j.deleteEntriesFrom(6)
+    assert fsynced_sizes == [cut_at]
+    j.add(b"the leader's entry 7", 7, 9)
+    assert fsynced_sizes == [cut_at]  # the append waits for the next sync, as always
+    monkeypatch.undo()
+    j.close()
+
+
 def test_a_failed_fsync_ends_the_process_and_a_retry_does_not_report_success(tmp_path, monkeypatch, caplog):
     """fsyncgate: the journal kept its dirty flag after a failed fsync and fsynced again at
     the next sync, which Linux may answer with success after dropping the pages: the node
