@@ -45,7 +45,7 @@ from typing import NamedTuple
 import msgpack
 from pysyncobj import SERIALIZER_STATE
 
-from horologe.storage.append_file import fsync_dir
+from horologe.storage.durable import fsync, fsync_dir
 from horologe.storage.errors import CorruptLogError
 from horologe.storage.framing import FRAME_HEAD, FRAME_OVERHEAD, frame, read_frame
 from horologe.storage.magic import MAGIC_SIZE, RAFT_DUMP, RAFT_SHIPPED, magic
@@ -81,7 +81,7 @@ def write_local(path: str, dump: LocalDump) -> None:
     with open(path, "wb") as f:
         f.write(magic(RAFT_DUMP) + frame(msgpack.packb(record, use_bin_type=True)))
         f.flush()
-        os.fsync(f.fileno())
+        fsync(f.fileno(), path)
 
 
 def read_local(path: str) -> LocalDump | None:

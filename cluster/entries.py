@@ -119,6 +119,16 @@ class Entry:
         return msgpack.packb(d, use_bin_type=True)
 
 
+ACK_OVERHEAD = 25  # an ack's bytes in an A entry besides its names, at most (see ack_bytes)
+
+
+def ack_bytes(acks: list[tuple[str, str, int, int]]) -> int:
+    """What ``acks`` take in an encoded A entry, at most: per ack its names' UTF-8 bytes
+    and ``ACK_OVERHEAD`` (a msgpack array head, two str heads of up to 3 bytes, two ints
+    of up to 9). With 128-character group and topic names that is 281 bytes an ack."""
+    return sum(len(g.encode()) + len(t.encode()) for g, t, _, _ in acks) + ACK_OVERHEAD * len(acks)
+
+
 def decode(blob: bytes) -> Entry:
     try:
         d = msgpack.unpackb(blob, raw=False)

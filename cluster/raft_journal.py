@@ -44,8 +44,11 @@ majority" was "in the page cache of a majority"):
 * before the journal drops entries that a snapshot replaced, the folder is fsynced, so
   the snapshot's rename is durable first (pysyncobj renames without a folder fsync).
 
-Syncs are grouped: :meth:`DiskJournal.sync` fsyncs once whatever was added or cut since
-the last sync, and does nothing when nothing was.
+Syncs are grouped: :meth:`DiskJournal.sync` fsyncs once whatever was added since the
+last sync, and does nothing when nothing was; a cut (``deleteEntriesFrom``) is fsynced at
+once, before anything is appended in its place. An fsync that fails ends the process
+(storage/durable.py): a retry could succeed over pages the kernel dropped, and pysyncobj's
+tick thread would catch a mere exception and run the tick again.
 
 Recovery on open: every frame is read (in chunks) and checked. A torn last frame (one
 that runs past the end, or a bad one followed by nothing but zero bytes, which a crash
@@ -71,7 +74,8 @@ from struct import Struct
 from pysyncobj.journal import FileJournal, Journal
 from pysyncobj.pickle import dumps, loads, to_bytes
 
-from horologe.storage.append_file import AppendFile, fsync_dir
+from horologe.storage.append_file import AppendFile
+from horologe.storage.durable import fsync, fsync_dir
 from horologe.storage.errors import CorruptLogError, StorageFullError
 from horologe.storage.framing import FRAME_HEAD, FRAME_OVERHEAD, FRAME_TAIL, frame
 from horologe.storage.magic import MAGIC_SIZE, RAFT_LOG, check_magic, magic
@@ -206,12 +210,17 @@ class DiskJournal(Journal):
         end = self._offsets[first]
         self.bytes -= self._file.length - end - (count - first) * ENTRY_OVERHEAD
         self._file.truncate(end)
+        # Durable before anything is appended in the cut entries' place: else a crash could
+        # keep the old length with new bytes written over part of it, a bad frame followed
+        # by old non-zero bytes, which open refuses (CorruptLogError). Cuts are rare (a
+        # follower's conflicting tail).
+        self._file.fsync()
         del self._offsets[first:], self._idx[first:], self._terms[first:]
         self._version += 1  # views made before may name cut entries
         if first == 0:
             self._head = None
         self._forget_recent()  # the indexes cut may come back with other entries
-        self._dirty = True
+        self._dirty = False  # what is left was just fsynced
 
     def deleteEntriesTo(self, entryTo) -> None:  # noqa: N802, N803 - compaction, after a snapshot
         """Drop the entries before position ``entryTo`` (``log = log[entryTo:]``)."""
@@ -247,7 +256,7 @@ class DiskJournal(Journal):
                 for chunk in frames:
                     f.write(chunk)
                 f.flush()
-                os.fsync(f.fileno())
+                fsync(f.fileno(), tmp)
                 length = f.tell()
         except OSError as e:
             _remove(tmp)
@@ -496,7 +505,7 @@ def _write_meta(path: str, meta: dict) -> None:
     with open(path + ".tmp", "wb") as f:
         f.write(dumps(meta))
         f.flush()
-        os.fsync(f.fileno())
+        fsync(f.fileno(), path + ".tmp")
     os.replace(path + ".tmp", path)
     fsync_dir(os.path.dirname(os.path.abspath(path)))
 

@@ -25,12 +25,13 @@ from horologe.cluster.consumer_groups import (
     retry_topic,
     to_ranges,
 )
+from horologe.cluster.entries import ack_bytes
 from horologe.storage import MessageId, ReadyTrimmedError, UnknownMessageError, tag_signature
 from horologe.storage.message import unpack_record
 
 from .committed_view import CommittedView
 from .errors import ApiError
-from .group_commit import GroupCommit
+from .group_commit import MAX_ITEMS_BYTES, GroupCommit
 from .receipts import Receipts
 
 SCAN_CHUNK = 65_536
@@ -131,7 +132,7 @@ class Consumers:
         self._cursors: dict[tuple, tuple[int, int]] = {}
         self._arrived = asyncio.Event()  # replaced after each notify: a fresh one to wait on
         self._background: set[asyncio.Task] = set()  # skip-acks in flight (referenced until done)
-        self.ack_commit = GroupCommit(self._propose_acks, ack_window_ms)
+        self.ack_commit = GroupCommit(self._propose_acks, ack_window_ms, ack_bytes)
 
     async def _propose_acks(self, acks: list[tuple[str, str, int, int]]) -> ApplyResult:
         return await self._propose(ACK, acks=acks)
@@ -286,9 +287,10 @@ class Consumers:
                     group, retries, *scan, origin=topic, wake_at=wake_at, ahead_ms=ahead_ms
                 )
             if skipped:  # filtered out for this group: let its committed offset move past them
-                task = asyncio.get_running_loop().create_task(self.ack_commit.submit(skipped))
-                self._background.add(task)
-                task.add_done_callback(self._background.discard)
+                for part, size in ack_parts(skipped):
+                    task = asyncio.get_running_loop().create_task(self.ack_commit.submit(part, size))
+                    self._background.add(task)
+                    task.add_done_callback(self._background.discard)
             remaining = deadline - loop.time()
             if out or remaining <= 0:
                 return self._handed(group, leased, out, now + visibility_ms)
@@ -317,7 +319,7 @@ class Consumers:
         """Ack what ``receipts`` name (one message each, or a pull's batch); how many."""
         acks = [(group, topic, lo, hi) for topic, ranges in self._open(group, receipts) for lo, hi in ranges]
         if acks:
-            await self.ack_commit.submit(acks)
+            await asyncio.gather(*(self.ack_commit.submit(part, size) for part, size in ack_parts(acks)))
         # Only now: until the ack is applied, the lease is what keeps the message from
         # being handed out again.
         self._release(acks)
@@ -385,6 +387,26 @@ class Consumers:
         if done is None:
             return {"retried": 0, "dead_lettered": 0}
         return {"retried": len(done.id_gis), "dead_lettered": done.dead_lettered}
+
+
+def ack_parts(acks: list[tuple[str, str, int, int]]) -> list[tuple[list[tuple[str, str, int, int]], int]]:
+    """``acks`` cut into parts that each fit one A entry (``MAX_ITEMS_BYTES`` by
+    ``ack_bytes``), with their sizes. A pull's skip-acks can be 131,072 ranges (every
+    other entry of ``SCAN_LIMIT`` passed over), an ack call's receipts as many more;
+    at 281 bytes an ack with the longest names, one entry would pass 4 MiB."""
+    parts: list[tuple[list[tuple[str, str, int, int]], int]] = []
+    part: list[tuple[str, str, int, int]] = []
+    size = 0
+    for ack in acks:
+        n = ack_bytes([ack])
+        if part and size + n > MAX_ITEMS_BYTES:
+            parts.append((part, size))
+            part, size = [], 0
+        part.append(ack)
+        size += n
+    if part:
+        parts.append((part, size))
+    return parts
 
 
 def _wanted(record, filt: TagFilter, origin: str | None) -> bool:

@@ -2,7 +2,7 @@
 
 A call that finds the committer idle is proposed at once, with whatever else is
 already queued; calls arriving while that proposal is in flight queue up and go
-together in the next one (up to ``MAX_ENTRY_BYTES``). So a lone call pays one commit
+together in the next one (up to ``MAX_ITEMS_BYTES`` of items). So a lone call pays one commit
 and no wait, and under load entries grow instead of the queue. ``window_ms`` > 0 adds
 a linger: after the first call, wait up to that long for more before proposing.
 
@@ -21,6 +21,10 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 MAX_ENTRY_BYTES = 1024 * 1024  # a quarter of the Raft batch size (field notes)
+# An entry's own fields (type, watermark, clock, list heads: 77 bytes at most) fit in
+# this; the items of one proposal take at most the rest.
+ENTRY_HEADROOM = 1024
+MAX_ITEMS_BYTES = MAX_ENTRY_BYTES - ENTRY_HEADROOM
 
 
 def _joined(chunks: list[list]) -> list:
@@ -32,12 +36,13 @@ class GroupCommit(Generic[T, R]):
         self,
         commit: Callable[[T], Awaitable[R]],
         window_ms: int,
-        size_of: Callable[[T], int] = lambda chunk: 64 * len(chunk),
+        size_of: Callable[[T], int],
         combine: Callable[[list[T]], T] = _joined,
     ) -> None:
         """``T``: what a call submits, items with a ``len`` (a list, by default);
-        ``size_of`` says how many bytes of a proposal they take, and ``combine`` makes one
-        of many for a proposal."""
+        ``size_of`` says how many bytes of an encoded entry they take (never less), and
+        ``combine`` makes one of many for a proposal. A call's items must fit one entry
+        (``MAX_ITEMS_BYTES``) unless they are a single item: callers split bigger ones."""
         self._commit = commit
         self._window = window_ms / 1000
         self._size_of = size_of
@@ -48,8 +53,11 @@ class GroupCommit(Generic[T, R]):
     async def submit(self, items: T, size: int | None = None) -> tuple[R, int]:
         """Wait for the proposal that carries ``items`` (``size`` bytes of it, when the
         caller knows; else what ``size_of`` says); return its result and their offset in it."""
+        size = self._size_of(items) if size is None else size
+        if size > MAX_ITEMS_BYTES and len(items) > 1:
+            raise ValueError(f"{len(items)} items of {size} bytes: over one entry's {MAX_ITEMS_BYTES}")
         fut = asyncio.get_running_loop().create_future()
-        await self._queue.put((items, self._size_of(items) if size is None else size, fut))
+        await self._queue.put((items, size, fut))
         return await fut
 
     async def run(self) -> None:
@@ -70,7 +78,7 @@ class GroupCommit(Generic[T, R]):
                 else:
                     break
                 grown = size + item[1]
-                if grown > MAX_ENTRY_BYTES:
+                if grown > MAX_ITEMS_BYTES:
                     self._held = item  # it opens the next proposal: this one stays under the cap
                     break
                 batch.append(item)

@@ -47,7 +47,7 @@ from .config import NodeConfig
 from .consumers import Consumers
 from .dead_letters import DeadLetters
 from .errors import ApiError
-from .group_commit import MAX_ENTRY_BYTES, GroupCommit
+from .group_commit import MAX_ENTRY_BYTES, MAX_ITEMS_BYTES, GroupCommit
 from .observers import NO_OBSERVERS, Observers
 from .peer_readiness import peer_readiness
 from .push_allow import PushAllow
@@ -64,16 +64,16 @@ log = logging.getLogger(__name__)
 
 
 def _entry_parts(cols: MessageColumns) -> list[tuple[MessageColumns, int]]:
-    """``cols`` cut into runs of at most ``MAX_ENTRY_BYTES`` (one message at least), each
+    """``cols`` cut into runs of at most ``MAX_ITEMS_BYTES`` (one message at least), each
     with its size by ``MessageColumns.wire_sizes``."""
     sizes = cols.wire_sizes()
     total = int(sizes.sum())
-    if total <= MAX_ENTRY_BYTES:
+    if total <= MAX_ITEMS_BYTES:
         return [(cols, total)]
     parts: list[tuple[MessageColumns, int]] = []
     lo, size = 0, 0
     for i, n in enumerate(sizes.tolist()):
-        if i > lo and size + n > MAX_ENTRY_BYTES:
+        if i > lo and size + n > MAX_ITEMS_BYTES:
             parts.append((cols.part(lo, i), size))
             lo, size = i, 0
         size += n
@@ -343,7 +343,21 @@ class NodeService:
             # would refuse it the election (field notes: transfer is denied then).
             raise NotMasterError(None)
         now = self.clock() if clock_ms is None else clock_ms
-        return self._applied(self.raft.submit(Entry(kind, self.driver.ws, now, **fields).encode()))
+        blob = Entry(kind, self.driver.ws, now, **fields).encode()
+        if len(blob) > MAX_ENTRY_BYTES:
+            # Proposers cut what they send into entries under the cap (group commit, acks,
+            # produce parts); this is the backstop. An entry of append_batch_bytes (4 MiB)
+            # or more would travel in pysyncobj's "transmission" parts, which skip the
+            # append rule (cluster/append_rule.py), and even under that big ones crawl.
+            log.error(
+                "refused to propose a %s entry of %d bytes (at most %d)", kind, len(blob), MAX_ENTRY_BYTES
+            )
+            raise ApiError(
+                413,
+                "too_large",
+                f"this call makes a Raft entry of {len(blob)} bytes; at most {MAX_ENTRY_BYTES}",
+            )
+        return self._applied(self.raft.submit(blob))
 
     @staticmethod
     async def _applied(answer: Awaitable[ApplyResult]) -> ApplyResult:

@@ -2,7 +2,8 @@
 
 All writes are ``os.pwrite`` at the known end so a batch can be rolled back with
 ``ftruncate``; nothing goes through Python's buffered I/O. ENOSPC surfaces as
-:class:`StorageFullError` from the write that hit it.
+:class:`StorageFullError` from the write that hit it; a failed fsync ends the process
+(storage/durable.py).
 """
 
 from __future__ import annotations
@@ -11,15 +12,8 @@ import errno
 import mmap
 import os
 
+from .durable import fsync
 from .errors import StorageFullError
-
-
-def fsync_dir(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 class AppendFile:
@@ -69,12 +63,7 @@ class AppendFile:
         self.length = length
 
     def fsync(self) -> None:
-        try:
-            os.fsync(self.fd)
-        except OSError as e:
-            if e.errno in (errno.ENOSPC, errno.EDQUOT):
-                raise StorageFullError(f"{self.path}: disk full on fsync") from e
-            raise
+        fsync(self.fd, self.path)
 
     def buffer(self):
         """The file's bytes ``[0, length)``: an mmap when mapped, else a fresh read."""

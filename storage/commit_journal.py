@@ -36,7 +36,8 @@ from typing import Any
 
 import msgpack
 
-from .append_file import AppendFile, fsync_dir
+from .append_file import AppendFile
+from .durable import fsync, fsync_dir
 from .errors import CorruptLogError, StorageError
 from .framing import frame, scan_frames
 from .magic import COMMIT_JOURNAL, MAGIC_SIZE, check_magic, magic
@@ -179,7 +180,7 @@ class CommitJournal:
         with open(tmp, "wb") as f:
             f.write(checkpoint_file(state.checkpoint_record()))
             f.flush()
-            os.fsync(f.fileno())
+            fsync(f.fileno(), tmp)
         os.replace(tmp, target)
         fsync_dir(target_dir)
         if directory is None:

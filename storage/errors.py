@@ -78,3 +78,14 @@ class ReadyTrimmedError(StorageError):
 
 class SealedHourError(StorageError):
     """Raised when a write targets an hour that was sealed (already delivered, immutable)."""
+
+
+class FsyncFailedError(StorageError):
+    """An fsync failed: what :mod:`~horologe.storage.durable` raises where ``os._exit`` was
+    replaced (tests). A node never sees it: the process ends with the failed fsync."""
+
+    def __init__(self, path: str, errno: int | None, strerror: str | None) -> None:
+        super().__init__(f"{path}: fsync failed: errno {errno} ({strerror})")
+        self.path = path
+        self.errno = errno
+        self.strerror = strerror

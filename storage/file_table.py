@@ -3,6 +3,12 @@
 Between :meth:`begin` and :meth:`commit`/:meth:`rollback` the table remembers each
 touched file's committed length and each file it created, so a failed batch is undone
 whole: files cut back, new files removed.
+
+A file written since the last sync point keeps the fd that wrote it until that sync
+point fsyncs it through that fd: closed by the LRU or by its hour's eviction, the fd is
+only held aside. Linux reports a writeback error to the fds open when it happened, and
+an inode that no fd holds may be evicted with its error; an fsync through an fd opened
+afterwards could then succeed over lost pages (storage/durable.py).
 """
 
 from __future__ import annotations
@@ -11,7 +17,8 @@ import os
 from collections import OrderedDict
 from collections.abc import Mapping
 
-from .append_file import AppendFile, fsync_dir
+from .append_file import AppendFile
+from .durable import fsync_dir
 from .magic import magic
 
 
@@ -28,6 +35,8 @@ class FileTable:
         # that got new files meanwhile: what the next sync point fsyncs.
         self._dirty: set[str] = set()
         self._dirty_dirs: set[str] = set()
+        # Files of ``_dirty`` closed meanwhile (LRU, eviction): their fds, until the sync point.
+        self._held: dict[str, AppendFile] = {}
 
     def path(self, rel: str) -> str:
         return os.path.join(self.directory, rel)
@@ -37,7 +46,10 @@ class FileTable:
 
     def get(self, rel: str) -> AppendFile | None:
         f = self._open.get(rel)
-        if f is None and rel in self.committed:
+        if f is None and rel in self._held:
+            f = self._open[rel] = self._held.pop(rel)
+            self._close_least_used()
+        elif f is None and rel in self.committed:
             f = self._open[rel] = AppendFile(self.path(rel), self.committed[rel])
             self._close_least_used()
         elif f is not None:
@@ -48,14 +60,15 @@ class FileTable:
 
     def _close_least_used(self) -> None:
         """Close the fds of the least recently used files past ``max_open`` (never one the
-        open batch touched, nor a mapped one). The objects stay: each reopens when read."""
+        open batch touched, nor a mapped one, nor one written since the last sync point).
+        The objects stay: each reopens when read."""
         with_fd = [rel for rel, f in self._open.items() if f.has_fd]
         excess = len(with_fd) - self.max_open
         for rel in with_fd:
             if excess <= 0:
                 return
             f = self._open[rel]
-            if rel in self._touched or f.mapped:
+            if rel in self._touched or rel in self._dirty or f.mapped:
                 continue
             f.close()
             excess -= 1
@@ -96,24 +109,23 @@ class FileTable:
         """Make every byte written since the last sync point durable, and the folders that
         gained files: the step that must precede a sync point's journal frame."""
         for rel in self._dirty:
-            f = self._open.get(rel)
+            # Through the fd that wrote it (module docstring). A file of ``_dirty`` with
+            # neither was removed (retention) or rolled back: nothing of it to keep.
+            f = self._open.get(rel) or self._held.get(rel)
             if f is not None:
                 f.fsync()
-            elif os.path.exists(self.path(rel)):  # its fd was closed meanwhile (max_open)
-                fd = os.open(self.path(rel), os.O_RDONLY)
-                try:
-                    os.fsync(fd)
-                finally:
-                    os.close(fd)
         for d in self._dirty_dirs:
             if os.path.isdir(d):
                 fsync_dir(d)
         self._dirty.clear()
         self._dirty_dirs.clear()
+        for f in self._held.values():
+            f.close()
+        self._held.clear()
 
     def commit(self) -> None:
         for rel in self._removed:
-            self.close(rel)
+            self._forget(rel)
             if os.path.exists(self.path(rel)):
                 os.unlink(self.path(rel))
         self._forget_batch()
@@ -121,7 +133,7 @@ class FileTable:
     def rollback(self) -> None:
         for rel, length in self._touched.items():
             if rel in self._created:
-                self.close(rel)
+                self._forget(rel)
                 os.unlink(self.path(rel))
             else:
                 self._open[rel].truncate(length)
@@ -145,11 +157,27 @@ class FileTable:
         return rel in self._touched
 
     def close(self, rel: str) -> None:
+        """Release the file's fd (and map); held aside until the next sync point if it was
+        written since the last one (module docstring)."""
         f = self._open.pop(rel, None)
-        if f is not None:
+        if f is None:
+            return
+        if rel in self._dirty and f.has_fd:
+            f.set_mapped(False)
+            self._held[rel] = f
+        else:
             f.close()
 
+    def _forget(self, rel: str) -> None:
+        """Close a file that is about to be unlinked: nothing of it needs a sync any more."""
+        self._dirty.discard(rel)
+        for table in (self._open, self._held):
+            f = table.pop(rel, None)
+            if f is not None:
+                f.close()
+
     def close_all(self) -> None:
-        for f in self._open.values():
+        for f in (*self._open.values(), *self._held.values()):
             f.close()
         self._open.clear()
+        self._held.clear()

@@ -28,10 +28,10 @@ from collections.abc import Callable
 from types import MappingProxyType
 from typing import Any, TypeVar
 
-from .append_file import fsync_dir
 from .check import check_store
 from .commit_journal import CommitJournal, JournalState
 from .config import StorageConfig
+from .durable import fsync, fsync_dir, fsync_file
 from .errors import CorruptLogError, StorageError
 from .file_table import FileTable
 from .hour_bucket import HourBucket
@@ -129,7 +129,7 @@ class Storage(StoreReads):
         with open(dst, "wb") as f:
             f.write(tail)
             f.flush()
-            os.fsync(f.fileno())
+            fsync(f.fileno(), dst)
         if start == 0:
             os.unlink(src)
         else:
@@ -421,11 +421,18 @@ def _materialize(
 
 
 def _durable_marker(staging: str) -> None:
-    """Make the staged copy durable, then mark it whole (what :meth:`Storage._open` trusts)."""
-    for root, _dirs, _files in os.walk(staging):
+    """Make the staged copy durable, then mark it whole (what :meth:`Storage._open` trusts).
+
+    Every file is fsynced, not only the folders: sealed hour files are hard links to the
+    snapshot's extraction, which ``tarfile`` wrote without an fsync (an fsync through any
+    link makes the inode's content durable). Files ``_copy_prefix`` wrote were fsynced
+    already; a second fsync finds nothing to write."""
+    for root, _dirs, files in os.walk(staging):
+        for name in files:
+            fsync_file(os.path.join(root, name))
         fsync_dir(root)
     with open(os.path.join(staging, RESTORED_MARKER), "wb") as f:
-        os.fsync(f.fileno())
+        fsync(f.fileno(), f.name)
     fsync_dir(staging)
 
 
@@ -443,7 +450,7 @@ def _swap_in(directory: str, staging: str) -> None:
         fsync_dir(replaced)
         fsync_dir(directory)
         with open(old_aside, "wb") as f:
-            os.fsync(f.fileno())
+            fsync(f.fileno(), old_aside)
         fsync_dir(staging)
     for name in os.listdir(staging):
         if name not in (RESTORED_MARKER, OLD_ASIDE_MARKER):
@@ -464,4 +471,4 @@ def _copy_prefix(src: str, dst: str, length: int) -> None:
             fo.write(chunk)
             left -= len(chunk)
         fo.flush()
-        os.fsync(fo.fileno())
+        fsync(fo.fileno(), dst)

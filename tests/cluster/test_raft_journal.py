@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import errno
+import logging
 import os
 import pickle
 import time
@@ -17,8 +19,8 @@ from horologe.cluster.errors import StaleJournalViewError
 from horologe.cluster.loop_crossing import LoopCrossing
 from horologe.cluster.raft_journal import ENTRY_HEAD, ENTRY_OVERHEAD, DiskJournal
 from horologe.cluster.raft_node import RaftNode
-from horologe.storage import Storage
-from horologe.storage.errors import CorruptLogError
+from horologe.storage import Storage, durable
+from horologe.storage.errors import CorruptLogError, FsyncFailedError
 from horologe.storage.framing import frame
 from horologe.storage.magic import MAGIC_SIZE
 from horologe.wheel import Watermark
@@ -233,6 +235,61 @@ def test_corruption_after_open_is_refused_when_read(tmp_path):
     with pytest.raises(CorruptLogError):
         list(j[2:6])
     j.close()
+
+
+def test_a_cut_is_fsynced_before_anything_is_appended_in_its_place(tmp_path, monkeypatch):
+    """A follower cuts its conflicting tail (ftruncate) and appends the leader's entries.
+    Unsynced, a crash may keep the old length with the new bytes written over part of the
+    old ones: a bad frame followed by old non-zero bytes, which open refuses
+    (CorruptLogError, a node that does not start). The cut is durable before the append."""
+    j = _journal(tmp_path, _entries(10))
+    assert j.sync()
+    fsynced_sizes: list[int] = []
+    real_fsync = os.fsync
+
+    def fsync(fd):
+        fsynced_sizes.append(os.fstat(fd).st_size)
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    cut_at = j._offsets[6]
+    j.deleteEntriesFrom(6)
+    assert fsynced_sizes == [cut_at]
+    j.add(b"the leader's entry 7", 7, 9)
+    assert fsynced_sizes == [cut_at]  # the append waits for the next sync, as always
+    monkeypatch.undo()
+    j.close()
+
+
+def test_a_failed_fsync_ends_the_process_and_a_retry_does_not_report_success(tmp_path, monkeypatch, caplog):
+    """fsyncgate: the journal kept its dirty flag after a failed fsync and fsynced again at
+    the next sync, which Linux may answer with success after dropping the pages: the node
+    would then ack or apply entries that are not on disk. pysyncobj's tick thread catches
+    an exception, logs it and runs the tick again, so raising is not enough: the process
+    must end (status 74, a CRITICAL line naming the file and errno), and a sync after
+    that must not report success."""
+    exits: list[int] = []
+    monkeypatch.setattr(os, "_exit", exits.append)  # in a node, the process ends here
+    monkeypatch.setattr(durable, "_failed", None)
+    j = _journal(tmp_path, _entries(3))
+    assert j.sync()
+    j.add(b"not acked yet", 4, 1)
+    real_fsync, failed = os.fsync, []
+
+    def fsync(fd):
+        if not failed:
+            failed.append(fd)
+            raise OSError(errno.EIO, os.strerror(errno.EIO))
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    with caplog.at_level(logging.CRITICAL), pytest.raises(FsyncFailedError):
+        j.sync()
+    assert exits == [durable.FSYNC_FAILED_EXIT]
+    assert j.path in caplog.records[-1].getMessage() and "errno 5" in caplog.records[-1].getMessage()
+    with pytest.raises(FsyncFailedError):
+        j.sync()  # fsync works now: that proves nothing about the pages the first one lost
+    assert exits == [durable.FSYNC_FAILED_EXIT] * 2
 
 
 @pytest.mark.parametrize(

@@ -18,7 +18,7 @@ def test_idle_calls_go_at_once_and_calls_in_flight_share_the_next_proposal():
         return f"entry {len(proposals)}"
 
     async def run() -> None:
-        gc = GroupCommit(commit, window_ms=0)
+        gc = GroupCommit(commit, window_ms=0, size_of=len)
         task = asyncio.create_task(gc.run())
         first = asyncio.create_task(gc.submit([1]))
         for _ in range(5):
@@ -91,7 +91,7 @@ def test_a_big_batch_goes_in_parts_under_the_cap_and_columns_combine_in_order():
         return f"entry {len(proposals)}"
 
     async def run() -> list:
-        gc = GroupCommit(commit, window_ms=0, combine=MessageColumns.concat)
+        gc = GroupCommit(commit, window_ms=0, size_of=len, combine=MessageColumns.concat)
         task = asyncio.create_task(gc.run())
         first = asyncio.create_task(gc.submit(cols.part(0, 1), 10))
         await asyncio.sleep(0)

@@ -1,0 +1,86 @@
+"""Every fsync of Horologe goes through :func:`fsync` here; one that fails ends the process.
+
+Why not retry ("fsyncgate", PostgreSQL 2018): when writeback fails, Linux reports the
+error to an fsync once, and may have dropped the dirty pages or marked them clean. A
+second fsync then succeeds without writing them, and an inode evicted while no fd held
+it loses the error altogether. After a failed fsync no later one can be trusted: the
+node would acknowledge Raft entries, or name store bytes in a sync point, that are not
+on disk. So, as PostgreSQL does since then (it PANICs), a failed fsync, whatever its
+errno (ENOSPC and EIO alike), is logged CRITICAL with the file and the errno and the
+process ends at once with :data:`FSYNC_FAILED_EXIT`, through ``os._exit``: an exit no
+``except`` on any thread can swallow (pysyncobj's tick thread catches every exception a
+tick raises, logs it and runs the tick again, and ``SystemExit`` would end only that
+thread). A restart reads back only what is on disk: the Raft journal's torn tail is
+cut, the store drops what follows its last sync point, and Raft replays the rest or
+the leader sends it.
+
+The failure is also sticky: once one fsync failed, every later call fails the same way
+without calling fsync. That only matters where ``os._exit`` was replaced (tests); then
+:class:`~horologe.storage.errors.FsyncFailedError` is raised.
+
+``tests/storage/test_fsync_fatal.py`` checks that no other module calls ``os.fsync``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+
+from .errors import FsyncFailedError
+
+log = logging.getLogger(__name__)
+
+FSYNC_FAILED_EXIT = 74  # EX_IOERR of sysexits.h: an I/O error on some file
+
+_failed: FsyncFailedError | None = None  # the first failure of this process, once there was one
+
+
+def fsync(fd: int, path: str) -> None:
+    """fsync ``fd`` (open on ``path``, named in the log line); the process ends if it fails."""
+    global _failed
+    if _failed is not None:
+        _fatal(_failed)
+    try:
+        os.fsync(fd)
+    except OSError as e:
+        _failed = FsyncFailedError(path, e.errno, e.strerror)
+        _fatal(_failed)
+
+
+def fsync_dir(path: str) -> None:
+    """fsync a folder (its entries: files created, renamed or removed in it)."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fsync(fd, path)
+    finally:
+        os.close(fd)
+
+
+def fsync_file(path: str) -> None:
+    """fsync the file at ``path`` through a new fd, for a file no fd of ours wrote (an
+    extracted snapshot's): an fd that wrote a file should fsync it itself, since an error
+    of writeback is reported to the fds open when it happened."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        fsync(fd, path)
+    finally:
+        os.close(fd)
+
+
+def failed() -> FsyncFailedError | None:
+    """The fsync failure of this process, if there was one (only seen where ``os._exit``
+    was replaced)."""
+    return _failed
+
+
+def _fatal(err: FsyncFailedError) -> None:
+    log.critical(
+        "fsync of %s failed: errno %s (%s); the data may not be on disk and no later fsync "
+        "can tell: exiting with status %d so that a restart replays from what is on disk",
+        err.path,
+        err.errno,
+        err.strerror,
+        FSYNC_FAILED_EXIT,
+    )
+    os._exit(FSYNC_FAILED_EXIT)
+    raise err  # reached only where os._exit was replaced (tests)
