@@ -218,8 +218,8 @@ def clock_step(offset_s: int) -> Callable[[Run], None]:
             _wait_handed_on(run, SKEWED)
             time.sleep(3)  # a window on purpose: delivery must go on without it meanwhile
         # libfaketime steps the monotonic clock too, which no NTP step does: stepped back,
-        # the node's Raft deadlines lie an hour ahead and it stays out. Bring it back with
-        # the true clock, as an operator would, so the run ends with three stores to check.
+        # the node ends itself (cluster/monotonic_watch.py). Bring it back with the true
+        # clock, as an operator would, so the run ends with three stores to check.
         c.step(SKEWED, 0)
         c.signal(SKEWED, signal.SIGKILL)
         c.start(SKEWED)

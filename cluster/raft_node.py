@@ -38,6 +38,7 @@ from .dial_node import DialNode
 from .dump_file import DumpFigures, DumpWriter, LocalDump, check_not_behind, read_local, read_shipped
 from .errors import InsecureConfigError, ProposalRejectedError, ProposalTimeoutError, StoreBehindDumpError
 from .loop_crossing import LoopCrossing
+from .monotonic_watch import MonotonicWatch, exit_for_step
 from .pysyncobj_contract import check_node, check_pysyncobj
 from .raft_journal import DiskJournal
 from .raft_wire import RaftCipher
@@ -103,14 +104,18 @@ class RaftNode(SyncObj):
         observe_apply: Callable[[float], None] = lambda seconds: None,
         observe_fsync: Callable[[float], None] = lambda seconds: None,
         auto_tick: bool = True,
+        on_monotonic_step: Callable[[float], None] = exit_for_step,
     ) -> None:
         """``on_applied`` and ``on_role`` (True: this node leads now) run on the event loop,
-        through ``crossing``. With ``auto_tick`` False pysyncobj starts no tick thread: the
-        caller ticks the node itself (``doTick``), one step at a time, as the in-process
-        tests of the Raft shell do. ``clock`` (wall ms) is sent to peers on every keep-alive; see
+        through ``crossing``. ``clock`` (wall ms) is sent to peers on every keep-alive; see
         :meth:`peer_clocks`. ``observe_apply(seconds)`` is told, on the tick thread, how
         long each entry took to apply, and ``observe_fsync(seconds)`` how long each fsync
-        of the Raft journal took."""
+        of the Raft journal took. ``on_monotonic_step(seconds)`` is called, on the tick
+        thread, when the monotonic clock went back (monotonic_watch.py: the process ends).
+
+        With ``auto_tick`` False pysyncobj starts no tick thread: the caller ticks the node
+        itself (``doTick``), one step at a time, as the in-process tests of the Raft shell do.
+        """
         if not settings.cluster_secret and not settings.insecure_dev:
             raise InsecureConfigError(
                 "no cluster secret: anyone reaching the Raft port could run code on this node "
@@ -195,6 +200,9 @@ class RaftNode(SyncObj):
         self._peer_clocks: dict[str, tuple[int, float]] = {}  # address -> (ms, monotonic arrival)
         self.addOnTickCallback(self._tick_keepalive)
         self.addOnTickCallback(self._tick_leader)
+        self._monotonic = MonotonicWatch(monotonic_time())
+        self._on_monotonic_step = on_monotonic_step
+        self.addOnTickCallback(self._tick_monotonic)
         self._questions = WriterQuestions(crossing, self._wake_tick)
         self.addOnTickCallback(lambda: self._questions.answer_all(self.state.store))
 
@@ -421,6 +429,11 @@ class RaftNode(SyncObj):
         moved_back = sent is not None and next_index.get(node, sent) < sent
         if moved_back and not message.get("reset") and self._isLeader():
             next_index[node] = sent
+
+    def _tick_monotonic(self) -> None:
+        back = self._monotonic.went_back(monotonic_time())
+        if back is not None:
+            self._on_monotonic_step(back)
 
     def peer_clocks(self) -> list[tuple[int, float]]:
         """The latest clock reading of each peer heard from: (ms, seconds since it arrived)."""

@@ -1,4 +1,5 @@
-"""A node restarted from its own dump keeps every entry its journal held.
+"""A node restarted from its own dump keeps every entry its journal held; a node whose
+monotonic clock went back ends, to be restarted.
 
 pysyncobj compacts in two ticks: the dump is renamed into place on one, the journal cut on
 the next. At start it keeps the journal only if its first two entries are the dump's last
@@ -11,7 +12,8 @@ from __future__ import annotations
 
 import pytest
 
-from horologe.cluster import dump_file
+from horologe.cluster import dump_file, raft_node
+from horologe.cluster.monotonic_watch import MonotonicWatch
 
 from .ticked import commit_alone, crash, journal_entries, lead_alone, propose, tick, ticked_node
 
@@ -56,3 +58,26 @@ def test_a_crash_between_the_dump_and_the_journal_cut_keeps_the_entries_after_th
         assert again.state.store.applied_index == held[-1][1]
     finally:
         crash(again)
+
+
+def test_a_monotonic_clock_that_went_back_ends_the_process(tmp_path, monkeypatch):
+    """Every deadline of the node would lie as far ahead as the clock went back (a master
+    under load kept its lead and delivered nothing for 70 s): the process ends instead."""
+    steps: list[float] = []
+    node = ticked_node(tmp_path, on_monotonic_step=steps.append)
+    try:
+        lead_alone(node)
+        assert steps == []
+        now = raft_node.monotonic_time()
+        monkeypatch.setattr(raft_node, "monotonic_time", lambda: now - 3600)
+        tick(node)
+        assert len(steps) == 1 and 3599 < steps[0] < 3601
+    finally:
+        crash(node)
+
+
+def test_the_watch_takes_forward_jumps_and_repeats_for_what_it_saw():
+    watch = MonotonicWatch(100.0)
+    assert watch.went_back(100.0) is None and watch.went_back(3700.0) is None  # a pause
+    assert watch.went_back(3699.0) == 1.0
+    assert watch.went_back(3700.5) is None

@@ -36,9 +36,10 @@ class HeldCrossing:
         pass
 
 
-def ticked_node(data_dir, peers: tuple[str, ...] = (), **settings) -> RaftNode:
+def ticked_node(data_dir, peers: tuple[str, ...] = (), on_monotonic_step=None, **settings) -> RaftNode:
     """A node whose data lives in ``data_dir`` (start it again on the same folder to
-    restart it), with ``peers`` named but never reached; ``settings`` are ClusterSettings'."""
+    restart it), with ``peers`` named but never reached; ``settings`` are ClusterSettings'.
+    A monotonic clock that goes back fails the test, unless ``on_monotonic_step`` takes it."""
     (port,) = free_ports(1)
     base = ClusterSettings(
         "n0",
@@ -55,6 +56,7 @@ def ticked_node(data_dir, peers: tuple[str, ...] = (), **settings) -> RaftNode:
         lambda _applied: None,
         lambda _role: None,
         auto_tick=False,
+        on_monotonic_step=on_monotonic_step or _clock_went_back,
     )
     node.sent = []  # (peer, message) for every message the node sent
 
@@ -65,6 +67,10 @@ def ticked_node(data_dir, peers: tuple[str, ...] = (), **settings) -> RaftNode:
     node._transport.send = send  # pysyncobj's sends go through the same object
     node._transport._preventConnectNodes |= set(node._SyncObj__otherNodes)  # never dialled
     return node
+
+
+def _clock_went_back(seconds: float) -> None:
+    raise AssertionError(f"the monotonic clock went back {seconds} s")
 
 
 def peer(node: RaftNode, k: int):
