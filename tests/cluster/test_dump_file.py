@@ -149,3 +149,20 @@ def test_a_store_behind_its_dump_is_refused():
     check_not_behind(dump, 9, "/data")
     with pytest.raises(StoreBehindDumpError, match="Raft index 8, but this node's Raft dump says 9"):
         check_not_behind(dump, 8, "/data")
+
+
+def test_a_deposed_leader_forgets_the_followers_that_waited_for_a_newer_dump(tmp_path):
+    """A follower marked to wait for a newer dump got no heartbeats from that node; if it
+    leads again before a newer dump exists (none is taken while nothing is applied), the
+    mark must not outlive the leadership that set it."""
+    with _store(tmp_path / "store", messages=100) as store:
+        writer = _writer(tmp_path, store)
+        serializer = _serializer(writer, store, [])
+        _dump(writer)
+        victim = max(writer.current().store["files"])
+        os.rename(os.path.join(store.directory, victim), str(tmp_path / "aside"))
+        while serializer.getTransmissionData("n2") is not None:
+            pass
+        assert serializer.held_back("n2", lambda node: 0)
+        serializer.cancel_all()  # this node stopped leading
+        assert not serializer.held_back("n2", lambda node: 0)
