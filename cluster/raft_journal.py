@@ -53,7 +53,8 @@ tick thread would catch a mere exception and run the tick again.
 Recovery on open: every frame is read (in chunks) and checked. A torn last frame (one
 that runs past the end, or a bad one followed by nothing but zero bytes, which a crash
 can leave after an unsynced append) is copied aside to ``journal.torn-<offset>`` and
-cut; a bad frame followed by other data raises :class:`CorruptLogError`. A ``journal``
+cut; a bad frame followed by other data raises :class:`CorruptLogError`, and so does a
+"torn" frame at or below the stored commit index, which names synced entries only. A ``journal``
 in pysyncobj's format (it starts with ``PYSYNCOBJ``) is converted once, read with
 pysyncobj's ``FileJournal``.
 
@@ -135,6 +136,17 @@ class DiskJournal(Journal):
         end = self._scan(fd, size)
         self.bytes = end - MAGIC_SIZE - len(self._offsets) * ENTRY_OVERHEAD
         if end < size:
+            # Only what was never synced can be torn, and the stored commit index names
+            # synced entries only: a "torn" frame at or below it is damage (a length field
+            # hit on the medium, say), and cutting there would drop acknowledged entries.
+            committed = self._meta.get("raftCommitIndex", 0)
+            if self.last_idx < committed:
+                raise CorruptLogError(
+                    self.path,
+                    end,
+                    f"the frame of entry {self.last_idx + 1} is damaged, though entries up to "
+                    f"{committed} were synced and committed: not a torn tail",
+                )
             self._set_aside(fd, end, size)
             self._file.truncate(end)
             self._dirty = True

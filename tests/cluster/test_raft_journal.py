@@ -21,7 +21,7 @@ from horologe.cluster.raft_journal import ENTRY_HEAD, ENTRY_OVERHEAD, DiskJourna
 from horologe.cluster.raft_node import RaftNode
 from horologe.storage import Storage, durable
 from horologe.storage.errors import CorruptLogError, FsyncFailedError
-from horologe.storage.framing import frame
+from horologe.storage.framing import FRAME_HEAD, frame
 from horologe.storage.magic import MAGIC_SIZE
 from horologe.wheel import Watermark
 from testkit.process_cluster import free_ports
@@ -428,4 +428,36 @@ def test_term_at_answers_from_memory_for_held_indexes_only(tmp_path):
     assert j.term_at(4) is None and j.term_at(35) is None
     j.deleteEntriesTo(10)  # compaction: 15..34 left
     assert j.term_at(14) is None and j.term_at(15) == 2
+    j.close()
+
+
+def test_a_damaged_length_below_the_stored_commit_index_is_refused_not_cut(tmp_path):
+    """A length field that claims more than the file holds looks like a torn tail; but the
+    commit index is stored only after a sync, so entries up to it were synced and cannot
+    be torn. Cut there, the journal dropped entries 5..10, acknowledged ones."""
+    j = _journal(tmp_path, _entries(10))
+    at = j._offsets[4]
+    j.setRaftCommitIndex(8)
+    j.onOneSecondTimer()  # syncs, then stores the commit index
+    j.close()
+    with open(j.path, "r+b") as f:
+        f.seek(at)
+        f.write(FRAME_HEAD.pack(1 << 30))
+    with pytest.raises(CorruptLogError, match="not a torn tail") as caught:
+        DiskJournal(j.path)
+    assert caught.value.offset == at
+    assert not os.path.exists(f"{j.path}.torn-{at}")
+
+
+def test_a_torn_tail_past_the_stored_commit_index_is_still_set_aside(tmp_path):
+    j = _journal(tmp_path, _entries(10))
+    at = j._offsets[8]
+    j.setRaftCommitIndex(8)
+    j.onOneSecondTimer()
+    j.close()
+    with open(j.path, "r+b") as f:
+        f.seek(at)
+        f.write(FRAME_HEAD.pack(1 << 30))
+    j = DiskJournal(j.path)
+    assert j.last_idx == 8 and j.torn_tail is not None
     j.close()
