@@ -96,6 +96,7 @@ BLOCK = 4096  # granularity of the in-memory overlay: the page size, the unit of
 CACHE_SECONDS = 1.0  # how long the kernel may cache names and attributes
 SIG_POWER_OFF = signal.SIGUSR1
 SIG_STOP = signal.SIGTERM
+SIG_ARM_CUT = signal.SIGUSR2  # lose power right after the next rename onto ``--cut-on-rename-to``
 
 
 # ---------------------------------------------------------------------------------------------
@@ -235,8 +236,13 @@ class LazyOperations(pyfuse3.Operations):
     enable_writeback_cache = False
     supports_dot_lookup = False  # the kernel then never asks us for "." or ".."
 
-    def __init__(self, backing: str):
+    def __init__(self, backing: str, cut_on_rename_to: str | None = None, cut_marker: str | None = None):
+        """``cut_on_rename_to``: once armed (SIG_ARM_CUT), the power goes right after a rename
+        onto a file of that name, and ``cut_marker`` is created to say so."""
         super().__init__()
+        self.cut_on_rename_to = cut_on_rename_to
+        self.cut_marker = cut_marker
+        self.cut_armed = False
         root_fd = os.open(backing, os.O_PATH | os.O_DIRECTORY)
         self._root_backing_ino = os.fstat(root_fd).st_ino
         self._known: dict[int, Known] = {pyfuse3.ROOT_INODE: Known(root_fd, 1)}
@@ -437,6 +443,17 @@ class LazyOperations(pyfuse3.Operations):
         os.rename(name_old, name_new, src_dir_fd=old_fd, dst_dir_fd=new_fd)
         if victim is not None:
             self._close_if_unneeded(victim)  # os.replace over a file drops that file's last name
+        if self.cut_armed and name_new == self.cut_on_rename_to:
+            self.cut_armed = False
+            log.info("power cut right after renaming %s onto %s", name_old, name_new)
+            self.power_off()  # the rename is durable (module docstring); nothing after it is
+            folder = os.readlink(_proc(new_fd))  # the backing folder the rename happened in
+            self._mark(f"cut: {os.path.join(folder, name_old)} -> {name_new}")
+
+    def _mark(self, what: str) -> None:
+        if self.cut_marker:
+            with open(self.cut_marker, "w") as f:
+                f.write(what + "\n")
 
     @_fuse_op
     async def link(self, inode, new_parent_inode, new_name, ctx):
@@ -577,8 +594,13 @@ async def _unmount(mountpoint: str) -> None:
 
 
 async def _handle_signals(ops: LazyOperations, mountpoint: str) -> None:
-    with trio.open_signal_receiver(SIG_POWER_OFF, SIG_STOP, signal.SIGINT) as signals:
+    with trio.open_signal_receiver(SIG_POWER_OFF, SIG_STOP, signal.SIGINT, SIG_ARM_CUT) as signals:
         async for signum in signals:
+            if signum == SIG_ARM_CUT:
+                ops.cut_armed = ops.cut_on_rename_to is not None
+                log.info("armed: the power goes after the next rename onto %s", ops.cut_on_rename_to)
+                ops._mark("armed")
+                continue
             if signum == SIG_POWER_OFF:
                 ops.power_off()
             else:
@@ -594,7 +616,7 @@ async def _serve(ops: LazyOperations, mountpoint: str) -> None:
         nursery.cancel_scope.cancel()
 
 
-def serve(backing: str, mountpoint: str) -> None:
+def serve(backing: str, mountpoint: str, cut_on_rename_to: str | None = None, cut_marker: str | None = None):
     """Mount, serve until a signal or an unmount, then drop everything unsynced."""
     # One O_PATH descriptor per inode the kernel knows, one more per open or unsynced file.
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
@@ -602,7 +624,7 @@ def serve(backing: str, mountpoint: str) -> None:
         resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     except (ValueError, OSError):
         log.warning("open-file limit stays at %d", soft)
-    ops = LazyOperations(backing)
+    ops = LazyOperations(backing, cut_on_rename_to, cut_marker)
     options = set(pyfuse3.default_options) | {"fsname=lazyfs", "subtype=lazyfs"}
     pyfuse3.init(ops, mountpoint, options)
     log.info("mounted %s on %s (pid %d)", backing, mountpoint, os.getpid())
@@ -639,6 +661,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("backing", help="directory holding the durable state")
     parser.add_argument("mountpoint", help="empty directory to mount on")
     parser.add_argument("--debug", action="store_true", help="log every write and fsync")
+    parser.add_argument(
+        "--cut-on-rename-to",
+        metavar="NAME",
+        help=f"once armed by SIGUSR2 ({int(SIG_ARM_CUT)}), lose power right after a rename onto a file "
+        "named NAME (the rename is kept, nothing after it): a crash in the window after it",
+    )
+    parser.add_argument(
+        "--cut-marker", metavar="PATH", help="holds 'armed' once armed, then 'cut: OLD -> NEW' once it cut"
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(
         level=logging.DEBUG if args.debug else logging.INFO,
@@ -646,7 +677,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     if not args.debug:
         logging.getLogger("pyfuse3").setLevel(logging.INFO)
-    serve(os.path.abspath(args.backing), os.path.abspath(args.mountpoint))
+    backing, mountpoint = os.path.abspath(args.backing), os.path.abspath(args.mountpoint)
+    serve(backing, mountpoint, args.cut_on_rename_to, args.cut_marker)
     return 0
 
 
@@ -674,8 +706,18 @@ def force_unmount(path: str) -> None:
 class LazyFS:
     """A lazyfs daemon mounting ``backing`` on ``mountpoint``; see the module docstring."""
 
-    def __init__(self, backing: str | os.PathLike, mountpoint: str | os.PathLike, *, log_path=None):
+    def __init__(
+        self,
+        backing: str | os.PathLike,
+        mountpoint: str | os.PathLike,
+        *,
+        log_path=None,
+        cut_on_rename_to: str | None = None,
+    ):
+        """``cut_on_rename_to``: see :meth:`arm_cut`."""
         self.backing = os.path.realpath(backing)
+        self.cut_on_rename_to = cut_on_rename_to
+        self.cut_marker = os.path.join(os.path.dirname(self.backing), os.path.basename(self.backing) + ".cut")
         # realpath of the parent only: resolving the mount point itself would ask the mount.
         mountpoint = os.fspath(mountpoint)
         self.mountpoint = os.path.join(
@@ -697,9 +739,13 @@ class LazyFS:
         env = dict(os.environ)
         root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
+        cut = ["--cut-on-rename-to", self.cut_on_rename_to, "--cut-marker", self.cut_marker]
+        if os.path.exists(self.cut_marker):
+            os.unlink(self.cut_marker)
         with open(self.log_path, "ab") as log_file:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "chaos_tests.lazyfs", self.backing, self.mountpoint],
+                [sys.executable, "-m", "chaos_tests.lazyfs", self.backing, self.mountpoint]
+                + (cut if self.cut_on_rename_to else []),
                 stdin=subprocess.DEVNULL,
                 stdout=log_file,
                 stderr=subprocess.STDOUT,
@@ -719,6 +765,35 @@ class LazyFS:
         SIGKILL every process using the mount first; whatever they still do is discarded.
         """
         self._end(SIG_POWER_OFF, timeout)
+
+    def arm_cut(self) -> None:
+        """The power goes right after the next rename onto ``cut_on_rename_to``: writes are
+        discarded from then on, as after :meth:`lose_power` (kill the users, then call it
+        to end the daemon). :attr:`cut_happened` says when it came."""
+        if self.cut_on_rename_to is None or self.proc is None:
+            raise RuntimeError("no cut_on_rename_to, or not started")
+        self.proc.send_signal(SIG_ARM_CUT)
+        deadline = time.monotonic() + 5.0
+        while not self._marked().startswith(("armed", "cut")):
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"lazyfs did not arm its power cut:\n{self.log_tail()}")
+            time.sleep(0.01)
+
+    @property
+    def cut_happened(self) -> bool:
+        return self._marked().startswith("cut")
+
+    def cut_where(self) -> str | None:
+        """The backing path of the file renamed before the power cut, once it came."""
+        marked = self._marked()
+        return marked[len("cut: ") :].split(" -> ")[0] if marked.startswith("cut") else None
+
+    def _marked(self) -> str:
+        try:
+            with open(self.cut_marker) as f:
+                return f.read()
+        except FileNotFoundError:
+            return ""
 
     def stop(self, timeout: float = 10.0) -> None:
         """Unmount and end the daemon; unsynced data is dropped (nothing extra is fsynced).

@@ -45,7 +45,10 @@ def run_scenario(name: str, seed: int, work: str, out: str, toxiproxy: Toxiproxy
     disk = None
     if scenario.power_loss:  # node data on a file system that can lose unsynced writes
         disk = LazyFS(
-            os.path.join(root, "disk"), os.path.join(root, "data"), log_path=os.path.join(root, "lazyfs.log")
+            os.path.join(root, "disk"),
+            os.path.join(root, "data"),
+            log_path=os.path.join(root, "lazyfs.log"),
+            cut_on_rename_to=scenario.power_cut_on_rename,
         )
         disk.start()
     try:

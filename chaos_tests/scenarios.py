@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import signal
 import threading
 import time
@@ -301,6 +302,46 @@ def power_loss(run: Run) -> None:
         c.start_all()
 
 
+# A dump every 100 entries: one every few hundred milliseconds under the workload.
+DUMP_OFTEN_TOML = "log_compaction_min_entries = 100\n"
+# What a node logs when its Raft journal is cleared (cluster/raft_journal.py).
+JOURNAL_CLEARED = "cleared for a snapshot"
+
+
+def power_loss_at_dump(run: Run) -> None:
+    """The power goes right after a node renamed a Raft dump into place, before it cut its
+    journal (a compaction spans two ticks: docs/cluster.md, safety rules). Restarted, that
+    node finishes the cut instead of clearing its journal after the dump (which dropped
+    entries it had acknowledged); every acknowledged message is still delivered, once."""
+    c = run.cluster
+    with run.fault("power loss right after a Raft dump's rename"):
+        run.disk.arm_cut()
+        deadline = time.monotonic() + 30
+        while not run.disk.cut_happened:
+            if time.monotonic() > deadline:
+                run.violations.append("no node renamed a dump into place within 30 s")
+                return
+            time.sleep(0.005)
+        for i in c.indexes:
+            os.kill(c.procs[i].pid, signal.SIGKILL)
+        for i in c.indexes:
+            c.procs[i].wait()
+        node = int(re.search(r"/n(\d+)/raft/", run.disk.cut_where()).group(1)) - 1
+        before = len(c.log(node))
+        run.disk.lose_power()
+        run.disk.start()
+        c.start_all()
+    c.wait_leader()
+    restart_log = c.log(node)[before:]
+    run.note(f"n{node + 1} lost power after renaming its dump into place")
+    if JOURNAL_CLEARED in restart_log:
+        run.violations.append(f"n{node + 1} cleared its journal at restart: what followed its dump is gone")
+    elif "finishing the journal cut" in restart_log:
+        run.note(f"n{node + 1} finished the interrupted journal cut at restart")
+    else:
+        run.note(f"n{node + 1} found its journal already cut")
+
+
 def reschedule_sigkill_master(run: Run) -> None:
     """Messages due a few seconds ahead, a third of them moved (later, sooner, some twice,
     by id and by key, alone and in batches) while the master is SIGKILLed twice and
@@ -346,6 +387,7 @@ class Scenario:
     skew: dict[int, int] = field(default_factory=dict)  # node index -> clock offset, s
     steppable: tuple[int, ...] = ()  # nodes whose clocks the scenario steps while they run
     power_loss: bool = False  # node data on chaos_tests/lazyfs.py, which run.disk controls
+    power_cut_on_rename: str | None = None  # a rename run.disk.arm_cut() cuts the power after
     early_allowance_ms: int = 0
     node_toml: str = ""  # node settings beyond the harness's
 
@@ -365,6 +407,9 @@ SCENARIOS = {
     "forced_release_x10": Scenario(forced_release_x10, quick=True),
     "rolling_restart": Scenario(rolling_restart),
     "power_loss": Scenario(power_loss, quick=True, power_loss=True),
+    "power_loss_at_dump": Scenario(
+        power_loss_at_dump, power_loss=True, power_cut_on_rename="snapshot", node_toml=DUMP_OFTEN_TOML
+    ),
     "crash_mid_write": Scenario(crash_mid_write),
     "reschedule_sigkill_master": Scenario(
         reschedule_sigkill_master,

@@ -271,3 +271,25 @@ def test_stop_drops_unsynced_data_and_a_dead_daemon_leaves_no_mount(fs, backing)
         fs.stop()
     assert not is_mounted(fs.mountpoint)
     assert os.listdir(fs.mountpoint) == []
+
+
+@needs_fuse
+def test_an_armed_cut_keeps_the_rename_and_loses_everything_after_it(backing, tmp_path):
+    with LazyFS(backing, tmp_path / "mnt", log_path=tmp_path / "lazyfs.log", cut_on_rename_to="snap") as fs:
+        write(mnt(fs, "snap.tmp"), b"one", fsync=True)
+        os.replace(mnt(fs, "snap.tmp"), mnt(fs, "snap"))  # not armed yet: nothing happens
+        assert not fs.cut_happened
+        fs.arm_cut()
+        write(mnt(fs, "snap.tmp"), b"two", fsync=True)
+        os.replace(mnt(fs, "snap.tmp"), mnt(fs, "other"))  # another name: nothing happens
+        assert not fs.cut_happened
+        write(mnt(fs, "snap.tmp"), b"three", fsync=True)
+        os.replace(mnt(fs, "snap.tmp"), mnt(fs, "snap"))
+        assert fs.cut_happened and fs.cut_where() == str(backing / "snap.tmp")
+        with open(mnt(fs, "snap"), "r+b") as f:  # after the cut: accepted, and thrown away
+            f.write(b"four!")
+            f.flush()
+            os.fsync(f.fileno())
+        fs.lose_power()
+    assert (backing / "snap").read_bytes() == b"three"
+    assert (backing / "other").read_bytes() == b"two"

@@ -249,6 +249,9 @@ class DiskJournal(Journal):
         self._head = None  # the recent entries are still what their indexes name
 
     def clear(self) -> None:  # a snapshot was installed in the log's place
+        if self._idx:
+            first, last = self._idx[0], self._idx[-1]
+            log.info("%s: cleared for a snapshot, entries %d..%d dropped", self.path, first, last)
         self._replace_file(())
         self._offsets, self._idx, self._terms = array("Q"), array("Q"), array("Q")
         self.bytes = 0
