@@ -642,7 +642,13 @@ class RaftNode(SyncObj):
             return
         first = journal[0][1]
         if before[1] > first:
-            log.warning("finishing the journal cut at index %d that a stop interrupted", before[1])
+            # At start: a compaction that a stop interrupted (chaos_tests: power_loss_at_dump).
+            log.warning(
+                "finishing the journal cut at index %d (the dump's); keeping entries %d..%d after it",
+                before[1],
+                last[1] + 1,
+                journal.last_idx,
+            )
             journal.deleteEntriesTo(before[1] - first)
 
     def _ask_for_dump(self) -> None:  # tick thread
