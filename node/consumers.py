@@ -397,8 +397,11 @@ def ack_parts(acks: list[tuple[str, str, int, int]]) -> list[tuple[list[tuple[st
     parts: list[tuple[list[tuple[str, str, int, int]], int]] = []
     part: list[tuple[str, str, int, int]] = []
     size = 0
+    by_names: dict[tuple[str, str], int] = {}  # an ack's size depends on its names only
     for ack in acks:
-        n = ack_bytes([ack])
+        n = by_names.get(ack[:2])
+        if n is None:
+            n = by_names[ack[:2]] = ack_bytes([ack])
         if part and size + n > MAX_ITEMS_BYTES:
             parts.append((part, size))
             part, size = [], 0
