@@ -10,10 +10,21 @@ from __future__ import annotations
 
 import time
 
+import pytest
 from pysyncobj.monotonic import monotonic
 
 from .test_snapshot_messages import PEERS, leader_in_term_two
 from .ticked import commit_alone, crash, journal_entries, lead_alone, peer, ship, tick, ticked_node
+
+
+@pytest.fixture
+def pair(tmp_path):
+    """A leader of term 2 with a dump of its store, and a follower that never heard of it."""
+    leader = leader_in_term_two(tmp_path / "leader")
+    follower = ticked_node(tmp_path / "follower", peers=PEERS)
+    yield leader, follower
+    crash(leader)
+    crash(follower)
 
 
 def successes(node) -> list[dict]:
@@ -39,43 +50,32 @@ def test_a_damaged_dump_at_start_halts_the_node(tmp_path):
         crash(again)
 
 
-def test_a_shipped_dump_that_cannot_be_installed_halts_the_follower_unanswered(tmp_path, monkeypatch):
-    leader = leader_in_term_two(tmp_path / "leader")
-    follower = ticked_node(tmp_path / "follower", peers=PEERS)
-    try:
-        store = follower.state.store
+def test_a_shipped_dump_that_cannot_be_installed_halts_the_follower_unanswered(pair, monkeypatch):
+    leader, follower = pair
 
-        def no_room(src):
-            raise OSError(28, "No space left on device")
+    def no_room(src):
+        raise OSError(28, "No space left on device")
 
-        monkeypatch.setattr(store, "restore", no_room)
-        ship(leader, follower, peer(follower, 1), term=2)
-        assert follower.state.halted and "No space left" in follower.state.halted
-        assert successes(follower) == []
-    finally:
-        crash(leader)
-        crash(follower)
+    monkeypatch.setattr(follower.state.store, "restore", no_room)
+    ship(leader, follower, peer(follower, 1), term=2)
+    assert follower.state.halted and "No space left" in follower.state.halted
+    assert successes(follower) == []
 
 
-def test_a_long_install_leaves_a_whole_election_timeout_after_it(tmp_path, monkeypatch):
-    leader = leader_in_term_two(tmp_path / "leader")
-    follower = ticked_node(tmp_path / "follower", peers=PEERS)
-    try:
-        store = follower.state.store
-        restore = store.restore
+def test_a_long_install_leaves_a_whole_election_timeout_after_it(pair, monkeypatch):
+    leader, follower = pair
+    store = follower.state.store
+    restore = store.restore
 
-        def slow_restore(src):  # a store of many gigabytes
-            time.sleep(follower.settings.raft_max_timeout + 0.1)
-            restore(src)
+    def slow_restore(src):  # a store of many gigabytes
+        time.sleep(follower.settings.raft_max_timeout + 0.1)
+        restore(src)
 
-        monkeypatch.setattr(store, "restore", slow_restore)
-        ship(leader, follower, peer(follower, 1), term=2)
-        assert store.applied_index == 4 and len(successes(follower)) == 1
-        left = follower._SyncObj__raftElectionDeadline - monotonic()
-        assert left >= follower.settings.raft_min_timeout * 0.5
-    finally:
-        crash(leader)
-        crash(follower)
+    monkeypatch.setattr(store, "restore", slow_restore)
+    ship(leader, follower, peer(follower, 1), term=2)
+    assert store.applied_index == 4 and len(successes(follower)) == 1
+    left = follower._SyncObj__raftElectionDeadline - monotonic()
+    assert left >= follower.settings.raft_min_timeout * 0.5
 
 
 def test_an_install_keeps_the_entries_the_follower_holds_after_the_snapshot(tmp_path):
