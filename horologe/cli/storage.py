@@ -8,11 +8,9 @@ import sys
 
 import click
 
-from horologe.cluster.committed_reads import watermark
-from horologe.cluster.retention import plan, reclaimable
+from horologe.cluster.store_report import storage_report
 from horologe.storage import InvalidFieldError, Storage, StorageError
 from horologe.storage.hour_names import hour_name
-from horologe.storage.key_index import KEY_ENTRY
 from horologe.storage.message_json import parse_duration
 
 
@@ -66,17 +64,6 @@ def _when(ms: int) -> str:
     return dt.datetime.fromtimestamp(ms / 1000, dt.UTC).isoformat(timespec="seconds")
 
 
-def _disk_used(data_dir: str) -> dict[str, int]:
-    """Bytes on disk under each top folder of a store (and its journal)."""
-    used: dict[str, int] = {}
-    for d, _, names in os.walk(data_dir):
-        rel = os.path.relpath(d, data_dir)
-        part = "journal" if rel == "." else rel.split(os.sep)[0]
-        for n in names:
-            used[part] = used.get(part, 0) + os.path.getsize(os.path.join(d, n))
-    return used
-
-
 @storage.command()
 @click.argument("data_dir", type=click.Path(exists=True, file_okay=False))
 @click.option(
@@ -100,31 +87,27 @@ def inspect(data_dir: str, retention: str, now_ms: int | None) -> None:
         raise click.BadParameter(why, param_hint="--retention") from e
     store = _open_store(data_dir)
     try:
-        now = watermark(store).ms if now_ms is None else now_ms
-        click.echo(f"applied index  {store.applied_index}")
-        click.echo(f"sealed before  {hour_name(store.sealed_before_hour)}")
-        retained = store.meta("retained_from_hour", 0)
-        click.echo(f"retained from  {hour_name(retained) if retained else '(nothing removed yet)'}")
-        used = _disk_used(data_dir)
-        parts = ", ".join(f"{k} {_size(v)}" for k, v in sorted(used.items()))
-        click.echo(f"disk used      {_size(sum(used.values()))}  ({parts})")
-        cut = plan(store, now, retention_ms)
-        gone = reclaimable(store, cut)
-        click.echo(
-            f"reclaimable    {_size(gone.total)}  by a retention of {retention} before {_when(now)}: "
-            f"{gone.hours} hours ({_size(gone.hour_bytes)}), "
-            f"{gone.segments} ready segments ({_size(gone.ready_bytes)})"
-        )
-        keys = store.key_index
-        dead = keys.end - keys.cursor - keys.live
-        click.echo(
-            f"key index      {keys.live:,} live keys; {dead:,} dead entries ({_size(dead * KEY_ENTRY.size)}) "
-            "reclaimed by cleaning as keys arrive"
-        )
-        for name, tid in sorted(store.topics().items(), key=lambda t: t[1]):
-            base, count = store.ready_base(name), store.ready_count(name)
-            click.echo(f"topic {tid:>4}     {name}  ({count:,} delivered, offsets {base:,}..{count:,} held)")
-        for hour in store.hours():
-            click.echo(f"hour {hour_name(hour)}  {store.bucket(hour).count:>10,} messages")
+        r = storage_report(store, now_ms, retention_ms)
     finally:
         store.close()
+    click.echo(f"applied index  {r.applied_index}")
+    click.echo(f"sealed before  {hour_name(r.sealed_before_hour)}")
+    retained = hour_name(r.retained_from_hour) if r.retained_from_hour else "(nothing removed yet)"
+    click.echo(f"retained from  {retained}")
+    parts = ", ".join(f"{k} {_size(v)}" for k, v in sorted(r.disk_used.items()))
+    click.echo(f"disk used      {_size(r.disk_total)}  ({parts})")
+    gone = r.reclaim
+    click.echo(
+        f"reclaimable    {_size(gone.total)}  by a retention of {retention} before {_when(r.now_ms)}: "
+        f"{gone.hours} hours ({_size(gone.hour_bytes)}), "
+        f"{gone.segments} ready segments ({_size(gone.ready_bytes)})"
+    )
+    click.echo(
+        f"key index      {r.live_keys:,} live keys; {r.dead_keys:,} dead entries ({_size(r.dead_key_bytes)}) "
+        "reclaimed by cleaning as keys arrive"
+    )
+    for t in r.topics:
+        held = f"offsets {t.base:,}..{t.count:,} held"
+        click.echo(f"topic {t.topic_id:>4}     {t.name}  ({t.count:,} delivered, {held})")
+    for hour, count in r.hours:
+        click.echo(f"hour {hour_name(hour)}  {count:>10,} messages")
