@@ -14,7 +14,7 @@ proposal can only cut less:
   is gone.
 
 :func:`plan` is what the master proposes; ``horologe storage inspect`` shows the same
-plan's reclaimable bytes.
+plan's reclaimable bytes (:func:`.store_report.storage_report`).
 """
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from horologe import cli
+from horologe.cli import schedules
 from horologe.client import Client
 
 SCHEDULE = {
@@ -50,7 +51,7 @@ def sent(monkeypatch) -> list:
     def client(url, token, admin_token=None, ca=None):
         return Client([url], token or "", transport=httpx.MockTransport(node), retry_s=0)
 
-    monkeypatch.setattr(cli, "_client", client)
+    monkeypatch.setattr(schedules, "_client", client)
     return calls
 
 

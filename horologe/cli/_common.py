@@ -1,0 +1,60 @@
+"""What several command modules share: the connection options, the SDK client, JSON output."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+
+import click
+
+from horologe.client import Client, HorologeError
+
+DEFAULT_URL = "http://127.0.0.1:8081"
+url_option = click.option(
+    "--url",
+    default=DEFAULT_URL,
+    show_default=True,
+    envvar="HOROLOGE_URL",
+    help="Node URLs, comma-separated: http://host:port, or https://host:port for nodes "
+    "serving TLS (writes are redirected to the master).",
+)
+token_option = click.option("--token", envvar="HOROLOGE_CLIENT_TOKEN", help="Client token.")
+admin_option = click.option("--admin-token", envvar="HOROLOGE_ADMIN_TOKEN", help="Admin token.")
+ca_option = click.option(
+    "--ca",
+    envvar="HOROLOGE_CA",
+    show_envvar=True,
+    type=click.Path(exists=True, readable=True),
+    help="For https:// URLs: PEM file (or directory) of the CA that signed the nodes' "
+    "certificates. Default: certifi's bundle, or SSL_CERT_FILE's. Certificates are always verified.",
+)
+
+
+def _client(url: str, token: str | None, admin_token: str | None = None, ca: str | None = None) -> Client:
+    try:
+        return Client([u.strip() for u in url.split(",")], token or "", admin_token=admin_token, ca=ca)
+    except ValueError as e:  # a URL, a token or a CA file the client cannot use
+        raise click.UsageError(str(e)) from e
+
+
+def _echo_json(obj) -> None:
+    click.echo(json.dumps(dataclasses.asdict(obj) if dataclasses.is_dataclass(obj) else obj, indent=2))
+
+
+def _sdk_errors(fn):
+    """Turn SDK errors into one-line CLI errors (exit 1)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except HorologeError as e:
+            raise click.ClickException(str(e)) from e
+
+    return wrapper
+
+
+def _ms_or_text(value: str | None) -> int | str | None:
+    """A time option as the API takes it: a number of ms, or text ("90s", ISO-8601)."""
+    return int(value) if value is not None and value.isdigit() else value

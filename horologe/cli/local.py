@@ -1,0 +1,87 @@
+"""``horologe local-cluster``: a cluster of node processes on this machine."""
+
+from __future__ import annotations
+
+import os
+import signal
+
+import click
+
+from horologe import local_cluster as lc
+from horologe.client import HorologeError
+from horologe.local_supervisor import Supervisor
+
+
+@click.command("local-cluster")
+@click.option("--nodes", default=3, show_default=True, type=click.IntRange(1, 9))
+@click.option(
+    "--data",
+    default="data/local",
+    show_default=True,
+    type=click.Path(file_okay=False),
+    help="Where configs, data and logs go.",
+)
+@click.option(
+    "--http-port", default=8081, show_default=True, help="First HTTP port; nodes take consecutive ones."
+)
+@click.option("--raft-port", default=7081, show_default=True, help="First Raft port.")
+@click.option("--demo/--no-demo", default=False, help="Schedule a few messages and show them delivered.")
+@click.option("--exit-after-demo", is_flag=True, help="Stop the cluster when the demo is done.")
+@click.option(
+    "--restart",
+    type=click.Choice(["never", "on-failure"]),
+    default="never",
+    show_default=True,
+    help="When a node dies: leave it down until a SIGHUP to local-cluster, or restart it by "
+    "itself when it exited with an error or by a signal.",
+)
+@click.option("--restart-delay", default=3.0, show_default=True, help="Seconds before an on-failure restart.")
+def local_cluster(nodes, data, http_port, raft_port, demo, exit_after_demo, restart, restart_delay) -> None:
+    """Start NODES node processes on 127.0.0.1 and keep them running until Ctrl-C.
+
+    When a node dies the others go on: it prints which one and how to bring it back
+    (SIGHUP to local-cluster restarts every dead node, or --restart on-failure). Tokens and
+    the cluster secret come from HOROLOGE_CLIENT_TOKEN, HOROLOGE_ADMIN_TOKEN and
+    HOROLOGE_CLUSTER_SECRET when set; otherwise they are generated and printed.
+    Node logs go to DATA/n<i>.log.
+    """
+    env, generated = lc.secrets_env()
+    configs = lc.write_configs(
+        data, [http_port + i for i in range(nodes)], [raft_port + i for i in range(nodes)]
+    )
+    procs = lc.start(configs, env, data)
+    urls = [f"http://127.0.0.1:{http_port + i}" for i in range(nodes)]
+    supervisor = Supervisor(
+        procs, configs, env, data, urls, restart=restart, delay_s=restart_delay, echo=click.echo
+    )
+
+    def on_signal(*_):
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGHUP, supervisor.request_restart)
+    try:
+        leader = lc.wait_ready(urls)
+        click.echo(f"{nodes} nodes up; master is {leader}")
+        for i, u in enumerate(urls, 1):
+            click.echo(
+                f"  n{i}  {u}   pid {procs[i - 1].pid}   raft 127.0.0.1:{raft_port + i - 1}"
+                f"   log {data}/n{i}.log"
+            )
+        if generated:
+            click.echo("dev tokens (generated; export them to reuse):")
+        for name in lc.TOKEN_ENV:
+            click.echo(f"  export {name}={env[name]}")
+        if demo:
+            lc.demo(urls[0], env["HOROLOGE_CLIENT_TOKEN"], click.echo)
+        if not exit_after_demo:
+            click.echo(f"running (pid {os.getpid()}, --restart {restart}); Ctrl-C stops every node")
+            supervisor.run()
+    except KeyboardInterrupt:
+        pass
+    except (TimeoutError, HorologeError, click.ClickException) as e:
+        lc.stop(supervisor.procs)
+        raise click.ClickException(f"{e} (see {data}/n*.log)") from e
+    finally:
+        click.echo("stopping nodes...")
+        lc.stop(supervisor.procs)

@@ -1,0 +1,66 @@
+"""``horologe node``: run one node."""
+
+from __future__ import annotations
+
+import click
+
+from horologe.cluster.errors import UnsupportedPysyncobjError
+from horologe.cluster.pysyncobj_contract import check_pysyncobj
+from horologe.node.config import load_config
+from horologe.node.errors import ConfigError
+from horologe.node.main import run_node
+
+
+@click.command()
+@click.option("--config", "config_path", type=click.Path(dir_okay=False), help="Node TOML file (DESIGN §6).")
+@click.option("--node-id", help="Overrides node_id.")
+@click.option("--data-dir", help="Overrides data_dir.")
+@click.option("--http", "http_addr", help="Overrides http (host:port).")
+@click.option("--raft", "raft_addr", help="Overrides raft (host:port; also this node's identity).")
+@click.option(
+    "--insecure-dev",
+    is_flag=True,
+    default=None,
+    help="Allow running without tokens and cluster secret. Never in production.",
+)
+@click.option(
+    "--log-format",
+    type=click.Choice(["text", "json"]),
+    help="Overrides log_format: text lines, or one JSON object per line for log shippers.",
+)
+@click.option(
+    "--check-config",
+    is_flag=True,
+    help="Validate the configuration (file, HOROLOGE_* env, flags), print it without secrets, and exit.",
+)
+def node(config_path, node_id, data_dir, http_addr, raft_addr, insecure_dev, log_format, check_config):
+    """Run one node: HTTP API, Raft replication, and the wheel when master."""
+    try:
+        check_pysyncobj()
+    except UnsupportedPysyncobjError as e:
+        raise click.ClickException(str(e)) from e
+    try:
+        cfg = load_config(
+            config_path,
+            node_id=node_id,
+            data_dir=data_dir,
+            http=http_addr,
+            raft=raft_addr,
+            insecure_dev=insecure_dev,
+            log_format=log_format,
+        )
+    except ConfigError as e:
+        raise click.ClickException(str(e)) from e
+    if check_config:
+        click.echo(
+            f"{cfg.node_id}: {cfg.scheme} {cfg.http}, raft {cfg.raft} "
+            f"(listening on {cfg.raft_bind or cfg.raft}), data {cfg.data_dir}"
+        )
+        if cfg.tls_cert:
+            click.echo(f"  tls: certificate {cfg.tls_cert}, key {cfg.tls_key}")
+        click.echo(f"  peers' certificates verified against {cfg.tls_ca or 'the system CAs'}")
+        for p in cfg.peers:
+            dial = p.dial or p.raft
+            click.echo(f"  peer {p.node_id}: raft {p.raft} dialled at {dial}, http {cfg.http_url(p.http)}")
+        return
+    run_node(cfg)
