@@ -65,8 +65,8 @@ class NodeConfig:
     # Nack delays by attempt (RocketMQ's 16 levels, 10 s .. 2 h); after the last, the DLQ.
     retry_levels_ms: tuple[int, ...] = DEFAULT_RETRY_LEVELS_MS
     ack_window_ms: int = 0  # ack group commit linger; 0: adaptive (proposed at once when idle)
-    # The master's clock may stray this far from the quorum's before it is clamped and
-    # hands the wheel over (node/quorum_clock.py).
+    # The master's clock may stray this far from quorum time before it hands the wheel
+    # over; a clock behind is lifted to at most this below it (node/quorum_clock.py).
     clock_tolerance_ms: int = 2000
     # Event-loop lag probe period (node/loop_lag.py); 0: off. At 1 ms the probe's own
     # wake-ups cost each node about 8% of a core with nothing else to do (docs/benchmarks.md).

@@ -1,16 +1,26 @@
-"""The cluster's time: this node's clock, held within a tolerance of what a majority's clocks say.
+"""The cluster's time: never ahead of what a majority's fresh clock readings say.
 
 Every node sends each peer its clock reading twice a second, on the Raft keep-alive
-(``cluster/raft_node.py``). The *quorum time* is the latest instant that a majority's
-readings have all reached: the k-th largest reading, k a majority, this node's own
-included. A minority's clocks, however far off, cannot move it.
+(``cluster/raft_node.py``), and keeps the latest of each with how long ago it arrived, by
+its monotonic clock. A reading under ``fresh_s`` old is *aged* forward by that age: the
+sender's clock now, less the keep-alive's transit (a few ms), which is left out, so the
+error is lateness. An older reading counts for nothing (its sender may be dead, its clock
+an hour off), and so does one that arrived "later" than now (a monotonic clock stepped
+back, as libfaketime steps it). The *quorum time* is the k-th largest of this node's own
+reading and the aged fresh ones, k a majority: a minority's clocks, however far off,
+cannot move it, and it is never later than an honest majority's clocks.
 
 The master stamps every entry and fires the wheel by :meth:`QuorumClock.now_ms`: its own
-clock clamped to quorum time ± ``tolerance_ms``. A master whose clock steps an hour ahead
-so fires nothing more than the tolerance early, and one an hour behind resolves no
-``deliver_after`` early. Readings are used as received, never aged forward by this
-node's monotonic clock (which may jump with the wall clock): a stale reading only holds
-time back, so the error is lateness, never earliness. docs/cluster.md, "Clocks".
+clock, no later than quorum time and no earlier than quorum time less ``tolerance_ms``.
+A master whose clock steps an hour ahead so fires nothing early (beyond the honest clocks'
+own error); one an hour behind resolves a ``deliver_after`` at most the tolerance early.
+With fewer fresh readings than a majority, quorum time holds at the last one had: the
+clock never runs ahead of what fresh readings allowed, late rather than early. The
+tolerance otherwise only decides a handover (:meth:`QuorumClock.offset_ms`, node/service.py).
+docs/cluster.md, "Clocks".
+
+Pure functions of their arguments; :class:`QuorumClock` reads the clocks and owns the
+last quorum time (read and written on the event loop only).
 """
 
 from __future__ import annotations
@@ -19,7 +29,7 @@ from collections.abc import Callable, Sequence
 
 from .clock import Clock
 
-# (reading ms, seconds since it arrived), one per peer heard from
+# (reading ms, seconds since it arrived by this node's monotonic clock), one per peer heard from
 PeerReadings = Callable[[], list[tuple[int, float]]]
 
 
@@ -36,6 +46,21 @@ def quorum_ms(readings: Sequence[int], cluster_size: int) -> int | None:
     return sorted(readings, reverse=True)[k - 1]
 
 
+def fresh_quorum_ms(
+    own: int, readings: Sequence[tuple[int, float]], cluster_size: int, fresh_s: float
+) -> int | None:
+    """Quorum time now: ``own`` and each reading under ``fresh_s`` old aged forward by its
+    age (one with a negative age, from a monotonic clock stepped back, left out); None
+    with fewer than a majority."""
+    aged = [ms + int(age * 1000) for ms, age in readings if 0 <= age <= fresh_s]
+    return quorum_ms([own, *aged], cluster_size)
+
+
+def bounded_ms(own: int, quorum: int, tolerance_ms: int) -> int:
+    """``own`` held within [``quorum - tolerance_ms``, ``quorum``]."""
+    return min(max(own, quorum - tolerance_ms), quorum)
+
+
 class QuorumClock:
     def __init__(
         self,
@@ -50,25 +75,30 @@ class QuorumClock:
         self._size = cluster_size
         self.tolerance_ms = tolerance_ms
         self._fresh_s = fresh_s
+        self._last_quorum: int | None = None  # the latest quorum time had from fresh readings
 
-    def _quorum(self, own: int, fresh_only: bool) -> int | None:
-        peers = [ms for ms, age in self._peer_readings() if not fresh_only or age <= self._fresh_s]
-        return quorum_ms([own, *peers], self._size)
+    def _fresh(self, own: int) -> int | None:
+        return fresh_quorum_ms(own, self._peer_readings(), self._size, self._fresh_s)
+
+    def _quorum(self, own: int) -> int | None:
+        """Quorum time from fresh readings, else the last had (None: never yet)."""
+        q = self._fresh(own)
+        if q is not None:
+            self._last_quorum = q
+        return self._last_quorum
 
     def known(self) -> bool:
-        """Whether a majority's readings are in (a master fires nothing before)."""
-        return self._quorum(self.own(), False) is not None
+        """Whether a majority's fresh readings have been in (a master fires nothing before)."""
+        return self._quorum(self.own()) is not None
 
     def now_ms(self) -> int:
-        """Own clock clamped to quorum time ± tolerance (own clock while quorum time is unknown)."""
+        """Own clock within [quorum time - tolerance, quorum time] (own clock while unknown)."""
         own = self.own()
-        q = self._quorum(own, False)
-        if q is None:
-            return own
-        return min(max(own, q - self.tolerance_ms), q + self.tolerance_ms)
+        q = self._quorum(own)
+        return own if q is None else bounded_ms(own, q, self.tolerance_ms)
 
     def offset_ms(self) -> int | None:
-        """Own clock minus quorum time from readings under ``fresh_s`` old; None when too few are."""
+        """Own clock minus quorum time from fresh readings; None when too few are fresh."""
         own = self.own()
-        q = self._quorum(own, True)
+        q = self._fresh(own)
         return None if q is None else own - q

@@ -1,12 +1,18 @@
 """A new master realigns against its own clock: sleeps when behind the tick, fast-forwards when ahead.
 
-The two surviving nodes run with a test-only clock offset (HOROLOGE_TEST_CLOCK_OFFSET_MS,
-honoured only with HOROLOGE_TEST_MODE=1);
-the chaos suite does the same with libfaketime. Those two are a majority, so n1's true
-clock is the odd one out: with the default 2 s ``clock_tolerance_ms`` n1 would be held to
-their time and hand the wheel over at once (docs/cluster.md, "Clocks"; the chaos
-scenarios clock_skew and clock_step_* test that). Here the tolerance is wider than the
-skew, so the tick n1 leaves behind is SKEW_MS off the next master's clock.
+Skewed nodes run with a test-only clock offset (HOROLOGE_TEST_CLOCK_OFFSET_MS, honoured
+only with HOROLOGE_TEST_MODE=1); the chaos suite does the same with libfaketime. A
+master's clock never runs ahead of quorum time (docs/cluster.md, "Clocks"), so:
+
+* ahead: n2 and n3 run SKEW_MS ahead, a majority; n1 (true clock) leads by its own
+  clock, which is behind theirs, and the next master finds the tick SKEW_MS behind its own.
+* behind: only n3 runs SKEW_MS behind, a minority; n1 leads by the true clock and hands
+  the wheel to n3, which, its clock within the tolerance of quorum time, runs by it and
+  finds the tick SKEW_MS ahead. (Killing n1 instead would leave n2's reading and n3's,
+  and the quorum time of two is the earlier: n2, were it elected, would run SKEW_MS
+  behind too, but only once n1's last reading is too old to count, 1.5 s on.)
+
+The tolerance is wider than the skew, so no node hands the wheel over for its clock.
 """
 
 from __future__ import annotations
@@ -39,7 +45,7 @@ class Failover:
     log: str  # the new master's log
     rows: np.ndarray  # the delivered rows, from a survivor's ready log
     acked: dict[str, int]  # id -> deliver_at
-    left_ms: int  # n1's committed watermark (its true clock) read just before the kill
+    left_ms: int  # n1's committed watermark (its true clock) read just before the kill or handover
     done_ms: int  # true time, by this test's clock, once everything was delivered
 
     def plan(self, kind: str) -> dict[str, int]:
@@ -49,10 +55,14 @@ class Failover:
         return {k: int(v) for k, v in re.findall(r"(\w+)=(-?\d+)", plans[-1][1])}
 
 
-def _skewed_failover(make_cluster, offset_ms: int) -> Failover:
-    """n1 (true clock) masters and takes messages; it is killed; a skewed node takes over."""
-    skew = skewed(offset_ms)
-    cluster = make_cluster(env={1: skew, 2: skew}, extra_toml=f"clock_tolerance_ms = {3 * SKEW_MS}")
+def _skewed_failover(
+    make_cluster, offset_ms: int, nodes: tuple[int, ...], hand_to: int | None = None
+) -> Failover:
+    """n1 (true clock) masters and takes messages, ``nodes`` skewed by ``offset_ms``; it
+    is killed and a survivor takes over, or it hands the wheel to node ``hand_to``."""
+    cluster = make_cluster(
+        env={i: skewed(offset_ms) for i in nodes}, extra_toml=f"clock_tolerance_ms = {3 * SKEW_MS}"
+    )
     for _ in range(3):  # set-up: n1 (true clock) must be master; a handover can be undone by an election
         master = cluster.wait_connected()
         if master == 0:
@@ -76,8 +86,11 @@ def _skewed_failover(make_cluster, offset_ms: int) -> Failover:
             0, [{"topic": "skew", "body": str(k), "deliver_at": now + 3_000 + 20 * k} for k in range(20)]
         )
     }
-    left_ms = cluster.status(0)["wheel"]["ms"]  # the watermark only grows until the kill
-    cluster.signal(0, signal.SIGKILL)
+    left_ms = cluster.status(0)["wheel"]["ms"]  # the watermark only grows until the kill or handover
+    if hand_to is None:
+        cluster.signal(0, signal.SIGKILL)
+    else:
+        cluster.client(0).release_master(f"n{hand_to + 1}")
     new = cluster.wait_leader([1, 2], exclude=0)
     wait_delivered(cluster, [1, 2], timeout_s=40)
     done_ms = int(time.time() * 1000)
@@ -91,7 +104,7 @@ def _skewed_failover(make_cluster, offset_ms: int) -> Failover:
 
 
 def test_new_master_behind_the_tick_sleeps(make_cluster):
-    f = _skewed_failover(make_cluster, -SKEW_MS)
+    f = _skewed_failover(make_cluster, -SKEW_MS, (2,), hand_to=2)
     # It waits for the watermark n1 committed by the true clock, not for its own reading.
     assert f.plan("Sleep")["until_ms"] >= f.left_ms
     # Its clock runs SKEW_MS behind, so in true time (this test's clock, which the
@@ -103,7 +116,7 @@ def test_new_master_behind_the_tick_sleeps(make_cluster):
 
 
 def test_new_master_ahead_of_the_tick_fast_forwards(make_cluster):
-    f = _skewed_failover(make_cluster, +SKEW_MS)
+    f = _skewed_failover(make_cluster, +SKEW_MS, (1, 2))
     ff = f.plan("FastForward")
     # From the watermark n1 committed, to its own clock: SKEW_MS ahead of the true time
     # of the kill, so past every deliver time.
