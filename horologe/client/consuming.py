@@ -63,7 +63,9 @@ def fetch_and_decode(
 
 
 def _local_ms() -> float:
-    return time.time() * 1000
+    """Local time for holding (MasterClock): monotonic, so a step of this machine's wall
+    clock moves no release earlier."""
+    return time.monotonic() * 1000
 
 
 class _Handing:

@@ -11,7 +11,9 @@ The estimate: each pull answer carries ``clock_ms``, the master's clock as it an
 (after it leased the batch). Read here at local time ``local_ms``, ``clock_ms - local_ms`` is the master's
 lead over the local clock less the answer's transit time, so never more than the true
 lead. The largest of the last ``WINDOW`` answers is the tightest such bound; a message
-is released at local time ``deliver_at - offset``. Answers without ``clock_ms`` (a node
+is released at local time ``deliver_at - offset``. Local time is the caller's: the
+subscriptions use the monotonic clock (horologe/client/consuming.py), so a step of the
+local wall clock releases nothing early. Answers without ``clock_ms`` (a node
 that does not send it, so hands nothing out ahead) give no estimate, and their messages
 are released at once. After a failover the window still holds the old master's answers
 for a few pulls: the clocks of two masters differ by what the cluster's clock checks

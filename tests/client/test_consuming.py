@@ -129,8 +129,8 @@ def test_the_masters_clock_is_read_at_arrival_not_after_decoding():
     """An answer stamped with the master's clock as it arrives, decoded 200 ms later:
     the estimate of the master's lead stays near 0, not 200 ms behind."""
 
-    def fetch():
-        return int(time.time() * 1000)
+    def fetch():  # the master's clock: here the subscription's own, the monotonic one
+        return int(time.monotonic() * 1000)
 
     def decode(clock_ms):
         time.sleep(0.2)

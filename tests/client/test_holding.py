@@ -15,7 +15,8 @@ def msg(n: int, deliver_at: int) -> ReceivedMessage:
 
 
 def local_ms() -> float:
-    return time.time() * 1000
+    """The subscription's local clock (here also the master's, so the offset is about 0)."""
+    return time.monotonic() * 1000
 
 
 def test_the_offset_is_the_tightest_bound_the_answers_give():
@@ -108,3 +109,26 @@ def test_the_async_subscription_holds_too():
         assert sorted(group.acked) == ["r0", "r1", "r2"]
 
     asyncio.run(run())
+
+
+def test_a_step_of_this_processs_wall_clock_releases_nothing_early(monkeypatch):
+    """Held against the monotonic clock: the wall clock here stepping an hour ahead once
+    the master's clock was read does not hand a message over before its time."""
+    real_time = time.time  # the master's clock: this one before the step
+    now = int(real_time() * 1000)
+    due = now + 300
+    batches = [PulledBatch([msg(0, due)], ["b"], now)]
+
+    def pull():
+        if batches:
+            return batches.pop(0)
+        time.sleep(0.01)
+        return PulledBatch([], [], int(real_time() * 1000))
+
+    with Subscription(pull, lambda _r: None, prefetch=1, ack_queue=10) as sub:
+        deadline = time.monotonic() + 5
+        while sub.clock.offset is None and time.monotonic() < deadline:
+            time.sleep(0.005)
+        monkeypatch.setattr(time, "time", lambda: real_time() + 3600)
+        m = next(sub)
+        assert real_time() * 1000 >= m.deliver_at - 1  # by the true clock: not early
