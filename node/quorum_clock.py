@@ -5,8 +5,10 @@ Every node sends each peer its clock reading twice a second, on the Raft keep-al
 its monotonic clock. A reading under ``fresh_s`` old is *aged* forward by that age: the
 sender's clock now, less the keep-alive's transit (a few ms), which is left out, so the
 error is lateness. An older reading counts for nothing (its sender may be dead, its clock
-an hour off), and so does one that arrived "later" than now (a monotonic clock stepped
-back, as libfaketime steps it). The *quorum time* is the k-th largest of this node's own
+an hour off). One that arrived "later" than now (a monotonic clock stepped back, as
+libfaketime steps it; Linux never does) counts as received, not aged, its age unknown:
+the error again is lateness, and a master so stepped still sees its offset at once. The
+*quorum time* is the k-th largest of this node's own
 reading and the aged fresh ones, k a majority: a minority's clocks, however far off,
 cannot move it, and it is never later than an honest majority's clocks.
 
@@ -50,9 +52,9 @@ def fresh_quorum_ms(
     own: int, readings: Sequence[tuple[int, float]], cluster_size: int, fresh_s: float
 ) -> int | None:
     """Quorum time now: ``own`` and each reading under ``fresh_s`` old aged forward by its
-    age (one with a negative age, from a monotonic clock stepped back, left out); None
-    with fewer than a majority."""
-    aged = [ms + int(age * 1000) for ms, age in readings if 0 <= age <= fresh_s]
+    age (one with a negative age, from a monotonic clock stepped back, as received);
+    None with fewer than a majority."""
+    aged = [ms + max(0, int(age * 1000)) for ms, age in readings if age <= fresh_s]
     return quorum_ms([own, *aged], cluster_size)
 
 
