@@ -2,8 +2,9 @@
 
 A scenario gets a :class:`Run` and returns when the cluster should have recovered; the
 runner then stops the load, drains, and checks. ``skew`` starts nodes with clocks off
-(libfaketime); ``early_allowance_ms`` is how early, by the true clock, a skewed master
-may deliver (by its own clock it may never be early).
+(libfaketime), ``steppable`` nodes can have their clocks stepped while they run;
+``early_allowance_ms`` is how early, by the true clock, a message may reach a consumer
+(by the clock of the master that fired it, it may never be early).
 """
 
 from __future__ import annotations
@@ -28,7 +29,11 @@ from .workload import Workload
 
 SKEW_S = 30
 SKEWED = 2  # the node whose clock is off
-TOLERANCE_MS = 2000  # the nodes' clock_tolerance_ms: how early a master may fire by the true clock
+# How early by the true clock a message may reach a consumer in the clock scenarios: a
+# master never runs ahead of the quorum time of fresh readings (docs/cluster.md, "Clocks"),
+# and the nodes share this machine's clock, so this is only a margin for the harness.
+CLOCK_EARLY_MS = 50
+FOLLOWER = 0  # the follower whose clock the follower scenarios step
 LOADED_SLACK = 5  # entries a restarted node may still lag by, under load, once caught up
 PAUSE_S = 4.0  # SIGSTOP: beyond the 0.3-0.6 s election timeout and the 2 s leader fallback
 SCHEDULE_WINDOW_S = 20  # long enough for both kills and the release to fall inside it
@@ -197,8 +202,8 @@ def raft_latency(run: Run) -> None:
 
 
 def clock_skew(run: Run) -> None:
-    """n3's clock runs 30 s ahead. Given the wheel, it fires by the quorum's clock plus the
-    tolerance, never by its own, and hands the wheel over by itself."""
+    """n3's clock runs 30 s ahead. Given the wheel, it fires by quorum time, never by its
+    own clock, and hands the wheel over by itself."""
     c = run.cluster
     before = c.status(SKEWED)["clock_handovers"]
     with run.fault(f"master -> n{SKEWED + 1} (clock +{SKEW_S} s)"):
@@ -221,21 +226,71 @@ def clock_step(offset_s: int) -> Callable[[Run], None]:
         # libfaketime steps the monotonic clock too, which no NTP step does: stepped back,
         # the node ends itself (cluster/monotonic_watch.py). Bring it back with the true
         # clock, as an operator would, so the run ends with three stores to check.
-        c.step(SKEWED, 0)
-        c.signal(SKEWED, signal.SIGKILL)
-        c.start(SKEWED)
-        c.catch_up(SKEWED, behind=LOADED_SLACK)
+        _restart_with_true_clock(run, SKEWED)
 
     step.__doc__ = f"""The master's clock steps {offset_s:+d} s while it runs (libfaketime steps its
-    monotonic clock too, so Raft may depose it first). Nothing is delivered more than the
-    tolerance early by the true clock, another node goes on delivering, and the node, its
-    clock set right and restarted, catches up."""
+    monotonic clock too, so Raft may depose it first). Nothing is delivered early by the
+    true clock, another node goes on delivering, and the node, its clock set right and
+    restarted, catches up."""
     return step
 
 
-def _wait_handed_on(run: Run, node: int, timeout_s: float = 30.0) -> None:
+def clock_step_follower(offset_s: int) -> Callable[[Run], None]:
+    def step(run: Run) -> None:
+        c = run.cluster
+        if c.wait_leader() == FOLLOWER:
+            run.release(to=SKEWED)
+        with run.fault(f"step follower n{FOLLOWER + 1}'s clock {offset_s:+d} s"):
+            c.step(FOLLOWER, offset_s)
+            # Read within 1 s, then 5 s of its readings. Stepped ahead, its Raft deadlines
+            # pass at once and it may start an election; stepped back, it ends itself.
+            time.sleep(6)
+        _restart_with_true_clock(run, FOLLOWER)
+
+    step.__doc__ = f"""A follower's clock steps {offset_s:+d} s while it runs: one clock of three, so
+    quorum time does not move, and nothing is delivered early by the true clock."""
+    return step
+
+
+def clock_step_dead_follower(run: Run) -> None:
+    """Two faults: a follower's clock steps +1 h and it is SIGKILLed 2 s later, its last
+    reading an hour ahead; then the master's clock steps +1 h. A reading counts only
+    while fresh (1.5 s), so the master is held to the survivor's clock and hands over,
+    and the survivor runs by its own: nothing is delivered early by the true clock."""
+    c = run.cluster
+    if c.wait_leader() == FOLLOWER:
+        run.release(to=SKEWED)
+    with run.fault(f"step follower n{FOLLOWER + 1}'s clock +3600 s, SIGKILL it 2 s later"):
+        c.step(FOLLOWER, 3600)
+        time.sleep(1 + 2)  # libfaketime reads the step within 1 s; then 2 s at +1 h
+        c.signal(FOLLOWER, signal.SIGKILL)
+        c.step(FOLLOWER, 0)  # for its restart, below
+    time.sleep(2)  # its last reading goes stale (older than 1.5 s)
+    alive = run.others(FOLLOWER)
+    if c.wait_leader(alive) != SKEWED:
+        run.release(to=SKEWED)
+    with run.fault(f"step master n{SKEWED + 1}'s clock +3600 s, n{FOLLOWER + 1} dead an hour ahead"):
+        c.step(SKEWED, 3600)
+        _wait_handed_on(run, SKEWED, among=[i for i in alive if i != SKEWED])
+        time.sleep(3)  # a window on purpose: delivery must go on, never early, meanwhile
+    c.start(FOLLOWER)
+    c.catch_up(FOLLOWER, behind=LOADED_SLACK)
+    _restart_with_true_clock(run, SKEWED)
+
+
+def _restart_with_true_clock(run: Run, node: int) -> None:
+    """Set ``node``'s clock right, SIGKILL and restart it (one whose faked monotonic clock
+    stepped back has ended itself: cluster/monotonic_watch.py), and wait until it caught up."""
+    c = run.cluster
+    c.step(node, 0)
+    c.signal(node, signal.SIGKILL)
+    c.start(node)
+    c.catch_up(node, behind=LOADED_SLACK)
+
+
+def _wait_handed_on(run: Run, node: int, timeout_s: float = 30.0, among: list[int] | None = None) -> None:
     t0 = time.monotonic()
-    new = run.cluster.wait_leader(run.others(node), exclude=node, timeout_s=timeout_s)
+    new = run.cluster.wait_leader(among or run.others(node), exclude=node, timeout_s=timeout_s)
     offset = run.cluster.status(node)["clock_offset_ms"]
     run.note(
         f"n{new + 1} leads {time.monotonic() - t0:.1f} s later; n{node + 1}'s clock is {offset} ms "
@@ -399,11 +454,20 @@ SCENARIOS = {
     "isolate_master": Scenario(isolate_master),
     "one_way_partition": Scenario(one_way_partition),
     "raft_latency": Scenario(raft_latency),
-    "clock_skew": Scenario(clock_skew, quick=True, skew={SKEWED: SKEW_S}, early_allowance_ms=TOLERANCE_MS),
+    "clock_skew": Scenario(clock_skew, quick=True, skew={SKEWED: SKEW_S}, early_allowance_ms=CLOCK_EARLY_MS),
     "clock_step_ahead": Scenario(
-        clock_step(3600), quick=True, steppable=(SKEWED,), early_allowance_ms=TOLERANCE_MS
+        clock_step(3600), quick=True, steppable=(SKEWED,), early_allowance_ms=CLOCK_EARLY_MS
     ),
-    "clock_step_behind": Scenario(clock_step(-3600), steppable=(SKEWED,), early_allowance_ms=TOLERANCE_MS),
+    "clock_step_behind": Scenario(clock_step(-3600), steppable=(SKEWED,), early_allowance_ms=CLOCK_EARLY_MS),
+    "clock_step_follower_ahead": Scenario(
+        clock_step_follower(3600), steppable=(FOLLOWER,), early_allowance_ms=CLOCK_EARLY_MS
+    ),
+    "clock_step_follower_behind": Scenario(
+        clock_step_follower(-3600), steppable=(FOLLOWER,), early_allowance_ms=CLOCK_EARLY_MS
+    ),
+    "clock_step_dead_follower": Scenario(
+        clock_step_dead_follower, steppable=(FOLLOWER, SKEWED), early_allowance_ms=CLOCK_EARLY_MS
+    ),
     "forced_release_x10": Scenario(forced_release_x10, quick=True),
     "rolling_restart": Scenario(rolling_restart),
     "power_loss": Scenario(power_loss, quick=True, power_loss=True),
