@@ -39,6 +39,7 @@ from .dump_file import DumpFigures, DumpWriter, LocalDump, check_not_behind, rea
 from .errors import InsecureConfigError, ProposalRejectedError, ProposalTimeoutError, StoreBehindDumpError
 from .loop_crossing import LoopCrossing
 from .monotonic_watch import MonotonicWatch, exit_for_step
+from .peer_clocks import PeerClock, keepalive, received
 from .pysyncobj_contract import check_node, check_pysyncobj
 from .raft_journal import DiskJournal
 from .raft_wire import RaftCipher
@@ -197,7 +198,8 @@ class RaftNode(SyncObj):
         self._transport.setOnMessageReceivedCallback(self._on_message)
         self._next_keepalive = 0.0
         self._clock = clock or (lambda: time.time_ns() // 1_000_000)
-        self._peer_clocks: dict[str, tuple[int, float]] = {}  # address -> (ms, monotonic arrival)
+        # address -> the peer's latest reading (tick thread writes, peer_clocks reads)
+        self._peer_clocks: dict[str, PeerClock] = {}
         self.addOnTickCallback(self._tick_keepalive)
         self.addOnTickCallback(self._tick_leader)
         self._monotonic = MonotonicWatch(monotonic_time())
@@ -368,16 +370,18 @@ class RaftNode(SyncObj):
         if now < self._next_keepalive:
             return
         self._next_keepalive = now + self.settings.link_keepalive_s
-        message = {"type": KEEPALIVE, "clock_ms": self._clock()}
+        clock_ms = self._clock()
         for node in self._peers:
             if self.isNodeConnected(node):
-                self._transport.send(node, message)
+                last = self._peer_clocks.get(node.address)
+                self._transport.send(node, {"type": KEEPALIVE, **keepalive(clock_ms, now, last)})
 
     def _on_message(self, node, message) -> None:
         kind = message.get("type") if isinstance(message, dict) else None
         if kind == KEEPALIVE:
-            if isinstance(message.get("clock_ms"), int):
-                self._peer_clocks[node.address] = (message["clock_ms"], monotonic_time())
+            clock = received(message, monotonic_time(), self._peer_clocks.get(node.address))
+            if clock is not None:
+                self._peer_clocks[node.address] = clock
             return
         if kind == "append_entries":
             message = self._append_as_raft_has_it(message)
@@ -436,9 +440,10 @@ class RaftNode(SyncObj):
             self._on_monotonic_step(back)
 
     def peer_clocks(self) -> list[tuple[int, float]]:
-        """The latest clock reading of each peer heard from: (ms, seconds since it arrived)."""
+        """The latest clock reading of each peer heard from: (ms, seconds since it was
+        read: since it arrived, plus the link's transit; cluster/peer_clocks.py)."""
         now = monotonic_time()
-        return [(ms, now - at) for ms, at in list(self._peer_clocks.values())]
+        return [(c.ms, c.age_s(now)) for c in list(self._peer_clocks.values())]
 
     def linked_peers(self) -> set[str]:
         """Raft addresses of the peers this node has a live, handshaken link to."""

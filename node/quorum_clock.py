@@ -1,16 +1,17 @@
 """The cluster's time: never ahead of what a majority's fresh clock readings say.
 
 Every node sends each peer its clock reading twice a second, on the Raft keep-alive
-(``cluster/raft_node.py``), and keeps the latest of each with how long ago it arrived, by
-its monotonic clock. A reading under ``fresh_s`` old is *aged* forward by that age: the
-sender's clock now, less the keep-alive's transit (a few ms), which is left out, so the
-error is lateness. An older reading counts for nothing (its sender may be dead, its clock
-an hour off). One that arrived "later" than now (a monotonic clock stepped back, as
-libfaketime steps it; Linux never does) counts as received, not aged, its age unknown:
-the error again is lateness, and a master so stepped still sees its offset at once. The
-*quorum time* is the k-th largest of this node's own
-reading and the aged fresh ones, k a majority: a minority's clocks, however far off,
-cannot move it, and it is never later than an honest majority's clocks.
+(``cluster/raft_node.py``), and keeps the latest of each with its age: how long ago it
+arrived, by this node's monotonic clock, plus the link's transit measured from the
+keep-alives' round trips (``cluster/peer_clocks.py``: half the smallest recent one, so
+the error is lateness, give or take half the link's asymmetry). A reading under
+``fresh_s`` old is *aged* forward by its age: the sender's clock now. An older reading
+counts for nothing (its sender may be dead, its clock an hour off). One that arrived
+"later" than now (a monotonic clock stepped back, as libfaketime steps it; Linux never
+does) counts as received, not aged, its age unknown: the error again is lateness, and a
+master so stepped still sees its offset at once. The *quorum time* is the k-th largest
+of this node's own reading and the aged fresh ones, k a majority: a minority's clocks,
+however far off, cannot move it, and it is no later than some honest clock.
 
 The master stamps every entry and fires the wheel by :meth:`QuorumClock.now_ms`: its own
 clock, no later than quorum time and no earlier than quorum time less ``tolerance_ms``.
@@ -31,7 +32,8 @@ from collections.abc import Callable, Sequence
 
 from .clock import Clock
 
-# (reading ms, seconds since it arrived by this node's monotonic clock), one per peer heard from
+# (reading ms, seconds since it was read: since it arrived, by this node's monotonic clock,
+# plus the transit), one per peer heard from
 PeerReadings = Callable[[], list[tuple[int, float]]]
 
 

@@ -1,0 +1,59 @@
+"""Peers' clock readings as the keep-alives bring them, and each link's transit time.
+
+Every keep-alive carries the sender's clock reading, its monotonic time of sending, and
+an echo of the last keep-alive it had from the receiver: that one's send time, and how
+long it was held before this one went out. From the echo the receiver has a round trip,
+``arrived - echoed send - held``, both ends on their own monotonic clocks; half of it is
+one transit. The smallest of the last ``SAMPLES`` halves is the link's transit: a
+reading arrived that long after it was read, so it is aged by its age here plus that.
+The smallest, since a delay in one direction (a busy receiver) would otherwise be
+counted in the other as well, and a reading aged by more than its true age runs ahead.
+A round trip outside [0, ``MAX_ROUND_TRIP_S``] (a monotonic clock that jumped, as under
+libfaketime) is no sample. A keep-alive without these fields gives none either.
+
+Pure: monotonic times are arguments. node/quorum_clock.py uses the readings.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+SAMPLES = 8  # round trips the transit is taken over (4 s of keep-alives)
+MAX_ROUND_TRIP_S = 0.5
+
+
+class PeerClock(NamedTuple):
+    ms: int  # the peer's clock reading
+    arrived: float  # when it arrived, by this node's monotonic clock (s)
+    sent: float | None  # when the peer sent it, by the peer's monotonic clock (echoed back)
+    transits: tuple[float, ...] = ()  # the last one-way transit samples (s)
+
+    def transit_s(self) -> float:
+        return min(self.transits, default=0.0)
+
+    def age_s(self, now: float) -> float:
+        """Seconds since the peer read its clock: since the reading arrived, plus the transit."""
+        return now - self.arrived + self.transit_s()
+
+
+def keepalive(clock_ms: int, now: float, last: PeerClock | None) -> dict:
+    """The keep-alive fields for a peer whose last keep-alive here was ``last``."""
+    fields: dict = {"clock_ms": clock_ms, "sent": now}
+    if last is not None and last.sent is not None:
+        fields["echo"] = [last.sent, now - last.arrived]
+    return fields
+
+
+def received(message: dict, arrived: float, last: PeerClock | None) -> PeerClock | None:
+    """The peer's clock after ``message`` (a keep-alive) arrived; None if it carries no reading."""
+    ms = message.get("clock_ms")
+    if not isinstance(ms, int):
+        return None
+    sent = message.get("sent")
+    transits = () if last is None else last.transits
+    echo = message.get("echo")
+    if isinstance(echo, (list, tuple)) and len(echo) == 2 and all(isinstance(x, (int, float)) for x in echo):
+        round_trip = arrived - echo[0] - echo[1]
+        if 0 <= round_trip <= MAX_ROUND_TRIP_S:
+            transits = (*transits, round_trip / 2)[-SAMPLES:]
+    return PeerClock(ms, arrived, sent if isinstance(sent, (int, float)) else None, transits)

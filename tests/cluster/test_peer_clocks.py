@@ -1,0 +1,54 @@
+"""Keep-alive clock readings: each aged by its time since arrival plus the link's transit."""
+
+from __future__ import annotations
+
+import pytest
+
+from horologe.cluster.peer_clocks import SAMPLES, keepalive, received
+
+
+def _exchange(
+    a_send: float, b_offset: float, one_way: float, back: float, hold: float, b_last=None, a_last=None
+):
+    """A keep-alive A -> B, held ``hold`` s at B, then B -> A. Monotonic clocks: A's, and
+    B's ``b_offset`` off it. Returns (A's view of B, B's view of A)."""
+    to_b = keepalive(1000, a_send, a_last)
+    b_view = received(to_b, a_send + one_way + b_offset, b_last)
+    b_send = a_send + one_way + hold + b_offset
+    to_a = keepalive(2000, b_send, b_view)
+    a_view = received(to_a, a_send + one_way + hold + back, a_last)
+    return a_view, b_view
+
+
+def test_the_transit_is_half_the_round_trip_less_the_hold():
+    a_view, _ = _exchange(10.0, b_offset=5_000.0, one_way=0.003, back=0.003, hold=0.2)
+    assert a_view.transit_s() == pytest.approx(0.003)
+    assert a_view.age_s(a_view.arrived + 0.1) == pytest.approx(0.103)
+
+
+def test_the_smallest_recent_half_round_trip_counts():
+    a_last = b_last = None
+    for k, back in enumerate([0.050, 0.002, 0.030]):  # one quick round trip among slow ones
+        a_last, b_last = _exchange(
+            10.0 + k, 7.0, one_way=0.002, back=back, hold=0.1, b_last=b_last, a_last=a_last
+        )
+    assert a_last.transit_s() == pytest.approx(0.002)
+    for k in range(SAMPLES):  # it ages out
+        a_last, b_last = _exchange(
+            20.0 + k, 7.0, one_way=0.010, back=0.010, hold=0.1, b_last=b_last, a_last=a_last
+        )
+    assert a_last.transit_s() == pytest.approx(0.010)
+
+
+@pytest.mark.parametrize("jump", [3600.0, -3600.0])
+def test_a_round_trip_across_a_monotonic_jump_is_no_sample(jump):
+    _, b_view = _exchange(10.0, 0.0, one_way=0.002, back=0.002, hold=0.1)
+    a_view = received(keepalive(2000, 10.2 + jump, b_view), 10.3, None)  # B's clock jumped meanwhile
+    assert a_view.transit_s() == 0.0 and a_view.ms == 2000
+
+
+def test_a_keepalive_without_the_new_fields_is_a_reading_without_transit():
+    c = received({"type": "horologe_keepalive", "clock_ms": 5}, 3.0, None)
+    assert (c.ms, c.sent, c.transit_s(), c.age_s(3.5)) == (5, None, 0.0, 0.5)
+    assert keepalive(7, 4.0, c) == {"clock_ms": 7, "sent": 4.0}  # nothing to echo
+    assert received({"clock_ms": "x"}, 3.0, None) is None
