@@ -8,8 +8,8 @@ the error is lateness, give or take half the link's asymmetry). A reading under
 ``fresh_s`` old is *aged* forward by its age: the sender's clock now. An older reading
 counts for nothing (its sender may be dead, its clock an hour off). One that arrived
 "later" than now (a monotonic clock stepped back, as libfaketime steps it; Linux never
-does) counts as received, not aged, its age unknown: the error again is lateness, and a
-master so stepped still sees its offset at once. The *quorum time* is the k-th largest
+does, and the node then ends itself: cluster/monotonic_watch.py) counts as received, not
+aged, its age unknown: the error again is lateness. The *quorum time* is the k-th largest
 of this node's own reading and the aged fresh ones, k a majority: a minority's clocks,
 however far off, cannot move it, and it is no later than some honest clock.
 
