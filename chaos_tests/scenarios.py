@@ -283,7 +283,8 @@ def _restart_with_true_clock(run: Run, node: int) -> None:
     stepped back has ended itself: cluster/monotonic_watch.py), and wait until it caught up."""
     c = run.cluster
     c.step(node, 0)
-    c.signal(node, signal.SIGKILL)
+    if c.procs[node].poll() is None:
+        c.signal(node, signal.SIGKILL)
     c.start(node)
     c.catch_up(node, behind=LOADED_SLACK)
 
@@ -291,11 +292,13 @@ def _restart_with_true_clock(run: Run, node: int) -> None:
 def _wait_handed_on(run: Run, node: int, timeout_s: float = 30.0, among: list[int] | None = None) -> None:
     t0 = time.monotonic()
     new = run.cluster.wait_leader(among or run.others(node), exclude=node, timeout_s=timeout_s)
+    took = time.monotonic() - t0
+    exit_code = run.cluster.procs[node].poll()
+    if exit_code is not None:  # a monotonic clock stepped back: the node ended itself
+        run.note(f"n{new + 1} leads {took:.1f} s later; n{node + 1} ended itself (exit code {exit_code})")
+        return
     offset = run.cluster.status(node)["clock_offset_ms"]
-    run.note(
-        f"n{new + 1} leads {time.monotonic() - t0:.1f} s later; n{node + 1}'s clock is {offset} ms "
-        "off the quorum's"
-    )
+    run.note(f"n{new + 1} leads {took:.1f} s later; n{node + 1}'s clock is {offset} ms off the quorum's")
 
 
 def forced_release_x10(run: Run) -> None:
