@@ -37,9 +37,6 @@ def node(config_path, node_id, data_dir, http_addr, raft_addr, insecure_dev, log
     """Run one node: HTTP API, Raft replication, and the wheel when master."""
     try:
         check_pysyncobj()
-    except UnsupportedPysyncobjError as e:
-        raise click.ClickException(str(e)) from e
-    try:
         cfg = load_config(
             config_path,
             node_id=node_id,
@@ -49,7 +46,7 @@ def node(config_path, node_id, data_dir, http_addr, raft_addr, insecure_dev, log
             insecure_dev=insecure_dev,
             log_format=log_format,
         )
-    except ConfigError as e:
+    except (UnsupportedPysyncobjError, ConfigError) as e:
         raise click.ClickException(str(e)) from e
     if check_config:
         click.echo(
