@@ -28,9 +28,9 @@ from horologe.client import Client
 from horologe.client.calls import MSGPACK, parse_body
 from horologe.client.core import to_pulled
 from horologe.cluster import PRODUCE, SYNC
-from horologe.node.consumers import SCAN_CHUNK, Consumers, TagFilter
+from horologe.node.consumers.receipts import Receipts
+from horologe.node.consumers.service import SCAN_CHUNK, Consumers, TagFilter
 from horologe.node.pull_wire import as_columns, as_msgpack
-from horologe.node.receipts import Receipts
 from horologe.storage import Message, ReadyEntry, Storage, StorageConfig, tags_signature
 from horologe.wheel import ALL, Watermark
 from testkit.process_cluster import CLIENT, Cluster

@@ -4,7 +4,7 @@
 
 Frames: what a node spends to send and to receive a one-entry append and a 200 KB
 append (a produce batch of 1,000), as pysyncobj framed them (``Fernet(zlib(pickle))``)
-and as cluster/raft_wire.py does (pickle sealed with AES-256-GCM). Rows: the crc32 of
+and as cluster/raft/wire.py does (pickle sealed with AES-256-GCM). Rows: the crc32 of
 each 40-byte row (36 bytes checked), by one zlib call per row and by
 storage/row_crcs.py, at 10 to 10,000 rows.
 """
@@ -20,7 +20,7 @@ import zlib
 import numpy as np
 from pysyncobj.encryptor import getEncryptor
 
-from horologe.cluster.raft_wire import RaftCipher
+from horologe.cluster.raft.wire import RaftCipher
 from horologe.storage.row_crcs import row_crcs
 
 

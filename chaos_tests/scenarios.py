@@ -224,7 +224,7 @@ def clock_step(offset_s: int) -> Callable[[Run], None]:
             _wait_handed_on(run, SKEWED)
             time.sleep(3)  # a window on purpose: delivery must go on without it meanwhile
         # libfaketime steps the monotonic clock too, which no NTP step does: stepped back,
-        # the node ends itself (cluster/monotonic_watch.py). Bring it back with the true
+        # the node ends itself (cluster/raft/monotonic_watch.py). Bring it back with the true
         # clock, as an operator would, so the run ends with three stores to check.
         _restart_with_true_clock(run, SKEWED)
 
@@ -280,7 +280,7 @@ def clock_step_dead_follower(run: Run) -> None:
 
 def _restart_with_true_clock(run: Run, node: int) -> None:
     """Set ``node``'s clock right, SIGKILL and restart it (one whose faked monotonic clock
-    stepped back has ended itself: cluster/monotonic_watch.py), and wait until it caught up."""
+    stepped back has ended itself: cluster/raft/monotonic_watch.py), and wait until it caught up."""
     c = run.cluster
     c.step(node, 0)
     if c.procs[node].poll() is None:
@@ -362,7 +362,7 @@ def power_loss(run: Run) -> None:
 
 # A dump every 100 entries: one every few hundred milliseconds under the workload.
 DUMP_OFTEN_TOML = "log_compaction_min_entries = 100\n"
-# What a node logs when its Raft journal is cleared (cluster/raft_journal.py).
+# What a node logs when its Raft journal is cleared (cluster/raft/journal.py).
 JOURNAL_CLEARED = "cleared for a snapshot"
 
 

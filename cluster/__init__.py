@@ -10,7 +10,7 @@ from .errors import (
     ProposalRejectedError,
     ProposalTimeoutError,
 )
-from .settings import ClusterSettings, Peer
+from .raft.settings import ClusterSettings, Peer
 from .state_machine import ApplyResult, StateMachine
 
 __all__ = [

@@ -1,7 +1,7 @@
 """Push subscriptions as the replicated state holds them: in the store's small meta.
 
 A push subscription makes a consumer group of a topic a *push group*: the master's push
-worker (node/push_worker.py) leases the group's messages as a pull would and POSTs each
+worker (node/push/worker.py) leases the group's messages as a pull would and POSTs each
 to the subscription's URL. Subscriptions are few (at most ``MAX_SUBSCRIPTIONS``), so
 each lives in meta, written only by applying ``U`` entries (cluster/push_apply.py):
 

@@ -40,7 +40,7 @@ from .errors import InvalidScheduleError
 
 MAX_CRON_LENGTH = 200
 # Fields of croniter's characters, one space apart; without anchors, shared with the API's
-# JSON Schema (node/openapi_schemas.py) and matched whole.
+# JSON Schema (node/http/openapi/schemas.py) and matched whole.
 CRON_FIELD = r"[0-9A-Za-z*/,?#-]+"
 CRON_PATTERN = rf"{CRON_FIELD}(?: {CRON_FIELD}){{4,5}}"
 CRON_RE = re.compile(CRON_PATTERN)

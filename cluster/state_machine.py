@@ -290,7 +290,7 @@ class StateMachine:
         those behind the watermark. One not yet due by the master's clock (the watermark
         runs ahead by the master's fire lead, or a new master's clock is behind a tick
         left by one whose clock ran ahead) is delivered too, with its own deliver time:
-        no consumer gets it before then (node/consumers.py)."""
+        no consumer gets it before then (node/consumers/service.py)."""
         now = w.passed_many(deliver_at_ms)
         return np.where(now, w.late_slots(deliver_at_ms), deliver_at_ms), now
 

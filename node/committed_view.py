@@ -1,9 +1,9 @@
 """The event loop's view of the replicated state: what the tick thread last published.
 
-The writer publishes an :class:`~horologe.cluster.raft_node.Applied` after every
+The writer publishes an :class:`~horologe.cluster.raft.node.Applied` after every
 apply; the loop hands it to :meth:`CommittedView.follow` before anything else sees
 the apply's result, so a proposal answered here is always visible here. Reads take
-no lock and never wait on the writer (cluster/loop_crossing.py).
+no lock and never wait on the writer (cluster/raft/loop_crossing.py).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from horologe.cluster.consumer_groups import GroupProgress
 from horologe.cluster.pending_by_key import pending_by_key
 from horologe.cluster.pending_forecast import Forecast, forecast, pending_due
 from horologe.cluster.pending_list import PendingPage, list_pending
-from horologe.cluster.raft_node import Applied
+from horologe.cluster.raft.node import Applied
 from horologe.storage import MessageId
 from horologe.storage.message import StoredMessage
 from horologe.storage.store_reader import StoreReader

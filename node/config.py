@@ -10,8 +10,8 @@ from horologe.cluster import ClusterSettings, Peer
 
 from . import tls
 from .errors import ConfigError
-from .push_allow import CONFIG_KEY as PUSH_ALLOW
-from .push_allow import check_entries
+from .push.allow import CONFIG_KEY as PUSH_ALLOW
+from .push.allow import check_entries
 
 # RocketMQ's 16 retry levels: 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h
 DEFAULT_RETRY_LEVELS_MS = tuple(
@@ -50,7 +50,7 @@ class NodeConfig:
     # after its last answer, else it is closed: idle keep-alives and slowloris alike.
     http_idle_timeout_ms: int = 15_000
     # Open HTTP connections at most; past it a new one is answered 503 and closed
-    # (node/http_server.py). Lowered at start if the descriptor limit leaves less room.
+    # (node/http/server.py). Lowered at start if the descriptor limit leaves less room.
     http_max_connections: int = 1024
     fire_batch_limit: int = 10_000  # refs per delivering entry (hot seconds, fast-forward)
     # The wheel commits what falls due up to this far ahead of the master's clock, so the
@@ -68,7 +68,7 @@ class NodeConfig:
     # The master's clock may stray this far from quorum time before it hands the wheel
     # over; a clock behind is lifted to at most this below it (node/quorum_clock.py).
     clock_tolerance_ms: int = 2000
-    # Event-loop lag probe period (node/loop_lag.py); 0: off. At 1 ms the probe's own
+    # Event-loop lag probe period (node/ops/loop_lag.py); 0: off. At 1 ms the probe's own
     # wake-ups cost each node about 8% of a core with nothing else to do (docs/benchmarks.md).
     loop_lag_probe_ms: int = 10
     # Topics (and groups) with a label of their own in /metrics; the rest fold into "other".
@@ -87,11 +87,11 @@ class NodeConfig:
     tls_cert: str | None = None
     tls_key: str | None = None
     tls_ca: str | None = None
-    # Logs on stderr (node/log_setup.py): "text" lines, or "json" objects for log shippers;
+    # Logs on stderr (node/ops/log_setup.py): "text" lines, or "json" objects for log shippers;
     # access_log: one line per HTTP request, with its request id (the X-Request-Id header).
     log_format: str = "text"
     access_log: bool = True
-    # Hosts push subscriptions may POST to: CIDRs and host names (node/push_allow.py). Empty:
+    # Hosts push subscriptions may POST to: CIDRs and host names (node/push/allow.py). Empty:
     # nothing is pushed until an operator allows a target.
     push_allow: tuple[str, ...] = ()
 

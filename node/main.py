@@ -11,10 +11,10 @@ import sys
 
 from aiohttp import web
 
-from .app import METRICS, SERVICE, create_app
 from .config import NodeConfig
-from .http_server import connection_bound, serve
-from .log_setup import configure_logging
+from .http.app import METRICS, SERVICE, create_app
+from .http.server import connection_bound, serve
+from .ops.log_setup import configure_logging
 from .tls import server_context
 
 log = logging.getLogger(__name__)

@@ -1,6 +1,6 @@
 """What the node's parts report to its metrics: one narrow callable each.
 
-``create_app`` binds them to node/metrics.py; alone (tests, tools) they do nothing.
+``create_app`` binds them to node/ops/metrics.py; alone (tests, tools) they do nothing.
 Scalar observers take seconds; array observers take a numpy array of seconds, so a
 batch of 100k messages is one call.
 """

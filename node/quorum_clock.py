@@ -1,14 +1,14 @@
 """The cluster's time: never ahead of what a majority's fresh clock readings say.
 
 Every node sends each peer its clock reading twice a second, on the Raft keep-alive
-(``cluster/raft_node.py``), and keeps the latest of each with its age: how long ago it
+(``cluster/raft/node.py``), and keeps the latest of each with its age: how long ago it
 arrived, by this node's monotonic clock, plus the link's transit measured from the
-keep-alives' round trips (``cluster/peer_clocks.py``: half the smallest recent one, so
+keep-alives' round trips (``cluster/raft/peer_clocks.py``: half the smallest recent one, so
 the error is lateness, give or take half the link's asymmetry). A reading under
 ``fresh_s`` old is *aged* forward by its age: the sender's clock now. An older reading
 counts for nothing (its sender may be dead, its clock an hour off). One that arrived
 "later" than now (a monotonic clock stepped back, as libfaketime steps it; Linux never
-does, and the node then ends itself: cluster/monotonic_watch.py) counts as received, not
+does, and the node then ends itself: cluster/raft/monotonic_watch.py) counts as received, not
 aged, its age unknown: the error again is lateness. The *quorum time* is the k-th largest
 of this node's own reading and the aged fresh ones, k a majority: a minority's clocks,
 however far off, cannot move it, and it is no later than some honest clock.

@@ -2,7 +2,7 @@
 
 The HTTP layer (app.py) calls only this. The writer (store and state machine) belongs
 to pysyncobj's tick thread; this service, on the event loop, reads the committed view
-that the tick thread publishes after each apply (cluster/loop_crossing.py has the
+that the tick thread publishes after each apply (cluster/raft/loop_crossing.py has the
 rule). It is the one place that stamps entries with the watermark and clock.
 """
 
@@ -34,9 +34,9 @@ from horologe.cluster import (
 )
 from horologe.cluster.committed_reads import GONE
 from horologe.cluster.entries import SUBSCRIBE
-from horologe.cluster.loop_crossing import LoopCrossing
 from horologe.cluster.push_state import every as every_subscription
-from horologe.cluster.raft_node import Applied, RaftNode
+from horologe.cluster.raft.loop_crossing import LoopCrossing
+from horologe.cluster.raft.node import Applied, RaftNode
 from horologe.cluster.retention import Cut
 from horologe.storage import MessageColumns, MessageId, Storage, StorageConfig, id_strings
 from horologe.storage.store_reader import StoreReader
@@ -44,19 +44,19 @@ from horologe.storage.store_reader import StoreReader
 from .clock import Clock
 from .committed_view import CommittedView
 from .config import NodeConfig
-from .consumers import Consumers
-from .dead_letters import DeadLetters
+from .consumers.dead_letters import DeadLetters
+from .consumers.receipts import Receipts
+from .consumers.service import Consumers
 from .errors import ApiError
 from .group_commit import MAX_ENTRY_BYTES, MAX_ITEMS_BYTES, GroupCommit
 from .observers import NO_OBSERVERS, Observers
 from .peer_readiness import peer_readiness
-from .push_allow import PushAllow
-from .push_worker import PushWorker
+from .push.allow import PushAllow
+from .push.subscriptions import Subscriptions
+from .push.worker import PushWorker
 from .quorum_clock import QuorumClock, majority
-from .receipts import Receipts
 from .retention_driver import RetentionDriver
-from .schedules import Schedules
-from .subscriptions import Subscriptions
+from .schedules.service import Schedules
 from .tls import client_context
 from .wheel_driver import WheelDriver, WheelSettings
 
@@ -205,7 +205,7 @@ class NodeService:
     def _on_applied(self, applied: Applied) -> None:  # via the crossing, in apply order
         self.view.follow(applied)
         if applied.halted:
-            self.driver.cancel()  # a halted replica proposes nothing (raft_node.py) and hands over
+            self.driver.cancel()  # a halted replica proposes nothing (cluster/raft/node.py) and hands over
             self.push.cancel()
         res = applied.result
         if res is None:
@@ -348,7 +348,7 @@ class NodeService:
             # Proposers cut what they send into entries under the cap (group commit, acks,
             # produce parts); this is the backstop. An entry of append_batch_bytes (4 MiB)
             # or more would travel in pysyncobj's "transmission" parts, which skip the
-            # append rule (cluster/append_rule.py), and even under that big ones crawl.
+            # append rule (cluster/raft/append_rule.py), and even under that big ones crawl.
             log.error(
                 "refused to propose a %s entry of %d bytes (at most %d)", kind, len(blob), MAX_ENTRY_BYTES
             )
@@ -403,7 +403,7 @@ class NodeService:
 
     async def lookup_key(self, topic: str, key: str) -> MessageId | None:
         """The id the key index holds for ``(topic, key)``, found by the writer on its own
-        thread (cluster/writer_questions.py); the committed view, when this answers, has
+        thread (cluster/raft/writer_questions.py); the committed view, when this answers, has
         followed at least the state it was found at."""
         return await self.raft.ask_writer(lambda store: store.lookup_key(topic, key))
 

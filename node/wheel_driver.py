@@ -18,7 +18,7 @@ once the next message is due within that half: under a steady flow one ``S`` cov
 least half a lead of deliveries (an ``S`` each 10 ms at the default 20, not one each
 turn), which spares the three nodes most of the commits they share two cores for. Consumers
 hand a ready message out only once it is due
-(node/consumers.py), and each node records ``max(clock, deliver time)`` as its
+(node/consumers/service.py), and each node records ``max(clock, deliver time)`` as its
 ``delivered_at``, so nothing is early; a cancel or reschedule must commit ``lead_ms``
 before the deliver time to win (docs/cluster.md, "Fire lead").
 

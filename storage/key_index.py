@@ -3,7 +3,7 @@
 It serves idempotent produce (a retried send returns the first id), cancel and
 reschedule by key, and the pending list's look-up by key. Only the writer's thread reads
 it: its chain heads live in the writer's memory and cleaning removes old segments, so a
-node's event loop asks the writer (cluster/writer_questions.py) rather than reading the
+node's event loop asks the writer (cluster/raft/writer_questions.py) rather than reading the
 files beside it.
 
 **Lifetime.** A key lives until ``key_window_ms`` (24 h, in whole hours) after the end

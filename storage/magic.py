@@ -21,9 +21,9 @@ READY_LOG = b"HZREDY"
 KEY_INDEX = b"HZKIDX"
 KEY_HEADS = b"HZKHDS"
 COMMIT_JOURNAL = b"HZJRNL"
-RAFT_DUMP = b"HZSNAP"  # cluster/dump_file.py: the local dump's manifest
-RAFT_SHIPPED = b"HZSHIP"  # cluster/dump_file.py: a dump as shipped to a follower
-RAFT_LOG = b"HZRAFT"  # the cluster's Raft journal (cluster/raft_journal.py)
+RAFT_DUMP = b"HZSNAP"  # cluster/raft/dump_file.py: the local dump's manifest
+RAFT_SHIPPED = b"HZSHIP"  # cluster/raft/dump_file.py: a dump as shipped to a follower
+RAFT_LOG = b"HZRAFT"  # the cluster's Raft journal (cluster/raft/journal.py)
 
 
 def magic(kind: bytes) -> bytes:

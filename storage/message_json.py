@@ -20,7 +20,7 @@ from .late_policies import ON_LATE, policy_headers
 from .message import Message, MessageLimits
 from .message_columns import MessageColumns
 
-# Patterns without anchors, shared with the API's JSON Schemas (node/openapi_schemas.py);
+# Patterns without anchors, shared with the API's JSON Schemas (node/http/openapi/schemas.py);
 # matched with fullmatch, since "$" would let a trailing newline through ("orders\n").
 NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}"
 TAG_PATTERN = r"[A-Za-z0-9._-]{1,64}"
@@ -282,7 +282,7 @@ def _any_message(obj, now_ms: int, limits: MessageLimits) -> Message:
         body = obj["body"]
         if isinstance(body, str):
             body = body.encode()
-        elif not isinstance(body, bytes):  # bytes come only in msgpack (node/app.py)
+        elif not isinstance(body, bytes):  # bytes come only in msgpack (node/http/app.py)
             raise refusal("body must be a string (use body_b64 for bytes, or raw bytes in msgpack)", "body")
     else:
         try:

@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from bench.edge.push_delivery import SECRET, Receiver
-from horologe.node.push_signature import SIGNATURE_HEADER, signature
+from horologe.node.push.signature import SIGNATURE_HEADER, signature
 
 
 def _push(url: str, mid: str, deliver_at: int, secret: str = SECRET) -> int:

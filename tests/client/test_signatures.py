@@ -1,4 +1,4 @@
-"""Push signatures: what the node signs (node/push_signature.py) the SDK's
+"""Push signatures: what the node signs (node/push/signature.py) the SDK's
 verify_signature accepts, and it refuses anything else: another secret or body, a
 stale or future timestamp, a malformed header."""
 
@@ -10,7 +10,7 @@ import hmac
 import pytest
 
 from horologe.client import verify_signature
-from horologe.node.push_signature import signature
+from horologe.node.push.signature import signature
 
 SECRET = "0123456789abcdef"
 BODY = b'{"id":"0007a3b20000002a","body":"hello"}'

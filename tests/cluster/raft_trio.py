@@ -6,8 +6,8 @@ import asyncio
 import time
 
 from horologe.cluster import SYNC, ClusterSettings, Entry, Peer, StateMachine
-from horologe.cluster.loop_crossing import LoopCrossing
-from horologe.cluster.raft_node import RaftNode
+from horologe.cluster.raft.loop_crossing import LoopCrossing
+from horologe.cluster.raft.node import RaftNode
 from horologe.storage import Storage
 from horologe.wheel import Watermark
 from testkit.process_cluster import free_ports

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from horologe.cluster.append_rule import trim_append
+from horologe.cluster.raft.append_rule import trim_append
 
 
 def _log(*terms: int):

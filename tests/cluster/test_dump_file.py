@@ -11,9 +11,9 @@ import tarfile
 import pytest
 from pysyncobj import SERIALIZER_STATE
 
-from horologe.cluster.dump_file import DumpWriter, LocalDump, check_not_behind, read_local, read_shipped
 from horologe.cluster.errors import StoreBehindDumpError
-from horologe.cluster.snapshot_stream import ShippingSerializer, tar_chunks
+from horologe.cluster.raft.dump_file import DumpWriter, LocalDump, check_not_behind, read_local, read_shipped
+from horologe.cluster.raft.snapshot_stream import ShippingSerializer, tar_chunks
 from horologe.storage import Message, Storage, StorageConfig
 from horologe.storage.errors import CorruptLogError
 

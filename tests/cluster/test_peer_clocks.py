@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from horologe.cluster.peer_clocks import SAMPLES, keepalive, received
+from horologe.cluster.raft.peer_clocks import SAMPLES, keepalive, received
 
 
 def _exchange(

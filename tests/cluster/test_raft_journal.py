@@ -16,9 +16,9 @@ from pysyncobj.journal import FileJournal, MetaStorer
 
 from horologe.cluster import SYNC, ClusterSettings, Entry, StateMachine
 from horologe.cluster.errors import StaleJournalViewError
-from horologe.cluster.loop_crossing import LoopCrossing
-from horologe.cluster.raft_journal import ENTRY_HEAD, ENTRY_OVERHEAD, DiskJournal
-from horologe.cluster.raft_node import RaftNode
+from horologe.cluster.raft.journal import ENTRY_HEAD, ENTRY_OVERHEAD, DiskJournal
+from horologe.cluster.raft.loop_crossing import LoopCrossing
+from horologe.cluster.raft.node import RaftNode
 from horologe.storage import Storage, durable
 from horologe.storage.errors import CorruptLogError, FsyncFailedError
 from horologe.storage.framing import FRAME_HEAD, frame

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import pytest
 
-from horologe.cluster import dump_file, raft_node
-from horologe.cluster.monotonic_watch import MonotonicWatch
+from horologe.cluster.raft import dump_file
+from horologe.cluster.raft import node as raft_node
+from horologe.cluster.raft.monotonic_watch import MonotonicWatch
 
 from .ticked import commit_alone, crash, journal_entries, lead_alone, propose, tick, ticked_node
 

@@ -1,4 +1,4 @@
-"""Raft frames (cluster/raft_wire.py): what one process seals, a peer with the same
+"""Raft frames (cluster/raft/wire.py): what one process seals, a peer with the same
 secret opens; anything else drops the connection without being unpickled."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import socket
 import pytest
 from pysyncobj.poller import createPoller
 
-from horologe.cluster.raft_wire import HEAD, RaftCipher, RefusedFrame, WireConnection
+from horologe.cluster.raft.wire import HEAD, RaftCipher, RefusedFrame, WireConnection
 
 
 @pytest.fixture(scope="module")

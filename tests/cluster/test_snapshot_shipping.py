@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 
-from horologe.cluster import snapshot_stream
+from horologe.cluster.raft import snapshot_stream
 
 from .test_snapshot_messages import PEERS
 from .ticked import commit_with, crash, lead_with_peers, peer, send_now, tick, ticked_node

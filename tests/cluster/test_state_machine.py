@@ -84,7 +84,7 @@ def test_arrival_behind_a_watermark_ahead_of_the_clock_is_delivered_for_its_own_
     """The tick is ahead of this master's clock (it fires ahead by its lead, or a master
     whose clock ran fast left it there): a message behind it, not yet due by this clock,
     is delivered on arrival with its own deliver time, as deliver_at and as delivered_at;
-    no pull hands it out before then (node/consumers.py)."""
+    no pull hands it out before then (node/consumers/service.py)."""
     sm = machine(tmp_path)
     sm.apply(1, sync(Watermark(T + 10_000), T + 10_000))
     res = sm.apply(2, produce(T + 10_000, T + 1, [T + 3_000]))  # due at +3 s, this clock says +1 ms

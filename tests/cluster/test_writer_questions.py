@@ -1,4 +1,4 @@
-"""cluster/writer_questions.py: a question asked on the loop is answered on another thread
+"""cluster/raft/writer_questions.py: a question asked on the loop is answered on another thread
 (the tick thread's part), after what that thread posted before, and the loop never blocks."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import threading
 import pytest
 
 from horologe.cluster.errors import WriterTimeoutError
-from horologe.cluster.loop_crossing import LoopCrossing
-from horologe.cluster.writer_questions import WriterQuestions
+from horologe.cluster.raft.loop_crossing import LoopCrossing
+from horologe.cluster.raft.writer_questions import WriterQuestions
 
 
 class TickThread(threading.Thread):

@@ -16,8 +16,8 @@ from dataclasses import replace
 from pysyncobj import FAIL_REASON
 
 from horologe.cluster import SYNC, ClusterSettings, Entry, Peer, StateMachine
-from horologe.cluster.raft_node import RaftNode
-from horologe.cluster.snapshot_stream import tar_chunks
+from horologe.cluster.raft.node import RaftNode
+from horologe.cluster.raft.snapshot_stream import tar_chunks
 from horologe.storage import Storage
 from horologe.wheel import Watermark
 from testkit.process_cluster import free_ports

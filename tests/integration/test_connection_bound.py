@@ -13,7 +13,7 @@ import time
 import pytest
 
 from horologe.client import Client
-from horologe.node.http_server import LINGER_S, MAX_LINGERING
+from horologe.node.http.server import LINGER_S, MAX_LINGERING
 from testkit.process_cluster import CLIENT
 
 BOUND = 200

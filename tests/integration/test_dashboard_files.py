@@ -1,4 +1,4 @@
-"""The dashboard's static files (node/ui/) on a live node: public, typed, framed by no one."""
+"""The dashboard's static files (node/http/ui/) on a live node: public, typed, framed by no one."""
 
 from __future__ import annotations
 

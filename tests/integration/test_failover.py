@@ -13,7 +13,7 @@ from .load import Producer, wait_delivered
 
 
 def _no_applied_entry_cut(cluster) -> None:
-    """pysyncobj logs this when a follower's log loses entries it applied (cluster/append_rule.py)."""
+    """pysyncobj logs this when a follower's log loses entries it applied (cluster/raft/append_rule.py)."""
     for i in cluster.indexes:
         assert "truncating already-applied" not in cluster.log(i), f"n{i + 1} cut applied entries"
 

@@ -29,7 +29,7 @@ from schemathesis.core.failures import FailureGroup
 from schemathesis.generation.meta import TestPhase
 from schemathesis.specs.openapi.checks import response_headers_conformance, status_code_conformance
 
-from horologe.node.validation import MAX_WAIT_MS
+from horologe.node.http.rules.messages import MAX_WAIT_MS
 from testkit.process_cluster import ADMIN, CLIENT, Cluster
 
 MIN_CASES = 1000

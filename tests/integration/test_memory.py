@@ -1,6 +1,6 @@
 """The Raft log is compacted by size: its commands stay under their byte budget on every node.
 
-The log is on disk (cluster/raft_journal.py); the budget bounds the journal file and what
+The log is on disk (cluster/raft/journal.py); the budget bounds the journal file and what
 a restart replays. ``raft_log_bytes`` in /admin/status is the commands' size.
 """
 

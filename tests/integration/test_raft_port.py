@@ -16,7 +16,7 @@ import zlib
 
 from cryptography.fernet import Fernet
 
-from horologe.cluster.raft_wire import RaftCipher
+from horologe.cluster.raft.wire import RaftCipher
 
 
 class _Touch:
@@ -71,7 +71,7 @@ def _rss_kb(pid: int) -> int:
 
 def test_a_frame_claiming_a_gibibyte_is_refused_before_it_is_buffered(cluster):
     """Without the secret nothing can be decrypted, but pysyncobj would buffer the whole
-    frame its header claims first (cluster/bounded_frames.py)."""
+    frame its header claims first (cluster/raft/bounded_frames.py)."""
     master = cluster.wait_connected()
     pid = cluster.procs[master].pid
     before = _rss_kb(pid)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from horologe.cluster import ApplyResult, Entry, EntryKind, StateMachine
-from horologe.cluster.raft_node import Applied
+from horologe.cluster.raft.node import Applied
 from horologe.node.committed_view import CommittedView
 from horologe.storage import Storage, StorageConfig
 from horologe.storage.store_reader import StoreReader

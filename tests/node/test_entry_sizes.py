@@ -11,9 +11,9 @@ import asyncio
 import pytest
 
 from horologe.cluster import ACK
-from horologe.node.consumers import Consumers
+from horologe.node.consumers.receipts import Receipts
+from horologe.node.consumers.service import Consumers
 from horologe.node.group_commit import MAX_ENTRY_BYTES
-from horologe.node.receipts import Receipts
 from horologe.storage import ReadyEntry, tag_signature
 
 from .local_log import LocalLog

@@ -1,4 +1,4 @@
-"""node/gc_pauses.py: every real collection is counted once, in its generation, in /metrics form."""
+"""node/ops/gc_pauses.py: every real collection is counted once, in its generation, in /metrics form."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import gc
 
 from prometheus_client import CollectorRegistry, generate_latest
 
-from horologe.node.gc_pauses import GcPauses
+from horologe.node.ops.gc_pauses import GcPauses
 
 
 def _samples(pauses: GcPauses) -> dict[str, float]:

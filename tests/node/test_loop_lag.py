@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 
-from horologe.node.loop_lag import LoopLag
+from horologe.node.ops.loop_lag import LoopLag
 
 
 def test_a_blocked_loop_shows_as_lag():

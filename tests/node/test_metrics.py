@@ -1,4 +1,4 @@
-"""node/metrics.py: bounded labels, and a batch histogram that buckets like prometheus-client's."""
+"""node/ops/metrics.py: bounded labels, and a batch histogram that buckets like prometheus-client's."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from prometheus_client import CollectorRegistry, Histogram, generate_latest
 
-from horologe.node.metrics import LATENESS_BUCKETS, OTHER, BatchHistogram, fold
+from horologe.node.ops.metrics import LATENESS_BUCKETS, OTHER, BatchHistogram, fold
 
 
 def test_topics_past_the_cap_fold_into_other():

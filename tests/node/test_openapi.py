@@ -11,8 +11,8 @@ import pytest
 from aiohttp.test_utils import make_mocked_request
 from openapi_spec_validator import validate
 
-from horologe.node.app import create_app, is_public
 from horologe.node.config import NodeConfig
+from horologe.node.http.app import create_app, is_public
 
 API_MD = Path(__file__).resolve().parents[2] / "docs" / "api.md"
 METHODS = "GET|POST|PUT|PATCH|DELETE"

@@ -1,10 +1,10 @@
-"""Flow control of a push subscription on a fake clock (node/push_flow.py): requests open
+"""Flow control of a push subscription on a fake clock (node/push/flow.py): requests open
 at once stay within max_in_flight; starts stay within the rate, a tenth of a second's
 worth at most at once."""
 
 from __future__ import annotations
 
-from horologe.node.push_flow import Flow
+from horologe.node.push.flow import Flow
 
 
 class FakeClock:

@@ -10,10 +10,10 @@ import asyncio
 import time
 
 from horologe.cluster.push_state import PushDef
-from horologe.node.consumers import Pulled, Taken
-from horologe.node.push_flow import Flow
-from horologe.node.push_group import AHEAD_MS, Consumer, PushStats, serve
-from horologe.node.push_http import PushHttp
+from horologe.node.consumers.service import Pulled, Taken
+from horologe.node.push.client import PushHttp
+from horologe.node.push.flow import Flow
+from horologe.node.push.group import AHEAD_MS, Consumer, PushStats, serve
 from horologe.storage import Message, MessageId
 from horologe.storage.message import encode_record
 

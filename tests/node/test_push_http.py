@@ -1,4 +1,4 @@
-"""The push worker's HTTP client (node/push_http.py) against real sockets on 127.0.0.1: a
+"""The push worker's HTTP client (node/push/client.py) against real sockets on 127.0.0.1: a
 small asyncio server here answers each request as the test says, and counts connections
 and requests, so reuse, redirects (never followed), timeouts, refused and reset
 connections, long bodies, 1xx answers, the connection limit, dropping and HTTPS
@@ -11,8 +11,8 @@ import socket
 
 import pytest
 
-from horologe.node.push_http import Origin, PushHttp
-from horologe.node.push_sender import Target, outcome, request
+from horologe.node.push.client import Origin, PushHttp
+from horologe.node.push.sender import Target, outcome, request
 from horologe.node.tls import client_context, server_context
 from testkit.tls import make_pki
 

@@ -1,14 +1,14 @@
 """The request rules of PUT /v1/topics/{topic}/subscriptions/{group} and the node config's
 push_allow: each refusal with its status, code and field, before anything is proposed
-(node/push_rules.py, node/push_allow.py)."""
+(node/http/rules/push.py, node/push/allow.py)."""
 
 from __future__ import annotations
 
 import pytest
 
 from horologe.node.errors import ApiError
-from horologe.node.push_allow import PushAllow
-from horologe.node.push_rules import parse_names, parse_subscription
+from horologe.node.http.rules.push import parse_names, parse_subscription
+from horologe.node.push.allow import PushAllow
 
 SECRET = "0123456789abcdef"
 LOCAL = PushAllow(("127.0.0.1/32", "hooks.example.com", "*.example.org", "fd00::/8"))

@@ -1,4 +1,4 @@
-"""A push as bytes and its answer's meaning (node/push_sender.py), read with the clock
+"""A push as bytes and its answer's meaning (node/push/sender.py), read with the clock
 passed in."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import hashlib
 import hmac
 
-from horologe.node.push_http import Answer, Origin
-from horologe.node.push_sender import Target, outcome, request, retry_after_ms
+from horologe.node.push.client import Answer, Origin
+from horologe.node.push.sender import Target, outcome, request, retry_after_ms
 
 NOW = 1_767_225_600_000  # Thu, 01 Jan 2026 00:00:00 GMT
 

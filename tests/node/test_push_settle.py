@@ -1,10 +1,10 @@
-"""Ended pushes gathered for settling (node/push_settle.py): one ack for every success,
+"""Ended pushes gathered for settling (node/push/settle.py): one ack for every success,
 one nack per Retry-After, and nothing left behind once taken."""
 
 from __future__ import annotations
 
-from horologe.node.push_sender import Sent
-from horologe.node.push_settle import Ended
+from horologe.node.push.sender import Sent
+from horologe.node.push.settle import Ended
 
 
 def test_successes_share_an_ack_and_failures_a_nack_per_retry_after():

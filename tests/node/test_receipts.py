@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from horologe.node.consumers.receipts import Receipts
 from horologe.node.errors import ApiError
-from horologe.node.receipts import Receipts
 
 
 def _refused(receipts: Receipts, group: str, receipt) -> str:
@@ -98,7 +98,7 @@ def test_a_topic_with_an_at_sign_does_not_make_a_member():
 
 def test_a_scattered_batch_gives_its_messages_receipts_of_their_own():
     """Past MEMBER_RANGES ranges, a member would carry the whole long span."""
-    from horologe.node.receipts import MEMBER_RANGES
+    from horologe.node.consumers.receipts import MEMBER_RANGES
 
     rs = Receipts("secret")
     offsets = list(range(0, 2 * (MEMBER_RANGES + 1), 2))

@@ -1,12 +1,12 @@
 """The request rules where the fuzz test found them to differ from /openapi.json, which
-says exactly what they accept (node/openapi_schemas.py)."""
+says exactly what they accept (node/http/openapi/schemas.py)."""
 
 from __future__ import annotations
 
 import pytest
 
 from horologe.node.errors import ApiError
-from horologe.node.validation import parse_consumer_request, parse_message
+from horologe.node.http.rules.messages import parse_consumer_request, parse_message
 from horologe.storage.message import MessageLimits
 
 NOW = 1_767_225_600_000

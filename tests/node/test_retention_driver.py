@@ -9,10 +9,10 @@ import pytest
 
 from horologe.cluster import PRODUCE, SYNC, TRIM
 from horologe.cluster.retention import Cut
-from horologe.node.consumers import Consumers
+from horologe.node.consumers.receipts import Receipts
+from horologe.node.consumers.service import Consumers
 from horologe.node.errors import ApiError
 from horologe.node.pull_wire import as_json
-from horologe.node.receipts import Receipts
 from horologe.node.retention_driver import RetentionDriver
 from horologe.storage import Message, MessageExpiredError, StorageConfig
 from horologe.storage.delay_index import MS_PER_HOUR

@@ -11,7 +11,7 @@ import pytest
 from horologe.cluster.entries import FIRE, SCHEDULE
 from horologe.cluster.schedule_plan import Planner
 from horologe.cluster.schedule_state import ScheduleDef, mark
-from horologe.node.schedule_driver import ScheduleDriver
+from horologe.node.schedules.driver import ScheduleDriver
 from horologe.storage import StorageConfig
 
 from .local_log import LocalLog

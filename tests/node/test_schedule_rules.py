@@ -1,12 +1,12 @@
 """The request rules of POST /v1/schedules: each refusal with its status, code and field,
-before anything is proposed (node/schedule_rules.py)."""
+before anything is proposed (node/http/rules/schedules.py)."""
 
 from __future__ import annotations
 
 import pytest
 
 from horologe.node.errors import ApiError
-from horologe.node.schedule_rules import parse_name, parse_schedule
+from horologe.node.http.rules.schedules import parse_name, parse_schedule
 from horologe.storage.message import MessageLimits
 
 NOW = 1_767_225_600_000

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from horologe.node.consumers import TagFilter
+from horologe.node.consumers.service import TagFilter
 from horologe.node.errors import ApiError
 from horologe.storage import tags_signature
 

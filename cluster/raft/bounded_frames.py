@@ -1,0 +1,63 @@
+"""Raft frames that claim more than a bound are refused before they are buffered.
+
+A Raft message travels as ``i32 length | frame`` (cluster/raft/wire.py), and a frame is
+read whole into memory before it is opened, whatever length its header claims. So a
+peer without the cluster secret, which can decrypt nothing, could still make a node
+hold up to 2 GiB per connection, and pysyncobj reads a connection until the socket is
+empty before it parses anything. A connection is dropped as soon as its next frame
+claims a negative length or more than ``MAX_FRAME_BYTES`` (checked after every read and
+before every parse), or while more than ``MAX_BUFFERED_BYTES`` wait to be parsed.
+
+pysyncobj makes its connections in two places (``TcpServer`` for accepted ones, the
+transport for dialled ones) with no parameter for the class, all through a node's life,
+so :func:`install` points both modules' name at the bounded class, once per process.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import pysyncobj.tcp_server as tcp_server_module
+import pysyncobj.transport as transport_module
+
+from .wire import HEAD, WireConnection
+
+log = logging.getLogger(__name__)
+
+# The largest honest frame is an append batch (4 MiB of entries) or a snapshot shipment
+# chunk (512 KiB), pickled and sealed: far below this.
+MAX_FRAME_BYTES = 64 * 1024 * 1024
+MAX_BUFFERED_BYTES = 2 * MAX_FRAME_BYTES  # one whole frame and the next, unparsed
+
+
+class BoundedTcpConnection(WireConnection):
+    def _out_of_bounds(self) -> str | None:
+        buf = self._TcpConnection__readBuffer
+        if len(buf) > MAX_BUFFERED_BYTES:
+            return f"{len(buf)} bytes wait to be parsed"
+        if len(buf) >= HEAD.size:
+            (n,) = HEAD.unpack_from(buf)
+            if not 0 <= n <= MAX_FRAME_BYTES:
+                return f"a frame claims {n} bytes"
+        return None
+
+    def _refused(self) -> bool:
+        why = self._out_of_bounds()
+        if why is not None:
+            log.warning("dropped a Raft connection: %s", why)
+            self.disconnect()
+        return why is not None
+
+    def _TcpConnection__processRead(self):  # noqa: N802 - pysyncobj's name
+        return WireConnection._TcpConnection__processRead(self) and not self._refused()
+
+    def _TcpConnection__processParseMessage(self):  # noqa: N802 - pysyncobj's name
+        if self._refused():
+            return None
+        return WireConnection._TcpConnection__processParseMessage(self)
+
+
+def install() -> None:
+    """Have pysyncobj make bounded connections, accepted and dialled (idempotent)."""
+    tcp_server_module.TcpConnection = BoundedTcpConnection
+    transport_module.TcpConnection = BoundedTcpConnection

@@ -1,0 +1,203 @@
+"""pysyncobj's dump file: a manifest of the store, never its data.
+
+pysyncobj keeps one "full dump" per node (``raft/snapshot``): it asks for one when it
+compacts its log, reads it back at start and when the leader sends one, and ships it
+to a follower that is too far behind for the log. Ours never holds the data itself:
+
+* **The local dump** (``raft/snapshot``)::
+
+      magic "HZSNAP" v1 | frame(msgpack {"index": int, "raft": bytes, "store": checkpoint})
+
+  ``raft`` is pysyncobj's own data, pickled (its cluster is a set of node objects);
+  ``store`` is the store's journal checkpoint at ``index`` (``Storage.checkpoint_record``):
+  every file and its committed length. Store files are append-only below their committed
+  length, so the live files' prefixes *are* the snapshot until retention removes them.
+  Writing a dump costs a dict of file lengths and one fsync, on the tick thread between
+  two applies: the same with 10³ or 10⁷ messages pending.
+
+  The store is durable (fsynced) at every index it applied, so at start it is never
+  behind its own dump unless it ran with ``fsync = false`` and the machine lost power;
+  that is refused (:class:`StoreBehindDumpError`) rather than served.
+
+* **The shipped dump**, which a follower receives (``snapshot_stream.py`` makes it from
+  the manifest and the live files, chunk by chunk) and pysyncobj stores under the same
+  name::
+
+      magic "HZSHIP" v1 | frame(pickled raft data) | tar of a store folder (arcname "store")
+
+  Installing it unpacks the tar (O(data): it is a catch-up), restores the store from it,
+  then replaces the shipped file with a local dump. A file without a magic is the
+  previous version's shipped format (``u64 n | pickle, n bytes | tar``), read as one.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import pickle
+import shutil
+import struct
+import tarfile
+import time
+from collections.abc import Callable
+from typing import NamedTuple
+
+import msgpack
+from pysyncobj import SERIALIZER_STATE
+
+from horologe.storage.durable import fsync, fsync_dir
+from horologe.storage.errors import CorruptLogError
+from horologe.storage.framing import FRAME_HEAD, FRAME_OVERHEAD, frame, read_frame
+from horologe.storage.magic import MAGIC_SIZE, RAFT_DUMP, RAFT_SHIPPED, magic
+
+from ..errors import StoreBehindDumpError
+
+log = logging.getLogger(__name__)
+
+LEGACY_HEADER = struct.Struct("<Q")
+# What the previous version left beside the dump: a linked store folder, a tar being written.
+LEFTOVERS = ("snapshot.dir", "snapshot.next", "snapshot.restore")
+
+
+class DumpFigures(NamedTuple):
+    """The last dump this process wrote: for status and metrics."""
+
+    index: int
+    seconds: float  # to take the checkpoint and write the manifest, fsync included
+    manifest_bytes: int  # the dump file itself
+    store_bytes: int  # the store files it names, up to their committed lengths: what shipping it sends
+
+
+class LocalDump(NamedTuple):
+    index: int  # the last Raft index the store had applied
+    raft_data: object
+    store: dict  # the store's journal checkpoint at ``index``
+
+
+def write_local(path: str, dump: LocalDump) -> None:
+    """Write ``dump`` to ``path``, fsynced (the caller renames it and fsyncs the folder)."""
+    raft = pickle.dumps(dump.raft_data, protocol=4)
+    record = {"index": dump.index, "raft": raft, "store": dump.store}
+    with open(path, "wb") as f:
+        f.write(magic(RAFT_DUMP) + frame(msgpack.packb(record, use_bin_type=True)))
+        f.flush()
+        fsync(f.fileno(), path)
+
+
+def read_local(path: str) -> LocalDump | None:
+    """The local dump at ``path``, or None if the file there is a shipped one."""
+    with open(path, "rb") as f:
+        if f.read(MAGIC_SIZE) != magic(RAFT_DUMP):
+            return None
+        buf = bytes(MAGIC_SIZE) + f.read()
+    try:
+        record = msgpack.unpackb(read_frame(buf, MAGIC_SIZE, path), raw=False, strict_map_key=False)
+        return LocalDump(int(record["index"]), pickle.loads(record["raft"]), record["store"])
+    except (ValueError, TypeError, KeyError, msgpack.UnpackException, pickle.UnpicklingError) as e:
+        raise CorruptLogError(path, MAGIC_SIZE, f"unreadable dump manifest: {e}") from e
+
+
+def shipped_head(raft_data_pickled: bytes) -> bytes:
+    """What a shipped dump starts with, before its tar."""
+    return magic(RAFT_SHIPPED) + frame(raft_data_pickled)
+
+
+def read_shipped(path: str, staging: str):
+    """Unpack the shipped dump at ``path``: its store into ``<staging>/store``; returns the raft data."""
+    shutil.rmtree(staging, ignore_errors=True)
+    with open(path, "rb") as f:
+        head = f.read(MAGIC_SIZE)
+        if head == magic(RAFT_SHIPPED):
+            (n,) = FRAME_HEAD.unpack(f.read(FRAME_HEAD.size))
+            f.seek(MAGIC_SIZE)
+            raft_data = pickle.loads(read_frame(f.read(n + FRAME_OVERHEAD), 0, path))
+        elif len(head) == LEGACY_HEADER.size:  # the previous version's format: u64 n | pickle | tar
+            (n,) = LEGACY_HEADER.unpack(head)
+            raft_data = pickle.loads(f.read(n))
+        else:
+            raise CorruptLogError(path, 0, "not a Raft dump")
+        with tarfile.open(fileobj=f, mode="r|") as tar:
+            tar.extractall(staging, filter="data")
+    return raft_data
+
+
+def check_not_behind(dump: LocalDump, applied_index: int, data_dir: str) -> None:
+    if dump.index > applied_index:
+        raise StoreBehindDumpError(
+            f"the store in {data_dir} has applied up to Raft index {applied_index}, but this "
+            f"node's Raft dump says {dump.index}: it lost writes it had applied (fsync = false "
+            "and a power loss?). Move this node's data folder away and start it empty: it "
+            "will catch up from the leader."
+        )
+
+
+class DumpWriter:
+    """pysyncobj's serializer and serializeChecker (both on the tick thread)."""
+
+    def __init__(self, dump_path: str, checkpoint: Callable[[], dict]) -> None:
+        """``checkpoint()`` is the store's ``checkpoint_record()`` (tick thread)."""
+        self.dump_path = dump_path
+        self.folder = os.path.dirname(dump_path)
+        self._checkpoint = checkpoint
+        self._done: int | None = None  # SUCCESS or FAILED, reported once by state()
+        self._pending: int | None = None
+        self._remove_leftovers()
+        self.index: int | None = None  # the current dump's, once one is written or read
+        self.last: DumpFigures | None = None  # of the last dump written (any thread reads)
+
+    def current(self) -> LocalDump | None:
+        dump = read_local(self.dump_path) if os.path.exists(self.dump_path) else None
+        if dump is not None:
+            self.index = dump.index
+        return dump
+
+    def start(self, tmp_path: str, raft_data) -> None:
+        """pysyncobj's serializer: write the manifest to ``tmp_path``.
+
+        pysyncobj renames ``tmp_path`` over the dump when this returns; :meth:`state`
+        then makes the rename durable before the journal drops what the dump covers.
+        """
+        began = time.monotonic()
+        # raft_data: (last applied entry, the entry before it, cluster); entry: (command, index, term)
+        dump = LocalDump(raft_data[0][1], raft_data, self._checkpoint())
+        try:
+            write_local(tmp_path, dump)
+        except OSError as e:
+            log.warning("raft dump failed: %s", e)
+            if os.path.exists(tmp_path):
+                os.unlink(tmp_path)
+            self._done = SERIALIZER_STATE.FAILED
+            return
+        self._done, self._pending = SERIALIZER_STATE.SUCCESS, dump.index
+        took = time.monotonic() - began
+        files = dump.store["files"]
+        self.last = DumpFigures(dump.index, took, os.path.getsize(tmp_path), sum(files.values()))
+        log.info("raft dump at index %d (%d store files) in %.1f ms", dump.index, len(files), took * 1000)
+
+    @property
+    def finished(self) -> bool:
+        """A dump was written and :meth:`state` has not reported it yet."""
+        return self._done is not None
+
+    def state(self) -> int:
+        """pysyncobj's serializeChecker; reports SUCCESS or FAILED once after :meth:`start`."""
+        done, self._done = self._done, None
+        if done is None:
+            return SERIALIZER_STATE.NOT_SERIALIZING
+        if done == SERIALIZER_STATE.SUCCESS:
+            fsync_dir(self.folder)  # pysyncobj's rename, before the journal is cut
+            self.index = self._pending
+        return done
+
+    def replace(self, dump: LocalDump) -> None:
+        """Put ``dump`` in place of the current file (a shipped one, just installed)."""
+        write_local(self.dump_path + ".tmp", dump)
+        os.replace(self.dump_path + ".tmp", self.dump_path)
+        fsync_dir(self.folder)
+        self.index = dump.index
+
+    def _remove_leftovers(self) -> None:
+        for name in os.listdir(self.folder):
+            path = os.path.join(self.folder, name)
+            if name in LEFTOVERS:
+                shutil.rmtree(path, ignore_errors=True) if os.path.isdir(path) else os.unlink(path)

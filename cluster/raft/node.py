@@ -1,0 +1,679 @@
+"""The Raft shell around the state machine: pysyncobj, proposals, snapshots, handover.
+
+pysyncobj runs its own tick thread, which owns the writer (loop_crossing.py states the
+thread rule): it applies entries, writes and installs snapshots, and after each of
+these publishes the committed state. Everything for the event loop (what was applied,
+proposals' outcomes, role changes, transfers) crosses through one ``LoopCrossing``,
+in order; nothing here blocks the event loop.
+
+pysyncobj's Raft log is a :class:`~horologe.cluster.raft.journal.DiskJournal`, which also
+states the durability rule that ``_sync_journal`` and the overrides below enforce.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import shutil
+import threading
+import time
+from collections.abc import Awaitable, Callable
+from contextlib import contextmanager
+from typing import NamedTuple, TypeVar
+
+import pysyncobj.pickle as raft_pickle
+import pysyncobj.syncobj as pysyncobj_module
+from pysyncobj import FAIL_REASON, SyncObj, SyncObjConf, replicated
+from pysyncobj.monotonic import monotonic as monotonic_time
+from pysyncobj.syncobj import _RAFT_STATE
+
+from horologe.storage import Storage
+from horologe.storage.commit_journal import CommitJournal
+from horologe.storage.store_reads import CommittedState
+
+from ..errors import InsecureConfigError, ProposalRejectedError, ProposalTimeoutError, StoreBehindDumpError
+from ..state_machine import ApplyResult, StateMachine
+from . import bounded_frames
+from .append_rule import trim_append
+from .contract import check_node, check_pysyncobj
+from .dial_node import DialNode
+from .dump_file import DumpFigures, DumpWriter, LocalDump, check_not_behind, read_local, read_shipped
+from .journal import DiskJournal
+from .loop_crossing import LoopCrossing
+from .monotonic_watch import MonotonicWatch, exit_for_step
+from .peer_clocks import PeerClock, keepalive, received
+from .settings import ClusterSettings
+from .snapshot_stream import ShippingSerializer
+from .wire import RaftCipher
+from .writer_questions import WriterQuestions
+
+log = logging.getLogger(__name__)
+
+# Field notes: protocol 4 doubles throughput over pysyncobj's default 2. Read at call time.
+setattr(raft_pickle, "__protocol", 4)
+
+KEEPALIVE = "horologe_keepalive"  # a message type pysyncobj does not use
+
+# Held while pysyncobj's factories are swapped (_pysyncobj_parts): two nodes started at once
+# in one process must each get their own parts and leave the factories as they were.
+_PARTS_LOCK = threading.Lock()
+
+
+T = TypeVar("T")
+
+
+class Applied(NamedTuple):
+    """What the tick thread publishes after an apply (``result``) or a snapshot install (None)."""
+
+    result: ApplyResult | None
+    committed: CommittedState
+    halted: str | None  # why this replica stopped applying, if it did
+    skipped: int  # bad entries recorded and skipped (the latest 100 at most)
+
+
+@contextmanager
+def _pysyncobj_parts(**parts):
+    """Have ``SyncObj.__init__`` build these parts (its module's names) instead of its own.
+
+    pysyncobj builds its journal (a ``FileJournal`` holding every command in memory,
+    issue #12), its serializer and its Raft link's cipher (cluster/raft/wire.py) inside
+    ``__init__``, with its module's globals and no parameter for others, and starts its
+    tick thread there too: they cannot be swapped in after it returns. The globals are
+    swapped for one construction at a time and put back even if it fails.
+    """
+    with _PARTS_LOCK:
+        saved = {name: getattr(pysyncobj_module, name) for name in parts}
+        for name, factory in parts.items():
+            setattr(pysyncobj_module, name, factory)
+        try:
+            yield
+        finally:
+            for name, original in saved.items():
+                setattr(pysyncobj_module, name, original)
+
+
+class RaftNode(SyncObj):
+    def __init__(
+        self,
+        settings: ClusterSettings,
+        state: StateMachine,
+        crossing: LoopCrossing,
+        on_applied: Callable[[Applied], None],
+        on_role: Callable[[bool], None],
+        clock: Callable[[], int] | None = None,
+        observe_apply: Callable[[float], None] = lambda seconds: None,
+        observe_fsync: Callable[[float], None] = lambda seconds: None,
+        auto_tick: bool = True,
+        on_monotonic_step: Callable[[float], None] = exit_for_step,
+    ) -> None:
+        """``on_applied`` and ``on_role`` (True: this node leads now) run on the event loop,
+        through ``crossing``. ``clock`` (wall ms) is sent to peers on every keep-alive; see
+        :meth:`peer_clocks`. ``observe_apply(seconds)`` is told, on the tick thread, how
+        long each entry took to apply, and ``observe_fsync(seconds)`` how long each fsync
+        of the Raft journal took. ``on_monotonic_step(seconds)`` is called, on the tick
+        thread, when the monotonic clock went back (monotonic_watch.py: the process ends).
+
+        With ``auto_tick`` False pysyncobj starts no tick thread: the caller ticks the node
+        itself (``doTick``), one step at a time, as the in-process tests of the Raft shell do.
+        """
+        if not settings.cluster_secret and not settings.insecure_dev:
+            raise InsecureConfigError(
+                "no cluster secret: anyone reaching the Raft port could run code on this node "
+                "(set cluster_secret or HOROLOGE_CLUSTER_SECRET; --insecure-dev only for local tests)"
+            )
+        check_pysyncobj()
+        self.settings = settings
+        self.state = state
+        self._observe_apply = observe_apply
+        self._observe_fsync = observe_fsync
+        # Changes of the leader this node knows (tick thread writes, any thread reads).
+        self.leader_changes = 0
+        # Answers to appends dropped for naming another term than this node's (tick thread
+        # writes; a leader's, in practice: only a leader is sent answers).
+        self.stale_answers = 0
+        self._known_leader: str | None = None
+        self._crossing = crossing
+        self._on_applied = on_applied
+        self._on_role = on_role
+        raft_dir = os.path.join(settings.data_dir, "raft")
+        os.makedirs(raft_dir, exist_ok=True)
+        self._dump = DumpWriter(os.path.join(raft_dir, "snapshot"), state.store.checkpoint_record)
+        conf = SyncObjConf(
+            password=settings.cluster_secret or None,
+            journalFile=os.path.join(raft_dir, "journal"),
+            fullDumpFile=os.path.join(raft_dir, "snapshot"),
+            serializer=self._dump.start,
+            serializeChecker=self._dump.state,
+            deserializer=self._read_snapshot,
+            appendEntriesUseBatch=False,
+            appendEntriesBatchSizeBytes=settings.append_batch_bytes,
+            raftMinTimeout=settings.raft_min_timeout,
+            raftMaxTimeout=settings.raft_max_timeout,
+            appendEntriesPeriod=settings.heartbeat_s,
+            autoTickPeriod=settings.tick_s,
+            leaderFallbackTimeout=settings.leader_fallback_timeout,
+            logCompactionMinEntries=settings.log_compaction_min_entries,
+            logCompactionMinTime=settings.log_compaction_min_time,
+            bindAddress=settings.bind,
+            dynamicMembershipChange=False,
+            connectionRetryTime=settings.connect_retry_s,
+            onStateChanged=self._state_changed,
+            autoTick=auto_tick,
+        )
+        self._peers = [DialNode(p.raft, p.dial) for p in settings.peers]
+        self._journal: DiskJournal | None = None
+        self._refuse_success = False  # set when a shipped snapshot failed to install
+        self._installed_at: int | None = None  # the index of a snapshot just installed
+
+        def create_journal(path: str) -> DiskJournal:
+            # Set before the tick thread starts, so the tick thread's overrides below find it.
+            self._journal = DiskJournal(path)
+            return self._journal
+
+        def serializer(*args) -> ShippingSerializer:
+            return ShippingSerializer(self._dump, state.store.directory, self._ask_for_dump, *args)
+
+        bounded_frames.install()  # before the first connection is made or accepted
+        built = False
+        try:
+            with _pysyncobj_parts(
+                createJournal=create_journal, Serializer=serializer, getEncryptor=RaftCipher.from_secret
+            ):
+                super().__init__(DialNode(settings.raft), self._peers, conf)
+            built = True
+            check_node(self, self._journal, ShippingSerializer)
+        except BaseException:
+            if built:
+                self.destroy()  # its tick thread stops at its next tick
+            elif self._journal is not None:
+                self._journal.close()
+            raise
+        self._transfer: tuple[str | None, float, Callable[[bool], None]] | None = None
+        self.addOnTickCallback(self._tick_transfer)
+        self._next_halted_transfer = 0.0
+        self.addOnTickCallback(self._tick_halted)
+        self._transport = self._SyncObj__transport
+        self._on_raft_message = self._transport._onMessageReceivedCallback
+        self._transport.setOnMessageReceivedCallback(self._on_message)
+        self._next_keepalive = 0.0
+        self._clock = clock or (lambda: time.time_ns() // 1_000_000)
+        # address -> the peer's latest reading (tick thread writes, peer_clocks reads)
+        self._peer_clocks: dict[str, PeerClock] = {}
+        self.addOnTickCallback(self._tick_keepalive)
+        self.addOnTickCallback(self._tick_leader)
+        self._monotonic = MonotonicWatch(monotonic_time())
+        self._on_monotonic_step = on_monotonic_step
+        self.addOnTickCallback(self._tick_monotonic)
+        self._questions = WriterQuestions(crossing, self._wake_tick)
+        self.addOnTickCallback(lambda: self._questions.answer_all(self.state.store))
+
+    # -- the one replicated method ----------------------------------------------
+
+    @replicated
+    def apply_entry(self, blob: bytes) -> ApplyResult:
+        # Never raises (field notes: a raising entry is retried forever).
+        self._crossing.require_off_loop("applying an entry")
+        index = self.raftLastApplied + 1
+        self._sync_journal()  # durable here before it is applied, and so before it is acked
+        entries = self._SyncObj__getEntries(index, 1)
+        term = entries[0][2] if entries else None
+        started = time.perf_counter()
+        res = self.state.apply(index, blob, term)
+        self._observe_apply(time.perf_counter() - started)
+        self._publish(res)
+        return res
+
+    def _publish(self, res: ApplyResult | None) -> None:
+        state = self.state
+        applied = Applied(res, state.store.published(), state.halted, len(state.errors))
+        self._crossing.post(self._on_applied, applied)
+
+    def _state_changed(self, old: int, new: int) -> None:  # tick thread
+        if (old == _RAFT_STATE.LEADER) != (new == _RAFT_STATE.LEADER):
+            if old == _RAFT_STATE.LEADER:
+                self._SyncObj__serializer.cancel_all()  # a follower's shipment ends with its leader
+            self._crossing.post(self._on_role, new == _RAFT_STATE.LEADER)
+
+    async def propose(self, blob: bytes, timeout: float | None = None) -> ApplyResult:
+        """Propose an entry; resolve when this node has applied it (after its Applied was posted)."""
+        return await self.submit(blob, timeout)
+
+    def submit(self, blob: bytes, timeout: float | None = None) -> Awaitable[ApplyResult]:
+        """Propose an entry now, before returning; await the answer to learn when this node
+        has applied it. Proposals submitted one after another are in the log in that order."""
+        fut: asyncio.Future[ApplyResult] = asyncio.get_running_loop().create_future()
+
+        def settle(res, err) -> None:  # on the loop
+            if fut.done():
+                return
+            if err == FAIL_REASON.SUCCESS:
+                fut.set_result(res)
+            else:
+                fut.set_exception(ProposalRejectedError(f"entry not committed: reason {err}"))
+
+        def done(res, err) -> None:  # on the tick thread (or at once, here, when refused)
+            self._crossing.post(settle, res, err)
+
+        self.apply_entry(blob, callback=done)
+        return self._settled(fut, timeout or self.settings.proposal_timeout_s)
+
+    @staticmethod
+    async def _settled(fut: asyncio.Future[ApplyResult], timeout: float) -> ApplyResult:
+        try:
+            return await asyncio.wait_for(fut, timeout)
+        except TimeoutError as e:
+            raise ProposalTimeoutError("entry neither committed nor rejected in time") from e
+
+    def _applyCommand(self, command, callback, commandType=None) -> None:  # noqa: N802 - pysyncobj's name
+        """Every proposal starts here; refuse the ones forwarded by other nodes.
+
+        pysyncobj hands a proposal to the leader when its proposer is no longer leader.
+        Horologe proposes only on the master (clients are redirected there), so a
+        forwarded proposal comes from a deposed master that has not yet learnt it was
+        deposed, say one just woken from a pause. Committing it would let that master
+        decide (advance the wheel, release) after losing its place. Its proposer gets
+        REQUEST_DENIED instead.
+
+        A halted replica proposes nothing either: it is handing leadership over, and
+        pysyncobj denies a transfer while the target's log is behind the leader's. A log
+        that grows by one entry a wheel turn keeps every follower just behind it, so that
+        transfer could be denied turn after turn (seen: 20 s with no master).
+        """
+        if self.state.halted and not isinstance(callback, tuple):
+            if callback is not None:
+                callback(None, FAIL_REASON.REQUEST_DENIED)
+            return
+        if callback is None or isinstance(callback, tuple):  # (node, request id): from the wire
+            log.warning("refused a proposal forwarded by another node (a deposed master)")
+            if isinstance(callback, tuple):
+                node, request_id = callback
+                self._SyncObj__transport.send(
+                    node,
+                    {
+                        "type": "apply_command_response",
+                        "request_id": request_id,
+                        "error": FAIL_REASON.REQUEST_DENIED,
+                    },
+                )
+            return
+        super()._applyCommand(command, callback, commandType)
+
+    def _checkCommandsToApply(self) -> None:  # noqa: N802 - pysyncobj's name
+        """pysyncobj's leader appends waiting proposals to its log and sends them to the
+        followers here. It syncs them at once, while the followers write theirs: its own
+        copy is on disk before the next tick counts it towards a commit (which the
+        followers then learn and apply), and its fsync no longer waits for their answers
+        (the apply's sync finds nothing left to do)."""
+        super()._checkCommandsToApply()
+        self._sync_journal()
+
+    def _SyncObj__sendNextNodeIdx(self, node, reset=False, nextNodeIdx=None, success=False):  # noqa: N802, N803
+        """A follower's answer to the leader: entries it reports having are on disk first,
+        and the answer names the term it answers in (pysyncobj's carries none; the leader
+        drops answers of other terms, ``_on_message``)."""
+        if success and self._refuse_success:
+            self._refuse_success = False  # a snapshot this follower could not install
+            return
+        if success:
+            self._sync_journal()
+        installed, self._installed_at = self._installed_at, None
+        if nextNodeIdx is None:
+            # After an install, from the snapshot's index on: entries kept after it
+            # (_SyncObj__loadDumpFile) are counted once the leader's next append checks them.
+            last = self._SyncObj__getCurrentLogIndex() if installed is None else installed
+            nextNodeIdx = last + 1
+        self._transport.send(
+            node,
+            {
+                "type": "next_node_idx",
+                "next_node_idx": nextNodeIdx,
+                "reset": reset,
+                "success": success,
+                "term": self._SyncObj__raftCurrentTerm,
+            },
+        )
+
+    def _sync_journal(self) -> None:
+        # The durability rule (journal.py): before an ack to the leader, and before an apply.
+        started = time.perf_counter()
+        if self._journal.sync():
+            self._observe_fsync(time.perf_counter() - started)
+
+    # -- questions for the writer -----------------------------------------------
+
+    def ask_writer(self, question: Callable[[Storage], T], timeout: float | None = None) -> Awaitable[T]:
+        """On the loop: ``question(store)`` answered on the tick thread, between applies
+        (writer_questions.py); only reads, and quick ones: the tick thread waits for it."""
+        return self._questions.ask(question, timeout or self.settings.proposal_timeout_s)
+
+    def _wake_tick(self) -> None:
+        """Wake the tick thread from its poll (pysyncobj's own notifier, which a proposal
+        uses too); without one, it looks within ``tick_s``."""
+        notifier = getattr(self, "_SyncObj__pipeNotifier", None)
+        if notifier is not None:
+            try:
+                notifier.notify()
+            except BlockingIOError:  # the pipe is full: the tick thread has wake-ups waiting
+                pass
+
+    # -- links ------------------------------------------------------------------
+
+    def _tick_keepalive(self) -> None:
+        """Send every linked peer a keep-alive with this node's clock reading.
+
+        It keeps links read (``ClusterSettings.link_keepalive_s``) and lets each node know
+        the others' clocks (node/quorum_clock.py). Only to peers whose link finished its
+        handshake: a message sent earlier would be taken for the encryption key exchange.
+        """
+        now = monotonic_time()
+        if now < self._next_keepalive:
+            return
+        self._next_keepalive = now + self.settings.link_keepalive_s
+        clock_ms = self._clock()
+        for node in self._peers:
+            if self.isNodeConnected(node):
+                last = self._peer_clocks.get(node.address)
+                self._transport.send(node, {"type": KEEPALIVE, **keepalive(clock_ms, now, last)})
+
+    def _on_message(self, node, message) -> None:
+        kind = message.get("type") if isinstance(message, dict) else None
+        if kind == KEEPALIVE:
+            clock = received(message, monotonic_time(), self._peer_clocks.get(node.address))
+            if clock is not None:
+                self._peer_clocks[node.address] = clock
+            return
+        if kind == "append_entries":
+            message = self._append_as_raft_has_it(message)
+        elif kind == "next_node_idx":
+            term = message.get("term")
+            if term is not None and term != self._SyncObj__raftCurrentTerm:
+                # An answer to an append of another term: from a leadership of this node's
+                # before it lost and regained the lead, the follower's log may have been
+                # rewritten since, so its index would count entries the follower no longer
+                # has towards a commit of this term. (An answer without a term comes from a
+                # node older than this rule, in a rolling upgrade: taken as pysyncobj would.)
+                self.stale_answers += 1
+                return
+            if message.get("success"):
+                self._take_ack(node, message)
+                return
+        self._on_raft_message(node, message)
+
+    def _append_as_raft_has_it(self, message: dict) -> dict:
+        """An ``append_entries`` as pysyncobj's follower should take it.
+
+        With a place in the log (``prevLogIdx``), the append rule (append_rule.py) keeps
+        what the follower holds of the leader's log. Without one (a snapshot chunk, or
+        pysyncobj's empty ``"serialized": None``), nothing says the follower's entries are
+        the leader's, yet pysyncobj would commit up to min(leader's commit, own last index):
+        a former master would apply its own suffix that never committed. Such a message
+        moves the commit index nowhere; the next append with a place in the log does.
+        """
+        commit = self._SyncObj__raftCommitIndex
+        if "prevLogIdx" not in message:
+            return {**message, "commit_index": min(message.get("commit_index", commit), commit)}
+        if "transmission" in message:  # a large entry in parts: pysyncobj's own path
+            return message
+        journal = self._journal
+        return trim_append(message, journal.term_at, journal.last_idx, commit)
+
+    def _take_ack(self, node, message: dict) -> None:
+        """A follower's ack, without moving back what the leader has sent it.
+
+        pysyncobj's leader sends ahead of the acks (each send moves the follower's next
+        index past what it sent), but sets the next index to the acked one on every ack:
+        under load an ack is overtaken by later sends, so the leader sent those again, and
+        once it had compacted its log past them it shipped the follower a whole snapshot
+        (seen under saturating ingest: shipments, then elections). An ack moves the match
+        index; only a refusal (``reset``) moves the next index back, as Raft has it."""
+        next_index = self._SyncObj__raftNextIndex
+        sent = next_index.get(node)
+        self._on_raft_message(node, message)
+        moved_back = sent is not None and next_index.get(node, sent) < sent
+        if moved_back and not message.get("reset") and self._isLeader():
+            next_index[node] = sent
+
+    def _tick_monotonic(self) -> None:
+        back = self._monotonic.went_back(monotonic_time())
+        if back is not None:
+            self._on_monotonic_step(back)
+
+    def peer_clocks(self) -> list[tuple[int, float]]:
+        """The latest clock reading of each peer heard from: (ms, seconds since it was
+        read: since it arrived, plus the link's transit; cluster/raft/peer_clocks.py)."""
+        now = monotonic_time()
+        return [(c.ms, c.age_s(now)) for c in list(self._peer_clocks.values())]
+
+    def linked_peers(self) -> set[str]:
+        """Raft addresses of the peers this node has a live, handshaken link to."""
+        return {node.address for node in self._peers if self.isNodeConnected(node)}
+
+    # -- roles ------------------------------------------------------------------
+
+    def _tick_leader(self) -> None:
+        """Count changes of the leader this node knows: one lost, or another heard of
+        (``onStateChanged`` tells only of this node's own role)."""
+        leader = self.leader_address()
+        if leader != self._known_leader:
+            self._known_leader = leader
+            self.leader_changes += 1
+
+    # Methods, not properties: SyncObj.__init__ calls getattr on every attribute.
+    def is_master(self) -> bool:
+        return self._isLeader()
+
+    def current_term(self) -> int:
+        """This node's Raft term (a plain read of pysyncobj's int: safe from any thread)."""
+        return self._SyncObj__raftCurrentTerm
+
+    def role(self) -> str:
+        state = self.getStatus()["state"]
+        return {_RAFT_STATE.LEADER: "master", _RAFT_STATE.CANDIDATE: "candidate"}.get(state, "slave")
+
+    def leader_address(self) -> str | None:
+        leader = self._getLeader()
+        return None if leader is None else leader.address
+
+    # -- handover -------------------------------------------------------------
+
+    async def transfer_leadership_to(self, target: str | None, deadline_s: float) -> bool:
+        """Ask for a transfer from the tick thread, retrying while it is denied; True once
+        this node stepped down."""
+        fut: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+
+        def done(ok: bool) -> None:  # tick thread
+            self._crossing.post(lambda: fut.done() or fut.set_result(ok))
+
+        self._transfer = (target, time.monotonic() + deadline_s, done)
+        return await fut
+
+    def _tick_transfer(self) -> None:
+        pending = self._transfer
+        if pending is None:
+            return
+        target, deadline, done = pending
+        if not self._isLeader():
+            self._transfer = None
+            self._hold_back_from_elections()
+            done(True)
+            return
+        if time.monotonic() > deadline:
+            self._transfer = None
+            done(False)
+            return
+
+        def answer(_res, err) -> None:
+            if err not in (FAIL_REASON.SUCCESS, FAIL_REASON.REQUEST_DENIED):
+                log.warning("transfer of leadership failed: reason %s", err)
+
+        self.transferLeadership(target, callback=answer)
+
+    def _tick_halted(self) -> None:
+        """A halted replica leads nothing: it hands leadership over and never campaigns.
+
+        It still stores and acknowledges entries (its journal is durable), so it counts for
+        commits, and a restart replays what it could not apply.
+        """
+        if not self.state.halted:
+            return
+        self._hold_back_from_elections()
+        now = monotonic_time()
+        if self._isLeader() and now >= self._next_halted_transfer:
+            self._next_halted_transfer = now + 0.2
+            log.warning("halted: handing leadership over (%s)", self.state.halted)
+            self.transferLeadership(None)
+
+    def _SyncObj__tryLogCompaction(self):  # noqa: N802
+        """Compaction, also when the log's commands pass ``log_compaction_bytes``.
+
+        The log is on disk (journal.py): the budget bounds the journal file and what
+        a restart replays, no longer memory.
+
+        No snapshot while halted: it would be labelled with entries the store never applied,
+        and compaction would then drop them from the journal that a restart replays."""
+        if self.state.halted:
+            return
+        # Not while a shipment is under way: a dump and cut now would leave the follower
+        # to continue from entries the leader no longer holds, and it would be shipped a
+        # snapshot again, and again under sustained ingest. The log waits on disk.
+        if self._SyncObj__serializer.in_flight():
+            return
+        # Not while a finished dump awaits pysyncobj: it is about to cut the log, and a flag
+        # set now would outlive the cut and ask for a second dump at once.
+        if self._journal.bytes > self.settings.log_compaction_bytes and not self._dump.finished:
+            self._SyncObj__forceLogCompaction = True
+        SyncObj._SyncObj__tryLogCompaction(self)
+
+    def last_dump(self) -> DumpFigures | None:
+        """The last snapshot this process wrote (index, time, sizes), if any; any thread."""
+        return self._dump.last
+
+    def held_log_bytes(self) -> int:
+        """Bytes of commands in the Raft log (compacted away past the budget); any thread."""
+        return self._journal.bytes
+
+    def _hold_back_from_elections(self) -> None:
+        """Keep a master that just handed over from standing for election for a while.
+
+        Its election deadline went stale while it led; unless a vote resets it, it would
+        call an election at once and could unseat the node it just handed over to (DESIGN
+        §5: "hold the old node back"). pysyncobj has no API for this: the deadline is set
+        directly, on the tick thread that owns it.
+        """
+        self._SyncObj__raftElectionDeadline = monotonic_time() + self.settings.hold_back_s
+
+    # -- snapshots: a manifest of the store (dump_file.py), shipped on the fly ----
+
+    def _read_snapshot(self, filename: str):
+        """pysyncobj's deserializer (tick thread): our own dump at start, or one the leader
+        shipped. Either way the store ends at least at the dump's index.
+
+        pysyncobj logs and forgets whatever a deserializer raises, then goes on: at start a
+        node that can never apply, on a follower an install answered as a success. Any
+        failure here halts the replica instead, with the reason (``/readyz``, the log), and
+        the follower's next success answer, which would report the failed install as done,
+        is not sent (``_SyncObj__sendNextNodeIdx``).
+        """
+        try:
+            local = read_local(filename)
+            raft_data = self._load_own(local) if local is not None else self._install_shipped(filename)
+            self._finish_cut(raft_data)
+        except Exception as e:
+            why = f"cannot load the Raft dump {filename}: {e!r}"
+            log.critical("%s: halting this replica", why)
+            self.state.halt(why)
+            self._refuse_success = True
+            raise
+        if local is None:
+            self._installed_at = raft_data[0][1]
+            # The install took as long as the store's size; the leader's heartbeats wait
+            # unread meanwhile, and the next tick would find the election deadline gone.
+            self._SyncObj__raftElectionDeadline = monotonic_time() + self._SyncObj__generateRaftTimeout()
+        return raft_data
+
+    def _load_own(self, local: LocalDump):
+        store: Storage = self.state.store
+        try:
+            check_not_behind(local, store.applied_index, store.directory)
+        except StoreBehindDumpError as e:
+            self.state.halt(str(e))
+        return local.raft_data
+
+    def _install_shipped(self, filename: str):
+        """Install a dump the leader shipped: its store replaces this one unless this one
+        already holds the same history at least as far (same last index and term, or past
+        it: a follower applies only committed entries, which every later leader holds)."""
+        store: Storage = self.state.store
+        staging = filename + ".restore"
+        raft_data = read_shipped(filename, staging)
+        src = os.path.join(staging, "store")
+        probe = CommitJournal(src, 1 << 30)
+        probe.open(read_only=True)
+        shipped = (probe.state.applied_index, probe.state.meta.get("applied_term"))
+        probe.close()
+        held = (store.applied_index, store.meta("applied_term"))
+        if shipped[0] > held[0] or (shipped[0] == held[0] and shipped != held):
+            log.info("installing snapshot at index %d (term %s)", *shipped)
+            store.restore(src)
+            self.state.cache.clear()
+            self._publish(None)
+        shutil.rmtree(staging, ignore_errors=True)
+        # The shipped file holds the whole store: keep only a manifest of it.
+        self._dump.replace(LocalDump(store.applied_index, raft_data, store.checkpoint_record()))
+        return raft_data
+
+    def _SyncObj__loadDumpFile(self, clearJournal):  # noqa: N802, N803 - pysyncobj's names
+        """pysyncobj loads a dump at start (``clearJournal`` False) and after an install
+        (True), and then keeps the journal only if it begins with the dump's last two
+        entries, or never after an install. :meth:`_finish_cut` has cut a journal that
+        holds those entries to begin with them, so it is kept in both cases: after an
+        install, entries the follower had acknowledged past the snapshot stay (a stale
+        reset can make a leader ship a snapshot to a follower already past it)."""
+        return SyncObj._SyncObj__loadDumpFile(self, False)
+
+    def _finish_cut(self, raft_data) -> None:
+        """Cut the journal to begin with the dump's last two entries, if it holds them.
+
+        At start, this finishes a compaction that a crash interrupted: pysyncobj renames a
+        dump into place on one tick and cuts the journal on the next. After an install, it
+        keeps what the follower holds past the snapshot. A journal holding those two
+        entries (same index, same term: the same entries, by Log Matching) holds the
+        leader's log up to the dump; one that does not is left to pysyncobj's clear.
+        """
+        last, before = raft_data[0], raft_data[1]  # (command, index, term) each
+        journal = self._journal
+        if journal.term_at(before[1]) != before[2] or journal.term_at(last[1]) != last[2]:
+            return
+        first = journal[0][1]
+        if before[1] > first:
+            # At start: a compaction that a stop interrupted (chaos_tests: power_loss_at_dump).
+            log.warning(
+                "finishing the journal cut at index %d (the dump's); keeping entries %d..%d after it",
+                before[1],
+                last[1] + 1,
+                journal.last_idx,
+            )
+            journal.deleteEntriesTo(before[1] - first)
+
+    def _ask_for_dump(self) -> None:  # tick thread
+        self._SyncObj__forceLogCompaction = True
+
+    def _SyncObj__sendAppendEntries(self):  # noqa: N802
+        """pysyncobj's sends, leaving out, this tick, a follower whose snapshot shipment
+        waits (its connection's write buffer is full, or for a newer dump: snapshot_stream.py)."""
+        connected = self._SyncObj__connectedNodes
+        held_back = self._SyncObj__serializer.held_back
+        paused = frozenset(n for n in connected if held_back(n, self._backlog))
+        if not paused:
+            return SyncObj._SyncObj__sendAppendEntries(self)
+        self._SyncObj__connectedNodes = connected - paused
+        try:
+            with self._SyncObj__serializer.paused(paused):
+                return SyncObj._SyncObj__sendAppendEntries(self)
+        finally:
+            self._SyncObj__connectedNodes |= paused
+
+    def _backlog(self, node) -> int:
+        conn = self._SyncObj__transport._connections.get(node)
+        return 0 if conn is None else conn.getSendBufferSize()

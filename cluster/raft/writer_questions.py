@@ -1,0 +1,81 @@
+"""Questions only the writer can answer: asked on the event loop, answered on the tick thread.
+
+The thread rule (loop_crossing.py) keeps the event loop off the writer: it reads the
+committed view the tick thread publishes. The producer-key index (storage/key_index.py)
+is not in that view, and a reader of its own over the index's files was weighed and
+left out:
+
+- its chain heads are a table of ``key_buckets`` entries (32 MiB at the default) that
+  only the writer keeps current, batch by batch; a reader would rebuild its own by
+  scanning the whole index from the cleaning cursor, on the event loop, which at 10⁷
+  keys holds every request for seconds;
+- cleaning unlinks the segments below the cursor and appends their live entries again
+  at the end, in the writer's batches; a reader one published state behind can find a
+  segment gone mid-walk and would have to retry against a state it has not seen yet.
+
+So a key is looked up where the index lives. :meth:`WriterQuestions.ask` queues the
+question (a deque append: no lock, and nothing the tick thread holds) and wakes the tick
+thread; :meth:`WriterQuestions.answer_all`, a tick callback, answers every queued
+question between applies, when no batch is open and the writer's index is current, and
+posts each answer through the :class:`LoopCrossing`. The crossing runs posts in order,
+so an answer reaches the loop after the ``Applied`` of every entry applied before it
+was computed: the committed view has followed at least the state that answered. The
+loop awaits the answer with a timeout and never blocks; a question that raises is
+answered with its exception (a tick callback must never raise: pysyncobj would log and
+retry the whole tick).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+from ..errors import WriterTimeoutError
+from .loop_crossing import LoopCrossing
+
+T = TypeVar("T")
+W = TypeVar("W")
+
+
+class WriterQuestions:
+    def __init__(self, crossing: LoopCrossing, wake: Callable[[], None] = lambda: None) -> None:
+        """``wake()`` (any thread) makes the tick thread run its callbacks soon."""
+        self._crossing = crossing
+        self._wake = wake
+        # (question, future): appended on the loop, popped on the tick thread (both atomic)
+        self._asked: collections.deque[tuple[Callable[[Any], Any], asyncio.Future]] = collections.deque()
+
+    def ask(self, question: Callable[[W], T], timeout_s: float) -> Awaitable[T]:
+        """On the loop: ``question(writer)``'s answer, computed on the tick thread."""
+        fut: asyncio.Future[T] = asyncio.get_running_loop().create_future()
+        self._asked.append((question, fut))
+        self._wake()
+        return self._answered(fut, timeout_s)
+
+    @staticmethod
+    async def _answered(fut: asyncio.Future[T], timeout_s: float) -> T:
+        try:
+            return await asyncio.wait_for(fut, timeout_s)
+        except TimeoutError as e:
+            raise WriterTimeoutError(f"the writer did not answer within {timeout_s:g} s") from e
+
+    def answer_all(self, writer: Any) -> None:
+        """On the tick thread, between applies: answer every question asked so far."""
+        while self._asked:
+            question, fut = self._asked.popleft()
+            try:
+                answer, error = question(writer), None
+            except Exception as e:  # noqa: BLE001 - handed to the asker, never raised on the tick thread
+                answer, error = None, e
+            self._crossing.post(_settle, fut, answer, error)
+
+
+def _settle(fut: asyncio.Future, answer: Any, error: BaseException | None) -> None:  # on the loop
+    if fut.done():  # the asker stopped waiting (timeout)
+        return
+    if error is None:
+        fut.set_result(answer)
+    else:
+        fut.set_exception(error)

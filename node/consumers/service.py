@@ -1,0 +1,436 @@
+"""Consumers on the master: pull with leases, ack, nack (retry levels, then the DLQ).
+
+Leases live only in the master's memory: a message leased and not acked within
+``visibility_ms`` is handed out again, and so is every unacked one after a failover.
+Acks are replicated (``A`` entries, group-committed: node/group_commit.py)
+before they are answered, so an acked message is never handed out again, even by a
+new master. A group skips messages its tag filter rejects; those are acked for it too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+import numpy as np
+
+from horologe.cluster import ACK, RETRY, ApplyResult
+from horologe.cluster.consumer_groups import (
+    DLQ_PREFIX,
+    ORIGIN_HEADER,
+    Range,
+    merge_ranges,
+    retry_topic,
+    to_ranges,
+)
+from horologe.cluster.entries import ack_bytes
+from horologe.storage import MessageId, ReadyTrimmedError, UnknownMessageError, tag_signature
+from horologe.storage.message import unpack_record
+
+from ..committed_view import CommittedView
+from ..errors import ApiError
+from ..group_commit import MAX_ITEMS_BYTES, GroupCommit
+from .receipts import Receipts
+
+SCAN_CHUNK = 65_536
+CURSOR_MS = 10_000  # how long a scan's stopping point is trusted without a lease to bound it
+SCAN_LIMIT = 4 * SCAN_CHUNK  # ready entries one pull turn reads (the loop waits meanwhile)
+
+
+@dataclass(frozen=True)
+class TagFilter:
+    """``"*"`` (or nothing): every message; ``"a||b"``: messages with tag a or b."""
+
+    tags: frozenset[str]
+
+    @classmethod
+    def parse(cls, expr: str | None) -> TagFilter:
+        if expr is None or expr.strip() in ("", "*"):
+            return cls(frozenset())
+        tags = frozenset(t.strip() for t in expr.split("||"))
+        if "" in tags:
+            raise ApiError(400, "invalid_field", f"bad tag expression {expr!r}: want a||b or *", "tags")
+        return cls(tags)
+
+    def prefilter(self, sigs: np.ndarray) -> np.ndarray:
+        """Bloom prefilter over index signatures: never a false negative (docs/storage.md: tag_sig)."""
+        if not self.tags:
+            return np.ones(len(sigs), dtype=bool)
+        mask = np.zeros(len(sigs), dtype=bool)
+        for tag in self.tags:
+            want = np.uint64(tag_signature(tag))
+            mask |= (sigs & want) == want
+        return mask
+
+    def matches(self, tags) -> bool:
+        return not self.tags or bool(self.tags.intersection(tags))
+
+
+class Handed(NamedTuple):
+    """One message a pull leased: its delay-log record as stored (decoded only for the
+    JSON answer: pull_wire), the receipt, and the deliver times of its ready entry."""
+
+    record: bytes | memoryview
+    receipt: str
+    deliver_at: int
+    delivered_at: int
+
+
+@dataclass
+class Taken:
+    """What a pull's scans leased, as columns (a tuple per message cost a tenth of a pull)."""
+
+    records: list = field(default_factory=list)  # bytes | memoryview each
+    deliver_at: list[int] = field(default_factory=list)
+    delivered_at: list[int] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+
+@dataclass
+class Pulled:
+    taken: Taken
+    receipts: list[str]  # each message's
+    batch_receipts: list[str]  # one per ready log read, naming all it leased there
+
+    @property
+    def messages(self) -> list[Handed]:
+        t = self.taken
+        return [Handed(*m) for m in zip(t.records, self.receipts, t.deliver_at, t.delivered_at, strict=True)]
+
+
+class Consumers:
+    """Pulls, acks and nacks on the master, over the committed view.
+
+    ``propose(kind, **fields)`` stamps and proposes an entry; the caller has checked
+    that this node is the master.
+    """
+
+    def __init__(
+        self,
+        view: CommittedView,
+        propose: Callable[..., Awaitable[ApplyResult]],
+        clock: Callable[[], int],
+        retry_levels_ms: tuple[int, ...],
+        ack_window_ms: int,
+        receipts: Receipts,
+        observe_lateness: Callable[[np.ndarray], None] = lambda seconds: None,
+    ) -> None:
+        """``observe_lateness(seconds)``: how late after its deliver_at each message of a
+        pulled batch is handed out, one array per batch."""
+        self.view = view
+        self._observe_lateness = observe_lateness
+        self._propose = propose
+        self._clock = clock
+        self.receipts = receipts
+        self.retry_levels_ms = retry_levels_ms
+        self.leases: dict[tuple[str, str], dict[int, int]] = {}  # (group, topic) -> offset -> expiry
+        # (group, topic, tag filter, origin, ahead_ms) -> (where its last scan stopped, until when that holds)
+        self._cursors: dict[tuple, tuple[int, int]] = {}
+        self._arrived = asyncio.Event()  # replaced after each notify: a fresh one to wait on
+        self._background: set[asyncio.Task] = set()  # skip-acks in flight (referenced until done)
+        self.ack_commit = GroupCommit(self._propose_acks, ack_window_ms, ack_bytes)
+
+    async def _propose_acks(self, acks: list[tuple[str, str, int, int]]) -> ApplyResult:
+        return await self._propose(ACK, acks=acks)
+
+    def notify(self) -> None:
+        """Messages became ready (the view already shows them): wake every waiting pull."""
+        self._arrived.set()
+        self._arrived = asyncio.Event()
+
+    def forget_leases(self) -> None:
+        """On a change of role: a new master starts with none."""
+        self.leases.clear()
+        self._cursors.clear()
+
+    # -- pull ---------------------------------------------------------------------
+
+    def _scan(
+        self,
+        group: str,
+        topic: str,
+        filt: TagFilter,
+        want: int,
+        now: int,
+        out: Taken,
+        skipped: list[tuple[str, str, int, int]],
+        visibility_ms: int,
+        origin: str | None = None,
+        wake_at: list[int] | None = None,
+        ahead_ms: int = 0,
+    ) -> list[int]:
+        """Lease up to ``want`` messages of ready log ``topic`` to this caller; the
+        positions leased, in the order they went to ``out``.
+
+        A ready message not yet due (the wheel fires ahead by its lead:
+        node/wheel_driver.py) is not handed out before ``ahead_ms`` ahead of its time (0:
+        once due); like a leased one, it bounds how long the scan's stopping point holds.
+        That time goes to ``wake_at``: a pull waiting for messages wakes then.
+
+        It starts where the last scan with the same filter stopped (``_cursors``): every
+        entry before that was acked, skipped or leased then, and stays so until the
+        earliest of those leases expires. Without it each pull of a hot second re-read
+        every entry leased since the group's committed offset."""
+        reads = self.view.reads
+        leases = self.leases.setdefault((group, topic), {})
+        progress = self.view.group_progress(group, topic)
+        floor = max(progress.committed, reads.ready_base(topic))  # below the base: removed by retention
+        key = (group, topic, filt, origin, ahead_ms)  # what a scan passed over depends on each
+        resume, until = self._cursors.get(key, (floor, 0))
+        if until > now and resume > floor:
+            start = resume
+        else:
+            # Held at most CURSOR_MS even without leases: a skip-ack that failed is sent again.
+            start, until = floor, now + CURSOR_MS
+        # Bounded: a filter that matches little, or a group far behind, scans at most
+        # SCAN_LIMIT entries past its committed offset; the skip-acks move it past them.
+        # (So leases too stay within SCAN_LIMIT entries of it.)
+        end = min(reads.ready_count(topic), floor + SCAN_LIMIT)
+        chunk = max(4 * want, 1024)  # most pulls find what they want right at the cursor
+        lease = now + visibility_ms
+        exact = bool(filt.tags) or origin is not None  # checks that read the record
+        leased: list[int] = []
+        passed: list[int] = []  # filtered out for this group, or removed by retention
+        while start < end and len(out) < want:
+            try:
+                rows = reads.read_ready(topic, start, min(end, start + chunk))
+            except ReadyTrimmedError:
+                break  # cut since the view's state: the next state names the new base
+            offsets = start + np.arange(len(rows), dtype=np.int64)
+            keep = filt.prefilter(rows["tag_sig"])
+            acked = progress.acked_mask(offsets)
+            passed += offsets[~keep & ~acked].tolist()
+            # Never handed out before its time less ahead_ms, by this clock.
+            due = rows["deliver_at_ms"] <= now + ahead_ms
+            free = np.flatnonzero(keep & ~acked & due)  # row numbers that may be handed out
+            if not due.all():  # held like a lease, until it is due: the cursor may pass it till then
+                until = min(until, int(rows["deliver_at_ms"][~due].min()) - ahead_ms)
+            scanned, used = len(rows), 0
+            while used < len(free) and len(out) < want:
+                # Read no more than could still be handed out, and those together (a hot
+                # second's lie side by side in their hour's log: one read). Leases are
+                # looked up for these only: what lies after is not passed over.
+                take = free[used : used + want - len(out)]
+                used += len(take)
+                if leases:
+                    looked = offsets[take].tolist()
+                    ends = np.fromiter((leases.get(o, 0) for o in looked), np.int64, len(take))
+                    held = ends > now
+                    if held.any():
+                        until = min(until, int(ends[held].min()))
+                        take = take[~held]
+                part = rows[take]
+                offs = offsets[take].tolist()
+                records = read_all(reads, part["hour"], part["global_index"])
+                good = []  # places in take of what is handed out
+                for k, record in enumerate(records):
+                    if record is None:
+                        passed.append(offs[k])  # removed by retention
+                    elif exact and not _wanted(record, filt, origin):
+                        if origin is None:
+                            passed.append(offs[k])  # a Bloom false positive
+                    else:
+                        good.append(k)
+                if len(good) < len(take):
+                    offs, records = [offs[k] for k in good], [records[k] for k in good]
+                    part = part[good]
+                # Handed out ahead, a message is held until its time: its lease runs from then.
+                held = max(0, int(part["deliver_at_ms"].max()) - now) if len(part) else 0
+                leases.update(dict.fromkeys(offs, lease + held))
+                leased += offs
+                self._observe_lateness(np.maximum(now - part["deliver_at_ms"], 0) / 1000)
+                out.records += records
+                out.deliver_at += part["deliver_at_ms"].tolist()
+                out.delivered_at += part["delivered_at_ms"].tolist()
+            if len(out) >= want and used < len(free):
+                scanned = int(free[used - 1]) + 1  # what lies after was not looked at
+            start += scanned
+            chunk = min(SCAN_CHUNK, 4 * chunk)
+        if leased:
+            until = min(until, lease)
+        self._cursors[key] = (start, until)
+        if wake_at is not None:
+            wake_at.append(until)  # what it passed may be handed out then: due, or a lease expired
+        skipped.extend((group, topic, lo, hi) for lo, hi in to_ranges(passed))
+        return leased
+
+    async def pull(
+        self,
+        group: str,
+        topic: str,
+        tags: str | None,
+        max_messages: int,
+        wait_ms: int,
+        visibility_ms: int,
+        ahead_ms: int = 0,
+    ) -> Pulled:
+        """The messages leased, and one receipt per ready log read that names all of those
+        it leased (pull_wire writes them out). ``ahead_ms``: messages already ready (fired
+        ahead by the wheel's lead) may be handed out that long before their time."""
+        filt = TagFilter.parse(tags)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + wait_ms / 1000
+        while True:
+            out = Taken()
+            skipped: list[tuple[str, str, int, int]] = []
+            wake_at: list[int] = []  # when the scans' stopping points stop holding
+            now = self._clock()
+            scan = (filt, max_messages, now, out, skipped, visibility_ms)
+            leased = {topic: self._scan(group, topic, *scan, wake_at=wake_at, ahead_ms=ahead_ms)}
+            if len(out) < max_messages and not topic.startswith(DLQ_PREFIX):
+                retries = retry_topic(group)
+                leased[retries] = self._scan(
+                    group, retries, *scan, origin=topic, wake_at=wake_at, ahead_ms=ahead_ms
+                )
+            if skipped:  # filtered out for this group: let its committed offset move past them
+                for part, size in ack_parts(skipped):
+                    task = asyncio.get_running_loop().create_task(self.ack_commit.submit(part, size))
+                    self._background.add(task)
+                    task.add_done_callback(self._background.discard)
+            remaining = deadline - loop.time()
+            if out or remaining <= 0:
+                return self._handed(group, leased, out, now + visibility_ms)
+            wait = min(remaining, 1.0)  # leases expire too
+            if wake_at:  # when a message passed over falls due (or its lease ends)
+                wait = min(wait, (min(wake_at) - self._clock()) / 1000)
+            try:
+                await asyncio.wait_for(self._arrived.wait(), max(wait, 0.0))
+            except TimeoutError:
+                pass
+
+    def _handed(self, group: str, leased: dict[str, list[int]], out: Taken, lease_until: int) -> Pulled:
+        """What a pull answers: a batch receipt per ready log it leased from, and each
+        message with a receipt of its own (``leased``'s positions are ``out``'s, in order)."""
+        batch, each = [], []
+        for ready, offsets in leased.items():
+            if offsets:
+                receipt, members = self.receipts.issue_batch(group, ready, offsets, lease_until)
+                batch.append(receipt)
+                each += members
+        return Pulled(out, each, batch)
+
+    # -- ack / nack ---------------------------------------------------------------
+
+    async def ack(self, group: str, receipts: list) -> int:
+        """Ack what ``receipts`` name (one message each, or a pull's batch); how many."""
+        acks = [(group, topic, lo, hi) for topic, ranges in self._open(group, receipts) for lo, hi in ranges]
+        if acks:
+            await asyncio.gather(*(self.ack_commit.submit(part, size) for part, size in ack_parts(acks)))
+        # Only now: until the ack is applied, the lease is what keeps the message from
+        # being handed out again.
+        self._release(acks)
+        return sum(hi - lo for *_, lo, hi in acks)
+
+    def _open(self, group: str, receipts: list) -> list[tuple[str, list[Range]]]:
+        """Per ready log, the positions ``receipts`` name, merged (each once)."""
+        by_topic: dict[str, list[Range]] = {}
+        for topic, ranges in self.receipts.open_all(group, receipts):
+            by_topic.setdefault(topic, []).extend(ranges)
+        return [(topic, merge_ranges(ranges)) for topic, ranges in by_topic.items()]
+
+    def give_back(self, group: str, receipts: list) -> int:
+        """End the leases ``receipts`` name with neither an ack nor an attempt: the
+        messages may be handed out again at once (a push group that stops gives back
+        what it leased and has not sent). How many."""
+        given = 0
+        for topic, ranges in self._open(group, receipts):
+            self._release([(group, topic, lo, hi) for lo, hi in ranges])
+            given += sum(hi - lo for lo, hi in ranges)
+            for key in [k for k in self._cursors if k[0] == group and k[1] == topic]:
+                del self._cursors[key]  # a scan starts again from the group's committed offset
+        self.notify()
+        return given
+
+    def _release(self, acks: list[tuple[str, str, int, int]]) -> None:
+        for group, topic, lo, hi in acks:
+            leases = self.leases.get((group, topic), {})
+            for off in range(lo, hi):
+                leases.pop(off, None)
+
+    async def nack(self, group: str, receipts: list, retry_after_ms: int | None = None) -> dict:
+        """Retry at the next level, or dead-letter after the last. ``retry_after_ms`` (a
+        push receiver's ``Retry-After``) brings the retry forward, never past the level."""
+        reads = self.view.reads
+        now = self._clock()
+        retries = []
+        named = [
+            (topic, off)
+            for topic, ranges in self._open(group, receipts)
+            for lo, hi in ranges
+            for off in range(lo, hi)
+        ]
+        for topic, off in named:
+            try:
+                rows = reads.read_ready(topic, off, off + 1)
+            except ReadyTrimmedError as e:
+                raise ApiError(404, "expired", str(e), "receipts") from e
+            if len(rows) == 0:
+                raise ApiError(404, "not_found", f"no delivered message at {topic}@{off}", "receipts")
+            mid = MessageId(int(rows["hour"][0]), int(rows["global_index"][0]))
+            attempt = reads.read_message(mid).message.attempt
+            if attempt < len(self.retry_levels_ms):
+                delay = self.retry_levels_ms[attempt]
+                if retry_after_ms is not None:
+                    delay = min(delay, retry_after_ms)
+                retries.append((group, topic, off, now + delay))
+            else:
+                retries.append((group, topic, off, -1))  # past the last level: the DLQ
+        # What the entry did, not what was asked: a message nacked twice, or acked (on
+        # another hand-out) before this nack applied, gets no copy.
+        done = await self._propose(RETRY, retries=retries) if retries else None
+        self._release([(g, topic, off, off + 1) for g, topic, off, _at in retries])
+        self._cursors.clear()  # a nacked entry is handed out again: scans start over
+        if done is None:
+            return {"retried": 0, "dead_lettered": 0}
+        return {"retried": len(done.id_gis), "dead_lettered": done.dead_lettered}
+
+
+def ack_parts(acks: list[tuple[str, str, int, int]]) -> list[tuple[list[tuple[str, str, int, int]], int]]:
+    """``acks`` cut into parts that each fit one A entry (``MAX_ITEMS_BYTES`` by
+    ``ack_bytes``), with their sizes. A pull's skip-acks can be 131,072 ranges (every
+    other entry of ``SCAN_LIMIT`` passed over), an ack call's receipts as many more;
+    at 281 bytes an ack with the longest names, one entry would pass 4 MiB."""
+    parts: list[tuple[list[tuple[str, str, int, int]], int]] = []
+    part: list[tuple[str, str, int, int]] = []
+    size = 0
+    by_names: dict[tuple[str, str], int] = {}  # an ack's size depends on its names only
+    for ack in acks:
+        n = by_names.get(ack[:2])
+        if n is None:
+            n = by_names[ack[:2]] = ack_bytes([ack])
+        if part and size + n > MAX_ITEMS_BYTES:
+            parts.append((part, size))
+            part, size = [], 0
+        part.append(ack)
+        size += n
+    if part:
+        parts.append((part, size))
+    return parts
+
+
+def _wanted(record, filt: TagFilter, origin: str | None) -> bool:
+    """The exact checks of a message the prefilter let through: its tags, and for a
+    retry topic the topic it came from."""
+    fields = unpack_record(record)
+    source = fields["headers"].get(ORIGIN_HEADER, fields["topic"])
+    return filt.matches(fields["tags"]) and (origin is None or source == origin)
+
+
+def read_all(reads, hours: np.ndarray, gis: np.ndarray) -> list[bytes | None]:
+    """The records of messages ``hours``/``gis`` (None for one that retention removed),
+    read together."""
+    try:
+        return reads.read_records_at(hours, gis)
+    except UnknownMessageError:
+        pass
+    out = []
+    for k in range(len(hours)):
+        try:
+            out.extend(reads.read_records_at(hours[k : k + 1], gis[k : k + 1]))
+        except UnknownMessageError:
+            out.append(None)
+    return out

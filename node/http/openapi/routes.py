@@ -1,0 +1,449 @@
+"""The operations of /openapi.json: one entry of ``ROUTES`` per route ``create_app`` registers.
+
+A new route is one more entry: its method and path, a summary, its scope (``CLIENT`` for
+``/v1/*``, ``ADMIN`` for ``/admin/*``, ``PUBLIC`` for the routes the middleware lets
+through unauthenticated), its request body and its answers. ``operation`` adds what the
+scope and the master rule imply (401/403, 307/503/507), and 400/413 for a JSON body.
+tests/node/test_openapi.py fails until the route, its entry here and its heading in
+docs/api.md all exist.
+"""
+
+from __future__ import annotations
+
+from horologe.cluster.consumer_groups import DLQ_PREFIX, RETRY_PREFIX
+from horologe.storage.message_json import MAX_KEY, NAME_PATTERN
+
+from ..rules.messages import MAX_POSITION
+from .schemas import ref
+
+JSON = "application/json"
+CLIENT, ADMIN, PUBLIC = "clientToken", "adminToken", None
+
+
+def _error(description: str, schema: str = "Error") -> dict:
+    return {"description": description, "content": {JSON: {"schema": ref(schema)}}}
+
+
+# components/responses: the error answers routes share.
+RESPONSES = {
+    "Redirect": {
+        "description": "This node is not the master: the same request goes to the master's URL.",
+        "headers": {"Location": {"required": True, "schema": {"type": "string", "format": "uri"}}},
+    },
+    "BadRequest": _error(
+        "The request is malformed: `invalid_json` (not UTF-8 JSON, or NaN/Infinity/lone surrogates), "
+        "`invalid_msgpack` (a produce body sent as `application/msgpack` that is not msgpack), "
+        "`invalid_body`, `unknown_field`, `invalid_field` (a type or a rule; `field` names it), "
+        "`invalid_query`, `invalid_receipt`, `conflicting_fields` (two parameters that exclude each other)."
+    ),
+    "Unauthorized": _error("`unauthorized`: no `Authorization: Bearer <token>` header."),
+    "Forbidden": _error("`forbidden`: the token is not this API's (client for /v1, admin for /admin)."),
+    "NotFound": _error("`not_found`: no such message, or `expired`: retention removed it."),
+    "Conflict": _error(
+        "`already_delivered`: it was delivered (or removed by retention) before; `cancelled`: a "
+        "reschedule of a cancelled message."
+    ),
+    "TooLarge": _error(
+        "`too_large`: the request body is over `max_request_bytes` (4 MiB by default), a message body "
+        "over 256 KiB, or a batch over `max_batch_items`."
+    ),
+    "Unprocessable": _error(
+        "`out_of_range`: a well-formed value outside what the server can take, e.g. a deliver time "
+        "more than 400 days ahead of its clock or before the epoch."
+    ),
+    "Unavailable": _error(
+        "No master can serve it now (`no_master` during an election, `timeout`, `unavailable`); retry. "
+        "Also `too_many_connections` past `http_max_connections`.",
+        "Unavailable",
+    ),
+    "Halted": _error("`halted`: the master stopped applying, or `disk_full`: its disk is full."),
+}
+STATUS = {
+    "Redirect": "307",
+    "BadRequest": "400",
+    "Unauthorized": "401",
+    "Forbidden": "403",
+    "NotFound": "404",
+    "Conflict": "409",
+    "TooLarge": "413",
+    "Unprocessable": "422",
+    "Unavailable": "503",
+    "Halted": "507",
+}
+
+
+def answer(description: str, schema: str | None = None) -> dict:
+    out: dict = {"description": description}
+    if schema is not None:
+        out["content"] = {JSON: {"schema": ref(schema)}}
+    return out
+
+
+def operation(
+    summary: str,
+    scope: str | None,
+    ok: dict[str, dict],
+    *,
+    body: str | None = None,
+    body_required: bool = True,
+    master: bool = True,
+    errors: tuple[str, ...] = (),
+    parameters: tuple[dict, ...] = (),
+    description: str | None = None,
+) -> dict:
+    """One operation. ``ok``: its own answers by status; ``errors``: the names of ``RESPONSES``
+    it answers beyond those its scope, the master rule and its body imply."""
+    names = set(errors)
+    if scope:
+        names |= {"Unauthorized", "Forbidden"}
+    if master:  # require_master(): a follower redirects, and no master or a halted one refuses
+        names |= {"Redirect", "Unavailable", "Halted"}
+    if body is not None:
+        names |= {"BadRequest", "TooLarge"}
+    out: dict = {
+        "summary": summary,
+        "security": [{scope: []}] if scope else [],
+        "responses": {
+            **ok,
+            **{
+                STATUS[name]: {"$ref": f"#/components/responses/{name}"}
+                for name in sorted(names, key=STATUS.get)
+            },
+        },
+    }
+    if description:
+        out["description"] = description
+    if parameters:
+        out["parameters"] = list(parameters)
+    if body is not None:
+        out["requestBody"] = {"required": body_required, "content": {JSON: {"schema": ref(body)}}}
+    return out
+
+
+def path_param(name: str, schema: dict, description: str = "") -> dict:
+    return {"name": name, "in": "path", "required": True, "schema": schema, "description": description}
+
+
+def query_param(name: str, schema: dict, required: bool = True) -> dict:
+    return {"name": name, "in": "query", "required": required, "schema": schema}
+
+
+MESSAGE_ID = path_param("id", ref("MessageId"), "as answered when it was scheduled")
+TOPIC = path_param(
+    "topic",
+    {"anyOf": [ref("Name"), {"type": "string", "pattern": f"^{DLQ_PREFIX}{NAME_PATTERN}$"}]},
+    "a topic, or `%DLQ%<group>`: the dead-letter queue of the body's `group` (no other group's)",
+)
+
+PENDING_TOPIC = {
+    "anyOf": [ref("Name"), {"type": "string", "pattern": f"^{RETRY_PREFIX}{NAME_PATTERN}$"}],
+    "description": "a topic, or a group's retries `%RETRY%<group>`",
+}
+INSTANT = {
+    "type": "string",
+    "anyOf": [{"pattern": "^[0-9]{1,16}$"}, {"format": "date-time"}],
+    "description": "epoch ms, or ISO-8601 with a zone (`+` written `%2B`)",
+}
+KEY_QUERY = (
+    query_param("topic", ref("Name")),
+    query_param("key", {"type": "string", "minLength": 1, "maxLength": MAX_KEY}),
+)
+GROUP = path_param("group", ref("Name"), "a consumer group")
+SCHEDULE = path_param("name", ref("Name"), "a recurring schedule's name")
+
+
+SUBSCRIPTION = (
+    path_param("topic", ref("Name"), "a topic"),
+    path_param("group", ref("Name"), "the consumer group pushed to the URL"),
+)
+
+
+def _subscription(summary: str, ok: dict[str, dict]) -> dict:
+    """An operation on one push subscription, named in the path."""
+    return operation(summary, CLIENT, ok, parameters=SUBSCRIPTION, errors=("BadRequest", "NotFound"))
+
+
+def _by_name(summary: str, ok: dict[str, dict]) -> dict:
+    """An operation on one schedule, named in the path."""
+    return operation(summary, CLIENT, ok, parameters=(SCHEDULE,), errors=("BadRequest", "NotFound"))
+
+
+DASHBOARD = {
+    "200": {
+        "description": "The file: the page (`text/html`), its script, style or images.",
+        "content": {t: {"schema": {"type": "string"}} for t in ("text/html", "text/javascript", "text/css")},
+    },
+    "404": {"$ref": "#/components/responses/NotFound"},
+}
+
+
+def _reschedule(summary: str, parameters: tuple[dict, ...]) -> dict:
+    moved = answer("Moved: it will be delivered at `deliver_at`, and never at its old time.", "Rescheduled")
+    return operation(
+        summary,
+        CLIENT,
+        {"200": moved},
+        body="NewTime",
+        parameters=parameters,
+        errors=("NotFound", "Conflict", "Unprocessable"),
+    )
+
+
+MSGPACK_BODY = (
+    "The body may also be msgpack (`Content-Type: application/msgpack`), the same map, where "
+    "`body` may be raw bytes (bin) instead of `body_b64`; the same rules and errors apply."
+)
+
+ROUTES: dict[tuple[str, str], dict] = {
+    ("post", "/v1/messages"): operation(
+        "Schedule one message",
+        CLIENT,
+        {"201": answer("Stored on a majority; it will be delivered at `deliver_at`.", "Scheduled")},
+        body="Message",
+        errors=("Unprocessable",),
+        description=MSGPACK_BODY,
+    ),
+    ("post", "/v1/messages/batch"): operation(
+        "Schedule many messages; one result per item, in order",
+        CLIENT,
+        {"200": answer("Valid items stored; invalid ones answered by their error.", "BatchResults")},
+        body="Batch",
+        description=MSGPACK_BODY,
+    ),
+    ("get", "/v1/messages/{id}"): operation(
+        "A message's state: scheduled, delivered or cancelled",
+        CLIENT,
+        {"200": answer("The message's state.", "MessageStatus")},
+        parameters=(MESSAGE_ID,),
+        errors=("NotFound",),
+    ),
+    ("delete", "/v1/messages/{id}"): operation(
+        "Cancel a scheduled message",
+        CLIENT,
+        {"200": answer("Cancelled (now, or before).", "Cancelled")},
+        parameters=(MESSAGE_ID,),
+        errors=("NotFound", "Conflict"),
+    ),
+    ("delete", "/v1/messages"): operation(
+        "Cancel a scheduled message by its producer key",
+        CLIENT,
+        {"200": answer("Cancelled (now, or before).", "Cancelled")},
+        parameters=KEY_QUERY,
+        errors=("BadRequest", "NotFound", "Conflict"),
+    ),
+    ("patch", "/v1/messages/{id}"): _reschedule("Reschedule a message; its id stays", (MESSAGE_ID,)),
+    ("patch", "/v1/messages"): _reschedule("Reschedule a message by its producer key", KEY_QUERY),
+    ("post", "/v1/messages/reschedule"): operation(
+        "Reschedule many messages, by id or key; one result per item, in order",
+        CLIENT,
+        {
+            "200": answer(
+                "Items that named a scheduled message moved; the others answered by their error.",
+                "RescheduleResults",
+            )
+        },
+        body="RescheduleBatch",
+    ),
+    ("get", "/v1/forecast"): operation(
+        "Pending messages per time bucket, from the hour indexes",
+        CLIENT,
+        {"200": answer("Counts per bucket, to the second of each message's slot.", "Forecast")},
+        parameters=(
+            query_param("topic", PENDING_TOPIC, required=False),
+            query_param("bucket", {"enum": ["1m", "1h", "1d"]}, required=False),
+            query_param("from", INSTANT, required=False),
+            query_param("to", INSTANT, required=False),
+        ),
+        errors=("BadRequest", "Unprocessable"),
+        description="400 `invalid_range` when `to` is not after `from`; 422 `out_of_range` past 10,000 "
+        "buckets. `from` and `to` as ISO-8601 are read by Python's `datetime.fromisoformat`: a leap "
+        "second or more than six decimals is refused (400 `invalid_field`).",
+    ),
+    ("get", "/v1/topics/{topic}/pending"): operation(
+        "A topic's pending messages in the order they will fire, a page at a time",
+        CLIENT,
+        {"200": answer("A page; `next_cursor` goes on from its end.", "PendingList")},
+        parameters=(
+            path_param("topic", PENDING_TOPIC),
+            query_param("from", INSTANT, required=False),
+            query_param("to", INSTANT, required=False),
+            query_param("limit", {"type": "integer", "minimum": 1, "maximum": 1000}, required=False),
+            query_param("cursor", {"type": "string", "pattern": "^[A-Za-z0-9_-]{1,64}$"}, required=False),
+            query_param("with_body", {"enum": ["true", "false"]}, required=False),
+            query_param("key", {"type": "string", "minLength": 1, "maxLength": MAX_KEY}, required=False),
+        ),
+        errors=("BadRequest", "Unprocessable"),
+        description="400 `invalid_range` when `to` is not after `from`; 400 `invalid_field` on `cursor` "
+        "for a cursor this API did not give out. `key` looks up the one message of that producer key "
+        "instead: `messages` holds it while it is scheduled (under its original id, at its new time once "
+        "rescheduled), else nothing, and `next_cursor` is null; `key` with `cursor`, `from` or `to` is "
+        "400 `conflicting_fields`.",
+    ),
+    ("post", "/v1/topics/{topic}/pull"): operation(
+        "Lease up to `max` messages of the topic to this consumer of the group",
+        CLIENT,
+        {
+            "200": {
+                "description": "The messages leased (none once `wait_ms` passed without any). With "
+                "`Accept: application/msgpack; layout=columns`, the same in msgpack by columns, each "
+                "record flat; with `Accept: application/msgpack`, by messages, each as its stored "
+                "record (docs/api.md, pull).",
+                "content": {JSON: {"schema": ref("Pulled")}, "application/msgpack": {"schema": {}}},
+            }
+        },
+        body="Pull",
+        parameters=(TOPIC,),
+        errors=("Unprocessable",),
+    ),
+    ("post", "/v1/topics/{topic}/ack"): operation(
+        "Acknowledge leased messages: never handed out again, even after a failover",
+        CLIENT,
+        {"200": answer("How many messages the receipts name, each once.", "Acked")},
+        body="Receipts",
+        parameters=(TOPIC,),
+    ),
+    ("post", "/v1/topics/{topic}/nack"): operation(
+        "Give leased messages back: retried at the next retry level, or dead-lettered after the last",
+        CLIENT,
+        {"200": answer("What the entry did: copies made, and messages moved to the DLQ.", "Nacked")},
+        body="Receipts",
+        parameters=(TOPIC,),
+        errors=("NotFound",),
+    ),
+    ("post", "/v1/schedules"): operation(
+        "Create a recurring schedule: a message to its topic at every fire time of its cron, in its zone",
+        CLIENT,
+        {
+            "201": answer("Created; firings are planned from now (or from `start_at`).", "Schedule"),
+            "200": answer(
+                "A schedule of that name and the same definition exists (a create retried).", "Schedule"
+            ),
+        },
+        body="NewSchedule",
+        errors=("Conflict", "Unprocessable"),
+        description="409 `schedule_exists` (the name taken by another definition) or `too_many_schedules`; "
+        "400 `invalid_field` on `cron` or `timezone`, `invalid_range` when `end_at` is not after `start_at`; "
+        "422 `out_of_range`: a cron that never fires, a time before 1970 or past 9999.",
+    ),
+    ("get", "/v1/schedules"): operation(
+        "Every recurring schedule, by name",
+        CLIENT,
+        {"200": answer("Each with its next five fire times.", "ScheduleList")},
+    ),
+    ("get", "/v1/schedules/{name}"): _by_name(
+        "A recurring schedule, with its next five fire times",
+        {"200": answer("The schedule.", "Schedule")},
+    ),
+    ("post", "/v1/schedules/{name}/pause"): _by_name(
+        "Pause a schedule: nothing more is planned, and its firings not yet delivered are cancelled",
+        {"200": answer("Paused (now, or before).", "Schedule")},
+    ),
+    ("post", "/v1/schedules/{name}/resume"): _by_name(
+        "Resume a schedule: planned again from now; what passed while paused is skipped",
+        {"200": answer("Active (now, or before).", "Schedule")},
+    ),
+    ("delete", "/v1/schedules/{name}"): _by_name(
+        "Delete a schedule; its firings not yet delivered are cancelled",
+        {"200": answer("Deleted.", "ScheduleDeleted")},
+    ),
+    ("put", "/v1/topics/{topic}/subscriptions/{group}"): operation(
+        "Make the group a push group of the topic: its messages are POSTed, signed, to `push.url`",
+        CLIENT,
+        {
+            "201": answer("Created; the master starts pushing.", "Subscription"),
+            "200": answer("Replaced (pushing starts over with it), or the same again.", "Subscription"),
+        },
+        body="NewSubscription",
+        parameters=SUBSCRIPTION,
+        errors=("Conflict", "Unprocessable"),
+        description="422 `push_target_not_allowed`: the URL's host is not in the master's node config "
+        "`push_allow` (empty by default: nothing may be pushed until an operator allows a target); "
+        "400 `invalid_field` on `push.url` for a URL the pattern lets through that is no URL (a port "
+        "out of range, a user or password); 409 `too_many_subscriptions` past 1,000.",
+    ),
+    ("get", "/v1/topics/{topic}/subscriptions/{group}"): _subscription(
+        "A push subscription, without its secret, with the master's counters",
+        {"200": answer("The subscription.", "Subscription")},
+    ),
+    ("delete", "/v1/topics/{topic}/subscriptions/{group}"): _subscription(
+        "Stop pushing the group; its progress stays",
+        {"200": answer("Deleted.", "SubscriptionDeleted")},
+    ),
+    ("get", "/admin/status"): operation(
+        "This node's role, Raft indexes, wheel state and counters",
+        ADMIN,
+        {"200": answer("This node's view.", "Status")},
+        master=False,
+    ),
+    ("post", "/admin/release-master"): operation(
+        "Make the master hand over, optionally to a named node",
+        ADMIN,
+        {"200": answer("Handed over; the linked nodes follow the new master.", "Released")},
+        body="Release",
+        body_required=False,
+        errors=("Conflict", "Unprocessable"),
+        description="409 `no_linked_target` (no peer linked to every node) or `release_in_progress`; "
+        "422 `unknown_node`; 503 `transfer_failed` or `transfer_unconfirmed`.",
+    ),
+    ("get", "/admin/dlq/{group}"): operation(
+        "A group's dead-letter entries not yet acked, oldest first, without leasing them",
+        ADMIN,
+        {"200": answer("Up to `limit` entries past `after`.", "DlqPeek")},
+        parameters=(
+            GROUP,
+            query_param("after", {"type": "integer", "minimum": 0, "maximum": MAX_POSITION}, required=False),
+            query_param("limit", {"type": "integer", "minimum": 1, "maximum": 1000}, required=False),
+        ),
+        errors=("BadRequest", "Unprocessable"),
+    ),
+    ("post", "/admin/dlq/{group}/requeue"): operation(
+        "Produce dead-letter entries again to their topics, due now, then ack them in the DLQ",
+        ADMIN,
+        {"200": answer("What was moved, and what was not found or had expired.", "Requeued")},
+        body="Requeue",
+        parameters=(GROUP,),
+    ),
+    ("get", "/ui"): operation("The dashboard (docs/ui.md)", PUBLIC, DASHBOARD, master=False),
+    ("get", "/ui/{file}"): operation(
+        "The dashboard's files",
+        PUBLIC,
+        DASHBOARD,
+        master=False,
+        parameters=(
+            path_param(
+                "file",
+                {"type": "string", "pattern": "^[A-Za-z0-9._/-]{1,128}$"},
+                "a file of it, e.g. `app.js`",
+            ),
+        ),
+    ),
+    ("get", "/healthz"): operation(
+        "The process is up", PUBLIC, {"200": answer("Up.", "Health")}, master=False
+    ),
+    ("get", "/readyz"): operation(
+        "Ready: a master is known, this node applies, is linked to a quorum and knows its clocks",
+        PUBLIC,
+        {
+            "200": answer("Ready.", "Readiness"),
+            "503": answer("Not ready; the fields say why.", "Readiness"),
+        },
+        master=False,
+    ),
+    ("get", "/metrics"): operation(
+        "This node's Prometheus metrics",
+        PUBLIC,
+        {
+            "200": {
+                "description": "Prometheus text format 0.0.4.",
+                "content": {"text/plain": {"schema": {"type": "string"}}},
+            }
+        },
+        master=False,
+    ),
+    ("get", "/openapi.json"): operation(
+        "This document",
+        PUBLIC,
+        {"200": {"description": "OpenAPI 3.1.", "content": {JSON: {"schema": {"type": "object"}}}}},
+        master=False,
+    ),
+}

@@ -1,0 +1,56 @@
+// The dashboard's calls: every one goes to the node that served the page (same origin).
+// A call meant for another node names it in Horologe-Forward-To ("master" or a node id) and
+// this node forwards it (node/http/forwarding.py): the other nodes are other origins, and a 307
+// to one of them would be followed without the Authorization header, then refused by CORS.
+
+const KEYS = { client: "horologe.clientToken", admin: "horologe.adminToken" };
+
+export function token(kind) {
+  return sessionStorage.getItem(KEYS[kind]) || "";
+}
+
+export function setTokens(client, admin) {
+  for (const [kind, value] of [["client", client], ["admin", admin]]) {
+    if (value) sessionStorage.setItem(KEYS[kind], value);
+    else sessionStorage.removeItem(KEYS[kind]);
+  }
+}
+
+export class ApiError extends Error {
+  constructor(status, code, message) {
+    super(message);
+    this.status = status;
+    this.code = code;
+  }
+}
+
+// call("/admin/status", {to: "n2"}); the token by the path: /admin/* admin, /v1/* client.
+export async function call(path, { method = "GET", body, to } = {}) {
+  const headers = {};
+  const scope = path.startsWith("/admin/") ? "admin" : path.startsWith("/v1/") ? "client" : null;
+  if (scope && token(scope)) headers.Authorization = `Bearer ${token(scope)}`;
+  if (to) headers["Horologe-Forward-To"] = to;
+  if (body !== undefined) headers["Content-Type"] = "application/json";
+  const res = await fetch(path, {
+    method,
+    headers,
+    body: body === undefined ? undefined : JSON.stringify(body),
+    redirect: "manual", // a redirect would leave this origin: never follow one
+    cache: "no-store",
+  });
+  if (res.type === "opaqueredirect") {
+    throw new ApiError(307, "redirected", "the master moved; the next refresh asks again");
+  }
+  const text = await res.text();
+  let data = null;
+  try {
+    data = JSON.parse(text);
+  } catch {
+    data = null;
+  }
+  if (!res.ok) {
+    const err = (data && data.error) || {};
+    throw new ApiError(res.status, err.code || String(res.status), err.message || text.slice(0, 200));
+  }
+  return data === null ? text : data;
+}
