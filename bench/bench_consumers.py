@@ -30,7 +30,7 @@ from horologe.client.core import to_pulled
 from horologe.cluster import PRODUCE, SYNC
 from horologe.node.consumers.receipts import Receipts
 from horologe.node.consumers.service import SCAN_CHUNK, Consumers, TagFilter
-from horologe.node.pull_wire import as_columns, as_msgpack
+from horologe.node.consumers.wire import as_columns, as_msgpack
 from horologe.storage import Message, ReadyEntry, Storage, StorageConfig, tags_signature
 from horologe.wheel import ALL, Watermark
 from testkit.process_cluster import CLIENT, Cluster

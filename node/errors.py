@@ -1,4 +1,10 @@
-"""Errors raised by the node process. Every one derives from :class:`NodeError`."""
+"""Errors raised by the node process. Every one derives from :class:`NodeError`.
+
+A :class:`Refused` says what went wrong in the domain: which rule a request broke or why
+the node cannot do it now. Its ``code`` names the reason in answers (docs/api.md); the
+HTTP status each one answers with is decided at the edge, in one table
+(node/http/errors.py), never here.
+"""
 
 from __future__ import annotations
 
@@ -11,19 +17,104 @@ class ConfigError(NodeError):
     """Raised when the node configuration is missing, malformed or inconsistent."""
 
 
-class ApiError(NodeError):
-    """Raised by a handler to answer with the JSON error shape of DESIGN §6."""
+class Refused(NodeError):
+    """Raised when the node refuses a request; ``field`` names the part of it at fault, and
+    ``extra`` holds what the answer adds beside the error (a subclass names ``code``)."""
 
-    def __init__(self, status: int, code: str, message: str, field: str | None = None, **extra) -> None:
+    code = "refused"
+
+    def __init__(self, message: str, field: str | None = None, **extra) -> None:
         super().__init__(message)
-        self.status = status
-        self.code = code
         self.message = message
         self.field = field
         self.extra = extra
 
-    def body(self) -> dict:
-        err = {"code": self.code, "message": self.message}
-        if self.field is not None:
-            err["field"] = self.field
-        return {"error": err, **self.extra}
+
+class InvalidRequest(Refused):
+    """Raised when a request's field has a bad type or form (a tag expression, say)."""
+
+    code = "invalid_field"
+
+
+class InvalidReceipt(Refused):
+    """Raised when a receipt is malformed, forged, or names another group's delivery."""
+
+    code = "invalid_receipt"
+
+
+class NotFound(Refused):
+    """Raised when a request names a schedule, subscription or delivery that is not there."""
+
+    code = "not_found"
+
+
+class ReceiptExpired(NotFound):
+    """Raised when a receipt names a delivery that retention has since removed."""
+
+    code = "expired"
+
+
+class ScheduleExists(Refused):
+    """Raised when a schedule's name is taken by another definition."""
+
+    code = "schedule_exists"
+
+
+class TooManySchedules(Refused):
+    """Raised when a new schedule would pass the cluster's limit."""
+
+    code = "too_many_schedules"
+
+
+class TooManySubscriptions(Refused):
+    """Raised when a new push subscription would pass the cluster's limit."""
+
+    code = "too_many_subscriptions"
+
+
+class EntryTooLarge(Refused):
+    """Raised when a call would make a Raft entry over the cap (MAX_ENTRY_BYTES)."""
+
+    code = "too_large"
+
+
+class Halted(Refused):
+    """Raised when this node stopped applying (a fatal storage error) and so serves nothing."""
+
+    code = "halted"
+
+
+class ApplyFailed(Refused):
+    """Raised when a committed entry failed to apply on this node."""
+
+    code = "apply_failed"
+
+
+class ReleaseInProgress(Refused):
+    """Raised when a release of this master is asked while another is under way."""
+
+    code = "release_in_progress"
+
+
+class UnknownNode(Refused):
+    """Raised when a release names a node that is not a peer."""
+
+    code = "unknown_node"
+
+
+class NoLinkedTarget(Refused):
+    """Raised when no peer could take over and be heard by every node."""
+
+    code = "no_linked_target"
+
+
+class TransferFailed(Refused):
+    """Raised when no other node took over; this node is still master."""
+
+    code = "transfer_failed"
+
+
+class TransferUnconfirmed(Refused):
+    """Raised when another node took over but too few nodes follow it yet."""
+
+    code = "transfer_unconfirmed"

@@ -9,11 +9,9 @@ import logging
 import signal
 import sys
 
-from aiohttp import web
-
 from .config import NodeConfig
-from .http.app import METRICS, SERVICE, create_app
-from .http.server import connection_bound, serve
+from .http.app import METRICS, SERVICE, Application, create_app
+from .http.server import connection_bound, serve, stop_serving
 from .ops.log_setup import configure_logging
 from .tls import server_context
 
@@ -26,16 +24,13 @@ log = logging.getLogger(__name__)
 SWITCH_INTERVAL_S = 0.001
 
 
-async def _stop_on_signals(app: web.Application) -> None:
+async def _stop_on_signals(app: Application) -> None:
     """SIGTERM or SIGINT starts a graceful stop; one that follows (a supervisor that repeats
     itself, a second Ctrl-C) is ignored, until the process ends. aiohttp's own handler
     would raise again in the middle of the clean-up, and the loop's handlers go when the
     loop closes; either way a second signal could end the node before its store closed."""
     loop = asyncio.get_running_loop()
     stopping = False
-
-    def graceful_exit() -> None:
-        raise web.GracefulExit()
 
     def on_signal(signum: int, _frame) -> None:  # main thread, between bytecodes: no locks here
         nonlocal stopping
@@ -46,7 +41,7 @@ async def _stop_on_signals(app: web.Application) -> None:
                 )
             else:
                 stopping = True
-                loop.call_soon_threadsafe(graceful_exit)
+                loop.call_soon_threadsafe(stop_serving)
 
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, on_signal)
@@ -56,7 +51,7 @@ async def _stop_on_signals(app: web.Application) -> None:
 GC_THRESHOLDS = (10_000, 20, 100)
 
 
-async def _freeze_what_startup_made(app: web.Application) -> None:
+async def _freeze_what_startup_made(app: Application) -> None:
     """Move what exists once the node has started (modules, classes, the app, the service)
     to the permanent generation, out of every later collection, and collect the young
     generation after 10,000 new container objects rather than 700.
@@ -76,7 +71,7 @@ async def _freeze_what_startup_made(app: web.Application) -> None:
     gc.set_threshold(*GC_THRESHOLDS)
 
 
-async def _release_if_master(app: web.Application) -> None:
+async def _release_if_master(app: Application) -> None:
     """Graceful SIGTERM: a master hands over before it stops (DESIGN §5)."""
     svc = app.get(SERVICE)
     if svc is None or svc.raft is None or not svc.raft.is_master():

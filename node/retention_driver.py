@@ -17,7 +17,7 @@ from horologe.cluster import ClusterError, NotMasterError
 from horologe.cluster.retention import Cut, plan
 from horologe.storage.store_reads import StoreReads
 
-from .errors import ApiError
+from .errors import Refused
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +47,7 @@ class RetentionDriver:
             await asyncio.sleep(self.interval_ms / 1000)
             try:
                 await self.turn()
-            except (ApiError, NotMasterError, ClusterError) as e:
+            except (Refused, NotMasterError, ClusterError) as e:
                 log.info("retention turn skipped: %s", e)
             except Exception:  # a read failed (say a file cut meanwhile): try next turn
                 log.exception("retention turn failed; trying again next turn")

@@ -47,7 +47,17 @@ from .config import NodeConfig
 from .consumers.dead_letters import DeadLetters
 from .consumers.receipts import Receipts
 from .consumers.service import Consumers
-from .errors import ApiError
+from .errors import (
+    ApplyFailed,
+    EntryTooLarge,
+    Halted,
+    NoLinkedTarget,
+    Refused,
+    ReleaseInProgress,
+    TransferFailed,
+    TransferUnconfirmed,
+    UnknownNode,
+)
 from .group_commit import MAX_ENTRY_BYTES, MAX_ITEMS_BYTES, GroupCommit
 from .observers import NO_OBSERVERS, Observers
 from .peer_readiness import peer_readiness
@@ -255,7 +265,7 @@ class NodeService:
         async def release() -> None:
             try:
                 log.info("released for a clock off the quorum's: %s", await self.release_master(None))
-            except (ApiError, NotMasterError, ClusterError) as e:
+            except (Refused, NotMasterError, ClusterError) as e:
                 log.warning("could not hand over for the clock: %s", e)
 
         task = self._loop.create_task(release())
@@ -326,7 +336,7 @@ class NodeService:
             # it serves nothing until it has applied an entry of its term: 503, a moment.
             raise NotMasterError(None)
         if self.view.halted:
-            raise ApiError(507, "halted", f"this node stopped applying: {self.view.halted}")
+            raise Halted(f"this node stopped applying: {self.view.halted}")
 
     # -- writes -----------------------------------------------------------------
 
@@ -352,10 +362,8 @@ class NodeService:
             log.error(
                 "refused to propose a %s entry of %d bytes (at most %d)", kind, len(blob), MAX_ENTRY_BYTES
             )
-            raise ApiError(
-                413,
-                "too_large",
-                f"this call makes a Raft entry of {len(blob)} bytes; at most {MAX_ENTRY_BYTES}",
+            raise EntryTooLarge(
+                f"this call makes a Raft entry of {len(blob)} bytes; at most {MAX_ENTRY_BYTES}"
             )
         return self._applied(self.raft.submit(blob))
 
@@ -363,7 +371,7 @@ class NodeService:
     async def _applied(answer: Awaitable[ApplyResult]) -> ApplyResult:
         res = await answer
         if res.error:
-            raise ApiError(500, "apply_failed", res.error)
+            raise ApplyFailed(res.error)
         return res
 
     async def _propose_cut(self, cut: Cut) -> ApplyResult:
@@ -419,7 +427,7 @@ class NodeService:
         """
         self.require_master()
         if self._release_running:
-            raise ApiError(409, "release_in_progress", "a release of this master is already under way")
+            raise ReleaseInProgress("a release of this master is already under way")
         self._release_running = True
         try:
             return await self._release(to)
@@ -451,12 +459,10 @@ class NodeService:
                     self.driver.start()
                     self.push.start()
             if new_master is None:
-                raise ApiError(503, "transfer_failed", "no other node took over; this node is still master")
+                raise TransferFailed("no other node took over; this node is still master")
             heard_by = await self._followers_of(session, new_master, linked, 2.0)
         if len(heard_by) < majority(1 + len(self.config.peers)):
-            raise ApiError(
-                503,
-                "transfer_unconfirmed",
+            raise TransferUnconfirmed(
                 f"{new_master} took over but only {', '.join(heard_by)} follow it; it may be deposed",
             )
         deadline = time.monotonic() + 3.0
@@ -475,7 +481,7 @@ class NodeService:
     async def _release_target(self, session: aiohttp.ClientSession, to: str | None, linked: set[str]) -> Peer:
         """The named peer, or the first one, that has a link to every node linked to this one."""
         if to is not None and to not in {p.node_id for p in self.config.peers}:
-            raise ApiError(422, "unknown_node", f"no peer named {to!r}", "to")
+            raise UnknownNode(f"no peer named {to!r}", "to")
         reasons = []
         for peer in self.config.peers:
             if to not in (None, peer.node_id):
@@ -492,9 +498,7 @@ class NodeService:
                 reasons.append(f"{peer.node_id} has no link to {', '.join(missing)}")
                 continue
             return peer
-        raise ApiError(
-            409,
-            "no_linked_target",
+        raise NoLinkedTarget(
             "no node could take over and be heard by every node: " + "; ".join(reasons),
             "to" if to is not None else None,
         )

@@ -40,7 +40,7 @@ from .errors import CertificateError, HorologeError, UnavailableError, error_for
 from .tls import certificate_failure
 
 MSGPACK = "application/msgpack"
-PULL_COLUMNS = MSGPACK + "; layout=columns"  # a pull's answer by columns (node/pull_wire.py)
+PULL_COLUMNS = MSGPACK + "; layout=columns"  # a pull's answer by columns (node/consumers/wire.py)
 RETRY_PAUSE_S = 0.2
 # More 307s in a row than this means the nodes do not agree on a master yet: pause, retry.
 MAX_REDIRECTS = 3

@@ -260,7 +260,7 @@ def to_pulled(res: dict, tags: str | None) -> tuple[PulledBatch, list[str]]:
 
 
 def _received(res: dict) -> list[ReceivedMessage]:
-    """A pull answer's messages, in any of its layouts (node/pull_wire.py): msgpack by
+    """A pull answer's messages, in any of its layouts (node/consumers/wire.py): msgpack by
     columns, msgpack by messages, or JSON."""
     if "records" in res:
         deliver_at, delivered_at = _int64s(res["deliver_at"]), _int64s(res["delivered_at"])

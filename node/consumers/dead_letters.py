@@ -35,9 +35,9 @@ from horologe.storage.message import unpack_record
 from horologe.storage.ready_log import READY
 
 from ..committed_view import CommittedView
-from ..pull_wire import message_fields
 from .receipts import Receipts
 from .service import read_all
+from .wire import message_fields
 
 SCAN_LIMIT = 262_144  # DLQ entries one call reads past the group's acked position
 SCAN_CHUNK = 16_384

@@ -34,7 +34,7 @@ import hmac
 
 from horologe.cluster.consumer_groups import Range, to_ranges
 
-from ..errors import ApiError
+from ..errors import InvalidReceipt
 
 MAC_BYTES = 16
 MEMBER_RANGES = 8  # a batch of more ranges gives its messages receipts with their own MACs
@@ -164,6 +164,6 @@ def _within(offset: int, ranges: list[Range]) -> bool:
     return k >= 0 and offset < ranges[k][1]
 
 
-def _invalid(receipt, why: str) -> ApiError:
+def _invalid(receipt, why: str) -> InvalidReceipt:
     shown = receipt if isinstance(receipt, str) and len(receipt) <= 200 else type(receipt).__name__
-    return ApiError(400, "invalid_receipt", f"{why}: {shown!r}", "receipts")
+    return InvalidReceipt(f"{why}: {shown!r}", "receipts")

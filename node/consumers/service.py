@@ -30,7 +30,7 @@ from horologe.storage import MessageId, ReadyTrimmedError, UnknownMessageError, 
 from horologe.storage.message import unpack_record
 
 from ..committed_view import CommittedView
-from ..errors import ApiError
+from ..errors import InvalidRequest, NotFound, ReceiptExpired
 from ..group_commit import MAX_ITEMS_BYTES, GroupCommit
 from .receipts import Receipts
 
@@ -51,7 +51,7 @@ class TagFilter:
             return cls(frozenset())
         tags = frozenset(t.strip() for t in expr.split("||"))
         if "" in tags:
-            raise ApiError(400, "invalid_field", f"bad tag expression {expr!r}: want a||b or *", "tags")
+            raise InvalidRequest(f"bad tag expression {expr!r}: want a||b or *", "tags")
         return cls(tags)
 
     def prefilter(self, sigs: np.ndarray) -> np.ndarray:
@@ -367,9 +367,9 @@ class Consumers:
             try:
                 rows = reads.read_ready(topic, off, off + 1)
             except ReadyTrimmedError as e:
-                raise ApiError(404, "expired", str(e), "receipts") from e
+                raise ReceiptExpired(str(e), "receipts") from e
             if len(rows) == 0:
-                raise ApiError(404, "not_found", f"no delivered message at {topic}@{off}", "receipts")
+                raise NotFound(f"no delivered message at {topic}@{off}", "receipts")
             mid = MessageId(int(rows["hour"][0]), int(rows["global_index"][0]))
             attempt = reads.read_message(mid).message.attempt
             if attempt < len(self.retry_levels_ms):

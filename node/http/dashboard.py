@@ -13,7 +13,7 @@ from importlib.resources.abc import Traversable
 
 from aiohttp import web
 
-from ..errors import ApiError
+from .errors import ApiError
 
 PREFIX = "/ui"
 TYPES = {

@@ -21,9 +21,9 @@ from collections.abc import Callable
 import aiohttp
 from aiohttp import web
 
-from ..errors import ApiError
 from ..ops.log_setup import REQUEST_ID
 from .access_log import HEADER as REQUEST_ID_HEADER
+from .errors import ApiError
 
 HEADER = "Horologe-Forward-To"
 MASTER = "master"

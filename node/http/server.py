@@ -31,6 +31,8 @@ from aiohttp import web
 
 from horologe.storage.config import StorageConfig
 
+from .errors import error_body
+
 log = logging.getLogger(__name__)
 
 HANDSHAKE_S = 10.0  # a TLS client must finish its handshake this soon
@@ -44,12 +46,10 @@ RESERVED_FDS = 2 * StorageConfig().max_open_files + 64 + MAX_LINGERING
 
 def _busy_answer(max_connections: int) -> bytes:
     body = orjson.dumps(
-        {
-            "error": {
-                "code": "too_many_connections",
-                "message": f"this node has {max_connections} connections open; try again or another node",
-            }
-        }
+        error_body(
+            "too_many_connections",
+            f"this node has {max_connections} connections open; try again or another node",
+        )
     )
     head = (
         "HTTP/1.1 503 Service Unavailable\r\n"
@@ -200,6 +200,12 @@ async def _serve(
             listener.close()
     finally:
         await runner.cleanup()
+
+
+def stop_serving() -> None:
+    """End :func:`serve` gracefully: called on its loop, it stops the app as aiohttp's own
+    signal handlers would (``web.GracefulExit``)."""
+    raise web.GracefulExit()
 
 
 def serve(

@@ -34,7 +34,7 @@ from horologe.cluster import ClusterError
 from horologe.cluster.push_state import PushDef
 
 from ..consumers.service import Handed, Pulled
-from ..errors import ApiError
+from ..errors import NotFound, Refused
 from .client import Exchange, PushHttp
 from .flow import Flow
 from .sender import Sent, Target, outcome, push_body, request
@@ -130,7 +130,7 @@ class _Group:
                 pulled = await self.consumer.pull(
                     sub.group, sub.topic, sub.tags, room, PULL_WAIT_MS, lease_ms, AHEAD_MS
                 )
-            except (ApiError, ClusterError) as e:
+            except (Refused, ClusterError) as e:
                 log.info("push %s/%s: lease failed (%s); trying again", sub.topic, sub.group, e)
                 await asyncio.sleep(RETRY_PAUSE_S)
                 continue
@@ -238,7 +238,7 @@ async def _ack(sub: PushDef, consumer: Consumer, receipts: list[str], stats: Pus
     try:
         await consumer.ack(sub.group, receipts)
         stats.delivered += len(receipts)
-    except Exception as e:  # noqa: BLE001 - ApiError, ClusterError or a bug: the same outcome
+    except Exception as e:  # noqa: BLE001 - Refused, ClusterError or a bug: the same outcome
         _not_settled(sub, len(receipts), "acked", e)
 
 
@@ -247,8 +247,8 @@ async def _nack(
 ) -> None:
     try:
         done = await consumer.nack(sub.group, receipts, retry_after_ms)
-    except ApiError as e:
-        if len(receipts) == 1 or e.status != 404:
+    except Refused as e:
+        if len(receipts) == 1 or not isinstance(e, NotFound):
             _not_settled(sub, len(receipts), "nacked", e)
             return
         # One of them names a message no longer there (trimmed): the others one by one.

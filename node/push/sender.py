@@ -1,6 +1,6 @@
 """One push as bytes, and what its answer means. Pure: the clock comes in as ``now_ms``.
 
-The body is the message as a pull shows it (node/pull_wire.py, without a receipt):
+The body is the message as a pull shows it (node/consumers/wire.py, without a receipt):
 ``{id, topic, body | body_b64, tags, headers, deliver_at, delivered_at, attempt}``. The
 request is ``POST <path> HTTP/1.1`` with ``Host``, ``User-Agent``, ``Content-Type:
 application/json``, ``Content-Length`` and the headers ``Horologe-Signature``
@@ -19,7 +19,7 @@ from typing import NamedTuple
 import orjson
 from yarl import URL
 
-from ..pull_wire import message_fields
+from ..consumers.wire import message_fields
 from .client import Answer, Origin
 from .signature import ATTEMPT_HEADER, MESSAGE_ID_HEADER, SIGNATURE_HEADER, signature
 

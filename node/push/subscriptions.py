@@ -16,7 +16,7 @@ from horologe.cluster.push_apply import DELETE, PUT, PushOutcome
 from horologe.cluster.push_state import MAX_SUBSCRIPTIONS, PushDef, definition
 
 from ..committed_view import CommittedView
-from ..errors import ApiError
+from ..errors import NotFound, TooManySubscriptions
 from .worker import PushStats, PushWorker
 
 Propose = Callable[..., Awaitable[ApplyResult]]  # NodeService.propose(kind, **fields)
@@ -36,11 +36,8 @@ class Subscriptions:
         """(status, body): 201 made, 200 replaced or unchanged."""
         done = await self._control(PUT, wanted.topic, wanted.group, **{"def": wanted.to_wire()})
         if done == PushOutcome.LIMIT:
-            raise ApiError(
-                409,
-                "too_many_subscriptions",
-                f"{MAX_SUBSCRIPTIONS} push subscriptions exist; delete one first",
-                "group",
+            raise TooManySubscriptions(
+                f"{MAX_SUBSCRIPTIONS} push subscriptions exist; delete one first", "group"
             )
         return (201 if done == PushOutcome.CREATED else 200), self.get(wanted.topic, wanted.group)
 
@@ -57,8 +54,8 @@ class Subscriptions:
         return subscription_json(d, stats, self._worker.allowed(d), self._view.unacked_count(group, topic))
 
 
-def _not_found(topic: str, group: str) -> ApiError:
-    return ApiError(404, "not_found", f"group {group!r} has no push subscription on {topic!r}", "group")
+def _not_found(topic: str, group: str) -> NotFound:
+    return NotFound(f"group {group!r} has no push subscription on {topic!r}", "group")
 
 
 def subscription_json(d: PushDef, stats: PushStats, allowed: bool, unacked: int) -> dict:

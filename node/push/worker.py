@@ -33,7 +33,7 @@ from yarl import URL
 from horologe.cluster import ClusterError
 from horologe.cluster.push_state import PushDef
 
-from ..errors import ApiError
+from ..errors import Refused
 from .allow import PushAllow
 from .client import PushHttp
 from .flow import Flow
@@ -106,7 +106,7 @@ class PushWorker:
             try:
                 await self._barrier()
                 break
-            except (ApiError, ClusterError) as e:
+            except (Refused, ClusterError) as e:
                 log.info("push: barrier not committed (%s); trying again", e)
                 await asyncio.sleep(RETRY_PAUSE_S)
         http = PushHttp(CONNECTIONS)

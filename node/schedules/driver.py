@@ -18,7 +18,7 @@ from horologe.cluster.schedule_plan import Planner
 from horologe.cluster.schedule_state import Firings
 from horologe.storage.store_reads import StoreReads
 
-from ..errors import ApiError
+from ..errors import Refused
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +47,7 @@ class ScheduleDriver:
             try:
                 while await self.turn():
                     pass
-            except (ApiError, NotMasterError, ClusterError) as e:
+            except (Refused, NotMasterError, ClusterError) as e:
                 log.info("schedule turn skipped: %s", e)
             except Exception:  # a read failed, or a bug: try again next turn
                 log.exception("schedule turn failed; trying again next turn")

@@ -26,7 +26,7 @@ from horologe.cluster.schedule_state import (
 )
 
 from ..committed_view import CommittedView
-from ..errors import ApiError
+from ..errors import NotFound, ScheduleExists, TooManySchedules
 from .driver import ScheduleDriver
 
 Propose = Callable[..., Awaitable[ApplyResult]]  # NodeService.propose(kind, **fields)
@@ -63,16 +63,9 @@ class Schedules:
         """(status, body): 201 made, 200 made before with the same definition."""
         done = await self._control(CREATE, wanted.name, **{"def": wanted.to_wire()})
         if done == ScheduleOutcome.EXISTS:
-            raise ApiError(
-                409,
-                "schedule_exists",
-                f"a schedule named {wanted.name!r} exists with another definition",
-                "name",
-            )
+            raise ScheduleExists(f"a schedule named {wanted.name!r} exists with another definition", "name")
         if done == ScheduleOutcome.LIMIT:
-            raise ApiError(
-                409, "too_many_schedules", f"{MAX_SCHEDULES} schedules exist; delete one first", "name"
-            )
+            raise TooManySchedules(f"{MAX_SCHEDULES} schedules exist; delete one first", "name")
         return (201 if done == ScheduleOutcome.CREATED else 200), self.get(wanted.name)
 
     async def pause(self, name: str) -> dict:
@@ -92,7 +85,7 @@ class Schedules:
     @staticmethod
     def _found(name: str, done: ScheduleOutcome) -> None:
         if done == ScheduleOutcome.NOT_FOUND:
-            raise ApiError(404, "not_found", f"no schedule named {name!r}", "name")
+            raise NotFound(f"no schedule named {name!r}", "name")
 
     # -- reads --------------------------------------------------------------------
 
@@ -100,7 +93,7 @@ class Schedules:
         meta = self._view.reads.meta
         d = definition(meta, name)
         if d is None:
-            raise ApiError(404, "not_found", f"no schedule named {name!r}", "name")
+            raise NotFound(f"no schedule named {name!r}", "name")
         return schedule_json(d, mark(meta, name), self._clock())
 
     def list(self) -> list[dict]:

@@ -9,7 +9,7 @@ import pytest
 from horologe.cluster import ACK, PRODUCE, SYNC
 from horologe.node.consumers.receipts import Receipts
 from horologe.node.consumers.service import SCAN_LIMIT, Consumers, TagFilter, Taken
-from horologe.node.pull_wire import as_json
+from horologe.node.consumers.wire import as_json
 from horologe.storage import Message, ReadyEntry
 from horologe.wheel import ALL, Watermark
 

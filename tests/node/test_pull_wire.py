@@ -10,7 +10,7 @@ import msgpack
 from horologe.client.core import to_pulled
 from horologe.client.models import ReceivedMessage
 from horologe.cluster import PRODUCE, SYNC
-from horologe.node.pull_wire import as_columns, as_json, as_msgpack
+from horologe.node.consumers.wire import as_columns, as_json, as_msgpack
 from horologe.storage import Message
 from horologe.wheel import ALL, Watermark
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from horologe.node.errors import ApiError
+from horologe.node.http.errors import ApiError
 from horologe.node.http.rules.push import parse_names, parse_subscription
 from horologe.node.push.allow import PushAllow
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 
 from horologe.node.consumers.receipts import Receipts
-from horologe.node.errors import ApiError
+from horologe.node.errors import InvalidReceipt
 
 
 def _refused(receipts: Receipts, group: str, receipt) -> str:
-    with pytest.raises(ApiError) as e:
+    with pytest.raises(InvalidReceipt) as e:
         receipts.open(group, receipt)
     assert e.value.code == "invalid_receipt"
     return str(e.value)

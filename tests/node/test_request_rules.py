@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from horologe.node.errors import ApiError
+from horologe.node.http.errors import ApiError
 from horologe.node.http.rules.messages import parse_consumer_request, parse_message
 from horologe.storage.message import MessageLimits
 

@@ -11,8 +11,9 @@ from horologe.cluster import PRODUCE, SYNC, TRIM
 from horologe.cluster.retention import Cut
 from horologe.node.consumers.receipts import Receipts
 from horologe.node.consumers.service import Consumers
-from horologe.node.errors import ApiError
-from horologe.node.pull_wire import as_json
+from horologe.node.consumers.wire import as_json
+from horologe.node.errors import ReceiptExpired
+from horologe.node.http.errors import ApiError
 from horologe.node.retention_driver import RetentionDriver
 from horologe.storage import Message, MessageExpiredError, StorageConfig
 from horologe.storage.delay_index import MS_PER_HOUR
@@ -68,9 +69,10 @@ def test_a_turn_cuts_what_is_old_and_passed_and_consumers_keep_their_offsets(log
         # the leased offset is still where it was: acking it works
         assert await consumers.ack("g", [got[5]["receipt"]]) == 1
         # and a receipt of a removed offset is a clear 404, not someone else's message
-        with pytest.raises(ApiError) as e:
+        with pytest.raises(ReceiptExpired) as e:
             await consumers.nack("g", [got[0]["receipt"]])
-        assert e.value.status == 404 and e.value.body()["error"]["code"] == "expired"
+        answer = ApiError.of(e.value)
+        assert answer.status == 404 and answer.body()["error"]["code"] == "expired"
         log.now[0] += 1
         cut = await turn.turn()
         assert cut.ready == {"t": 6} and reads.ready_base("t") == 6

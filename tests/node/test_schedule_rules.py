@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from horologe.node.errors import ApiError
+from horologe.node.http.errors import ApiError
 from horologe.node.http.rules.schedules import parse_name, parse_schedule
 from horologe.storage.message import MessageLimits
 

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from horologe.node.consumers.service import TagFilter
-from horologe.node.errors import ApiError
+from horologe.node.errors import InvalidRequest
 from horologe.storage import tags_signature
 
 tag = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789._-", min_size=1, max_size=12)
@@ -48,5 +48,5 @@ def test_star_matches_everything(expr):
 
 
 def test_bad_expression():
-    with pytest.raises(ApiError):
+    with pytest.raises(InvalidRequest):
         TagFilter.parse("a||")

@@ -27,14 +27,11 @@ from horologe.storage.message_json import (
     refusal,
 )
 
-from ...errors import ApiError
+from ..errors import ApiError
 
 P = ParamSpec("P")
 T = TypeVar("T")
 
-# Every other refusal (invalid_body, unknown_field, invalid_field) is a 400.
-# push_target_not_allowed: a push URL whose host the node config's push_allow leaves out.
-STATUS_BY_CODE = {"too_large": 413, "out_of_range": 422, "push_target_not_allowed": 422}
 
 
 def answered_over_http(parse: Callable[P, T]) -> Callable[P, T]:
@@ -45,7 +42,7 @@ def answered_over_http(parse: Callable[P, T]) -> Callable[P, T]:
         try:
             return parse(*args, **kwargs)
         except InvalidFieldError as e:
-            raise ApiError(STATUS_BY_CODE.get(e.code, 400), e.code, e.message, e.field) from e
+            raise ApiError.of_rule(e) from e
 
     return parse_for_http
 

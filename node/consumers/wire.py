@@ -34,7 +34,7 @@ import numpy as np
 from horologe.cluster.consumer_groups import ID_HEADER, ORIGIN_HEADER
 from horologe.storage.message import FLAT_RECORD_HEAD, RECORD_MAP_HEAD, unpack_record
 
-from .consumers.service import Handed, Pulled
+from .service import Handed, Pulled
 
 MSGPACK = "application/msgpack"
 COLUMNS = "layout=columns"  # the Accept parameter that asks for msgpack by columns

@@ -1,0 +1,29 @@
+"""The admin routes: this node's status, and a master's release (handover)."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from .common import SERVICE, answer, json_body
+from .errors import ApiError
+
+routes = web.RouteTableDef()
+
+
+@routes.get("/admin/status")
+async def admin_status(request: web.Request) -> web.Response:
+    """This node's role, Raft indexes, wheel state and counters."""
+    return answer(200, request.app[SERVICE].admin_status())
+
+
+@routes.post("/admin/release-master")
+async def release_master(request: web.Request) -> web.Response:
+    """Make the master hand over, optionally to a named node."""
+    svc = request.app[SERVICE]
+    body = await json_body(request) if request.can_read_body else {}
+    if not isinstance(body, dict) or set(body) - {"to"}:
+        raise ApiError(400, "invalid_body", 'body must be {} or {"to": "<node_id>"}', "to")
+    if not isinstance(body.get("to", ""), str):
+        raise ApiError(400, "invalid_field", "to must be a node id (a string)", "to")
+    return answer(200, await svc.release_master(body.get("to")))
+

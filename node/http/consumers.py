@@ -1,0 +1,74 @@
+"""The consumer routes (DESIGN §6): pull with leases, ack and nack; and a group's
+dead-letter queue, peeked and requeued under ``/admin/dlq``."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from ..consumers import wire as pull_wire
+from .common import SERVICE, answer, json_body
+from .rules.messages import parse_consumer_request, parse_dlq_group, parse_dlq_peek, parse_requeue
+
+routes = web.RouteTableDef()
+
+
+@routes.post("/v1/topics/{topic}/pull")
+async def pull(request: web.Request) -> web.Response:
+    """Lease up to max messages to this consumer of the group; long-polls up to wait_ms."""
+    svc = request.app[SERVICE]
+    svc.require_master()
+    req = parse_consumer_request(request.match_info["topic"], await json_body(request), "pull")
+    pulled = await svc.consumers.pull(
+        req["group"],
+        req["topic"],
+        req.get("tags"),
+        req["max"],
+        req["wait_ms"],
+        req["visibility_ms"],
+        req["ahead_ms"],
+    )
+    accept = request.headers.get("Accept", "")
+    if pull_wire.MSGPACK in accept:
+        wire = pull_wire.as_columns if pull_wire.COLUMNS in accept else pull_wire.as_msgpack
+        return web.Response(body=wire(pulled, svc.clock()), content_type=pull_wire.MSGPACK)
+    return answer(200, pull_wire.as_json(pulled, svc.clock()))
+
+
+@routes.post("/v1/topics/{topic}/ack")
+async def ack(request: web.Request) -> web.Response:
+    """Acknowledge leased messages by receipt (a message's, or a pull's batch receipt);
+    never handed out again, even after failover."""
+    svc = request.app[SERVICE]
+    svc.require_master()
+    req = parse_consumer_request(request.match_info["topic"], await json_body(request), "ack")
+    return answer(200, {"acked": await svc.consumers.ack(req["group"], req["receipts"])})
+
+
+@routes.post("/v1/topics/{topic}/nack")
+async def nack(request: web.Request) -> web.Response:
+    """Give messages back: redelivered at the next retry level, or to %DLQ%<group> after the last."""
+    svc = request.app[SERVICE]
+    svc.require_master()
+    req = parse_consumer_request(request.match_info["topic"], await json_body(request), "nack")
+    return answer(200, await svc.consumers.nack(req["group"], req["receipts"]))
+
+
+@routes.get("/admin/dlq/{group}")
+async def dlq_peek(request: web.Request) -> web.Response:
+    """A group's dead-letter entries not yet acked, without leasing them."""
+    svc = request.app[SERVICE]
+    group = parse_dlq_group(request.match_info["group"])
+    after, limit = parse_dlq_peek(request.query)
+    svc.require_master()
+    return answer(200, svc.dead_letters.peek(group, after, limit))
+
+
+@routes.post("/admin/dlq/{group}/requeue")
+async def dlq_requeue(request: web.Request) -> web.Response:
+    """Produce dead-letter entries again to their topics, due now, then ack them in the DLQ."""
+    svc = request.app[SERVICE]
+    group = parse_dlq_group(request.match_info["group"])
+    ids = parse_requeue(await json_body(request))
+    svc.require_master()
+    return answer(200, await svc.dead_letters.requeue(group, ids))
+

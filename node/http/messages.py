@@ -1,0 +1,204 @@
+"""The routes of ``/v1/messages`` (DESIGN §6): schedule, look up, cancel and reschedule
+messages, by id or by producer key."""
+
+from __future__ import annotations
+
+import time
+
+from aiohttp import web
+
+from horologe.cluster import CANCELLED, SCHEDULED, UNKNOWN
+from horologe.storage import MessageColumns, MessageExpiredError, MessageId, UnknownMessageError
+from horologe.storage.message_id import ID_PATTERN
+from horologe.storage.message_json import plain_columns
+
+from ..service import NodeService
+from .common import CONFIG, METRICS, SERVICE, answer, json_body, produce_body
+from .errors import ApiError
+from .rules.messages import parse_message, parse_new_time, parse_reschedules
+
+routes = web.RouteTableDef()
+
+
+def _mid(text: str) -> MessageId:
+    try:
+        return MessageId.parse(text)
+    except UnknownMessageError as e:
+        raise ApiError(404, "not_found", str(e), "id") from e
+
+
+@routes.post("/v1/messages")
+async def post_message(request: web.Request) -> web.Response:
+    """Schedule one message."""
+    started = time.perf_counter()
+    svc = request.app[SERVICE]
+    svc.require_master()
+    msg = parse_message(await produce_body(request), svc.clock(), svc.limits)
+    (mid,) = await svc.produce(MessageColumns.from_messages([msg]))
+    request.app[METRICS].produce_seconds.observe(time.perf_counter() - started)
+    return answer(201, {"id": mid, "topic": msg.topic, "deliver_at": msg.deliver_at_ms})
+
+
+@routes.post("/v1/messages/batch")
+async def post_batch(request: web.Request) -> web.Response:
+    """Schedule many messages; one result per item, in order."""
+    started = time.perf_counter()
+    svc = request.app[SERVICE]
+    svc.require_master()
+    body = await produce_body(request)
+    if not isinstance(body, dict) or set(body) != {"messages"} or not isinstance(body["messages"], list):
+        raise ApiError(400, "invalid_body", 'body must be {"messages": [...]}', "messages")
+    limit = request.app[CONFIG].max_batch_items
+    if len(body["messages"]) > limit:
+        raise ApiError(
+            413, "too_large", f"{len(body['messages'])} messages in one batch; at most {limit}", "messages"
+        )
+    now = svc.clock()
+    cols = plain_columns(body["messages"], now, svc.limits)
+    if cols is not None:  # what the SDK sends: every item plain and good
+        ids = await svc.produce(cols) if len(cols) else []
+        at = cols.deliver_at_ms.tolist()
+        results = [{"id": mid, "deliver_at": d} for mid, d in zip(ids, at, strict=True)]
+    else:
+        results = await _produce_each(svc, body["messages"], now)
+    request.app[METRICS].produce_seconds.observe(time.perf_counter() - started)
+    return answer(200, {"results": results})
+
+
+async def _produce_each(svc, items: list, now: int) -> list[dict]:
+    """Parse each item by every rule, produce the good ones; one result per item: its id
+    and time, or why it was refused."""
+    results: list[dict] = []
+    good = []
+    for i, item in enumerate(items):
+        try:
+            good.append((i, parse_message(item, now, svc.limits)))
+            results.append({})
+        except ApiError as e:
+            results.append(e.body())
+    if good:
+        ids = await svc.produce(MessageColumns.from_messages([m for _, m in good]))
+        for (i, m), mid in zip(good, ids, strict=True):
+            results[i] = {"id": mid, "deliver_at": m.deliver_at_ms}
+    return results
+
+
+@routes.get(f"/v1/messages/{{id:{ID_PATTERN}}}")
+async def get_message(request: web.Request) -> web.Response:
+    """A message's state: scheduled, delivered or cancelled."""
+    svc = request.app[SERVICE]
+    svc.require_master()
+    try:
+        st = svc.view.status(_mid(request.match_info["id"]))
+    except MessageExpiredError as e:
+        raise ApiError(404, "expired", str(e), "id") from e
+    except UnknownMessageError as e:
+        raise ApiError(404, "not_found", str(e), "id") from e
+    out = {"id": str(st.id), "topic": st.topic, "state": st.state, "deliver_at": st.deliver_at_ms}
+    if st.delivered_at_ms is not None:
+        out["delivered_at"] = st.delivered_at_ms
+    if st.late_by_ms is not None:
+        out["late_by_ms"] = st.late_by_ms
+    return answer(200, out)
+
+
+@routes.delete(f"/v1/messages/{{id:{ID_PATTERN}}}")
+async def delete_message(request: web.Request) -> web.Response:
+    """Cancel a scheduled message (409 once delivered)."""
+    svc = request.app[SERVICE]
+    svc.require_master()
+    ident = str(_mid(request.match_info["id"]))
+    ((state, _),) = await svc.cancel([ident], [])
+    return _cancel_answer(ident, state)
+
+
+@routes.delete("/v1/messages")
+async def delete_by_key(request: web.Request) -> web.Response:
+    """Cancel by producer key: ?topic=&key=."""
+    svc = request.app[SERVICE]
+    svc.require_master()
+    topic, key = _key_query(request)
+    ((state, mid),) = await svc.cancel([], [(topic, key)])
+    return _cancel_answer(mid or f"{topic}/{key}", state)
+
+
+def _cancel_answer(ident: str, state: str) -> web.Response:
+    """200 once cancelled (now or before), 409 once delivered, 404 for what was never stored."""
+    if state == CANCELLED:
+        return answer(200, {"id": ident, "state": CANCELLED})
+    raise _not_scheduled(ident, state)
+
+
+def _not_scheduled(ident: str, state: str) -> ApiError:
+    """Why a cancel or reschedule of ``ident`` found nothing to do: it fired, was cancelled
+    (for a reschedule), or never was."""
+    if state == CANCELLED:
+        return ApiError(409, "cancelled", f"{ident} was cancelled", "id")
+    if state != UNKNOWN:  # delivered, or dropped or dead-lettered once late
+        return ApiError(409, "already_delivered", f"{ident} was already {state.replace('_', '-')}", "id")
+    return ApiError(404, "not_found", f"no scheduled message {ident}", "id")
+
+
+@routes.patch(f"/v1/messages/{{id:{ID_PATTERN}}}")
+async def patch_message(request: web.Request) -> web.Response:
+    """Reschedule a message: ``{deliver_at | deliver_after}``; its id stays."""
+    svc = request.app[SERVICE]
+    svc.require_master()
+    ident = str(_mid(request.match_info["id"]))
+    at = parse_new_time(await json_body(request), svc.clock(), svc.limits)
+    ((state, _),) = await svc.reschedule([ident], [], [at])
+    return _moved(svc, ident, state, at)
+
+
+@routes.patch("/v1/messages")
+async def patch_by_key(request: web.Request) -> web.Response:
+    """Reschedule by producer key: ?topic=&key=."""
+    svc = request.app[SERVICE]
+    svc.require_master()
+    topic, key = _key_query(request)
+    at = parse_new_time(await json_body(request), svc.clock(), svc.limits)
+    ((state, mid),) = await svc.reschedule([], [(topic, key)], [at])
+    return _moved(svc, mid or f"{topic}/{key}", state, at)
+
+
+def _moved(svc: NodeService, ident: str, state: str, at: int) -> web.Response:
+    if state != SCHEDULED:
+        raise _not_scheduled(ident, state)
+    topic = svc.view.status(MessageId.parse(ident)).topic
+    return answer(200, {"id": ident, "topic": topic, "state": SCHEDULED, "deliver_at": at})
+
+
+@routes.post("/v1/messages/reschedule")
+async def post_reschedule(request: web.Request) -> web.Response:
+    """Reschedule many messages, by id or by key; one result per item, in order."""
+    svc = request.app[SERVICE]
+    svc.require_master()
+    items = parse_reschedules(
+        await json_body(request), svc.clock(), svc.limits, request.app[CONFIG].max_batch_items
+    )
+    good = [(i, item) for i, item in enumerate(items) if not isinstance(item, ApiError)]
+    results = [item.body() if isinstance(item, ApiError) else {} for item in items]
+    by_id = [(i, item) for i, item in good if item.id is not None]
+    by_key = [(i, item) for i, item in good if item.id is None]
+    asked = by_id + by_key  # the order the entry answers in
+    if asked:
+        answers = await svc.reschedule(
+            [item.id for _, item in by_id], [item.key for _, item in by_key], [item.at for _, item in asked]
+        )
+        for (i, item), (state, mid) in zip(asked, answers, strict=True):
+            ident = mid or item.id or "/".join(item.key)
+            ok = state == SCHEDULED
+            results[i] = (
+                {"id": ident, "state": state, "deliver_at": item.at}
+                if ok
+                else _not_scheduled(ident, state).body()
+            )
+    return answer(200, {"results": results})
+
+
+def _key_query(request: web.Request) -> tuple[str, str]:
+    topic, key = request.query.get("topic"), request.query.get("key")
+    if not topic or not key:
+        raise ApiError(400, "invalid_query", "give topic= and key=", "topic" if not topic else "key")
+    return topic, key
+
