@@ -7,11 +7,14 @@ subpackages of ``horologe`` live outside ``horologe/`` (``[tool.setuptools.packa
 maps ``horologe.storage`` to ``storage/`` and so on), so run in the repository it would
 see only ``horologe/``. This copies every mapped folder's .py files to where its
 subpackage belongs, under ``ROOT/build/importgraph/``, and runs lint-imports there.
-Exits with lint-imports' status.
+It then checks what import-linter cannot say, since it sees an external package by its
+top name only: which of our packages alone may import a given *part* of one
+(:data:`EXCLUSIVE`). Exits non-zero if lint-imports or that check fails.
 """
 
 from __future__ import annotations
 
+import ast
 import os
 import shutil
 import subprocess
@@ -23,6 +26,10 @@ GRAPH_DIR = Path("build", "importgraph")
 
 
 SKIP = shutil.ignore_patterns("__pycache__", "*.pyc")
+
+# An external module -> the one package of ours that may import it (or any part of it).
+EXCLUSIVE = {"aiohttp.web": "horologe.node.http"}
+EXCLUSIVE_NAME = "Only the node's HTTP edge (node/http/) imports aiohttp.web"
 
 
 def package_dirs(root: Path) -> dict[str, str]:
@@ -56,12 +63,42 @@ def lint_imports(root: Path) -> subprocess.CompletedProcess:
     )
 
 
+def _imported(tree: ast.AST) -> set[str]:
+    """Every absolute module a module's code imports, ``from a import b`` as ``a.b`` too."""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module)
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return names
+
+
+def exclusive_imports(tree_root: Path) -> list[str]:
+    """``"importer -> imported"`` for each import of an :data:`EXCLUSIVE` module from outside
+    the package allowed it, over the copy :func:`build_tree` made."""
+    broken = []
+    for path in sorted(tree_root.rglob("*.py")):
+        module = ".".join(path.relative_to(tree_root).with_suffix("").parts).removesuffix(".__init__")
+        for name in sorted(_imported(ast.parse(path.read_text(), str(path)))):
+            for external, owner in EXCLUSIVE.items():
+                ours = module == owner or module.startswith(f"{owner}.")
+                if (name == external or name.startswith(f"{external}.")) and not ours:
+                    broken.append(f"{module} -> {name}")
+    return broken
+
+
 def main() -> None:
     root = Path(sys.argv[1] if len(sys.argv) > 1 else Path(__file__).resolve().parent.parent).resolve()
     done = lint_imports(root)
     print(done.stdout, end="")
     print(done.stderr, end="", file=sys.stderr)
-    sys.exit(done.returncode)
+    broken = exclusive_imports(root / GRAPH_DIR)
+    print(f"{EXCLUSIVE_NAME} {'BROKEN' if broken else 'KEPT'}")
+    for line in broken:
+        print(f"  {line}")
+    sys.exit(done.returncode or (1 if broken else 0))
 
 
 if __name__ == "__main__":
