@@ -185,7 +185,7 @@ PENDING_TOPIC = {
 }
 INSTANT = {
     "type": "string",
-    "anyOf": [{"pattern": "^[0-9]{1,16}$"}, {"format": "date-time"}],
+    "allOf": [{"anyOf": [{"pattern": "^[0-9]{1,16}$"}, {"format": "date-time"}]}],  # a str, when generated
     "description": "epoch ms, or ISO-8601 with a zone (`+` written `%2B`)",
 }
 KEY_QUERY = (
@@ -327,7 +327,7 @@ ROUTES: dict[tuple[str, str], dict] = {
         {"200": answer("Counts per bucket, to the second of each message's slot.", "Forecast")},
         parameters=(
             query_param("topic", PENDING_TOPIC, required=False),
-            query_param("bucket", {"enum": ["1m", "1h", "1d"]}, required=False),
+            query_param("bucket", ref("BucketSize"), required=False),
             query_param("from", INSTANT, required=False),
             query_param("to", INSTANT, required=False),
         ),
