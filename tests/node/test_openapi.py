@@ -156,3 +156,5 @@ def test_every_operation_has_a_unique_operation_id_and_one_declared_tag(served):
             used |= set(op["tags"])
     assert used == set(tags), "a declared tag no operation uses"
     assert {"produce_message", "pull_messages", "ack_messages"} <= set(ids)
+    docs = API_MD.read_text()
+    assert [i for i in ids if f"`{i}`" not in docs] == [], "operationIds docs/api.md does not name"
