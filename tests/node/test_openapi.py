@@ -135,3 +135,26 @@ def test_the_document_s_rules_are_the_validators(served):
     assert message["delay_level"]["maximum"] == 18
     assert message["tags"]["oneOf"][1]["maxItems"] == 16
     assert schemas["Pull"]["properties"]["visibility_ms"]["maximum"] == 12 * 3_600_000
+
+
+OPERATION_ID = re.compile(r"^[a-z]+(_[a-z]+)+$")  # snake_case, a verb and a noun at least
+
+
+def test_every_operation_has_a_unique_operation_id_and_one_declared_tag(served):
+    """A generated client names its functions by operationId and its modules by tag."""
+    tags = {t["name"]: t.get("description", "") for t in served["tags"]}
+    assert len(tags) == len(served["tags"]) and all(tags.values()), served["tags"]
+    ids: dict[str, Route] = {}
+    used: set[str] = set()
+    for path, ops in served["paths"].items():
+        for method, op in ops.items():
+            where = (method.upper(), path)
+            assert OPERATION_ID.fullmatch(op.get("operationId", "")), (where, op.get("operationId"))
+            assert op["operationId"] not in ids, (where, ids.get(op["operationId"]))
+            ids[op["operationId"]] = where
+            assert len(op.get("tags", [])) == 1 and op["tags"][0] in tags, (where, op.get("tags"))
+            used |= set(op["tags"])
+    assert used == set(tags), "a declared tag no operation uses"
+    assert {"produce_message", "pull_messages", "ack_messages"} <= set(ids)
+    docs = API_MD.read_text()
+    assert [i for i in ids if f"`{i}`" not in docs] == [], "operationIds docs/api.md does not name"

@@ -1,11 +1,13 @@
 """The operations of /openapi.json: one entry of ``ROUTES`` per route ``create_app`` registers.
 
-A new route is one more entry: its method and path, a summary, its scope (``CLIENT`` for
-``/v1/*``, ``ADMIN`` for ``/admin/*``, ``PUBLIC`` for the routes the middleware lets
-through unauthenticated), its request body and its answers. ``operation`` adds what the
-scope and the master rule imply (401/403, 307/503/507), and 400/413 for a JSON body.
-tests/node/test_openapi.py fails until the route, its entry here and its heading in
-docs/api.md all exist.
+A new route is one more entry: its method and path, its operationId (the function a
+generated client calls it by: a new snake_case verb and noun, never changed once given),
+its tag (one of ``TAGS``), a summary, its scope (``CLIENT`` for ``/v1/*``, ``ADMIN`` for
+``/admin/*``, ``PUBLIC`` for the routes the middleware lets through unauthenticated), its
+request body and its answers. ``operation`` adds what the scope and the master rule imply
+(401/403, 307/503/507), and 400/413 for a JSON body. tests/node/test_openapi.py fails
+until the route, its entry here and its heading in docs/api.md all exist, and while two
+operations share an operationId or one has no tag of ``TAGS``.
 """
 
 from __future__ import annotations
@@ -18,6 +20,43 @@ from .schemas import ref
 
 JSON = "application/json"
 CLIENT, ADMIN, PUBLIC = "clientToken", "adminToken", None
+
+# The top-level tags: each operation is listed under one (a generated client's modules).
+MESSAGES, PENDING, CONSUMERS = "messages", "pending", "consumers"
+SUBSCRIPTIONS, SCHEDULES, DEAD_LETTERS = "subscriptions", "schedules", "dead-letters"
+ADMIN_TAG, OPS, DASHBOARD_TAG = "admin", "ops", "dashboard"
+TAGS = [
+    {"name": MESSAGES, "description": "Schedule messages, read their state, cancel and reschedule them."},
+    {
+        "name": PENDING,
+        "description": "What is scheduled and not yet delivered: counts per time bucket, and a topic's "
+        "messages in the order they will fire.",
+    },
+    {
+        "name": CONSUMERS,
+        "description": "Consumer groups: lease due messages (pull), then ack them, or nack them to a retry "
+        "level and, after the last, the group's dead-letter queue.",
+    },
+    {
+        "name": SUBSCRIPTIONS,
+        "description": "Push subscriptions: the master POSTs a group's messages, signed, to a URL.",
+    },
+    {
+        "name": SCHEDULES,
+        "description": "Recurring schedules: a message at each fire time of a cron expression, in a zone.",
+    },
+    {
+        "name": DEAD_LETTERS,
+        "description": "A group's dead-letter queue: browse it without leasing, and requeue entries "
+        "(admin token).",
+    },
+    {"name": ADMIN_TAG, "description": "The node's status, and handing mastership over (admin token)."},
+    {
+        "name": OPS,
+        "description": "Unauthenticated: liveness, readiness, Prometheus metrics and this document.",
+    },
+    {"name": DASHBOARD_TAG, "description": "The web dashboard's page and files (docs/ui.md)."},
+]
 
 
 def _error(description: str, schema: str = "Error") -> dict:
@@ -80,6 +119,8 @@ def answer(description: str, schema: str | None = None) -> dict:
 
 
 def operation(
+    operation_id: str,
+    tag: str,
     summary: str,
     scope: str | None,
     ok: dict[str, dict],
@@ -92,7 +133,8 @@ def operation(
     description: str | None = None,
 ) -> dict:
     """One operation. ``ok``: its own answers by status; ``errors``: the names of ``RESPONSES``
-    it answers beyond those its scope, the master rule and its body imply."""
+    it answers beyond those its scope, the master rule and its body imply; ``operation_id``
+    and ``tag`` as the module says."""
     names = set(errors)
     if scope:
         names |= {"Unauthorized", "Forbidden"}
@@ -101,6 +143,8 @@ def operation(
     if body is not None:
         names |= {"BadRequest", "TooLarge"}
     out: dict = {
+        "operationId": operation_id,
+        "tags": [tag],
         "summary": summary,
         "security": [{scope: []}] if scope else [],
         "responses": {
@@ -141,7 +185,7 @@ PENDING_TOPIC = {
 }
 INSTANT = {
     "type": "string",
-    "anyOf": [{"pattern": "^[0-9]{1,16}$"}, {"format": "date-time"}],
+    "allOf": [{"anyOf": [{"pattern": "^[0-9]{1,16}$"}, {"format": "date-time"}]}],  # a str, when generated
     "description": "epoch ms, or ISO-8601 with a zone (`+` written `%2B`)",
 }
 KEY_QUERY = (
@@ -158,14 +202,27 @@ SUBSCRIPTION = (
 )
 
 
-def _subscription(summary: str, ok: dict[str, dict]) -> dict:
+def _named(operation_id: str, tag: str, summary: str, ok: dict[str, dict], path: tuple[dict, ...]) -> dict:
+    """An operation on one schedule or push subscription, named by ``path``."""
+    return operation(
+        operation_id,
+        tag,
+        summary,
+        CLIENT,
+        ok,
+        parameters=path,
+        errors=("BadRequest", "NotFound"),
+    )
+
+
+def _subscription(operation_id: str, summary: str, ok: dict[str, dict]) -> dict:
     """An operation on one push subscription, named in the path."""
-    return operation(summary, CLIENT, ok, parameters=SUBSCRIPTION, errors=("BadRequest", "NotFound"))
+    return _named(operation_id, SUBSCRIPTIONS, summary, ok, SUBSCRIPTION)
 
 
-def _by_name(summary: str, ok: dict[str, dict]) -> dict:
+def _by_name(operation_id: str, summary: str, ok: dict[str, dict]) -> dict:
     """An operation on one schedule, named in the path."""
-    return operation(summary, CLIENT, ok, parameters=(SCHEDULE,), errors=("BadRequest", "NotFound"))
+    return _named(operation_id, SCHEDULES, summary, ok, (SCHEDULE,))
 
 
 DASHBOARD = {
@@ -177,9 +234,11 @@ DASHBOARD = {
 }
 
 
-def _reschedule(summary: str, parameters: tuple[dict, ...]) -> dict:
+def _reschedule(operation_id: str, summary: str, parameters: tuple[dict, ...]) -> dict:
     moved = answer("Moved: it will be delivered at `deliver_at`, and never at its old time.", "Rescheduled")
     return operation(
+        operation_id,
+        MESSAGES,
         summary,
         CLIENT,
         {"200": moved},
@@ -196,6 +255,8 @@ MSGPACK_BODY = (
 
 ROUTES: dict[tuple[str, str], dict] = {
     ("post", "/v1/messages"): operation(
+        "produce_message",
+        MESSAGES,
         "Schedule one message",
         CLIENT,
         {"201": answer("Stored on a majority; it will be delivered at `deliver_at`.", "Scheduled")},
@@ -204,6 +265,8 @@ ROUTES: dict[tuple[str, str], dict] = {
         description=MSGPACK_BODY,
     ),
     ("post", "/v1/messages/batch"): operation(
+        "produce_messages",
+        MESSAGES,
         "Schedule many messages; one result per item, in order",
         CLIENT,
         {"200": answer("Valid items stored; invalid ones answered by their error.", "BatchResults")},
@@ -211,6 +274,8 @@ ROUTES: dict[tuple[str, str], dict] = {
         description=MSGPACK_BODY,
     ),
     ("get", "/v1/messages/{id}"): operation(
+        "get_message",
+        MESSAGES,
         "A message's state: scheduled, delivered or cancelled",
         CLIENT,
         {"200": answer("The message's state.", "MessageStatus")},
@@ -218,6 +283,8 @@ ROUTES: dict[tuple[str, str], dict] = {
         errors=("NotFound",),
     ),
     ("delete", "/v1/messages/{id}"): operation(
+        "cancel_message",
+        MESSAGES,
         "Cancel a scheduled message",
         CLIENT,
         {"200": answer("Cancelled (now, or before).", "Cancelled")},
@@ -225,15 +292,23 @@ ROUTES: dict[tuple[str, str], dict] = {
         errors=("NotFound", "Conflict"),
     ),
     ("delete", "/v1/messages"): operation(
+        "cancel_message_by_key",
+        MESSAGES,
         "Cancel a scheduled message by its producer key",
         CLIENT,
         {"200": answer("Cancelled (now, or before).", "Cancelled")},
         parameters=KEY_QUERY,
         errors=("BadRequest", "NotFound", "Conflict"),
     ),
-    ("patch", "/v1/messages/{id}"): _reschedule("Reschedule a message; its id stays", (MESSAGE_ID,)),
-    ("patch", "/v1/messages"): _reschedule("Reschedule a message by its producer key", KEY_QUERY),
+    ("patch", "/v1/messages/{id}"): _reschedule(
+        "reschedule_message", "Reschedule a message; its id stays", (MESSAGE_ID,)
+    ),
+    ("patch", "/v1/messages"): _reschedule(
+        "reschedule_message_by_key", "Reschedule a message by its producer key", KEY_QUERY
+    ),
     ("post", "/v1/messages/reschedule"): operation(
+        "reschedule_messages",
+        MESSAGES,
         "Reschedule many messages, by id or key; one result per item, in order",
         CLIENT,
         {
@@ -245,12 +320,14 @@ ROUTES: dict[tuple[str, str], dict] = {
         body="RescheduleBatch",
     ),
     ("get", "/v1/forecast"): operation(
+        "get_forecast",
+        PENDING,
         "Pending messages per time bucket, from the hour indexes",
         CLIENT,
         {"200": answer("Counts per bucket, to the second of each message's slot.", "Forecast")},
         parameters=(
             query_param("topic", PENDING_TOPIC, required=False),
-            query_param("bucket", {"enum": ["1m", "1h", "1d"]}, required=False),
+            query_param("bucket", ref("BucketSize"), required=False),
             query_param("from", INSTANT, required=False),
             query_param("to", INSTANT, required=False),
         ),
@@ -260,6 +337,8 @@ ROUTES: dict[tuple[str, str], dict] = {
         "second or more than six decimals is refused (400 `invalid_field`).",
     ),
     ("get", "/v1/topics/{topic}/pending"): operation(
+        "list_pending_messages",
+        PENDING,
         "A topic's pending messages in the order they will fire, a page at a time",
         CLIENT,
         {"200": answer("A page; `next_cursor` goes on from its end.", "PendingList")},
@@ -280,6 +359,8 @@ ROUTES: dict[tuple[str, str], dict] = {
         "400 `conflicting_fields`.",
     ),
     ("post", "/v1/topics/{topic}/pull"): operation(
+        "pull_messages",
+        CONSUMERS,
         "Lease up to `max` messages of the topic to this consumer of the group",
         CLIENT,
         {
@@ -296,6 +377,8 @@ ROUTES: dict[tuple[str, str], dict] = {
         errors=("Unprocessable",),
     ),
     ("post", "/v1/topics/{topic}/ack"): operation(
+        "ack_messages",
+        CONSUMERS,
         "Acknowledge leased messages: never handed out again, even after a failover",
         CLIENT,
         {"200": answer("How many messages the receipts name, each once.", "Acked")},
@@ -303,6 +386,8 @@ ROUTES: dict[tuple[str, str], dict] = {
         parameters=(TOPIC,),
     ),
     ("post", "/v1/topics/{topic}/nack"): operation(
+        "nack_messages",
+        CONSUMERS,
         "Give leased messages back: retried at the next retry level, or dead-lettered after the last",
         CLIENT,
         {"200": answer("What the entry did: copies made, and messages moved to the DLQ.", "Nacked")},
@@ -311,6 +396,8 @@ ROUTES: dict[tuple[str, str], dict] = {
         errors=("NotFound",),
     ),
     ("post", "/v1/schedules"): operation(
+        "create_schedule",
+        SCHEDULES,
         "Create a recurring schedule: a message to its topic at every fire time of its cron, in its zone",
         CLIENT,
         {
@@ -326,27 +413,35 @@ ROUTES: dict[tuple[str, str], dict] = {
         "422 `out_of_range`: a cron that never fires, a time before 1970 or past 9999.",
     ),
     ("get", "/v1/schedules"): operation(
+        "list_schedules",
+        SCHEDULES,
         "Every recurring schedule, by name",
         CLIENT,
         {"200": answer("Each with its next five fire times.", "ScheduleList")},
     ),
     ("get", "/v1/schedules/{name}"): _by_name(
+        "get_schedule",
         "A recurring schedule, with its next five fire times",
         {"200": answer("The schedule.", "Schedule")},
     ),
     ("post", "/v1/schedules/{name}/pause"): _by_name(
+        "pause_schedule",
         "Pause a schedule: nothing more is planned, and its firings not yet delivered are cancelled",
         {"200": answer("Paused (now, or before).", "Schedule")},
     ),
     ("post", "/v1/schedules/{name}/resume"): _by_name(
+        "resume_schedule",
         "Resume a schedule: planned again from now; what passed while paused is skipped",
         {"200": answer("Active (now, or before).", "Schedule")},
     ),
     ("delete", "/v1/schedules/{name}"): _by_name(
+        "delete_schedule",
         "Delete a schedule; its firings not yet delivered are cancelled",
         {"200": answer("Deleted.", "ScheduleDeleted")},
     ),
     ("put", "/v1/topics/{topic}/subscriptions/{group}"): operation(
+        "put_subscription",
+        SUBSCRIPTIONS,
         "Make the group a push group of the topic: its messages are POSTed, signed, to `push.url`",
         CLIENT,
         {
@@ -362,20 +457,26 @@ ROUTES: dict[tuple[str, str], dict] = {
         "out of range, a user or password); 409 `too_many_subscriptions` past 1,000.",
     ),
     ("get", "/v1/topics/{topic}/subscriptions/{group}"): _subscription(
+        "get_subscription",
         "A push subscription, without its secret, with the master's counters",
         {"200": answer("The subscription.", "Subscription")},
     ),
     ("delete", "/v1/topics/{topic}/subscriptions/{group}"): _subscription(
+        "delete_subscription",
         "Stop pushing the group; its progress stays",
         {"200": answer("Deleted.", "SubscriptionDeleted")},
     ),
     ("get", "/admin/status"): operation(
+        "get_status",
+        ADMIN_TAG,
         "This node's role, Raft indexes, wheel state and counters",
         ADMIN,
         {"200": answer("This node's view.", "Status")},
         master=False,
     ),
     ("post", "/admin/release-master"): operation(
+        "release_master",
+        ADMIN_TAG,
         "Make the master hand over, optionally to a named node",
         ADMIN,
         {"200": answer("Handed over; the linked nodes follow the new master.", "Released")},
@@ -386,6 +487,8 @@ ROUTES: dict[tuple[str, str], dict] = {
         "422 `unknown_node`; 503 `transfer_failed` or `transfer_unconfirmed`.",
     ),
     ("get", "/admin/dlq/{group}"): operation(
+        "peek_dead_letters",
+        DEAD_LETTERS,
         "A group's dead-letter entries not yet acked, oldest first, without leasing them",
         ADMIN,
         {"200": answer("Up to `limit` entries past `after`.", "DlqPeek")},
@@ -397,14 +500,25 @@ ROUTES: dict[tuple[str, str], dict] = {
         errors=("BadRequest", "Unprocessable"),
     ),
     ("post", "/admin/dlq/{group}/requeue"): operation(
+        "requeue_dead_letters",
+        DEAD_LETTERS,
         "Produce dead-letter entries again to their topics, due now, then ack them in the DLQ",
         ADMIN,
         {"200": answer("What was moved, and what was not found or had expired.", "Requeued")},
         body="Requeue",
         parameters=(GROUP,),
     ),
-    ("get", "/ui"): operation("The dashboard (docs/ui.md)", PUBLIC, DASHBOARD, master=False),
+    ("get", "/ui"): operation(
+        "get_dashboard",
+        DASHBOARD_TAG,
+        "The dashboard (docs/ui.md)",
+        PUBLIC,
+        DASHBOARD,
+        master=False,
+    ),
     ("get", "/ui/{file}"): operation(
+        "get_dashboard_file",
+        DASHBOARD_TAG,
         "The dashboard's files",
         PUBLIC,
         DASHBOARD,
@@ -418,9 +532,16 @@ ROUTES: dict[tuple[str, str], dict] = {
         ),
     ),
     ("get", "/healthz"): operation(
-        "The process is up", PUBLIC, {"200": answer("Up.", "Health")}, master=False
+        "get_health",
+        OPS,
+        "The process is up",
+        PUBLIC,
+        {"200": answer("Up.", "Health")},
+        master=False,
     ),
     ("get", "/readyz"): operation(
+        "get_readiness",
+        OPS,
         "Ready: a master is known, this node applies, is linked to a quorum and knows its clocks",
         PUBLIC,
         {
@@ -430,6 +551,8 @@ ROUTES: dict[tuple[str, str], dict] = {
         master=False,
     ),
     ("get", "/metrics"): operation(
+        "get_metrics",
+        OPS,
         "This node's Prometheus metrics",
         PUBLIC,
         {
@@ -441,6 +564,8 @@ ROUTES: dict[tuple[str, str], dict] = {
         master=False,
     ),
     ("get", "/openapi.json"): operation(
+        "get_openapi",
+        OPS,
         "This document",
         PUBLIC,
         {"200": {"description": "OpenAPI 3.1.", "content": {JSON: {"schema": {"type": "object"}}}}},

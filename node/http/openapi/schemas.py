@@ -47,6 +47,9 @@ from ..rules.schedules import MAX_SCHEDULE_HEADERS
 LIMITS = MessageLimits()
 MAX_INT64 = (1 << 63) - 1  # a larger JSON integer is read as a float, and refused as not an integer
 EPOCH_MS = {"type": "integer", "minimum": 0, "maximum": MAX_INT64, "description": "Unix epoch milliseconds"}
+# Only `true`. Typed, since openapi-python-client turns an untyped `const: true` into a syntax
+# error; with the type it reads a bool (what `true` alone accepts is unchanged).
+TRUE = {"type": "boolean", "const": True}
 
 
 # What a message carries, as pull, pending and DLQ answers show it.
@@ -74,7 +77,17 @@ DELIVER_AFTER = {
     ],
 }
 NEW_TIME = {"deliver_at": DELIVER_AT, "deliver_after": DELIVER_AFTER}
-ONE_NEW_TIME = {"oneOf": [{"required": ["deliver_at"]}, {"required": ["deliver_after"]}]}
+
+
+def _one_of(*fields: str) -> dict:
+    """Exactly one of ``fields``. Beside an object's properties it goes under ``allOf``, which
+    validates the same: openapi-python-client reads a ``oneOf`` there as a union of its
+    branches, which name no type, and the object becomes untyped in a generated client."""
+    return {"oneOf": [{"required": [field]} for field in fields]}
+
+
+ONE_BODY = _one_of("body", "body_b64")
+ONE_NEW_TIME = _one_of("deliver_at", "deliver_after")
 
 
 def ref(name: str) -> dict:
@@ -201,7 +214,7 @@ SCHEMAS: dict[str, dict] = {
         },
         "additionalProperties": False,
         "allOf": [
-            {"oneOf": [{"required": ["body"]}, {"required": ["body_b64"]}]},
+            ONE_BODY,
             _at_most_one(TIME_FIELDS),
             {
                 "if": {"required": ["on_late"], "properties": {"on_late": {"enum": ["dlq", "drop"]}}},
@@ -227,19 +240,16 @@ SCHEMAS: dict[str, dict] = {
             "results": {
                 "type": "array",
                 "description": "one per item, in order",
-                "items": {
-                    "oneOf": [
-                        {
-                            "type": "object",
-                            "required": ["id", "deliver_at"],
-                            "properties": {"id": ref("MessageId"), "deliver_at": EPOCH_MS},
-                            "additionalProperties": False,
-                        },
-                        ref("Error"),
-                    ]
-                },
+                "items": {"oneOf": [ref("BatchScheduled"), ref("Error")]},
             }
         },
+        "additionalProperties": False,
+    },
+    "BatchScheduled": {
+        "type": "object",
+        "description": "An item of a batch, stored.",
+        "required": ["id", "deliver_at"],
+        "properties": {"id": ref("MessageId"), "deliver_at": EPOCH_MS},
         "additionalProperties": False,
     },
     "MessageStatus": {
@@ -266,7 +276,7 @@ SCHEMAS: dict[str, dict] = {
         "already past delivers the message at once.",
         "properties": NEW_TIME,
         "additionalProperties": False,
-        **ONE_NEW_TIME,
+        "allOf": [ONE_NEW_TIME],
     },
     "Rescheduled": {
         "type": "object",
@@ -280,20 +290,22 @@ SCHEMAS: dict[str, dict] = {
         "additionalProperties": False,
     },
     "RescheduleBatch": _batch(
-        {
-            "type": "object",
-            "properties": {
-                "id": ref("MessageId"),
-                "topic": ref("Name"),
-                "key": {"type": "string", "minLength": 1, "maxLength": MAX_KEY},
-                **NEW_TIME,
-            },
-            "additionalProperties": False,
-            "allOf": [{"oneOf": [{"required": ["id"]}, {"required": ["topic", "key"]}]}, ONE_NEW_TIME],
-        },
+        ref("RescheduleItem"),
         "Each item names a message by `id`, or by `topic` and `key`, and gives its new time; an item "
         "that is not valid, or names no scheduled message, gets `{error}` in its place in `results`.",
     ),
+    "RescheduleItem": {
+        "type": "object",
+        "description": "A message, by `id` or by `topic` and `key`, and its new time.",
+        "properties": {
+            "id": ref("MessageId"),
+            "topic": ref("Name"),
+            "key": {"type": "string", "minLength": 1, "maxLength": MAX_KEY},
+            **NEW_TIME,
+        },
+        "additionalProperties": False,
+        "allOf": [{"oneOf": [{"required": ["id"]}, {"required": ["topic", "key"]}]}, ONE_NEW_TIME],
+    },
     "RescheduleResults": {
         "type": "object",
         "required": ["results"],
@@ -302,23 +314,16 @@ SCHEMAS: dict[str, dict] = {
                 "type": "array",
                 "description": "one per item, in order: the id the message keeps and its new time, "
                 "or the error (`not_found`, `already_delivered`, `cancelled`, or a validation error)",
-                "items": {
-                    "oneOf": [
-                        {
-                            "type": "object",
-                            "required": ["id", "state", "deliver_at"],
-                            "properties": {
-                                "id": ref("MessageId"),
-                                "state": {"const": "scheduled"},
-                                "deliver_at": EPOCH_MS,
-                            },
-                            "additionalProperties": False,
-                        },
-                        ref("Error"),
-                    ]
-                },
+                "items": {"oneOf": [ref("BatchRescheduled"), ref("Error")]},
             }
         },
+        "additionalProperties": False,
+    },
+    "BatchRescheduled": {
+        "type": "object",
+        "description": "An item of a batch of reschedules, moved.",
+        "required": ["id", "state", "deliver_at"],
+        "properties": {"id": ref("MessageId"), "state": {"const": "scheduled"}, "deliver_at": EPOCH_MS},
         "additionalProperties": False,
     },
     "Cancelled": {
@@ -394,7 +399,7 @@ SCHEMAS: dict[str, dict] = {
             **CONTENT,
         },
         "additionalProperties": False,
-        "oneOf": [{"required": ["body"]}, {"required": ["body_b64"]}],
+        "allOf": [ONE_BODY],
     },
     "Receipts": {
         "type": "object",
@@ -513,20 +518,7 @@ SCHEMAS: dict[str, dict] = {
                 "properties": {k: {"type": "integer"} for k in COUNTERS},
                 "additionalProperties": False,
             },
-            "peers": {
-                "type": "array",
-                "items": {
-                    "type": "object",
-                    "required": ["node_id", "raft", "http", "connected"],
-                    "properties": {
-                        "node_id": {"type": "string"},
-                        "raft": {"type": "string"},
-                        "http": {"type": "string", "description": "URL of its API, scheme included"},
-                        "connected": {"type": "boolean"},
-                    },
-                    "additionalProperties": False,
-                },
-            },
+            "peers": {"type": "array", "items": ref("Peer")},
             "halted": {"type": ["string", "null"], "description": "why this node stopped applying"},
             "skipped_entries": {"type": "integer"},
             "retention": {
@@ -537,6 +529,18 @@ SCHEMAS: dict[str, dict] = {
                 },
                 "additionalProperties": False,
             },
+        },
+        "additionalProperties": False,
+    },
+    "Peer": {
+        "type": "object",
+        "description": "Another node of the cluster, as this one knows it.",
+        "required": ["node_id", "raft", "http", "connected"],
+        "properties": {
+            "node_id": {"type": "string"},
+            "raft": {"type": "string"},
+            "http": {"type": "string", "description": "URL of its API, scheme included"},
+            "connected": {"type": "boolean"},
         },
         "additionalProperties": False,
     },
@@ -556,19 +560,23 @@ SCHEMAS: dict[str, dict] = {
         "type": "object",
         "required": ["bucket", "topic", "before", "buckets"],
         "properties": {
-            "bucket": {"enum": ["1m", "1h", "1d"]},
+            "bucket": ref("BucketSize"),
             "topic": {"type": ["string", "null"], "description": "null: every topic"},
             "before": {"type": "integer", "minimum": 0, "description": "pending due before the first bucket"},
-            "buckets": {
-                "type": "array",
-                "items": {
-                    "type": "object",
-                    "required": ["start", "count"],
-                    "properties": {"start": EPOCH_MS, "count": {"type": "integer", "minimum": 0}},
-                    "additionalProperties": False,
-                },
-            },
+            "buckets": {"type": "array", "items": ref("BucketCount")},
         },
+        "additionalProperties": False,
+    },
+    "BucketSize": {
+        "type": "string",
+        "enum": ["1m", "1h", "1d"],
+        "description": "a minute, an hour or a day, aligned to UTC multiples of it",
+    },
+    "BucketCount": {
+        "type": "object",
+        "description": "How many pending messages fall due in the bucket that begins at `start`.",
+        "required": ["start", "count"],
+        "properties": {"start": EPOCH_MS, "count": {"type": "integer", "minimum": 0}},
         "additionalProperties": False,
     },
     "PendingList": {
@@ -609,7 +617,7 @@ SCHEMAS: dict[str, dict] = {
         "properties": {
             "position": {"type": "integer", "minimum": 0, "description": "in the DLQ's ready log"},
             "id": ref("MessageId"),
-            "expired": {"const": True, "description": "retention removed its data"},
+            "expired": {**TRUE, "description": "retention removed its data"},
             "topic": {"type": "string"},
             "deliver_at": EPOCH_MS,
             "delivered_at": EPOCH_MS,
@@ -624,39 +632,38 @@ SCHEMAS: dict[str, dict] = {
         "description": "Exactly one of `ids` and `all`.",
         "properties": {
             "ids": {"type": "array", "items": ref("MessageId"), "minItems": 1, "maxItems": MAX_PULL},
-            "all": {"const": True},
+            "all": TRUE,
         },
         "additionalProperties": False,
-        "oneOf": [{"required": ["ids"]}, {"required": ["all"]}],
+        "allOf": [_one_of("ids", "all")],
     },
     "Requeued": {
         "type": "object",
         "required": ["requeued", "expired", "missing", "remaining"],
         "properties": {
-            "requeued": {
-                "type": "array",
-                "items": {
-                    "type": "object",
-                    "required": ["id", "position", "topic", "new_id"],
-                    "properties": {
-                        "id": ref("MessageId"),
-                        "position": {"type": "integer", "minimum": 0},
-                        "topic": {"type": "string"},
-                        "new_id": ref("MessageId"),
-                    },
-                    "additionalProperties": False,
-                },
-            },
+            "requeued": {"type": "array", "items": ref("RequeuedMessage")},
             "expired": {"type": "array", "items": ref("MessageId")},
             "missing": {"type": "array", "items": ref("MessageId")},
             "remaining": {"type": "integer", "minimum": 0},
         },
         "additionalProperties": False,
     },
+    "RequeuedMessage": {
+        "type": "object",
+        "description": "A dead-letter entry produced again: `new_id` is the message made from it.",
+        "required": ["id", "position", "topic", "new_id"],
+        "properties": {
+            "id": ref("MessageId"),
+            "position": {"type": "integer", "minimum": 0, "description": "in the DLQ's ready log"},
+            "topic": {"type": "string"},
+            "new_id": ref("MessageId"),
+        },
+        "additionalProperties": False,
+    },
     "Health": {
         "type": "object",
         "required": ["ok"],
-        "properties": {"ok": {"const": True}},
+        "properties": {"ok": TRUE},
         "additionalProperties": False,
     },
 }
@@ -716,7 +723,7 @@ SCHEMAS |= {
             "end_at": {**SCHEDULE_INSTANT, "description": "fire times before it only; after `start_at`"},
         },
         "additionalProperties": False,
-        "oneOf": [{"required": ["body"]}, {"required": ["body_b64"]}],
+        "allOf": [ONE_BODY],
     },
     "Schedule": {
         "type": "object",
@@ -760,7 +767,7 @@ SCHEMAS |= {
             },
         },
         "additionalProperties": False,
-        "oneOf": [{"required": ["body"]}, {"required": ["body_b64"]}],
+        "allOf": [ONE_BODY],
     },
     "ScheduleList": {
         "type": "object",

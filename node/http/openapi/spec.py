@@ -1,11 +1,12 @@
 """The OpenAPI 3.1 document served at ``GET /openapi.json``, assembled from its parts:
-the operations (node/http/openapi/routes.py) and the body schemas (node/http/openapi/schemas.py)."""
+the operations and their tags (node/http/openapi/routes.py) and the body schemas
+(node/http/openapi/schemas.py)."""
 
 from __future__ import annotations
 
 import orjson
 
-from .routes import RESPONSES, ROUTES
+from .routes import RESPONSES, ROUTES, TAGS
 from .schemas import SCHEMAS
 
 DESCRIPTION = (
@@ -22,6 +23,7 @@ def document() -> dict:
     return {
         "openapi": "3.1.0",
         "info": {"title": "Horologe", "version": "1", "description": DESCRIPTION},
+        "tags": TAGS,
         "paths": paths,
         "components": {
             "schemas": SCHEMAS,
