@@ -1,28 +1,27 @@
 """The master's retention loop: every ``retention_check_ms``, propose the cut that
 cluster/retention.py plans, when there is one (docs/cluster.md, "Retention").
 
-Only a node that may lead runs a turn: the master, not releasing, sure of its clock and
-not halted. The cut is planned on the committed view by the master's (quorum-bounded)
+It runs while this node is master (a :class:`~horologe.node.leader_task.LeaderTask`), and
+a turn proposes only while it may lead: not releasing, sure of its clock, not halted.
+The cut is planned on the committed view by the master's (quorum-bounded)
 clock and proposed as one ``T`` entry; every node applies that same cut, clamped to its
 committed state, so none ever cuts by its own clock.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
-from horologe.cluster import ClusterError, NotMasterError
 from horologe.cluster.retention import Cut, plan
 from horologe.storage.store_reads import StoreReads
 
-from .errors import Refused
+from .leader_task import LeaderTask, every
 
 log = logging.getLogger(__name__)
 
 
-class RetentionDriver:
+class RetentionDriver(LeaderTask):
     def __init__(
         self,
         reads: StoreReads,
@@ -32,6 +31,7 @@ class RetentionDriver:
         interval_ms: int,
         may_lead: Callable[[], bool],
     ) -> None:
+        super().__init__(self._run, "retention")
         self._reads = reads
         self._propose_cut = propose_cut
         self._clock = clock
@@ -40,17 +40,15 @@ class RetentionDriver:
         self._may_lead = may_lead
         self.cuts_proposed = 0
 
-    async def run(self) -> None:
+    async def _run(self) -> None:
         if self.retention_ms <= 0:
             return  # keep everything
-        while True:
-            await asyncio.sleep(self.interval_ms / 1000)
-            try:
-                await self.turn()
-            except (Refused, NotMasterError, ClusterError) as e:
-                log.info("retention turn skipped: %s", e)
-            except Exception:  # a read failed (say a file cut meanwhile): try next turn
-                log.exception("retention turn failed; trying again next turn")
+
+        async def one_cut() -> bool:
+            await self.turn()
+            return False  # the next cut waits for the next turn
+
+        await every(self.interval_ms, one_cut, "retention")
 
     async def turn(self) -> Cut | None:
         """Propose the cut due now, if this node may lead and there is one; return it."""

@@ -174,6 +174,8 @@ class NodeService:
             PushAllow(config.push_allow),
         )
         self.subscriptions = Subscriptions(self.view, self.propose, self.push)
+        # What the master alone runs: started on becoming master, cancelled on stepping down.
+        self._leading = (self.driver, self.push, self.retention, self.schedules.driver)
         self.raft: RaftNode | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._tasks: list[asyncio.Task] = []
@@ -196,12 +198,11 @@ class NodeService:
             observe_apply=self._observers.apply_seconds,
             observe_fsync=self._observers.journal_fsync_seconds,
         )
-        loops = (self.produce_commit, self.consumers.ack_commit, self.retention, self.schedules.driver)
-        self._tasks = [asyncio.create_task(t.run()) for t in loops]
+        self._tasks = [asyncio.create_task(t.run()) for t in (self.produce_commit, self.consumers.ack_commit)]
 
     async def stop(self) -> None:
-        await self.driver.close()
-        await self.push.close()
+        for task in self._leading:
+            await task.close()
         for t in self._tasks:
             t.cancel()
         for t in self._tasks:
@@ -215,8 +216,8 @@ class NodeService:
     def _on_applied(self, applied: Applied) -> None:  # via the crossing, in apply order
         self.view.follow(applied)
         if applied.halted:
-            self.driver.cancel()  # a halted replica proposes nothing (cluster/raft/node.py) and hands over
-            self.push.cancel()
+            for task in self._leading:  # a halted replica proposes nothing (cluster/raft/node.py)
+                task.cancel()  # and hands over
         res = applied.result
         if res is None:
             return
@@ -234,12 +235,11 @@ class NodeService:
 
     def _on_role(self, leads: bool) -> None:  # via the crossing, when this node starts or stops leading
         self.consumers.forget_leases()  # leases of another term mean nothing now
-        if leads and not self.releasing and not self.view.halted:
-            self.driver.start()
-            self.push.start()
-        elif not leads:
-            self.driver.cancel()
-            self.push.cancel()
+        for task in self._leading:
+            if leads and not self.releasing and not self.view.halted:
+                task.start()
+            elif not leads:
+                task.cancel()
 
     def _peer_clocks(self) -> list[tuple[int, float]]:
         return [] if self.raft is None else self.raft.peer_clocks()

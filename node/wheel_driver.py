@@ -42,6 +42,8 @@ from horologe.cluster import ClusterError
 from horologe.storage.store_reads import StoreReads
 from horologe.wheel import Sleep, TimeWheel, Watermark, realign
 
+from .leader_task import LeaderTask
+
 log = logging.getLogger(__name__)
 
 
@@ -54,7 +56,7 @@ class WheelSettings:
     lead_ms: int = 0  # how far ahead of the clock the wheel fires (the module docstring)
 
 
-class WheelDriver:
+class WheelDriver(LeaderTask):
     def __init__(
         self,
         reads: StoreReads,
@@ -68,6 +70,7 @@ class WheelDriver:
     ) -> None:
         """``clock_known``: whether the clock may be trusted yet (the wheel waits for it);
         ``each_turn``: called at the top of every turn (the node checks its clock there)."""
+        super().__init__(self._run, "wheel")
         self._reads = reads
         self._committed_ws = committed_ws
         self._propose_sync = propose_sync
@@ -76,9 +79,6 @@ class WheelDriver:
         self._clock_known = clock_known
         self._each_turn = each_turn
         self.wheel: TimeWheel | None = None
-        self._task: asyncio.Task | None = None  # leading
-        self._stopping: asyncio.Task | None = None  # cancelled, perhaps not finished yet
-        self._closed = False
         # S entries this process proposed as master that were committed, and the clock
         # reading (ms) that the latest of them carried.
         self.syncs_led = 0
@@ -91,30 +91,6 @@ class WheelDriver:
         w = self.wheel
         return w.ws if w is not None else self._committed_ws()
 
-    def start(self) -> None:
-        """Lead the wheel (this node became master); a no-op while it already does, or
-        once closed."""
-        if self._task is None and not self._closed:
-            previous, self._stopping = self._stopping, None
-            self._task = asyncio.get_running_loop().create_task(self._run(previous))
-
-    def cancel(self) -> None:
-        """Stop leading (this node is no longer master); the wheel is let go of shortly."""
-        if self._task is not None:
-            self._task.cancel()
-            self._stopping, self._task = self._task, None
-
-    async def stop(self) -> None:
-        """Stop leading and wait until the wheel is let go of."""
-        self.cancel()
-        if self._stopping is not None:
-            await asyncio.wait([self._stopping])  # its cancellation is not ours
-
-    async def close(self) -> None:
-        """Stop for good (the node shuts down): a role change after this starts nothing."""
-        self._closed = True
-        await self.stop()
-
     def wake(self) -> None:
         """Cut the current wait short (new arrivals)."""
         self._wake.set()
@@ -125,9 +101,7 @@ class WheelDriver:
         if w is not None and len(slots) and w.on_append(slots):
             self.wake()
 
-    async def _run(self, previous: asyncio.Task | None) -> None:
-        if previous is not None:  # a quick loss and regain of the role: let go first
-            await asyncio.wait([previous])
+    async def _run(self) -> None:
         while True:
             try:
                 await self._lead()
@@ -143,7 +117,7 @@ class WheelDriver:
     def _check_leading(self) -> None:
         """End this run unless it is the current one. Checked after every wait, because a
         cancel can be lost (asyncio.wait_for in 3.11 swallows one that races a result)."""
-        if asyncio.current_task() is not self._task:
+        if not self.is_current():
             raise asyncio.CancelledError
 
     def _sync(self, now: int) -> asyncio.Task:

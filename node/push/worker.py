@@ -23,7 +23,6 @@ and a monotonic one (s, for the rate), and this node's ``push_allow``.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -34,6 +33,7 @@ from horologe.cluster import ClusterError
 from horologe.cluster.push_state import PushDef
 
 from ..errors import Refused
+from ..leader_task import LeaderTask
 from .allow import PushAllow
 from .client import PushHttp
 from .flow import Flow
@@ -47,7 +47,7 @@ RETRY_PAUSE_S = 0.2  # after the barrier failed (an election, a timeout)
 __all__ = ["PushStats", "PushWorker"]
 
 
-class PushWorker:
+class PushWorker(LeaderTask):
     def __init__(
         self,
         subscriptions: Callable[[], list[PushDef]],
@@ -60,41 +60,27 @@ class PushWorker:
         allow: PushAllow,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
+        super().__init__(self._run, "push")
         self._subscriptions = subscriptions
         self._barrier = barrier
         self._consumer = Consumer(pull, ack, nack, clock, give_back)
         self._monotonic = monotonic
         self.allow = allow
         self.stats: dict[tuple[str, str], PushStats] = {}  # (topic, group)
-        self._task: asyncio.Task | None = None  # leading
         self._changed = asyncio.Event()
-        self._closed = False
 
     def allowed(self, sub: PushDef) -> bool:
         """Whether this node's push_allow lets it send to the subscription's URL."""
         return self.allow.allows(URL(sub.url).host)
 
-    def start(self) -> None:
-        """Push (this node became master); a no-op while it already does, or once closed."""
-        if self._task is None and not self._closed:
+    def start(self) -> bool:
+        """Push (this node became master), counting afresh. Cancelled (no longer master),
+        open requests are dropped, and what they carried is sent again by the next master
+        (it was not acked)."""
+        started = super().start()
+        if started:
             self.stats = {}
-            self._task = asyncio.get_running_loop().create_task(self._run())
-
-    def cancel(self) -> None:
-        """Stop pushing (this node is no longer master): open requests are dropped, and
-        what they carried is sent again by the next master (it was not acked)."""
-        if self._task is not None:
-            self._task.cancel()
-            self._task = None
-
-    async def close(self) -> None:
-        """Stop for good (the node shuts down)."""
-        self._closed = True
-        task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        return started
 
     def refresh(self) -> None:
         """Subscriptions may have changed (a ``U`` entry was applied): look again."""

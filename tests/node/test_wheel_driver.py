@@ -30,7 +30,8 @@ def _driver(tmp_path, lead_ms: int = 0) -> tuple[LocalLog, WheelDriver]:
 
 
 def _runs() -> list[asyncio.Task]:
-    return [t for t in asyncio.all_tasks() if t.get_coro().__qualname__ == "WheelDriver._run"]
+    """The wheel's runs still alive (node/leader_task.py names each run's task)."""
+    return [t for t in asyncio.all_tasks() if t.get_name() == "wheel" and not t.done()]
 
 
 async def _until(predicate, turns: int = 400) -> bool:

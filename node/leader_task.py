@@ -1,0 +1,84 @@
+"""The one pattern for what only the master runs: the wheel, push delivery, retention and
+recurring schedules (DESIGN §4: the elected master alone turns the wheel).
+
+Each is a :class:`LeaderTask`: the node starts it when it becomes master and cancels it
+when it stops leading (``NodeService._on_role``, on the loop, through the crossing), and
+closes it at shutdown. A run that lost and regained the role waits until the cancelled run
+has let go before it begins. The periodic ones run :func:`every`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+
+from horologe.cluster import ClusterError, NotMasterError
+
+from .errors import Refused
+
+log = logging.getLogger(__name__)
+
+
+class LeaderTask:
+    """``run()``, run while this node leads. Loop thread only."""
+
+    def __init__(self, run: Callable[[], Awaitable[None]], name: str) -> None:
+        self._run = run
+        self.name = name
+        self._task: asyncio.Task | None = None  # leading
+        self._stopping: asyncio.Task | None = None  # cancelled, perhaps not finished yet
+        self._closed = False
+
+    @property
+    def leading(self) -> bool:
+        return self._task is not None
+
+    def is_current(self) -> bool:
+        """Whether the calling task is this one's current run (not a cancelled one)."""
+        return self._task is not None and asyncio.current_task() is self._task
+
+    def start(self) -> bool:
+        """Run (this node became master); a no-op, False, while it already runs or once closed."""
+        if self._task is not None or self._closed:
+            return False
+        previous, self._stopping = self._stopping, None
+        self._task = asyncio.get_running_loop().create_task(self._after(previous), name=self.name)
+        return True
+
+    async def _after(self, previous: asyncio.Task | None) -> None:
+        if previous is not None:  # a quick loss and regain of the role: let go first
+            await asyncio.wait([previous])
+        await self._run()
+
+    def cancel(self) -> None:
+        """Stop (this node no longer leads); the run ends shortly."""
+        if self._task is not None:
+            self._task.cancel()
+            self._stopping, self._task = self._task, None
+
+    async def stop(self) -> None:
+        """Stop and wait until the run has ended."""
+        self.cancel()
+        if self._stopping is not None:
+            await asyncio.wait([self._stopping])  # its cancellation is not ours
+
+    async def close(self) -> None:
+        """Stop for good (the node shuts down): a role change after this starts nothing."""
+        self._closed = True
+        await self.stop()
+
+
+async def every(interval_ms: int, turn: Callable[[], Awaitable[bool]], what: str) -> None:
+    """Each ``interval_ms``, run ``turn`` until it says nothing more waits (False). A turn
+    refused for the moment (no master, no quorum, a refusal) or failed is logged and
+    tried again the next time."""
+    while True:
+        await asyncio.sleep(interval_ms / 1000)
+        try:
+            while await turn():
+                pass
+        except (Refused, NotMasterError, ClusterError) as e:
+            log.info("%s turn skipped: %s", what, e)
+        except Exception:  # a read failed (say a file cut meanwhile), or a bug: try next turn
+            log.exception("%s turn failed; trying again next turn", what)
