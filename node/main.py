@@ -74,7 +74,7 @@ async def _freeze_what_startup_made(app: Application) -> None:
 async def _release_if_master(app: Application) -> None:
     """Graceful SIGTERM: a master hands over before it stops (DESIGN §5)."""
     svc = app.get(SERVICE)
-    if svc is None or svc.raft is None or not svc.raft.is_master():
+    if svc is None or not svc.is_master():
         return
     if not svc.linked_peer_ids():
         return  # nobody to hand over to

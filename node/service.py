@@ -273,26 +273,30 @@ class NodeService:
 
     # -- roles ------------------------------------------------------------------
 
+    def is_master(self) -> bool:
+        """Whether this node leads, as the tick thread last published (cluster/raft/status.py)."""
+        return self.raft is not None and self.raft.status.is_master
+
     def leader_http(self) -> str | None:
         """The master's HTTP API as a URL (a 307 names it), its scheme kept."""
-        peer = self.config.peer_by_raft(self.raft.leader_address())
+        peer = self.config.peer_by_raft(self.raft.status.leader)
         return None if peer is None else self.config.http_url(peer.http)
 
     def leader_id(self) -> str | None:
-        peer = self.config.peer_by_raft(self.raft.leader_address())
+        peer = self.config.peer_by_raft(self.raft.status.leader)
         return None if peer is None else peer.node_id
 
     def leader_changes(self) -> int:
         """Changes of the leader this node knows, since it started."""
-        return 0 if self.raft is None else self.raft.leader_changes
+        return 0 if self.raft is None else self.raft.status.leader_changes
 
     def stale_answers(self) -> int:
         """Followers' answers dropped for naming another term, since this node started."""
-        return 0 if self.raft is None else self.raft.stale_answers
+        return 0 if self.raft is None else self.raft.status.stale_answers
 
     def linked_peer_ids(self) -> set[str]:
         """Ids of the peers this node has a live Raft link to."""
-        linked = self.raft.linked_peers()
+        linked = self.raft.status.linked
         return {p.node_id for p in self.config.peers if p.raft in linked}
 
     def readiness(self) -> dict:
@@ -315,7 +319,7 @@ class NodeService:
         raft = self.raft
         return (
             raft is not None
-            and raft.is_master()
+            and raft.status.is_master
             and not self.releasing
             and self.quorum_clock.known()
             and not self.view.halted
@@ -324,11 +328,11 @@ class NodeService:
     def require_master(self) -> None:
         if self.releasing:
             raise NotMasterError(None)  # 503: the next master is a moment away; clients retry
-        if not self.raft.is_master():
+        if not self.is_master():
             raise NotMasterError(self.leader_http())
         if not self.quorum_clock.known():
             raise NotMasterError(None)  # 503 for the moment until a majority's clocks are in
-        if self.view.reads.meta("applied_term") != self.raft.current_term():
+        if self.view.reads.meta("applied_term") != self.raft.status.term:
             # A new master knows its log holds every committed entry, but not which of them
             # are committed until an entry of its own term is (its wheel's barrier): before
             # that it may not have applied an ack an old master answered, and a pull would
@@ -451,11 +455,11 @@ class NodeService:
                     if not await self._transfer(target.raft):
                         break
                     new_master = await self._await_other_master(3.0)
-                    if new_master is not None or not self.raft.is_master():
+                    if new_master is not None or not self.is_master():
                         break
             finally:
                 self.releasing = False
-                if self.raft.is_master():
+                if self.is_master():
                     self.driver.start()
                     self.push.start()
             if new_master is None:
@@ -534,7 +538,7 @@ class NodeService:
             leader = self.leader_id()
             if leader is not None and leader != self.config.node_id:
                 return leader
-            if self.raft.is_master():
+            if self.is_master():
                 return None  # elected again: the caller retries the transfer
             await asyncio.sleep(0.002)
         return None
@@ -542,8 +546,7 @@ class NodeService:
     # -- reads ------------------------------------------------------------------
 
     def admin_status(self) -> dict:
-        raft = self.raft
-        st = raft.getStatus()
+        raft = self.raft.status
         ws = self.view.ws
         counters = self.view.counters()
         applied = self.view.applied_index
@@ -560,13 +563,13 @@ class NodeService:
         return {
             "node_id": self.config.node_id,
             "pid": os.getpid(),
-            "role": raft.role(),
+            "role": str(raft.role),
             "leader": self.leader_id(),
-            "term": st["raft_term"],
-            "commit_index": st["commit_idx"],
+            "term": raft.term,
+            "commit_index": raft.commit_index,
             "applied_index": applied,
-            "raft_log_bytes": raft.held_log_bytes(),
-            "snapshot": None if (dump := raft.last_dump()) is None else dump._asdict(),
+            "raft_log_bytes": raft.log_bytes,
+            "snapshot": None if raft.last_dump is None else raft.last_dump._asdict(),
             "wheel": {
                 "tick": ws.tick,
                 "local_index": ws.to_wire()["local_index"],

@@ -80,6 +80,7 @@ MEMBERS = (
     "_SyncObj__otherNodes",
     "_SyncObj__raftNextIndex",
     "_SyncObj__raftCommitIndex",
+    "_SyncObj__raftState",
     "_SyncObj__raftCurrentTerm",
     "_SyncObj__raftElectionDeadline",
     "_SyncObj__forceLogCompaction",

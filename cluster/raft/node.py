@@ -38,13 +38,14 @@ from . import bounded_frames
 from .append_rule import trim_append
 from .contract import check_node, check_pysyncobj
 from .dial_node import DialNode
-from .dump_file import DumpFigures, DumpWriter, LocalDump, check_not_behind, read_local, read_shipped
+from .dump_file import DumpWriter, LocalDump, check_not_behind, read_local, read_shipped
 from .journal import DiskJournal
 from .loop_crossing import LoopCrossing
 from .monotonic_watch import MonotonicWatch, exit_for_step
 from .peer_clocks import PeerClock, keepalive, received
 from .settings import ClusterSettings
 from .snapshot_stream import ShippingSerializer
+from .status import FIGURES_EVERY_S, STARTING, RaftStatus, Role
 from .wire import RaftCipher
 from .writer_questions import WriterQuestions
 
@@ -202,6 +203,12 @@ class RaftNode(SyncObj):
         self._peer_clocks: dict[str, PeerClock] = {}
         self.addOnTickCallback(self._tick_keepalive)
         self.addOnTickCallback(self._tick_leader)
+        # Loop-owned, written only by what the tick thread posts through the crossing.
+        self.status = STARTING
+        self._halted_on_loop = False
+        self._published = STARTING  # tick thread: the status it last posted, and when
+        self._published_at = 0.0
+        self.addOnTickCallback(self._tick_status)
         self._monotonic = MonotonicWatch(monotonic_time())
         self._on_monotonic_step = on_monotonic_step
         self.addOnTickCallback(self._tick_monotonic)
@@ -227,7 +234,56 @@ class RaftNode(SyncObj):
     def _publish(self, res: ApplyResult | None) -> None:
         state = self.state
         applied = Applied(res, state.store.published(), state.halted, len(state.errors))
-        self._crossing.post(self._on_applied, applied)
+        # The status rides along, so the loop never knows an applied index past its commit.
+        self._published, self._published_at = self._status_now(), monotonic_time()
+        self._crossing.post(self._applied_on_loop, applied, self._published)
+
+    def _applied_on_loop(self, applied: Applied, status: RaftStatus) -> None:
+        self.status = status
+        self._halted_on_loop = applied.halted is not None
+        self._on_applied(applied)
+
+    def _halt(self, why: str) -> None:
+        """Halt the replica outside an apply (a snapshot it cannot load), and tell the loop."""
+        self.state.halt(why)
+        self._crossing.post(self._halted_outside_apply)
+
+    def _halted_outside_apply(self) -> None:  # on the loop
+        self._halted_on_loop = True
+
+    def _tick_status(self) -> None:
+        """Post this node's :class:`RaftStatus` to the loop when it changed (tick thread)."""
+        status = self._status_now()
+        last = self._published
+        now = monotonic_time()
+        if status.decisive() != last.decisive() or (
+            status != last and now - self._published_at >= FIGURES_EVERY_S
+        ):
+            self._published, self._published_at = status, now
+            self._crossing.post(self._take_status, status)
+
+    def _status_now(self) -> RaftStatus:  # tick thread
+        if self._isLeader():
+            role = Role.MASTER
+        elif self._SyncObj__raftState == _RAFT_STATE.CANDIDATE:
+            role = Role.CANDIDATE
+        else:
+            role = Role.SLAVE
+        return RaftStatus(
+            role,
+            self._SyncObj__raftCurrentTerm,
+            self.leader_address(),
+            frozenset(self.linked_peers()),
+            tuple(self._peer_clocks.values()),
+            self.leader_changes,
+            self.stale_answers,
+            self._dump.last,
+            self._SyncObj__raftCommitIndex,
+            self._journal.bytes,
+        )
+
+    def _take_status(self, status: RaftStatus) -> None:  # on the loop
+        self.status = status
 
     def _state_changed(self, old: int, new: int) -> None:  # tick thread
         if (old == _RAFT_STATE.LEADER) != (new == _RAFT_STATE.LEADER):
@@ -280,7 +336,7 @@ class RaftNode(SyncObj):
         that grows by one entry a wheel turn keeps every follower just behind it, so that
         transfer could be denied turn after turn (seen: 20 s with no master).
         """
-        if self.state.halted and not isinstance(callback, tuple):
+        if self._halted_on_loop and not isinstance(callback, tuple):  # ours: on the loop
             if callback is not None:
                 callback(None, FAIL_REASON.REQUEST_DENIED)
             return
@@ -440,10 +496,10 @@ class RaftNode(SyncObj):
             self._on_monotonic_step(back)
 
     def peer_clocks(self) -> list[tuple[int, float]]:
-        """The latest clock reading of each peer heard from: (ms, seconds since it was
-        read: since it arrived, plus the link's transit; cluster/raft/peer_clocks.py)."""
-        now = monotonic_time()
-        return [(c.ms, c.age_s(now)) for c in list(self._peer_clocks.values())]
+        """On the loop: the latest clock reading of each peer heard from, as last published
+        (ms, seconds since it was read: since it arrived, plus the link's transit;
+        cluster/raft/peer_clocks.py), aged by the clock the arrivals were stamped with."""
+        return self.status.clock_readings(monotonic_time())
 
     def linked_peers(self) -> set[str]:
         """Raft addresses of the peers this node has a live, handshaken link to."""
@@ -466,10 +522,6 @@ class RaftNode(SyncObj):
     def current_term(self) -> int:
         """This node's Raft term (a plain read of pysyncobj's int: safe from any thread)."""
         return self._SyncObj__raftCurrentTerm
-
-    def role(self) -> str:
-        state = self.getStatus()["state"]
-        return {_RAFT_STATE.LEADER: "master", _RAFT_STATE.CANDIDATE: "candidate"}.get(state, "slave")
 
     def leader_address(self) -> str | None:
         leader = self._getLeader()
@@ -545,14 +597,6 @@ class RaftNode(SyncObj):
             self._SyncObj__forceLogCompaction = True
         SyncObj._SyncObj__tryLogCompaction(self)
 
-    def last_dump(self) -> DumpFigures | None:
-        """The last snapshot this process wrote (index, time, sizes), if any; any thread."""
-        return self._dump.last
-
-    def held_log_bytes(self) -> int:
-        """Bytes of commands in the Raft log (compacted away past the budget); any thread."""
-        return self._journal.bytes
-
     def _hold_back_from_elections(self) -> None:
         """Keep a master that just handed over from standing for election for a while.
 
@@ -582,7 +626,7 @@ class RaftNode(SyncObj):
         except Exception as e:
             why = f"cannot load the Raft dump {filename}: {e!r}"
             log.critical("%s: halting this replica", why)
-            self.state.halt(why)
+            self._halt(why)
             self._refuse_success = True
             raise
         if local is None:
@@ -597,7 +641,7 @@ class RaftNode(SyncObj):
         try:
             check_not_behind(local, store.applied_index, store.directory)
         except StoreBehindDumpError as e:
-            self.state.halt(str(e))
+            self._halt(str(e))
         return local.raft_data
 
     def _install_shipped(self, filename: str):

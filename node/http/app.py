@@ -75,7 +75,7 @@ def create_app(config: NodeConfig, *, clock: Clock | None = None) -> web.Applica
         connector = aiohttp.TCPConnector(ssl=client_context(config.tls_ca))
         async with aiohttp.ClientSession(connector=connector) as session:
             peers = {p.node_id: config.http_url(p.http) for p in config.peers}
-            target = cluster_target(config.node_id, peers, svc.raft.is_master, svc.leader_http)
+            target = cluster_target(config.node_id, peers, svc.is_master, svc.leader_http)
             app[FORWARDER] = Forwarder(target, session)
             yield
 
