@@ -469,7 +469,7 @@ class RaftNode(SyncObj):
 
     def role(self) -> str:
         state = self.getStatus()["state"]
-        return {_RAFT_STATE.LEADER: "master", _RAFT_STATE.CANDIDATE: "candidate"}.get(state, "slave")
+        return {_RAFT_STATE.LEADER: "master", _RAFT_STATE.CANDIDATE: "candidate"}.get(state, "follower")
 
     def leader_address(self) -> str | None:
         leader = self._getLeader()
