@@ -2,7 +2,18 @@
 VENV    ?= .venv
 PY      := $(VENV)/bin/python
 PIP     := $(VENV)/bin/pip
-STAMP   := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
+HASH    := $(shell sha1sum < pyproject.toml | cut -c1-12)
+# Two stamps per pyproject hash. BASE: the package alone, all `make run` needs. FULL: with the
+# test, spark and bench extras, for `make test` and the rest; making it makes BASE too, so
+# `make run` after `make test` installs nothing, and `make test` after `make run` adds the extras.
+BASE_STAMP := $(VENV)/.installed-base-$(HASH)
+FULL_STAMP := $(VENV)/.installed-full-$(HASH)
+# pip --quiet still shows setuptools' warnings. An editable install of this layout (package-dir
+# maps folders from outside horologe/) always gets the notice "Editable installation ... be
+# careful with folders in your working directory": nothing to act on, so it is filtered out.
+PIP_INSTALL := PYTHONWARNINGS="ignore:Editable installation" $(PIP) install --quiet
+# Drops the stamps of other pyproject versions.
+DROP_OLD_STAMPS := find $(VENV) -maxdepth 1 -name '.installed-*' ! -name '*-$(HASH)' -delete
 # Debian packages the test suites need: faketime (clock skew), fuse3 (the lazyfs power-loss
 # mounts), and libfuse3-dev + pkg-config, without which pip cannot build pyfuse3 (test extra);
 # for the compose test, docker.io (dockerd, containerd, runc), debootstrap (a base image
@@ -26,15 +37,24 @@ help:
 	@echo "make clean  - remove .venv and build leftovers"
 
 $(PY):
-	python3 -m venv $(VENV)
-	$(PIP) install --quiet --upgrade pip
+	@echo "creating $(VENV)"
+	@python3 -m venv $(VENV)
+	@$(PIP) install --quiet --upgrade pip
+
+# The package alone, timed: no extras and no Debian packages (every dependency has a wheel).
+$(BASE_STAMP): pyproject.toml | $(PY)
+	@echo "installing horologe and its dependencies into $(VENV) (no extras: make test adds them)"
+	@t0=$$(date +%s.%N); $(PIP_INSTALL) -e . && \
+		awk -v t0=$$t0 -v t1=$$(date +%s.%N) 'BEGIN { printf "installed in %.1f s\n", t1 - t0 }'
+	@$(DROP_OLD_STAMPS); touch $@
 
 # deb-tools first: the test extra's pyfuse3 compiles against libfuse3-dev.
-$(STAMP): pyproject.toml | $(PY) deb-tools
-	$(PIP) install --quiet -e '.[test,spark,bench]'
-	rm -f $(VENV)/.installed-* && touch $@
+$(FULL_STAMP): pyproject.toml | $(PY) deb-tools
+	$(PIP_INSTALL) -e '.[test,spark,bench]'
+	$(DROP_OLD_STAMPS); touch $(BASE_STAMP) $@
 
-install: $(STAMP)
+# Everything the tests, chaos suite and benchmarks need.
+install: $(FULL_STAMP)
 
 # Installs only what is missing, so a warm machine skips apt entirely. A policy-rc.d that
 # answers 101 keeps apt from starting the daemons it installs (docker.io's dockerd would
@@ -86,10 +106,13 @@ bench: install
 bench-parts: install
 	@for b in bench/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
 
-# Starts 3 nodes on 127.0.0.1 (HTTP 8081-8083), schedules messages at +2 s .. +10 s,
-# shows them delivered with their lateness, and runs until Ctrl-C.
-run: install
-	$(VENV)/bin/horologe local-cluster --nodes 3 --data data/local --demo
+# Starts 3 nodes on 127.0.0.1 (HTTP 8081-8083, Raft 7081-7083), schedules messages at
+# +2 s .. +10 s, shows them delivered with their lateness, and runs until Ctrl-C. It installs the
+# package alone, and says how long after `make run` began the first delivery came.
+# RUN_ARGS="--http-port 9081 --raft-port 9071" moves it where those ports are taken.
+run: export RUN_STARTED := $(shell date +%s.%N)
+run: $(BASE_STAMP)
+	@$(VENV)/bin/horologe local-cluster --nodes 3 --data data/local --demo --make-run-began $$RUN_STARTED $(RUN_ARGS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache .hypothesis

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from horologe.client import HorologeError
+from horologe.client import HorologeError, node_role
 
 from .harness import ChaosCluster
 from .history import History, now_ms
@@ -123,12 +123,12 @@ def sigkill_master(run: Run) -> None:
     c.catch_up(old, behind=LOADED_SLACK)
 
 
-def sigkill_slave(run: Run) -> None:
+def sigkill_follower(run: Run) -> None:
     c = run.cluster
     victim = run.rng.choice(run.others(c.wait_leader()))
-    with run.fault(f"SIGKILL slave n{victim + 1}, down 5 s"):
+    with run.fault(f"SIGKILL follower n{victim + 1}, down 5 s"):
         c.signal(victim, signal.SIGKILL)
-        time.sleep(5)  # the fault's length: the slave stays down 5 s
+        time.sleep(5)  # the fault's length: the follower stays down 5 s
     c.start(victim)
     c.catch_up(victim, behind=LOADED_SLACK)
 
@@ -162,12 +162,12 @@ def isolate_master(run: Run) -> None:
     """As with SIGSTOP: nothing the isolated master proposes once cut off may commit."""
     c = run.cluster
     old = c.wait_leader()
-    with run.fault(f"isolate master n{old + 1} from both slaves, 6 s"):
+    with run.fault(f"isolate master n{old + 1} from both followers, 6 s"):
         c.topology.isolate(old)
         cut = now_ms()  # after every proxy is off: a sync proposed before may still commit
         new = c.wait_leader(run.others(old), exclude=old)
         time.sleep(6)  # the fault's length: the old master stays cut off, long past its leader fallback
-        role = c.status(old)["role"]
+        role = node_role(c.status(old)["role"])  # a node's old "slave" reads as follower
         c.topology.heal()
     c.wait_connected()
     last = run.last_sync_led_ms(old)
@@ -313,7 +313,7 @@ def forced_release_x10(run: Run) -> None:
 def rolling_restart(run: Run) -> None:
     c = run.cluster
     m = c.wait_leader()
-    with run.fault("rolling restart: each slave, then the master"):
+    with run.fault("rolling restart: each follower, then the master"):
         for i in [*run.others(m), m]:
             c.stop(i)
             time.sleep(1)  # down a moment, as in a real rolling restart
@@ -452,7 +452,7 @@ class Scenario:
 
 SCENARIOS = {
     "sigkill_master": Scenario(sigkill_master, quick=True),
-    "sigkill_slave": Scenario(sigkill_slave),
+    "sigkill_follower": Scenario(sigkill_follower),
     "sigstop_master": Scenario(sigstop_master),
     "isolate_master": Scenario(isolate_master),
     "one_way_partition": Scenario(one_way_partition),

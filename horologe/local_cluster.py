@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import secrets
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -58,6 +59,21 @@ def write_configs(
             f.write("\n".join(lines) + "\n")
         paths.append(path)
     return paths
+
+
+def taken_ports(ports: list[int]) -> list[int]:
+    """Those of ``ports`` that something on 127.0.0.1 already listens on (another
+    local-cluster, say). Bound as the node binds them, with SO_REUSEADDR, so the TIME_WAIT
+    connections a cluster stopped a moment ago leaves do not count."""
+    taken = []
+    for port in ports:
+        with socket.socket() as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                taken.append(port)
+    return taken
 
 
 def secrets_env() -> tuple[dict[str, str], bool]:
@@ -131,8 +147,9 @@ def stop(procs: list[subprocess.Popen], timeout_s: float = 10.0) -> None:
             p.wait()
 
 
-def demo(url: str, token: str, echo) -> None:
-    """Schedule five messages at +2 .. +10 s and show them turn delivered, with lateness."""
+def demo(url: str, token: str, echo, first_shown: Callable[[], None] | None = None) -> None:
+    """Schedule five messages at +2 .. +10 s and show them turn delivered, with lateness;
+    ``first_shown()`` runs once the first delivery is shown."""
     now = int(time.time() * 1000)
     with Client([url], token) as client:
         pending = []
@@ -151,3 +168,6 @@ def demo(url: str, token: str, echo) -> None:
                         f"  lateness={late} ms"
                     )
                     pending.remove(mid)
+                    if first_shown is not None:
+                        first_shown()
+                        first_shown = None

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import time
 import tomllib
 
 import yaml
+
+from horologe import local_cluster as lc
 
 from .dockerd import Dockerd
 
@@ -65,15 +66,7 @@ def base_image(engine: Dockerd) -> str:
 
 def taken_ports() -> list[int]:
     """The layout's ports that something on this machine already listens on."""
-    taken = []
-    for port in PORTS:
-        with socket.socket() as s:
-            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                taken.append(port)
-    return taken
+    return lc.taken_ports(PORTS)
 
 
 class ComposeProject:

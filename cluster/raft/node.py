@@ -268,7 +268,7 @@ class RaftNode(SyncObj):
         elif self._SyncObj__raftState == _RAFT_STATE.CANDIDATE:
             role = Role.CANDIDATE
         else:
-            role = Role.SLAVE
+            role = Role.FOLLOWER
         return RaftStatus(
             role,
             self._SyncObj__raftCurrentTerm,

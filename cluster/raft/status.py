@@ -23,7 +23,7 @@ FIGURES_EVERY_S = 0.05
 class Role(StrEnum):
     MASTER = "master"
     CANDIDATE = "candidate"
-    SLAVE = "slave"
+    FOLLOWER = "follower"  # read "slave" as this too, for one release (horologe.client.node_role)
 
 
 class RaftStatus(NamedTuple):
@@ -51,4 +51,4 @@ class RaftStatus(NamedTuple):
         return [(c.ms, c.age_s(now)) for c in self.peer_clocks]
 
 
-STARTING = RaftStatus(Role.SLAVE, 0, None, frozenset(), (), 0, 0, None, 0, 0)
+STARTING = RaftStatus(Role.FOLLOWER, 0, None, frozenset(), (), 0, 0, None, 0, 0)

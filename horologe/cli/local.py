@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 
 import click
 
@@ -36,7 +37,16 @@ from horologe.local_supervisor import Supervisor
     "itself when it exited with an error or by a signal.",
 )
 @click.option("--restart-delay", default=3.0, show_default=True, help="Seconds before an on-failure restart.")
-def local_cluster(nodes, data, http_port, raft_port, demo, exit_after_demo, restart, restart_delay) -> None:
+@click.option(
+    "--make-run-began",
+    type=float,
+    default=None,
+    hidden=True,
+    help="When `make run` began (epoch seconds): the demo times its first delivery from then.",
+)
+def local_cluster(
+    nodes, data, http_port, raft_port, demo, exit_after_demo, restart, restart_delay, make_run_began
+) -> None:
     """Start NODES node processes on 127.0.0.1 and keep them running until Ctrl-C.
 
     When a node dies the others go on: it prints which one and how to bring it back
@@ -45,10 +55,16 @@ def local_cluster(nodes, data, http_port, raft_port, demo, exit_after_demo, rest
     HOROLOGE_CLUSTER_SECRET when set; otherwise they are generated and printed.
     Node logs go to DATA/n<i>.log.
     """
+    began = time.monotonic()
+    http_ports, raft_ports = [http_port + i for i in range(nodes)], [raft_port + i for i in range(nodes)]
+    if taken := lc.taken_ports(http_ports + raft_ports):
+        raise click.ClickException(
+            f"already in use on 127.0.0.1: port {', '.join(map(str, taken))} (another local-cluster?); "
+            'start elsewhere with --http-port and --raft-port (make run: RUN_ARGS="--http-port 9081 '
+            '--raft-port 9071")'
+        )
     env, generated = lc.secrets_env()
-    configs = lc.write_configs(
-        data, [http_port + i for i in range(nodes)], [raft_port + i for i in range(nodes)]
-    )
+    configs = lc.write_configs(data, http_ports, raft_ports)
     procs = lc.start(configs, env, data)
     urls = [f"http://127.0.0.1:{http_port + i}" for i in range(nodes)]
     supervisor = Supervisor(
@@ -62,7 +78,9 @@ def local_cluster(nodes, data, http_port, raft_port, demo, exit_after_demo, rest
     signal.signal(signal.SIGHUP, supervisor.request_restart)
     try:
         leader = lc.wait_ready(urls)
-        click.echo(f"{nodes} nodes up; master is {leader}")
+        click.echo(
+            f"{nodes} nodes up; master is {leader} (ready {time.monotonic() - began:.1f} s after start)"
+        )
         for i, u in enumerate(urls, 1):
             click.echo(
                 f"  n{i}  {u}   pid {procs[i - 1].pid}   raft 127.0.0.1:{raft_port + i - 1}"
@@ -73,7 +91,15 @@ def local_cluster(nodes, data, http_port, raft_port, demo, exit_after_demo, rest
         for name in lc.TOKEN_ENV:
             click.echo(f"  export {name}={env[name]}")
         if demo:
-            lc.demo(urls[0], env["HOROLOGE_CLIENT_TOKEN"], click.echo)
+
+            def first_shown() -> None:
+                if make_run_began is None:
+                    took, since = time.monotonic() - began, "local-cluster started"
+                else:
+                    took, since = time.time() - make_run_began, "make run began"
+                click.echo(f"first delivery shown {took:.1f} s after {since}")
+
+            lc.demo(urls[0], env["HOROLOGE_CLIENT_TOKEN"], click.echo, first_shown)
         if not exit_after_demo:
             click.echo(f"running (pid {os.getpid()}, --restart {restart}); Ctrl-C stops every node")
             supervisor.run()

@@ -30,6 +30,7 @@ from .models import (
     ReceivedMessage,
     Rescheduled,
     Scheduled,
+    node_role,
 )
 from .push_subscriptions import PushSubscription
 from .raw_client import RawClient
@@ -61,5 +62,6 @@ __all__ = [
     "Schedule",
     "Scheduled",
     "UnavailableError",
+    "node_role",
     "verify_signature",
 ]

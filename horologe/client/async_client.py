@@ -190,7 +190,7 @@ class AsyncClient(core.ClientSettings, AsyncScheduleCalls, AsyncPushCalls):
         )
 
     async def node_status(self) -> dict:
-        return await self._call("GET", "/admin/status", admin=True)
+        return core.to_node_status(await self._call("GET", "/admin/status", admin=True))
 
     async def release_master(self, to: str | None = None) -> dict:
         body = {"to": to} if to else {}

@@ -24,6 +24,7 @@ from .models import (
     ReceivedMessage,
     Rescheduled,
     Scheduled,
+    node_role,
 )
 
 
@@ -243,6 +244,11 @@ def to_status(d: dict) -> MessageStatus:
     return MessageStatus(
         d["id"], d["topic"], d["state"], d["deliver_at"], d.get("delivered_at"), d.get("late_by_ms")
     )
+
+
+def to_node_status(d: dict) -> dict:
+    """A node's ``/admin/status`` as it answered, its role read by :func:`node_role`."""
+    return {**d, "role": node_role(d["role"])} if "role" in d else d
 
 
 def to_pulled(res: dict, tags: str | None) -> tuple[PulledBatch, list[str]]:

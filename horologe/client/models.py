@@ -8,6 +8,15 @@ from dataclasses import dataclass, field
 ORIGIN_HEADER = "x-horologe-topic"  # a retry's copy names the topic it came from
 ID_HEADER = "x-horologe-id"  # a rescheduled copy names the id it answers to
 
+# A node's role in /admin/status: master, follower or candidate. Nodes that said "slave" for a
+# follower are read as saying "follower", for one release (docs/api.md); then the alias goes.
+OLD_ROLES = {"slave": "follower"}
+
+
+def node_role(role: str) -> str:
+    """``role`` as a node said it, with the old word for a follower read as ``follower``."""
+    return OLD_ROLES.get(role, role)
+
 
 @dataclass(frozen=True)
 class Scheduled:

@@ -199,7 +199,7 @@ class Client(core.ClientSettings, calls.BlockingPool, ScheduleCalls, PushCalls):
     # -- admin --------------------------------------------------------------------
 
     def node_status(self) -> dict:
-        return self._call("GET", "/admin/status", admin=True)
+        return core.to_node_status(self._call("GET", "/admin/status", admin=True))
 
     def release_master(self, to: str | None = None) -> dict:
         return self._call("POST", "/admin/release-master", {"to": to} if to else {}, admin=True, resend=False)

@@ -156,3 +156,33 @@ def test_a_dead_node_stays_down_until_sighup(cluster_factory):
     for pid in [*c.pids.values(), restarted]:  # every node process ended with it
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
+
+
+def test_the_demo_shows_five_deliveries_and_how_long_the_first_took(cluster_factory):
+    c = cluster_factory("--demo", "--exit-after-demo", "--make-run-began", str(time.time() - 30))
+    assert re.search(r"nodes up; master is n\d \(ready \d+\.\d s after start\)", "\n".join(c.seen))
+    c.expect(r"delivered \S+  deliver_at=\d+  delivered_at=\d+  lateness=-?\d+ ms")
+    first = c.expect(r"first delivery shown (\d+\.\d) s after make run began")
+    took = float(first[1])
+    assert 32 <= took < 90  # the 30 s before local-cluster started, then the start and the +2 s wait
+    c.expect_all(r"delivered \S+ ", 4)
+    c.expect("stopping nodes")
+    assert c.proc.wait(30) == 0
+
+
+def test_ports_in_use_are_named_before_any_node_starts(tmp_path):
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        out = subprocess.run(
+            [sys.executable, "-m", "horologe", "local-cluster", "--data", str(tmp_path / "local")]
+            + ["--nodes", "1", "--http-port", str(port), "--raft-port", str(consecutive_free_ports(1))],
+            env={**os.environ, **ENV},
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+    assert out.returncode == 1
+    assert f"already in use on 127.0.0.1: port {port} (another local-cluster?)" in out.stderr
+    assert not (tmp_path / "local").exists()  # nothing written, nothing started

@@ -75,7 +75,7 @@ def test_dashboard_from_a_follower(make_cluster, browser, tmp_path):
     browser.find_element(By.ID, "token-save").click()
 
     old = f"n{master + 1}"
-    want = {f"n{i + 1}": "master" if i == master else "slave" for i in cluster.indexes}
+    want = {f"n{i + 1}": "master" if i == master else "follower" for i in cluster.indexes}
     until(browser, f"the nodes and roles {want}", lambda d: roles(d) == want)
     assert text(browser, "#master") == old
     assert text(browser, "#served-by") == f"page served by n{follower + 1}"

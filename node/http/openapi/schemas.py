@@ -478,7 +478,7 @@ SCHEMAS: dict[str, dict] = {
         "properties": {
             "node_id": {"type": "string"},
             "pid": {"type": "integer"},
-            "role": {"enum": ["master", "slave", "candidate"]},
+            "role": {"enum": ["master", "follower", "candidate"]},
             "leader": {"type": ["string", "null"]},
             "term": {"type": "integer"},
             "commit_index": {"type": "integer"},

@@ -81,7 +81,8 @@ function showCluster() {
       td.colSpan = 7;
       return;
     }
-    cell(tr, s.role, `role ${s.role}`);
+    const role = s.role === "slave" ? "follower" : s.role; // a node's old word for follower, for one release
+    cell(tr, role, `role ${role}`);
     cell(tr, s.leader);
     cell(tr, s.term);
     cell(tr, s.commit_index);
