@@ -79,7 +79,7 @@ async def _release_if_master(app: Application) -> None:
     if not svc.linked_peer_ids():
         return  # nobody to hand over to
     try:
-        res = await asyncio.wait_for(svc.release_master(None), 4.0)
+        res = await asyncio.wait_for(svc.handover.release(None), 4.0)
         log.info("released mastership on shutdown: %s", res)
     except Exception as e:  # noqa: BLE001 - shutting down regardless
         log.warning("could not release mastership on shutdown: %s", e)

@@ -1,4 +1,4 @@
-"""One node: storage, state machine, Raft, wheel driver, group commit and consumers, wired together.
+"""One node: storage, state machine, Raft, wheel driver, group commit, consumers and handover, wired together.
 
 The HTTP layer (app.py) calls only this. The writer (store and state machine) belongs
 to pysyncobj's tick thread; this service, on the event loop, reads the committed view
@@ -12,10 +12,7 @@ import asyncio
 import contextlib
 import logging
 import os
-import time
 from collections.abc import Awaitable
-
-import aiohttp
 
 from horologe.cluster import (
     CANCEL,
@@ -25,11 +22,9 @@ from horologe.cluster import (
     SYNC,
     TRIM,
     ApplyResult,
-    ClusterError,
     Entry,
     EntryKind,
     NotMasterError,
-    Peer,
     StateMachine,
 )
 from horologe.cluster.committed_reads import GONE
@@ -51,16 +46,10 @@ from .errors import (
     ApplyFailed,
     EntryTooLarge,
     Halted,
-    NoLinkedTarget,
-    Refused,
-    ReleaseInProgress,
-    TransferFailed,
-    TransferUnconfirmed,
-    UnknownNode,
 )
 from .group_commit import MAX_ENTRY_BYTES, MAX_ITEMS_BYTES, GroupCommit
+from .handover import Handover
 from .observers import NO_OBSERVERS, Observers
-from .peer_readiness import peer_readiness
 from .push.allow import PushAllow
 from .push.subscriptions import Subscriptions
 from .push.worker import PushWorker
@@ -109,8 +98,6 @@ class NodeService:
         )
         # Every entry, deadline and relative delay is taken by the quorum-bounded clock.
         self.clock = self.quorum_clock.now_ms
-        self.clock_handovers = 0
-        self._next_clock_handover = 0.0
         store = Storage(os.path.join(config.data_dir, "store"), StorageConfig(fsync=config.fsync))
         for line in store.recovered:
             log.warning("storage recovery: %s", line)
@@ -179,10 +166,18 @@ class NodeService:
         self.raft: RaftNode | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._tasks: list[asyncio.Task] = []
-        self.syncs_applied = 0
-        self.last_sync_applied_at = 0.0
-        self.releasing = False  # a handover is under way: no new entries but its own
-        self._release_running = False  # release_master is running (from its first await)
+        self.handover = Handover(
+            config,
+            self._peer_ssl,
+            require_master=self.require_master,
+            is_master=self.is_master,
+            leader_id=self.leader_id,
+            linked_peer_ids=self.linked_peer_ids,
+            propose=self.propose,
+            transfer=lambda target, deadline_s: self.raft.transfer_leadership_to(target, deadline_s),
+            pause_leading=self._pause_leading,
+            resume_leading=self._resume_leading,
+        )
 
     # -- lifecycle ----------------------------------------------------------------
 
@@ -201,6 +196,7 @@ class NodeService:
         self._tasks = [asyncio.create_task(t.run()) for t in (self.produce_commit, self.consumers.ack_commit)]
 
     async def stop(self) -> None:
+        await self.handover.close()
         for task in self._leading:
             await task.close()
         for t in self._tasks:
@@ -224,8 +220,7 @@ class NodeService:
         if len(res.pending_slots):
             self.driver.on_append(res.pending_slots)
         if res.kind == SYNC:
-            self.syncs_applied += 1
-            self.last_sync_applied_at = time.monotonic()
+            self.handover.sync_applied()
         if res.delivered:
             self.consumers.notify()
         if res.kind == SUBSCRIBE:
@@ -236,7 +231,7 @@ class NodeService:
     def _on_role(self, leads: bool) -> None:  # via the crossing, when this node starts or stops leading
         self.consumers.forget_leases()  # leases of another term mean nothing now
         for task in self._leading:
-            if leads and not self.releasing and not self.view.halted:
+            if leads and not self.handover.releasing and not self.view.halted:
                 task.start()
             elif not leads:
                 task.cancel()
@@ -248,28 +243,18 @@ class NodeService:
         """Each wheel turn: hand the wheel over if this clock strays from the quorum's."""
         offset = self.quorum_clock.offset_ms()
         if offset is not None and abs(offset) > self.quorum_clock.tolerance_ms:
-            self.hand_over_for_clock(offset)
+            self.handover.for_clock(offset, self.quorum_clock.tolerance_ms)
 
-    def hand_over_for_clock(self, offset_ms: int) -> None:
-        """The master's clock disagrees with the quorum's: hand the wheel over (at most every 10 s)."""
-        if time.monotonic() < self._next_clock_handover:
-            return
-        self._next_clock_handover = time.monotonic() + 10.0
-        self.clock_handovers += 1
-        log.warning(
-            "this clock is %+d ms off the quorum's (tolerance %d ms): handing the wheel over",
-            offset_ms,
-            self.quorum_clock.tolerance_ms,
-        )
+    async def _pause_leading(self) -> None:
+        """For a release: push stops at once (its acks would be refused now: the next master
+        sends what is unacked), and the wheel is let go of."""
+        self.push.cancel()
+        await self.driver.stop()
 
-        async def release() -> None:
-            try:
-                log.info("released for a clock off the quorum's: %s", await self.release_master(None))
-            except (Refused, NotMasterError, ClusterError) as e:
-                log.warning("could not hand over for the clock: %s", e)
-
-        task = self._loop.create_task(release())
-        self._tasks.append(task)
+    def _resume_leading(self) -> None:
+        """A release that failed: this node still leads."""
+        self.driver.start()
+        self.push.start()
 
     # -- roles ------------------------------------------------------------------
 
@@ -320,13 +305,13 @@ class NodeService:
         return (
             raft is not None
             and raft.status.is_master
-            and not self.releasing
+            and not self.handover.releasing
             and self.quorum_clock.known()
             and not self.view.halted
         )
 
     def require_master(self) -> None:
-        if self.releasing:
+        if self.handover.releasing:
             raise NotMasterError(None)  # 503: the next master is a moment away; clients retry
         if not self.is_master():
             raise NotMasterError(self.leader_http())
@@ -352,7 +337,7 @@ class NodeService:
     def submit(self, kind: EntryKind, clock_ms: int | None = None, **fields) -> Awaitable[ApplyResult]:
         """:meth:`propose`, with the entry stamped and proposed before this returns: the
         wheel proposes its next ``S`` while the last is still being committed."""
-        if self.releasing and kind not in (SYNC, RELEASE):
+        if self.handover.releasing and kind not in (SYNC, RELEASE):
             # Entries proposed now would leave the transfer target behind, and Raft
             # would refuse it the election (field notes: transfer is denied then).
             raise NotMasterError(None)
@@ -419,130 +404,6 @@ class NodeService:
         followed at least the state it was found at."""
         return await self.raft.ask_writer(lambda store: store.lookup_key(topic, key))
 
-    async def release_master(self, to: str | None) -> dict:
-        """Stop the wheel, commit a final S and X, hand Raft leadership over (DESIGN §5).
-
-        The target must have a link to every node this master is linked to, or one of
-        them would not hear it, campaign, and take the wheel back (docs/cluster.md). While
-        the handover runs, no other entry is proposed (writes get 503 and are retried), so
-        the target catches up and wins; if this node is elected again, the transfer is
-        retried. It answers once the linked nodes follow the new master. One release at a
-        time: another asked meanwhile (an admin's and a clock handover's, say) gets 409.
-        """
-        self.require_master()
-        if self._release_running:
-            raise ReleaseInProgress("a release of this master is already under way")
-        self._release_running = True
-        try:
-            return await self._release(to)
-        finally:
-            self._release_running = False
-
-    async def _release(self, to: str | None) -> dict:
-        linked = self.linked_peer_ids()
-        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=self._peer_ssl)) as session:
-            target = await self._release_target(session, to, linked)
-            t0 = time.monotonic()
-            self.releasing = True
-            self.push.cancel()  # its acks would be refused now: the next master sends what is unacked
-            await self.driver.stop()
-            try:
-                await self.propose(SYNC)
-                await self.propose(RELEASE, node=self.config.node_id)
-                marker = self.syncs_applied
-                new_master = None
-                for _attempt in range(3):
-                    if not await self._transfer(target.raft):
-                        break
-                    new_master = await self._await_other_master(3.0)
-                    if new_master is not None or not self.is_master():
-                        break
-            finally:
-                self.releasing = False
-                if self.is_master():
-                    self.driver.start()
-                    self.push.start()
-            if new_master is None:
-                raise TransferFailed("no other node took over; this node is still master")
-            heard_by = await self._followers_of(session, new_master, linked, 2.0)
-        if len(heard_by) < majority(1 + len(self.config.peers)):
-            raise TransferUnconfirmed(
-                f"{new_master} took over but only {', '.join(heard_by)} follow it; it may be deposed",
-            )
-        deadline = time.monotonic() + 3.0
-        while self.syncs_applied <= marker and time.monotonic() < deadline:
-            await asyncio.sleep(0.001)
-        gap_ms = None
-        if self.syncs_applied > marker:
-            gap_ms = round((self.last_sync_applied_at - t0) * 1000, 1)
-        return {
-            "old_master": self.config.node_id,
-            "new_master": new_master,
-            "gap_ms": gap_ms,
-            "heard_by": heard_by,
-        }
-
-    async def _release_target(self, session: aiohttp.ClientSession, to: str | None, linked: set[str]) -> Peer:
-        """The named peer, or the first one, that has a link to every node linked to this one."""
-        if to is not None and to not in {p.node_id for p in self.config.peers}:
-            raise UnknownNode(f"no peer named {to!r}", "to")
-        reasons = []
-        for peer in self.config.peers:
-            if to not in (None, peer.node_id):
-                continue
-            if peer.node_id not in linked:
-                reasons.append(f"{peer.node_id} has no link to {self.config.node_id}")
-                continue
-            seen = await peer_readiness(session, self.config.http_url(peer.http), 1.0)
-            if seen is None:
-                reasons.append(f"{peer.node_id} did not answer /readyz")
-                continue
-            missing = sorted(n for n in linked - {peer.node_id} if not seen.get("links", {}).get(n))
-            if missing:
-                reasons.append(f"{peer.node_id} has no link to {', '.join(missing)}")
-                continue
-            return peer
-        raise NoLinkedTarget(
-            "no node could take over and be heard by every node: " + "; ".join(reasons),
-            "to" if to is not None else None,
-        )
-
-    async def _followers_of(
-        self, session: aiohttp.ClientSession, master: str, linked: set[str], timeout_s: float
-    ) -> list[str]:
-        """The nodes that follow ``master`` (it included), waiting up to ``timeout_s`` for the linked ones."""
-        heard = {master}
-        deadline = time.monotonic() + timeout_s
-        while True:
-            if self.leader_id() == master:
-                heard.add(self.config.node_id)
-            for peer in self.config.peers:
-                if peer.node_id in linked and peer.node_id not in heard:
-                    seen = await peer_readiness(
-                        session, self.config.http_url(peer.http), max(0.05, deadline - time.monotonic())
-                    )
-                    if seen is not None and seen.get("leader") == master:
-                        heard.add(peer.node_id)
-            if heard >= linked | {self.config.node_id} or time.monotonic() >= deadline:
-                return sorted(heard)
-            await asyncio.sleep(0.02)
-
-    async def _transfer(self, target: str | None) -> bool:
-        """Ask Raft to hand leadership over; True once this node stepped down."""
-        return await self.raft.transfer_leadership_to(target, 3.0)
-
-    async def _await_other_master(self, timeout_s: float) -> str | None:
-        """The new master's id once one other than this node is known, else None."""
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            leader = self.leader_id()
-            if leader is not None and leader != self.config.node_id:
-                return leader
-            if self.is_master():
-                return None  # elected again: the caller retries the transfer
-            await asyncio.sleep(0.002)
-        return None
-
     # -- reads ------------------------------------------------------------------
 
     def admin_status(self) -> dict:
@@ -579,7 +440,7 @@ class NodeService:
             },
             "clock_ms": self.own_clock(),
             "clock_offset_ms": self.quorum_clock.offset_ms(),
-            "clock_handovers": self.clock_handovers,
+            "clock_handovers": self.handover.clock_handovers,
             "pending": counters["stored"] - sum(counters[k] for k in GONE),
             "counters": counters,
             "peers": peers,

@@ -25,5 +25,5 @@ async def release_master(request: web.Request) -> web.Response:
         raise ApiError(400, "invalid_body", 'body must be {} or {"to": "<node_id>"}', "to")
     if not isinstance(body.get("to", ""), str):
         raise ApiError(400, "invalid_field", "to must be a node id (a string)", "to")
-    return answer(200, await svc.release_master(body.get("to")))
+    return answer(200, await svc.handover.release(body.get("to")))
 
