@@ -1,6 +1,6 @@
 """One node: storage, state machine, Raft, wheel driver, group commit, consumers and handover, wired together.
 
-The HTTP layer (app.py) calls only this. The writer (store and state machine) belongs
+The HTTP edge (node/http/) calls only this. The writer (store and state machine) belongs
 to pysyncobj's tick thread; this service, on the event loop, reads the committed view
 that the tick thread publishes after each apply (cluster/raft/loop_crossing.py has the
 rule). It is the one place that stamps entries with the watermark and clock.
