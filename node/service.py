@@ -130,6 +130,7 @@ class NodeService:
             config.ack_window_ms,
             Receipts(config.cluster_secret),
             observers.handout_lateness,
+            self.require_master,
         )
         self.dead_letters = DeadLetters(
             self.view, self.produce, self.consumers.ack, self.consumers.receipts, self.clock

@@ -106,7 +106,9 @@ class Consumers:
     """Pulls, acks and nacks on the master, over the committed view.
 
     ``propose(kind, **fields)`` stamps and proposes an entry; the caller has checked
-    that this node is the master.
+    that this node is the master. ``require_master()`` raises unless this node still
+    serves as master: a waiting pull asks it again each time it wakes, so a pull never
+    outlives its master's lead (the leases it would take were forgotten with the role).
     """
 
     def __init__(
@@ -118,11 +120,13 @@ class Consumers:
         ack_window_ms: int,
         receipts: Receipts,
         observe_lateness: Callable[[np.ndarray], None] = lambda seconds: None,
+        require_master: Callable[[], None] = lambda: None,
     ) -> None:
         """``observe_lateness(seconds)``: how late after its deliver_at each message of a
         pulled batch is handed out, one array per batch."""
         self.view = view
         self._observe_lateness = observe_lateness
+        self._require_master = require_master
         self._propose = propose
         self._clock = clock
         self.receipts = receipts
@@ -143,9 +147,11 @@ class Consumers:
         self._arrived = asyncio.Event()
 
     def forget_leases(self) -> None:
-        """On a change of role: a new master starts with none."""
+        """On a change of role: a new master starts with none, and every waiting pull
+        wakes to find out whether this node still leads."""
         self.leases.clear()
         self._cursors.clear()
+        self.notify()
 
     # -- pull ---------------------------------------------------------------------
 
@@ -275,6 +281,7 @@ class Consumers:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + wait_ms / 1000
         while True:
+            self._require_master()  # again after every wait: the role may have gone meanwhile
             out = Taken()
             skipped: list[tuple[str, str, int, int]] = []
             wake_at: list[int] = []  # when the scans' stopping points stop holding

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from horologe.cluster import ACK, PRODUCE, SYNC
+from horologe.cluster import ACK, PRODUCE, SYNC, NotMasterError
 from horologe.node.consumers.receipts import Receipts
 from horologe.node.consumers.service import SCAN_LIMIT, Consumers, TagFilter, Taken
 from horologe.node.consumers.wire import as_json
@@ -235,5 +235,30 @@ def test_leases_given_back_are_handed_out_again_at_once_with_no_attempt_counted(
         assert [(m["body"], m["attempt"]) for m in again] == [("m1", 0), ("m2", 0)]
         assert len((await consumers.pull("g", "t", None, 10, 0, 30_000)).taken) == 0  # m0 still leased
         assert [r.kind for r in log.applied].count("R") == 0  # nothing retried, nothing proposed
+
+    asyncio.run(run())
+
+
+def test_a_waiting_pull_ends_when_its_node_stops_leading(log):
+    """A long poll must not outlive its master: the leases it would take were forgotten
+    with the role, and the new master hands the same messages out (raft-safety finding 2)."""
+    leading = [True]
+
+    def require_master() -> None:
+        if not leading[0]:
+            raise NotMasterError("http://127.0.0.1:1")
+
+    async def run() -> None:
+        consumers = Consumers(
+            log.view, log.propose, log.clock, (1000,), 50, Receipts("secret"), require_master=require_master
+        )
+        pull = asyncio.create_task(consumers.pull("g", "t", None, 10, 5_000, 30_000))
+        await asyncio.sleep(0.05)  # waiting: nothing is due yet
+        leading[0] = False
+        consumers.forget_leases()  # the role went (NodeService._on_role)
+        await _deliver(log, 1)  # and a message fell due, which the new master hands out
+        consumers.notify()
+        with pytest.raises(NotMasterError):
+            await asyncio.wait_for(pull, 2)
 
     asyncio.run(run())
