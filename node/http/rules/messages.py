@@ -1,7 +1,8 @@
 """The API's request rules (DESIGN §6), refusing with the HTTP error shape.
 
 The message rules live in ``horologe.storage.message_json``, below the node, so that the
-pipeline shares them; the consumer-request rules are the node's own. Both refuse with an
+pipeline shares them; the other bodies here (pull, ack and nack, a DLQ requeue, a release,
+reschedules) are the node's own, each a typed model (model.py). Both refuse with an
 ``InvalidFieldError``, and :func:`answered_over_http` is the one place that turns it into
 an :class:`ApiError`.
 """
