@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from dataclasses import dataclass, field, replace
+from typing import Annotated, Literal, get_type_hints
+
+import msgspec
+from msgspec import Meta
 
 from horologe.cluster import ClusterSettings, Peer
 
@@ -28,6 +33,15 @@ ENV_SECRETS = {
 CLOCK_OFFSET_ENV = "HOROLOGE_TEST_CLOCK_OFFSET_MS"
 TEST_MODE_ENV = "HOROLOGE_TEST_MODE"
 MAX_CLOCK_OFFSET_MS = 86_400_000
+# retry_levels_ms: how many levels (none: a nack goes straight to the DLQ), and each delay.
+MAX_RETRY_LEVELS = 100
+RETRY_LEVEL_RANGE = (1, 30 * 86_400_000)
+LogFormat = Literal["text", "json"]
+
+
+def ranged(lo: int, hi: int):
+    """The type of an integer key that must lie in ``lo..hi`` (inclusive)."""
+    return Annotated[int, Meta(ge=lo, le=hi)]
 
 
 @dataclass(frozen=True)
@@ -42,45 +56,47 @@ class NodeConfig:
     cluster_secret: str | None = None
     insecure_dev: bool = False
     raft_bind: str | None = None
-    sync_interval_ms: int = 50  # longest gap between wheel-state syncs
-    batch_window_ms: int = 0  # produce group commit linger (node/group_commit.py); 0: adaptive
-    max_batch_items: int = 1000  # messages in one POST /v1/messages/batch
-    max_request_bytes: int = 4 * 1024 * 1024  # a request body; a larger one gets 413
+    sync_interval_ms: ranged(1, 60_000) = 50  # longest gap between wheel-state syncs
+    batch_window_ms: ranged(0, 1_000) = 0  # produce group commit linger (node/group_commit.py); 0: adaptive
+    max_batch_items: ranged(1, 100_000) = 1000  # messages in one POST /v1/messages/batch
+    max_request_bytes: ranged(64 * 1024, 1 << 30) = 4 * 1024 * 1024  # a request body; a larger one gets 413
     # A connection must send a whole request line and headers this soon after it opens or
     # after its last answer, else it is closed: idle keep-alives and slowloris alike.
-    http_idle_timeout_ms: int = 15_000
+    http_idle_timeout_ms: ranged(100, 3_600_000) = 15_000
     # Open HTTP connections at most; past it a new one is answered 503 and closed
     # (node/http/server.py). Lowered at start if the descriptor limit leaves less room.
-    http_max_connections: int = 1024
-    fire_batch_limit: int = 10_000  # refs per delivering entry (hot seconds, fast-forward)
+    http_max_connections: ranged(1, 1_000_000) = 1024
+    fire_batch_limit: ranged(1, 10_000_000) = 10_000  # refs per delivering entry (hot seconds, fast-forward)
     # The wheel commits what falls due up to this far ahead of the master's clock, so the
     # Raft round trip is over by the deliver time; a message is still handed out only once
     # it is due, or held by the consumer until then (docs/cluster.md, "Fire lead"). 0:
     # commit at the deliver time. At 20, on a loaded 2-core machine, half of what consumers
     # pulled ahead arrived after its time (commit plus pull took longer than the lead).
-    fire_lead_ms: int = 50
+    fire_lead_ms: ranged(0, 1_000) = 50
     fsync: bool = False  # a store sync point every batch (storage/config.py); the Raft journal always syncs
-    log_compaction_min_entries: int = 50_000
-    log_compaction_bytes: int = 64 * 1024 * 1024
+    log_compaction_min_entries: ranged(10, 1_000_000_000) = 50_000
+    log_compaction_bytes: ranged(1024 * 1024, 1 << 40) = 64 * 1024 * 1024
     # Nack delays by attempt (RocketMQ's 16 levels, 10 s .. 2 h); after the last, the DLQ.
-    retry_levels_ms: tuple[int, ...] = DEFAULT_RETRY_LEVELS_MS
-    ack_window_ms: int = 0  # ack group commit linger; 0: adaptive (proposed at once when idle)
+    retry_levels_ms: Annotated[tuple[ranged(*RETRY_LEVEL_RANGE), ...], Meta(max_length=MAX_RETRY_LEVELS)] = (
+        DEFAULT_RETRY_LEVELS_MS
+    )
+    ack_window_ms: ranged(0, 10_000) = 0  # ack group commit linger; 0: adaptive (proposed at once when idle)
     # The master's clock may stray this far from quorum time before it hands the wheel
     # over; a clock behind is lifted to at most this below it (node/quorum_clock.py).
-    clock_tolerance_ms: int = 2000
+    clock_tolerance_ms: ranged(100, 86_400_000) = 2000
     # Event-loop lag probe period (node/ops/loop_lag.py); 0: off. At 1 ms the probe's own
     # wake-ups cost each node about 8% of a core with nothing else to do (docs/benchmarks.md).
-    loop_lag_probe_ms: int = 10
+    loop_lag_probe_ms: ranged(0, 1_000) = 10
     # Topics (and groups) with a label of their own in /metrics; the rest fold into "other".
-    metrics_topic_cap: int = 100
+    metrics_topic_cap: ranged(1, 100_000) = 100
     # Delivered data older than this goes once every consumer group passed it
     # (cluster/retention.py); 0 keeps everything. The master checks every retention_check_ms.
-    retention_ms: int = 7 * 86_400_000
-    retention_check_ms: int = 60_000
+    retention_ms: ranged(0, 100 * 365 * 86_400_000) = 7 * 86_400_000
+    retention_check_ms: ranged(100, 86_400_000) = 60_000
     # Recurring schedules (cluster/schedule_plan.py): the master produces each one's firings
     # up to this far ahead of its clock, refilling at half, checking every schedule_check_ms.
-    schedule_horizon_ms: int = 60_000
-    schedule_check_ms: int = 1_000
+    schedule_horizon_ms: ranged(1_000, 3_600_000) = 60_000
+    schedule_check_ms: ranged(10, 60_000) = 1_000
     clock_offset_ms: int = 0  # test-only skew (CLOCK_OFFSET_ENV); use libfaketime for real skew
     # HTTPS (node/tls.py): this node's certificate chain and key, and the CAs it trusts
     # when it calls a peer's HTTP API.
@@ -89,7 +105,7 @@ class NodeConfig:
     tls_ca: str | None = None
     # Logs on stderr (node/ops/log_setup.py): "text" lines, or "json" objects for log shippers;
     # access_log: one line per HTTP request, with its request id (the X-Request-Id header).
-    log_format: str = "text"
+    log_format: LogFormat = "text"
     access_log: bool = True
     # Hosts push subscriptions may POST to: CIDRs and host names (node/push/allow.py). Empty:
     # nothing is pushed until an operator allows a target.
@@ -144,67 +160,31 @@ def _http_address(value: str, key: str) -> str:
     return _host_port(value, key)
 
 
-# Numeric keys and the range each must lie in (inclusive).
+# Numeric keys and the range each must lie in (inclusive), from their types.
 RANGES = {
-    "sync_interval_ms": (1, 60_000),
-    "batch_window_ms": (0, 1_000),
-    "max_batch_items": (1, 100_000),
-    "max_request_bytes": (64 * 1024, 1 << 30),
-    "http_idle_timeout_ms": (100, 3_600_000),
-    "http_max_connections": (1, 1_000_000),
-    "fire_batch_limit": (1, 10_000_000),
-    "fire_lead_ms": (0, 1_000),
-    "log_compaction_min_entries": (10, 1_000_000_000),
-    "log_compaction_bytes": (1024 * 1024, 1 << 40),
-    "ack_window_ms": (0, 10_000),
-    "clock_tolerance_ms": (100, 86_400_000),
-    "loop_lag_probe_ms": (0, 1_000),
-    "metrics_topic_cap": (1, 100_000),
-    "retention_ms": (0, 100 * 365 * 86_400_000),
-    "retention_check_ms": (100, 86_400_000),
-    "schedule_horizon_ms": (1_000, 3_600_000),
-    "schedule_check_ms": (10, 60_000),
+    k: (m.ge, m.le)
+    for k, hint in get_type_hints(NodeConfig, include_extras=True).items()
+    for m in getattr(hint, "__metadata__", ())
+    if isinstance(m, Meta) and m.ge is not None
 }
-STRINGS = ("node_id", "data_dir", "http", "raft", "raft_bind", "tls_cert", "tls_key", "tls_ca", *ENV_SECRETS)
-BOOLS = ("insecure_dev", "fsync", "access_log")
-LOG_FORMATS = ("text", "json")
-# retry_levels_ms: how many levels (none: a nack goes straight to the DLQ), and each delay.
-MAX_RETRY_LEVELS = 100
-RETRY_LEVEL_RANGE = (1, 30 * 86_400_000)
 
 
-def _check_values(raw: dict) -> None:
-    """Types and ranges, each error naming its key."""
-    for key, (lo, hi) in RANGES.items():
-        if key in raw:
-            v = raw[key]
-            if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
-                raise ConfigError(f"{key} must be an integer from {lo} to {hi}, got {v!r}")
-    for key in STRINGS:
-        if key in raw and not isinstance(raw[key], str):
-            raise ConfigError(f"{key} must be a string, got {raw[key]!r}")
-    for key in BOOLS:
-        if key in raw and not isinstance(raw[key], bool):
-            raise ConfigError(f"{key} must be true or false, got {raw[key]!r}")
-    if raw.get("log_format", "text") not in LOG_FORMATS:
-        raise ConfigError(f"log_format must be one of {', '.join(LOG_FORMATS)}, got {raw['log_format']!r}")
-    if "retry_levels_ms" in raw:
-        levels, (lo, hi) = raw["retry_levels_ms"], RETRY_LEVEL_RANGE
-        if (
-            not isinstance(levels, list | tuple)
-            or len(levels) > MAX_RETRY_LEVELS
-            or not all(isinstance(x, int) and not isinstance(x, bool) and lo <= x <= hi for x in levels)
-        ):
-            raise ConfigError(
-                f"retry_levels_ms must be a list of at most {MAX_RETRY_LEVELS} delays, "
-                f"each an integer from {lo} to {hi} (ms); got {levels!r}"
+def _typed(raw: dict) -> NodeConfig:
+    """``raw`` as a NodeConfig: each key's type and range, each error naming its key."""
+    try:
+        return msgspec.convert(raw, NodeConfig)
+    except msgspec.ValidationError as e:
+        key = re.search(r"`\$\.(\w+)", str(e))[1]
+        got, hint = raw[key], get_type_hints(NodeConfig)[key]
+        if key in RANGES:
+            wants = "an integer from {} to {}".format(*RANGES[key])
+        elif key == "retry_levels_ms":
+            wants = "a list of at most {} delays, each an integer from {} to {} (ms)".format(
+                MAX_RETRY_LEVELS, *RETRY_LEVEL_RANGE
             )
-        raw["retry_levels_ms"] = tuple(levels)
-    if PUSH_ALLOW in raw:
-        try:
-            raw[PUSH_ALLOW] = check_entries(raw[PUSH_ALLOW])
-        except ValueError as e:
-            raise ConfigError(str(e)) from e
+        else:
+            wants = {bool: "true or false", LogFormat: "one of text, json"}.get(hint, "a string")
+        raise ConfigError(f"{key} must be {wants}, got {got!r}") from e
 
 
 def _clock_offset() -> int | None:
@@ -268,7 +248,11 @@ def load_config(path: str | None, **overrides) -> NodeConfig:
     if offset is not None:
         raw["clock_offset_ms"] = offset
     raw.update(overrides)
-    _check_values(raw)
+    if PUSH_ALLOW in raw:
+        try:
+            raw[PUSH_ALLOW] = check_entries(raw[PUSH_ALLOW])
+        except ValueError as e:
+            raise ConfigError(str(e)) from e
     missing = [k for k in ("node_id", "data_dir", "http", "raft") if not raw.get(k)]
     if missing:
         raise ConfigError(f"missing config keys: {', '.join(missing)}")
@@ -287,7 +271,7 @@ def load_config(path: str | None, **overrides) -> NodeConfig:
                 _host_port(p["dial"], f"peers.{pid}.dial") if p.get("dial") else None,
             )
         )
-    cfg = NodeConfig(peers=tuple(peers), **raw)
+    cfg = replace(_typed(raw), peers=tuple(peers))
     _host_port(cfg.http, "http")
     _host_port(cfg.raft, "raft")
     if cfg.raft_bind:
@@ -300,4 +284,4 @@ def load_config(path: str | None, **overrides) -> NodeConfig:
                     f"{key} is not set (config key or {ENV_SECRETS[key]}); "
                     "only --insecure-dev may run without it"
                 )
-    return replace(cfg)
+    return cfg

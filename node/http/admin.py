@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from aiohttp import web
+from msgspec import UNSET
 
 from .common import SERVICE, answer, json_body
 from .errors import ApiError
+from .rules.messages import parse_release
 
 routes = web.RouteTableDef()
 
@@ -23,7 +25,5 @@ async def release_master(request: web.Request) -> web.Response:
     body = await json_body(request) if request.can_read_body else {}
     if not isinstance(body, dict) or set(body) - {"to"}:
         raise ApiError(400, "invalid_body", 'body must be {} or {"to": "<node_id>"}', "to")
-    if not isinstance(body.get("to", ""), str):
-        raise ApiError(400, "invalid_field", "to must be a node id (a string)", "to")
-    return answer(200, await svc.handover.release(body.get("to")))
-
+    to = parse_release(body).to
+    return answer(200, await svc.handover.release(None if to is UNSET else to))

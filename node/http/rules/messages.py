@@ -1,7 +1,8 @@
 """The API's request rules (DESIGN §6), refusing with the HTTP error shape.
 
 The message rules live in ``horologe.storage.message_json``, below the node, so that the
-pipeline shares them; the consumer-request rules are the node's own. Both refuse with an
+pipeline shares them; the other bodies here (pull, ack and nack, a DLQ requeue, a release,
+reschedules) are the node's own, each a typed model (model.py). Both refuse with an
 ``InvalidFieldError``, and :func:`answered_over_http` is the one place that turns it into
 an :class:`ApiError`.
 """
@@ -11,27 +12,20 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable
-from typing import NamedTuple, ParamSpec, TypeVar
+from typing import Annotated, NamedTuple, ParamSpec, TypeVar
+
+import msgspec
+from msgspec import UNSET, Meta, UnsetType
 
 from horologe.storage import InvalidFieldError, message_json
 from horologe.storage.message import MessageLimits
-from horologe.storage.message_id import ID_LENGTH
-from horologe.storage.message_json import (
-    MAX_KEY,
-    RESCHEDULE_FIELDS,
-    TAG_PATTERN,
-    TOPIC_RE,
-    int_field,
-    json_object,
-    name_field,
-    refusal,
-)
+from horologe.storage.message_json import MAX_KEY, RESCHEDULE_FIELDS, TAG_PATTERN, TOPIC_RE, refusal
 
 from ..errors import ApiError
+from .model import Body, DateTime, Duration, EpochMs, Key, MessageId, Name, decode, whole
 
 P = ParamSpec("P")
 T = TypeVar("T")
-
 
 
 def answered_over_http(parse: Callable[P, T]) -> Callable[P, T]:
@@ -48,10 +42,7 @@ def answered_over_http(parse: Callable[P, T]) -> Callable[P, T]:
 
 
 parse_message = answered_over_http(message_json.parse_message)
-parse_new_time = answered_over_http(message_json.parse_new_time)
 
-PULL_FIELDS = {"group", "tags", "max", "wait_ms", "visibility_ms", "ahead_ms"}
-RECEIPT_FIELDS = {"group", "receipts"}
 MAX_PULL = 1000
 MAX_WAIT_MS = 30_000
 MAX_AHEAD_MS = 1_000  # fire_lead_ms's bound: nothing further ahead is ever ready
@@ -59,43 +50,67 @@ DEFAULT_VISIBILITY_MS = 30_000
 MIN_VISIBILITY_MS, MAX_VISIBILITY_MS = 100, 12 * 3_600_000
 # "*", empty (all tags), or tags joined by "||" (node/consumers/service.py: TagFilter)
 TAG_FILTER_PATTERN = rf"(?:\*|{TAG_PATTERN}(?:\|\|{TAG_PATTERN})*)?"
-TAG_FILTER_RE = re.compile(TAG_FILTER_PATTERN)
+TagFilter = Annotated[
+    str,
+    Meta(
+        pattern=whole(TAG_FILTER_PATTERN),
+        description='`"a||b"`: messages with tag a or b; `"*"` or empty: all',
+    ),
+]
+
+
+class Pull(Body):
+    group: Name
+    tags: TagFilter = "*"
+    max: Annotated[int, Meta(ge=1, le=MAX_PULL)] = 32
+    wait_ms: Annotated[
+        int, Meta(ge=0, le=MAX_WAIT_MS, description="long poll: answers as soon as anything arrives")
+    ] = 0
+    visibility_ms: Annotated[
+        int,
+        Meta(
+            ge=MIN_VISIBILITY_MS,
+            le=MAX_VISIBILITY_MS,
+            description="the lease; a message not acked by then is handed out again",
+        ),
+    ] = DEFAULT_VISIBILITY_MS
+    ahead_ms: Annotated[
+        int,
+        Meta(
+            ge=0,
+            le=MAX_AHEAD_MS,
+            description="hand out messages the wheel fired ahead (fire_lead_ms) up to this long before their "
+            "deliver_at; the consumer holds each until then (the SDK's consume does)",
+        ),
+    ] = 0
+
+
+class Receipts(Body):
+    group: Name
+    # Any item is taken here: one that is no receipt is 400 invalid_receipt (consumers/receipts.py).
+    receipts: Annotated[
+        list,
+        Meta(
+            min_length=1,
+            max_length=MAX_PULL,
+            description="message receipts or batch receipts a pull handed to this group; any other string "
+            "is 400 `invalid_receipt`",
+            extra_json_schema={"items": {"type": "string"}},
+        ),
+    ]
 
 
 @answered_over_http
 def parse_consumer_request(topic: str, obj, action: str) -> dict:
     """Validate a pull / ack / nack body. ``topic`` may be a group's ``%DLQ%<group>``."""
-    obj = json_object(obj, PULL_FIELDS if action == "pull" else RECEIPT_FIELDS, "body")
-    group = name_field(obj, "group")
-    if not TOPIC_RE.fullmatch(topic) and topic != f"%DLQ%{group}":
+    req = decode(Pull if action == "pull" else Receipts, obj)
+    if not TOPIC_RE.fullmatch(topic) and topic != f"%DLQ%{req.group}":
         raise refusal("topic must be a topic name or %DLQ%<this group>", "topic")
-    out = {"group": group, "topic": topic}
-    if action != "pull":
-        receipts = obj.get("receipts")
-        if not isinstance(receipts, list) or not receipts or len(receipts) > MAX_PULL:
-            raise refusal(f"receipts must be a list of 1-{MAX_PULL} receipts", "receipts")
-        out["receipts"] = receipts
-        return out
-    tags = obj.get("tags")
-    if "tags" in obj and (not isinstance(tags, str) or not TAG_FILTER_RE.fullmatch(tags)):
-        raise refusal('tags must be "*", or tags joined by "||" like "a||b"', "tags")
-    out["tags"] = tags
-    for name, default, low, high in (
-        ("max", 32, 1, MAX_PULL),
-        ("wait_ms", 0, 0, MAX_WAIT_MS),
-        ("visibility_ms", DEFAULT_VISIBILITY_MS, MIN_VISIBILITY_MS, MAX_VISIBILITY_MS),
-        ("ahead_ms", 0, 0, MAX_AHEAD_MS),
-    ):
-        value = int_field(obj.get(name, default), name)
-        if not low <= value <= high:
-            raise refusal(f"{name} must be {low}..{high}", name, "out_of_range")
-        out[name] = value
-    return out
+    return {"topic": topic, **msgspec.structs.asdict(req)}
 
 
 DLQ_PEEK_DEFAULT = 50
 DIGITS_RE = re.compile(r"[0-9]{1,20}")
-ID_RE = re.compile(f"[0-9a-f]{{{ID_LENGTH}}}")
 MAX_POSITION = (1 << 63) - 1  # a ready-log position an ack entry can carry
 
 
@@ -128,25 +143,55 @@ def _query_int(query, name: str, default: int, low: int, high: int) -> int:
     return int(text)
 
 
+class Requeue(Body):
+    """Exactly one of `ids` and `all`."""
+
+    ids: Annotated[list[MessageId], Meta(min_length=1, max_length=MAX_PULL)] | UnsetType = UNSET
+    all: Annotated[bool, Meta(extra_json_schema={"const": True})] | UnsetType = UNSET
+
+
 @answered_over_http
 def parse_requeue(obj) -> list[str] | None:
     """``{"ids": [...]}`` (ids of DLQ entries, as a peek shows them) or ``{"all": true}``;
     the ids, or None for all."""
-    obj = json_object(obj, {"ids", "all"}, "body")
-    if ("ids" in obj) == ("all" in obj):
+    req = decode(Requeue, obj)
+    if (req.ids is UNSET) == (req.all is UNSET):
         raise refusal('give exactly one of "ids" and "all"', "ids")
-    if "all" in obj:
-        if obj["all"] is not True:
-            raise refusal('all must be true (or give "ids")', "all")
-        return None
-    ids = obj["ids"]
-    if not isinstance(ids, list) or not 1 <= len(ids) <= MAX_PULL:
-        raise refusal(f"ids must be a list of 1-{MAX_PULL} message ids", "ids")
-    for i in ids:
-        if not isinstance(i, str) or not ID_RE.fullmatch(i):
-            shown = i if isinstance(i, str) and len(i) <= 40 else type(i).__name__
-            raise refusal(f"not a message id: {shown!r} (want {ID_LENGTH} hex digits)", "ids")
-    return ids
+    if req.all is UNSET:
+        return req.ids
+    if req.all is not True:
+        raise refusal('all must be true (or give "ids")', "all")
+    return None
+
+
+class Release(Body):
+    to: Annotated[str, Meta(description="the node id of the peer to hand over to")] | UnsetType = UNSET
+
+
+parse_release = answered_over_http(functools.partial(decode, Release))
+
+
+class NewTime(Body):
+    """Exactly one of `deliver_at` and `deliver_after` (from the master's clock); more than 400 days
+    ahead, or before the epoch, is 422. A time already past delivers the message at once."""
+
+    deliver_at: EpochMs | DateTime | UnsetType = UNSET
+    deliver_after: Duration | UnsetType = UNSET
+
+
+@answered_over_http
+def parse_new_time(obj, now_ms: int, limits: MessageLimits) -> int:
+    """A reschedule's body: its types here, its time by the rules of a produce (message_json)."""
+    decode(NewTime, obj, "a reschedule")
+    return message_json.parse_new_time(obj, now_ms, limits)
+
+
+class RescheduleItem(NewTime):
+    """A message, by `id` or by `topic` and `key`, and its new time."""
+
+    id: MessageId | UnsetType = UNSET
+    topic: Name | UnsetType = UNSET
+    key: Key | UnsetType = UNSET
 
 
 class Reschedule(NamedTuple):
@@ -176,18 +221,15 @@ def parse_reschedules(obj, now_ms: int, limits: MessageLimits, max_items: int) -
 
 
 @answered_over_http
-def _reschedule_item(item, now_ms: int, limits: MessageLimits) -> Reschedule:
-    item = json_object(item, {"id", "topic", "key", *RESCHEDULE_FIELDS}, "a reschedule")
-    when = {f: item[f] for f in RESCHEDULE_FIELDS if f in item}
-    at = message_json.parse_new_time(when, now_ms, limits)
-    if "id" in item:
-        if "topic" in item or "key" in item:
+def _reschedule_item(obj, now_ms: int, limits: MessageLimits) -> Reschedule:
+    item = decode(RescheduleItem, obj, "a reschedule")
+    at = message_json.parse_new_time({f: obj[f] for f in RESCHEDULE_FIELDS if f in obj}, now_ms, limits)
+    if item.id is not UNSET:
+        if item.topic is not UNSET or item.key is not UNSET:
             raise refusal("give id, or topic and key, not both", "id")
-        if not isinstance(item["id"], str) or not ID_RE.fullmatch(item["id"]):
-            raise refusal(f"id must be {ID_LENGTH} hex digits", "id")
-        return Reschedule(item["id"], None, at)
-    topic = name_field(item, "topic")
-    key = item.get("key")
-    if not isinstance(key, str) or not 1 <= len(key) <= MAX_KEY:
+        return Reschedule(item.id, None, at)
+    if item.topic is UNSET:
+        raise refusal("topic must be 1-128 of A-Z a-z 0-9 . _ - (not starting with . _ -)", "topic")
+    if item.key is UNSET:
         raise refusal(f"key must be a string of 1-{MAX_KEY} characters (or give id)", "key")
-    return Reschedule(None, (topic, key), at)
+    return Reschedule(None, (item.topic, item.key), at)

@@ -9,29 +9,60 @@ node's ``push_allow`` (node/push/allow.py), else 422 ``push_target_not_allowed``
 
 from __future__ import annotations
 
-import re
+from typing import Annotated
 
+from msgspec import Meta
 from yarl import URL
 
 from horologe.cluster.push_state import PushDef
-from horologe.storage.message_json import TOPIC_RE, int_field, json_object, refusal
+from horologe.storage.message_json import TOPIC_RE, refusal
 
 from ...push.allow import CONFIG_KEY, PushAllow
-from .messages import TAG_FILTER_RE, answered_over_http
+from .messages import TAG_FILTER_PATTERN, answered_over_http
+from .model import Body, decode, whole
 
-FIELDS = {"url", "secret", "timeout_ms", "max_in_flight", "rate_per_s", "tags"}
 MAX_URL = 2048
 URL_PATTERN = r"https?://[^\s/?#@]+(?:[/?#][^\s]*)?"  # no "@" before the path: no user or password
-URL_RE = re.compile(URL_PATTERN)
 SECRET_PATTERN = r"[!-~]{16,256}"  # printable ASCII, no spaces
-SECRET_RE = re.compile(SECRET_PATTERN)
-# name: (default, low, high)
-NUMBERS = {
-    "timeout_ms": (10_000, 100, 60_000),
-    "max_in_flight": (10, 1, 1000),
-    "rate_per_s": (0, 0, 100_000),  # 0: no limit
-}
 NOT_ALLOWED = "push_target_not_allowed"
+
+
+class Push(Body):
+    url: Annotated[
+        str,
+        Meta(
+            max_length=MAX_URL,
+            pattern=whole(URL_PATTERN),
+            description="http:// or https://, no user or password; its host must be allowed by the master's "
+            "`push_allow` (422 `push_target_not_allowed` otherwise)",
+        ),
+    ]
+    secret: Annotated[
+        str,
+        Meta(
+            pattern=whole(SECRET_PATTERN),
+            description="16-256 printable ASCII characters: the key of `Horologe-Signature`. "
+            "Never answered back",
+        ),
+    ]
+    timeout_ms: Annotated[
+        int, Meta(ge=100, le=60_000, description="a request not answered by then failed")
+    ] = 10_000
+    max_in_flight: Annotated[int, Meta(ge=1, le=1000, description="requests open at once, at most")] = 10
+    rate_per_s: Annotated[
+        int, Meta(ge=0, le=100_000, description="requests started per second, at most; 0: no limit")
+    ] = 0
+    tags: Annotated[
+        str,
+        Meta(
+            pattern=whole(TAG_FILTER_PATTERN),
+            description='as a pull takes it: `"a||b"`, or `"*"` (the default) for every message',
+        ),
+    ] = "*"
+
+
+class NewSubscription(Body):
+    push: Push
 
 
 @answered_over_http
@@ -46,28 +77,8 @@ def parse_names(topic: str, group: str) -> tuple[str, str]:
 @answered_over_http
 def parse_subscription(topic: str, group: str, obj, allow: PushAllow) -> PushDef:
     """A PUT's body as the definition to propose (no clock, no incarnation yet)."""
-    obj = json_object(obj, {"push"}, "body")
-    if "push" not in obj:
-        raise refusal("push is required: {push: {url, secret, ...}}", "push")
-    push = obj["push"]
-    if not isinstance(push, dict):
-        raise refusal("push must be an object {url, secret, ...}", "push")
-    unknown = sorted(set(push) - FIELDS)
-    if unknown:
-        raise refusal(f"unknown field {unknown[0]!r}", f"push.{unknown[0]}", "unknown_field")
-    url = target_url(push.get("url"))
-    secret = push.get("secret")
-    if not isinstance(secret, str) or not SECRET_RE.fullmatch(secret):
-        raise refusal("secret must be 16-256 printable ASCII characters, no spaces", "push.secret")
-    numbers = {}
-    for name, (default, low, high) in NUMBERS.items():
-        value = int_field(push.get(name, default), f"push.{name}")
-        if not low <= value <= high:
-            raise refusal(f"{name} must be {low}..{high}", f"push.{name}", "out_of_range")
-        numbers[name] = value
-    tags = push.get("tags", "*")
-    if not isinstance(tags, str) or not TAG_FILTER_RE.fullmatch(tags):
-        raise refusal('tags must be "*", or tags joined by "||" like "a||b"', "push.tags")
+    push = decode(NewSubscription, obj).push
+    url = target_url(push.url)
     if not allow.allows(url.host):
         raise refusal(
             f"the host {url.host!r} is not allowed as a push target: an operator must add it (or "
@@ -75,14 +86,13 @@ def parse_subscription(topic: str, group: str, obj, allow: PushAllow) -> PushDef
             "push.url",
             NOT_ALLOWED,
         )
-    return PushDef(topic, group, str(url), secret, tags=tags or "*", **numbers)
+    numbers = {k: getattr(push, k) for k in ("timeout_ms", "max_in_flight", "rate_per_s")}
+    return PushDef(topic, group, str(url), push.secret, tags=push.tags or "*", **numbers)
 
 
-def target_url(value) -> URL:
-    """A push URL: ``http(s)://host[:port][/path][?query]``; ``URL_PATTERN`` leaves out a
-    user or password (GET shows the URL)."""
-    if not isinstance(value, str) or len(value) > MAX_URL or not URL_RE.fullmatch(value):
-        raise refusal(f"url must be an http(s):// URL with a host, at most {MAX_URL} characters", "push.url")
+def target_url(value: str) -> URL:
+    """A push URL that ``Push.url``'s pattern took (``http(s)://host[:port][/path][?query]``,
+    no user or password: GET shows the URL), if it parses."""
     try:
         url = URL(value)
         url.port  # noqa: B018 - a port out of range raises here

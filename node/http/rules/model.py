@@ -1,0 +1,128 @@
+"""Request bodies as typed models: one msgspec ``Struct`` per body gives its validation
+here and its JSON Schema in /openapi.json (node/http/openapi/schemas.py).
+
+:func:`decode` turns msgspec's ``ValidationError`` into the API's refusal (an
+``InvalidFieldError``, answered by ``answered_over_http``): ``unknown_field`` for a field
+the model lacks, ``out_of_range`` for a number outside its bounds, ``invalid_field`` for
+anything else, each naming the field as ``push.url`` (a list's item or a map's entry is
+its list's or map's field). What a type cannot say (which fields go together, a URL that
+parses) is checked by hand after decoding.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, TypeVar
+
+import msgspec
+from msgspec import Meta
+
+from horologe.storage import InvalidFieldError
+from horologe.storage.message import MessageLimits
+from horologe.storage.message_id import ID_PATTERN
+from horologe.storage.message_json import (
+    BASE64_PATTERN,
+    DURATION_PATTERN,
+    MAX_HEADER_VALUE,
+    MAX_KEY,
+    MAX_TAGS,
+    NAME_PATTERN,
+    TAG_PATTERN,
+    json_object,
+    refusal,
+)
+
+T = TypeVar("T", bound=msgspec.Struct)
+OUT_OF_RANGE = re.compile(r"Expected `int` [<>]=? |Integer value out of range")
+ERROR = re.compile(r"(?P<why>.*?)(?: - at (?:`key` in )?`\$(?P<path>[^`]*)`)?", re.DOTALL)
+FIELD_OF = re.compile(r"Object (?:contains unknown|missing required) field `(?P<name>[^`]*)`")
+
+
+class Body(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
+    """A request body: a JSON object of these fields and no other."""
+
+
+def whole(pattern: str) -> str:
+    """``pattern`` matched whole. msgspec searches; ``\\Z`` is the end, where Python's ``$``
+    also matches before a final newline. The document shows it as ``$`` (ECMA-262's end)."""
+    return f"^{pattern}\\Z"
+
+
+def decode(model: type[T], obj, what: str = "body") -> T:
+    """``obj`` (parsed JSON) as ``model``, or the refusal naming the field at fault."""
+    obj = json_object(obj, set(model.__struct_fields__), what)  # unknown fields first, by name
+    try:
+        return msgspec.convert(_ints(obj), model)
+    except msgspec.ValidationError as e:
+        raise refusal_of(e) from e
+
+
+def refusal_of(e: msgspec.ValidationError) -> InvalidFieldError:
+    m = ERROR.fullmatch(str(e).replace("\\\\Z'", "$'"))  # the pattern as the document shows it
+    why, path = m["why"], (m["path"] or "").lstrip(".").split("[", 1)[0]
+    code = "out_of_range" if OUT_OF_RANGE.match(why) else "invalid_field"
+    if named := FIELD_OF.match(why):  # the message names the field
+        path = f"{path}.{named['name']}" if path else named["name"]
+        return refusal(why, path, "unknown_field" if "unknown" in why else code)
+    return refusal(f"{path}: {why}" if path else why, path or None, code)
+
+
+def _ints(value: Any) -> Any:
+    """JSON has one number type: 5.0 and 1e3 are integers, as JSON Schema reads them (and an
+    integer past 64 bits, which orjson reads as a float, is refused by the field's bounds)."""
+    if type(value) is dict:
+        return {k: _ints(v) for k, v in value.items()}
+    if type(value) is list:
+        return [_ints(v) for v in value]
+    if type(value) is float and value.is_integer():
+        return int(value)
+    return value
+
+
+# The field types bodies share, each with its rule.
+MAX_INT64 = (1 << 63) - 1  # a larger JSON integer is read as a float, and refused by its bounds
+Name = Annotated[
+    str,
+    Meta(
+        pattern=whole(NAME_PATTERN),
+        description="A topic or group name: 1-128 of `A-Z a-z 0-9 . _ -`, not starting with `. _ -`.",
+    ),
+]
+Tag = Annotated[str, Meta(pattern=whole(TAG_PATTERN), description="1-64 of `A-Z a-z 0-9 . _ -`")]
+MessageId = Annotated[
+    str,
+    Meta(
+        pattern=whole(ID_PATTERN),
+        description="16 lowercase hex digits: the delivery hour, then the index in that hour.",
+    ),
+]
+Key = Annotated[str, Meta(min_length=1, max_length=MAX_KEY)]
+EpochMs = Annotated[int, Meta(ge=0, le=MAX_INT64, description="Unix epoch milliseconds")]
+DateTime = Annotated[
+    str, Meta(description="RFC 3339, with a zone", extra_json_schema={"format": "date-time"})
+]
+Duration = (
+    Annotated[int, Meta(ge=0, le=MessageLimits().max_delay_ms, description="ms")]
+    | Annotated[
+        str,
+        Meta(
+            pattern=whole(DURATION_PATTERN),
+            description="a count and a unit: `500ms`, `90s`, `5m`, `2h`, `3d`",
+        ),
+    ]
+)
+MessageBody = Annotated[
+    str, Meta(description=f"UTF-8 text; at most {MessageLimits().max_body_bytes} bytes encoded (413 beyond)")
+]
+BodyB64 = Annotated[  # the pattern is shown; message_json decodes it (base64, validate=True)
+    str,
+    Meta(
+        description=f"standard base64 with padding; at most {MessageLimits().max_body_bytes} bytes decoded "
+        "(413 beyond)",
+        extra_json_schema={"pattern": f"^{BASE64_PATTERN}$"},
+    ),
+]
+Tags = Annotated[
+    Tag | Annotated[list[Tag], Meta(max_length=MAX_TAGS)], Meta(description="one tag, or a list of them")
+]
+HeaderValue = Annotated[str, Meta(max_length=MAX_HEADER_VALUE)]
