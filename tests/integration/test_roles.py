@@ -21,8 +21,5 @@ def test_one_master_and_followers_in_status_the_cli_and_the_api_document(cluster
     )
     assert '"role": "follower"' in out.stdout, out.stdout + out.stderr
     document = cluster.http.get(f"{cluster.url(master)}/openapi.json").result()
-    assert document["components"]["schemas"]["Status"]["properties"]["role"]["enum"] == [
-        "master",
-        "follower",
-        "candidate",
-    ]
+    role = document["components"]["schemas"]["Status"]["properties"]["role"]
+    assert sorted(role["enum"]) == ["candidate", "follower", "master"]  # an enum's order means nothing
