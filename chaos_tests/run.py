@@ -18,7 +18,7 @@ import time
 
 import click
 
-from horologe.storage import MessageId
+from horologe.storage import MessageId, check_store
 from testkit.process_cluster import CLIENT
 
 from .checker import check, violations
@@ -126,7 +126,7 @@ def read_ready_logs(cluster: ChaosCluster, topic: str) -> tuple[dict, dict, dict
         node = f"n{i + 1}"
         with cluster.store(i) as store:
             try:
-                store.check()
+                check_store(store)
                 errors[node] = None
             except Exception as e:  # noqa: BLE001 - reported as a violation
                 errors[node] = f"{type(e).__name__}: {e}"

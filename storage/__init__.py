@@ -6,6 +6,7 @@ and each module's docstring for its file format (collected in docs/storage.md).
 
 import numpy.ma  # noqa: F401 - np.unique loads it on its first call: here, not in a node's first apply (~13 ms)
 
+from .check import CheckReport, check_store
 from .config import StorageConfig
 from .errors import (
     CorruptLogError,
@@ -29,6 +30,7 @@ from .transaction import Transaction
 
 __all__ = [
     "SKIPPED",
+    "CheckReport",
     "CorruptLogError",
     "DeliverTimeOutOfRangeError",
     "InvalidFieldError",
@@ -47,6 +49,7 @@ __all__ = [
     "StorageError",
     "StorageFullError",
     "StoredMessage",
+    "check_store",
     "id_strings",
     "ready_ids",
     "Transaction",

@@ -1,14 +1,14 @@
-"""``Storage.check()``: verify every invariant of a store's committed state.
+"""``check_store(store)``: verify every invariant of a store's committed state.
 
 It reads everything, so it is for tests, tools and operators, not for hot paths.
 The first broken invariant raises :class:`CorruptLogError` naming a file and offset.
+It reads the store through its public reads only; the store does not know it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -24,10 +24,8 @@ from .message import decode_record
 from .message_id import MessageId
 from .moves import COPY_OF, MOVE, MOVED_TO
 from .ready_log import READY, base_key
+from .store import Storage
 from .tag_signature import tags_signature
-
-if TYPE_CHECKING:  # hints only: store imports this module, and imports stay acyclic
-    from .store import Storage
 
 
 @dataclass
@@ -257,6 +255,8 @@ def _check_moves(store: Storage, rel: str) -> None:
 
 
 def check_store(store: Storage, on_hour: Callable[[int], None] | None = None) -> CheckReport:
+    """Verify every invariant of ``store``'s committed state; raises CorruptLogError on the
+    first break. ``on_hour`` is called after each hour is verified (for progress displays)."""
     report = CheckReport()
     for hour in store.hours():
         _check_hour(store, hour, report)

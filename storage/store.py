@@ -28,7 +28,6 @@ from collections.abc import Callable
 from types import MappingProxyType
 from typing import Any, TypeVar
 
-from .check import check_store
 from .commit_journal import CommitJournal, JournalState
 from .config import StorageConfig
 from .durable import fsync, fsync_dir, fsync_file
@@ -364,11 +363,6 @@ class Storage(StoreReads):
         self._open()
 
     # -- lifecycle ------------------------------------------------------------
-
-    def check(self, on_hour: Callable[[int], None] | None = None):
-        """Verify every invariant of the committed state; raises CorruptLogError on the first
-        break. ``on_hour`` is called after each hour is verified (for progress displays)."""
-        return check_store(self, on_hour)
 
     def close(self) -> None:
         if not self.read_only:

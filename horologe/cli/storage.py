@@ -9,7 +9,7 @@ import sys
 import click
 
 from horologe.cluster.store_report import storage_report
-from horologe.storage import InvalidFieldError, Storage, StorageError
+from horologe.storage import InvalidFieldError, Storage, StorageError, check_store
 from horologe.storage.hour_names import hour_name
 from horologe.storage.message_json import parse_duration
 
@@ -41,7 +41,7 @@ def check(data_dir: str) -> None:
         for line in store.recovered:
             click.echo(f"recovered: {line}")
         with click.progressbar(length=len(store.hours()), label="checking hours", file=sys.stderr) as bar:
-            report = store.check(on_hour=lambda _hour: bar.update(1))
+            report = check_store(store, on_hour=lambda _hour: bar.update(1))
     except StorageError as e:
         raise click.ClickException(f"corrupt: {e}") from e
     finally:

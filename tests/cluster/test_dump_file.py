@@ -14,7 +14,7 @@ from pysyncobj import SERIALIZER_STATE
 from horologe.cluster.errors import StoreBehindDumpError
 from horologe.cluster.raft.dump_file import DumpWriter, LocalDump, check_not_behind, read_local, read_shipped
 from horologe.cluster.raft.snapshot_stream import ShippingSerializer, tar_chunks
-from horologe.storage import Message, Storage, StorageConfig
+from horologe.storage import Message, Storage, StorageConfig, check_store
 from horologe.storage.errors import CorruptLogError
 
 T = 1_767_225_600_000
@@ -63,7 +63,7 @@ def test_a_shipped_dump_holds_the_store_as_it_was_at_the_dump(tmp_path):
     with _store(tmp_path / "store") as store:
         writer = _writer(tmp_path, store)
         _dump(writer)
-        expected = store.check()
+        expected = check_store(store)
         # The live store appends to the very files the dump names: shipping cuts them.
         store.apply(2, lambda tx: tx.append(_batch(b"y" * 100, 50)))
         with open(tmp_path / "shipped", "wb") as f:
@@ -73,7 +73,7 @@ def test_a_shipped_dump_holds_the_store_as_it_was_at_the_dump(tmp_path):
     raft_data = read_shipped(str(tmp_path / "shipped"), str(tmp_path / "out"))
     assert raft_data[0] == (b"cmd", 7, 1)
     with Storage(str(tmp_path / "out" / "store"), read_only=True) as copy:
-        assert copy.applied_index == 1 and copy.check() == expected
+        assert copy.applied_index == 1 and check_store(copy) == expected
 
 
 def _serializer(writer: DumpWriter, store: Storage, stale: list) -> ShippingSerializer:
@@ -95,12 +95,12 @@ def test_the_serializer_ships_in_chunks_and_keeps_a_paused_shipment(tmp_path):
         while not chunks[-1][2]:
             chunks.append(serializer.getTransmissionData("n2"))
         assert not serializer.shipping_to("n2")
-        expected = store.check()
+        expected = check_store(store)
     with open(tmp_path / "shipped", "wb") as f:
         f.write(b"".join(data for data, _first, _last in chunks))
     read_shipped(str(tmp_path / "shipped"), str(tmp_path / "out"))
     with Storage(str(tmp_path / "out" / "store"), read_only=True) as copy:
-        assert copy.check() == expected
+        assert check_store(copy) == expected
 
 
 def test_a_shipment_missing_a_file_waits_for_a_newer_dump(tmp_path):
@@ -121,7 +121,7 @@ def test_a_shipment_missing_a_file_waits_for_a_newer_dump(tmp_path):
 
 def test_the_previous_versions_shipped_format_is_still_read(tmp_path):
     with _store(tmp_path / "store") as store:
-        expected = store.check()
+        expected = check_store(store)
     head = pickle.dumps(("raft data", 1), protocol=4)
     buf = io.BytesIO()
     buf.write(struct.pack("<Q", len(head)) + head)
@@ -130,7 +130,7 @@ def test_the_previous_versions_shipped_format_is_still_read(tmp_path):
     (tmp_path / "old").write_bytes(buf.getvalue())
     assert read_shipped(str(tmp_path / "old"), str(tmp_path / "out")) == ("raft data", 1)
     with Storage(str(tmp_path / "out" / "store"), read_only=True) as copy:
-        assert copy.check() == expected
+        assert check_store(copy) == expected
 
 
 def test_a_damaged_manifest_is_refused(tmp_path):

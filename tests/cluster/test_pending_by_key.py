@@ -9,7 +9,7 @@ from horologe.cluster import CANCEL, PRODUCE, SYNC, TRIM, Entry, StateMachine
 from horologe.cluster.consumer_groups import ID_HEADER
 from horologe.cluster.entries import MOVE
 from horologe.cluster.pending_by_key import pending_by_key
-from horologe.storage import Message, MessageId, Storage, StorageConfig
+from horologe.storage import Message, MessageId, Storage, StorageConfig, check_store
 from horologe.storage.delay_index import MS_PER_HOUR
 from horologe.storage.store_reader import StoreReader
 from horologe.wheel import Watermark
@@ -45,7 +45,7 @@ class Node:
 
     def close(self) -> None:
         self.reader.close()
-        self.sm.store.check()
+        check_store(self.sm.store)
         self.sm.store.close()
 
 

@@ -9,7 +9,14 @@ import pytest
 from horologe.cluster import ACK, CANCEL, CANCELLED, PRODUCE, RETRY, SYNC, TRIM, UNKNOWN, Entry, StateMachine
 from horologe.cluster.committed_reads import group_progress, message_status
 from horologe.cluster.retention import plan, reclaimable
-from horologe.storage import Message, MessageExpiredError, ReadyTrimmedError, Storage, StorageConfig
+from horologe.storage import (
+    Message,
+    MessageExpiredError,
+    ReadyTrimmedError,
+    Storage,
+    StorageConfig,
+    check_store,
+)
 from horologe.storage.delay_index import MS_PER_HOUR
 from horologe.wheel import Watermark
 
@@ -64,7 +71,7 @@ class Replicas:
 
     def close_and_compare(self) -> None:
         for sm in self.sms:
-            sm.store.check()
+            check_store(sm.store)
             sm.store.close()
         states = [replica_state(str(self.root / n)) for n in ("a", "b", "c")]
         assert states[0] == states[1] == states[2]
@@ -134,7 +141,7 @@ def test_the_master_plans_by_its_clock_and_the_apply_clamps(tmp_path):
     sm.apply(5, trim(now, H + 5, 100))
     assert store.ready_base("t") == 4  # the segment [4, 7) holds offset 6, which g has not passed
     assert store.hours() == [H, H + 2]  # and its offsets 4 and 5 still name hour H
-    store.check()
+    check_store(store)
     store.close()
 
 
@@ -144,7 +151,7 @@ def test_a_nack_of_a_trimmed_offset_is_skipped(tmp_path):
     retry = Entry(RETRY, Watermark(T + 2 * MS_PER_HOUR), T, retries=[("other", "t", 1, T + 3 * MS_PER_HOUR)])
     res = sm.apply(5, retry.encode())
     assert res.error is None and res.ids == [] and sm.store.ready_count("%RETRY%other") == 0
-    sm.store.check()
+    check_store(sm.store)
     sm.store.close()
 
 
@@ -198,6 +205,6 @@ def test_a_snapshot_after_a_cut_installs_and_follows_the_log(tmp_path):
         assert other.apply(i, e).error is None
     for s in (sm.store, other.store):
         assert s.ready_base("t") == 10 and s.hours() == [H + 3]
-        s.check()
+        check_store(s)
     assert sm.store.read_message(other.store.lookup_key("t", "new")).message.body == b"n"
     assert other.store.lookup_key("t", "k8") is None  # its hour went

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from horologe.storage import ready_ids
+from horologe.storage import check_store, ready_ids
 from testkit.process_cluster import Cluster
 
 
@@ -21,7 +21,7 @@ def verify_ready_logs(
     logs = []
     for i in among if among is not None else cluster.indexes:
         with cluster.store(i) as s:
-            s.check()
+            check_store(s)
             rows = s.read_ready(topic)
         ids = ready_ids(rows)
         assert len(ids) == len(set(ids)), f"n{i + 1}: {len(ids) - len(set(ids))} duplicates in the ready log"

@@ -9,7 +9,7 @@ release of the master (POST /admin/release-master) moves it; the next case waits
 every node is ready again. Each answer must pass schemathesis' default checks (no 5xx;
 status, content type, headers and body as the document says; valid data accepted,
 invalid data refused; auth enforced) and ours (``OURS``). Afterwards the cluster must be
-ready and every node's store must pass ``Storage.check()``.
+ready and every node's store must pass ``check_store``.
 
 Every failure is kept, one report per operation and kind, and the test fails with all of
 them at the end (or as soon as the cluster stops being ready).
@@ -30,6 +30,7 @@ from schemathesis.generation.meta import TestPhase
 from schemathesis.specs.openapi.checks import response_headers_conformance, status_code_conformance
 
 from horologe.node.http.rules.messages import MAX_WAIT_MS
+from horologe.storage import check_store
 from testkit.process_cluster import ADMIN, CLIENT, Cluster
 
 MIN_CASES = 1000
@@ -310,4 +311,4 @@ def test_every_route_answers_as_its_document_says(make_cluster):
     cluster.stop_all()
     for i in cluster.indexes:
         with cluster.store(i) as s:
-            s.check()
+            check_store(s)

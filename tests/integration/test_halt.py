@@ -11,6 +11,7 @@ import time
 import pytest
 
 from horologe.client import HorologeError
+from horologe.storage import check_store
 
 DAY_MS = 86_400_000
 BODY = "x" * 32_000
@@ -47,7 +48,7 @@ def _room_again_and_caught_up(cluster, i: int, store: str, stored: int) -> None:
     cluster.stop_all()
     for n in cluster.indexes:
         with cluster.store(n) as s:
-            s.check()
+            check_store(s)
 
 
 @pytest.mark.root

@@ -15,6 +15,7 @@ from click.testing import CliRunner
 
 from horologe.cli import main
 from horologe.client import AsyncClient, Client, InvalidRequestError
+from horologe.storage import check_store
 from testkit.process_cluster import CLIENT
 from testkit.waiting import wait_until
 
@@ -90,7 +91,7 @@ def test_pending_by_key_follows_moves_cancels_deliveries_and_a_master_kill(clust
     cluster.catch_up(old)
     cluster.stop_all()
     for i in cluster.indexes:
-        cluster.store(i).check()
+        check_store(cluster.store(i))
 
 
 REFUSALS = [

@@ -13,6 +13,7 @@ from click.testing import CliRunner
 
 from horologe.cli import main
 from horologe.client import AlreadyDeliveredError, InvalidRequestError, MessageCancelledError, NotFoundError
+from horologe.storage import check_store
 from testkit.process_cluster import CLIENT
 from testkit.waiting import wait_until
 
@@ -82,7 +83,7 @@ def test_reschedule_by_id_key_and_batch_across_a_master_kill(cluster):
         cluster.status(i)  # every node answers
     cluster.stop_all()
     for i in cluster.indexes:
-        cluster.store(i).check()
+        check_store(cluster.store(i))
 
 
 def test_reschedule_refusals(cluster):

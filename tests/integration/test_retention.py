@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import time
 
+from horologe.storage import check_store
 from testkit.process_cluster import CLIENT
 
 from .load import wait_delivered
@@ -40,7 +41,7 @@ def status(cluster, message_id: str) -> tuple[int, str]:
 def committed_files(cluster, i: int) -> dict[str, bytes]:
     """Node i's committed store files (the caches and the journal's frames aside)."""
     with cluster.store(i) as s:
-        s.check()
+        check_store(s)
         lengths = dict(s.file_lengths())
     root = os.path.join(cluster.data_root, f"n{i + 1}", "store")
     out = {}

@@ -15,7 +15,7 @@ from horologe.node.consumers.wire import as_json
 from horologe.node.errors import ReceiptExpired
 from horologe.node.http.errors import ApiError
 from horologe.node.retention_driver import RetentionDriver
-from horologe.storage import Message, MessageExpiredError, StorageConfig
+from horologe.storage import Message, MessageExpiredError, StorageConfig, check_store
 from horologe.storage.delay_index import MS_PER_HOUR
 from horologe.wheel import ALL, Watermark
 
@@ -89,4 +89,4 @@ def test_a_turn_cuts_what_is_old_and_passed_and_consumers_keep_their_offsets(log
         acks.cancel()
 
     asyncio.run(run())
-    log.machine.store.check()
+    check_store(log.machine.store)

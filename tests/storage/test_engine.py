@@ -19,6 +19,7 @@ from horologe.storage import (
     StorageError,
     StorageFullError,
     UnknownMessageError,
+    check_store,
 )
 from horologe.storage.hour_names import hour_name
 
@@ -109,7 +110,7 @@ def test_failed_batch_midway_leaves_nothing(tmp_path):
         assert s.lookup_key("orders", "other") is None
         assert s.lookup_key("orders", "k") == ids[0]
         assert s.bucket(HOUR).count == 1
-        s.check()
+        check_store(s)
 
 
 @pytest.fixture
@@ -133,13 +134,13 @@ def test_disk_full_rolls_back_the_whole_batch(tiny_fs):
             stored.update({mid: m.body for mid, m in zip(ids, batch, strict=False)})
     assert s.applied_index == ri - 1
     assert s.bucket(HOUR).count == len(stored)
-    s.check()
+    check_store(s)
     s.close()
     s = Storage(root)
     assert s.recovered == []
     for mid, body in stored.items():
         assert s.read_message(mid).message.body == body
-    s.check()
+    check_store(s)
     s.close()
 
 
@@ -162,7 +163,7 @@ def test_a_key_dedupes_until_its_hour_was_delivered_for_the_window(tmp_path):
         later = H0 + 3 * 3_600_000 + 1
         fresh = s.apply(7, lambda tx: tx.append([msg(later, key="order-1", produced_at_ms=later)]))[0]
         assert fresh != first and s.lookup_key("orders", "order-1") == fresh
-        s.check()
+        check_store(s)
 
 
 def test_retention_and_sealing(tmp_path):
@@ -180,7 +181,7 @@ def test_retention_and_sealing(tmp_path):
         assert s.read_message(ids[2]).message.deliver_at_ms == H0 + 2 * 3_600_000
         left = {n.split(".")[0] for n in os.listdir(os.path.join(s.directory, "delay"))}
         assert left == {hour_name(HOUR + 2), hour_name(HOUR + 3)}
-        s.check()
+        check_store(s)
 
 
 def test_snapshot_restores_a_self_contained_copy(tmp_path):
@@ -190,21 +191,21 @@ def test_snapshot_restores_a_self_contained_copy(tmp_path):
         s.apply(5000, lambda tx: tx.seal_before(HOUR + 10))
         s.apply(5001, lambda tx: tx.append_ready("orders", [ReadyEntry(HOUR, 0, 0, H0, H0)]))
         s.snapshot(str(tmp_path / "snap"))
-        expected = s.check()
+        expected = check_store(s)
         s.apply(5002, lambda tx: tx.append([msg(H0 + 20 * 3_600_000, body=b"after the snapshot")]))
     other = str(tmp_path / "other")
     with Storage(other, StorageConfig(fsync=False)) as o:
         o.apply(1, lambda tx: tx.append([msg(H0, body=b"to be replaced")]))
         o.restore(str(tmp_path / "snap"))
         assert o.applied_index == 5001
-        assert o.check() == expected
+        assert check_store(o) == expected
         o.apply(5002, lambda tx: tx.append([msg(H0 + 20 * 3_600_000, body=b"after the snapshot")]))
     with Storage(src) as s:
-        s.check()
+        check_store(s)
     # the snapshot still reads as it was, though it shares files with src, which grew since
     with Storage(str(tmp_path / "snap"), read_only=True) as snap:
         assert snap.applied_index == 5001
-        assert snap.check() == expected
+        assert check_store(snap) == expected
 
 
 def test_a_snapshot_links_every_file_instead_of_copying(tmp_path):
@@ -242,7 +243,7 @@ def test_read_only_open_changes_nothing(tmp_path):
     before = tree_bytes(root)
     with Storage(root, read_only=True) as ro:
         assert ro.read_message(ids[3]).message.deliver_at_ms == H0 + 3000
-        assert ro.check().messages == 5
+        assert check_store(ro).messages == 5
         with pytest.raises(StorageError):
             ro.apply(2, lambda tx: None)
     assert tree_bytes(root) == before
@@ -277,12 +278,12 @@ def test_a_restore_cut_short_is_finished_or_undone_at_the_next_open(
     with Storage(src, StorageConfig(fsync=False)) as s:
         feed(s)
         s.snapshot(str(tmp_path / "snap"))
-        expected = s.check()
+        expected = check_store(s)
         restored_index = s.applied_index
     other = str(tmp_path / "other")
     with Storage(other, StorageConfig(fsync=False)) as o:
         o.apply(1, lambda tx: tx.append([msg(H0, body=b"to be replaced")]))
-        old = o.check()
+        old = check_store(o)
     calls = {"n": 0}
     real_rename = os.rename
 
@@ -301,7 +302,7 @@ def test_a_restore_cut_short_is_finished_or_undone_at_the_next_open(
         crashed = True
     monkeypatch.setattr(os, "rename", real_rename)
     with Storage(other, StorageConfig(fsync=False)) as again:
-        report = again.check()
+        report = check_store(again)
         assert report in (old, expected)
         assert again.applied_index == (1 if report == old else restored_index)
         if crashed and renames_before_the_crash > 0:  # the copy was whole: it was finished
@@ -318,13 +319,13 @@ def test_a_store_on_its_own_mount_point_restores(tmp_path, mount_tmpfs):
         feed(s)
         s.apply(5000, lambda tx: tx.seal_before(HOUR + 10))
         s.snapshot(str(tmp_path / "snap"))
-        expected = s.check()
+        expected = check_store(s)
     other = str(tmp_path / "other")
     os.makedirs(other)
     mount_tmpfs(other, "64m")
     with Storage(other, StorageConfig(fsync=False)) as o:
         o.apply(1, lambda tx: tx.append([msg(H0, body=b"to be replaced")]))
         o.restore(str(tmp_path / "snap"))
-        assert o.applied_index == 5000 and o.check() == expected
+        assert o.applied_index == 5000 and check_store(o) == expected
     with Storage(other) as o:
-        assert o.check() == expected
+        assert check_store(o) == expected

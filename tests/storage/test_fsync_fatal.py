@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from horologe.storage import Storage, StorageConfig, durable
+from horologe.storage import Storage, StorageConfig, check_store, durable
 from horologe.storage.errors import FsyncFailedError
 
 from .helpers import H0, msg
@@ -111,4 +111,4 @@ def test_files_written_since_the_last_sync_point_are_fsynced_through_the_fd_that
     store.close()
     with Storage(str(tmp_path / "s")) as again:
         assert again.applied_index == 6
-        again.check()
+        check_store(again)

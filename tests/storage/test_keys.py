@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from horologe.storage import CorruptLogError, Storage, StorageConfig
+from horologe.storage import CorruptLogError, Storage, StorageConfig, check_store
 from horologe.storage.key_heads import HEADS_NAME
 from horologe.storage.key_index import KEY_ENTRY, LIVE
 
@@ -64,14 +64,14 @@ def test_a_thirty_day_key_outlives_a_day_of_deliveries_and_cleaning(tmp_path):
         segs = key_segments(root)
         assert len(segs) <= 2 * (25 * 10 + 1) // 64 + 2, segs
         assert "index.0.kix" not in segs
-        s.check()
+        check_store(s)
         ri += 1
         s.apply(ri, lambda tx: tx.seal_before(far.hour + 1))  # the month's hour delivered
         assert s.lookup_key("orders", "monthly") == far  # ... for less than the window
         ri += 1
         s.apply(ri, lambda tx: tx.seal_before(far.hour + 1 + 24 + 1))
         assert s.lookup_key("orders", "monthly") is None
-        s.check()
+        check_store(s)
 
 
 def test_dedupe_across_restarts_with_or_without_the_heads_cache(tmp_path):
@@ -85,12 +85,12 @@ def test_dedupe_across_restarts_with_or_without_the_heads_cache(tmp_path):
         s.key_index._heads_saved = s.key_index.heads.covered  # pretend saved: the file stays stale
     with Storage(root, cfg) as s:  # a stale cache, caught up from the index
         assert [s.lookup_key("orders", f"m{k}") for k in range(50)] == more
-        s.check()
+        check_store(s)
     os.unlink(os.path.join(root, HEADS_NAME))
     with Storage(root, cfg) as s:  # no cache: rebuilt
         assert s.apply(3, lambda tx: tx.append([msg(H0 + 9, key="k7")]))[0] == ids[7]
         assert s.bucket(HOUR).count == 150
-        s.check()
+        check_store(s)
 
 
 def test_replicas_write_the_same_key_index_whatever_their_caches(tmp_path):
@@ -114,7 +114,7 @@ def test_replicas_write_the_same_key_index_whatever_their_caches(tmp_path):
                 if os.path.exists(os.path.join(root, HEADS_NAME)):
                     os.unlink(os.path.join(root, HEADS_NAME))
                 s = Storage(root, cfg)
-        s.check()
+        check_store(s)
         s.close()
 
     a, b = str(tmp_path / "a"), str(tmp_path / "b")
@@ -142,7 +142,7 @@ def test_a_torn_key_index_tail_is_set_aside(tmp_path):
         assert [s.lookup_key("orders", f"k{k}") for k in range(10)] == ids
         more = s.apply(2, lambda tx: tx.append([msg(H0 + 50, key="after")]))[0]
         assert s.lookup_key("orders", "after") == more
-        s.check()
+        check_store(s)
 
 
 @pytest.mark.parametrize("field_at", [0, 8, 16, 24])  # key_hash, pre, hour, crc
@@ -164,7 +164,7 @@ def test_a_corrupt_key_entry_is_refused(tmp_path, field_at):
         with pytest.raises(CorruptLogError):
             s.apply(2, lambda tx: tx.append([msg(H0, key="k0")]))
         with pytest.raises(CorruptLogError):
-            s.check()
+            check_store(s)
 
 
 def test_a_rolled_back_batch_leaves_the_key_index_as_it_was(tmp_path):
@@ -182,9 +182,9 @@ def test_a_rolled_back_batch_leaves_the_key_index_as_it_was(tmp_path):
         assert tree_bytes(root) == before
         assert [s.lookup_key("orders", f"k{k}") for k in range(8)] == ids
         assert all(s.lookup_key("orders", f"new{k}") is None for k in range(8))
-        s.check()
+        check_store(s)
         assert s.apply(2, lambda tx: tx.append([msg(H0, key="new0")]))[0].global_index == 8
-        s.check()
+        check_store(s)
 
 
 def test_the_key_window_files_of_the_old_format_go_with_the_next_batch(tmp_path):
@@ -196,4 +196,4 @@ def test_the_key_window_files_of_the_old_format_go_with_the_next_batch(tmp_path)
         mid = s.apply(2, lambda tx: tx.append([msg(H0, key="k")]))[0]
         assert not os.path.exists(os.path.join(root, "keys", "2026010100.keys"))
         assert "keys/2026010100.keys" not in s.file_lengths() and s.lookup_key("orders", "k") == mid
-        s.check()
+        check_store(s)

@@ -15,6 +15,7 @@ from horologe.storage import (
     MessageLimits,
     Storage,
     StorageConfig,
+    check_store,
     id_strings,
 )
 from horologe.storage.message import RECORD_KEYS, encode_record
@@ -130,4 +131,4 @@ def test_a_batch_chains_each_second_in_arrival_order(tmp_path):
         for sec, gis in arrivals.items():
             assert bucket.chain(sec).tolist() == gis
             assert entries["local_index"][gis].tolist() == list(range(len(gis)))
-        assert s.check().messages == 200
+        assert check_store(s).messages == 200

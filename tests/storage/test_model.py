@@ -9,7 +9,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from horologe.storage import SKIPPED, Storage, StorageConfig
+from horologe.storage import SKIPPED, Storage, StorageConfig, check_store
 
 from .helpers import H0, msg
 
@@ -94,7 +94,7 @@ class StoreModel(RuleBasedStateMachine):
 
     @invariant()
     def checks(self) -> None:
-        report = self.store.check()
+        report = check_store(self.store)
         assert report.messages == len(self.bodies)
         assert report.cancelled == len(self.cancelled)
 

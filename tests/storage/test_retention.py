@@ -14,6 +14,7 @@ from horologe.storage import (
     ReadyTrimmedError,
     Storage,
     StorageConfig,
+    check_store,
 )
 
 from .helpers import H0, HOUR, msg, replica_state, tree_bytes
@@ -55,7 +56,7 @@ def test_trimming_drops_whole_segments_and_keeps_offsets(tmp_path):
         assert e.value.base == 10
         ids = s.apply(7, lambda tx: tx.append([msg(H0 + 4 * 3_600_000)]))
         assert s.apply(8, lambda tx: tx.append_ready("orders", delivered(ids))) == 25
-        s.check()
+        check_store(s)
     with Storage(root, CFG) as s:
         assert s.ready_base("orders") == 10 and s.ready_count("orders") == 26
         assert np.array_equal(s.read_ready("orders", 10, 25), before[10:])
@@ -66,7 +67,7 @@ def test_trimming_drops_whole_segments_and_keeps_offsets(tmp_path):
         s.apply(10, lambda tx: tx.append_ready("orders", delivered(ids)))
         assert ready_files(root) == ["0.26.rdy"]
         assert s.read_ready("orders")["hour"].tolist() == [HOUR + 4]
-        s.check()
+        check_store(s)
 
 
 def test_an_hour_is_cut_only_once_no_held_ready_entry_names_it(tmp_path):
@@ -91,7 +92,7 @@ def test_an_hour_is_cut_only_once_no_held_ready_entry_names_it(tmp_path):
         s.apply(12, lambda tx: tx.trim_ready("%DLQ%g", 1))
         assert s.apply(13, lambda tx: tx.drop_hours_before(HOUR + 3)) == HOUR + 3
         assert s.hours() == []
-        s.check()
+        check_store(s)
 
 
 def test_never_past_the_sealed_hours(tmp_path):
@@ -101,7 +102,7 @@ def test_never_past_the_sealed_hours(tmp_path):
         s.apply(7, lambda tx: tx.append([msg(H0 + 5 * 3_600_000)]))
         assert s.apply(8, lambda tx: tx.drop_hours_before(HOUR + 9)) == HOUR + 3
         assert s.hours() == [HOUR + 5]
-        s.check()
+        check_store(s)
 
 
 def test_a_snapshot_after_a_cut_restores_and_goes_on(tmp_path):
@@ -111,7 +112,7 @@ def test_a_snapshot_after_a_cut_restores_and_goes_on(tmp_path):
         s.apply(6, lambda tx: tx.trim_ready("orders", 20))
         s.apply(7, lambda tx: tx.drop_hours_before(HOUR + 3))
         s.snapshot(str(tmp_path / "snap"))
-        expected = s.check()
+        expected = check_store(s)
         later = lambda tx: tx.append_ready("orders", delivered(tx.append([msg(H0 + 5 * 3_600_000)])))  # noqa: E731
         s.apply(8, later)
         s.apply(9, lambda tx: tx.trim_ready("orders", 26))
@@ -119,13 +120,13 @@ def test_a_snapshot_after_a_cut_restores_and_goes_on(tmp_path):
     other = str(tmp_path / "other")
     with Storage(other, CFG) as o:
         o.restore(str(tmp_path / "snap"))
-        assert o.check() == expected
+        assert check_store(o) == expected
         assert o.ready_base("orders") == 20 and o.ready_count("orders") == 25
         assert o.hours() == [HOUR + 2] and o.meta("retained_from_hour") == HOUR + 2
         o.apply(8, later)
         o.apply(9, lambda tx: tx.trim_ready("orders", 26))
     with Storage(str(tmp_path / "snap"), read_only=True) as snap:  # unharmed by the later cut
-        assert snap.check() == expected
+        assert check_store(snap) == expected
 
     def committed(root):  # the data files (the journals differ: one was restored from a checkpoint)
         return {k: v for k, v in tree_bytes(root).items() if not k.endswith((".heads", "commits.log"))}
@@ -150,7 +151,7 @@ def test_replicas_cut_to_the_same_bytes(tmp_path):
             if reopen:
                 s.close()
                 s = Storage(root, CFG)
-        s.check()
+        check_store(s)
         s.close()
         return replica_state(root, CFG)
 
@@ -176,4 +177,4 @@ def test_a_quiet_topic_rolls_its_segments_by_the_hour_and_holds_nothing_back(tmp
         s.apply(7, lambda tx: tx.trim_ready("quiet", 2))
         assert s.apply(8, lambda tx: tx.drop_hours_before(HOUR + 4)) == HOUR + 2
         assert s.hours() == [HOUR + 2, HOUR + 3] and s.ready_base("quiet") == 2
-        s.check()
+        check_store(s)

@@ -7,7 +7,7 @@ import threading
 import numpy as np
 import pytest
 
-from horologe.storage import MessageId, ReadyEntry, Storage, StorageConfig, StorageError
+from horologe.storage import MessageId, ReadyEntry, Storage, StorageConfig, StorageError, check_store
 from horologe.storage.store_reader import StoreReader
 
 from .helpers import H0, HOUR, msg
@@ -92,7 +92,7 @@ def test_names_follow_hours_added_out_of_order_and_cut(tmp_path):
     for s in (store, reader):
         assert s.read_ready("orders")["global_index"].tolist() == [ids[9].global_index]
         assert s.read_ready("other")["global_index"].tolist() == [ids[5].global_index]
-    store.check()
+    check_store(store)
 
 
 def test_reader_reopens_after_a_restore(tmp_path):

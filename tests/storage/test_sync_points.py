@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 
-from horologe.storage import Storage, StorageConfig
+from horologe.storage import Storage, StorageConfig, check_store
 
 from .helpers import H0, HOUR, msg, replica_state
 
@@ -46,7 +46,7 @@ def test_a_crash_goes_back_to_the_last_sync_point_and_a_replay_makes_the_same_st
     assert any("back at the last sync point, index 5" in line for line in s.recovered), s.recovered
     assert not os.path.exists(os.path.join(crashed, "torn"))  # cut, not set aside: Raft replays it
     assert HOUR + 9 not in s.hours()
-    s.check()
+    check_store(s)
     _apply(s, 6, 9)  # what the Raft log replays
     s.apply(10, lambda tx: tx.append([msg(H0 + 9 * 3_600_000)]))
     s.close()
@@ -67,7 +67,7 @@ def test_without_sync_points_since_open_a_crash_keeps_what_close_synced(tmp_path
     _crash(s)
     s = Storage(root, CFG)
     assert s.applied_index == 3
-    s.check()
+    check_store(s)
     s.close()
 
 
@@ -112,7 +112,7 @@ def test_a_batch_that_removes_files_is_a_sync_point(tmp_path):
     _crash(s)
     s = Storage(root, CFG)
     assert s.applied_index == 6 and HOUR not in s.hours()
-    s.check()
+    check_store(s)
     s.close()
 
 
