@@ -52,23 +52,24 @@ from __future__ import annotations
 
 import bisect
 import struct
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
 
 import msgpack
 import numpy as np
 import xxhash
 
 from .chain_links import chain_links
+from .config import StorageConfig
 from .delay_index import MS_PER_HOUR
 from .errors import CorruptLogError, UnknownMessageError
+from .file_table import FileTable
 from .fixed_records import FixedLayout
 from .key_heads import HEADS_NAME, KeyHeads
 from .magic import KEY_INDEX
+from .message import StoredMessage
 from .message_id import MessageId
 from .segments import SegmentedLog, list_segments, segment_rel
-
-if TYPE_CHECKING:  # hints only: store imports this module, and imports stay acyclic
-    from .store import Storage
 
 KEY_ENTRY = FixedLayout(
     struct.Struct("<QqII"),
@@ -119,19 +120,43 @@ def window_hours(window_ms: int) -> int:
     return -(-window_ms // MS_PER_HOUR)
 
 
-class KeyIndex:
-    """The key index of a store; only the writer adds and cleans, inside ``Storage.apply``."""
+class OpenBatch(Protocol):
+    """What the key index asks of the open batch (a ``Transaction``): the meta as the batch
+    has left it so far, and the batch's meta writes."""
 
-    def __init__(self, store: Storage) -> None:
-        self.store = store
-        self.heads_path = store.files.path(HEADS_NAME)
+    def current_meta(self, key: str, default: Any = None) -> Any: ...
+
+    def meta_keys(self) -> list[str]: ...
+
+    def set_meta(self, key: str, value: Any) -> None: ...
+
+
+class KeyIndex:
+    """The key index of a store; only the writer adds and cleans, inside ``Storage.apply``,
+    which hands each write the open batch (``tx``). A read given no batch reads the
+    committed meta."""
+
+    def __init__(
+        self,
+        files: FileTable,
+        config: StorageConfig,
+        committed_meta: Mapping[str, Any],
+        read_message: Callable[[MessageId], StoredMessage],
+    ) -> None:
+        """``committed_meta``: the store's committed meta (its journal's, kept up to date);
+        ``read_message``: the store's, to check a hash's match against its message."""
+        self.files = files
+        self.config = config
+        self._committed_meta = committed_meta
+        self._read_message = read_message
+        self.heads_path = files.path(HEADS_NAME)
         self._heads: KeyHeads | None = None
         self._heads_saved = -1  # ``covered`` of the heads file as last read or written
         self._undo: dict[int, int] = {}  # bucket -> head before the open batch
         self._batch_end: int | None = None  # where the log ended when the open batch began
         # Key-window files of the format before this index (``keys/<hour>.keys``): the
         # next batch removes them.
-        committed = store.files.committed
+        committed = files.committed
         self.legacy = sorted(r for r in committed if r.startswith("keys/") and r.endswith(".keys"))
         self.reset()
 
@@ -139,47 +164,58 @@ class KeyIndex:
 
     def reset(self) -> None:
         """Follow the committed files again (after open, commit or rollback)."""
-        segs = list_segments(self.store.files.committed, "keys", KEY_EXT).get(KEY_STEM, [])
-        self.log = SegmentedLog(self.store.files, KEY_ENTRY, KEY_INDEX, segs, self.cursor, key_segment_rel)
+        segs = list_segments(self.files.committed, "keys", KEY_EXT).get(KEY_STEM, [])
+        self.log = SegmentedLog(self.files, KEY_ENTRY, KEY_INDEX, segs, self.cursor, key_segment_rel)
 
-    def _meta(self, key: str, default: int = 0) -> int:
-        return self.store.current_meta(key, default)
+    def _meta(self, key: str, tx: OpenBatch | None, default: int = 0) -> int:
+        """A meta value as the open batch ``tx`` has left it, or committed (``tx`` None)."""
+        if tx is None:
+            return self._committed_meta.get(key, default)
+        return tx.current_meta(key, default)
 
     @property
     def cursor(self) -> int:
-        return self._meta(CURSOR)
+        return self._meta(CURSOR, None)
 
     @property
     def live(self) -> int:
-        return self._meta(LIVE)
+        return self._meta(LIVE, None)
 
     @property
     def buckets(self) -> int:
-        return self._meta(BUCKETS, self.store.config.key_buckets)
+        return self._buckets(None)
+
+    def _buckets(self, tx: OpenBatch | None) -> int:
+        return self._meta(BUCKETS, tx, self.config.key_buckets)
 
     @property
     def end(self) -> int:
         return self.log.end
 
-    def cutoff(self) -> int:
+    def cutoff(self, tx: OpenBatch | None = None) -> int:
         """Entries of hours before this one are dead."""
-        back = self._meta("sealed_before_hour") - window_hours(self.store.config.key_window_ms)
-        return max(self._meta("retained_from_hour"), back)
+        back = self._meta("sealed_before_hour", tx) - window_hours(self.config.key_window_ms)
+        return max(self._meta("retained_from_hour", tx), back)
 
     @property
     def heads(self) -> KeyHeads:
         """Heads covering every entry of the log, loaded or rebuilt on first use."""
+        return self._heads_in(None)
+
+    def _heads_in(self, tx: OpenBatch | None) -> KeyHeads:
+        """:attr:`heads`, with the cursor as the open batch ``tx`` has left it."""
         h = self._heads
         end = self.end
         if h is None:
-            h = KeyHeads.load(self.heads_path, self.buckets)
+            buckets = self._buckets(tx)
+            h = KeyHeads.load(self.heads_path, buckets)
             if h is None or h.covered > end:
-                h = KeyHeads(self.buckets)
-                h.covered = min(self.cursor, end)
+                h = KeyHeads(buckets)
+                h.covered = min(self._meta(CURSOR, tx), end)
             self._heads_saved = h.covered
             self._heads = h
         if h.covered < end:
-            start = max(h.covered, self.cursor)
+            start = max(h.covered, self._meta(CURSOR, tx))
             for first in range(start, end, CLEAN_CHUNK):
                 # No crc check here: a look-up checks every entry it reads.
                 rows = self._read(first, min(end, first + CLEAN_CHUNK), verify=False)
@@ -204,10 +240,10 @@ class KeyIndex:
     def _entry(self, n: int, firsts: list[int]) -> tuple[int, int, int, int]:
         k = bisect.bisect_right(firsts, n) - 1
         if k < 0:
-            path = self.store.files.path(key_segment_rel(n))
+            path = self.files.path(key_segment_rel(n))
             raise CorruptLogError(path, 0, f"no segment holds key entry {n}")
         first, rel = self.log.segments[k]
-        f = self.store.files.get(rel)
+        f = self.files.get(rel)
         at = KEY_ENTRY.offset_of(n - first)
         raw = f.read(at, KEY_ENTRY.size)
         if len(raw) != KEY_ENTRY.size:
@@ -215,20 +251,21 @@ class KeyIndex:
         KEY_ENTRY.verify_entry(raw, f.path, at)
         return _ENTRY_BODY(raw)
 
-    def lookup(self, topic: str, key: str) -> MessageId | None:
-        """The id of the live message with this ``(topic, key)``, or None."""
-        return self.lookup_many([(topic, key)])[0]
+    def lookup(self, topic: str, key: str, tx: OpenBatch | None = None) -> MessageId | None:
+        """The id of the live message with this ``(topic, key)``, or None; as the open batch
+        ``tx`` has left the index, when one is open."""
+        return self.lookup_many([(topic, key)], None, tx)[0]
 
     def lookup_many(
-        self, keys: list[tuple[str, str]], hashes: list[int] | None = None
+        self, keys: list[tuple[str, str]], hashes: list[int] | None = None, tx: OpenBatch | None = None
     ) -> list[MessageId | None]:
         """:meth:`lookup` of each ``(topic, key)`` (whose ``key_hashes`` the caller may have)."""
         if not keys:
             return []
         if hashes is None:
             hashes = key_hashes(keys)
-        heads = self.heads
-        cursor, cutoff = self.cursor, self.cutoff()
+        heads = self._heads_in(tx)
+        cursor, cutoff = self._meta(CURSOR, tx), self.cutoff(tx)
         firsts = [first for first, _ in self.log.segments]
         # Each chain's newest entry, for all at once: most keys asked are new, their bucket
         # empty or its chain older than the cursor, and need no look further.
@@ -246,7 +283,7 @@ class KeyIndex:
                         found = mid
                         break
                 if pre >= n:
-                    path = self.store.files.path(self.log.segments[-1][1])
+                    path = self.files.path(self.log.segments[-1][1])
                     raise CorruptLogError(path, 0, f"key entry {n} links forward to {pre}")
                 n = pre
             out[j] = found
@@ -254,9 +291,9 @@ class KeyIndex:
 
     def _names(self, mid: MessageId, topic: str, key: str, n: int) -> bool:
         try:
-            m = self.store.read_message(mid).message
+            m = self._read_message(mid).message
         except UnknownMessageError as e:
-            path = self.store.files.path(self.log.segments[-1][1])
+            path = self.files.path(self.log.segments[-1][1])
             raise CorruptLogError(path, 0, f"live key entry {n} names no message {mid}") from e
         return m.topic == topic and m.key == key
 
@@ -266,12 +303,12 @@ class KeyIndex:
         if self._batch_end is None:
             self._batch_end = self.end
 
-    def _append(self, hashes, hours, gis) -> None:
+    def _append(self, tx: OpenBatch, hashes, hours, gis) -> None:
         """Append entries (their key hashes, hours and globalIndexes: sequences of one
         length), linking each into its bucket's chain in the order given."""
         self._begin()
-        heads = self.heads
-        cursor = self.cursor
+        heads = self._heads_in(tx)
+        cursor = self._meta(CURSOR, tx)
         first = self.end
         hashes = np.asarray(hashes, dtype=np.uint64)
         nums = np.arange(first, first + len(hashes), dtype=np.int64)
@@ -287,55 +324,54 @@ class KeyIndex:
         entries["pre"] = pre
         entries["hour"] = hours
         entries["global_index"] = gis
-        self.log.append(KEY_ENTRY.seal(entries).tobytes(), self.store.config.key_segment_entries)
+        self.log.append(KEY_ENTRY.seal(entries).tobytes(), self.config.key_segment_entries)
         heads.covered = first + len(hashes)
 
-    def add(self, keyed: list[tuple[str, str, MessageId]]) -> None:
-        """Index new keys (none of them live already); their hours count as live."""
+    def add(self, tx: OpenBatch, keyed: list[tuple[str, str, MessageId]]) -> None:
+        """Index new keys (none of them live already) in the open batch ``tx``; their hours
+        count as live."""
         self.add_hashed(
+            tx,
             key_hashes([(t, k) for t, k, _ in keyed]),
             np.array([mid.hour for _, _, mid in keyed], dtype=np.int64),
             np.array([mid.global_index for _, _, mid in keyed], dtype=np.int64),
         )
 
-    def add_hashed(self, hashes: list[int], hours: np.ndarray, gis: np.ndarray) -> None:
+    def add_hashed(self, tx: OpenBatch, hashes: list[int], hours: np.ndarray, gis: np.ndarray) -> None:
         """:meth:`add` of keys by their ``key_hashes``, for messages ``hours``/``gis``."""
         if not len(hashes):
             return
-        tx = self.store.transaction()
-        if self.store.current_meta(BUCKETS) is None:
-            tx.set_meta(BUCKETS, self.buckets)
-        self._append(hashes, hours, gis)
+        if tx.current_meta(BUCKETS) is None:
+            tx.set_meta(BUCKETS, self._buckets(tx))
+        self._append(tx, hashes, hours, gis)
         for hour, n in zip(*np.unique(hours, return_counts=True), strict=True):
             key = hour_count_key(int(hour))
-            tx.set_meta(key, self._meta(key) + int(n))
-        tx.set_meta(LIVE, self.live + len(hashes))
+            tx.set_meta(key, self._meta(key, tx) + int(n))
+        tx.set_meta(LIVE, self._meta(LIVE, tx) + len(hashes))
 
-    def settle(self, added: int, extra_clean: int) -> None:
-        """End of a batch: let the cutoff pass hours, then clean what the batch earned."""
-        tx = self.store.transaction()
+    def settle(self, tx: OpenBatch, added: int, extra_clean: int) -> None:
+        """End of the batch ``tx``: let the cutoff pass hours, then clean what the batch earned."""
         for rel in self.legacy:
-            self.store.files.remove(rel)
-        cutoff = self.cutoff()
-        if cutoff > self._meta(CUTOFF):
-            live = self.live
-            for k in self.store.meta_keys():
+            self.files.remove(rel)
+        cutoff = self.cutoff(tx)
+        if cutoff > self._meta(CUTOFF, tx):
+            live = held = self._meta(LIVE, tx)
+            for k in tx.meta_keys():
                 if k.startswith(HOUR_COUNT) and int(k[len(HOUR_COUNT) :]) < cutoff:
-                    live -= self._meta(k)
+                    live -= self._meta(k, tx)
                     tx.set_meta(k, None)
             tx.set_meta(CUTOFF, cutoff)
-            if live != self.live:
+            if live != held:
                 tx.set_meta(LIVE, live)
-        self._clean(CLEAN_RATIO * added + extra_clean, cutoff)
+        self._clean(tx, CLEAN_RATIO * added + extra_clean, cutoff)
 
-    def _clean(self, budget: int, cutoff: int) -> None:
+    def _clean(self, tx: OpenBatch, budget: int, cutoff: int) -> None:
         if budget <= 0 or not self.log.segments:
             return
         self._begin()
-        tx = self.store.transaction()
-        slack = self.store.config.key_clean_slack
-        while budget > 0 and self.end - self.cursor > 2 * self.live + slack:
-            cursor = self.cursor
+        slack = self.config.key_clean_slack
+        while budget > 0 and self.end - self._meta(CURSOR, tx) > 2 * self._meta(LIVE, tx) + slack:
+            cursor = self._meta(CURSOR, tx)
             n = min(budget, CLEAN_CHUNK, self._batch_end - cursor)
             if n <= 0:
                 break
@@ -343,7 +379,7 @@ class KeyIndex:
             tx.set_meta(CURSOR, cursor + n)  # first: copies must not link below it
             keep = rows[rows["hour"] >= cutoff]
             if len(keep):
-                self._append(keep["key_hash"], keep["hour"], keep["global_index"])
+                self._append(tx, keep["key_hash"], keep["hour"], keep["global_index"])
             budget -= n
             self._drop_below(cursor + n)
 
@@ -354,7 +390,7 @@ class KeyIndex:
             first, rel = segs[0]
             if first + self.log.entries_in(rel) > cursor:
                 break
-            self.store.files.remove(rel)
+            self.files.remove(rel)
             segs.pop(0)
         self.log.base = cursor
 

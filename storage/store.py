@@ -115,7 +115,7 @@ class Storage(StoreReads):
         self.generation = getattr(self, "generation", -1) + 1  # a new one per open or restore
         self.names_version = 0
         self._init_reads()
-        self.key_index = KeyIndex(self)
+        self.key_index = KeyIndex(self.files, self.config, self.journal.state.meta, self.read_message)
 
     def _set_aside(self, rel: str, start: int) -> None:
         src = os.path.join(self.directory, rel)
@@ -180,27 +180,18 @@ class Storage(StoreReads):
     def _in_batch(self) -> bool:
         return self._tx is not None
 
-    def transaction(self) -> Transaction:
-        """The open batch (only inside :meth:`apply`)."""
-        if self._tx is None:
-            raise StorageError("no batch is open")
-        return self._tx
-
     def current_meta(self, key: str, default: Any = None) -> Any:
         """A meta value as the open batch has left it so far (committed, outside a batch)."""
         tx = self._tx
-        if tx is not None and key in tx.meta:
-            value = tx.meta[key]
-            return default if value is None else value
+        if tx is not None:
+            return tx.current_meta(key, default)
         return self.meta(key, default)
 
     def meta_keys(self) -> list[str]:
         """Every meta key, as the open batch has left them so far."""
-        keys = set(self.journal.state.meta)
         if self._tx is not None:
-            keys |= {k for k, v in self._tx.meta.items() if v is not None}
-            keys -= {k for k, v in self._tx.meta.items() if v is None}
-        return sorted(keys)
+            return self._tx.meta_keys()
+        return super().meta_keys()
 
     def published(self) -> CommittedState:
         """The committed state as it is now, for readers on other threads (StoreReader)."""
@@ -230,7 +221,7 @@ class Storage(StoreReads):
         tx = self._tx = Transaction(self, raft_index)
         try:
             result = fn(tx)
-            self.key_index.settle(tx.keys_added, tx.key_clean_extra)
+            self.key_index.settle(tx, tx.keys_added, tx.key_clean_extra)
             record = {
                 "ri": raft_index,
                 "files": self.files.pending_lengths(),
@@ -293,7 +284,7 @@ class Storage(StoreReads):
 
     def lookup_key(self, topic: str, key: str) -> MessageId | None:
         """The id of the live message produced with ``(topic, key)``, or None (key_index)."""
-        return self.key_index.lookup(topic, key)
+        return self.key_index.lookup(topic, key, self._tx)
 
     # -- snapshots ------------------------------------------------------------
 

@@ -56,6 +56,21 @@ class Transaction:
         """Set a meta value for the batch; ``None`` removes the key."""
         self.meta[key] = value
 
+    def current_meta(self, key: str, default: Any = None) -> Any:
+        """A meta value as this batch has left it so far."""
+        meta = self.meta
+        if key in meta:
+            value = meta[key]
+            return default if value is None else value
+        return self.store.meta(key, default)
+
+    def meta_keys(self) -> list[str]:
+        """Every meta key, as this batch has left them so far."""
+        keys = set(self.store.journal.state.meta)
+        keys |= {k for k, v in self.meta.items() if v is not None}
+        keys -= {k for k, v in self.meta.items() if v is None}
+        return sorted(keys)
+
     def append(self, messages: Sequence[Message] | MessageColumns, slot_ms=None) -> list[MessageId]:
         """Store messages, each filed at its slot (default: its deliver_at_ms); their ids.
         :meth:`append_columns` of a list of messages, answering ``MessageId`` objects."""
@@ -98,7 +113,7 @@ class Transaction:
                     first_with_key[k] = i
         asked = list(first_with_key)
         hashes = key_hashes(asked)
-        known = [None] * len(asked) if copies else store.key_index.lookup_many(asked, hashes)
+        known = [None] * len(asked) if copies else store.key_index.lookup_many(asked, hashes, self)
         for k, mid in zip(asked, known, strict=True):
             if mid is not None:
                 i = first_with_key[k]
@@ -121,7 +136,7 @@ class Transaction:
         self.fresh = stored
         new = [(first_with_key[k], h) for k, h, mid in zip(asked, hashes, known, strict=True) if mid is None]
         firsts = np.array([i for i, _ in new], dtype=np.int64)
-        store.key_index.add_hashed([h for _, h in new], hours[firsts], gis[firsts])
+        store.key_index.add_hashed(self, [h for _, h in new], hours[firsts], gis[firsts])
         self.keys_added += len(new)
         return hours, gis
 
