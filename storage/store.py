@@ -218,7 +218,17 @@ class Storage(StoreReads):
             return SKIPPED
         if self._tx is not None:
             raise StorageError("apply() is not reentrant")
-        tx = self._tx = Transaction(self, raft_index)
+        tx = self._tx = Transaction(
+            raft_index,
+            committed=self.journal.state,
+            config=self.config,
+            files=self.files,
+            bucket=self.bucket,
+            hours=self.hours,
+            original_id=self.original_id,
+            ready_segments=self._ready_segs,
+            key_index=self.key_index,
+        )
         try:
             result = fn(tx)
             self.key_index.settle(tx, tx.keys_added, tx.key_clean_extra)
@@ -274,13 +284,6 @@ class Storage(StoreReads):
                 bucket.forget()
         self.key_index.rollback()
         self._evict()
-
-    def drop_bucket(self, hour: int) -> None:
-        bucket = self.bucket(hour)
-        for rel in (bucket.log_rel, bucket.idx_rel, bucket.tomb_rel, bucket.late_rel):
-            self.files.remove(rel)
-        assert self._tx is not None
-        self._tx.dropped_hours.add(hour)
 
     def lookup_key(self, topic: str, key: str) -> MessageId | None:
         """The id of the live message produced with ``(topic, key)``, or None (key_index)."""

@@ -1,18 +1,28 @@
-"""The writes of one applied batch; committed whole or not at all (see Storage.apply)."""
+"""The writes of one applied batch; committed whole or not at all (see Storage.apply).
+
+A batch is handed what it reads and writes, not the store: the committed journal state,
+the file table, the hour buckets (``bucket(hour)``), the ready segments and the key
+index. What it removes it names in ``dropped_hours``, which the store reads once the
+batch is done.
+"""
 
 from __future__ import annotations
 
 import functools
 import itertools
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
+from .commit_journal import JournalState
+from .config import StorageConfig
 from .delay_index import MS_PER_HOUR
 from .errors import SealedHourError, UnknownMessageError
+from .file_table import FileTable
+from .hour_bucket import HourBucket
 from .hour_names import parse_hour_name
-from .key_index import key_hashes
+from .key_index import KeyIndex, key_hashes
 from .late_policies import policy_of
 from .magic import READY_LOG
 from .message import Message
@@ -20,20 +30,40 @@ from .message_columns import MessageColumns
 from .message_id import MessageId, by_hour
 from .moves import COPY_OF, MOVED_TO
 from .ready_log import READY, ReadyEntry, base_key, floor_key, ready_segment_rel, rows_of
-from .segments import SegmentedLog
+from .segments import Segment, SegmentedLog
 from .tag_signature import tags_signature
 
 # A batch's messages share a few tag sets: each set's signature is worked out once.
 _signature_of = functools.lru_cache(maxsize=4096)(tags_signature)
 
-if TYPE_CHECKING:  # hints only: store imports this module, and imports stay acyclic
-    from .store import Storage
-
 
 class Transaction:
-    def __init__(self, store: Storage, raft_index: int) -> None:
-        self.store = store
+    def __init__(
+        self,
+        raft_index: int,
+        *,
+        committed: JournalState,
+        config: StorageConfig,
+        files: FileTable,
+        bucket: Callable[[int], HourBucket],
+        hours: Callable[[], list[int]],
+        original_id: Callable[[MessageId], MessageId],
+        ready_segments: Mapping[int, list[Segment]],
+        key_index: KeyIndex,
+    ) -> None:
+        """``committed``: the state before this batch (the store's journal state; it does
+        not change while the batch is open). ``bucket``, ``hours`` and ``original_id`` are
+        the store's reads of its hours; ``ready_segments`` the committed segments of each
+        topic's ready log (by topic id)."""
         self.raft_index = raft_index
+        self._committed = committed
+        self._config = config
+        self._files = files
+        self._bucket = bucket
+        self._hours = hours
+        self._original_id = original_id
+        self._ready_segments = ready_segments
+        self._key_index = key_index
         self.topics: dict[str, int] = {}
         self.meta: dict[str, Any] = {}
         self.buckets_touched: set[int] = set()
@@ -44,13 +74,18 @@ class Transaction:
         self._ready_logs: dict[int, SegmentedLog] = {}  # topics whose ready logs this batch touched
 
     def topic_id(self, topic: str) -> int:
-        tid = self.store.topic_id(topic)
+        tid = self._committed.topics.get(topic)
         if tid is None:
             tid = self.topics.get(topic)
         if tid is None:
-            tid = len(self.store.topics()) + len(self.topics)
+            tid = len(self._committed.topics) + len(self.topics)
             self.topics[topic] = tid
         return tid
+
+    @property
+    def _sealed_before_hour(self) -> int:
+        """Committed: sealing takes effect when the batch commits (:meth:`seal_before`)."""
+        return self._committed.meta.get("sealed_before_hour", 0)
 
     def set_meta(self, key: str, value: Any) -> None:
         """Set a meta value for the batch; ``None`` removes the key."""
@@ -62,11 +97,11 @@ class Transaction:
         if key in meta:
             value = meta[key]
             return default if value is None else value
-        return self.store.meta(key, default)
+        return self._committed.meta.get(key, default)
 
     def meta_keys(self) -> list[str]:
         """Every meta key, as this batch has left them so far."""
-        keys = set(self.store.journal.state.meta)
+        keys = set(self._committed.meta)
         keys |= {k for k, v in self.meta.items() if v is not None}
         keys -= {k for k, v in self.meta.items() if v is None}
         return sorted(keys)
@@ -91,12 +126,12 @@ class Transaction:
         one's for a key the batch repeats. Rescheduled ``copies`` are all stored, and their
         keys name them from now on (a key lives as long as its newest message's hour).
         """
-        store = self.store
         n = len(cols)
-        cols.validate(store.config.limits)
+        cols.validate(self._config.limits)
         slot_hours = slots // MS_PER_HOUR
-        if n and int(slot_hours.min()) < store.sealed_before_hour:
-            late = int(slot_hours[np.flatnonzero(slot_hours < store.sealed_before_hour)[0]])
+        sealed_before = self._sealed_before_hour
+        if n and int(slot_hours.min()) < sealed_before:
+            late = int(slot_hours[np.flatnonzero(slot_hours < sealed_before)[0]])
             raise SealedHourError(f"hour {late} is sealed; file late messages later")
         hours = np.zeros(n, dtype=np.int64)
         gis = np.zeros(n, dtype=np.int64)
@@ -113,11 +148,11 @@ class Transaction:
                     first_with_key[k] = i
         asked = list(first_with_key)
         hashes = key_hashes(asked)
-        known = [None] * len(asked) if copies else store.key_index.lookup_many(asked, hashes, self)
+        known = [None] * len(asked) if copies else self._key_index.lookup_many(asked, hashes, self)
         for k, mid in zip(asked, known, strict=True):
             if mid is not None:
                 i = first_with_key[k]
-                hours[i], gis[i] = store.original_id(mid)
+                hours[i], gis[i] = self._original_id(mid)
                 stored[i] = False
         at = np.flatnonzero(stored)
         tids = self._topic_ids(cols.topics, at)
@@ -126,17 +161,17 @@ class Transaction:
             here = at[slot_hours[at] == hour]
             self.buckets_touched.add(hour)
             hours[here] = hour
-            gis[here] = store.bucket(hour).append(cols, here, slots[here], tids[here], sigs[here])
+            gis[here] = self._bucket(hour).append(cols, here, slots[here], tids[here], sigs[here])
         for i, h in cols.headers.items():
             policy = policy_of(h) if stored[i] else None
             if policy is not None:
-                store.bucket(int(hours[i])).add_late(int(gis[i]), *policy)
+                self._bucket(int(hours[i])).add_late(int(gis[i]), *policy)
         for i, j in repeats:
             hours[i], gis[i] = hours[j], gis[j]
         self.fresh = stored
         new = [(first_with_key[k], h) for k, h, mid in zip(asked, hashes, known, strict=True) if mid is None]
         firsts = np.array([i for i, _ in new], dtype=np.int64)
-        store.key_index.add_hashed(self, [h for _, h in new], hours[firsts], gis[firsts])
+        self._key_index.add_hashed(self, [h for _, h in new], hours[firsts], gis[firsts])
         self.keys_added += len(new)
         return hours, gis
 
@@ -161,12 +196,12 @@ class Transaction:
     def cancel_many(self, mids: list[MessageId]) -> list[bool]:
         """:meth:`cancel` of each, with one append per hour: whether each was tombstoned
         now (False: it already was, or the call named it before)."""
-        store = self.store
         done = [False] * len(mids)
+        sealed_before = self._sealed_before_hour
         for hour, ks in by_hour(mids).items():
-            if hour < store.sealed_before_hour:
+            if hour < sealed_before:
                 raise SealedHourError(f"message {mids[ks[0]]} is in a sealed hour")
-            bucket = store.bucket(hour)
+            bucket = self._bucket(hour)
             n, mask = bucket.count, bucket.cancelled_mask()
             fresh: dict[int, None] = {}
             for k in ks:
@@ -188,27 +223,26 @@ class Transaction:
         for kind, here, there in ((MOVED_TO, originals, copies), (COPY_OF, copies, originals)):
             for hour, ks in by_hour(here).items():
                 self.buckets_touched.add(hour)
-                self.store.bucket(hour).add_moves(
+                self._bucket(hour).add_moves(
                     [here[k].global_index for k in ks], kind, [there[k] for k in ks]
                 )
 
     def record_late(self, mid: MessageId, outcome: int, late_by_ms: int) -> None:
         """Record that ``mid`` fell due too late and was dropped or dead-lettered (late_policies)."""
         self.buckets_touched.add(mid.hour)
-        self.store.bucket(mid.hour).add_late(mid.global_index, outcome, late_by_ms)
+        self._bucket(mid.hour).add_late(mid.global_index, outcome, late_by_ms)
 
     # -- ready logs -------------------------------------------------------------
 
     def _ready_log(self, tid: int) -> SegmentedLog:
         log = self._ready_logs.get(tid)
         if log is None:
-            store = self.store
             log = self._ready_logs[tid] = SegmentedLog(
-                store.files,
+                self._files,
                 READY,
                 READY_LOG,
-                list(store._ready_segs.get(tid, [])),
-                store.current_meta(base_key(tid), 0),
+                list(self._ready_segments.get(tid, [])),
+                self.current_meta(base_key(tid), 0),
                 lambda first: ready_segment_rel(tid, first),
             )
         return log
@@ -220,13 +254,13 @@ class Transaction:
         Each segment's floor (meta ``ready_floor/<segment>``, the lowest hour its entries
         name) is kept as entries arrive: retention never removes an hour a held ready
         entry still names (:meth:`drop_hours_before`)."""
-        store = self.store
+        config = self._config
         log = self._ready_log(self.topic_id(topic))
         first = log.end
         if not len(entries):
             return first
         rows = rows_of(entries)
-        span = store.config.ready_segment_span_ms
+        span = config.ready_segment_span_ms
         windows = rows["delivered_at_ms"] // span
         cuts = [0, *(np.flatnonzero(np.diff(windows)) + 1).tolist(), len(rows)]
         opened: set[str] = set()
@@ -236,25 +270,25 @@ class Transaction:
             # entries do not wait in a tail that never fills (and hold their hours back).
             roll = tail is not None and self._first_delivered(tail) // span != int(windows[lo])
             blob = rows[lo:hi].tobytes()
-            opened.update(log.append(blob, store.config.ready_segment_entries, new_segment=roll))
+            opened.update(log.append(blob, config.ready_segment_entries, new_segment=roll))
         hours = rows["hour"].astype(np.int64)
         for seg_first, rel in log.overlapping(first, first + len(rows)):
             lo = max(seg_first, first) - first
             hi = min(seg_first + log.entries_in(rel), first + len(rows)) - first
             low = int(hours[lo:hi].min())
-            floor = store.current_meta(floor_key(rel), None)
+            floor = self.current_meta(floor_key(rel), None)
             if rel in opened or (floor is not None and low < floor):
                 self.set_meta(floor_key(rel), low)
         return first
 
     def _first_delivered(self, rel: str) -> int:
-        f = self.store.files.get(rel)
+        f = self._files.get(rel)
         return int(READY.read(f, 0, 1, 0)["delivered_at_ms"][0])
 
     def trim_ready(self, topic: str, offset: int) -> int:
         """Retention: remove the ready segments that end at or before ``offset``; return the
         new base (the first offset still held). Offsets of what is left never change."""
-        tid = self.store.topic_id(topic)
+        tid = self._committed.topics.get(topic)
         if tid is None:
             return 0
         log = self._ready_log(tid)
@@ -263,53 +297,61 @@ class Transaction:
             end = first + log.entries_in(rel)
             if end > offset:
                 break
-            self.store.files.remove(rel)
+            self._files.remove(rel)
             self.set_meta(floor_key(rel), None)
             log.segments.pop(0)
             log.base = end
-        if log.base != self.store.current_meta(base_key(tid), 0):
+        if log.base != self.current_meta(base_key(tid), 0):
             self.set_meta(base_key(tid), log.base)
         return log.base
 
     def ready_floor(self) -> int | None:
         """The lowest hour any held ready entry names (None: no ready entries)."""
-        store = self.store
+        held = self._ready_segments
         floors = []
-        for tid in set(store._ready_segs) | set(self._ready_logs):
-            segs = self._ready_logs[tid].segments if tid in self._ready_logs else store._ready_segs[tid]
-            floors += [store.current_meta(floor_key(rel), 0) for _, rel in segs]
+        for tid in set(held) | set(self._ready_logs):
+            segs = self._ready_logs[tid].segments if tid in self._ready_logs else held[tid]
+            floors += [self.current_meta(floor_key(rel), 0) for _, rel in segs]
         return min(floors, default=None)
 
     # -- sealing and retention --------------------------------------------------
 
     def seal_before(self, hour: int) -> None:
         """Hours before ``hour`` are delivered: no appends or cancels, snapshots hard-link them."""
-        if hour > self.store.sealed_before_hour:
+        if hour > self._sealed_before_hour:
             self.meta["sealed_before_hour"] = hour
 
     def drop_hours_before(self, hour: int) -> int:
         """Retention: delete the files of delivered hours before ``hour``; return the hour
         retention now starts at. Never past the sealed hours, nor past an hour that a ready
         entry still held names (trim the ready logs first)."""
-        store = self.store
-        hour = min(hour, store.sealed_before_hour)
+        retained_from = self._committed.meta.get("retained_from_hour", 0)
+        hour = min(hour, self._sealed_before_hour)
         floor = self.ready_floor()
         if floor is not None:
             hour = min(hour, floor)
-        for h in store.hours():
+        for h in self._hours():
             if h >= hour:
                 break
-            store.drop_bucket(h)
+            self._drop_hour(h)
         # A reschedule link outlives its hour while the message it leads to may still be
         # asked about (moves): until the hour the message lives in goes too.
-        for rel in [r for r in store.file_lengths() if r.startswith("delay/") and r.endswith(".move")]:
+        for rel in [r for r in self._committed.files if r.startswith("delay/") and r.endswith(".move")]:
             h = parse_hour_name(rel[len("delay/") : -len(".move")])
-            if h < hour and not store.bucket(h).moves_reach(hour):
-                store.files.remove(rel)
+            if h < hour and not self._bucket(h).moves_reach(hour):
+                self._files.remove(rel)
                 self.dropped_hours.add(h)
-        if hour > store.meta("retained_from_hour", 0):
+        if hour > retained_from:
             self.meta["retained_from_hour"] = hour
-        return max(hour, store.meta("retained_from_hour", 0))
+        return max(hour, retained_from)
+
+    def _drop_hour(self, hour: int) -> None:
+        """Remove an hour's files (its reschedule links aside); the store forgets the hour
+        once the batch commits (``dropped_hours``)."""
+        bucket = self._bucket(hour)
+        for rel in (bucket.log_rel, bucket.idx_rel, bucket.tomb_rel, bucket.late_rel):
+            self._files.remove(rel)
+        self.dropped_hours.add(hour)
 
     def clean_keys(self, entries: int) -> None:
         """Let the key index clean up to ``entries`` more this batch (retention entries)."""
