@@ -1,5 +1,6 @@
 """Replication: the Raft state machine (pure) and its pysyncobj shell."""
 
+from .apply_result import ApplyResult
 from .committed_reads import CANCELLED, DELIVERED, SCHEDULED, UNKNOWN, MessageState, MessageStatus
 from .entries import ACK, CANCEL, MOVE, PRODUCE, RELEASE, RETRY, SYNC, TRIM, Entry, EntryKind, decode
 from .errors import (
@@ -11,7 +12,7 @@ from .errors import (
     ProposalTimeoutError,
 )
 from .raft.settings import ClusterSettings, Peer
-from .state_machine import ApplyResult, StateMachine
+from .state_machine import StateMachine
 
 __all__ = [
     "ACK",

@@ -2,7 +2,7 @@
 
 The writer finds the id the key index holds for ``(topic, key)`` (storage/key_index.py,
 asked through writer_questions.py); the rest is read here, from a committed state, the
-way a cancel or a reschedule by key goes on from that id (StateMachine._targets): to the
+way a cancel or a reschedule by key goes on from that id (apply_messages.resolve_targets): to the
 original the id answers to (a rescheduled copy answers to its original's), then to the
 place the message lives now. The message is listed, under its original id and at the
 slot its current place fires at, when that place is scheduled. A key that names nothing,

@@ -26,11 +26,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 from enum import StrEnum
-from typing import TYPE_CHECKING
 
-from horologe.storage import Message, MessageColumns, Transaction
+from horologe.storage import Message, MessageColumns, Storage, Transaction
 from horologe.wheel import Watermark
 
+from .apply_messages import cancel_messages, store_messages
+from .apply_result import ApplyResult
 from .entries import CANCEL, Entry
 from .errors import BadEntryError
 from .schedule_state import (
@@ -49,9 +50,6 @@ from .schedule_state import (
     names,
 )
 
-if TYPE_CHECKING:  # hints only: the state machine imports this module
-    from .state_machine import ApplyResult, StateMachine
-
 
 class ScheduleOutcome(StrEnum):
     """What a ``K`` entry did (``ApplyResult.schedule``); the node answers by it."""
@@ -69,14 +67,14 @@ class ScheduleOutcome(StrEnum):
 CREATE, PAUSE, RESUME, DELETE = "create", "pause", "resume", "delete"
 
 
-def apply_schedule(sm: StateMachine, tx: Transaction, entry: Entry, w: Watermark, res: ApplyResult) -> None:
+def apply_schedule(store: Storage, tx: Transaction, entry: Entry, w: Watermark, res: ApplyResult) -> None:
     """A ``K`` entry; ``res.schedule`` says what it did."""
     op, name = entry.schedule.get("op"), entry.schedule.get("name")
     if not isinstance(name, str) or op not in (CREATE, PAUSE, RESUME, DELETE):
         raise BadEntryError(f"schedule entry with op {op!r} and name {name!r}")
-    meta = sm.store.current_meta
+    meta = store.current_meta
     if op == CREATE:
-        res.schedule = _create(sm, tx, entry, res.raft_index)
+        res.schedule = _create(store, tx, entry, res.raft_index)
         return
     d, m = definition(meta, name), mark(meta, name)
     if d is None or m is None:
@@ -84,7 +82,7 @@ def apply_schedule(sm: StateMachine, tx: Transaction, entry: Entry, w: Watermark
         return
     if op == PAUSE:
         if not d.paused:
-            _cancel_planned(sm, tx, entry, d, m, w, res)
+            _cancel_planned(store, tx, entry, d, m, w, res)
             tx.set_meta(def_key(name), replace(d, paused=True).to_wire())
             tx.set_meta(mark_key(name), ScheduleMark(m.incarnation, m.mark).to_wire())
         res.schedule = ScheduleOutcome.PAUSED
@@ -94,16 +92,16 @@ def apply_schedule(sm: StateMachine, tx: Transaction, entry: Entry, w: Watermark
             tx.set_meta(mark_key(name), ScheduleMark(m.incarnation, max(m.mark, entry.clock_ms)).to_wire())
         res.schedule = ScheduleOutcome.ACTIVE
     else:
-        _cancel_planned(sm, tx, entry, d, m, w, res)
+        _cancel_planned(store, tx, entry, d, m, w, res)
         tx.set_meta(def_key(name), None)
         tx.set_meta(mark_key(name), ScheduleMark(m.incarnation, m.mark).to_wire())
         tx.set_meta(NAMES_KEY, [n for n in names(meta) if n != name])
-        _drop_passed_floors(sm, tx, entry.clock_ms)
+        _drop_passed_floors(store, tx, entry.clock_ms)
         res.schedule = ScheduleOutcome.DELETED
 
 
-def _create(sm: StateMachine, tx: Transaction, entry: Entry, raft_index: int) -> ScheduleOutcome:
-    meta = sm.store.current_meta
+def _create(store: Storage, tx: Transaction, entry: Entry, raft_index: int) -> ScheduleOutcome:
+    meta = store.current_meta
     try:
         wanted = ScheduleDef.from_wire(entry.schedule["def"])
     except (KeyError, TypeError, ValueError) as e:
@@ -127,14 +125,14 @@ def _create(sm: StateMachine, tx: Transaction, entry: Entry, raft_index: int) ->
     tx.set_meta(def_key(name), made.to_wire())
     tx.set_meta(mark_key(name), ScheduleMark(raft_index, start).to_wire())
     tx.set_meta(NAMES_KEY, sorted([*taken, name]))
-    _drop_passed_floors(sm, tx, entry.clock_ms)
+    _drop_passed_floors(store, tx, entry.clock_ms)
     return ScheduleOutcome.CREATED
 
 
-def apply_fires(sm: StateMachine, tx: Transaction, entry: Entry, w: Watermark, res: ApplyResult) -> None:
+def apply_fires(store: Storage, tx: Transaction, entry: Entry, w: Watermark, res: ApplyResult) -> None:
     """An ``F`` entry: each schedule's firings, where its mark still stands where they were
     planned from; the others are left out (``res.schedule`` counts nothing for them)."""
-    meta = sm.store.current_meta
+    meta = store.current_meta
     messages: list[Message] = []
     for f in entry.fires:
         d, m = definition(meta, f.name), mark(meta, f.name)
@@ -157,11 +155,11 @@ def apply_fires(sm: StateMachine, tx: Transaction, entry: Entry, w: Watermark, r
         planned = tuple(p for p in (*m.planned, *fires) if p > recent)
         tx.set_meta(mark_key(f.name), ScheduleMark(m.incarnation, f.to_mark, planned).to_wire())
     if messages:
-        sm._store(tx, MessageColumns.from_messages(messages), w, entry.clock_ms, res)
+        store_messages(store, tx, MessageColumns.from_messages(messages), w, entry.clock_ms, res)
 
 
 def _cancel_planned(
-    sm: StateMachine,
+    store: Storage,
     tx: Transaction,
     entry: Entry,
     d: ScheduleDef,
@@ -172,15 +170,15 @@ def _cancel_planned(
     """Cancel the schedule's firings produced and not yet delivered: a cancel by key of
     each, as ``DELETE /v1/messages?topic=&key=`` does (a firing rescheduled since included)."""
     keys = [(d.topic, fire_key(d.name, t)) for t in m.planned]
-    sm._cancel(tx, replace(entry, kind=CANCEL, ids=[], keys=keys), w, res)
+    cancel_messages(store, tx, replace(entry, kind=CANCEL, ids=[], keys=keys), w, res)
 
 
-def _drop_passed_floors(sm: StateMachine, tx: Transaction, clock_ms: int) -> None:
+def _drop_passed_floors(store: Storage, tx: Transaction, clock_ms: int) -> None:
     """Forget the marks of deleted schedules once the clock is past them: a schedule
     created again under the name then starts after its clock anyway."""
-    meta = sm.store.current_meta
+    meta = store.current_meta
     live = set(names(meta))
-    for key in sm.store.meta_keys():
+    for key in store.meta_keys():
         if key.startswith(MARK_PREFIX):
             name = key[len(MARK_PREFIX) :]
             m = mark(meta, name)

@@ -11,10 +11,8 @@ on without the entry would make it diverge from its peers.
 from __future__ import annotations
 
 import logging
-from collections import Counter, defaultdict, deque
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
-from itertools import compress
+from collections import defaultdict, deque
+from collections.abc import Iterable
 
 import numpy as np
 
@@ -32,18 +30,15 @@ from horologe.storage import (
     Transaction,
     UnknownMessageError,
     ready_rows,
-    tags_signature,
 )
 from horologe.storage.key_index import CLEAN_ON_TRIM
-from horologe.storage.late_policies import DEAD_LETTERED, DLQ_AFTER, DROPPED
 from horologe.wheel import SecondCache, Watermark, expand
 
+from .apply_messages import bump, cancel_messages, resolve_targets, store_messages, within_allowance
+from .apply_result import ApplyResult
 from .committed_reads import (
-    CANCELLED,
-    GROUP_PREFIX,
     SCHEDULED,
     group_progress,
-    message_state,
     message_states,
     pending_key,
     watermark,
@@ -61,7 +56,6 @@ from .entries import (
     SUBSCRIBE,
     TRIM,
     Entry,
-    EntryKind,
     decode,
 )
 from .errors import BadEntryError
@@ -70,33 +64,6 @@ from .retention import passed_by_groups
 from .schedule_apply import apply_fires, apply_schedule
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class ApplyResult:
-    kind: EntryKind | None = None  # None: nothing applied (skipped, halted or an error)
-    raft_index: int = 0
-    id_hours: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # PRODUCE:
-    id_gis: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # each one's id
-    pending_slots: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # wheel.on_append
-    # CANCEL and MOVE: one state per id / key asked (as it was: SCHEDULED for a message moved
-    # now), and the id each one resolved to (the id it answers to, once rescheduled)
-    cancels: list[str] = field(default_factory=list)
-    cancel_ids: list[str | None] = field(default_factory=list)
-    delivered: int = 0
-    # How long after its slot the wheel delivered each message (ms, by the entry's clock);
-    # not those delivered as they arrived, already due.
-    wheel_lateness_ms: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-    retained_from_hour: int | None = None  # TRIM: where retention now starts
-    dead_lettered: int = 0  # RETRY: entries moved to a DLQ (the copies made are ``ids``)
-    schedule: str | None = None  # SCHEDULE: what it did (schedule_apply.ScheduleOutcome)
-    subscription: str | None = None  # SUBSCRIBE: what it did (push_apply.PushOutcome)
-    error: str | None = None
-    skipped: bool = False
-
-    @property
-    def ids(self) -> list[MessageId]:
-        return list(map(MessageId, self.id_hours.tolist(), self.id_gis.tolist()))
 
 
 class StateMachine:
@@ -179,9 +146,9 @@ class StateMachine:
             tx.set_meta("ws", w.to_wire())
             tx.seal_before(w.sealed_before_hour())
         if entry.kind == PRODUCE:
-            self._store(tx, entry.messages, w, entry.clock_ms, res)
+            store_messages(self.store, tx, entry.messages, w, entry.clock_ms, res)
         elif entry.kind == CANCEL:
-            self._cancel(tx, entry, w, res)
+            cancel_messages(self.store, tx, entry, w, res)
         elif entry.kind == MOVE:
             self._move(tx, entry, w, res)
         elif entry.kind == ACK:
@@ -193,20 +160,16 @@ class StateMachine:
         elif entry.kind == TRIM:
             self._trim(tx, entry, res)
         elif entry.kind == SCHEDULE:
-            apply_schedule(self, tx, entry, w, res)
+            apply_schedule(self.store, tx, entry, w, res)
         elif entry.kind == FIRE:
-            apply_fires(self, tx, entry, w, res)
+            apply_fires(self.store, tx, entry, w, res)
         elif entry.kind == SUBSCRIBE:
             res.subscription = apply_subscription(self.store.current_meta, tx, entry, raft_index)
         return res
 
-    def _bump(self, tx: Transaction, key: str, n: int) -> None:
-        if n:
-            tx.set_meta(key, tx.meta.get(key, self.store.meta(key, 0)) + n)
-
     def _deliver(self, tx: Transaction, batches: Iterable[np.ndarray], clock_ms: int) -> np.ndarray:
         """Append due rows (wheel DUE dtype) to their topics' ready logs; skip cancelled ones,
-        and those past their lateness allowance (:meth:`_within_allowance`). A row's
+        and those past their lateness allowance (``apply_messages.within_allowance``). A row's
         ``delivered_at`` is ``clock_ms``, or its slot if the master fired it ahead of that
         (node/wheel_driver.py, fire lead). Returns how late (ms after its slot) each
         delivered message is."""
@@ -223,7 +186,7 @@ class StateMachine:
                 def named(k: int, entries=entries) -> tuple[str, int]:
                     return self.store.topic_name(int(entries["topic_id"][k])), int(entries["tag_sig"][k])
 
-                keep = self._within_allowance(tx, hour, gis, named, slots, clock_ms, pending=True)
+                keep = within_allowance(self.store, tx, hour, gis, named, slots, clock_ms, pending=True)
                 tids.append(entries["topic_id"][keep])
                 # Fired ahead of its slot (the master's fire lead): deliverable at the slot.
                 at = np.maximum(slots[keep], clock_ms)
@@ -235,113 +198,9 @@ class StateMachine:
             mine = ready[tid == t]
             topic = self.store.topic_name(t)
             tx.append_ready(topic, mine)
-            self._bump(tx, pending_key(topic), -len(mine))
-        self._bump(tx, "delivered", len(ready))
+            bump(self.store, tx, pending_key(topic), -len(mine))
+        bump(self.store, tx, "delivered", len(ready))
         return ready["delivered_at_ms"].astype(np.int64) - ready["deliver_at_ms"].astype(np.int64)
-
-    def _within_allowance(
-        self,
-        tx: Transaction,
-        hour: int,
-        gis: np.ndarray,
-        named: Callable[[int], tuple[str, int]],
-        deliver_at: np.ndarray,
-        clock_ms: int,
-        pending: bool,
-    ) -> np.ndarray:
-        """Which of messages ``hour``/``gis``, falling due now, are within their lateness
-        allowance (storage/late_policies.py); the others are dropped, or put in the
-        dead-letter queue of every group that reads their topic, and recorded as such.
-        ``named(k)``: the k-th one's topic and tag signature, asked only of those past
-        their allowance. ``pending``: they were counted pending (not those delivered as
-        they arrive)."""
-        kinds, limits = self.store.bucket(hour).late_policies(gis)
-        late_by = clock_ms - deliver_at
-        over = (kinds >= 0) & (late_by > limits)
-        if not over.any():
-            return ~over
-        dead: dict[str, list[ReadyEntry]] = defaultdict(list)
-        readers: dict[str, list[str]] = {}  # topic -> its groups, the meta scanned once a topic
-        for k in np.flatnonzero(over).tolist():
-            (topic, tag_sig), gi, by = named(k), int(gis[k]), int(late_by[k])
-            if kinds[k] == DLQ_AFTER:
-                if topic not in readers:
-                    readers[topic] = self._groups_reading(topic)
-                entry = ReadyEntry(hour, gi, tag_sig, int(deliver_at[k]), clock_ms, 0)
-                for group in readers[topic]:
-                    dead[dlq_topic(group)].append(entry)
-            outcome = DEAD_LETTERED if kinds[k] == DLQ_AFTER else DROPPED
-            tx.record_late(MessageId(hour, gi), outcome, by)
-            self._bump(tx, "late_dead_lettered" if outcome == DEAD_LETTERED else "late_dropped", 1)
-            if pending:
-                self._bump(tx, pending_key(topic), -1)
-        for topic, entries in sorted(dead.items()):
-            tx.append_ready(topic, entries)
-        return ~over
-
-    def _groups_reading(self, topic: str) -> list[str]:
-        """The consumer groups that have pulled from ``topic``: they hold progress in it."""
-        keys = (key[len(GROUP_PREFIX) :] for key in self.store.meta_keys() if key.startswith(GROUP_PREFIX))
-        return [group for group, _, t in (k.rpartition("/") for k in keys) if t == topic]
-
-    @staticmethod
-    def _slots(deliver_at_ms: np.ndarray, w: Watermark) -> tuple[np.ndarray, np.ndarray]:
-        """Where to file each message, and which of them this apply delivers (``now``):
-        those behind the watermark. One not yet due by the master's clock (the watermark
-        runs ahead by the master's fire lead, or a new master's clock is behind a tick
-        left by one whose clock ran ahead) is delivered too, with its own deliver time:
-        no consumer gets it before then (node/consumers/service.py)."""
-        now = w.passed_many(deliver_at_ms)
-        return np.where(now, w.late_slots(deliver_at_ms), deliver_at_ms), now
-
-    def _store(
-        self,
-        tx: Transaction,
-        cols: MessageColumns,
-        w: Watermark,
-        clock_ms: int,
-        res: ApplyResult,
-        copies: bool = False,
-    ) -> None:
-        """File messages; deliver at once those already due. Rescheduled ``copies`` are the
-        same messages, pending already: only those delivered at once leave the count."""
-        slots, now = self._slots(cols.deliver_at_ms, w)
-        res.id_hours, res.id_gis = tx.append_columns(cols, slots, copies)
-        fresh = tx.fresh
-        res.pending_slots = slots[fresh & ~now]
-        # Counted in C (Counter over the flagged topics): no Python work per message.
-        if copies:
-            for topic, n in sorted(Counter(compress(cols.topics, now.tolist())).items()):
-                self._bump(tx, pending_key(topic), -n)
-        else:
-            self._bump(tx, "stored", int(fresh.sum()))
-            for topic, n in sorted(Counter(compress(cols.topics, (fresh & ~now).tolist())).items()):
-                self._bump(tx, pending_key(topic), n)
-        ready = np.flatnonzero(fresh & now)
-        if len(ready):
-            hours, keep = res.id_hours[ready], np.ones(len(ready), dtype=bool)
-            for hour in np.unique(hours).tolist():
-                at = ready[hours == hour]
-
-                def named(k: int, at=at) -> tuple[str, int]:
-                    i = int(at[k])
-                    return cols.topics[i], tags_signature(cols.tags.get(i, ()))
-
-                keep[hours == hour] = self._within_allowance(
-                    tx, hour, res.id_gis[at], named, cols.deliver_at_ms[at], clock_ms, pending=False
-                )
-            ready = ready[keep]
-        topics = [cols.topics[i] for i in ready.tolist()]
-        for topic in sorted(set(topics)):
-            at = ready[[t == topic for t in topics]]
-            sigs = [tags_signature(cols.tags.get(i, ())) for i in at.tolist()]
-            attempts = [cols.attempts.get(i, 0) for i in at.tolist()]
-            due = cols.deliver_at_ms[at]
-            at_ms = np.maximum(due, clock_ms)  # not yet due: deliverable at its own time
-            rows = ready_rows(res.id_hours[at], res.id_gis[at], sigs, due, at_ms, attempts)
-            tx.append_ready(topic, rows)
-        res.delivered += len(ready)
-        self._bump(tx, "delivered", len(ready))
 
     def group_progress(self, group: str, topic: str, tx: Transaction) -> GroupProgress:
         """A group's progress as the open batch ``tx`` has left it so far."""
@@ -408,7 +267,7 @@ class StateMachine:
                     )
                 )
         if copies:
-            self._store(tx, MessageColumns.from_messages(copies), w, entry.clock_ms, res)
+            store_messages(self.store, tx, MessageColumns.from_messages(copies), w, entry.clock_ms, res)
         for topic, entries in sorted(dead.items()):
             tx.append_ready(topic, entries)
             res.dead_lettered += len(entries)
@@ -431,41 +290,12 @@ class StateMachine:
         res.retained_from_hour = tx.drop_hours_before(entry.hour)
         tx.clean_keys(CLEAN_ON_TRIM)
 
-    def _targets(self, entry: Entry) -> list[MessageId | None]:
-        """The ids an entry's ``ids`` and then ``keys`` name, as users know them (a
-        rescheduled copy answers to its original's id, also when named by its own place:
-        a move must link from the original, whose one link leads to where it lives);
-        None for what names none."""
-        targets: list[MessageId | None] = []
-        for text in entry.ids:
-            try:
-                targets.append(MessageId.parse(text))
-            except UnknownMessageError:
-                targets.append(None)
-        targets += [self.store.lookup_key(topic, key) for topic, key in entry.keys]
-        return self.store.original_ids(targets)
-
-    def _cancel(self, tx: Transaction, entry: Entry, w: Watermark, res: ApplyResult) -> None:
-        done = 0
-        for mid in self._targets(entry):
-            res.cancel_ids.append(None if mid is None else str(mid))
-            place = None if mid is None else self.store.current_place(mid)
-            state = message_state(self.store, place, w)
-            if state == SCHEDULED:
-                tx.cancel(place)
-                state = CANCELLED
-                done += 1
-                topic = self.store.topic_name(int(self.store.index_entry(place)["topic_id"]))
-                self._bump(tx, pending_key(topic), -1)
-            res.cancels.append(state)
-        self._bump(tx, "cancelled", done)
-
     def _move(self, tx: Transaction, entry: Entry, w: Watermark, res: ApplyResult) -> None:
         """Reschedules: the place each message lives is tombstoned, a copy filed at the new
         time under the same id (storage/moves.py). A message asked twice moves once, to
         the last time asked. The places are read, tombstoned and linked together, each
         hour's at once."""
-        targets = self._targets(entry)
+        targets = resolve_targets(self.store, entry)
         places = self.store.current_places(targets)
         last = {place: k for k, place in enumerate(places) if place is not None}
         res.cancels = message_states(self.store, places, w)
@@ -480,7 +310,8 @@ class StateMachine:
             at = entry.deliver_at[k]
             copies.append(Message(m.topic, m.body, at, entry.clock_ms, m.tags, m.key, headers, m.attempt))
         if copies:
-            self._store(tx, MessageColumns.from_messages(copies), w, entry.clock_ms, res, copies=True)
+            cols = MessageColumns.from_messages(copies)
+            store_messages(self.store, tx, cols, w, entry.clock_ms, res, copies=True)
             new_places = list(map(MessageId, res.id_hours.tolist(), res.id_gis.tolist()))
             tx.link_moves([targets[k] for k in moving], new_places)
-        self._bump(tx, "rescheduled", len(copies))
+        bump(self.store, tx, "rescheduled", len(copies))

@@ -32,8 +32,9 @@ from horologe.storage import Storage
 from horologe.storage.commit_journal import CommitJournal
 from horologe.storage.store_reads import CommittedState
 
+from ..apply_result import ApplyResult
 from ..errors import InsecureConfigError, ProposalRejectedError, ProposalTimeoutError, StoreBehindDumpError
-from ..state_machine import ApplyResult, StateMachine
+from ..state_machine import StateMachine
 from . import bounded_frames
 from .append_rule import trim_append
 from .contract import check_node, check_pysyncobj

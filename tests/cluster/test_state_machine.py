@@ -4,7 +4,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from horologe.cluster import CANCEL, CANCELLED, DELIVERED, PRODUCE, SYNC, UNKNOWN, Entry, StateMachine
+from horologe.cluster import (
+    CANCEL,
+    CANCELLED,
+    DELIVERED,
+    PRODUCE,
+    SYNC,
+    UNKNOWN,
+    Entry,
+    StateMachine,
+    state_machine,
+)
 from horologe.cluster.committed_reads import counters, delivered_at, message_status, pending_by_topic
 from horologe.storage import CorruptLogError, Message, MessageId, ReadyEntry, Storage, StorageConfig
 from horologe.wheel import Watermark
@@ -135,7 +145,7 @@ def test_a_damaged_replica_halts_instead_of_skipping(tmp_path, monkeypatch):
     def damaged(*_args):
         raise CorruptLogError(str(tmp_path / "delay" / "x.log"), 40)
 
-    monkeypatch.setattr(sm, "_store", damaged)
+    monkeypatch.setattr(state_machine, "store_messages", damaged)
     res = sm.apply(2, produce(T, T, [T + 2_000]))
     assert sm.halted and "CorruptLogError" in sm.halted and res.error == sm.halted
     assert not sm.errors  # not recorded as a skipped entry: nothing moves on
@@ -145,7 +155,7 @@ def test_a_damaged_replica_halts_instead_of_skipping(tmp_path, monkeypatch):
 
 def test_an_unforeseen_error_halts(tmp_path, monkeypatch):
     sm = machine(tmp_path)
-    monkeypatch.setattr(sm, "_store", lambda *_a: 1 / 0)
+    monkeypatch.setattr(state_machine, "store_messages", lambda *_a: 1 / 0)
     res = sm.apply(1, produce(T, T, [T + 1_000]))
     assert sm.halted and "ZeroDivisionError" in sm.halted and res.error == sm.halted
     assert sm.store.applied_index == 0
