@@ -20,7 +20,16 @@ LAYERS = "Layers: command line over node over cluster over wheel over storage"
 PIPELINE = "The pipeline does not import the server or the command line"
 NODE = "Inside the node: the edge over the service over its parts"
 RAFT = "Only the Raft shell (cluster/raft/) imports pysyncobj"
-KEPT = {LAYERS: "KEPT", PIPELINE: "KEPT", NODE: "KEPT", RAFT: "KEPT"}
+STORAGE_ACYCLIC = "No import cycles among the storage engine's modules"
+CLUSTER_ACYCLIC = "No import cycles among the cluster's modules"
+KEPT = {
+    LAYERS: "KEPT",
+    PIPELINE: "KEPT",
+    NODE: "KEPT",
+    RAFT: "KEPT",
+    STORAGE_ACYCLIC: "KEPT",
+    CLUSTER_ACYCLIC: "KEPT",
+}
 
 
 def _load_lint():
@@ -95,8 +104,36 @@ def test_the_pipeline_importing_the_server_breaks_its_contract(repo: Path) -> No
     assert "horologe.pipeline.report -> horologe.node.errors" in done.stdout
 
 
+def _type_only(line: str) -> str:
+    """``line`` as an import for type hints only, which the acyclic contracts count too."""
+    return f"from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    {line}"
+
+
+# The key index is handed the open batch: it must not reach back to the store that owns it,
+# not even for a type hint.
+@pytest.mark.parametrize(
+    "line",
+    ["from horologe.storage.store import Storage", _type_only("from .store import Storage")],
+    ids=["runtime", "type-only"],
+)
+def test_a_cyclic_import_in_storage_breaks_its_contract(repo: Path, line: str) -> None:
+    _append(repo / "storage" / "key_index.py", line)
+    done = lint.lint_imports(repo)
+    assert done.returncode != 0
+    assert _contract_lines(done.stdout) == {**KEPT, STORAGE_ACYCLIC: "BROKEN"}
+    assert "No cycles are allowed in horologe.storage." in done.stdout
+
+
+def test_schedule_apply_reaching_back_to_the_state_machine_breaks_the_cluster_contract(repo: Path) -> None:
+    _append(repo / "cluster" / "schedule_apply.py", _type_only("from .state_machine import StateMachine"))
+    done = lint.lint_imports(repo)
+    assert done.returncode != 0
+    assert _contract_lines(done.stdout) == {**KEPT, CLUSTER_ACYCLIC: "BROKEN"}
+    assert "No cycles are allowed in horologe.cluster." in done.stdout
+
+
 def test_storage_runtime_imports_are_acyclic(repo: Path) -> None:
-    """Storage.check() lives in check.py, which sees the store for type hints only."""
+    """Also without the type-only imports, which the contract above counts."""
     tree = lint.build_tree(repo)
     probe = (
         "import grimp\n"
