@@ -122,12 +122,16 @@ def read_shipped(path: str, staging: str):
 
 
 def check_not_behind(dump: LocalDump, applied_index: int, data_dir: str) -> None:
-    if dump.index > applied_index:
+    """Refuse a store that lost writes the dump names. The store's index in the dump's
+    checkpoint is what counts, not the dump's Raft index: the entries past the store's
+    last, up to the dump's, are pysyncobj's own (a new leader's no-op), never the store's."""
+    held = dump.store.get("ri", dump.index)
+    if held > applied_index:
         raise StoreBehindDumpError(
             f"the store in {data_dir} has applied up to Raft index {applied_index}, but this "
-            f"node's Raft dump says {dump.index}: it lost writes it had applied (fsync = false "
-            "and a power loss?). Move this node's data folder away and start it empty: it "
-            "will catch up from the leader."
+            f"node's Raft dump says {held}: it lost writes it had applied (fsync = false and a "
+            "power loss?). Move this node's data folder away and start it empty: it will catch "
+            "up from the leader."
         )
 
 

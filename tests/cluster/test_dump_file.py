@@ -151,6 +151,13 @@ def test_a_store_behind_its_dump_is_refused():
         check_not_behind(dump, 8, "/data")
 
 
+def test_a_store_is_measured_by_its_own_index_in_the_dump_not_by_pysyncobjs_no_op():
+    dump = LocalDump(9, None, {"ri": 8})  # entry 9: a new leader's no-op, never the store's
+    check_not_behind(dump, 8, "/data")
+    with pytest.raises(StoreBehindDumpError, match="Raft index 7, but this node's Raft dump says 8"):
+        check_not_behind(dump, 7, "/data")
+
+
 def test_a_deposed_leader_forgets_the_followers_that_waited_for_a_newer_dump(tmp_path):
     """A follower marked to wait for a newer dump got no heartbeats from that node; if it
     leads again before a newer dump exists (none is taken while nothing is applied), the

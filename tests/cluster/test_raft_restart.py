@@ -82,3 +82,28 @@ def test_the_watch_takes_forward_jumps_and_repeats_for_what_it_saw():
     assert watch.went_back(100.0) is None and watch.went_back(3700.0) is None  # a pause
     assert watch.went_back(3699.0) == 1.0
     assert watch.went_back(3700.5) is None
+
+
+def test_a_dump_whose_last_entry_is_a_new_leaders_no_op_restarts(tmp_path):
+    """A new leader's first entry is pysyncobj's own no-op, which never reaches the store:
+    a dump taken right after it names a Raft index one past the store's. The store is not
+    behind that dump (found by the simulator, seeds 32 and 72)."""
+    node = ticked_node(tmp_path)
+    lead_alone(node)
+    commit_alone(node, 1_000, 2)
+    crash(node)
+    again = ticked_node(tmp_path, log_compaction_min_entries=2)
+    lead_alone(again)  # a new term: its no-op is the last entry applied
+    for _ in range(5):
+        if again._dump.last is not None:
+            break
+        tick(again)
+    dumped = again._dump.last
+    assert dumped is not None and dumped.index > again.state.store.applied_index
+    crash(again)
+    third = ticked_node(tmp_path, log_compaction_min_entries=2)
+    try:
+        tick(third)  # loads the dump
+        assert third.state.halted is None
+    finally:
+        crash(third)
