@@ -23,6 +23,8 @@ import sys
 import tempfile
 import time
 
+from .canaries import CANARIES
+from .known import KNOWN
 from .run import HASHSEEDS, hashseed_for, replay_key
 
 SEED_LIMIT_S = 120  # a seed running longer than this is reported as a failure (a hang)
@@ -40,7 +42,7 @@ def _reexec_under(hashseed: int) -> None:
 # -- the zygote: one per hash seed, forks a child per seed ----------------------------------
 
 
-def zygote(nodes: int) -> None:
+def zygote(nodes: int, canary: str | None) -> None:
     from .run import run_seed  # the imports every child shares
 
     for line in sys.stdin:
@@ -51,7 +53,7 @@ def zygote(nodes: int) -> None:
             code = 0
             try:
                 signal.alarm(SEED_LIMIT_S)
-                result = run_seed(seed, nodes=nodes, tail=40)
+                result = run_seed(seed, nodes=nodes, tail=40, canary=canary)
                 if result.ok:
                     result.trace_tail = []
                 with open(out, "w") as f:
@@ -69,10 +71,11 @@ def zygote(nodes: int) -> None:
 
 
 class _Zygote:
-    def __init__(self, hashseed: int, nodes: int) -> None:
+    def __init__(self, hashseed: int, nodes: int, canary: str | None) -> None:
         self.hashseed = hashseed
+        extra = ["--canary", canary] if canary else []
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "sim", "zygote", "--nodes", str(nodes)],
+            [sys.executable, "-m", "sim", "zygote", "--nodes", str(nodes), *extra],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
@@ -90,11 +93,13 @@ class _Zygote:
         self.proc.wait()
 
 
-def run_many(seeds: int | None, start: int, budget_s: float | None, nodes: int, jobs: int) -> int:
+def run_many(
+    seeds: int | None, start: int, budget_s: float | None, nodes: int, jobs: int, canary: str | None = None
+) -> int:
     began = time.monotonic()
-    zygotes = {h: _Zygote(h, nodes) for h in range(HASHSEEDS)}
+    zygotes = {h: _Zygote(h, nodes, canary) for h in range(HASHSEEDS)}
     outdir = tempfile.mkdtemp(prefix="horologe-sim-results-")
-    next_seed, results, failures = start, [], []
+    next_seed, results, failures, known_seen = start, [], [], []
     end_seed = None if seeds is None else start + seeds
     waiting: list[int] = []  # seeds drawn whose zygote was busy
 
@@ -150,14 +155,21 @@ def run_many(seeds: int | None, start: int, budget_s: float | None, nodes: int, 
                         "steps": 0,
                     }
                 results.append(r)
-                if not r["ok"]:
+                known = KNOWN.get(seed) if nodes == 3 and canary is None else None
+                if not r["ok"] and known is not None and known[0] == r["invariant"]:
+                    known_seen.append(seed)
+                    print(f"SIM KNOWN seed={seed} {r['invariant']}: {known[1]}", flush=True)
+                elif not r["ok"]:
                     failures.append(r)
                     print(
                         f"SIM FAIL seed={seed} hashseed={r['hashseed']} nodes={nodes} {replay_key()} "
                         f"{r['invariant']}: {r['detail']}",
                         flush=True,
                     )
-                    print(f"  replay: make sim SEED={seed}" + (f" NODES={nodes}" if nodes != 3 else ""))
+                    extra = (f" NODES={nodes}" if nodes != 3 else "") + (
+                        f" CANARY={canary}" if canary else ""
+                    )
+                    print(f"  replay: make sim SEED={seed}{extra}")
     finally:
         for z in zygotes.values():
             z.close()
@@ -168,16 +180,16 @@ def run_many(seeds: int | None, start: int, budget_s: float | None, nodes: int, 
     print(
         f"sim: {len(results)} seeds ({start}..{next_seed - 1}, {nodes} nodes) in {took:.1f} s, {jobs} jobs: "
         f"{len(results) / took:.2f} seeds/s, {virtual / max(cpu, 1e-9):.1f} virtual s per CPU s; "
-        f"{len(failures)} failed"
+        f"{len(failures)} failed" + (f", {len(known_seen)} known (sim/known.py)" if known_seen else "")
     )
     return 1 if failures else 0
 
 
-def replay(seed: int, nodes: int, tail: int, as_json: bool) -> int:
+def replay(seed: int, nodes: int, tail: int, as_json: bool, canary: str | None = None) -> int:
     _reexec_under(hashseed_for(seed))
     from .run import run_seed
 
-    result = run_seed(seed, nodes=nodes, tail=1_000_000)
+    result = run_seed(seed, nodes=nodes, tail=1_000_000, canary=canary)
     os.makedirs("sim-report", exist_ok=True)
     path = os.path.join("sim-report", f"{seed}.trace")
     with open(path, "w") as f:
@@ -204,22 +216,25 @@ def main() -> int:
     p_run.add_argument("--minutes", type=float, default=None)
     p_run.add_argument("--nodes", type=int, default=3)
     p_run.add_argument("--jobs", type=int, default=2)
+    p_run.add_argument("--canary", choices=sorted(CANARIES), help="take a fix away (sim/canaries.py)")
     p_replay = sub.add_parser("replay", help="replay one seed, print its trace")
     p_replay.add_argument("seed", type=int)
     p_replay.add_argument("--nodes", type=int, default=3)
     p_replay.add_argument("--tail", type=int, default=80)
     p_replay.add_argument("--json", action="store_true")
+    p_replay.add_argument("--canary", choices=sorted(CANARIES))
     p_zygote = sub.add_parser("zygote", help=argparse.SUPPRESS)
     p_zygote.add_argument("--nodes", type=int, default=3)
+    p_zygote.add_argument("--canary", default=None)
     args = parser.parse_args()
     if args.cmd == "zygote":
-        zygote(args.nodes)
+        zygote(args.nodes, args.canary)
         return 0
     if args.cmd == "replay":
-        return replay(args.seed, args.nodes, args.tail, args.json)
+        return replay(args.seed, args.nodes, args.tail, args.json, args.canary)
     budget = args.seconds if args.seconds is not None else (args.minutes * 60 if args.minutes else None)
     seeds = args.seeds if args.seeds is not None or budget is not None else 100
-    return run_many(seeds, args.start, budget, args.nodes, args.jobs)
+    return run_many(seeds, args.start, budget, args.nodes, args.jobs, args.canary)
 
 
 if __name__ == "__main__":

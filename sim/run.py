@@ -20,6 +20,9 @@ from dataclasses import asdict, dataclass, field
 import pysyncobj.syncobj
 from pysyncobj.version import VERSION as PYSYNCOBJ_VERSION
 
+from horologe.cluster.raft.dump_file import DumpWriter
+
+from . import canaries
 from .clock import patched
 from .world import Profile, S, Violation, World, fresh_dir
 
@@ -42,6 +45,7 @@ class Result:
     hashseed: int
     nodes: int
     ok: bool
+    canary: str | None = None
     invariant: str | None = None
     detail: str | None = None
     trace_hash: str = ""
@@ -58,6 +62,8 @@ class Result:
 
     def line(self) -> str:
         key = f"seed={self.seed} hashseed={self.hashseed} nodes={self.nodes}"
+        if self.canary:
+            key += f" canary={self.canary}"
         what = "ok" if self.ok else f"FAIL {self.invariant}: {self.detail}"
         return (
             f"{key} {what} | {self.steps} steps, {self.virtual_s:.1f} virtual s in {self.wall_s:.2f} s, "
@@ -87,23 +93,36 @@ def replay_key() -> str:
     return f"py={platform.python_version()} pysyncobj={PYSYNCOBJ_VERSION}"
 
 
-def run_seed(seed: int, nodes: int = 3, tail: int = 60, profile: Profile | None = None) -> Result:
+def run_seed(
+    seed: int, nodes: int = 3, tail: int = 60, profile: Profile | None = None, canary: str | None = None
+) -> Result:
+    """Run ``seed``; ``canary`` takes a fix away first (sim/canaries.py: for the canary
+    tests, and only in a process that runs nothing else after)."""
     hashseed = hashseed_for(seed)
     if os.environ.get("PYTHONHASHSEED") != str(hashseed):
         raise RuntimeError(
             f"seed {seed} runs under PYTHONHASHSEED={hashseed} (found {os.environ.get('PYTHONHASHSEED')}): "
             "run it through `python -m sim`"
         )
+    canaries.apply(canary)
     profile = profile or Profile(nodes=nodes)
     base = fresh_dir(os.path.join(sim_root(), f"{os.getpid()}-{seed}"))
     world = World(seed, base, profile, trace_lines=max(400, tail))
-    result = Result(seed, hashseed, profile.nodes, ok=False, faults=world.faults, knobs=world.knobs)
+    result = Result(
+        seed, hashseed, profile.nodes, ok=False, canary=canary, faults=world.faults, knobs=world.knobs
+    )
     handler = _TraceLog(world)
     root = logging.getLogger()
     saved_level, saved_handlers = root.level, root.handlers[:]
     root.handlers = [handler]
     root.setLevel(logging.WARNING)
-    saved_random = pysyncobj.syncobj.random
+    saved_random, saved_start = pysyncobj.syncobj.random, DumpWriter.start
+
+    def dump_start(writer: DumpWriter, *args) -> None:
+        saved_start(writer, *args)
+        world.dump_written(writer.sim_node)
+
+    DumpWriter.start = dump_start
     pysyncobj.syncobj.random = world.rng  # pysyncobj's election timeouts: the world's draws
     started = time.perf_counter()
     try:
@@ -119,7 +138,7 @@ def run_seed(seed: int, nodes: int = 3, tail: int = 60, profile: Profile | None 
             finally:
                 world.note(f"end: {result.invariant or 'ok'}")
     finally:
-        pysyncobj.syncobj.random = saved_random
+        pysyncobj.syncobj.random, DumpWriter.start = saved_random, saved_start
         root.handlers, root.level = saved_handlers, saved_level
         for node in world.nodes:
             if node.alive:

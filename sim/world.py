@@ -125,8 +125,10 @@ class SimNode:
         self.tick_token = 0
         self.skew_ms = 0
         self.crashes = 0
-        # What this node's disk holds while it is down: (first index, terms, store applied index)
-        self.down_holds: tuple[int, list[int], int] | None = None
+        self.crash_at_dump = False
+        self.restart_check: tuple[int, list[int]] | None = None
+        # What this node's Raft log held when it went down: (first index, terms)
+        self.down_holds: tuple[int, list[int]] | None = None
 
     @property
     def alive(self) -> bool:
@@ -141,7 +143,7 @@ class SimNode:
         world = self.world
         self.incarnation += 1
         self.posted.clear()
-        self.down_holds = None
+        held_before = self.down_holds
         store = Storage(os.path.join(self.data_dir, "store"), STORAGE)
         state = StateMachine(store)
         real_apply = state.apply
@@ -164,11 +166,14 @@ class SimNode:
             on_monotonic_step=_monotonic_went_back,
             transport_class=world.transport_class,
         )
+        self.raft._dump.sim_node = name
         journal = self.raft._journal
         for method in ("deleteEntriesFrom", "deleteEntriesTo", "clear"):
             setattr(journal, method, _flagging(getattr(journal, method), world, f"{name} journal.{method}"))
         world.durability_dirty = True
         world.note(f"{name} started (incarnation {self.incarnation}), journal last {journal.last_idx}")
+        self.restart_check = held_before  # after the first tick, which loads the dump
+        self.down_holds = None
         self.schedule_tick(world.rng.randrange(0, int(self.settings.tick_s * S)))
 
     def crash(self) -> None:
@@ -178,8 +183,8 @@ class SimNode:
         if raft is None:
             return
         world = self.world
-        journal, store = raft._journal, raft.state.store
-        self.down_holds = (journal._idx[0] if len(journal) else 0, list(journal._terms), store.applied_index)
+        journal = raft._journal
+        self.down_holds = (journal._idx[0] if len(journal) else 0, list(journal._terms))
         world.network.detach(self.address)
         raft._transport.destroy()
         _close_fds_under(self.data_dir)
@@ -209,6 +214,9 @@ class SimNode:
             return False
         raft = self.raft
         raft.doTick(0)
+        if self.restart_check is not None and self.raft is raft:
+            held_before, self.restart_check = self.restart_check, None
+            self.world.check_restart(self, held_before)
         tick_ns = int(self.settings.tick_s * S)
         self.schedule_tick(tick_ns + self.world.rng.randrange(-tick_ns // 5, tick_ns // 5))
         return True
@@ -393,7 +401,9 @@ class World:
         for _ in range(rng.randrange(0, prof.max_faults + 1)):
             start = rng.uniform(1.0, prof.faults_s - 0.5)
             length = rng.uniform(0.2, min(3.0, prof.faults_s - start))
-            kind = rng.choice(("crash", "crash", "isolate", "one_way", "split", "reset", "slow", "skew"))
+            kind = rng.choice(
+                ("crash", "crash", "crash_at_dump", "isolate", "one_way", "split", "reset", "slow", "skew")
+            )
             a = rng.choice(names)
             if kind == "split":
                 group = set(rng.sample(names, rng.randrange(1, len(names) // 2 + 1)))
@@ -409,6 +419,8 @@ class World:
                 self._fault(start, length, f"one-way {a}->{b} drop", self._paths([(a, b)], DROP))
             elif kind == "crash":
                 self._fault(start, length, f"crash {a}", (self._crash(a), self._restart(a)))
+            elif kind == "crash_at_dump":
+                self._fault(start, length, f"crash {a} at its next dump", self._crash_at_dump(a))
             elif kind == "reset":
                 b = rng.choice([x for x in names if x != a])
                 self._fault(start, 0, f"reset {a}-{b}", (self._reset(a, b), lambda: None))
@@ -462,6 +474,28 @@ class World:
                 node.start()
 
         return restart
+
+    def _crash_at_dump(self, name: str):
+        """Armed, ``name`` crashes right after the step that puts its next Raft dump in place
+        (before the next tick cuts its journal: #46 finding 1), and restarts 0.1-1 s later."""
+        node = self.by_name[name]
+
+        def on() -> None:
+            node.crash_at_dump = True
+
+        def off() -> None:
+            node.crash_at_dump = False
+
+        return on, off
+
+    def dump_written(self, name: str) -> None:
+        node = self.by_name[name]
+        self.count("dumps")
+        if node.crash_at_dump and self.phase == "faults":
+            node.crash_at_dump = False
+            self.note(f"{name} wrote a dump: crash before its next tick")
+            self.at(0, "fault", None, node.crash)
+            self.at(self.rng.randrange(100 * MS, 1000 * MS), "fault", None, self._restart(name))
 
     def _reset(self, a: str, b: str) -> Callable:
         def reset() -> None:
@@ -634,22 +668,40 @@ class World:
         if self.phase in ("heal", "restarted", "draining"):
             self.check_recovered()
 
-    def holds(self, node: SimNode, acked: Acked) -> bool:
-        raft = node.raft
-        if raft is None:
-            first, terms, applied = node.down_holds
-            k = acked.index - first
-            return applied >= acked.index or (0 <= k < len(terms) and terms[k] == acked.term)
-        if raft.state.store.applied_index >= acked.index:
-            return True
-        return raft._journal.term_at(acked.index) == acked.term
+    def holds(self, node: SimNode, index: int, term: int) -> bool:
+        """Whether ``node``'s Raft log holds entry ``index`` of ``term``: in its journal, or
+        before the journal's first entry (compacted into its snapshot). A down node is
+        judged by what its disk held when it went down."""
+        if node.raft is None:
+            first, terms = node.down_holds
+        else:
+            journal = node.raft._journal
+            first, terms = (journal._idx[0] if len(journal) else 0), journal._terms
+        k = index - first
+        return k < 0 or (k < len(terms) and terms[k] == term)
+
+    def check_restart(self, node: SimNode, held_before: tuple[int, list[int]]) -> None:
+        """A restart keeps every committed entry the node's log held when it went down
+        (a crash loses nothing on disk here: no power loss is simulated)."""
+        first, terms = held_before
+        for k, term in enumerate(terms):
+            index = first + k
+            committed = self.applied.get(index)
+            if committed is None or committed[0] != term:
+                continue  # not known committed: a restart may legally not need it
+            if not self.holds(node, index, term):
+                raise Violation(
+                    "restart-keeps-committed",
+                    f"{node.name} held committed entry {index} (term {term}) when it went down, "
+                    f"and not after its restart (journal now starts at {node.raft._journal._idx[0]})",
+                )
 
     def check_durable(self) -> None:
         """Every entry acknowledged to the client is held by a majority (in its Raft log, or
         applied in its store), whatever crashed or restarted since."""
         majority = len(self.nodes) // 2 + 1
         for acked in self.acked:
-            holders = [n.name for n in self.nodes if self.holds(n, acked)]
+            holders = [n.name for n in self.nodes if self.holds(n, acked.index, acked.term)]
             if len(holders) < majority:
                 raise Violation(
                     "acked-on-a-majority",
