@@ -22,7 +22,7 @@ DROP_OLD_STAMPS := find $(VENV) -maxdepth 1 -name '.installed-*' ! -name '*-$(HA
 DEB_PACKAGES := faketime fuse3 libfuse3-dev pkg-config docker.io debootstrap docker-compose prometheus \
 	chromium chromium-driver
 
-.PHONY: help install test lint unit bench bench-parts run chaos soak compose-check compose-test deb-tools clean
+.PHONY: help install test lint unit bench bench-parts run chaos soak sim compose-check compose-test deb-tools clean
 
 help:
 	@echo "make run    - start a local 3-node cluster, show messages scheduled and delivered; Ctrl-C stops it"
@@ -31,6 +31,7 @@ help:
 	@echo "make bench-parts - the component benchmarks (bench/bench_*.py) that explain edge figures"
 	@echo "make chaos  - every chaos scenario (about 11 min); report in chaos-report/"
 	@echo "make soak   - 30 min of mixed load, a fault every 2 min; report in soak-report/"
+	@echo "make sim    - the deterministic simulator: SEEDS=N or MINUTES=M of seeds; SEED=S replays one"
 	@echo "make compose-check - validate both compose layouts offline and their node command lines"
 	@echo "make compose-test - the compose deployment for real: own dockerd, images built offline,"
 	@echo "                    3 nodes on the host network, SIGKILL/stop/down-up/isolate; prints timings"
@@ -116,3 +117,14 @@ run: $(BASE_STAMP)
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache .hypothesis
+
+# The deterministic simulator (sim/, docs/simulator.md): SEEDS=N seeds from START (default 1),
+# or MINUTES=M of seeds; NODES=5 for five nodes; CANARY=name takes a fix away (sim/canaries.py).
+# SEED=S replays one seed in a fresh process and prints the last steps of its trace.
+sim: install
+ifdef SEED
+	$(PY) -m sim replay $(SEED) $(if $(NODES),--nodes $(NODES)) $(if $(CANARY),--canary $(CANARY))
+else
+	$(PY) -m sim run $(if $(SEEDS),--seeds $(SEEDS)) $(if $(MINUTES),--minutes $(MINUTES)) \
+		$(if $(START),--start $(START)) $(if $(NODES),--nodes $(NODES)) $(if $(CANARY),--canary $(CANARY))
+endif

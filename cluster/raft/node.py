@@ -27,6 +27,7 @@ import pysyncobj.syncobj as pysyncobj_module
 from pysyncobj import FAIL_REASON, SyncObj, SyncObjConf, replicated
 from pysyncobj.monotonic import monotonic as monotonic_time
 from pysyncobj.syncobj import _RAFT_STATE
+from pysyncobj.transport import TCPTransport, Transport
 
 from horologe.storage import Storage
 from horologe.storage.commit_journal import CommitJournal
@@ -108,6 +109,7 @@ class RaftNode(SyncObj):
         observe_fsync: Callable[[float], None] = lambda seconds: None,
         auto_tick: bool = True,
         on_monotonic_step: Callable[[float], None] = exit_for_step,
+        transport_class: type[Transport] = TCPTransport,
     ) -> None:
         """``on_applied`` and ``on_role`` (True: this node leads now) run on the event loop,
         through ``crossing``. ``clock`` (wall ms) is sent to peers on every keep-alive; see
@@ -118,6 +120,8 @@ class RaftNode(SyncObj):
 
         With ``auto_tick`` False pysyncobj starts no tick thread: the caller ticks the node
         itself (``doTick``), one step at a time, as the in-process tests of the Raft shell do.
+        ``transport_class`` is pysyncobj's ``transportClass``: TCP (the wire, wire.py) unless
+        a simulator (sim/) passes its own network.
         """
         if not settings.cluster_secret and not settings.insecure_dev:
             raise InsecureConfigError(
@@ -182,7 +186,7 @@ class RaftNode(SyncObj):
             with _pysyncobj_parts(
                 createJournal=create_journal, Serializer=serializer, getEncryptor=RaftCipher.from_secret
             ):
-                super().__init__(DialNode(settings.raft), self._peers, conf)
+                super().__init__(DialNode(settings.raft), self._peers, conf, transportClass=transport_class)
             built = True
             check_node(self, self._journal, ShippingSerializer)
         except BaseException:

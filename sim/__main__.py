@@ -1,0 +1,241 @@
+"""``python -m sim``: run many seeds, or replay one.
+
+    python -m sim run [--seeds N] [--start S] [--minutes M | --seconds T] [--nodes 3|5] [--jobs J]
+    python -m sim replay SEED [--nodes 3|5] [--tail N] [--json]
+
+``run`` prints a line per failing seed (with everything needed to replay it) and a
+summary; it exits 1 if any seed failed. Each seed runs in a child forked from a process
+started under that seed's ``PYTHONHASHSEED`` (one such process per hash seed, imports done
+once), so seeds share nothing. ``replay`` runs one seed in a fresh process under its hash
+seed, prints the last ``--tail`` steps of its trace and writes the whole trace to
+``sim-report/<seed>.trace``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+from .canaries import CANARIES
+from .known import KNOWN
+from .run import HASHSEEDS, hashseed_for, replay_key
+
+SEED_LIMIT_S = 120  # a seed running longer than this is reported as a failure (a hang)
+
+
+def _env(hashseed: int) -> dict:
+    return {**os.environ, "PYTHONHASHSEED": str(hashseed)}
+
+
+def _reexec_under(hashseed: int) -> None:
+    if os.environ.get("PYTHONHASHSEED") != str(hashseed):
+        os.execve(sys.executable, [sys.executable, "-m", "sim", *sys.argv[1:]], _env(hashseed))
+
+
+# -- the zygote: one per hash seed, forks a child per seed ----------------------------------
+
+
+def zygote(nodes: int, canary: str | None) -> None:
+    from .run import run_seed  # the imports every child shares
+
+    for line in sys.stdin:
+        seed_s, out = line.split()
+        seed = int(seed_s)
+        pid = os.fork()
+        if pid == 0:
+            code = 0
+            try:
+                signal.alarm(SEED_LIMIT_S)
+                result = run_seed(seed, nodes=nodes, tail=40, canary=canary)
+                if result.ok:
+                    result.trace_tail = []
+                with open(out, "w") as f:
+                    json.dump(result.to_dict(), f)
+            except BaseException:  # noqa: BLE001 - reported by the parent from the exit status
+                import traceback
+
+                traceback.print_exc()
+                code = 1
+            finally:
+                sys.stdout.flush()
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        print(f"done {seed} {status}", flush=True)
+
+
+class _Zygote:
+    def __init__(self, hashseed: int, nodes: int, canary: str | None) -> None:
+        self.hashseed = hashseed
+        extra = ["--canary", canary] if canary else []
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "sim", "zygote", "--nodes", str(nodes), *extra],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=_env(hashseed),
+        )
+        self.busy: int | None = None
+
+    def send(self, seed: int, out: str) -> None:
+        self.busy = seed
+        self.proc.stdin.write(f"{seed} {out}\n")
+        self.proc.stdin.flush()
+
+    def close(self) -> None:
+        self.proc.stdin.close()
+        self.proc.wait()
+
+
+def run_many(
+    seeds: int | None, start: int, budget_s: float | None, nodes: int, jobs: int, canary: str | None = None
+) -> int:
+    began = time.monotonic()
+    zygotes = {h: _Zygote(h, nodes, canary) for h in range(HASHSEEDS)}
+    outdir = tempfile.mkdtemp(prefix="horologe-sim-results-")
+    next_seed, results, failures, known_seen = start, [], [], []
+    end_seed = None if seeds is None else start + seeds
+    waiting: list[int] = []  # seeds drawn whose zygote was busy
+
+    def more() -> bool:
+        if budget_s is not None and time.monotonic() - began >= budget_s:
+            return False
+        return end_seed is None or next_seed < end_seed or bool(waiting)
+
+    try:
+        while True:
+            busy = [z for z in zygotes.values() if z.busy is not None]
+            while len(busy) < jobs and more():
+                candidates = waiting + ([next_seed] if end_seed is None or next_seed < end_seed else [])
+                pick = next((s for s in candidates if zygotes[hashseed_for(s)].busy is None), None)
+                if pick is None:
+                    if end_seed is None or next_seed < end_seed:
+                        waiting.append(next_seed)
+                        next_seed += 1
+                        continue
+                    break
+                if pick == next_seed:
+                    next_seed += 1
+                else:
+                    waiting.remove(pick)
+                z = zygotes[hashseed_for(pick)]
+                z.send(pick, os.path.join(outdir, f"{pick}.json"))
+                busy.append(z)
+            if not busy:
+                break
+            ready, _, _ = select.select([z.proc.stdout for z in busy], [], [])
+            for z in busy:
+                if z.proc.stdout not in ready:
+                    continue
+                line = z.proc.stdout.readline()
+                _, seed_s, status = line.split()
+                seed = int(seed_s)
+                z.busy = None
+                path = os.path.join(outdir, f"{seed}.json")
+                if int(status) == 0 and os.path.exists(path):
+                    with open(path) as f:
+                        r = json.load(f)
+                    os.unlink(path)
+                else:
+                    r = {
+                        "seed": seed,
+                        "ok": False,
+                        "invariant": "crashed",
+                        "wall_s": 0.0,
+                        "virtual_s": 0.0,
+                        "detail": f"the seed's process ended with status {status} (a hang past "
+                        f"{SEED_LIMIT_S} s is killed)",
+                        "hashseed": hashseed_for(seed),
+                        "steps": 0,
+                    }
+                results.append(r)
+                known = KNOWN.get(seed) if nodes == 3 and canary is None else None
+                if not r["ok"] and known is not None and known[0] == r["invariant"]:
+                    known_seen.append(seed)
+                    print(f"SIM KNOWN seed={seed} {r['invariant']}: {known[1]}", flush=True)
+                elif not r["ok"]:
+                    failures.append(r)
+                    print(
+                        f"SIM FAIL seed={seed} hashseed={r['hashseed']} nodes={nodes} {replay_key()} "
+                        f"{r['invariant']}: {r['detail']}",
+                        flush=True,
+                    )
+                    extra = (f" NODES={nodes}" if nodes != 3 else "") + (
+                        f" CANARY={canary}" if canary else ""
+                    )
+                    print(f"  replay: make sim SEED={seed}{extra}")
+    finally:
+        for z in zygotes.values():
+            z.close()
+        os.rmdir(outdir)
+    took = time.monotonic() - began
+    virtual = sum(r["virtual_s"] for r in results)
+    cpu = sum(r["wall_s"] for r in results)
+    print(
+        f"sim: {len(results)} seeds ({start}..{next_seed - 1}, {nodes} nodes) in {took:.1f} s, {jobs} jobs: "
+        f"{len(results) / took:.2f} seeds/s, {virtual / max(cpu, 1e-9):.1f} virtual s per CPU s; "
+        f"{len(failures)} failed" + (f", {len(known_seen)} known (sim/known.py)" if known_seen else "")
+    )
+    return 1 if failures else 0
+
+
+def replay(seed: int, nodes: int, tail: int, as_json: bool, canary: str | None = None) -> int:
+    _reexec_under(hashseed_for(seed))
+    from .run import run_seed
+
+    result = run_seed(seed, nodes=nodes, tail=1_000_000, canary=canary)
+    os.makedirs("sim-report", exist_ok=True)
+    path = os.path.join("sim-report", f"{seed}.trace")
+    with open(path, "w") as f:
+        f.write("\n".join(result.trace_tail) + "\n")
+    if as_json:
+        result.trace_tail = result.trace_tail[-tail:]
+        print(json.dumps(result.to_dict()))
+        return 0 if result.ok else 1
+    print("\n".join(result.trace_tail[-tail:]))
+    print(f"faults: {result.faults}")
+    print(f"knobs: {result.knobs}; answers: {result.answers}; delivered {result.delivered}")
+    print(f"{result.line()} ({replay_key()})")
+    print(f"whole trace: {path}")
+    return 0 if result.ok else 1
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(prog="python -m sim", description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    p_run = sub.add_parser("run", help="run many seeds")
+    p_run.add_argument("--seeds", type=int, default=None)
+    p_run.add_argument("--start", type=int, default=1)
+    p_run.add_argument("--seconds", type=float, default=None)
+    p_run.add_argument("--minutes", type=float, default=None)
+    p_run.add_argument("--nodes", type=int, default=3)
+    p_run.add_argument("--jobs", type=int, default=2)
+    p_run.add_argument("--canary", choices=sorted(CANARIES), help="take a fix away (sim/canaries.py)")
+    p_replay = sub.add_parser("replay", help="replay one seed, print its trace")
+    p_replay.add_argument("seed", type=int)
+    p_replay.add_argument("--nodes", type=int, default=3)
+    p_replay.add_argument("--tail", type=int, default=80)
+    p_replay.add_argument("--json", action="store_true")
+    p_replay.add_argument("--canary", choices=sorted(CANARIES))
+    p_zygote = sub.add_parser("zygote", help=argparse.SUPPRESS)
+    p_zygote.add_argument("--nodes", type=int, default=3)
+    p_zygote.add_argument("--canary", default=None)
+    args = parser.parse_args()
+    if args.cmd == "zygote":
+        zygote(args.nodes, args.canary)
+        return 0
+    if args.cmd == "replay":
+        return replay(args.seed, args.nodes, args.tail, args.json, args.canary)
+    budget = args.seconds if args.seconds is not None else (args.minutes * 60 if args.minutes else None)
+    seeds = args.seeds if args.seeds is not None or budget is not None else 100
+    return run_many(seeds, args.start, budget, args.nodes, args.jobs, args.canary)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

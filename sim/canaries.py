@@ -1,0 +1,56 @@
+"""Fixes already on main, taken away one at a time by monkeypatch (in the simulator's own
+process only, never in a file): the simulator must catch each (tests/sim/test_canaries.py).
+
+Each canary puts back the code as it was before its fix, with the issue it came from.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from horologe.cluster.raft.append_rule import trim_append
+from horologe.cluster.raft.node import RaftNode
+
+
+def _no_commit_clamp() -> None:
+    """#46 finding 3: an ``append_entries`` without ``prevLogIdx`` (a snapshot chunk, or
+    pysyncobj's ``"serialized": None``) moved the follower's commit index to its own last
+    index, so a former master applied its own suffix that never committed."""
+
+    def append_as_raft_has_it(self, message: dict) -> dict:
+        if "prevLogIdx" not in message or "transmission" in message:
+            return message
+        journal = self._journal
+        return trim_append(message, journal.term_at, journal.last_idx, self._SyncObj__raftCommitIndex)
+
+    RaftNode._append_as_raft_has_it = append_as_raft_has_it
+
+
+def _no_stale_answer_check() -> None:
+    """#46 (f4b03d1): a leader counted a follower's answer to an append of another term."""
+    original = RaftNode._on_message
+
+    def on_message(self, node, message) -> None:
+        if isinstance(message, dict) and message.get("type") == "next_node_idx":
+            message = {**message, "term": None}  # as from a node before the rule: taken as is
+        original(self, node, message)
+
+    RaftNode._on_message = on_message
+
+
+def _no_finish_cut() -> None:
+    """#46 finding 1: a journal holding the dump's last two entries was not cut at load, so
+    pysyncobj cleared it whole after a crash between the dump's rename and the cut."""
+    RaftNode._finish_cut = lambda self, raft_data: None
+
+
+CANARIES: dict[str, Callable[[], None]] = {
+    "no-commit-clamp": _no_commit_clamp,
+    "no-stale-answer-check": _no_stale_answer_check,
+    "no-finish-cut": _no_finish_cut,
+}
+
+
+def apply(name: str | None) -> None:
+    if name:
+        CANARIES[name]()

@@ -1,0 +1,102 @@
+"""Virtual time for the simulator: every clock the Raft shell and pysyncobj read, patched.
+
+One process runs one simulation, single-threaded; its clocks are the world's:
+
+* the monotonic clock (``time.monotonic``, ``time.clock_gettime`` of the monotonic clocks,
+  ``perf_counter``) is the world's virtual time, the same on every node, as on one Linux host;
+* the wall clock (``time.time``) is the true virtual wall time; a node's own wall clock
+  (``RaftNode(clock=)``) is that plus the node's skew, which the fault plan sets;
+* ``time.sleep`` raises: nothing in a tick may wait on real time.
+
+pysyncobj binds its monotonic clock (``pysyncobj.monotonic.monotonic``, a lambda over
+``time.clock_gettime``) into several modules under other names (``monotonicTime`` in
+syncobj, transport, tcp_connection; ``monotonic_time`` in cluster/raft/node.py): every
+module attribute bound to that function is rebound too, so the patch does not depend on
+``clock_gettime`` being looked up at call time.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+import pysyncobj.monotonic
+
+MONOTONIC_START_S = 1000.0  # virtual monotonic time at the world's start
+WALL_START_MS = 1_767_225_600_000 - 4_000  # 4 s before an hour (2026-01-01 00:00 UTC): hours roll
+
+
+class SimTimeError(RuntimeError):
+    """Something waited on real time inside the simulation."""
+
+
+class VirtualClock:
+    """The world's time, in integer nanoseconds since its start; only the world moves it."""
+
+    def __init__(self) -> None:
+        self.ns = 0
+
+    def monotonic(self) -> float:
+        return MONOTONIC_START_S + self.ns / 1e9
+
+    def monotonic_ns(self) -> int:
+        return int(MONOTONIC_START_S * 1e9) + self.ns
+
+    def wall_ms(self) -> int:
+        """True wall time, in epoch ms."""
+        return WALL_START_MS + self.ns // 1_000_000
+
+    def wall_s(self) -> float:
+        return WALL_START_MS / 1000 + self.ns / 1e9
+
+
+def _no_sleep(seconds: float) -> None:
+    raise SimTimeError(f"time.sleep({seconds}) inside the simulation")
+
+
+@contextmanager
+def patched(clock: VirtualClock) -> Iterator[None]:
+    """Every clock the shell reads runs on ``clock`` inside the block; put back after."""
+    original_monotonic = pysyncobj.monotonic.monotonic
+    real_clock_gettime = time.clock_gettime
+    monotonic_ids = {time.CLOCK_MONOTONIC, time.CLOCK_MONOTONIC_RAW}
+
+    def clock_gettime(clk_id: int) -> float:
+        if clk_id in monotonic_ids:
+            return clock.monotonic()
+        if clk_id == time.CLOCK_REALTIME:
+            return clock.wall_s()
+        return real_clock_gettime(clk_id)
+
+    replacements: dict[str, Callable] = {
+        "monotonic": clock.monotonic,
+        "monotonic_ns": clock.monotonic_ns,
+        "perf_counter": clock.monotonic,
+        "perf_counter_ns": clock.monotonic_ns,
+        "clock_gettime": clock_gettime,
+        "time": clock.wall_s,
+        "time_ns": lambda: WALL_START_MS * 1_000_000 + clock.ns,
+        "sleep": _no_sleep,
+    }
+    saved_time = {name: getattr(time, name) for name in replacements}
+    rebound: list[tuple[object, str]] = []
+    for module in list(sys.modules.values()):
+        namespace = getattr(module, "__dict__", None)
+        if not isinstance(namespace, dict):
+            continue
+        for name, value in list(namespace.items()):
+            if value is original_monotonic:
+                rebound.append((module, name))
+    try:
+        for name, fn in replacements.items():
+            setattr(time, name, fn)
+        for module, name in rebound:
+            setattr(module, name, clock.monotonic)
+        yield
+    finally:
+        for name, fn in saved_time.items():
+            setattr(time, name, fn)
+        for module, name in rebound:
+            setattr(module, name, original_monotonic)

@@ -1,0 +1,323 @@
+"""A simulated network between Raft nodes that behaves as pysyncobj's TCP links do.
+
+One connection per pair of nodes, dialled by the node with the larger address (as
+``TCPTransport._shouldConnect``), carrying pickled messages (pysyncobj's own pickle, as on
+the wire) in each direction:
+
+* **FIFO per direction**: a message is delivered at ``max(previous delivery on that
+  direction, now + delay)``; nothing is reordered on a connection, nothing is duplicated.
+* **Loss only by disconnect**: when a connection breaks, what it still carries is gone,
+  both ends learn it (``_onNodeDisconnected``), and the dialler reconnects after
+  ``connectionRetryTime``. A message already sent by a node that then crashed still
+  arrives, followed by the connection's end (the kernel's FIN).
+* **Paths** (one direction between two nodes) are ``open``, ``drop`` (a blackhole: what is
+  sent waits, and arrives after the heal if the connection lived that long) or ``reject``
+  (the connection breaks at once, and connects are refused while it lasts). A connection
+  whose end has read nothing for ``connectionTimeout`` breaks at that end's next send,
+  as pysyncobj's ``__processConnectionTimeout`` does.
+
+Handshake: the dialler's end is up one round trip after the dial, and it sends its
+address first; the acceptor's end is up when that address arrives (no encryption: the
+simulator runs ``insecure_dev``).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+import pysyncobj.pickle as raft_pickle
+from pysyncobj.transport import Transport
+
+OPEN, DROP, REJECT = "open", "drop", "reject"
+
+
+@dataclass
+class _Item:
+    kind: str  # "hello", "msg" or "fin"
+    payload: bytes | None
+    at_ns: int
+    gen: int = 0
+
+
+@dataclass
+class _Direction:
+    queue: deque = field(default_factory=deque)
+    last_ns: int = 0
+
+
+@dataclass
+class Conn:
+    """The one connection of a pair of nodes (``lo`` < ``hi`` by address; ``hi`` dials)."""
+
+    lo: str
+    hi: str
+    epoch: int = 0
+    up: dict[str, bool] = field(default_factory=dict)  # address -> that end believes it is up
+    last_read_ns: dict[str, int] = field(default_factory=dict)
+    dialing: bool = False
+    last_dial_ns: int | None = None
+    dirs: dict[tuple[str, str], _Direction] = field(default_factory=dict)
+
+    def other(self, addr: str) -> str:
+        return self.hi if addr == self.lo else self.lo
+
+
+class SimNetwork:
+    def __init__(self, world, addresses: list[str]) -> None:
+        self.world = world
+        self.addresses = sorted(addresses)
+        self.transports: dict[str, SimTransport] = {}  # address -> the live incarnation's
+        self.paths: dict[tuple[str, str], str] = {
+            (a, b): OPEN for a in self.addresses for b in self.addresses if a != b
+        }
+        # per direction: (base delay ns, jitter ns); faults change them
+        self.delay: dict[tuple[str, str], tuple[int, int]] = {}
+        self.conns: dict[tuple[str, str], Conn] = {}
+        for i, a in enumerate(self.addresses):
+            for b in self.addresses[i + 1 :]:
+                conn = Conn(a, b)
+                conn.up = {a: False, b: False}
+                conn.last_read_ns = {a: 0, b: 0}
+                conn.dirs = {(a, b): _Direction(), (b, a): _Direction()}
+                self.conns[(a, b)] = conn
+        for path in self.paths:
+            self.delay[path] = (world.rng.randrange(100_000, 2_000_000), world.rng.randrange(0, 1_000_000))
+        self.messages = 0
+        self.bytes = 0
+
+    # -- topology ------------------------------------------------------------------
+
+    def conn(self, a: str, b: str) -> Conn:
+        return self.conns[(a, b) if a < b else (b, a)]
+
+    def set_path(self, src: str, dst: str, state: str) -> None:
+        old = self.paths[(src, dst)]
+        self.paths[(src, dst)] = state
+        conn = self.conn(src, dst)
+        if state == REJECT:
+            self.break_conn(conn, "reset by a reject partition", at_once=True)
+        elif old == DROP and state == OPEN:
+            self._resume(conn, (src, dst))
+
+    def _latency(self, src: str, dst: str) -> int:
+        base, jitter = self.delay[(src, dst)]
+        return base + (self.world.rng.randrange(jitter) if jitter else 0)
+
+    # -- attach and detach incarnations ------------------------------------------------
+
+    def attach(self, transport: SimTransport) -> None:
+        self.transports[transport.address] = transport
+
+    def detach(self, address: str) -> None:
+        """The process at ``address`` died: its sockets close (a FIN follows what it sent)."""
+        self.transports.pop(address, None)
+        for conn in self.conns.values():
+            if address not in (conn.lo, conn.hi):
+                continue
+            peer = conn.other(address)
+            conn.up[address] = False
+            conn.dialing = False if conn.hi == address else conn.dialing
+            inbound = conn.dirs[(peer, address)]
+            for item in inbound.queue:
+                item.gen += 1
+            inbound.queue.clear()
+            self._enqueue(conn, address, peer, _Item("fin", None, 0))
+
+    # -- connecting ----------------------------------------------------------------------
+
+    def maybe_dial(self, transport: SimTransport) -> None:
+        """The dialler's tick: reconnect each connection it owns that is down (retry-paced)."""
+        me = transport.address
+        now = self.world.clock.ns
+        retry_ns = int(transport.retry_s * 1e9)
+        for peer in self.addresses:
+            if peer >= me:
+                continue
+            conn = self.conn(me, peer)
+            if conn.up[me] or conn.dialing:
+                continue
+            if conn.last_dial_ns is not None and now - conn.last_dial_ns < retry_ns:
+                continue
+            conn.last_dial_ns = now
+            if (
+                peer not in self.transports
+                or self.paths[(me, peer)] != OPEN
+                or self.paths[(peer, me)] != OPEN
+            ):
+                self.world.note(f"dial {me}->{peer} refused")
+                continue
+            conn.dialing = True
+            conn.epoch += 1
+            epoch = conn.epoch
+            rtt = self._latency(me, peer) + self._latency(peer, me)
+            self.world.at(rtt, "raft", me, self._established, conn, epoch)
+
+    def _established(self, conn: Conn, epoch: int) -> None:
+        conn.dialing = False
+        hi, lo = conn.hi, conn.lo
+        if epoch != conn.epoch or hi not in self.transports or lo not in self.transports:
+            return
+        if self.paths[(hi, lo)] != OPEN or self.paths[(lo, hi)] != OPEN:
+            return
+        for d in conn.dirs.values():
+            for item in d.queue:
+                item.gen += 1
+            d.queue.clear()
+        conn.up[hi] = True
+        conn.last_read_ns[hi] = self.world.clock.ns
+        self.world.note(f"link {hi}->{lo} up (epoch {epoch})")
+        self._enqueue(conn, hi, lo, _Item("hello", None, 0))
+        self.transports[hi].connected(lo)
+
+    def break_conn(self, conn: Conn, why: str, at_once: bool = False, by: str | None = None) -> None:
+        """The connection ends: what it carries is lost; ``by``'s end learns it now, the
+        other end after a transit (or now, ``at_once``: a reset both ways)."""
+        if not (conn.up[conn.lo] or conn.up[conn.hi] or conn.dialing):
+            return
+        conn.epoch += 1
+        conn.dialing = False
+        self.world.note(f"link {conn.lo}-{conn.hi} broken: {why}")
+        for d in conn.dirs.values():
+            for item in d.queue:
+                item.gen += 1
+            d.queue.clear()
+        for end in (conn.lo, conn.hi):
+            if not conn.up[end]:
+                continue
+            if at_once or end == by:
+                self._down(conn, end)
+            else:
+                epoch = conn.epoch
+                self.world.at(
+                    self._latency(conn.other(end), end), "raft", end, self._fin_late, conn, end, epoch
+                )
+
+    def _fin_late(self, conn: Conn, end: str, epoch: int) -> None:
+        if conn.epoch == epoch and conn.up[end]:
+            self._down(conn, end)
+
+    def _down(self, conn: Conn, end: str) -> None:
+        conn.up[end] = False
+        transport = self.transports.get(end)
+        if transport is not None:
+            transport.disconnected(conn.other(end))
+
+    # -- sending and delivering ----------------------------------------------------------
+
+    def send(self, src: str, dst: str, message) -> bool:
+        conn = self.conn(src, dst)
+        if not conn.up[src]:
+            return False
+        now = self.world.clock.ns
+        timeout_ns = int(self.transports[src].timeout_s * 1e9)
+        if now - conn.last_read_ns[src] > timeout_ns:
+            self.break_conn(conn, f"{src} read nothing for {timeout_ns / 1e9} s", by=src)
+            return False
+        data = raft_pickle.dumps(message)
+        self.messages += 1
+        self.bytes += len(data)
+        self._enqueue(conn, src, dst, _Item("msg", data, 0))
+        return True
+
+    def _enqueue(self, conn: Conn, src: str, dst: str, item: _Item) -> None:
+        d = conn.dirs[(src, dst)]
+        item.at_ns = max(d.last_ns, self.world.clock.ns + self._latency(src, dst))
+        d.last_ns = item.at_ns
+        d.queue.append(item)
+        self.world.at_abs(item.at_ns, "raft", dst, self._arrive, conn, (src, dst), item, item.gen)
+
+    def _resume(self, conn: Conn, path: tuple[str, str]) -> None:
+        """A blackholed direction heals: what waited goes on, in order."""
+        d = conn.dirs[path]
+        d.last_ns = 0
+        for item in d.queue:
+            item.gen += 1
+            item.at_ns = max(d.last_ns, self.world.clock.ns + self._latency(*path))
+            d.last_ns = item.at_ns
+            self.world.at_abs(item.at_ns, "raft", path[1], self._arrive, conn, path, item, item.gen)
+
+    def _arrive(self, conn: Conn, path: tuple[str, str], item: _Item, gen: int) -> None:
+        if gen != item.gen:
+            return
+        if self.paths[path] == DROP:
+            return  # waits for the heal (_resume)
+        d = conn.dirs[path]
+        assert d.queue and d.queue[0] is item, "a direction delivers in order"
+        d.queue.popleft()
+        src, dst = path
+        transport = self.transports.get(dst)
+        if transport is None:
+            return
+        conn.last_read_ns[dst] = self.world.clock.ns
+        if item.kind == "fin":
+            if conn.up[dst]:
+                self.world.note(f"link {src}->{dst} closed by {src}")
+                self._down(conn, dst)
+            return
+        if item.kind == "hello":
+            conn.up[dst] = True
+            self.world.note(f"link {src}->{dst} accepted")
+            transport.connected(src)
+            return
+        if not conn.up[dst]:
+            return
+        transport.deliver(src, raft_pickle.loads(item.payload))
+
+    def queued_bytes(self, src: str, dst: str) -> int:
+        d = self.conn(src, dst).dirs[(src, dst)]
+        return sum(len(i.payload) for i in d.queue if i.payload is not None)
+
+
+class _SimConnection:
+    """What ``RaftNode._backlog`` reads of a connection: the bytes not yet delivered."""
+
+    def __init__(self, network: SimNetwork, src: str, dst: str) -> None:
+        self._network, self._src, self._dst = network, src, dst
+
+    def getSendBufferSize(self) -> int:  # noqa: N802 - pysyncobj's name
+        return self._network.queued_bytes(self._src, self._dst)
+
+
+class SimTransport(Transport):
+    """pysyncobj's transport over :class:`SimNetwork`; built by ``SyncObj.__init__`` as
+    ``transportClass(syncObj, selfNode, otherNodes)`` (see :func:`transport_for`)."""
+
+    network: SimNetwork  # set on the subclass transport_for makes
+
+    def __init__(self, syncObj, selfNode, otherNodes) -> None:  # noqa: N803 - pysyncobj's names
+        super().__init__(syncObj, selfNode, otherNodes)
+        self._syncObj = syncObj
+        self.address = selfNode.address
+        self._nodes = {n.address: n for n in otherNodes}
+        self.retry_s = syncObj.conf.connectionRetryTime
+        self.timeout_s = syncObj.conf.connectionTimeout
+        self._connections = {n: _SimConnection(self.network, self.address, n.address) for n in otherNodes}
+        self.destroyed = False
+        syncObj.addOnTickCallback(self._on_tick)
+        self.network.attach(self)
+
+    def _on_tick(self) -> None:
+        if not self.destroyed:
+            self.network.maybe_dial(self)
+
+    def send(self, node, message) -> bool:
+        if self.destroyed:
+            return False
+        return self.network.send(self.address, node.address, message)
+
+    def connected(self, address: str) -> None:
+        self._onNodeConnected(self._nodes[address])
+
+    def disconnected(self, address: str) -> None:
+        self._onNodeDisconnected(self._nodes[address])
+
+    def deliver(self, address: str, message) -> None:
+        self._onMessageReceived(self._nodes[address], message)
+
+    def destroy(self) -> None:
+        self.destroyed = True
+
+
+def transport_for(network: SimNetwork) -> type[SimTransport]:
+    return type("BoundSimTransport", (SimTransport,), {"network": network})

@@ -1,0 +1,162 @@
+"""One seed, run in this process: the world built, run, checked, and its result.
+
+A seed replays bit for bit only under the same ``PYTHONHASHSEED`` (pysyncobj iterates sets
+of nodes, whose order follows string hashes): :func:`hashseed_for` derives it from the seed,
+and :func:`run_seed` refuses to run under another (``python -m sim`` starts its processes
+with the right one).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import platform
+import sys
+import tempfile
+import time
+import traceback
+from dataclasses import asdict, dataclass, field
+
+import pysyncobj.syncobj
+from pysyncobj.version import VERSION as PYSYNCOBJ_VERSION
+
+from horologe.cluster.raft.dump_file import DumpWriter
+
+from . import canaries
+from .clock import patched
+from .world import Profile, S, Violation, World, fresh_dir
+
+HASHSEEDS = 4
+
+
+def hashseed_for(seed: int) -> int:
+    return seed % HASHSEEDS
+
+
+def sim_root() -> str:
+    shm = "/dev/shm"
+    base = shm if os.path.isdir(shm) and os.access(shm, os.W_OK) else tempfile.gettempdir()
+    return os.path.join(base, f"horologe-sim-{os.getuid()}")
+
+
+@dataclass
+class Result:
+    seed: int
+    hashseed: int
+    nodes: int
+    ok: bool
+    canary: str | None = None
+    invariant: str | None = None
+    detail: str | None = None
+    trace_hash: str = ""
+    steps: int = 0
+    virtual_s: float = 0.0
+    wall_s: float = 0.0
+    faults: list[str] = field(default_factory=list)
+    knobs: dict = field(default_factory=dict)
+    answers: dict = field(default_factory=dict)
+    acked: int = 0
+    delivered: int = 0
+    messages: int = 0
+    trace_tail: list[str] = field(default_factory=list)
+
+    def line(self) -> str:
+        key = f"seed={self.seed} hashseed={self.hashseed} nodes={self.nodes}"
+        if self.canary:
+            key += f" canary={self.canary}"
+        what = "ok" if self.ok else f"FAIL {self.invariant}: {self.detail}"
+        return (
+            f"{key} {what} | {self.steps} steps, {self.virtual_s:.1f} virtual s in {self.wall_s:.2f} s, "
+            f"{self.acked} acked, trace {self.trace_hash[:16]}"
+        )
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+class _TraceLog(logging.Handler):
+    """The product's warnings go to the trace; pysyncobj's "truncating already-applied log
+    entries" is a violation (a committed entry cut from a log)."""
+
+    def __init__(self, world: World) -> None:
+        super().__init__(logging.WARNING)
+        self.world = world
+
+    def emit(self, record: logging.LogRecord) -> None:
+        msg = record.getMessage()
+        self.world.note(f"log {record.levelname} {record.name}: {msg[:300]}")
+        if "truncating already-applied" in msg and self.world.pending_violation is None:
+            self.world.pending_violation = Violation("applied-never-cut", msg)
+
+
+def replay_key() -> str:
+    return f"py={platform.python_version()} pysyncobj={PYSYNCOBJ_VERSION}"
+
+
+def run_seed(
+    seed: int, nodes: int = 3, tail: int = 60, profile: Profile | None = None, canary: str | None = None
+) -> Result:
+    """Run ``seed``; ``canary`` takes a fix away first (sim/canaries.py: for the canary
+    tests, and only in a process that runs nothing else after)."""
+    hashseed = hashseed_for(seed)
+    if os.environ.get("PYTHONHASHSEED") != str(hashseed):
+        raise RuntimeError(
+            f"seed {seed} runs under PYTHONHASHSEED={hashseed} (found {os.environ.get('PYTHONHASHSEED')}): "
+            "run it through `python -m sim`"
+        )
+    canaries.apply(canary)
+    profile = profile or Profile(nodes=nodes)
+    base = fresh_dir(os.path.join(sim_root(), f"{os.getpid()}-{seed}"))
+    world = World(seed, base, profile, trace_lines=max(400, tail))
+    result = Result(
+        seed, hashseed, profile.nodes, ok=False, canary=canary, faults=world.faults, knobs=world.knobs
+    )
+    handler = _TraceLog(world)
+    root = logging.getLogger()
+    saved_level, saved_handlers = root.level, root.handlers[:]
+    root.handlers = [handler]
+    root.setLevel(logging.WARNING)
+    saved_random, saved_start = pysyncobj.syncobj.random, DumpWriter.start
+
+    def dump_start(writer: DumpWriter, *args) -> None:
+        saved_start(writer, *args)
+        world.dump_written(writer.sim_node)
+
+    DumpWriter.start = dump_start
+    pysyncobj.syncobj.random = world.rng  # pysyncobj's election timeouts: the world's draws
+    started = time.perf_counter()
+    try:
+        with patched(world.clock):
+            try:
+                world.run()
+                result.ok = True
+            except Violation as v:
+                result.invariant, result.detail = v.invariant, v.detail
+            except Exception as e:  # noqa: BLE001 - a crash of the product or the simulator
+                result.invariant = "exception"
+                result.detail = "".join(traceback.format_exception(e))[-3000:]
+            finally:
+                world.note(f"end: {result.invariant or 'ok'}")
+    finally:
+        pysyncobj.syncobj.random, DumpWriter.start = saved_random, saved_start
+        root.handlers, root.level = saved_handlers, saved_level
+        for node in world.nodes:
+            if node.alive:
+                node.crash()
+        world.graveyard.clear()
+        fresh_dir(base)
+        os.rmdir(base)
+    result.wall_s = time.perf_counter() - started
+    result.trace_hash = world.hasher.hexdigest()
+    result.steps = world.steps
+    result.virtual_s = world.clock.ns / S
+    result.answers = dict(sorted(world.client.answered.items()))
+    result.acked = len(world.acked)
+    result.delivered = getattr(world, "delivered", 0)
+    result.messages = world.network.messages
+    result.trace_tail = list(world.trace)[-tail:] if tail else []
+    return result
+
+
+if __name__ == "__main__":  # pragma: no cover - a quick look: python -m sim.run SEED
+    print(run_seed(int(sys.argv[1])).line())

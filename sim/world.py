@@ -1,0 +1,801 @@
+"""The simulated world: nodes, their loops, a client, faults and checks, on virtual time.
+
+One process, one thread. An event heap of ``(time, seq, event)``; each event is one
+*step* of one actor:
+
+* ``raft nX``: node X's tick (``RaftNode.doTick(0)``), or a message, a connect or a
+  disconnect arriving at it (pysyncobj handles those on its tick thread too);
+* ``loop nX``: one callback the tick posted through the crossing, or a client request
+  reaching X (the node's event loop);
+* ``client``: the client's next action; ``fault``: a fault starting or ending.
+
+Every random choice (delays, tick jitter, the client's work, the fault plan, pysyncobj's
+election timeouts) is drawn from the world's one ``random.Random(seed)``, in step order.
+Events at the same instant run in ``seq`` order; tick times are jittered so that
+interleavings differ by seed. The trace (one line per step) is hashed as it grows.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import heapq
+import logging
+import os
+import shutil
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+from pysyncobj import FAIL_REASON
+
+from horologe.cluster import PRODUCE, SYNC, ClusterSettings, Entry, Peer, StateMachine
+from horologe.cluster.raft.node import RaftNode
+from horologe.storage import MessageColumns, Storage, StorageConfig
+from horologe.wheel import Watermark
+
+from .clock import VirtualClock
+from .network import DROP, OPEN, REJECT, SimNetwork, transport_for
+
+log = logging.getLogger(__name__)
+
+MS = 1_000_000  # ns
+S = 1_000_000_000
+
+# A small store layout (the default's 32 MiB of key-index heads per node costs more than a
+# whole run); the same for every incarnation of a node, as a layout must be.
+STORAGE = StorageConfig(key_buckets=1 << 10, key_segment_entries=1 << 12, ready_segment_entries=1 << 10)
+TOPICS = ("a", "b")
+
+
+class Violation(Exception):
+    """An invariant failed: its name, and what was seen."""
+
+    def __init__(self, invariant: str, detail: str) -> None:
+        super().__init__(f"{invariant}: {detail}")
+        self.invariant = invariant
+        self.detail = detail
+
+
+@dataclass
+class Profile:
+    """How long a run lasts and what it draws from (virtual seconds)."""
+
+    nodes: int = 3
+    faults_s: float = 6.0  # faults start in [1, faults_s); all heal at faults_s
+    max_faults: int = 5
+    liveness_s: float = 12.0  # after the heal: a leader and a new commit within this
+    restart_all: bool = True  # at the end, crash and restart every node, then check again
+
+
+@dataclass
+class Acked:
+    index: int
+    term: int
+    digest: str
+    messages: list[tuple[str, str, int]]  # (id, topic, deliver_at ms) of a produce
+    at_ns: int
+
+
+@dataclass
+class _Event:
+    fn: Callable
+    args: tuple
+    kind: str
+    node: str | None
+    label: str = ""
+
+
+class SimCrossing:
+    """The node's ``LoopCrossing``: a post becomes a step of the node's loop; the thread
+    rule becomes an actor rule (the writer is used only in the node's own raft steps)."""
+
+    def __init__(self, node: SimNode) -> None:
+        self.node = node
+        self.incarnation = node.incarnation
+
+    def post(self, fn: Callable, *args) -> None:
+        node = self.node
+        if node.incarnation != self.incarnation:
+            return
+        node.posted.append((fn, args))
+        world = node.world
+        world.at(world.rng.randrange(0, 2 * MS), "loop", node.name, node.run_loop, self.incarnation)
+
+    def require_off_loop(self, what: str) -> None:
+        actor = self.node.world.actor
+        if actor != ("raft", self.node.name):
+            raise AssertionError(f"{what} outside {self.node.name}'s raft steps (in {actor})")
+
+
+class SimNode:
+    def __init__(self, world: World, k: int, names: list[str], addresses: list[str]) -> None:
+        self.world = world
+        self.name = names[k]
+        self.address = addresses[k]
+        self.data_dir = os.path.join(world.base_dir, self.name)
+        peers = tuple(Peer(n, a, "sim:0") for n, a in zip(names, addresses, strict=True) if n != self.name)
+        self.settings = replace(
+            ClusterSettings(self.name, self.address, self.data_dir, peers, insecure_dev=True),
+            **world.knobs,
+        )
+        self.raft: RaftNode | None = None
+        self.incarnation = 0
+        self.posted: deque = deque()
+        self.tick_token = 0
+        self.skew_ms = 0
+        self.crashes = 0
+        self.crash_at_dump = False
+        self.restart_check: tuple[int, list[int]] | None = None
+        # What this node's Raft log held when it went down: (first index, terms)
+        self.down_holds: tuple[int, list[int]] | None = None
+
+    @property
+    def alive(self) -> bool:
+        return self.raft is not None
+
+    def wall_ms(self) -> int:
+        return self.world.clock.wall_ms() + self.skew_ms
+
+    # -- start, crash ------------------------------------------------------------
+
+    def start(self) -> None:
+        world = self.world
+        self.incarnation += 1
+        self.posted.clear()
+        held_before = self.down_holds
+        store = Storage(os.path.join(self.data_dir, "store"), STORAGE)
+        state = StateMachine(store)
+        real_apply = state.apply
+        name = self.name
+
+        def apply(index: int, blob: bytes, term: int | None = None):
+            world.observe_apply(name, index, term, blob)
+            return real_apply(index, blob, term)
+
+        state.apply = apply
+        crossing = SimCrossing(self)
+        self.raft = RaftNode(
+            self.settings,
+            state,
+            crossing,
+            lambda applied: None,
+            lambda leads: world.note(f"{name} loop: role {'master' if leads else 'follower'}"),
+            clock=self.wall_ms,
+            auto_tick=False,
+            on_monotonic_step=_monotonic_went_back,
+            transport_class=world.transport_class,
+        )
+        self.raft._dump.sim_node = name
+        journal = self.raft._journal
+        for method in ("deleteEntriesFrom", "deleteEntriesTo", "clear"):
+            setattr(journal, method, _flagging(getattr(journal, method), world, f"{name} journal.{method}"))
+        world.durability_dirty = True
+        world.note(f"{name} started (incarnation {self.incarnation}), journal last {journal.last_idx}")
+        self.restart_check = held_before  # after the first tick, which loads the dump
+        self.down_holds = None
+        self.schedule_tick(world.rng.randrange(0, int(self.settings.tick_s * S)))
+
+    def crash(self) -> None:
+        """SIGKILL: no more steps; every file of the process closed as the kernel would
+        (nothing flushed, nothing synced: the page cache keeps what was written)."""
+        raft = self.raft
+        if raft is None:
+            return
+        world = self.world
+        journal = raft._journal
+        self.down_holds = (journal._idx[0] if len(journal) else 0, list(journal._terms))
+        world.network.detach(self.address)
+        raft._transport.destroy()
+        _close_fds_under(self.data_dir)
+        notifier = getattr(raft, "_SyncObj__pipeNotifier", None)
+        if notifier is not None:
+            for attr in ("_PipeNotifier__pipeR", "_PipeNotifier__pipeW"):
+                _null_fd(getattr(notifier, attr))
+        world.graveyard.append(raft)  # never collected mid-run: no finalizer runs on our files
+        self.raft = None
+        self.incarnation += 1
+        self.posted.clear()
+        self.crashes += 1
+        world.note(f"{self.name} crashed")
+
+    # -- steps ---------------------------------------------------------------------
+
+    def schedule_tick(self, delay_ns: int) -> None:
+        self.tick_token += 1
+        self.world.at(delay_ns, "raft", self.name, self.tick, self.tick_token)
+
+    def wake(self) -> None:
+        """A message or a proposal arrived: pysyncobj's poll returns, the next tick starts."""
+        self.schedule_tick(self.world.rng.randrange(0, 200_000))
+
+    def tick(self, token: int) -> bool:
+        if token != self.tick_token or self.raft is None:
+            return False
+        raft = self.raft
+        raft.doTick(0)
+        if self.restart_check is not None and self.raft is raft:
+            held_before, self.restart_check = self.restart_check, None
+            self.world.check_restart(self, held_before)
+        tick_ns = int(self.settings.tick_s * S)
+        self.schedule_tick(tick_ns + self.world.rng.randrange(-tick_ns // 5, tick_ns // 5))
+        return True
+
+    def run_loop(self, incarnation: int) -> bool:
+        if incarnation != self.incarnation or not self.posted:
+            return False
+        fn, args = self.posted.popleft()
+        fn(*args)
+        return True
+
+    def summary(self) -> str:
+        raft = self.raft
+        if raft is None:
+            return f"{self.name}:down"
+        role = "L" if raft._isLeader() else "c" if raft._SyncObj__raftState == 1 else "f"
+        return (
+            f"{self.name}:{role}{raft.current_term()} c{raft._SyncObj__raftCommitIndex}"
+            f" a{raft.raftLastApplied} l{raft._journal.last_idx}"
+        )
+
+
+def _monotonic_went_back(seconds: float) -> None:
+    raise AssertionError(f"the virtual monotonic clock went back {seconds} s")
+
+
+def _flagging(method: Callable, world: World, label: str) -> Callable:
+    def wrapper(*args):
+        world.note(f"{label}{args}")
+        world.durability_dirty = True
+        return method(*args)
+
+    return wrapper
+
+
+_DEVNULL: int | None = None
+
+
+def _null_fd(fd: int) -> None:
+    """Close ``fd`` as a crash does, but keep its number taken (pointing at /dev/null), so
+    that a dead object that closes it later cannot close a live file that reused it."""
+    global _DEVNULL
+    if _DEVNULL is None:
+        _DEVNULL = os.open(os.devnull, os.O_RDWR)
+    try:
+        os.dup2(_DEVNULL, fd)
+    except OSError:
+        pass
+
+
+def _close_fds_under(folder: str) -> None:
+    prefix = os.path.realpath(folder) + os.sep
+    for name in sorted(os.listdir("/proc/self/fd"), key=int):
+        try:
+            target = os.readlink(f"/proc/self/fd/{name}")
+        except OSError:
+            continue
+        if target.startswith(prefix):
+            _null_fd(int(name))
+
+
+# -- the client ------------------------------------------------------------------------
+
+
+@dataclass
+class Client:
+    """Proposes what a node's service would (``NodeService.submit``): an ``Entry`` stamped
+    with the proposing node's clock and watermark, through ``RaftNode.apply_entry`` on the
+    node's loop, on whichever node it believes leads; redirected by a node that does not."""
+
+    believed: str
+    sent: int = 0
+    answered: dict[str, int] = field(default_factory=dict)
+    final_index: int | None = None  # the liveness probe's entry, once committed
+
+
+class World:
+    def __init__(
+        self, seed: int, base_dir: str, profile: Profile | None = None, trace_lines: int = 400
+    ) -> None:
+        import random
+
+        self.seed = seed
+        self.rng = random.Random(seed)
+        self.profile = profile or Profile()
+        self.clock = VirtualClock()
+        self.base_dir = base_dir
+        self.heap: list = []
+        self.seq = 0
+        self.steps = 0
+        self.actor: tuple[str, str | None] | None = None
+        self.trace: deque[str] = deque(maxlen=trace_lines)
+        self.hasher = hashlib.sha256()
+        self.notes: list[str] = []
+        self.graveyard: list = []
+        self.knobs = self._draw_knobs()
+        n = self.profile.nodes
+        names = [f"n{i + 1}" for i in range(n)]
+        addresses = [f"10.0.0.{i + 1}:7000" for i in range(n)]
+        self.by_address: dict[str, SimNode] = {}
+        self.network = SimNetwork(self, addresses)
+        self.transport_class = transport_for(self.network)
+        self.nodes = [SimNode(self, k, names, addresses) for k in range(n)]
+        self.by_name = {node.name: node for node in self.nodes}
+        self.by_address = {node.address: node for node in self.nodes}
+        self.client = Client(self.rng.choice(names))
+        # checks
+        self.applied: dict[int, tuple[int | None, str, str]] = {}  # index -> (term, digest, first node)
+        self.leaders: dict[int, str] = {}  # term -> the node that led it
+        self.acked: list[Acked] = []
+        self.durability_dirty = False
+        self.pending_violation: Violation | None = None
+        self.phase = "faults"
+        self.heal_ns: int | None = None
+        self.faults: list[str] = []
+        self.counts: dict[str, int] = {}
+
+    def _draw_knobs(self) -> dict:
+        rng = self.rng
+        return {
+            "log_compaction_min_entries": rng.choice((30, 100, 400, 50_000)),
+            "tick_s": rng.choice((0.005, 0.01)),
+            "hold_back_s": 2.0,
+        }
+
+    # -- events ------------------------------------------------------------------------
+
+    def at(self, delay_ns: int, kind: str, node: str | None, fn: Callable, *args) -> None:
+        self.at_abs(self.clock.ns + max(0, delay_ns), kind, node, fn, *args)
+
+    def at_abs(self, t_ns: int, kind: str, node: str | None, fn: Callable, *args) -> None:
+        self.seq += 1
+        node = self.by_address[node].name if node in self.by_address else node
+        heapq.heappush(self.heap, (max(t_ns, self.clock.ns), self.seq, _Event(fn, args, kind, node)))
+
+    def note(self, line: str) -> None:
+        self._trace(f"  . {line}")
+
+    def _trace(self, line: str) -> None:
+        self.trace.append(line)
+        self.hasher.update(line.encode())
+        self.hasher.update(b"\n")
+
+    def count(self, what: str) -> None:
+        self.counts[what] = self.counts.get(what, 0) + 1
+
+    def step(self) -> bool:
+        """Run the next event that does something; False when none is left."""
+        while self.heap:
+            t, _, ev = heapq.heappop(self.heap)
+            self.clock.ns = t
+            self.actor = (ev.kind, ev.node)
+            did = ev.fn(*ev.args)
+            self.actor = None
+            if did is False:
+                continue
+            self.steps += 1
+            name = getattr(ev.fn, "__name__", "?")
+            summary = " ".join(node.summary() for node in self.nodes)
+            self._trace(f"{self.steps} t={t / S:.6f} {ev.kind} {ev.node or '-'} {name} | {summary}")
+            self.check_step()
+            return True
+        return False
+
+    # -- the run -----------------------------------------------------------------------
+
+    def run(self) -> None:
+        prof = self.profile
+        for node in self.nodes:
+            node.start()
+        self.plan_faults()
+        self.at(int(0.5 * S), "client", None, self.client_act)
+        self.at(int(prof.faults_s * S), "fault", None, self.heal)
+        while self.step():
+            if self.phase == "done":
+                return
+        raise Violation("liveness", "the world ran out of events")
+
+    def plan_faults(self) -> None:
+        rng, prof = self.rng, self.profile
+        names = [n.name for n in self.nodes]
+        for _ in range(rng.randrange(0, prof.max_faults + 1)):
+            start = rng.uniform(1.0, prof.faults_s - 0.5)
+            length = rng.uniform(0.2, min(3.0, prof.faults_s - start))
+            kind = rng.choice(
+                ("crash", "crash", "crash_at_dump", "isolate", "one_way", "split", "reset", "slow", "skew")
+            )
+            a = rng.choice(names)
+            if kind == "split":
+                group = set(rng.sample(names, rng.randrange(1, len(names) // 2 + 1)))
+                how = rng.choice((DROP, REJECT))
+                pairs = [(x, y) for x in names for y in names if (x in group) != (y in group)]
+                self._fault(start, length, f"split {sorted(group)} {how}", self._paths(pairs, how))
+            elif kind == "isolate":
+                how = rng.choice((DROP, REJECT))
+                pairs = [(x, y) for x in names for y in names if x != y and a in (x, y)]
+                self._fault(start, length, f"isolate {a} {how}", self._paths(pairs, how))
+            elif kind == "one_way":
+                b = rng.choice([x for x in names if x != a])
+                self._fault(start, length, f"one-way {a}->{b} drop", self._paths([(a, b)], DROP))
+            elif kind == "crash":
+                self._fault(start, length, f"crash {a}", (self._crash(a), self._restart(a)))
+            elif kind == "crash_at_dump":
+                self._fault(start, length, f"crash {a} at its next dump", self._crash_at_dump(a))
+            elif kind == "reset":
+                b = rng.choice([x for x in names if x != a])
+                self._fault(start, 0, f"reset {a}-{b}", (self._reset(a, b), lambda: None))
+            elif kind == "slow":
+                b = rng.choice([x for x in names if x != a])
+                ms = rng.choice((20, 80, 250))
+                self._fault(start, length, f"slow {a}->{b} +{ms} ms", self._slow(a, b, ms))
+            else:
+                ms = rng.choice((-3000, -500, 500, 3000, 3_600_000))
+                self._fault(start, length, f"skew {a} {ms:+d} ms", self._skew(a, ms))
+
+    def _fault(self, start: float, length: float, what: str, actions) -> None:
+        begin, end = actions
+        self.faults.append(f"{start:.3f}+{length:.3f} {what}")
+
+        def on() -> None:
+            self.note(f"fault on: {what}")
+            begin()
+
+        def off() -> None:
+            if self.phase == "faults":
+                self.note(f"fault off: {what}")
+                end()
+
+        self.at(int(start * S), "fault", None, on)
+        self.at(int((start + length) * S), "fault", None, off)
+
+    def _node_addr(self, name: str) -> str:
+        return self.by_name[name].address
+
+    def _paths(self, pairs, how):
+        paths = [(self._node_addr(x), self._node_addr(y)) for x, y in pairs]
+
+        def on() -> None:
+            for p in paths:
+                self.network.set_path(*p, how)
+
+        def off() -> None:
+            for p in paths:
+                self.network.set_path(*p, OPEN)
+
+        return on, off
+
+    def _crash(self, name: str) -> Callable:
+        return lambda: self.by_name[name].crash()
+
+    def _restart(self, name: str) -> Callable:
+        def restart() -> None:
+            node = self.by_name[name]
+            if not node.alive:
+                node.start()
+
+        return restart
+
+    def _crash_at_dump(self, name: str):
+        """Armed, ``name`` crashes right after the step that puts its next Raft dump in place
+        (before the next tick cuts its journal: #46 finding 1), and restarts 0.1-1 s later."""
+        node = self.by_name[name]
+
+        def on() -> None:
+            node.crash_at_dump = True
+
+        def off() -> None:
+            node.crash_at_dump = False
+
+        return on, off
+
+    def dump_written(self, name: str) -> None:
+        node = self.by_name[name]
+        self.count("dumps")
+        if node.crash_at_dump and self.phase == "faults":
+            node.crash_at_dump = False
+            self.note(f"{name} wrote a dump: crash before its next tick")
+            self.at(0, "fault", None, node.crash)
+            self.at(self.rng.randrange(100 * MS, 1000 * MS), "fault", None, self._restart(name))
+
+    def _reset(self, a: str, b: str) -> Callable:
+        def reset() -> None:
+            self.network.break_conn(self.network.conn(self._node_addr(a), self._node_addr(b)), "reset")
+
+        return reset
+
+    def _slow(self, a: str, b: str, ms: int):
+        path = (self._node_addr(a), self._node_addr(b))
+        saved = self.network.delay[path]
+
+        def on() -> None:
+            self.network.delay[path] = (ms * MS, saved[1])
+
+        def off() -> None:
+            self.network.delay[path] = saved
+
+        return on, off
+
+    def _skew(self, name: str, ms: int):
+        node = self.by_name[name]
+
+        def on() -> None:
+            node.skew_ms = ms
+
+        def off() -> None:
+            node.skew_ms = 0
+
+        return on, off
+
+    def heal(self) -> None:
+        """Every fault ends: paths open, delays back, clocks true, every node up."""
+        self.phase = "heal"
+        self.heal_ns = self.clock.ns
+        self.note("heal: all faults end")
+        for path in list(self.network.paths):
+            if self.network.paths[path] != OPEN:
+                self.network.set_path(*path, OPEN)
+        for node in self.nodes:
+            node.skew_ms = 0
+            if not node.alive:
+                node.start()
+        self.at(int(self.profile.liveness_s * S), "fault", None, self.liveness_deadline)
+        self.client.final_index = None
+
+    def liveness_deadline(self) -> None:
+        if self.phase in ("heal", "restarted", "draining"):
+            state = " ".join(n.summary() for n in self.nodes)
+            raise Violation(
+                "liveness",
+                f"no leader with a new commit applied everywhere {self.profile.liveness_s} s after "
+                f"the {self.phase}: {state}",
+            )
+
+    # -- the client ---------------------------------------------------------------------
+
+    def client_act(self) -> None:
+        if self.phase in ("draining", "done"):
+            return
+        rng = self.rng
+        client = self.client
+        target = self.by_name[client.believed]
+        final = self.phase in ("heal", "restarted")
+        kind = SYNC if final or rng.random() < 0.3 else PRODUCE
+        client.sent += 1
+        self.at(
+            rng.randrange(100_000, 1 * MS),
+            "loop",
+            target.name,
+            self.request,
+            target,
+            target.incarnation,
+            kind,
+        )
+        self.at(rng.randrange(2 * MS, 40 * MS), "client", None, self.client_act)
+
+    def request(self, node: SimNode, incarnation: int, kind) -> bool:
+        """On ``node``'s loop: what the service does for a produce (or the wheel for a sync)."""
+        if node.incarnation != incarnation or node.raft is None:
+            self.client.believed = self.rng.choice([n.name for n in self.nodes])
+            self._answer("lost")
+            return True
+        raft = node.raft
+        if not raft.status.is_master:
+            leader = self.by_address.get(raft.status.leader) if raft.status.leader else None
+            self.client.believed = (leader or self.rng.choice(self.nodes)).name
+            self._answer("redirect")
+            return True
+        now = node.wall_ms()
+        if kind == PRODUCE:
+            n = self.rng.randrange(1, 4)
+            serial = self.client.sent
+            topics = [self.rng.choice(TOPICS) for _ in range(n)]
+            deliver = (topics, [now + self.rng.randrange(-500, 4000) for _ in range(n)])
+            messages = MessageColumns(
+                topics,
+                [f"m{serial}.{i}".encode() for i in range(n)],
+                np.array(deliver[1], dtype=np.int64),
+                np.full(n, now, dtype=np.int64),
+                [f"k{serial}.{i}" if self.rng.random() < 0.5 else None for i in range(n)],
+            )
+            entry = Entry(PRODUCE, Watermark(now - 200), now, messages=messages)
+        else:
+            deliver = ([], [])
+            entry = Entry(SYNC, Watermark(now), now)
+        blob = entry.encode()
+        digest = _digest(blob)
+        crossing = raft._crossing
+
+        def settle(res, err) -> None:  # on the node's loop
+            self.on_answer(node.name, blob, digest, deliver, res, err)
+
+        def done(res, err) -> None:  # on the raft steps, or at once when refused
+            crossing.post(settle, res, err)
+
+        raft.apply_entry(blob, callback=done)
+        node.wake()
+        return True
+
+    def _answer(self, outcome: str) -> None:
+        self.client.answered[outcome] = self.client.answered.get(outcome, 0) + 1
+
+    def on_answer(self, name: str, blob: bytes, digest: str, deliver: tuple, res, err) -> None:
+        if err != FAIL_REASON.SUCCESS:
+            self._answer(f"failed:{err}")
+            return
+        self._answer("ok")
+        index = res.raft_index
+        held = self.applied.get(index)
+        if held is None or held[1] != digest:
+            raise Violation(
+                "acked-is-committed",
+                f"{name} answered success for entry {index} ({digest}), but index {index} applied {held}",
+            )
+        ids = [str(i) for i in res.ids] if res.kind == PRODUCE else []
+        messages = list(zip(ids, *deliver, strict=True)) if ids else []
+        self.acked.append(Acked(index, held[0], digest, messages, self.clock.ns))
+        self.durability_dirty = True
+        self.note(f"client: {name} acked entry {index} term {held[0]} ({len(ids)} messages)")
+        if self.phase in ("heal", "restarted") and res.kind == SYNC:
+            self.client.final_index = index
+
+    # -- checks --------------------------------------------------------------------------
+
+    def observe_apply(self, name: str, index: int, term: int | None, blob: bytes) -> None:
+        digest = _digest(blob)
+        held = self.applied.get(index)
+        if held is None:
+            self.applied[index] = (term, digest, name)
+        elif (held[0], held[1]) != (term, digest) and self.pending_violation is None:
+            self.pending_violation = Violation(
+                "same-index-same-entry",
+                f"{name} applied entry {index} as term {term} {digest}; {held[2]} applied term {held[0]} "
+                f"{held[1]}",
+            )
+
+    def check_step(self) -> None:
+        if self.pending_violation is not None:
+            raise self.pending_violation
+        for node in self.nodes:
+            raft = node.raft
+            if raft is not None and raft._isLeader():
+                term = raft.current_term()
+                first = self.leaders.setdefault(term, node.name)
+                if first != node.name:
+                    raise Violation("one-leader-per-term", f"{first} and {node.name} both led term {term}")
+        if self.durability_dirty:
+            self.durability_dirty = False
+            self.check_durable()
+        if self.phase in ("heal", "restarted", "draining"):
+            self.check_recovered()
+
+    def holds(self, node: SimNode, index: int, term: int) -> bool:
+        """Whether ``node``'s Raft log holds entry ``index`` of ``term``: in its journal, or
+        before the journal's first entry (compacted into its snapshot). A down node is
+        judged by what its disk held when it went down."""
+        if node.raft is None:
+            first, terms = node.down_holds
+        else:
+            journal = node.raft._journal
+            first, terms = (journal._idx[0] if len(journal) else 0), journal._terms
+        k = index - first
+        return k < 0 or (k < len(terms) and terms[k] == term)
+
+    def check_restart(self, node: SimNode, held_before: tuple[int, list[int]]) -> None:
+        """A restart keeps every committed entry the node's log held when it went down
+        (a crash loses nothing on disk here: no power loss is simulated)."""
+        first, terms = held_before
+        for k, term in enumerate(terms):
+            index = first + k
+            committed = self.applied.get(index)
+            if committed is None or committed[0] != term:
+                continue  # not known committed: a restart may legally not need it
+            if not self.holds(node, index, term):
+                raise Violation(
+                    "restart-keeps-committed",
+                    f"{node.name} held committed entry {index} (term {term}) when it went down, "
+                    f"and not after its restart (journal now starts at {node.raft._journal._idx[0]})",
+                )
+
+    def check_durable(self) -> None:
+        """Every entry acknowledged to the client is held by a majority (in its Raft log, or
+        applied in its store), whatever crashed or restarted since."""
+        majority = len(self.nodes) // 2 + 1
+        for acked in self.acked:
+            holders = [n.name for n in self.nodes if self.holds(n, acked.index, acked.term)]
+            if len(holders) < majority:
+                raise Violation(
+                    "acked-on-a-majority",
+                    f"entry {acked.index} (term {acked.term}), acked at t={acked.at_ns / S:.3f}, is held "
+                    f"only by {holders}",
+                )
+
+    def check_recovered(self) -> None:
+        """After the heal: one leader all agree on, the client's new entry committed and
+        applied on every node; then (once) a crash and restart of all, and again; then the
+        client stops and, once every node applied the same entries, the end checks."""
+        if self.phase == "draining":
+            applied = {n.raft.raftLastApplied for n in self.nodes if n.raft is not None}
+            commits = {n.raft._SyncObj__raftCommitIndex for n in self.nodes if n.raft is not None}
+            if len(applied) == 1 and applied == commits and not any(n.posted for n in self.nodes):
+                self.phase = "done"
+                self.check_end()
+            return
+        final = self.client.final_index
+        if final is None:
+            return
+        leaders = [n for n in self.nodes if n.raft is not None and n.raft._isLeader()]
+        if len(leaders) != 1:
+            return
+        address = leaders[0].address
+        if not all(n.raft is not None and n.raft.leader_address() == address for n in self.nodes):
+            return
+        if not all(n.raft.raftLastApplied >= final for n in self.nodes):
+            return
+        self.note(f"recovered after the {self.phase}: leader {leaders[0].name}, entry {final} applied on all")
+        if self.phase == "heal" and self.profile.restart_all:
+            self.phase = "restarted"
+            self.client.final_index = None
+            for node in self.nodes:
+                node.crash()
+            for node in self.nodes:
+                node.start()
+            self.at(int(self.profile.liveness_s * S), "fault", None, self.liveness_deadline)
+            return
+        self.phase = "draining"
+
+    def check_end(self) -> None:
+        """Every node at the same applied index: ready logs identical, no duplicate, none
+        early by the master's clock, every acknowledged message due by then in the ready
+        logs (the chaos suite's checker), stores sound, no node halted."""
+        from chaos_tests.checker import check
+
+        self.check_durable()
+        for node in self.nodes:
+            if node.raft.state.halted:
+                raise Violation("no-halt", f"{node.name} halted: {node.raft.state.halted}")
+        ws_ms = min(Watermark.from_wire(n.raft.state.store.meta("ws")).ms for n in self.nodes)
+        errors = {}
+        for node in self.nodes:
+            try:
+                node.raft.state.store.check()
+                errors[node.name] = None
+            except Exception as e:  # noqa: BLE001 - reported as the violation
+                errors[node.name] = repr(e)
+        self.delivered = 0
+        for topic in TOPICS:
+            produced = [
+                {"id": mid, "key": mid, "deliver_at": at, "sent_ms": 0, "acked_ms": 0}
+                for a in self.acked
+                for mid, t, at in a.messages
+                if t == topic and at < ws_ms
+            ]
+            history = {
+                "produced": produced,
+                "produce_failures": [],
+                "cancels": [],
+                "consumed": [],
+                "acks": [],
+                "faults": [],
+            }
+            ready = {node.name: node.raft.state.store.read_ready(topic) for node in self.nodes}
+            result = check(history, ready, errors)
+            problems = [] if result["ready_logs_identical"] else ["ready logs differ between nodes"]
+            for key in ("not_in_ready_log", "duplicates", "early"):
+                if result[key]:
+                    problems.append(f"{key} = {result[key]}")
+            problems += [
+                f"{n} store: {v['store_check']}" for n, v in result["nodes"].items() if v["store_check"]
+            ]
+            if problems:
+                raise Violation("ready-logs", f"topic {topic}: {'; '.join(problems)}")
+            self.delivered += len(ready[self.nodes[0].name])
+
+
+def _digest(blob: bytes) -> str:
+    return hashlib.blake2b(blob, digest_size=8).hexdigest()
+
+
+def fresh_dir(path: str) -> str:
+    shutil.rmtree(path, ignore_errors=True)
+    os.makedirs(path)
+    return path
