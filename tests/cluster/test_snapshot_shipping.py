@@ -37,15 +37,15 @@ def test_no_compaction_while_a_shipment_is_under_way(tmp_path, monkeypatch):
         # connection's buffer is then full, so the shipment waits, tick after tick.
         leader._SyncObj__raftNextIndex[slow] = first
         full = {"backlog": 0}
-        monkeypatch.setattr(leader, "_backlog", lambda node: full["backlog"] if node == slow else 0)
-        record = leader._transport.send
+        monkeypatch.setattr(leader, "send_backlog", lambda node: full["backlog"] if node == slow else 0)
+        record = leader.transport.send
 
         def slow_first_chunk(node, message):
             if node == slow and message.get("serialized") and message["serialized"][1]:
                 time.sleep(leader.settings.heartbeat_s * 1.5)
             return record(node, message)
 
-        monkeypatch.setattr(leader._transport, "send", slow_first_chunk)
+        monkeypatch.setattr(leader.transport, "send", slow_first_chunk)
         sent_before = len(leader.sent)
         send_now(leader)
         chunks = [m for n, m in leader.sent[sent_before:] if n == slow and m.get("serialized")]

@@ -64,8 +64,8 @@ def ticked_node(data_dir, peers: tuple[str, ...] = (), on_monotonic_step=None, *
         node.sent.append((peer, message))
         return False
 
-    node._transport.send = send  # pysyncobj's sends go through the same object
-    node._transport._preventConnectNodes |= set(node._SyncObj__otherNodes)  # never dialled
+    node.transport.send = send  # pysyncobj's sends go through the same object
+    node.transport._preventConnectNodes |= node.otherNodes  # never dialled
     return node
 
 
