@@ -29,7 +29,7 @@ MAX_BUFFERED_BYTES = 2 * MAX_FRAME_BYTES  # one whole frame and the next, unpars
 
 class BoundedTcpConnection(WireConnection):
     def _out_of_bounds(self) -> str | None:
-        buf = self._TcpConnection__readBuffer
+        buf = self.read_buffer
         if len(buf) > MAX_BUFFERED_BYTES:
             return f"{len(buf)} bytes wait to be parsed"
         if len(buf) >= HEAD.size:
@@ -45,11 +45,11 @@ class BoundedTcpConnection(WireConnection):
             self.disconnect()
         return why is not None
 
-    def _TcpConnection__processRead(self):  # noqa: N802 - pysyncobj's name
-        return WireConnection._TcpConnection__processRead(self) and not self._refused()
+    def _read_some(self) -> bool:
+        return super()._read_some() and not self._refused()
 
-    def _TcpConnection__processParseMessage(self):  # noqa: N802 - pysyncobj's name
+    def _parse_message(self):
         if self._refused():
             return None
-        return WireConnection._TcpConnection__processParseMessage(self)
+        return super()._parse_message()
 

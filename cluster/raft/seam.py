@@ -3,16 +3,17 @@ that all of it is still there.
 
 pysyncobj 0.3.17 has no extension points for what the shell adds (docs/cluster.md, "Safety
 rules of the Raft shell"), so the shell overrides private methods of its classes, reads and
-sets their name-mangled members and swaps module globals. All of that is in this module,
-but for the Raft link's connection classes:
+sets their name-mangled members and swaps module globals. All of that is in this module and
+nowhere else in cluster/raft/:
 
 * :class:`SyncObjSeam`, the base of ``RaftNode`` (node.py). Each override of a ``SyncObj``
   method does pysyncobj's plumbing only and hands the decision to a hook, a method of the
   seam whose default is pysyncobj's own behaviour and which ``RaftNode`` overrides. Each
   member is read or set through an accessor named for what it is.
-* The Raft link's connection classes, ``WireConnection`` (wire.py) and
-  ``BoundedTcpConnection`` (bounded_frames.py), still override ``TcpConnection``'s
-  private methods themselves (listed in :data:`METHODS`).
+* :class:`ConnectionSeam`, the same for ``TcpConnection``. Its hooks are implemented by the
+  Raft link's connection: ``WireConnection`` (wire.py, the sealed frames and bytearray
+  buffers) and ``BoundedTcpConnection`` (bounded_frames.py, the frame bounds), the class
+  pysyncobj is made to build.
 * The module globals: the parts ``SyncObj.__init__`` builds (:class:`Parts`: the journal,
   the serializer, the link's cipher), the connection class of both places that make
   connections (:func:`install_connection_class`) and the pickle protocol.
@@ -47,6 +48,7 @@ import pysyncobj.syncobj as syncobj_module
 import pysyncobj.tcp_server as tcp_server_module
 import pysyncobj.transport as transport_module
 from pysyncobj import FAIL_REASON, SyncObj, SyncObjConf
+from pysyncobj.poller import POLL_EVENT_TYPE
 from pysyncobj.serializer import Serializer
 from pysyncobj.syncobj import _RAFT_STATE
 from pysyncobj.tcp_connection import TcpConnection
@@ -381,6 +383,71 @@ class SyncObjSeam(SyncObj):
         return after_install
 
 
+# -- TcpConnection ------------------------------------------------------------------------
+
+
+class ConnectionSeam(TcpConnection):
+    """pysyncobj's ``TcpConnection`` with a hook for each step the Raft link does its own
+    way; ``WireConnection`` (wire.py) and ``BoundedTcpConnection`` (bounded_frames.py)
+    override them:
+
+    ======================================  ============================================
+    hook (default: pysyncobj's behaviour)   called from the override of
+    ======================================  ============================================
+    ``_send_some() -> bool``                ``__processSend``, tcp_connection.py:239
+    ``_read_some() -> bool``                ``__processRead``, tcp_connection.py:261
+    ``_parse_message()``                    ``__processParseMessage``, tcp_connection.py:277
+    ======================================  ============================================
+
+    pysyncobj sets a new ``bytes()`` buffer with every connection and disconnect
+    (tcp_connection.py:125, :167), which a hook may replace through the accessors.
+    """
+
+    write_buffer = _Member("_TcpConnection__writeBuffer", "tcp_connection.py:69", settable=True)
+    read_buffer = _Member("_TcpConnection__readBuffer", "tcp_connection.py:68", settable=True)
+    sock = _Member("_TcpConnection__socket", "tcp_connection.py:67")
+    _poller = _Member("_TcpConnection__poller", "tcp_connection.py:72")
+
+    # pysyncobj's send step: sends what the socket takes of the write buffer, now
+    try_send = _Method("_TcpConnection__trySendBuffer", "tcp_connection.py:232")
+    _process_connection = _Method("_TcpConnection__processConnection", "tcp_connection.py:176")
+
+    def watch_writable(self) -> None:
+        """Have the poller call pysyncobj's handler when the socket takes more, as it does
+        for a connection being made (tcp_connection.py:136). pysyncobj's handler sends
+        what is buffered on the writable event and stops watching for it once the buffer is
+        empty (tcp_connection.py:204-211)."""
+        events = POLL_EVENT_TYPE.READ | POLL_EVENT_TYPE.WRITE | POLL_EVENT_TYPE.ERROR
+        self._poller.subscribe(self.fileno(), self._process_connection, events)
+
+    @_replaces("tcp_connection.py:239")
+    def _TcpConnection__processSend(self) -> bool:  # noqa: N802 - pysyncobj's name
+        """One send of the write buffer's front to the socket; True while it should go on."""
+        return self._send_some()
+
+    def _send_some(self) -> bool:
+        """Hook: send what the socket takes of the write buffer's front."""
+        return TcpConnection._TcpConnection__processSend(self)
+
+    @_replaces("tcp_connection.py:261")
+    def _TcpConnection__processRead(self) -> bool:  # noqa: N802 - pysyncobj's name
+        """One read from the socket into the read buffer; True while it should go on."""
+        return self._read_some()
+
+    def _read_some(self) -> bool:
+        """Hook: read once from the socket into the read buffer."""
+        return TcpConnection._TcpConnection__processRead(self)
+
+    @_replaces("tcp_connection.py:277")
+    def _TcpConnection__processParseMessage(self):  # noqa: N802 - pysyncobj's name
+        """The next whole message in the read buffer, taken off it; None until there is one."""
+        return self._parse_message()
+
+    def _parse_message(self):
+        """Hook: the next whole message in the read buffer, or None."""
+        return TcpConnection._TcpConnection__processParseMessage(self)
+
+
 # -- the contract: what the seam reaches, derived from the classes above ------------------
 
 
@@ -411,6 +478,7 @@ _SYNCOBJ_API = (
     "raftLastApplied",
     "otherNodes",
 )
+_CONNECTION_API = ("send", "disconnect", "getSendBufferSize", "fileno", "state")
 # The serializer the shell makes (snapshot_stream.py's ShippingSerializer) overrides the
 # first two and relies on the others.
 _SERIALIZER_API = ("cancelTransmisstion", "getTransmissionData", "setTransmissionData", "deserialize")
@@ -421,19 +489,13 @@ _TRANSPORT_MEMBERS = ("_connections",)
 METHODS: dict[type, tuple[str, ...]] = {
     SyncObj: (*replaced(SyncObjSeam), *reached(SyncObjSeam, _Method), *_SYNCOBJ_API),
     Serializer: _SERIALIZER_API,
-    # overridden by wire.py's WireConnection and bounded_frames.py's BoundedTcpConnection
-    TcpConnection: (
-        "_TcpConnection__processSend",
-        "_TcpConnection__processRead",
-        "_TcpConnection__processParseMessage",
-        "_TcpConnection__trySendBuffer",
-        "_TcpConnection__processConnection",
-    ),
+    TcpConnection: (*replaced(ConnectionSeam), *reached(ConnectionSeam, _Method), *_CONNECTION_API),
 }
 
 # Members the shell reads or sets, by the class whose objects must hold them.
 MEMBERS: dict[type, tuple[str, ...]] = {
     SyncObj: tuple(reached(SyncObjSeam, _Member)),
+    TcpConnection: tuple(reached(ConnectionSeam, _Member)),
     TCPTransport: _TRANSPORT_MEMBERS,
 }
 
@@ -458,6 +520,8 @@ def check_pysyncobj() -> None:
         )
     missing = [f"{c.__name__}.{n}" for c, names in METHODS.items() for n in names if n not in vars(c)]
     missing += [f"{m.__name__}.{n}" for m, names in GLOBALS.items() for n in names if not hasattr(m, n)]
+    bare = TcpConnection(None)  # no socket: its __init__ only sets members
+    missing += [f"TcpConnection().{n}" for n in MEMBERS[TcpConnection] if not hasattr(bare, n)]
     if missing:
         raise UnsupportedPysyncobjError(
             f"pysyncobj {version} lacks what the Raft shell overrides or reaches: {', '.join(missing)}"
