@@ -52,4 +52,3 @@ class BoundedTcpConnection(WireConnection):
         if self._refused():
             return None
         return super()._parse_message()
-

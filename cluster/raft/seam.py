@@ -4,7 +4,7 @@ that all of it is still there.
 pysyncobj 0.3.17 has no extension points for what the shell adds (docs/cluster.md, "Safety
 rules of the Raft shell"), so the shell overrides private methods of its classes, reads and
 sets their name-mangled members and swaps module globals. All of that is in this module and
-nowhere else in cluster/raft/:
+nowhere else in cluster/raft/ (tests/cluster/test_raft_seam.py checks it):
 
 * :class:`SyncObjSeam`, the base of ``RaftNode`` (node.py). Each override of a ``SyncObj``
   method does pysyncobj's plumbing only and hands the decision to a hook, a method of the
@@ -29,7 +29,7 @@ nowhere else in cluster/raft/:
   name here, and running the suite, the chaos suite and the soak on it.
 
 Every reach names the line of pysyncobj 0.3.17 it replaces, wraps or reads, as ``file:LINE``
-in ``.venv/lib/python3.11/site-packages/pysyncobj/``.
+in ``.venv/lib/python3.11/site-packages/pysyncobj/``; the test above checks each line.
 
 Threads: the SyncObj overrides and accessors run on pysyncobj's tick thread (or the thread
 that builds the node, before the tick thread starts), as pysyncobj's own code does.
@@ -77,6 +77,13 @@ def _replaces(where: str):
         return fn
 
     return mark
+
+
+def _hook(fn):
+    """Mark a method as a hook: an override calls it, its body is pysyncobj's behaviour, and
+    the shell's class overrides it (tests/cluster/test_raft_seam.py checks that each is)."""
+    fn.hook = True
+    return fn
 
 
 class _Member:
@@ -166,6 +173,8 @@ def install_connection_class(connection: type[TcpConnection]) -> None:
 
 
 # -- SyncObj ------------------------------------------------------------------------------
+
+_PIPE_NOTIFIER = "_SyncObj__pipeNotifier"  # syncobj.py:264, see SyncObjSeam.wake_tick_thread
 
 
 class SyncObjSeam(SyncObj):
@@ -272,9 +281,9 @@ class SyncObjSeam(SyncObj):
         syncobj.py:264, notified at :499); without one, it looks within ``autoTickPeriod``.
 
         The notifier exists only on platforms with pipes, and with ``appendEntriesUseBatch``
-        off (the shell's setting), so it is read as optional and is not in :data:`MEMBERS`.
+        off (the shell's setting), so it is read as optional (:data:`OPTIONAL_MEMBERS`).
         """
-        notifier = getattr(self, "_SyncObj__pipeNotifier", None)
+        notifier = getattr(self, _PIPE_NOTIFIER, None)
         if notifier is not None:
             try:
                 notifier.notify()
@@ -293,6 +302,7 @@ class SyncObjSeam(SyncObj):
         to :meth:`_on_message` first."""
         self._on_message(node, message)
 
+    @_hook
     def _on_message(self, node, message) -> None:
         """Hook: a peer's message. Pass on what pysyncobj should handle, as it should see
         it, to :meth:`_pysyncobj_on_message`."""
@@ -304,6 +314,7 @@ class SyncObjSeam(SyncObj):
         from syncobj.py:969-1025) is :meth:`_answer_leader`'s to send."""
         self._answer_leader(node, reset=reset, next_index=nextNodeIdx, success=success)
 
+    @_hook
     def _answer_leader(self, node, reset: bool, next_index: int | None, success: bool) -> None:
         """Hook: send the leader ``node`` this follower's answer; ``next_index`` None means
         the one after the log's last entry."""
@@ -322,6 +333,7 @@ class SyncObjSeam(SyncObj):
             return
         super()._applyCommand(command, callback, commandType)
 
+    @_hook
     def _refuses_proposal(self, forwarded: bool) -> bool:
         """Hook: whether to deny a proposal, ``forwarded`` by a peer or this node's own."""
         return False
@@ -334,6 +346,7 @@ class SyncObjSeam(SyncObj):
         super()._checkCommandsToApply()
         self._proposals_appended()
 
+    @_hook
     def _proposals_appended(self) -> None:
         """Hook: the tick's proposals are in the leader's log and sent."""
 
@@ -354,6 +367,7 @@ class SyncObjSeam(SyncObj):
         finally:
             self.connected_nodes |= held_back
 
+    @_hook
     def _followers_held_back(self) -> frozenset:
         """Hook: the connected followers this leader sends nothing to this tick."""
         return frozenset()
@@ -366,6 +380,7 @@ class SyncObjSeam(SyncObj):
         if self._may_compact():
             SyncObj._SyncObj__tryLogCompaction(self)
 
+    @_hook
     def _may_compact(self) -> bool:
         """Hook: whether pysyncobj's compaction step runs this tick (it may force a dump)."""
         return True
@@ -378,6 +393,7 @@ class SyncObjSeam(SyncObj):
         :meth:`_clears_journal_on_load` decides what it is told."""
         return SyncObj._SyncObj__loadDumpFile(self, self._clears_journal_on_load(after_install=clearJournal))
 
+    @_hook
     def _clears_journal_on_load(self, after_install: bool) -> bool:
         """Hook: whether pysyncobj clears the journal however it begins, loading a dump."""
         return after_install
@@ -425,6 +441,7 @@ class ConnectionSeam(TcpConnection):
         """One send of the write buffer's front to the socket; True while it should go on."""
         return self._send_some()
 
+    @_hook
     def _send_some(self) -> bool:
         """Hook: send what the socket takes of the write buffer's front."""
         return TcpConnection._TcpConnection__processSend(self)
@@ -434,6 +451,7 @@ class ConnectionSeam(TcpConnection):
         """One read from the socket into the read buffer; True while it should go on."""
         return self._read_some()
 
+    @_hook
     def _read_some(self) -> bool:
         """Hook: read once from the socket into the read buffer."""
         return TcpConnection._TcpConnection__processRead(self)
@@ -443,6 +461,7 @@ class ConnectionSeam(TcpConnection):
         """The next whole message in the read buffer, taken off it; None until there is one."""
         return self._parse_message()
 
+    @_hook
     def _parse_message(self):
         """Hook: the next whole message in the read buffer, or None."""
         return TcpConnection._TcpConnection__processParseMessage(self)
@@ -460,6 +479,11 @@ def reached(seam: type, kind: type) -> dict[str, str]:
     """The upstream names ``seam``'s accessors of ``kind`` (:class:`_Member`,
     :class:`_Method`) reach, each with its line."""
     return {v.mangled: v.where for v in vars(seam).values() if isinstance(v, kind)}
+
+
+def hooks(seam: type) -> tuple[str, ...]:
+    """The hooks of ``seam``, which the shell's class overrides."""
+    return tuple(name for name, fn in vars(seam).items() if getattr(fn, "hook", False))
 
 
 # The public API the shell and its tests call, listed so that a release without one is
@@ -498,6 +522,9 @@ MEMBERS: dict[type, tuple[str, ...]] = {
     TcpConnection: tuple(reached(ConnectionSeam, _Member)),
     TCPTransport: _TRANSPORT_MEMBERS,
 }
+
+# Members read where pysyncobj has them, and done without where it has not: not checked.
+OPTIONAL_MEMBERS: dict[type, tuple[str, ...]] = {SyncObj: (_PIPE_NOTIFIER,)}
 
 # Module globals the shell swaps: pysyncobj's parts (_pysyncobj_parts), its pickle
 # protocol, and the connection class of both places that make connections.
