@@ -32,7 +32,8 @@ Every reach names the line of pysyncobj 0.3.17 it replaces, wraps or reads, as `
 in ``.venv/lib/python3.11/site-packages/pysyncobj/``; the test above checks each line.
 
 Threads: the SyncObj overrides and accessors run on pysyncobj's tick thread (or the thread
-that builds the node, before the tick thread starts), as pysyncobj's own code does.
+that builds the node, before the tick thread starts), as pysyncobj's own code does; only
+``SyncObjSeam.wake_tick_thread`` is for any thread.
 """
 
 from __future__ import annotations
@@ -193,10 +194,11 @@ class SyncObjSeam(SyncObj):
     ``_clears_journal_on_load(install)``    ``__loadDumpFile``, syncobj.py:1472
     ======================================  ============================================
 
-    The accessors are descriptors, not properties of RaftNode's own: ``SyncObj.__init__``
-    reads every attribute of the object (``dir``, syncobj.py:226 and :460) before it has set
-    some members (``__pipeNotifier``, ``__newAppendEntriesTime``), so a descriptor here may
-    read only members set above syncobj.py:226 (each names its line).
+    ``SyncObj.__init__`` reads every attribute of the object (``dir``, syncobj.py:226, and
+    again at :460) before it sets its last members (``__pipeNotifier`` at :264,
+    ``__newAppendEntriesTime`` at :268). So a member accessor here names only a member set
+    before :226 (each names its line), and a later one is read by a method
+    (:meth:`wake_tick_thread`).
     """
 
     # Members, by what they are.
@@ -278,7 +280,8 @@ class SyncObjSeam(SyncObj):
 
     def wake_tick_thread(self) -> None:
         """Wake the tick thread from its poll, as a proposal does (``__pipeNotifier``,
-        syncobj.py:264, notified at :499); without one, it looks within ``autoTickPeriod``.
+        syncobj.py:264, notified at :499), from any thread; without one, it looks within
+        ``autoTickPeriod``.
 
         The notifier exists only on platforms with pipes, and with ``appendEntriesUseBatch``
         off (the shell's setting), so it is read as optional (:data:`OPTIONAL_MEMBERS`).
@@ -298,8 +301,11 @@ class SyncObjSeam(SyncObj):
 
     @_replaces("syncobj.py:909")
     def _SyncObj__onMessageReceived(self, node, message) -> None:  # noqa: N802 - pysyncobj's name
-        """Every message from a peer (the transport's callback, set at syncobj.py:213) goes
-        to :meth:`_on_message` first."""
+        """Wraps ``__onMessageReceived`` (syncobj.py:909), the transport's callback for every
+        message from a peer (set at :213), which :meth:`_on_message` sees first: the shell
+        takes its keep-alives, applies the append rule to appends and drops answers of
+        another term before pysyncobj handles them, and keeps acks from moving a next
+        index back after."""
         self._on_message(node, message)
 
     @_hook
@@ -310,8 +316,11 @@ class SyncObjSeam(SyncObj):
 
     @_replaces("syncobj.py:1098")
     def _SyncObj__sendNextNodeIdx(self, node, reset=False, nextNodeIdx=None, success=False):  # noqa: N802, N803
-        """A follower's answer to the leader's append or install (``next_node_idx``, sent
-        from syncobj.py:969-1025) is :meth:`_answer_leader`'s to send."""
+        """Replaces ``__sendNextNodeIdx`` (syncobj.py:1098), a follower's answer to the
+        leader's append or install (``next_node_idx``, sent from syncobj.py:969-1025), with
+        :meth:`_answer_leader`'s: the shell syncs the journal before a success, names the
+        term in the answer, answers an install from the snapshot's index and withholds the
+        success of an install that failed."""
         self._answer_leader(node, reset=reset, next_index=nextNodeIdx, success=success)
 
     @_hook
@@ -322,11 +331,13 @@ class SyncObjSeam(SyncObj):
 
     @_replaces("syncobj.py:492")
     def _applyCommand(self, command, callback, commandType=None) -> None:  # noqa: N802, N803
-        """Every proposal starts here, this node's own (``callback`` is its proposer's) or
-        one a peer forwarded (syncobj.py:1039-1041: ``(node, request id)``, or None when the
-        peer wants no answer). One that :meth:`_refuses_proposal` refuses is denied as
-        pysyncobj denies a proposal itself (``__callErrCallback``, syncobj.py:1085):
-        ``REQUEST_DENIED`` to the callback, or in an ``apply_command_response`` to the peer.
+        """Wraps ``_applyCommand`` (syncobj.py:492), where every proposal starts: this node's
+        own (``callback`` is its proposer's) or one a peer forwarded (syncobj.py:1039-1041:
+        ``(node, request id)``, or None when the peer wants no answer). The shell refuses
+        forwarded proposals (a deposed master's) and a halted node's own; one that
+        :meth:`_refuses_proposal` refuses is denied as pysyncobj denies a proposal itself
+        (``__callErrCallback``, syncobj.py:1085): ``REQUEST_DENIED`` to the callback, or in
+        an ``apply_command_response`` to the peer.
         """
         if self._refuses_proposal(forwarded=not callable(callback)):
             self._call_err_callback(FAIL_REASON.REQUEST_DENIED, callback)
@@ -340,9 +351,10 @@ class SyncObjSeam(SyncObj):
 
     @_replaces("syncobj.py:503")
     def _checkCommandsToApply(self) -> None:  # noqa: N802 - pysyncobj's name
-        """Every tick, a leader appends the proposals waiting in its queue to its log and
-        sends them to the followers here (a follower forwards them to its leader);
-        :meth:`_proposals_appended` runs after."""
+        """Wraps ``_checkCommandsToApply`` (syncobj.py:503), where every tick a leader
+        appends the proposals waiting in its queue to its log and sends them to the
+        followers (a follower forwards them to its leader); :meth:`_proposals_appended`
+        runs after, where the leader syncs what it appended."""
         super()._checkCommandsToApply()
         self._proposals_appended()
 
@@ -352,11 +364,12 @@ class SyncObjSeam(SyncObj):
 
     @_replaces("syncobj.py:1251")
     def _SyncObj__sendAppendEntries(self):  # noqa: N802 - pysyncobj's name
-        """pysyncobj's leader sends every connected follower what it lacks. The followers
-        :meth:`_followers_held_back` names are left out of this call: pysyncobj sends only
-        to ``connected_nodes``, so they are taken out of it meanwhile, and their snapshot
-        shipments are kept (pysyncobj cancels the shipment of a follower it finds
-        disconnected, syncobj.py:1260; the serializer keeps a paused one)."""
+        """Wraps ``__sendAppendEntries`` (syncobj.py:1251), where the leader sends every
+        connected follower what it lacks, to leave out the followers
+        :meth:`_followers_held_back` names (a shipment that waits for its connection).
+        pysyncobj sends only to ``connected_nodes``, so they are taken out of it meanwhile,
+        and their snapshot shipments are kept (pysyncobj cancels the shipment of a follower
+        it finds disconnected, syncobj.py:1260; the serializer keeps a paused one)."""
         held_back = self._followers_held_back()
         if not held_back:
             return SyncObj._SyncObj__sendAppendEntries(self)
@@ -374,9 +387,11 @@ class SyncObjSeam(SyncObj):
 
     @_replaces("syncobj.py:1421")
     def _SyncObj__tryLogCompaction(self):  # noqa: N802 - pysyncobj's name
-        """pysyncobj's compaction step, every tick (syncobj.py:700): it cuts the log after a
-        finished dump, or starts a dump when the log is long or old enough or one was forced
-        (``forceLogCompaction``). Skipped on a tick when :meth:`_may_compact` says so."""
+        """Wraps ``__tryLogCompaction`` (syncobj.py:1421), pysyncobj's compaction step, every
+        tick (syncobj.py:700): it cuts the log after a finished dump, or starts a dump when
+        the log is long or old enough or one was forced (``forceLogCompaction``). Skipped on
+        a tick when :meth:`_may_compact` says so (halted, or shipping), which may also force
+        a dump (the log's byte budget)."""
         if self._may_compact():
             SyncObj._SyncObj__tryLogCompaction(self)
 
@@ -387,10 +402,11 @@ class SyncObjSeam(SyncObj):
 
     @_replaces("syncobj.py:1472")
     def _SyncObj__loadDumpFile(self, clearJournal):  # noqa: N802, N803 - pysyncobj's names
-        """pysyncobj loads a dump at start (``clearJournal`` False, syncobj.py:626) and after
-        installing a shipped one (True, syncobj.py:1024), and clears the journal when told
-        to, or when it does not begin with the dump's last two entries (syncobj.py:1489).
-        :meth:`_clears_journal_on_load` decides what it is told."""
+        """Wraps ``__loadDumpFile`` (syncobj.py:1472). pysyncobj loads a dump at start
+        (``clearJournal`` False, syncobj.py:626) and after installing a shipped one (True,
+        syncobj.py:1024), and clears the journal when told to, or when it does not begin
+        with the dump's last two entries (syncobj.py:1489). :meth:`_clears_journal_on_load`
+        decides what it is told: the shell keeps what a follower holds past an install."""
         return SyncObj._SyncObj__loadDumpFile(self, self._clears_journal_on_load(after_install=clearJournal))
 
     @_hook
@@ -438,7 +454,9 @@ class ConnectionSeam(TcpConnection):
 
     @_replaces("tcp_connection.py:239")
     def _TcpConnection__processSend(self) -> bool:  # noqa: N802 - pysyncobj's name
-        """One send of the write buffer's front to the socket; True while it should go on."""
+        """Replaces ``__processSend`` (tcp_connection.py:239), one send of the write buffer's
+        front to the socket (True while it should go on), with :meth:`_send_some`'s: the
+        link's buffer is a bytearray consumed in place (pysyncobj copies what is left)."""
         return self._send_some()
 
     @_hook
@@ -448,7 +466,9 @@ class ConnectionSeam(TcpConnection):
 
     @_replaces("tcp_connection.py:261")
     def _TcpConnection__processRead(self) -> bool:  # noqa: N802 - pysyncobj's name
-        """One read from the socket into the read buffer; True while it should go on."""
+        """Wraps ``__processRead`` (tcp_connection.py:261), one read from the socket into the
+        read buffer (True while it should go on), in :meth:`_read_some`: the link reads into
+        a bytearray, and drops a connection whose next frame claims too much."""
         return self._read_some()
 
     @_hook
@@ -458,7 +478,9 @@ class ConnectionSeam(TcpConnection):
 
     @_replaces("tcp_connection.py:277")
     def _TcpConnection__processParseMessage(self):  # noqa: N802 - pysyncobj's name
-        """The next whole message in the read buffer, taken off it; None until there is one."""
+        """Replaces ``__processParseMessage`` (tcp_connection.py:277), the next whole message
+        in the read buffer, taken off it (None until there is one), with
+        :meth:`_parse_message`'s: the link's sealed frames, within bounds."""
         return self._parse_message()
 
     @_hook
