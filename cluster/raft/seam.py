@@ -28,6 +28,12 @@ nowhere else in cluster/raft/ (tests/cluster/test_raft_seam.py checks it):
   exactly what the seam reaches. Adding a version means reading its source against every
   name here, and running the suite, the chaos suite and the soak on it.
 
+Other modules of the shell build on pysyncobj's public interfaces only, and stay where they
+are: journal.py's ``DiskJournal`` implements ``Journal`` (and reads old journals with
+``FileJournal``), snapshot_stream.py's ``ShippingSerializer`` extends ``Serializer``,
+dial_node.py's ``DialNode`` overrides ``TCPNode``'s ``ip`` and ``port``, dump_file.py
+answers with ``SERIALIZER_STATE``. The methods they override are in :data:`METHODS` too.
+
 Every reach names the line of pysyncobj 0.3.17 it replaces, wraps or reads, as ``file:LINE``
 in ``.venv/lib/python3.11/site-packages/pysyncobj/``; the test above checks each line.
 
@@ -49,6 +55,7 @@ import pysyncobj.syncobj as syncobj_module
 import pysyncobj.tcp_server as tcp_server_module
 import pysyncobj.transport as transport_module
 from pysyncobj import FAIL_REASON, SyncObj, SyncObjConf
+from pysyncobj.node import TCPNode
 from pysyncobj.poller import POLL_EVENT_TYPE
 from pysyncobj.serializer import Serializer
 from pysyncobj.syncobj import _RAFT_STATE
@@ -528,6 +535,8 @@ _CONNECTION_API = ("send", "disconnect", "getSendBufferSize", "fileno", "state")
 # The serializer the shell makes (snapshot_stream.py's ShippingSerializer) overrides the
 # first two and relies on the others.
 _SERIALIZER_API = ("cancelTransmisstion", "getTransmissionData", "setTransmissionData", "deserialize")
+# dial_node.py's DialNode overrides the first two (a peer dialled at another address).
+_NODE_API = ("ip", "port", "address")
 # Members of the transport: send_backlog reads the connections.
 _TRANSPORT_MEMBERS = ("_connections",)
 
@@ -535,6 +544,7 @@ _TRANSPORT_MEMBERS = ("_connections",)
 METHODS: dict[type, tuple[str, ...]] = {
     SyncObj: (*replaced(SyncObjSeam), *reached(SyncObjSeam, _Method), *_SYNCOBJ_API),
     Serializer: _SERIALIZER_API,
+    TCPNode: _NODE_API,
     TcpConnection: (*replaced(ConnectionSeam), *reached(ConnectionSeam, _Method), *_CONNECTION_API),
 }
 
