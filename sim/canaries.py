@@ -21,7 +21,7 @@ def _no_commit_clamp() -> None:
         if "prevLogIdx" not in message or "transmission" in message:
             return message
         journal = self._journal
-        return trim_append(message, journal.term_at, journal.last_idx, self._SyncObj__raftCommitIndex)
+        return trim_append(message, journal.term_at, journal.last_idx, self.raftCommitIndex)
 
     RaftNode._append_as_raft_has_it = append_as_raft_has_it
 

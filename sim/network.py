@@ -270,7 +270,7 @@ class SimNetwork:
 
 
 class _SimConnection:
-    """What ``RaftNode._backlog`` reads of a connection: the bytes not yet delivered."""
+    """What ``SyncObjSeam.send_backlog`` reads of a connection: the bytes not yet delivered."""
 
     def __init__(self, network: SimNetwork, src: str, dst: str) -> None:
         self._network, self._src, self._dst = network, src, dst

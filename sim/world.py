@@ -31,7 +31,7 @@ from pysyncobj import FAIL_REASON
 
 from horologe.cluster import PRODUCE, SYNC, ClusterSettings, Entry, Peer, StateMachine
 from horologe.cluster.raft.node import RaftNode
-from horologe.storage import MessageColumns, Storage, StorageConfig
+from horologe.storage import MessageColumns, Storage, StorageConfig, check_store
 from horologe.wheel import Watermark
 
 from .clock import VirtualClock
@@ -186,7 +186,7 @@ class SimNode:
         journal = raft._journal
         self.down_holds = (journal._idx[0] if len(journal) else 0, list(journal._terms))
         world.network.detach(self.address)
-        raft._transport.destroy()
+        raft.transport.destroy()
         _close_fds_under(self.data_dir)
         notifier = getattr(raft, "_SyncObj__pipeNotifier", None)
         if notifier is not None:
@@ -232,9 +232,9 @@ class SimNode:
         raft = self.raft
         if raft is None:
             return f"{self.name}:down"
-        role = "L" if raft._isLeader() else "c" if raft._SyncObj__raftState == 1 else "f"
+        role = "L" if raft._isLeader() else "c" if raft.is_candidate() else "f"
         return (
-            f"{self.name}:{role}{raft.current_term()} c{raft._SyncObj__raftCommitIndex}"
+            f"{self.name}:{role}{raft.current_term()} c{raft.raftCommitIndex}"
             f" a{raft.raftLastApplied} l{raft._journal.last_idx}"
         )
 
@@ -715,7 +715,7 @@ class World:
         client stops and, once every node applied the same entries, the end checks."""
         if self.phase == "draining":
             applied = {n.raft.raftLastApplied for n in self.nodes if n.raft is not None}
-            commits = {n.raft._SyncObj__raftCommitIndex for n in self.nodes if n.raft is not None}
+            commits = {n.raft.raftCommitIndex for n in self.nodes if n.raft is not None}
             if len(applied) == 1 and applied == commits and not any(n.posted for n in self.nodes):
                 self.phase = "done"
                 self.check_end()
@@ -757,7 +757,7 @@ class World:
         errors = {}
         for node in self.nodes:
             try:
-                node.raft.state.store.check()
+                check_store(node.raft.state.store)
                 errors[node.name] = None
             except Exception as e:  # noqa: BLE001 - reported as the violation
                 errors[node.name] = repr(e)

@@ -8,17 +8,14 @@ empty before it parses anything. A connection is dropped as soon as its next fra
 claims a negative length or more than ``MAX_FRAME_BYTES`` (checked after every read and
 before every parse), or while more than ``MAX_BUFFERED_BYTES`` wait to be parsed.
 
-pysyncobj makes its connections in two places (``TcpServer`` for accepted ones, the
-transport for dialled ones) with no parameter for the class, all through a node's life,
-so :func:`install` points both modules' name at the bounded class, once per process.
+This is the class pysyncobj makes its connections of, accepted and dialled: the node
+names it among its parts (``seam.Parts.connection``), and the seam installs it
+(``seam.install_connection_class``) before the first connection is made or accepted.
 """
 
 from __future__ import annotations
 
 import logging
-
-import pysyncobj.tcp_server as tcp_server_module
-import pysyncobj.transport as transport_module
 
 from .wire import HEAD, WireConnection
 
@@ -32,7 +29,7 @@ MAX_BUFFERED_BYTES = 2 * MAX_FRAME_BYTES  # one whole frame and the next, unpars
 
 class BoundedTcpConnection(WireConnection):
     def _out_of_bounds(self) -> str | None:
-        buf = self._TcpConnection__readBuffer
+        buf = self.read_buffer
         if len(buf) > MAX_BUFFERED_BYTES:
             return f"{len(buf)} bytes wait to be parsed"
         if len(buf) >= HEAD.size:
@@ -48,16 +45,10 @@ class BoundedTcpConnection(WireConnection):
             self.disconnect()
         return why is not None
 
-    def _TcpConnection__processRead(self):  # noqa: N802 - pysyncobj's name
-        return WireConnection._TcpConnection__processRead(self) and not self._refused()
+    def _read_some(self) -> bool:
+        return super()._read_some() and not self._refused()
 
-    def _TcpConnection__processParseMessage(self):  # noqa: N802 - pysyncobj's name
+    def _parse_message(self):
         if self._refused():
             return None
-        return WireConnection._TcpConnection__processParseMessage(self)
-
-
-def install() -> None:
-    """Have pysyncobj make bounded connections, accepted and dialled (idempotent)."""
-    tcp_server_module.TcpConnection = BoundedTcpConnection
-    transport_module.TcpConnection = BoundedTcpConnection
+        return super()._parse_message()

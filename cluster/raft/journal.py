@@ -31,9 +31,9 @@ The durability rule, enforced here and in :class:`~horologe.cluster.raft.node.Ra
 majority" was "in the page cache of a majority"):
 
 * a follower syncs its journal before it tells the leader it has an entry
-  (``RaftNode._SyncObj__sendNextNodeIdx``);
+  (``RaftNode._answer_leader``);
 * the leader syncs the entries it appends as soon as it has sent them
-  (``RaftNode._checkCommandsToApply``), before it counts its own copy towards a commit,
+  (``RaftNode._proposals_appended``), before it counts its own copy towards a commit,
   so a commit index that reaches the followers names entries on disk on a majority;
 * every node syncs its journal before it applies an entry, and the master acknowledges
   a produce only after applying it: so an acknowledged entry is on disk on the master

@@ -7,7 +7,12 @@ proposals' outcomes, role changes, transfers) crosses through one ``LoopCrossing
 in order; nothing here blocks the event loop.
 
 pysyncobj's Raft log is a :class:`~horologe.cluster.raft.journal.DiskJournal`, which also
-states the durability rule that ``_sync_journal`` and the overrides below enforce.
+states the durability rule that ``_sync_journal`` and the hooks below enforce.
+
+``RaftNode`` reaches pysyncobj only through :class:`~horologe.cluster.raft.seam.SyncObjSeam`
+(seam.py): its overrides of pysyncobj's private methods call the hooks here (``_on_message``,
+``_answer_leader``, ``_refuses_proposal``, ``_proposals_appended``, ``_followers_held_back``,
+``_may_compact``, ``_clears_journal_on_load``), and its accessors name pysyncobj's members.
 """
 
 from __future__ import annotations
@@ -16,15 +21,11 @@ import asyncio
 import logging
 import os
 import shutil
-import threading
 import time
 from collections.abc import Awaitable, Callable
-from contextlib import contextmanager
 from typing import NamedTuple, TypeVar
 
-import pysyncobj.pickle as raft_pickle
-import pysyncobj.syncobj as pysyncobj_module
-from pysyncobj import FAIL_REASON, SyncObj, SyncObjConf, replicated
+from pysyncobj import FAIL_REASON, SyncObjConf, replicated
 from pysyncobj.monotonic import monotonic as monotonic_time
 from pysyncobj.syncobj import _RAFT_STATE
 from pysyncobj.transport import TCPTransport, Transport
@@ -36,15 +37,15 @@ from horologe.storage.store_reads import CommittedState
 from ..apply_result import ApplyResult
 from ..errors import InsecureConfigError, ProposalRejectedError, ProposalTimeoutError, StoreBehindDumpError
 from ..state_machine import StateMachine
-from . import bounded_frames
 from .append_rule import trim_append
-from .contract import check_node, check_pysyncobj
+from .bounded_frames import BoundedTcpConnection
 from .dial_node import DialNode
 from .dump_file import DumpWriter, LocalDump, check_not_behind, read_local, read_shipped
 from .journal import DiskJournal
 from .loop_crossing import LoopCrossing
 from .monotonic_watch import MonotonicWatch, exit_for_step
 from .peer_clocks import PeerClock, keepalive, received
+from .seam import Parts, SyncObjSeam, check_pysyncobj
 from .settings import ClusterSettings
 from .snapshot_stream import ShippingSerializer
 from .status import FIGURES_EVERY_S, STARTING, RaftStatus, Role
@@ -53,14 +54,7 @@ from .writer_questions import WriterQuestions
 
 log = logging.getLogger(__name__)
 
-# Field notes: protocol 4 doubles throughput over pysyncobj's default 2. Read at call time.
-setattr(raft_pickle, "__protocol", 4)
-
 KEEPALIVE = "horologe_keepalive"  # a message type pysyncobj does not use
-
-# Held while pysyncobj's factories are swapped (_pysyncobj_parts): two nodes started at once
-# in one process must each get their own parts and leave the factories as they were.
-_PARTS_LOCK = threading.Lock()
 
 
 T = TypeVar("T")
@@ -75,28 +69,7 @@ class Applied(NamedTuple):
     skipped: int  # bad entries recorded and skipped (the latest 100 at most)
 
 
-@contextmanager
-def _pysyncobj_parts(**parts):
-    """Have ``SyncObj.__init__`` build these parts (its module's names) instead of its own.
-
-    pysyncobj builds its journal (a ``FileJournal`` holding every command in memory,
-    issue #12), its serializer and its Raft link's cipher (cluster/raft/wire.py) inside
-    ``__init__``, with its module's globals and no parameter for others, and starts its
-    tick thread there too: they cannot be swapped in after it returns. The globals are
-    swapped for one construction at a time and put back even if it fails.
-    """
-    with _PARTS_LOCK:
-        saved = {name: getattr(pysyncobj_module, name) for name in parts}
-        for name, factory in parts.items():
-            setattr(pysyncobj_module, name, factory)
-        try:
-            yield
-        finally:
-            for name, original in saved.items():
-                setattr(pysyncobj_module, name, original)
-
-
-class RaftNode(SyncObj):
+class RaftNode(SyncObjSeam):
     def __init__(
         self,
         settings: ClusterSettings,
@@ -171,41 +144,29 @@ class RaftNode(SyncObj):
         self._journal: DiskJournal | None = None
         self._refuse_success = False  # set when a shipped snapshot failed to install
         self._installed_at: int | None = None  # the index of a snapshot just installed
+        # address -> the peer's latest reading (tick thread writes, peer_clocks reads); set
+        # before pysyncobj is built, since its messages reach _on_message from then on
+        self._peer_clocks: dict[str, PeerClock] = {}
 
         def create_journal(path: str) -> DiskJournal:
-            # Set before the tick thread starts, so the tick thread's overrides below find it.
+            # Set before the tick thread starts, so the tick thread's hooks below find it.
             self._journal = DiskJournal(path)
             return self._journal
 
-        def serializer(*args) -> ShippingSerializer:
-            return ShippingSerializer(self._dump, state.store.directory, self._ask_for_dump, *args)
-
-        bounded_frames.install()  # before the first connection is made or accepted
-        built = False
-        try:
-            with _pysyncobj_parts(
-                createJournal=create_journal, Serializer=serializer, getEncryptor=RaftCipher.from_secret
-            ):
-                super().__init__(DialNode(settings.raft), self._peers, conf, transportClass=transport_class)
-            built = True
-            check_node(self, self._journal, ShippingSerializer)
-        except BaseException:
-            if built:
-                self.destroy()  # its tick thread stops at its next tick
-            elif self._journal is not None:
-                self._journal.close()
-            raise
+        parts = Parts(
+            journal=create_journal,
+            serializer=ShippingSerializer,
+            serializer_args=(self._dump, state.store.directory, self._ask_for_dump),
+            encryptor=RaftCipher.from_secret,
+            connection=BoundedTcpConnection,
+        )
+        super().__init__(DialNode(settings.raft), self._peers, conf, parts, transport_class)
         self._transfer: tuple[str | None, float, Callable[[bool], None]] | None = None
         self.addOnTickCallback(self._tick_transfer)
         self._next_halted_transfer = 0.0
         self.addOnTickCallback(self._tick_halted)
-        self._transport = self._SyncObj__transport
-        self._on_raft_message = self._transport._onMessageReceivedCallback
-        self._transport.setOnMessageReceivedCallback(self._on_message)
         self._next_keepalive = 0.0
         self._clock = clock or (lambda: time.time_ns() // 1_000_000)
-        # address -> the peer's latest reading (tick thread writes, peer_clocks reads)
-        self._peer_clocks: dict[str, PeerClock] = {}
         self.addOnTickCallback(self._tick_keepalive)
         self.addOnTickCallback(self._tick_leader)
         # Loop-owned, written only by what the tick thread posts through the crossing.
@@ -217,7 +178,7 @@ class RaftNode(SyncObj):
         self._monotonic = MonotonicWatch(monotonic_time())
         self._on_monotonic_step = on_monotonic_step
         self.addOnTickCallback(self._tick_monotonic)
-        self._questions = WriterQuestions(crossing, self._wake_tick)
+        self._questions = WriterQuestions(crossing, self.wake_tick_thread)
         self.addOnTickCallback(lambda: self._questions.answer_all(self.state.store))
 
     # -- the one replicated method ----------------------------------------------
@@ -228,8 +189,7 @@ class RaftNode(SyncObj):
         self._crossing.require_off_loop("applying an entry")
         index = self.raftLastApplied + 1
         self._sync_journal()  # durable here before it is applied, and so before it is acked
-        entries = self._SyncObj__getEntries(index, 1)
-        term = entries[0][2] if entries else None
+        term = self.entry_term(index)
         started = time.perf_counter()
         res = self.state.apply(index, blob, term)
         self._observe_apply(time.perf_counter() - started)
@@ -270,20 +230,20 @@ class RaftNode(SyncObj):
     def _status_now(self) -> RaftStatus:  # tick thread
         if self._isLeader():
             role = Role.MASTER
-        elif self._SyncObj__raftState == _RAFT_STATE.CANDIDATE:
+        elif self.is_candidate():
             role = Role.CANDIDATE
         else:
             role = Role.FOLLOWER
         return RaftStatus(
             role,
-            self._SyncObj__raftCurrentTerm,
+            self.raftCurrentTerm,
             self.leader_address(),
             frozenset(self.linked_peers()),
             tuple(self._peer_clocks.values()),
             self.leader_changes,
             self.stale_answers,
             self._dump.last,
-            self._SyncObj__raftCommitIndex,
+            self.raftCommitIndex,
             self._journal.bytes,
         )
 
@@ -293,7 +253,7 @@ class RaftNode(SyncObj):
     def _state_changed(self, old: int, new: int) -> None:  # tick thread
         if (old == _RAFT_STATE.LEADER) != (new == _RAFT_STATE.LEADER):
             if old == _RAFT_STATE.LEADER:
-                self._SyncObj__serializer.cancel_all()  # a follower's shipment ends with its leader
+                self.serializer.cancel_all()  # a follower's shipment ends with its leader
             self._crossing.post(self._on_role, new == _RAFT_STATE.LEADER)
 
     async def propose(self, blob: bytes, timeout: float | None = None) -> ApplyResult:
@@ -326,8 +286,9 @@ class RaftNode(SyncObj):
         except TimeoutError as e:
             raise ProposalTimeoutError("entry neither committed nor rejected in time") from e
 
-    def _applyCommand(self, command, callback, commandType=None) -> None:  # noqa: N802 - pysyncobj's name
-        """Every proposal starts here; refuse the ones forwarded by other nodes.
+    def _refuses_proposal(self, forwarded: bool) -> bool:
+        """Refuse every proposal forwarded by another node, and this node's own while it
+        is halted (the seam denies them, ``SyncObjSeam._applyCommand``).
 
         pysyncobj hands a proposal to the leader when its proposer is no longer leader.
         Horologe proposes only on the master (clients are redirected there), so a
@@ -341,35 +302,20 @@ class RaftNode(SyncObj):
         that grows by one entry a wheel turn keeps every follower just behind it, so that
         transfer could be denied turn after turn (seen: 20 s with no master).
         """
-        if self._halted_on_loop and not isinstance(callback, tuple):  # ours: on the loop
-            if callback is not None:
-                callback(None, FAIL_REASON.REQUEST_DENIED)
-            return
-        if callback is None or isinstance(callback, tuple):  # (node, request id): from the wire
+        if forwarded:
             log.warning("refused a proposal forwarded by another node (a deposed master)")
-            if isinstance(callback, tuple):
-                node, request_id = callback
-                self._SyncObj__transport.send(
-                    node,
-                    {
-                        "type": "apply_command_response",
-                        "request_id": request_id,
-                        "error": FAIL_REASON.REQUEST_DENIED,
-                    },
-                )
-            return
-        super()._applyCommand(command, callback, commandType)
+            return True
+        return self._halted_on_loop  # set on the loop, where this node proposes
 
-    def _checkCommandsToApply(self) -> None:  # noqa: N802 - pysyncobj's name
-        """pysyncobj's leader appends waiting proposals to its log and sends them to the
-        followers here. It syncs them at once, while the followers write theirs: its own
+    def _proposals_appended(self) -> None:
+        """pysyncobj's leader has appended the waiting proposals to its log and sent them to
+        the followers. It syncs them at once, while the followers write theirs: its own
         copy is on disk before the next tick counts it towards a commit (which the
         followers then learn and apply), and its fsync no longer waits for their answers
         (the apply's sync finds nothing left to do)."""
-        super()._checkCommandsToApply()
         self._sync_journal()
 
-    def _SyncObj__sendNextNodeIdx(self, node, reset=False, nextNodeIdx=None, success=False):  # noqa: N802, N803
+    def _answer_leader(self, node, reset: bool, next_index: int | None, success: bool) -> None:
         """A follower's answer to the leader: entries it reports having are on disk first,
         and the answer names the term it answers in (pysyncobj's carries none; the leader
         drops answers of other terms, ``_on_message``)."""
@@ -379,19 +325,19 @@ class RaftNode(SyncObj):
         if success:
             self._sync_journal()
         installed, self._installed_at = self._installed_at, None
-        if nextNodeIdx is None:
+        if next_index is None:
             # After an install, from the snapshot's index on: entries kept after it
-            # (_SyncObj__loadDumpFile) are counted once the leader's next append checks them.
-            last = self._SyncObj__getCurrentLogIndex() if installed is None else installed
-            nextNodeIdx = last + 1
-        self._transport.send(
+            # (_clears_journal_on_load) are counted once the leader's next append checks them.
+            last = self.last_log_index() if installed is None else installed
+            next_index = last + 1
+        self.transport.send(
             node,
             {
                 "type": "next_node_idx",
-                "next_node_idx": nextNodeIdx,
+                "next_node_idx": next_index,
                 "reset": reset,
                 "success": success,
-                "term": self._SyncObj__raftCurrentTerm,
+                "term": self.raftCurrentTerm,
             },
         )
 
@@ -407,16 +353,6 @@ class RaftNode(SyncObj):
         """On the loop: ``question(store)`` answered on the tick thread, between applies
         (writer_questions.py); only reads, and quick ones: the tick thread waits for it."""
         return self._questions.ask(question, timeout or self.settings.proposal_timeout_s)
-
-    def _wake_tick(self) -> None:
-        """Wake the tick thread from its poll (pysyncobj's own notifier, which a proposal
-        uses too); without one, it looks within ``tick_s``."""
-        notifier = getattr(self, "_SyncObj__pipeNotifier", None)
-        if notifier is not None:
-            try:
-                notifier.notify()
-            except BlockingIOError:  # the pipe is full: the tick thread has wake-ups waiting
-                pass
 
     # -- links ------------------------------------------------------------------
 
@@ -435,9 +371,11 @@ class RaftNode(SyncObj):
         for node in self._peers:
             if self.isNodeConnected(node):
                 last = self._peer_clocks.get(node.address)
-                self._transport.send(node, {"type": KEEPALIVE, **keepalive(clock_ms, now, last)})
+                self.transport.send(node, {"type": KEEPALIVE, **keepalive(clock_ms, now, last)})
 
     def _on_message(self, node, message) -> None:
+        """Every message from a peer: keep-alives are this shell's own; appends and answers
+        are taken as Raft has it; the rest goes to pysyncobj as it came."""
         kind = message.get("type") if isinstance(message, dict) else None
         if kind == KEEPALIVE:
             clock = received(message, monotonic_time(), self._peer_clocks.get(node.address))
@@ -448,7 +386,7 @@ class RaftNode(SyncObj):
             message = self._append_as_raft_has_it(message)
         elif kind == "next_node_idx":
             term = message.get("term")
-            if term is not None and term != self._SyncObj__raftCurrentTerm:
+            if term is not None and term != self.raftCurrentTerm:
                 # An answer to an append of another term: from a leadership of this node's
                 # before it lost and regained the lead, the follower's log may have been
                 # rewritten since, so its index would count entries the follower no longer
@@ -459,7 +397,7 @@ class RaftNode(SyncObj):
             if message.get("success"):
                 self._take_ack(node, message)
                 return
-        self._on_raft_message(node, message)
+        self._pysyncobj_on_message(node, message)
 
     def _append_as_raft_has_it(self, message: dict) -> dict:
         """An ``append_entries`` as pysyncobj's follower should take it.
@@ -471,7 +409,7 @@ class RaftNode(SyncObj):
         a former master would apply its own suffix that never committed. Such a message
         moves the commit index nowhere; the next append with a place in the log does.
         """
-        commit = self._SyncObj__raftCommitIndex
+        commit = self.raftCommitIndex
         if "prevLogIdx" not in message:
             return {**message, "commit_index": min(message.get("commit_index", commit), commit)}
         if "transmission" in message:  # a large entry in parts: pysyncobj's own path
@@ -488,9 +426,9 @@ class RaftNode(SyncObj):
         once it had compacted its log past them it shipped the follower a whole snapshot
         (seen under saturating ingest: shipments, then elections). An ack moves the match
         index; only a refusal (``reset``) moves the next index back, as Raft has it."""
-        next_index = self._SyncObj__raftNextIndex
+        next_index = self.next_index
         sent = next_index.get(node)
-        self._on_raft_message(node, message)
+        self._pysyncobj_on_message(node, message)
         moved_back = sent is not None and next_index.get(node, sent) < sent
         if moved_back and not message.get("reset") and self._isLeader():
             next_index[node] = sent
@@ -526,7 +464,7 @@ class RaftNode(SyncObj):
 
     def current_term(self) -> int:
         """This node's Raft term (a plain read of pysyncobj's int: safe from any thread)."""
-        return self._SyncObj__raftCurrentTerm
+        return self.raftCurrentTerm
 
     def leader_address(self) -> str | None:
         leader = self._getLeader()
@@ -581,7 +519,7 @@ class RaftNode(SyncObj):
             log.warning("halted: handing leadership over (%s)", self.state.halted)
             self.transferLeadership(None)
 
-    def _SyncObj__tryLogCompaction(self):  # noqa: N802
+    def _may_compact(self) -> bool:
         """Compaction, also when the log's commands pass ``log_compaction_bytes``.
 
         The log is on disk (journal.py): the budget bounds the journal file and what
@@ -590,17 +528,17 @@ class RaftNode(SyncObj):
         No snapshot while halted: it would be labelled with entries the store never applied,
         and compaction would then drop them from the journal that a restart replays."""
         if self.state.halted:
-            return
+            return False
         # Not while a shipment is under way: a dump and cut now would leave the follower
         # to continue from entries the leader no longer holds, and it would be shipped a
         # snapshot again, and again under sustained ingest. The log waits on disk.
-        if self._SyncObj__serializer.in_flight():
-            return
+        if self.serializer.in_flight():
+            return False
         # Not while a finished dump awaits pysyncobj: it is about to cut the log, and a flag
         # set now would outlive the cut and ask for a second dump at once.
         if self._journal.bytes > self.settings.log_compaction_bytes and not self._dump.finished:
-            self._SyncObj__forceLogCompaction = True
-        SyncObj._SyncObj__tryLogCompaction(self)
+            self.forceLogCompaction()
+        return True
 
     def _hold_back_from_elections(self) -> None:
         """Keep a master that just handed over from standing for election for a while.
@@ -608,9 +546,9 @@ class RaftNode(SyncObj):
         Its election deadline went stale while it led; unless a vote resets it, it would
         call an election at once and could unseat the node it just handed over to (DESIGN
         §5: "hold the old node back"). pysyncobj has no API for this: the deadline is set
-        directly, on the tick thread that owns it.
+        through the seam (``election_deadline``), on the tick thread that owns it.
         """
-        self._SyncObj__raftElectionDeadline = monotonic_time() + self.settings.hold_back_s
+        self.election_deadline = monotonic_time() + self.settings.hold_back_s
 
     # -- snapshots: a manifest of the store (dump_file.py), shipped on the fly ----
 
@@ -622,7 +560,7 @@ class RaftNode(SyncObj):
         node that can never apply, on a follower an install answered as a success. Any
         failure here halts the replica instead, with the reason (``/readyz``, the log), and
         the follower's next success answer, which would report the failed install as done,
-        is not sent (``_SyncObj__sendNextNodeIdx``).
+        is not sent (``_answer_leader``).
         """
         try:
             local = read_local(filename)
@@ -638,7 +576,7 @@ class RaftNode(SyncObj):
             self._installed_at = raft_data[0][1]
             # The install took as long as the store's size; the leader's heartbeats wait
             # unread meanwhile, and the next tick would find the election deadline gone.
-            self._SyncObj__raftElectionDeadline = monotonic_time() + self._SyncObj__generateRaftTimeout()
+            self.election_deadline = monotonic_time() + self.random_election_timeout()
         return raft_data
 
     def _load_own(self, local: LocalDump):
@@ -672,14 +610,14 @@ class RaftNode(SyncObj):
         self._dump.replace(LocalDump(store.applied_index, raft_data, store.checkpoint_record()))
         return raft_data
 
-    def _SyncObj__loadDumpFile(self, clearJournal):  # noqa: N802, N803 - pysyncobj's names
-        """pysyncobj loads a dump at start (``clearJournal`` False) and after an install
-        (True), and then keeps the journal only if it begins with the dump's last two
-        entries, or never after an install. :meth:`_finish_cut` has cut a journal that
+    def _clears_journal_on_load(self, after_install: bool) -> bool:
+        """Never. pysyncobj loads a dump at start and after an install (``after_install``),
+        and then keeps the journal only if it begins with the dump's last two entries, and
+        never after an install. :meth:`_finish_cut` has cut a journal that
         holds those entries to begin with them, so it is kept in both cases: after an
         install, entries the follower had acknowledged past the snapshot stay (a stale
         reset can make a leader ship a snapshot to a follower already past it)."""
-        return SyncObj._SyncObj__loadDumpFile(self, False)
+        return False
 
     def _finish_cut(self, raft_data) -> None:
         """Cut the journal to begin with the dump's last two entries, if it holds them.
@@ -706,23 +644,10 @@ class RaftNode(SyncObj):
             journal.deleteEntriesTo(before[1] - first)
 
     def _ask_for_dump(self) -> None:  # tick thread
-        self._SyncObj__forceLogCompaction = True
+        self.forceLogCompaction()
 
-    def _SyncObj__sendAppendEntries(self):  # noqa: N802
-        """pysyncobj's sends, leaving out, this tick, a follower whose snapshot shipment
-        waits (its connection's write buffer is full, or for a newer dump: snapshot_stream.py)."""
-        connected = self._SyncObj__connectedNodes
-        held_back = self._SyncObj__serializer.held_back
-        paused = frozenset(n for n in connected if held_back(n, self._backlog))
-        if not paused:
-            return SyncObj._SyncObj__sendAppendEntries(self)
-        self._SyncObj__connectedNodes = connected - paused
-        try:
-            with self._SyncObj__serializer.paused(paused):
-                return SyncObj._SyncObj__sendAppendEntries(self)
-        finally:
-            self._SyncObj__connectedNodes |= paused
-
-    def _backlog(self, node) -> int:
-        conn = self._SyncObj__transport._connections.get(node)
-        return 0 if conn is None else conn.getSendBufferSize()
+    def _followers_held_back(self) -> frozenset:
+        """The followers left out of this tick's sends: those whose snapshot shipment waits
+        (its connection's write buffer is full, or for a newer dump: snapshot_stream.py)."""
+        held_back = self.serializer.held_back
+        return frozenset(n for n in self.connected_nodes if held_back(n, self.send_backlog))

@@ -47,8 +47,9 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from cryptography.hazmat.primitives.kdf.pbkdf2 import PBKDF2HMAC
-from pysyncobj.poller import POLL_EVENT_TYPE
-from pysyncobj.tcp_connection import CONNECTION_STATE, TcpConnection
+from pysyncobj.tcp_connection import CONNECTION_STATE
+
+from .seam import ConnectionSeam
 
 log = logging.getLogger(__name__)
 
@@ -116,8 +117,9 @@ def _nonce(counter: int) -> bytes:
     return counter.to_bytes(12, "big")
 
 
-class WireConnection(TcpConnection):
-    """pysyncobj's connection with the frames above. ``encryptor`` (set by pysyncobj's
+class WireConnection(ConnectionSeam):
+    """pysyncobj's connection with the frames above (its hooks in the seam: ``_send_some``,
+    ``_read_some``, ``_parse_message``). ``encryptor`` (set by pysyncobj's
     transport, a :class:`RaftCipher` here) is None without a secret; ``recvLastTimestamp``
     holds the last counter taken (pysyncobj resets it to 0 with each connection).
 
@@ -133,44 +135,36 @@ class WireConnection(TcpConnection):
         data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
         if self.encryptor:
             data = self.encryptor.seal(data)
-        out = self._buffer("_TcpConnection__writeBuffer")
+        out = self._buffer("write_buffer")
         out += HEAD.pack(len(data))
         out += data
-        self._TcpConnection__trySendBuffer()
-        if out and self._TcpConnection__state == CONNECTION_STATE.CONNECTED:
-            self._watch_writable()
-
-    def _watch_writable(self) -> None:
-        """Wake the tick thread when the socket takes more.
-
-        pysyncobj sends what the socket takes at once and leaves the rest in the buffer,
-        without asking its poller for the socket's writable event: the rest went out only
-        with the connection's next message. A produce batch's append (~260 KB for 1,000
-        messages) does not fit the socket's buffer, so its tail waited for the next append
-        or keep-alive (up to a heartbeat, 50 ms), with the nodes mostly idle meanwhile.
-        pysyncobj's own handler of the event sends the rest, and stops watching once the
-        buffer is empty."""
-        self._TcpConnection__poller.subscribe(
-            self._TcpConnection__fileno,
-            self._TcpConnection__processConnection,
-            POLL_EVENT_TYPE.READ | POLL_EVENT_TYPE.WRITE | POLL_EVENT_TYPE.ERROR,
-        )
+        self.try_send()
+        if out and self.state == CONNECTION_STATE.CONNECTED:
+            # Wake the tick thread when the socket takes more. pysyncobj sends what the
+            # socket takes at once and leaves the rest in the buffer, without asking its
+            # poller for the socket's writable event: the rest went out only with the
+            # connection's next message. A produce batch's append (~260 KB for 1,000
+            # messages) does not fit the socket's buffer, so its tail waited for the next
+            # append or keep-alive (up to a heartbeat, 50 ms), with the nodes mostly idle
+            # meanwhile. pysyncobj's own handler of the event sends the rest, and stops
+            # watching once the buffer is empty.
+            self.watch_writable()
 
     def _buffer(self, name: str) -> bytearray:
-        """The buffer ``name`` as a bytearray (pysyncobj sets a new ``bytes()`` with
-        each connection)."""
+        """The buffer ``name`` (``write_buffer`` or ``read_buffer``) as a bytearray
+        (pysyncobj sets a new ``bytes()`` with each connection)."""
         buf = getattr(self, name)
         if type(buf) is not bytearray:
             buf = bytearray(buf)
             setattr(self, name, buf)
         return buf
 
-    def _TcpConnection__processSend(self) -> bool:  # noqa: N802 - pysyncobj's name
-        out = self._buffer("_TcpConnection__writeBuffer")
+    def _send_some(self) -> bool:
+        out = self._buffer("write_buffer")
         if not out:
             return False
         try:
-            sent = self._TcpConnection__socket.send(out)
+            sent = self.sock.send(out)
         except OSError as e:
             if e.errno not in (errno.EAGAIN, errno.EWOULDBLOCK):
                 self.disconnect()
@@ -180,12 +174,12 @@ class WireConnection(TcpConnection):
         del out[:sent]
         return True
 
-    def _TcpConnection__processRead(self) -> bool:  # noqa: N802 - pysyncobj's name
-        self._buffer("_TcpConnection__readBuffer")  # so that pysyncobj's += extends it in place
-        return TcpConnection._TcpConnection__processRead(self)
+    def _read_some(self) -> bool:
+        self._buffer("read_buffer")  # so that pysyncobj's += extends it in place
+        return super()._read_some()
 
-    def _TcpConnection__processParseMessage(self):  # noqa: N802 - pysyncobj's name
-        buf = self._buffer("_TcpConnection__readBuffer")
+    def _parse_message(self):
+        buf = self._buffer("read_buffer")
         if len(buf) < HEAD.size:
             return None
         (n,) = HEAD.unpack_from(buf)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from horologe.cluster.errors import UnsupportedPysyncobjError
-from horologe.cluster.raft.contract import check_pysyncobj
+from horologe.cluster.raft.seam import check_pysyncobj
 from horologe.node.config import load_config
 from horologe.node.errors import ConfigError
 from horologe.node.main import run_node

@@ -22,11 +22,11 @@ def test_the_leader_drops_answers_of_another_term_and_takes_its_own(tmp_path):
 
             def answer_from_the_past(_store):
                 # On the tick thread, where the leader takes its messages.
-                follower = sorted(leader._SyncObj__otherNodes, key=lambda n: n.id)[0]
-                term = leader._SyncObj__raftCurrentTerm
+                follower = sorted(leader.otherNodes, key=lambda n: n.id)[0]
+                term = leader.raftCurrentTerm
                 match = leader._SyncObj__raftMatchIndex
                 before, dropped = match[follower], leader.stale_answers
-                far = leader._SyncObj__getCurrentLogIndex() + 100
+                far = leader.last_log_index() + 100
                 for stale in ({"term": term - 1}, {"term": term + 1}):
                     answer = {"type": "next_node_idx", "next_node_idx": far, "reset": False, "success": True}
                     leader._on_message(follower, answer | stale)

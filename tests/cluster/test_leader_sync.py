@@ -24,7 +24,7 @@ def test_every_commit_index_the_leader_sets_names_entries_it_has_synced(tmp_path
             sync, set_commit = journal.sync, journal.setRaftCommitIndex
 
             def recording_sync() -> bool:  # both run on the tick thread
-                last = leader._SyncObj__getCurrentLogIndex()
+                last = leader.last_log_index()
                 done = sync()
                 synced[0] = last
                 return done

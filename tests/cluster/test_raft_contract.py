@@ -15,8 +15,8 @@ from pysyncobj.version import VERSION
 
 from horologe import cli
 from horologe.cluster.errors import UnsupportedPysyncobjError
-from horologe.cluster.raft import contract
-from horologe.cluster.raft.contract import TESTED_VERSIONS, check_node, check_pysyncobj
+from horologe.cluster.raft import seam
+from horologe.cluster.raft.seam import TESTED_VERSIONS, check_node, check_pysyncobj
 from horologe.cluster.raft.snapshot_stream import ShippingSerializer
 
 from .ticked import crash, ticked_node
@@ -35,7 +35,7 @@ def test_the_dependency_is_pinned_to_the_tested_version_and_that_is_installed():
 
 
 def test_an_untested_version_is_refused_by_name(monkeypatch):
-    monkeypatch.setattr(contract, "VERSION", "0.3.18")
+    monkeypatch.setattr(seam, "VERSION", "0.3.18")
     with pytest.raises(UnsupportedPysyncobjError, match=r"0\.3\.18 is installed.*pysyncobj==0\.3\.17"):
         check_pysyncobj()
 
@@ -47,13 +47,13 @@ def test_a_renamed_method_is_refused_by_name(monkeypatch):
 
 
 def test_a_node_refuses_to_start_on_it(tmp_path, monkeypatch):
-    monkeypatch.setattr(contract, "VERSION", "0.4.0")
+    monkeypatch.setattr(seam, "VERSION", "0.4.0")
     with pytest.raises(UnsupportedPysyncobjError):
         ticked_node(tmp_path)
 
 
 def test_the_node_command_says_so_in_one_line(monkeypatch, tmp_path):
-    monkeypatch.setattr(contract, "VERSION", "0.4.0")
+    monkeypatch.setattr(seam, "VERSION", "0.4.0")
     out = CliRunner().invoke(cli.main, ["node", "--insecure-dev", "--data-dir", str(tmp_path)])
     assert out.exit_code == 1
     assert out.output.startswith("Error: pysyncobj 0.4.0 is installed")

@@ -403,7 +403,7 @@ def test_a_node_keeps_its_raft_log_in_the_disk_journal_across_a_restart(tmp_path
         node = _single_node(tmp_path, port)
         try:
             assert pysyncobj.syncobj.createJournal is original  # patched only while it starts
-            assert isinstance(node._journal, DiskJournal) and node._SyncObj__raftLog is node._journal
+            assert isinstance(node._journal, DiskJournal) and node.raft_log is node._journal
             for ms in (1_000, 2_000, 3_000):
                 await _propose_as_leader(node, ms)
         finally:

@@ -54,7 +54,7 @@ def test_a_status_is_posted_on_a_change_not_on_every_tick(leader):
     assert _run_posts(leader) == []
     commit_alone(leader, 1_000, 3)  # each applied entry brings the status along
     _run_posts(leader)
-    assert leader.status.commit_index == leader._SyncObj__raftCommitIndex >= leader.raftLastApplied
+    assert leader.status.commit_index == leader.raftCommitIndex >= leader.raftLastApplied
 
 
 def test_a_replica_halted_outside_an_apply_refuses_proposals_once_the_loop_knows(leader):

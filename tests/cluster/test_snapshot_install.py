@@ -74,7 +74,7 @@ def test_a_long_install_leaves_a_whole_election_timeout_after_it(pair, monkeypat
     monkeypatch.setattr(store, "restore", slow_restore)
     ship(leader, follower, peer(follower, 1), term=2)
     assert store.applied_index == 4 and len(successes(follower)) == 1
-    left = follower._SyncObj__raftElectionDeadline - monotonic()
+    left = follower.election_deadline - monotonic()
     assert left >= follower.settings.raft_min_timeout * 0.5
 
 
@@ -88,7 +88,7 @@ def test_an_install_keeps_the_entries_the_follower_holds_after_the_snapshot(tmp_
     lead_alone(leader)
     commit_alone(leader, 1_000, 3)  # 3..5
     early = journal_entries(leader)
-    leader._SyncObj__forceLogCompaction = True
+    leader.forceLogCompaction()
     tick(leader, 2)
     assert leader._dump.current().index == 5
     commit_alone(leader, 2_000, 3)  # 6..8

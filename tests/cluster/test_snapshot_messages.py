@@ -44,11 +44,11 @@ def test_a_snapshot_message_leaves_the_commit_index_where_the_log_put_it(tmp_pat
             },
         )
         tick(follower)
-        assert follower._SyncObj__raftCommitIndex == 4 == follower.raftLastApplied
+        assert follower.raftCommitIndex == 4 == follower.raftLastApplied
         # Term 2's leader, whose log differs after 4, starts shipping its snapshot.
         follower._on_message(new, {"type": "append_entries", "term": 2, "commit_index": 100, **chunk})
         tick(follower, 3)
-        assert follower._SyncObj__raftCommitIndex == 4
+        assert follower.raftCommitIndex == 4
         assert follower.raftLastApplied == 4
         assert follower.state.store.applied_index == 4
     finally:
@@ -64,7 +64,7 @@ def leader_in_term_two(folder):
     leader = ticked_node(folder)
     lead_alone(leader)  # term 2: at 3
     commit_alone(leader, 5_000, 1)  # at 4
-    leader._SyncObj__forceLogCompaction = True
+    leader.forceLogCompaction()
     tick(leader, 2)
     assert leader._dump.current().index == 4
     assert (leader.state.store.applied_index, leader.state.store.meta("applied_term")) == (4, 2)

@@ -25,7 +25,7 @@ def test_no_compaction_while_a_shipment_is_under_way(tmp_path, monkeypatch):
         lead_with_peers(leader)
         fast, slow = peer(leader, 0), peer(leader, 1)
         commit_with(leader, fast, 1_000, 3)
-        leader._SyncObj__forceLogCompaction = True
+        leader.forceLogCompaction()
         tick(leader, 2)
         shipped = leader._dump.current().index
         first = leader._journal[0][1]
@@ -35,23 +35,23 @@ def test_no_compaction_while_a_shipment_is_under_way(tmp_path, monkeypatch):
         # The slow follower is behind the log: the next tick starts shipping it the dump, and
         # its first chunk takes a heartbeat's time to send, which ends the tick's sends; its
         # connection's buffer is then full, so the shipment waits, tick after tick.
-        leader._SyncObj__raftNextIndex[slow] = first
+        leader.next_index[slow] = first
         full = {"backlog": 0}
-        monkeypatch.setattr(leader, "_backlog", lambda node: full["backlog"] if node == slow else 0)
-        record = leader._transport.send
+        monkeypatch.setattr(leader, "send_backlog", lambda node: full["backlog"] if node == slow else 0)
+        record = leader.transport.send
 
         def slow_first_chunk(node, message):
             if node == slow and message.get("serialized") and message["serialized"][1]:
                 time.sleep(leader.settings.heartbeat_s * 1.5)
             return record(node, message)
 
-        monkeypatch.setattr(leader._transport, "send", slow_first_chunk)
+        monkeypatch.setattr(leader.transport, "send", slow_first_chunk)
         sent_before = len(leader.sent)
         send_now(leader)
         chunks = [m for n, m in leader.sent[sent_before:] if n == slow and m.get("serialized")]
         assert chunks and not chunks[-1]["serialized"][2], "the shipment spans ticks"
         full["backlog"] = 1 << 30
-        leader._SyncObj__forceLogCompaction = True
+        leader.forceLogCompaction()
         send_now(leader, 3)
         assert leader._journal[0][1] == first and leader._dump.current().index == shipped  # pinned
 

@@ -64,8 +64,8 @@ def ticked_node(data_dir, peers: tuple[str, ...] = (), on_monotonic_step=None, *
         node.sent.append((peer, message))
         return False
 
-    node._transport.send = send  # pysyncobj's sends go through the same object
-    node._transport._preventConnectNodes |= set(node._SyncObj__otherNodes)  # never dialled
+    node.transport.send = send  # pysyncobj's sends go through the same object
+    node.transport._preventConnectNodes |= node.otherNodes  # never dialled
     return node
 
 
@@ -75,7 +75,7 @@ def _clock_went_back(seconds: float) -> None:
 
 def peer(node: RaftNode, k: int):
     """The node's k-th peer (by address), as pysyncobj names it in messages."""
-    return sorted(node._SyncObj__otherNodes, key=lambda n: n.address)[k]
+    return sorted(node.otherNodes, key=lambda n: n.address)[k]
 
 
 def ship(leader: RaftNode, follower: RaftNode, sender, term: int) -> None:
@@ -104,10 +104,10 @@ def propose(node: RaftNode, ms: int) -> list:
 def lead_alone(node: RaftNode) -> None:
     """Tick a node without peers until it leads and has applied its election's entry; its
     election deadline is moved to now, rather than waited for."""
-    node._SyncObj__raftElectionDeadline = 0
+    node.election_deadline = 0
     for _ in range(20):
         tick(node)
-        if node.is_master() and node.raftLastApplied == node._SyncObj__raftCommitIndex > 0:
+        if node.is_master() and node.raftLastApplied == node.raftCommitIndex > 0:
             return
     raise AssertionError("a node alone did not take the lead")
 
@@ -143,8 +143,8 @@ def send_now(node: RaftNode, times: int = 1) -> None:
 
 def lead_with_peers(node: RaftNode) -> None:
     """Make a node with named peers lead: its peers count as linked, and the first votes."""
-    node._SyncObj__connectedNodes |= node._SyncObj__otherNodes
-    node._SyncObj__raftElectionDeadline = 0
+    node.connected_nodes |= node.otherNodes
+    node.election_deadline = 0
     tick(node)
     term = node.current_term()
     node._on_message(peer(node, 0), {"type": "response_vote", "term": term})
@@ -164,5 +164,5 @@ def commit_with(node: RaftNode, sender, first_ms: int, count: int) -> None:
         if all(answers):
             break
         tick(node)
-        ack(node, sender, node._SyncObj__getCurrentLogIndex())
+        ack(node, sender, node.last_log_index())
     assert all(a and a[0][1] == FAIL_REASON.SUCCESS for a in answers), answers

@@ -1,0 +1,603 @@
+"""The one seam into pysyncobj: everything the Raft shell reaches inside it, and the check
+that all of it is still there.
+
+pysyncobj 0.3.17 has no extension points for what the shell adds (docs/cluster.md, "Safety
+rules of the Raft shell"), so the shell overrides private methods of its classes, reads and
+sets their name-mangled members and swaps module globals. All of that is in this module and
+nowhere else in cluster/raft/ (tests/cluster/test_raft_seam.py checks it):
+
+* :class:`SyncObjSeam`, the base of ``RaftNode`` (node.py). Each override of a ``SyncObj``
+  method does pysyncobj's plumbing only and hands the decision to a hook, a method of the
+  seam whose default is pysyncobj's own behaviour and which ``RaftNode`` overrides. Each
+  member is read or set through an accessor named for what it is.
+* :class:`ConnectionSeam`, the same for ``TcpConnection``. Its hooks are implemented by the
+  Raft link's connection: ``WireConnection`` (wire.py, the sealed frames and bytearray
+  buffers) and ``BoundedTcpConnection`` (bounded_frames.py, the frame bounds), the class
+  pysyncobj is made to build.
+* The module globals: the parts ``SyncObj.__init__`` builds (:class:`Parts`: the journal,
+  the serializer, the link's cipher), the connection class of both places that make
+  connections (:func:`install_connection_class`) and the pickle protocol.
+* The contract. A release that renamed one of the names reached here would not fail: an
+  override would simply never be called again, and followers would, say, acknowledge
+  entries before they are on disk. So pysyncobj is pinned to one version (pyproject.toml,
+  which the Dockerfile installs), and a node refuses to start on a version this was not
+  checked against (:data:`TESTED_VERSIONS`), when a name below is missing from the class
+  or module it is taken from (:func:`check_pysyncobj`), or when a node built on it does not
+  hold the shell's own parts (:func:`check_node`). The lists checked (:data:`METHODS`,
+  :data:`MEMBERS`, :data:`GLOBALS`) are derived from the classes below, so they name
+  exactly what the seam reaches. Adding a version means reading its source against every
+  name here, and running the suite, the chaos suite and the soak on it.
+
+Other modules of the shell build on pysyncobj's public interfaces only, and stay where they
+are: journal.py's ``DiskJournal`` implements ``Journal`` (and reads old journals with
+``FileJournal``), snapshot_stream.py's ``ShippingSerializer`` extends ``Serializer``,
+dial_node.py's ``DialNode`` overrides ``TCPNode``'s ``ip`` and ``port``, dump_file.py
+answers with ``SERIALIZER_STATE``. The methods they override are in :data:`METHODS` too.
+
+Every reach names the line of pysyncobj 0.3.17 it replaces, wraps or reads, as ``file:LINE``
+in ``.venv/lib/python3.11/site-packages/pysyncobj/``; the test above checks each line.
+
+Threads: the SyncObj overrides and accessors run on pysyncobj's tick thread (or the thread
+that builds the node, before the tick thread starts), as pysyncobj's own code does; only
+``SyncObjSeam.wake_tick_thread`` is for any thread.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import pysyncobj.pickle as raft_pickle
+import pysyncobj.syncobj as syncobj_module
+import pysyncobj.tcp_server as tcp_server_module
+import pysyncobj.transport as transport_module
+from pysyncobj import FAIL_REASON, SyncObj, SyncObjConf
+from pysyncobj.node import TCPNode
+from pysyncobj.poller import POLL_EVENT_TYPE
+from pysyncobj.serializer import Serializer
+from pysyncobj.syncobj import _RAFT_STATE
+from pysyncobj.tcp_connection import TcpConnection
+from pysyncobj.transport import TCPTransport
+from pysyncobj.version import VERSION
+
+from ..errors import UnsupportedPysyncobjError
+
+TESTED_VERSIONS = frozenset({"0.3.17"})
+
+# pickle.py:45 `__protocol = 2`, which pysyncobj's dumps (pickle.py:77) reads at call time;
+# the field notes measured protocol 4 at twice the throughput. Set once, when the shell is
+# imported, for the whole process (the journal's meta file is written with it).
+PICKLE_PROTOCOL = 4
+setattr(raft_pickle, "__protocol", PICKLE_PROTOCOL)
+
+
+# -- how a reach is declared: each names the line it replaces or reads -------------------
+
+
+def _replaces(where: str):
+    """Mark a method as the override of pysyncobj's method of the same name, at ``where``."""
+
+    def mark(fn):
+        fn.replaces = where
+        return fn
+
+    return mark
+
+
+def _hook(fn):
+    """Mark a method as a hook: an override calls it, its body is pysyncobj's behaviour, and
+    the shell's class overrides it (tests/cluster/test_raft_seam.py checks that each is)."""
+    fn.hook = True
+    return fn
+
+
+class _Member:
+    """A name-mangled member of pysyncobj's object, read (and, if ``settable``, set) under
+    a name that says what it is; ``where`` is the line that makes it."""
+
+    def __init__(self, mangled: str, where: str, settable: bool = False) -> None:
+        self.mangled, self.where, self.settable = mangled, where, settable
+
+    def __get__(self, obj, owner=None) -> Any:
+        return self if obj is None else getattr(obj, self.mangled)
+
+    def __set__(self, obj, value) -> None:
+        if not self.settable:
+            raise AttributeError(f"{self.mangled} is read through the seam, never set")
+        setattr(obj, self.mangled, value)
+
+
+class _Method:
+    """A private method of pysyncobj's, called (not replaced) under a name that says what
+    it does; ``where`` is its ``def``."""
+
+    def __init__(self, mangled: str, where: str) -> None:
+        self.mangled, self.where = mangled, where
+
+    def __get__(self, obj, owner=None) -> Any:
+        return self if obj is None else getattr(obj, self.mangled)
+
+
+# -- the parts SyncObj.__init__ builds, and the connection class ---------------------------
+
+
+@dataclass(frozen=True)
+class Parts:
+    """What pysyncobj builds from its module's globals, made by the shell instead."""
+
+    # createJournal(journalFile), syncobj.py:166: the journal (journal.py's DiskJournal)
+    journal: Callable[[str], Any]
+    # Serializer(fullDumpFile, ...), syncobj.py:198: made as serializer(*serializer_args,
+    # *pysyncobj's arguments) (snapshot_stream.py's ShippingSerializer)
+    serializer: type[Serializer]
+    serializer_args: tuple
+    # getEncryptor(password), syncobj.py:126: the Raft link's cipher (wire.py's RaftCipher)
+    encryptor: Callable[[str], Any]
+    # the connection class pysyncobj makes links of (install_connection_class)
+    connection: type[TcpConnection]
+
+
+# Held while pysyncobj's factories are swapped (_pysyncobj_parts): two nodes started at once
+# in one process must each get their own parts and leave the factories as they were.
+_PARTS_LOCK = threading.Lock()
+
+
+@contextmanager
+def _pysyncobj_parts(**parts):
+    """Have ``SyncObj.__init__`` build these parts (syncobj.py's globals: ``createJournal``,
+    imported at :41 and called at :166; ``Serializer``, :38 and :198; ``getEncryptor``, :43
+    and :126) instead of its own.
+
+    pysyncobj builds its journal (a ``FileJournal`` holding every command in memory, issue
+    #12), its serializer and its Raft link's cipher inside ``__init__``, with its module's
+    globals and no parameter for others, and starts its tick thread there too: they cannot
+    be swapped in after it returns. The globals are swapped for one construction at a time
+    and put back even if it fails.
+    """
+    with _PARTS_LOCK:
+        saved = {name: getattr(syncobj_module, name) for name in parts}
+        for name, factory in parts.items():
+            setattr(syncobj_module, name, factory)
+        try:
+            yield
+        finally:
+            for name, original in saved.items():
+                setattr(syncobj_module, name, original)
+
+
+def install_connection_class(connection: type[TcpConnection]) -> None:
+    """Have pysyncobj make its connections of class ``connection``, accepted
+    (tcp_server.py:65) and dialled (transport.py:522), from now on in this process.
+
+    Both modules make them by the name ``TcpConnection`` they imported, with no parameter for
+    another class, all through a node's life, so both names point at ``connection``; it is
+    set before a node makes or accepts its first connection, and setting it again is harmless.
+    """
+    tcp_server_module.TcpConnection = connection
+    transport_module.TcpConnection = connection
+
+
+# -- SyncObj ------------------------------------------------------------------------------
+
+_PIPE_NOTIFIER = "_SyncObj__pipeNotifier"  # syncobj.py:264, see SyncObjSeam.wake_tick_thread
+
+
+class SyncObjSeam(SyncObj):
+    """pysyncobj's ``SyncObj`` built with the shell's :class:`Parts`, with a hook wherever
+    the shell decides what pysyncobj would. ``RaftNode`` (node.py) overrides the hooks:
+
+    ======================================  ============================================
+    hook (default: pysyncobj's behaviour)   called from the override of
+    ======================================  ============================================
+    ``_on_message(node, message)``          ``__onMessageReceived``, syncobj.py:909
+    ``_answer_leader(...)``                 ``__sendNextNodeIdx``, syncobj.py:1098
+    ``_refuses_proposal(forwarded)``        ``_applyCommand``, syncobj.py:492
+    ``_proposals_appended()``               ``_checkCommandsToApply``, syncobj.py:503
+    ``_followers_held_back()``              ``__sendAppendEntries``, syncobj.py:1251
+    ``_may_compact()``                      ``__tryLogCompaction``, syncobj.py:1421
+    ``_clears_journal_on_load(install)``    ``__loadDumpFile``, syncobj.py:1472
+    ======================================  ============================================
+
+    ``SyncObj.__init__`` reads every attribute of the object (``dir``, syncobj.py:226, and
+    again at :460) before it sets its last members (``__pipeNotifier`` at :264,
+    ``__newAppendEntriesTime`` at :268). So a member accessor here names only a member set
+    before :226 (each names its line), and a later one is read by a method
+    (:meth:`wake_tick_thread`).
+    """
+
+    # Members, by what they are.
+    raft_log = _Member("_SyncObj__raftLog", "syncobj.py:166")  # the journal Parts.journal made
+    serializer = _Member("_SyncObj__serializer", "syncobj.py:198")  # the one Parts.serializer made
+    transport = _Member("_SyncObj__transport", "syncobj.py:210")  # its send() is every send
+    # peers with a live, handshaken link; pysyncobj sends appends only to these
+    connected_nodes = _Member("_SyncObj__connectedNodes", "syncobj.py:154", settable=True)
+    # the leader's next index per follower (a dict, changed in place)
+    next_index = _Member("_SyncObj__raftNextIndex", "syncobj.py:178")
+    # when a follower or candidate next stands for election (monotonic seconds)
+    election_deadline = _Member("_SyncObj__raftElectionDeadline", "syncobj.py:162", settable=True)
+    _raft_state = _Member("_SyncObj__raftState", "syncobj.py:157")
+
+    # Private methods called as they are.
+    _get_entries = _Method("_SyncObj__getEntries", "syncobj.py:1145")
+    _current_log_index = _Method("_SyncObj__getCurrentLogIndex", "syncobj.py:1132")
+    _generate_raft_timeout = _Method("_SyncObj__generateRaftTimeout", "syncobj.py:1108")
+    _call_err_callback = _Method("_SyncObj__callErrCallback", "syncobj.py:1085")
+
+    def __init__(
+        self, self_node, other_nodes, conf: SyncObjConf, parts: Parts, transport_class: type = TCPTransport
+    ) -> None:
+        """``SyncObj.__init__`` (syncobj.py:96) building ``parts`` instead of its own, over
+        ``transport_class`` (pysyncobj's ``transportClass``: TCP, unless simulated).
+
+        The connection class is installed first, before any connection is made or accepted.
+        A node that fails to build closes the journal it made; one built without the parts is
+        refused (:func:`check_node`) and destroyed (its tick thread stops at its next tick).
+        """
+        install_connection_class(parts.connection)
+        journals: list = []
+
+        def create_journal(path: str):
+            journals.append(parts.journal(path))
+            return journals[-1]
+
+        def create_serializer(*args) -> Serializer:
+            return parts.serializer(*parts.serializer_args, *args)
+
+        built = False
+        try:
+            with _pysyncobj_parts(
+                createJournal=create_journal, Serializer=create_serializer, getEncryptor=parts.encryptor
+            ):
+                SyncObj.__init__(self, self_node, other_nodes, conf, transportClass=transport_class)
+            built = True
+            check_node(self, journals[-1] if journals else None, parts.serializer)
+        except BaseException:
+            if built:
+                self.destroy()
+            elif journals:
+                journals[-1].close()
+            raise
+
+    # -- accessors ------------------------------------------------------------------------
+
+    def is_candidate(self) -> bool:
+        """Whether this node stands for election now (``__raftState``, syncobj.py:157)."""
+        return self._raft_state == _RAFT_STATE.CANDIDATE
+
+    def last_log_index(self) -> int:
+        """The index of the last entry in pysyncobj's log (``__getCurrentLogIndex``)."""
+        return self._current_log_index()
+
+    def entry_term(self, index: int) -> int | None:
+        """The term of the log's entry at ``index``; None if the log does not hold it
+        (``__getEntries``: compacted away, or not yet appended)."""
+        entries = self._get_entries(index, 1)
+        return entries[0][2] if entries else None
+
+    def random_election_timeout(self) -> float:
+        """A fresh election timeout, as pysyncobj draws one (``__generateRaftTimeout``):
+        uniform in ``[raftMinTimeout, raftMaxTimeout]`` seconds."""
+        return self._generate_raft_timeout()
+
+    def send_backlog(self, node) -> int:
+        """Bytes waiting in the write buffer of ``node``'s connection (the transport's
+        ``_connections``, transport.py:204); 0 without one."""
+        conn = self.transport._connections.get(node)
+        return 0 if conn is None else conn.getSendBufferSize()
+
+    def wake_tick_thread(self) -> None:
+        """Wake the tick thread from its poll, as a proposal does (``__pipeNotifier``,
+        syncobj.py:264, notified at :499), from any thread; without one, it looks within
+        ``autoTickPeriod``.
+
+        The notifier exists only on platforms with pipes, and with ``appendEntriesUseBatch``
+        off (the shell's setting), so it is read as optional (:data:`OPTIONAL_MEMBERS`).
+        """
+        notifier = getattr(self, _PIPE_NOTIFIER, None)
+        if notifier is not None:
+            try:
+                notifier.notify()
+            except BlockingIOError:  # the pipe is full: the tick thread has wake-ups waiting
+                pass
+
+    def _pysyncobj_on_message(self, node, message) -> None:
+        """pysyncobj's own handling of a peer's message (``__onMessageReceived``)."""
+        SyncObj._SyncObj__onMessageReceived(self, node, message)
+
+    # -- overrides, each handing its decision to a hook -----------------------------------
+
+    @_replaces("syncobj.py:909")
+    def _SyncObj__onMessageReceived(self, node, message) -> None:  # noqa: N802 - pysyncobj's name
+        """Wraps ``__onMessageReceived`` (syncobj.py:909), the transport's callback for every
+        message from a peer (set at :213), which :meth:`_on_message` sees first: the shell
+        takes its keep-alives, applies the append rule to appends and drops answers of
+        another term before pysyncobj handles them, and keeps acks from moving a next
+        index back after."""
+        self._on_message(node, message)
+
+    @_hook
+    def _on_message(self, node, message) -> None:
+        """Hook: a peer's message. Pass on what pysyncobj should handle, as it should see
+        it, to :meth:`_pysyncobj_on_message`."""
+        self._pysyncobj_on_message(node, message)
+
+    @_replaces("syncobj.py:1098")
+    def _SyncObj__sendNextNodeIdx(self, node, reset=False, nextNodeIdx=None, success=False):  # noqa: N802, N803
+        """Replaces ``__sendNextNodeIdx`` (syncobj.py:1098), a follower's answer to the
+        leader's append or install (``next_node_idx``, sent from syncobj.py:969-1025), with
+        :meth:`_answer_leader`'s: the shell syncs the journal before a success, names the
+        term in the answer, answers an install from the snapshot's index and withholds the
+        success of an install that failed."""
+        self._answer_leader(node, reset=reset, next_index=nextNodeIdx, success=success)
+
+    @_hook
+    def _answer_leader(self, node, reset: bool, next_index: int | None, success: bool) -> None:
+        """Hook: send the leader ``node`` this follower's answer; ``next_index`` None means
+        the one after the log's last entry."""
+        SyncObj._SyncObj__sendNextNodeIdx(self, node, reset, next_index, success)
+
+    @_replaces("syncobj.py:492")
+    def _applyCommand(self, command, callback, commandType=None) -> None:  # noqa: N802, N803
+        """Wraps ``_applyCommand`` (syncobj.py:492), where every proposal starts: this node's
+        own (``callback`` is its proposer's) or one a peer forwarded (syncobj.py:1039-1041:
+        ``(node, request id)``, or None when the peer wants no answer). The shell refuses
+        forwarded proposals (a deposed master's) and a halted node's own; one that
+        :meth:`_refuses_proposal` refuses is denied as pysyncobj denies a proposal itself
+        (``__callErrCallback``, syncobj.py:1085): ``REQUEST_DENIED`` to the callback, or in
+        an ``apply_command_response`` to the peer.
+        """
+        if self._refuses_proposal(forwarded=not callable(callback)):
+            self._call_err_callback(FAIL_REASON.REQUEST_DENIED, callback)
+            return
+        super()._applyCommand(command, callback, commandType)
+
+    @_hook
+    def _refuses_proposal(self, forwarded: bool) -> bool:
+        """Hook: whether to deny a proposal, ``forwarded`` by a peer or this node's own."""
+        return False
+
+    @_replaces("syncobj.py:503")
+    def _checkCommandsToApply(self) -> None:  # noqa: N802 - pysyncobj's name
+        """Wraps ``_checkCommandsToApply`` (syncobj.py:503), where every tick a leader
+        appends the proposals waiting in its queue to its log and sends them to the
+        followers (a follower forwards them to its leader); :meth:`_proposals_appended`
+        runs after, where the leader syncs what it appended."""
+        super()._checkCommandsToApply()
+        self._proposals_appended()
+
+    @_hook
+    def _proposals_appended(self) -> None:
+        """Hook: the tick's proposals are in the leader's log and sent."""
+
+    @_replaces("syncobj.py:1251")
+    def _SyncObj__sendAppendEntries(self):  # noqa: N802 - pysyncobj's name
+        """Wraps ``__sendAppendEntries`` (syncobj.py:1251), where the leader sends every
+        connected follower what it lacks, to leave out the followers
+        :meth:`_followers_held_back` names (a shipment that waits for its connection).
+        pysyncobj sends only to ``connected_nodes``, so they are taken out of it meanwhile,
+        and their snapshot shipments are kept (pysyncobj cancels the shipment of a follower
+        it finds disconnected, syncobj.py:1260; the serializer keeps a paused one)."""
+        held_back = self._followers_held_back()
+        if not held_back:
+            return SyncObj._SyncObj__sendAppendEntries(self)
+        self.connected_nodes = self.connected_nodes - held_back
+        try:
+            with self.serializer.paused(held_back):
+                return SyncObj._SyncObj__sendAppendEntries(self)
+        finally:
+            self.connected_nodes |= held_back
+
+    @_hook
+    def _followers_held_back(self) -> frozenset:
+        """Hook: the connected followers this leader sends nothing to this tick."""
+        return frozenset()
+
+    @_replaces("syncobj.py:1421")
+    def _SyncObj__tryLogCompaction(self):  # noqa: N802 - pysyncobj's name
+        """Wraps ``__tryLogCompaction`` (syncobj.py:1421), pysyncobj's compaction step, every
+        tick (syncobj.py:700): it cuts the log after a finished dump, or starts a dump when
+        the log is long or old enough or one was forced (``forceLogCompaction``). Skipped on
+        a tick when :meth:`_may_compact` says so (halted, or shipping), which may also force
+        a dump (the log's byte budget)."""
+        if self._may_compact():
+            SyncObj._SyncObj__tryLogCompaction(self)
+
+    @_hook
+    def _may_compact(self) -> bool:
+        """Hook: whether pysyncobj's compaction step runs this tick (it may force a dump)."""
+        return True
+
+    @_replaces("syncobj.py:1472")
+    def _SyncObj__loadDumpFile(self, clearJournal):  # noqa: N802, N803 - pysyncobj's names
+        """Wraps ``__loadDumpFile`` (syncobj.py:1472). pysyncobj loads a dump at start
+        (``clearJournal`` False, syncobj.py:626) and after installing a shipped one (True,
+        syncobj.py:1024), and clears the journal when told to, or when it does not begin
+        with the dump's last two entries (syncobj.py:1489). :meth:`_clears_journal_on_load`
+        decides what it is told: the shell keeps what a follower holds past an install."""
+        return SyncObj._SyncObj__loadDumpFile(self, self._clears_journal_on_load(after_install=clearJournal))
+
+    @_hook
+    def _clears_journal_on_load(self, after_install: bool) -> bool:
+        """Hook: whether pysyncobj clears the journal however it begins, loading a dump."""
+        return after_install
+
+
+# -- TcpConnection ------------------------------------------------------------------------
+
+
+class ConnectionSeam(TcpConnection):
+    """pysyncobj's ``TcpConnection`` with a hook for each step the Raft link does its own
+    way; ``WireConnection`` (wire.py) and ``BoundedTcpConnection`` (bounded_frames.py)
+    override them:
+
+    ======================================  ============================================
+    hook (default: pysyncobj's behaviour)   called from the override of
+    ======================================  ============================================
+    ``_send_some() -> bool``                ``__processSend``, tcp_connection.py:239
+    ``_read_some() -> bool``                ``__processRead``, tcp_connection.py:261
+    ``_parse_message()``                    ``__processParseMessage``, tcp_connection.py:277
+    ======================================  ============================================
+
+    pysyncobj sets a new ``bytes()`` buffer with every connection and disconnect
+    (tcp_connection.py:125, :167), which a hook may replace through the accessors.
+    """
+
+    write_buffer = _Member("_TcpConnection__writeBuffer", "tcp_connection.py:69", settable=True)
+    read_buffer = _Member("_TcpConnection__readBuffer", "tcp_connection.py:68", settable=True)
+    sock = _Member("_TcpConnection__socket", "tcp_connection.py:67")
+    _poller = _Member("_TcpConnection__poller", "tcp_connection.py:72")
+
+    # pysyncobj's send step: sends what the socket takes of the write buffer, now
+    try_send = _Method("_TcpConnection__trySendBuffer", "tcp_connection.py:232")
+    _process_connection = _Method("_TcpConnection__processConnection", "tcp_connection.py:176")
+
+    def watch_writable(self) -> None:
+        """Have the poller call pysyncobj's handler when the socket takes more, as it does
+        for a connection being made (tcp_connection.py:136). pysyncobj's handler sends
+        what is buffered on the writable event and stops watching for it once the buffer is
+        empty (tcp_connection.py:204-211)."""
+        events = POLL_EVENT_TYPE.READ | POLL_EVENT_TYPE.WRITE | POLL_EVENT_TYPE.ERROR
+        self._poller.subscribe(self.fileno(), self._process_connection, events)
+
+    @_replaces("tcp_connection.py:239")
+    def _TcpConnection__processSend(self) -> bool:  # noqa: N802 - pysyncobj's name
+        """Replaces ``__processSend`` (tcp_connection.py:239), one send of the write buffer's
+        front to the socket (True while it should go on), with :meth:`_send_some`'s: the
+        link's buffer is a bytearray consumed in place (pysyncobj copies what is left)."""
+        return self._send_some()
+
+    @_hook
+    def _send_some(self) -> bool:
+        """Hook: send what the socket takes of the write buffer's front."""
+        return TcpConnection._TcpConnection__processSend(self)
+
+    @_replaces("tcp_connection.py:261")
+    def _TcpConnection__processRead(self) -> bool:  # noqa: N802 - pysyncobj's name
+        """Wraps ``__processRead`` (tcp_connection.py:261), one read from the socket into the
+        read buffer (True while it should go on), in :meth:`_read_some`: the link reads into
+        a bytearray, and drops a connection whose next frame claims too much."""
+        return self._read_some()
+
+    @_hook
+    def _read_some(self) -> bool:
+        """Hook: read once from the socket into the read buffer."""
+        return TcpConnection._TcpConnection__processRead(self)
+
+    @_replaces("tcp_connection.py:277")
+    def _TcpConnection__processParseMessage(self):  # noqa: N802 - pysyncobj's name
+        """Replaces ``__processParseMessage`` (tcp_connection.py:277), the next whole message
+        in the read buffer, taken off it (None until there is one), with
+        :meth:`_parse_message`'s: the link's sealed frames, within bounds."""
+        return self._parse_message()
+
+    @_hook
+    def _parse_message(self):
+        """Hook: the next whole message in the read buffer, or None."""
+        return TcpConnection._TcpConnection__processParseMessage(self)
+
+
+# -- the contract: what the seam reaches, derived from the classes above ------------------
+
+
+def replaced(seam: type) -> dict[str, str]:
+    """The methods ``seam`` overrides, each with the line of the upstream one."""
+    return {name: fn.replaces for name, fn in vars(seam).items() if hasattr(fn, "replaces")}
+
+
+def reached(seam: type, kind: type) -> dict[str, str]:
+    """The upstream names ``seam``'s accessors of ``kind`` (:class:`_Member`,
+    :class:`_Method`) reach, each with its line."""
+    return {v.mangled: v.where for v in vars(seam).values() if isinstance(v, kind)}
+
+
+def hooks(seam: type) -> tuple[str, ...]:
+    """The hooks of ``seam``, which the shell's class overrides."""
+    return tuple(name for name, fn in vars(seam).items() if getattr(fn, "hook", False))
+
+
+# The public API the shell and its tests call, listed so that a release without one is
+# refused by name too (doTick and _doDestroy: the in-process tests tick and crash nodes).
+_SYNCOBJ_API = (
+    "_isLeader",
+    "_getLeader",
+    "_doDestroy",
+    "transferLeadership",
+    "addOnTickCallback",
+    "isNodeConnected",
+    "doTick",
+    "forceLogCompaction",
+    "raftCommitIndex",
+    "raftCurrentTerm",
+    "raftLastApplied",
+    "otherNodes",
+)
+_CONNECTION_API = ("send", "disconnect", "getSendBufferSize", "fileno", "state")
+# The serializer the shell makes (snapshot_stream.py's ShippingSerializer) overrides the
+# first two and relies on the others.
+_SERIALIZER_API = ("cancelTransmisstion", "getTransmissionData", "setTransmissionData", "deserialize")
+# dial_node.py's DialNode overrides the first two (a peer dialled at another address).
+_NODE_API = ("ip", "port", "address")
+# Members of the transport: send_backlog reads the connections.
+_TRANSPORT_MEMBERS = ("_connections",)
+
+# Methods the shell overrides or calls, by the class that must define them.
+METHODS: dict[type, tuple[str, ...]] = {
+    SyncObj: (*replaced(SyncObjSeam), *reached(SyncObjSeam, _Method), *_SYNCOBJ_API),
+    Serializer: _SERIALIZER_API,
+    TCPNode: _NODE_API,
+    TcpConnection: (*replaced(ConnectionSeam), *reached(ConnectionSeam, _Method), *_CONNECTION_API),
+}
+
+# Members the shell reads or sets, by the class whose objects must hold them.
+MEMBERS: dict[type, tuple[str, ...]] = {
+    SyncObj: tuple(reached(SyncObjSeam, _Member)),
+    TcpConnection: tuple(reached(ConnectionSeam, _Member)),
+    TCPTransport: _TRANSPORT_MEMBERS,
+}
+
+# Members read where pysyncobj has them, and done without where it has not: not checked.
+OPTIONAL_MEMBERS: dict[type, tuple[str, ...]] = {SyncObj: (_PIPE_NOTIFIER,)}
+
+# Module globals the shell swaps: pysyncobj's parts (_pysyncobj_parts), its pickle
+# protocol, and the connection class of both places that make connections.
+GLOBALS: dict[object, tuple[str, ...]] = {
+    syncobj_module: ("createJournal", "Serializer", "getEncryptor"),
+    raft_pickle: ("__protocol",),
+    tcp_server_module: ("TcpConnection",),
+    transport_module: ("TcpConnection",),
+}
+
+
+def check_pysyncobj() -> None:
+    """Refuse a pysyncobj whose version or internals the shell was not checked against."""
+    version = VERSION
+    if version not in TESTED_VERSIONS:
+        raise UnsupportedPysyncobjError(
+            f"pysyncobj {version} is installed; this Horologe was checked against "
+            f"{', '.join(sorted(TESTED_VERSIONS))} only, and relies on its internals "
+            f"(cluster/raft/seam.py). Install pysyncobj=={max(TESTED_VERSIONS)}."
+        )
+    missing = [f"{c.__name__}.{n}" for c, names in METHODS.items() for n in names if n not in vars(c)]
+    missing += [f"{m.__name__}.{n}" for m, names in GLOBALS.items() for n in names if not hasattr(m, n)]
+    bare = TcpConnection(None)  # no socket: its __init__ only sets members
+    missing += [f"TcpConnection().{n}" for n in MEMBERS[TcpConnection] if not hasattr(bare, n)]
+    if missing:
+        raise UnsupportedPysyncobjError(
+            f"pysyncobj {version} lacks what the Raft shell overrides or reaches: {', '.join(missing)}"
+        )
+
+
+def check_node(node: SyncObj, journal: object, serializer_type: type) -> None:
+    """Refuse a built node that does not hold the shell's own parts, or lacks a member."""
+    missing = [name for name in MEMBERS[SyncObj] if not hasattr(node, name)]
+    transport = getattr(node, "_SyncObj__transport", None)
+    missing += [f"transport.{n}" for n in MEMBERS[TCPTransport] if not hasattr(transport, n)]
+    if missing:
+        raise UnsupportedPysyncobjError(f"a pysyncobj node lacks {', '.join(missing)}")
+    if node._SyncObj__raftLog is not journal:
+        raise UnsupportedPysyncobjError("pysyncobj did not take the shell's journal (createJournal)")
+    if not isinstance(node._SyncObj__serializer, serializer_type):
+        raise UnsupportedPysyncobjError("pysyncobj did not take the shell's serializer (Serializer)")
