@@ -316,6 +316,11 @@ class NodeService:
             raise NotMasterError(None)  # 503: the next master is a moment away; clients retry
         if not self.is_master():
             raise NotMasterError(self.leader_http())
+        if not self.raft.lease_held():
+            # No majority heard this master within the election timeout: another may have
+            # been elected meanwhile (cut off from it, or paused), so it serves nothing until
+            # one hears it again (cluster/raft/node.py, the read lease): 503, clients retry.
+            raise NotMasterError(None)
         if not self.quorum_clock.known():
             raise NotMasterError(None)  # 503 for the moment until a majority's clocks are in
         if self.view.reads.meta("applied_term") != self.raft.status.term:

@@ -55,6 +55,8 @@ from .writer_questions import WriterQuestions
 log = logging.getLogger(__name__)
 
 KEEPALIVE = "horologe_keepalive"  # a message type pysyncobj does not use
+# What a lease gives up of the election timeout: the clocks' rates, a tick's lateness.
+LEASE_MARGIN_S = 0.05
 
 
 T = TypeVar("T")
@@ -147,6 +149,15 @@ class RaftNode(SyncObjSeam):
         # address -> the peer's latest reading (tick thread writes, peer_clocks reads); set
         # before pysyncobj is built, since its messages reach _on_message from then on
         self._peer_clocks: dict[str, PeerClock] = {}
+        # The read lease (docs/cluster.md, "A deposed master stops at once"), tick thread:
+        # as a follower, when it last heard its leader's append, and that append's send
+        # time by the leader's clock (echoed back); as a leader, the latest send time of
+        # its own appends each follower echoed in an answer of this term.
+        self._leader_contact_at: float | None = None
+        self._leader_sent: tuple[str, float] | None = None  # (leader's address, sent at)
+        self._acked_sent: dict[str, float] = {}
+        self._transfer_term: int | None = None  # the term of an election a transfer asked for
+        self.votes_withheld = 0  # votes refused while a leader's lease could hold
 
         def create_journal(path: str) -> DiskJournal:
             # Set before the tick thread starts, so the tick thread's hooks below find it.
@@ -243,6 +254,7 @@ class RaftNode(SyncObjSeam):
             self.leader_changes,
             self.stale_answers,
             self._dump.last,
+            self._lease_until(),
             self.raftCommitIndex,
             self._journal.bytes,
         )
@@ -252,6 +264,7 @@ class RaftNode(SyncObjSeam):
 
     def _state_changed(self, old: int, new: int) -> None:  # tick thread
         if (old == _RAFT_STATE.LEADER) != (new == _RAFT_STATE.LEADER):
+            self._acked_sent.clear()  # a lease is of one leadership
             if old == _RAFT_STATE.LEADER:
                 self.serializer.cancel_all()  # a follower's shipment ends with its leader
             self._crossing.post(self._on_role, new == _RAFT_STATE.LEADER)
@@ -338,8 +351,14 @@ class RaftNode(SyncObjSeam):
                 "reset": reset,
                 "success": success,
                 "term": self.raftCurrentTerm,
+                **self._echo(node),
             },
         )
+
+    def _echo(self, node) -> dict:
+        """The send time of the leader's latest append heard, for its lease (_lease_until)."""
+        sent = self._leader_sent
+        return {"echo": sent[1]} if sent is not None and sent[0] == node.address else {}
 
     def _sync_journal(self) -> None:
         # The durability rule (journal.py): before an ack to the leader, and before an apply.
@@ -377,12 +396,24 @@ class RaftNode(SyncObjSeam):
         """Every message from a peer: keep-alives are this shell's own; appends and answers
         are taken as Raft has it; the rest goes to pysyncobj as it came."""
         kind = message.get("type") if isinstance(message, dict) else None
+        if kind == "request_vote" and self._withholds_vote(message):
+            # Its term is taken as Raft has it (a leader steps down: the candidate's term is
+            # later), its vote refused: to pysyncobj the candidate's log looks behind
+            # (syncobj.py:929). Dropped whole, the term would not be learnt, and a node back
+            # from a partition at a later term would ignore the leader's appends for good.
+            self.votes_withheld += 1
+            message = {**message, "last_log_term": -1}
+        if kind == "timeout_now" and node == self._getLeader():
+            # pysyncobj stands for election at its next tick (syncobj.py:911-916, then :637), clearing
+            # its own transfer flag before it asks for votes: the term asked for is kept here.
+            self._transfer_term = self.raftCurrentTerm + 1
         if kind == KEEPALIVE:
             clock = received(message, monotonic_time(), self._peer_clocks.get(node.address))
             if clock is not None:
                 self._peer_clocks[node.address] = clock
             return
         if kind == "append_entries":
+            self._heard_leader(node, message)
             message = self._append_as_raft_has_it(message)
         elif kind == "next_node_idx":
             term = message.get("term")
@@ -394,10 +425,71 @@ class RaftNode(SyncObjSeam):
                 # node older than this rule, in a rolling upgrade: taken as pysyncobj would.)
                 self.stale_answers += 1
                 return
+            echo = message.get("echo")
+            if isinstance(echo, (int, float)) and term is not None and self._isLeader():
+                self._acked_sent[node.address] = max(self._acked_sent.get(node.address, 0.0), echo)
             if message.get("success"):
                 self._take_ack(node, message)
                 return
         self._pysyncobj_on_message(node, message)
+
+    # -- the read lease -------------------------------------------------------------
+    #
+    # A leader serves reads and hand-outs only while a majority has heard one of its appends
+    # within the election timeout; a node that heard its leader that recently (or a leader
+    # whose lease holds) grants no vote unless a transfer asked for the election, so no
+    # other leader can be elected while the lease holds. docs/cluster.md, "A deposed master stops at once", says why.
+
+    def _outgoing(self, node, message):
+        """Appends carry their send time (echoed in the answers: the lease); a vote request
+        of an election a transfer asked for says so (voters drop others within a lease)."""
+        kind = message.get("type") if isinstance(message, dict) else None
+        if kind == "append_entries":
+            return {**message, "sent_at": monotonic_time()}
+        if kind == "request_vote" and message.get("term") == self._transfer_term:
+            return {**message, "transfer": True}
+        return message
+
+    def _heard_leader(self, node, message: dict) -> None:
+        """A follower heard an append of the current term or a later one: no vote for
+        another node for the election timeout, and the append's send time for the answer."""
+        term = message.get("term")
+        if isinstance(term, int) and term >= self.raftCurrentTerm:
+            self._leader_contact_at = monotonic_time()
+            sent = message.get("sent_at")
+            self._leader_sent = (node.address, sent) if isinstance(sent, (int, float)) else None
+
+    def _withholds_vote(self, message: dict) -> bool:
+        """Whether to refuse a vote while a leader's lease may hold: this node leads and its
+        lease holds, or it heard its leader within the election timeout. An election a
+        transfer asked for is answered as Raft has it: the old leader serves nothing
+        meanwhile (it is releasing, or halted)."""
+        if message.get("transfer"):
+            return False
+        now = monotonic_time()
+        if self._isLeader():
+            return now < self._lease_until()
+        heard = self._leader_contact_at
+        return heard is not None and now - heard < self.settings.raft_min_timeout
+
+    def _lease_until(self) -> float:
+        """Until when (monotonic s) this leader may serve: the latest send time a majority
+        (itself included) has echoed, plus the election timeout less :data:`LEASE_MARGIN_S`."""
+        if not self._isLeader():
+            return 0.0
+        need = (1 + len(self._peers)) // 2  # followers' echoes that make a majority with its own
+        if need == 0:
+            return float("inf")
+        echoed = sorted((self._acked_sent.get(p.address, 0.0) for p in self._peers), reverse=True)
+        if echoed[need - 1] == 0.0:
+            return 0.0
+        return echoed[need - 1] + self.settings.raft_min_timeout - LEASE_MARGIN_S
+
+    def lease_held(self) -> bool:
+        """On the loop: whether this node leads and its read lease holds now, as last
+        published (a later lease than the one published only makes it hold longer)."""
+        status = self.status
+        return status.is_master and monotonic_time() < status.lease_until
 
     def _append_as_raft_has_it(self, message: dict) -> dict:
         """An ``append_entries`` as pysyncobj's follower should take it.

@@ -199,6 +199,7 @@ class SyncObjSeam(SyncObj):
     ``_followers_held_back()``              ``__sendAppendEntries``, syncobj.py:1251
     ``_may_compact()``                      ``__tryLogCompaction``, syncobj.py:1421
     ``_clears_journal_on_load(install)``    ``__loadDumpFile``, syncobj.py:1472
+    ``_outgoing(node, message)``            the transport's ``send``, transport.py:166
     ======================================  ============================================
 
     ``SyncObj.__init__`` reads every attribute of the object (``dir``, syncobj.py:226, and
@@ -254,12 +255,25 @@ class SyncObjSeam(SyncObj):
                 SyncObj.__init__(self, self_node, other_nodes, conf, transportClass=transport_class)
             built = True
             check_node(self, journals[-1] if journals else None, parts.serializer)
+            self._send_raw = self.transport.send
+            self.transport.send = self._send_through
         except BaseException:
             if built:
                 self.destroy()
             elif journals:
                 journals[-1].close()
             raise
+
+    def _send_through(self, node, message) -> bool:
+        """Wraps the transport's ``send`` (transport.py:166, TCP's at :556), through which
+        every message pysyncobj sends passes, installed in place of it: the message as
+        :meth:`_outgoing` has it goes to :attr:`_send_raw`, the transport's own."""
+        return self._send_raw(node, self._outgoing(node, message))
+
+    @_hook
+    def _outgoing(self, node, message):
+        """Hook: a message on its way to the peer ``node``, as it should leave."""
+        return message
 
     # -- accessors ------------------------------------------------------------------------
 

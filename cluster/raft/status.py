@@ -35,6 +35,7 @@ class RaftStatus(NamedTuple):
     leader_changes: int  # changes of the leader this node knew of, since it started
     stale_answers: int  # followers' answers dropped for naming another term
     last_dump: DumpFigures | None  # the last snapshot this process wrote
+    lease_until: float  # a leader: until when (monotonic s) it may serve (RaftNode._lease_until)
     commit_index: int
     log_bytes: int  # commands held in the Raft log
 
@@ -51,4 +52,4 @@ class RaftStatus(NamedTuple):
         return [(c.ms, c.age_s(now)) for c in self.peer_clocks]
 
 
-STARTING = RaftStatus(Role.FOLLOWER, 0, None, frozenset(), (), 0, 0, None, 0, 0)
+STARTING = RaftStatus(Role.FOLLOWER, 0, None, frozenset(), (), 0, 0, None, 0.0, 0, 0)

@@ -64,7 +64,7 @@ def ticked_node(data_dir, peers: tuple[str, ...] = (), on_monotonic_step=None, *
         node.sent.append((peer, message))
         return False
 
-    node.transport.send = send  # pysyncobj's sends go through the same object
+    node._send_raw = send  # every send, as the seam's _outgoing has it, ends here
     node.transport._preventConnectNodes |= node.otherNodes  # never dialled
     return node
 
