@@ -438,7 +438,8 @@ class RaftNode(SyncObjSeam):
     # A leader serves reads and hand-outs only while a majority has heard one of its appends
     # within the election timeout; a node that heard its leader that recently (or a leader
     # whose lease holds) grants no vote unless a transfer asked for the election, so no
-    # other leader can be elected while the lease holds. docs/cluster.md, "A deposed master stops at once", says why.
+    # other leader can be elected while the lease holds. docs/cluster.md ("A deposed master
+    # stops at once") says why.
 
     def _outgoing(self, node, message):
         """Appends carry their send time (echoed in the answers: the lease); a vote request
