@@ -253,9 +253,10 @@ class NodeService:
         await self.driver.stop()
 
     def _resume_leading(self) -> None:
-        """A release that failed: this node still leads."""
-        self.driver.start()
-        self.push.start()
+        """A release that failed: this node still leads, and runs what the master runs (a
+        role change during the release started none of it: it was releasing)."""
+        for task in self._leading:
+            task.start()
 
     # -- roles ------------------------------------------------------------------
 

@@ -153,10 +153,13 @@ class RaftNode(SyncObjSeam):
         # as a follower, when it last heard its leader's append, and that append's send
         # time by the leader's clock (echoed back); as a leader, the latest send time of
         # its own appends each follower echoed in an answer of this term.
-        self._leader_contact_at: float | None = None
+        # A restart counts as hearing a leader: the node may have heard one just before.
+        self._leader_contact_at = monotonic_time()
         self._leader_sent: tuple[str, float] | None = None  # (leader's address, sent at)
         self._acked_sent: dict[str, float] = {}
-        self._transfer_term: int | None = None  # the term of an election a transfer asked for
+        self._former_lease = 0.0  # the lease this node held when it last stepped down
+        # (term, until when) of an election a transfer asked this node to stand in
+        self._transfer_election: tuple[int, float] | None = None
         self.votes_withheld = 0  # votes refused while a leader's lease could hold
 
         def create_journal(path: str) -> DiskJournal:
@@ -264,10 +267,17 @@ class RaftNode(SyncObjSeam):
 
     def _state_changed(self, old: int, new: int) -> None:  # tick thread
         if (old == _RAFT_STATE.LEADER) != (new == _RAFT_STATE.LEADER):
-            self._acked_sent.clear()  # a lease is of one leadership
             if old == _RAFT_STATE.LEADER:
+                self._former_lease = self._lease_from_echoes()  # no vote before it ran out
                 self.serializer.cancel_all()  # a follower's shipment ends with its leader
-            self._crossing.post(self._on_role, new == _RAFT_STATE.LEADER)
+            self._acked_sent.clear()  # a lease is of one leadership
+            # The status goes with the role: a pull the role change wakes must find it.
+            self._published, self._published_at = self._status_now(), monotonic_time()
+            self._crossing.post(self._role_on_loop, new == _RAFT_STATE.LEADER, self._published)
+
+    def _role_on_loop(self, leads: bool, status: RaftStatus) -> None:
+        self.status = status
+        self._on_role(leads)
 
     async def propose(self, blob: bytes, timeout: float | None = None) -> ApplyResult:
         """Propose an entry; resolve when this node has applied it (after its Applied was posted)."""
@@ -396,17 +406,19 @@ class RaftNode(SyncObjSeam):
         """Every message from a peer: keep-alives are this shell's own; appends and answers
         are taken as Raft has it; the rest goes to pysyncobj as it came."""
         kind = message.get("type") if isinstance(message, dict) else None
-        if kind == "request_vote" and self._withholds_vote(message):
+        if kind == "request_vote" and self._withholds_vote(node, message):
             # Its term is taken as Raft has it (a leader steps down: the candidate's term is
             # later), its vote refused: to pysyncobj the candidate's log looks behind
             # (syncobj.py:929). Dropped whole, the term would not be learnt, and a node back
             # from a partition at a later term would ignore the leader's appends for good.
             self.votes_withheld += 1
             message = {**message, "last_log_term": -1}
-        if kind == "timeout_now" and node == self._getLeader():
-            # pysyncobj stands for election at its next tick (syncobj.py:911-916, then :637), clearing
-            # its own transfer flag before it asks for votes: the term asked for is kept here.
-            self._transfer_term = self.raftCurrentTerm + 1
+        asked = kind == "timeout_now" and message.get("term", -1) >= self.raftCurrentTerm
+        if asked and node == self._getLeader():
+            # pysyncobj stands for election at its next tick (syncobj.py:911-916), clearing its
+            # own transfer flag before it asks for votes (:637): the term is kept here.
+            until = monotonic_time() + self.settings.raft_min_timeout
+            self._transfer_election = (self.raftCurrentTerm + 1, until)
         if kind == KEEPALIVE:
             clock = received(message, monotonic_time(), self._peer_clocks.get(node.address))
             if clock is not None:
@@ -447,8 +459,10 @@ class RaftNode(SyncObjSeam):
         kind = message.get("type") if isinstance(message, dict) else None
         if kind == "append_entries":
             return {**message, "sent_at": monotonic_time()}
-        if kind == "request_vote" and message.get("term") == self._transfer_term:
-            return {**message, "transfer": True}
+        transfer = self._transfer_election
+        if kind == "request_vote" and transfer and message.get("term") == transfer[0]:
+            if monotonic_time() < transfer[1]:  # stood for at once, as the transfer asked
+                return {**message, "transfer": True}
         return message
 
     def _heard_leader(self, node, message: dict) -> None:
@@ -460,24 +474,31 @@ class RaftNode(SyncObjSeam):
             sent = message.get("sent_at")
             self._leader_sent = (node.address, sent) if isinstance(sent, (int, float)) else None
 
-    def _withholds_vote(self, message: dict) -> bool:
+    def _withholds_vote(self, candidate, message: dict) -> bool:
         """Whether to refuse a vote while a leader's lease may hold: this node leads and its
-        lease holds, or it heard its leader within the election timeout. An election a
-        transfer asked for is answered as Raft has it: the old leader serves nothing
-        meanwhile (it is releasing, or halted)."""
+        lease holds, or led until it stepped down with its lease still holding, or heard
+        its leader within the election timeout (a restart counts). An election a transfer
+        asked for is answered as Raft has it: the old leader serves nothing meanwhile (it
+        is releasing, or halted); so is the leader last heard, standing again (the lease is
+        its own)."""
         if message.get("transfer"):
             return False
         now = monotonic_time()
+        if now < self._former_lease:
+            return True
         if self._isLeader():
             return now < self._lease_until()
-        heard = self._leader_contact_at
-        return heard is not None and now - heard < self.settings.raft_min_timeout
+        last = self._leader_sent
+        if last is not None and last[0] == candidate.address:
+            return False
+        return now - self._leader_contact_at < self.settings.raft_min_timeout
 
     def _lease_until(self) -> float:
         """Until when (monotonic s) this leader may serve: the latest send time a majority
         (itself included) has echoed, plus the election timeout less :data:`LEASE_MARGIN_S`."""
-        if not self._isLeader():
-            return 0.0
+        return self._lease_from_echoes() if self._isLeader() else 0.0
+
+    def _lease_from_echoes(self) -> float:
         need = (1 + len(self._peers)) // 2  # followers' echoes that make a majority with its own
         if need == 0:
             return float("inf")

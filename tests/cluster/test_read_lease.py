@@ -120,3 +120,74 @@ def test_an_election_a_transfer_asked_for_says_so(tmp_path):
         assert len(votes) == 2 and all(v["term"] == 2 and v["transfer"] for v in votes)
     finally:
         crash(node)
+
+
+def _leader_with_lease(tmp_path):
+    node = ticked_node(tmp_path, peers=PEERS)
+    lead_with_peers(node)
+    send_now(node)
+    follower = peer(node, 0)
+    sent_at = _last_append_to(node, follower)["sent_at"]
+    answer = {"type": "next_node_idx", "next_node_idx": 1, "reset": False, "success": False}
+    node._on_message(follower, answer | {"term": node.raftCurrentTerm, "echo": sent_at})
+    assert node._lease_until() > 0
+    return node
+
+
+def _votes_to(node, candidate) -> list:
+    return [m for p, m in node.sent if p == candidate and m.get("type") == "response_vote"]
+
+
+def test_a_leader_that_stepped_down_refuses_votes_until_its_lease_ran_out(tmp_path):
+    node = _leader_with_lease(tmp_path)
+    try:
+        lease = node._lease_until()
+        candidate = peer(node, 1)
+        vote = {"type": "request_vote", "last_log_term": 99, "last_log_index": 10_000}
+        node._on_message(candidate, vote | {"term": node.raftCurrentTerm + 1})
+        assert not node._isLeader()  # the later term is taken: it steps down
+        assert _votes_to(node, candidate) == []
+        assert node._former_lease == lease
+        node._on_message(candidate, vote | {"term": node.raftCurrentTerm + 1})  # asked again, later
+        assert _votes_to(node, candidate) == []  # its lease may still hold: no vote yet
+    finally:
+        crash(node)
+
+
+def test_the_loop_learns_a_step_down_with_the_status_that_says_so(tmp_path):
+    """A pull the role change wakes asks require_master again: the status it reads must not
+    still say master."""
+    node = _leader_with_lease(tmp_path)
+    try:
+        node._crossing.posted = []
+        vote = {"type": "request_vote", "last_log_term": 99, "last_log_index": 10_000, "transfer": True}
+        node._on_message(peer(node, 1), vote | {"term": node.raftCurrentTerm + 1})
+        roles = [args for fn, args in node._crossing.posted if fn.__name__ == "_role_on_loop"]
+        assert len(roles) == 1
+        leads, status = roles[0]
+        assert not leads and not status.is_master
+    finally:
+        crash(node)
+
+
+def test_a_follower_votes_for_the_leader_it_last_heard_standing_again(tmp_path):
+    node = ticked_node(tmp_path, peers=PEERS)
+    try:
+        leader = peer(node, 0)
+        node._on_message(leader, _heartbeat(1, 123.0))
+        vote = {"type": "request_vote", "term": 2, "last_log_term": 0, "last_log_index": 100}
+        node._on_message(leader, vote)
+        assert _votes_to(node, leader)
+    finally:
+        crash(node)
+
+
+def test_a_node_just_started_grants_no_vote_within_the_election_timeout(tmp_path):
+    node = ticked_node(tmp_path, peers=PEERS)
+    try:
+        candidate = peer(node, 1)
+        vote = {"type": "request_vote", "term": 1, "last_log_term": 0, "last_log_index": 100}
+        node._on_message(candidate, vote)
+        assert _votes_to(node, candidate) == [] and node.votes_withheld == 1
+    finally:
+        crash(node)
