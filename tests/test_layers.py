@@ -90,20 +90,25 @@ def _our_modules(tree: Path) -> int:
     return int(out.stdout)
 
 
-def test_storage_importing_the_node_breaks_the_layers(repo: Path) -> None:
-    _append(repo / "storage" / "hour_names.py", "import horologe.node")
+def _failing_lint(repo: Path, module: str, line: str) -> str:
+    """lint-imports' output once ``line`` is added to ``module`` (a path in ``repo``), which
+    must make it fail."""
+    _append(repo / module, line)
     done = lint.lint_imports(repo)
-    assert done.returncode != 0
-    assert _contract_lines(done.stdout)[LAYERS] == "BROKEN"
-    assert "horologe.storage.hour_names -> horologe.node" in done.stdout
+    assert done.returncode != 0, done.stdout
+    return done.stdout
+
+
+def test_storage_importing_the_node_breaks_the_layers(repo: Path) -> None:
+    out = _failing_lint(repo, "storage/hour_names.py", "import horologe.node")
+    assert _contract_lines(out)[LAYERS] == "BROKEN"
+    assert "horologe.storage.hour_names -> horologe.node" in out
 
 
 def test_the_pipeline_importing_the_server_breaks_its_contract(repo: Path) -> None:
-    _append(repo / "pipeline" / "report.py", "import horologe.node.errors")
-    done = lint.lint_imports(repo)
-    assert done.returncode != 0
-    assert _contract_lines(done.stdout) == {**KEPT, PIPELINE: "BROKEN"}
-    assert "horologe.pipeline.report -> horologe.node.errors" in done.stdout
+    out = _failing_lint(repo, "pipeline/report.py", "import horologe.node.errors")
+    assert _contract_lines(out) == {**KEPT, PIPELINE: "BROKEN"}
+    assert "horologe.pipeline.report -> horologe.node.errors" in out
 
 
 def _type_only(line: str) -> str:
@@ -119,27 +124,22 @@ def _type_only(line: str) -> str:
     ids=["runtime", "type-only"],
 )
 def test_a_cyclic_import_in_storage_breaks_its_contract(repo: Path, line: str) -> None:
-    _append(repo / "storage" / "key_index.py", line)
-    done = lint.lint_imports(repo)
-    assert done.returncode != 0
-    assert _contract_lines(done.stdout) == {**KEPT, STORAGE_ACYCLIC: "BROKEN"}
-    assert "No cycles are allowed in horologe.storage." in done.stdout
+    out = _failing_lint(repo, "storage/key_index.py", line)
+    assert _contract_lines(out) == {**KEPT, STORAGE_ACYCLIC: "BROKEN"}
+    assert "No cycles are allowed in horologe.storage." in out
 
 
 def test_schedule_apply_reaching_back_to_the_state_machine_breaks_the_cluster_contract(repo: Path) -> None:
-    _append(repo / "cluster" / "schedule_apply.py", _type_only("from .state_machine import StateMachine"))
-    done = lint.lint_imports(repo)
-    assert done.returncode != 0
-    assert _contract_lines(done.stdout) == {**KEPT, CLUSTER_ACYCLIC: "BROKEN"}
-    assert "No cycles are allowed in horologe.cluster." in done.stdout
+    back_edge = _type_only("from .state_machine import StateMachine")
+    out = _failing_lint(repo, "cluster/schedule_apply.py", back_edge)
+    assert _contract_lines(out) == {**KEPT, CLUSTER_ACYCLIC: "BROKEN"}
+    assert "No cycles are allowed in horologe.cluster." in out
 
 
 def test_the_committed_view_reaching_up_to_the_consumers_breaks_the_node_contract(repo: Path) -> None:
-    _append(repo / "node" / "committed_view.py", "import horologe.node.consumers.service")
-    done = lint.lint_imports(repo)
-    assert done.returncode != 0
-    assert _contract_lines(done.stdout) == {**KEPT, NODE_ACYCLIC: "BROKEN"}
-    assert "No cycles are allowed in horologe.node." in done.stdout
+    out = _failing_lint(repo, "node/committed_view.py", "import horologe.node.consumers.service")
+    assert _contract_lines(out) == {**KEPT, NODE_ACYCLIC: "BROKEN"}
+    assert "No cycles are allowed in horologe.node." in out
 
 
 def test_storage_runtime_imports_are_acyclic(repo: Path) -> None:
@@ -166,20 +166,16 @@ def test_storage_runtime_imports_are_acyclic(repo: Path) -> None:
     ],
 )
 def test_an_upward_or_sideways_import_inside_the_node_breaks_its_layers(repo, importer, line, shown):
-    _append(repo / importer, line)
-    done = lint.lint_imports(repo)
-    assert done.returncode != 0
-    broken = {name for name, verdict in _contract_lines(done.stdout).items() if verdict == "BROKEN"}
+    out = _failing_lint(repo, importer, line)
+    broken = {name for name, verdict in _contract_lines(out).items() if verdict == "BROKEN"}
     assert NODE in broken and broken <= {NODE, NODE_ACYCLIC}  # a sideways import may close a cycle too
-    assert shown in done.stdout
+    assert shown in out
 
 
 def test_pysyncobj_outside_the_raft_shell_breaks_its_contract(repo: Path) -> None:
-    _append(repo / "cluster" / "state_machine.py", "import pysyncobj.syncobj")
-    done = lint.lint_imports(repo)
-    assert done.returncode != 0
-    assert _contract_lines(done.stdout) == {**KEPT, RAFT: "BROKEN"}
-    assert "horologe.cluster.state_machine -> pysyncobj" in done.stdout
+    out = _failing_lint(repo, "cluster/state_machine.py", "import pysyncobj.syncobj")
+    assert _contract_lines(out) == {**KEPT, RAFT: "BROKEN"}
+    assert "horologe.cluster.state_machine -> pysyncobj" in out
 
 
 def test_aiohttp_web_outside_the_http_edge_is_named(repo: Path) -> None:

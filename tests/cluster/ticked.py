@@ -35,6 +35,13 @@ class HeldCrossing:
     def require_off_loop(self, what: str) -> None:
         pass
 
+    def run_all(self) -> list[tuple[Callable, tuple]]:
+        """Run what was posted, as the loop would, in order; return it."""
+        posted, self.posted = self.posted, []
+        for fn, args in posted:
+            fn(*args)
+        return posted
+
 
 def ticked_node(data_dir, peers: tuple[str, ...] = (), on_monotonic_step=None, **settings) -> RaftNode:
     """A node whose data lives in ``data_dir`` (start it again on the same folder to
