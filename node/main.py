@@ -10,7 +10,8 @@ import signal
 import sys
 
 from .config import NodeConfig
-from .http.app import METRICS, SERVICE, Application, create_app
+from .http.app import create_app
+from .http.common import METRICS, SERVICE, Application
 from .http.server import connection_bound, serve, stop_serving
 from .ops.log_setup import configure_logging
 from .tls import server_context

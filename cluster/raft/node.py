@@ -214,8 +214,7 @@ class RaftNode(SyncObjSeam):
         state = self.state
         applied = Applied(res, state.store.published(), state.halted, len(state.errors))
         # The status rides along, so the loop never knows an applied index past its commit.
-        self._published, self._published_at = self._status_now(), monotonic_time()
-        self._crossing.post(self._applied_on_loop, applied, self._published)
+        self._crossing.post(self._applied_on_loop, applied, self._status_to_post())
 
     def _applied_on_loop(self, applied: Applied, status: RaftStatus) -> None:
         self.status = status
@@ -240,6 +239,11 @@ class RaftNode(SyncObjSeam):
         ):
             self._published, self._published_at = status, now
             self._crossing.post(self._take_status, status)
+
+    def _status_to_post(self) -> RaftStatus:  # tick thread
+        """The status now, noted as the last one posted (the caller posts it)."""
+        self._published, self._published_at = self._status_now(), monotonic_time()
+        return self._published
 
     def _status_now(self) -> RaftStatus:  # tick thread
         if self._isLeader():
@@ -272,8 +276,7 @@ class RaftNode(SyncObjSeam):
                 self.serializer.cancel_all()  # a follower's shipment ends with its leader
             self._acked_sent.clear()  # a lease is of one leadership
             # The status goes with the role: a pull the role change wakes must find it.
-            self._published, self._published_at = self._status_now(), monotonic_time()
-            self._crossing.post(self._role_on_loop, new == _RAFT_STATE.LEADER, self._published)
+            self._crossing.post(self._role_on_loop, new == _RAFT_STATE.LEADER, self._status_to_post())
 
     def _role_on_loop(self, leads: bool, status: RaftStatus) -> None:
         self.status = status

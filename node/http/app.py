@@ -19,11 +19,9 @@ from ..service import NodeService
 from ..tls import client_context
 from . import admin, consumers, dashboard, health, messages, pending, schedules, subscriptions
 from .access_log import request_ids
-from .common import CONFIG, FORWARDER, LOOP_LAG, METRICS, SERVICE, Application
+from .common import CONFIG, FORWARDER, LOOP_LAG, METRICS, SERVICE
 from .forwarding import Forwarder, cluster_target, forward_middleware
-from .middleware import errors_and_auth, is_public
-
-__all__ = ["METRICS", "SERVICE", "Application", "create_app", "is_public"]
+from .middleware import errors_and_auth
 
 
 def create_app(config: NodeConfig, *, clock: Clock | None = None) -> web.Application:

@@ -12,7 +12,8 @@ from aiohttp.test_utils import make_mocked_request
 from openapi_spec_validator import validate
 
 from horologe.node.config import NodeConfig
-from horologe.node.http.app import create_app, is_public
+from horologe.node.http.app import create_app
+from horologe.node.http.middleware import is_public
 
 API_MD = Path(__file__).resolve().parents[2] / "docs" / "api.md"
 METHODS = "GET|POST|PUT|PATCH|DELETE"
