@@ -10,6 +10,10 @@ Checked, per scenario:
 * **redeliveries**: a message handed to consumers again; *explained* unless an earlier
   hand-out of it had been acked (or nacked) successfully before the pull that got it again was
   sent (so: a lease lost with its master, an ack that failed, or one still in flight);
+* **inside a lease**: a message handed out again while a lease of an earlier hand-out still
+  held (its receipt's ``lease_until``, by the true clock less what clock faults allow),
+  not acked, nacked or given back before the pull that got it again was sent: leases are
+  replicated, so no failover may cause one;
 * **early**: delivered before its deliver time by the clock of the master that fired it
   (``delivered_at_ms`` in the ready log; a message the master fired ahead by its lead is
   recorded at its deliver time, so this is a check of the apply, and the hand-out is
@@ -132,6 +136,7 @@ def check(
     seen: dict[str, list[dict]] = {}
     redeliveries = unexplained = 0
     unexplained_ids = []
+    inside_lease_ids = []
     for c in sorted(consumed, key=lambda c: c["at_ms"]):
         earlier = seen.setdefault(c["id"], [])
         if earlier:
@@ -139,6 +144,16 @@ def check(
             if any(acked_at.get(e["receipt"], c["sent_ms"]) < c["sent_ms"] for e in earlier):
                 unexplained += 1
                 unexplained_ids.append(c["id"])
+            # Handed out again while an earlier hand-out's lease still held (by the true
+            # clock, less what clock faults allow): a lease lost, whatever the reason.
+            skew = _allowance(c["at_ms"], early_allowance_ms, allowance_windows)
+            if any(
+                e["receipt"] != c["receipt"]
+                and lease_end(e["receipt"]) > c["at_ms"] + skew
+                and acked_at.get(e["receipt"], c["sent_ms"]) >= c["sent_ms"]
+                for e in earlier
+            ):
+                inside_lease_ids.append(c["id"])
         earlier.append(c)
 
     # Lateness: from when the message could first be delivered (a rescheduled one: from the
@@ -185,6 +200,8 @@ def check(
         "redeliveries": redeliveries,
         "redeliveries_unexplained": unexplained,
         "unexplained_ids": unexplained_ids[:20],
+        "inside_lease": len(inside_lease_ids),
+        "inside_lease_ids": inside_lease_ids[:20],
         "early": sum(n["early"] for n in per_node.values()),
         "early_true_max_ms": max(0, early_true),
         "early_true_allowance_ms": early_allowance_ms,
@@ -200,6 +217,14 @@ def check(
         "nodes": per_node,
         "timeline": timeline,  # (due ms, lateness ms by the master's clock), for the plot
     }
+
+
+def lease_end(receipt: str) -> int:
+    """When the lease a receipt names ends, by its master's clock (epoch ms): the field
+    after the span in ``[o@]span.lease_until.mac.topic`` (node/consumers/receipts.py);
+    0 for a string of another form (the checker's own tests name receipts ``r0``)."""
+    parts = receipt.split(".", 2)
+    return int(parts[1]) if len(parts) == 3 and parts[1].isdigit() else 0
 
 
 def _allowance(t: int, allowance_ms: int, windows: list[tuple[int, int]] | None) -> int:
@@ -229,6 +254,7 @@ def violations(result: dict) -> list[str]:
         "extra_retry_copies",
         "duplicates",
         "redeliveries_unexplained",
+        "inside_lease",
         "early",
         "cancelled_but_delivered",
         "rescheduled_at_old_time",

@@ -9,6 +9,7 @@ COLUMNS = (
     ("lost", "lost"),
     ("duplicates", "duplicates"),
     ("redeliveries", "redeliveries (unexplained)"),
+    ("inside_lease", "inside a live lease"),
     ("early", "early"),
     ("lateness_p99", "lateness p99 ms"),
     ("time_to_recover_ms", "time to recover ms"),

@@ -190,3 +190,32 @@ def test_a_409_to_a_resent_move_allows_the_new_time():
     time before the SDK's second send, which was answered already_delivered."""
     assert _moved(outcome="delivered", resent=True)[1] == []
     assert _moved(outcome="delivered", resent=False)[1] == ["rescheduled_at_old_time = 1"]
+
+
+def test_a_hand_out_inside_another_live_lease_is_counted():
+    """Leases are replicated: a message handed out again before the lease of an earlier
+    hand-out ended, with that one neither acked nor nacked, is a violation; after it
+    ended, or once acked, it is an explained redelivery."""
+    mid = str(MessageId(HOUR, 0))
+
+    def run(again_at: int, acked: bool) -> dict:
+        h = History(seed=1)
+        h.add("produced", id=mid, key="1-1", deliver_at=DUE, sent_ms=DUE - 1000, acked_ms=DUE - 990)
+        _handout(h, mid, f"0@0.{DUE + 10_002}.ab.t")  # a 10 s lease from its pull
+        if acked:
+            h.add(
+                "acks",
+                receipts=[f"0@0.{DUE + 10_002}.ab.t"],
+                sent_ms=DUE + 3,
+                at_ms=DUE + 4,
+                ok=False,
+                error="x",
+            )
+        _handout(h, mid, f"0@0.{again_at + 10_000}.cd.t", due=again_at)
+        return check(h.to_dict(), {"n1": ready_rows(HOUR, np.array([0]), 0, DUE, DUE + 1)}, {"n1": None})
+
+    inside = run(DUE + 5_000, acked=False)
+    assert (inside["redeliveries"], inside["inside_lease"]) == (1, 1)
+    assert "inside_lease = 1" in violations(inside)
+    assert run(DUE + 5_000, acked=True)["inside_lease"] == 1  # an ack that failed ends nothing
+    assert run(DUE + 10_500, acked=False)["inside_lease"] == 0  # the lease had ended

@@ -12,8 +12,10 @@ its clock reading ``clock_ms``; applying an entry first advances the watermark t
      "at": [deliver_at_ms, ...]}                                        reschedule: one time
                                                                         per id, then per key
     {"t": "X", "ws": ws, "clock_ms": int, "node": str}                  release marker
-    {"t": "A", "ws": ws, "clock_ms": int, "acks": [[group, topic, lo, hi], ...]}     ack
-                                       (offsets lo <= o < hi; [group, topic, offset] is read too)
+    {"t": "A", "ws": ws, "clock_ms": int, "acks": [[group, topic, lo, hi], ...],
+     "leases"?: [[group, topic, lo, hi, until_ms, token?], ...]}        ack, and leases
+                                       (offsets lo <= o < hi; [group, topic, offset] is read too;
+                                        leases: cluster/leases.py, applied before the acks)
     {"t": "R", "ws": ws, "clock_ms": int,
      "retries": [[group, topic, offset, deliver_at_ms], ...]}           nack: retry, or
                                                                         DLQ when deliver_at_ms < 0
@@ -52,6 +54,7 @@ from horologe.storage import Message, MessageColumns
 from horologe.wheel import Watermark
 
 from .errors import BadEntryError
+from .leases import lease_item
 from .schedule_state import Firings
 
 
@@ -91,6 +94,7 @@ class Entry:
     schedule: dict = field(default_factory=dict)  # SCHEDULE: {op, name, def?}
     fires: list[Firings] = field(default_factory=list)  # FIRE: per schedule, its fire times
     subscription: dict = field(default_factory=dict)  # SUBSCRIBE: {op, topic, group, def?}
+    leases: list[tuple] = field(default_factory=list)  # ACK: group, topic, lo, hi, until_ms[, token]
 
     def encode(self) -> bytes:
         d: dict = {"t": self.kind, "ws": self.ws.to_wire(), "clock_ms": self.clock_ms}
@@ -105,6 +109,8 @@ class Entry:
             d["node"] = self.node
         elif self.kind == ACK:
             d["acks"] = [list(a) for a in self.acks]
+            if self.leases:
+                d["leases"] = [list(lease) for lease in self.leases]
         elif self.kind == RETRY:
             d["retries"] = [list(r) for r in self.retries]
         elif self.kind == TRIM:
@@ -120,13 +126,17 @@ class Entry:
 
 
 ACK_OVERHEAD = 25  # an ack's bytes in an A entry besides its names, at most (see ack_bytes)
+INT_BYTES = 9  # a msgpack int, at most
 
 
-def ack_bytes(acks: list[tuple[str, str, int, int]]) -> int:
+def ack_bytes(acks: list[tuple]) -> int:
     """What ``acks`` take in an encoded A entry, at most: per ack its names' UTF-8 bytes
     and ``ACK_OVERHEAD`` (a msgpack array head, two str heads of up to 3 bytes, two ints
-    of up to 9). With 128-character group and topic names that is 281 bytes an ack."""
-    return sum(len(g.encode()) + len(t.encode()) for g, t, _, _ in acks) + ACK_OVERHEAD * len(acks)
+    of up to 9). With 128-character group and topic names that is 281 bytes an ack. A
+    lease item (5 or 6 fields: cluster/leases.py) takes ``INT_BYTES`` more per int."""
+    return sum(
+        len(a[0].encode()) + len(a[1].encode()) + ACK_OVERHEAD + INT_BYTES * (len(a) - 4) for a in acks
+    )
 
 
 def decode(blob: bytes) -> Entry:
@@ -151,6 +161,7 @@ def decode(blob: bytes) -> Entry:
             schedule=dict(d.get("sched", {})),
             fires=[Firings.from_wire(f) for f in d.get("fires", ())],
             subscription=dict(d.get("sub", {})),
+            leases=[lease_item(lease) for lease in d.get("leases", ())],
         )
     except (ValueError, TypeError, KeyError, OverflowError, msgpack.UnpackException) as e:
         raise BadEntryError(f"undecodable entry: {e}") from e

@@ -59,6 +59,7 @@ from .entries import (
     decode,
 )
 from .errors import BadEntryError
+from .leases import LeaseTable, lease_key
 from .push_apply import apply_subscription
 from .retention import passed_by_groups
 from .schedule_apply import apply_fires, apply_schedule
@@ -152,7 +153,8 @@ class StateMachine:
         elif entry.kind == MOVE:
             self._move(tx, entry, w, res)
         elif entry.kind == ACK:
-            self._ack(tx, entry.acks)
+            self._lease(tx, entry.leases, entry.clock_ms)
+            self._ack(tx, entry.acks, entry.clock_ms)
         elif entry.kind == RETRY:
             self._retry(tx, entry, w, res)
         elif entry.kind == RELEASE:
@@ -209,7 +211,7 @@ class StateMachine:
             return GroupProgress.from_wire(tx.meta[key])
         return group_progress(self.store, group, topic)
 
-    def _ack(self, tx: Transaction, acks: Iterable[tuple[str, str, int, int]]) -> None:
+    def _ack(self, tx: Transaction, acks: Iterable[tuple[str, str, int, int]], clock_ms: int) -> None:
         by_group: dict[tuple[str, str], list[tuple[int, int]]] = defaultdict(list)
         for group, topic, lo, hi in acks:
             by_group[(group, topic)].append((lo, hi))
@@ -219,6 +221,25 @@ class StateMachine:
             # there, or it would wait for acks that can no longer come.
             progress = progress.skip_to(self.store.ready_base(topic)).ack(ranges)
             tx.set_meta(progress_key(group, topic), progress.to_wire())
+            key = lease_key(group, topic)
+            if tx.current_meta(key) is not None:  # an acked (or nacked) message's lease ends
+                table = LeaseTable(tx.current_meta(key))
+                for lo, hi in ranges:
+                    table.cut(lo, hi)
+                table.expire(clock_ms)
+                tx.set_meta(key, table.to_wire())
+
+    def _lease(self, tx: Transaction, items: list[tuple], clock_ms: int) -> None:
+        """Leases taken, extended or given back, in order (cluster/leases.py)."""
+        tables: dict[str, LeaseTable] = {}
+        for group, topic, lo, hi, until, token in items:
+            key = lease_key(group, topic)
+            if key not in tables:
+                tables[key] = LeaseTable(tx.current_meta(key))
+            tables[key].put(lo, hi, until, token)
+        for key, table in sorted(tables.items()):
+            table.expire(clock_ms)
+            tx.set_meta(key, table.to_wire())
 
     def _retry(self, tx: Transaction, entry: Entry, w: Watermark, res: ApplyResult) -> None:
         """Nacks: a copy for the group's retry topic at the given time, or the DLQ."""
@@ -271,7 +292,9 @@ class StateMachine:
         for topic, entries in sorted(dead.items()):
             tx.append_ready(topic, entries)
             res.dead_lettered += len(entries)
-        self._ack(tx, [(group, topic, offset, offset + 1) for group, topic, offset in sorted(done)])
+        self._ack(
+            tx, [(group, topic, offset, offset + 1) for group, topic, offset in sorted(done)], entry.clock_ms
+        )
 
     def _trim(self, tx: Transaction, entry: Entry, res: ApplyResult) -> None:
         """Retention, as the master proposed it, clamped to what the committed state allows:

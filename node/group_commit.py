@@ -53,12 +53,17 @@ class GroupCommit(Generic[T, R]):
     async def submit(self, items: T, size: int | None = None) -> tuple[R, int]:
         """Wait for the proposal that carries ``items`` (``size`` bytes of it, when the
         caller knows; else what ``size_of`` says); return its result and their offset in it."""
+        return await self.enqueue(items, size)
+
+    def enqueue(self, items: T, size: int | None = None) -> asyncio.Future:
+        """:meth:`submit`, queued before this returns: items queued one after another go
+        in that order, in one proposal or the next."""
         size = self._size_of(items) if size is None else size
         if size > MAX_ITEMS_BYTES and len(items) > 1:
             raise ValueError(f"{len(items)} items of {size} bytes: over one entry's {MAX_ITEMS_BYTES}")
         fut = asyncio.get_running_loop().create_future()
-        await self._queue.put((items, size, fut))
-        return await fut
+        self._queue.put_nowait((items, size, fut))
+        return fut
 
     async def run(self) -> None:
         loop = asyncio.get_running_loop()

@@ -189,6 +189,18 @@ class AsyncClient(core.ClientSettings, AsyncScheduleCalls, AsyncPushCalls):
             resend=False,
         )
 
+    async def release(self, topic: str, group: str, receipts: list[str]) -> int:
+        """As :meth:`Client.release`."""
+        reply = await self._call(
+            "POST", f"/v1/topics/{quote(topic, safe='')}/release", {"group": group, "receipts": receipts}
+        )
+        return reply["released"]
+
+    async def extend(self, topic: str, group: str, receipts: list[str], visibility_ms: int) -> dict:
+        """As :meth:`Client.extend`."""
+        body = {"group": group, "receipts": receipts, "visibility_ms": visibility_ms}
+        return await self._call("POST", f"/v1/topics/{quote(topic, safe='')}/extend", body)
+
     async def node_status(self) -> dict:
         return core.to_node_status(await self._call("GET", "/admin/status", admin=True))
 

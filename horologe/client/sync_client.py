@@ -196,6 +196,20 @@ class Client(core.ClientSettings, calls.BlockingPool, ScheduleCalls, PushCalls):
             "POST", f"/v1/topics/{_quote(topic)}/nack", {"group": group, "receipts": receipts}, resend=False
         )
 
+    def release(self, topic: str, group: str, receipts: list[str]) -> int:
+        """Give leased messages back now, no attempt counted (a worker's warm shutdown):
+        the group's consumers get them again at once. How many were still leased under
+        these receipts (a lease that ended, or was given back, counts 0)."""
+        body = {"group": group, "receipts": receipts}
+        return self._call("POST", f"/v1/topics/{_quote(topic)}/release", body)["released"]
+
+    def extend(self, topic: str, group: str, receipts: list[str], visibility_ms: int) -> dict:
+        """Renew leases these receipts still hold to ``visibility_ms`` from now, for a long
+        task; the receipts stay good. ``{extended, lease_until}``: how many, and until when
+        (the master's epoch ms). A lease that already ended is not renewed."""
+        body = {"group": group, "receipts": receipts, "visibility_ms": visibility_ms}
+        return self._call("POST", f"/v1/topics/{_quote(topic)}/extend", body)
+
     # -- admin --------------------------------------------------------------------
 
     def node_status(self) -> dict:

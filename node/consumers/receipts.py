@@ -107,7 +107,14 @@ class Receipts:
 
     def open_all(self, group: str, receipts: list) -> list[tuple[str, list[Range]]]:
         """``open`` of each receipt; a batch that several members name is checked once."""
-        checked: dict[tuple[bool, str], tuple[str, list[Range]]] = {}  # a span's receipt -> what it names
+        return [(topic, ranges) for topic, ranges, _ in self.open_leases(group, receipts)]
+
+    def open_leases(self, group: str, receipts: list) -> list[tuple[str, list[Range], int]]:
+        """``open_all``, each with the lease its pull handed out (``lease_until_ms``: the
+        token of cluster/leases.py)."""
+        checked: dict[
+            tuple[bool, str], tuple[str, list[Range], int]
+        ] = {}  # a span's receipt -> what it names
         out = []
         for receipt in receipts:
             member, batch = _member_of(receipt)
@@ -116,15 +123,16 @@ class Receipts:
             if named is None:
                 named = checked[key] = self._open_batch(group, batch, receipt, member is not None)
             if member is not None:
-                topic, ranges = named
+                topic, ranges, lease = named
                 if not _within(member, ranges):
                     raise _invalid(receipt, "position not in its batch")
-                named = (topic, [(member, member + 1)])
+                named = (topic, [(member, member + 1)], lease)
             out.append(named)
         return out
 
-    def _open_batch(self, group: str, batch: str, receipt, member: bool) -> tuple[str, list[Range]]:
-        """What ``batch`` (``span.lease.mac.topic``) names; ``member``: its MAC is a member's."""
+    def _open_batch(self, group: str, batch: str, receipt, member: bool) -> tuple[str, list[Range], int]:
+        """What ``batch`` (``span.lease.mac.topic``) names, and its lease; ``member``: its MAC
+        is a member's."""
         try:
             span, lease_s, mac, topic = batch.split(".", 3)
             want = self._mac(group, topic, "@" + span if member else span, int(lease_s)).encode()
@@ -139,7 +147,7 @@ class Receipts:
             ranges.append((int(lo), int(hi or lo) + 1))
         if not all(0 <= lo < hi <= MAX_OFFSET for lo, hi in ranges):
             raise _invalid(receipt, "position out of range")
-        return topic, ranges
+        return topic, ranges, int(lease_s)
 
 
 def _span(ranges: list[Range]) -> str:

@@ -1,15 +1,19 @@
-"""Consumers on the master: pull with leases, ack, nack (retry levels, then the DLQ).
+"""Consumers on the master: pull with leases, ack, nack (retry levels, then the DLQ),
+release and extend.
 
-Leases live only in the master's memory: a message leased and not acked within
-``visibility_ms`` is handed out again, and so is every unacked one after a failover.
-Acks are replicated (``A`` entries, group-committed: node/group_commit.py)
-before they are answered, so an acked message is never handed out again, even by a
-new master. A group skips messages its tag filter rejects; those are acked for it too.
+A message leased and not acked within ``visibility_ms`` is handed out again. Leases and
+acks are replicated (``A`` entries, group-committed: node/group_commit.py) before they
+are answered, so an acked message is never handed out again, and a leased one not before
+its lease ends, even by a new master (cluster/leases.py). The master keeps its leases in
+memory too (``leases``), taken as it scans, before they commit: a pull that runs
+meanwhile passes over them. A new master starts from the committed ones. A group skips
+messages its tag filter rejects; those are acked for it too.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import NamedTuple
@@ -26,6 +30,7 @@ from horologe.cluster.consumer_groups import (
     to_ranges,
 )
 from horologe.cluster.entries import ack_bytes
+from horologe.cluster.leases import LeaseTable, lease_key
 from horologe.storage import MessageId, ReadyTrimmedError, UnknownMessageError, tag_signature
 from horologe.storage.message import unpack_record
 
@@ -33,6 +38,8 @@ from ..committed_view import CommittedView
 from ..errors import InvalidRequest, NotFound, ReceiptExpired
 from ..group_commit import MAX_ITEMS_BYTES, GroupCommit
 from .receipts import Receipts
+
+log = logging.getLogger(__name__)
 
 SCAN_CHUNK = 65_536
 CURSOR_MS = 10_000  # how long a scan's stopping point is trusted without a lease to bound it
@@ -132,14 +139,20 @@ class Consumers:
         self.receipts = receipts
         self.retry_levels_ms = retry_levels_ms
         self.leases: dict[tuple[str, str], dict[int, int]] = {}  # (group, topic) -> offset -> expiry
+        # (group, topic) -> offset -> the token of a lease extended (cluster/leases.py); a
+        # lease not extended has its expiry as its token
+        self._extended: dict[tuple[str, str], dict[int, int]] = {}
         # (group, topic, tag filter, origin, ahead_ms) -> (where its last scan stopped, until when that holds)
         self._cursors: dict[tuple, tuple[int, int]] = {}
         self._arrived = asyncio.Event()  # replaced after each notify: a fresh one to wait on
-        self._background: set[asyncio.Task] = set()  # skip-acks in flight (referenced until done)
         self.ack_commit = GroupCommit(self._propose_acks, ack_window_ms, ack_bytes)
 
-    async def _propose_acks(self, acks: list[tuple[str, str, int, int]]) -> ApplyResult:
-        return await self._propose(ACK, acks=acks)
+    async def _propose_acks(self, items: list[tuple]) -> ApplyResult:
+        """One A entry: the acks (4 fields), and the lease items (5 or 6) in their order."""
+        acks = [item for item in items if len(item) == 4]
+        if len(acks) == len(items):
+            return await self._propose(ACK, acks=acks)
+        return await self._propose(ACK, acks=acks, leases=[item for item in items if len(item) > 4])
 
     def notify(self) -> None:
         """Messages became ready (the view already shows them): wake every waiting pull."""
@@ -147,11 +160,25 @@ class Consumers:
         self._arrived = asyncio.Event()
 
     def forget_leases(self) -> None:
-        """On a change of role: a new master starts with none, and every waiting pull
-        wakes to find out whether this node still leads."""
+        """On a change of role: a new master starts from the committed leases (read when
+        it first needs a group's: by then it has applied its predecessor's entries), and
+        every waiting pull wakes to find out whether this node still leads."""
         self.leases.clear()
+        self._extended.clear()
         self._cursors.clear()
         self.notify()
+
+    def _leases_of(self, group: str, topic: str) -> dict[int, int]:
+        """This master's leases of a ready log: position -> expiry (ms)."""
+        leases = self.leases.get((group, topic))
+        if leases is None:
+            leases = self.leases[(group, topic)] = {}
+            extended = self._extended.setdefault((group, topic), {})
+            for lo, hi, until, token in LeaseTable(self.view.reads.meta(lease_key(group, topic))):
+                leases.update(dict.fromkeys(range(lo, hi), until))
+                if token != until:
+                    extended.update(dict.fromkeys(range(lo, hi), token))
+        return leases
 
     # -- pull ---------------------------------------------------------------------
 
@@ -182,7 +209,8 @@ class Consumers:
         earliest of those leases expires. Without it each pull of a hot second re-read
         every entry leased since the group's committed offset."""
         reads = self.view.reads
-        leases = self.leases.setdefault((group, topic), {})
+        leases = self._leases_of(group, topic)
+        extended = self._extended.get((group, topic))
         progress = self.view.group_progress(group, topic)
         floor = max(progress.committed, reads.ready_base(topic))  # below the base: removed by retention
         key = (group, topic, filt, origin, ahead_ms)  # what a scan passed over depends on each
@@ -244,9 +272,10 @@ class Consumers:
                 if len(good) < len(take):
                     offs, records = [offs[k] for k in good], [records[k] for k in good]
                     part = part[good]
-                # Handed out ahead, a message is held until its time: its lease runs from then.
-                held = max(0, int(part["deliver_at_ms"].max()) - now) if len(part) else 0
-                leases.update(dict.fromkeys(offs, lease + held))
+                leases.update(dict.fromkeys(offs, lease))  # made final by pull: _lease_until
+                if extended:
+                    for o in offs:
+                        extended.pop(o, None)
                 leased += offs
                 self._observe_lateness(np.maximum(now - part["deliver_at_ms"], 0) / 1000)
                 out.records += records
@@ -295,12 +324,12 @@ class Consumers:
                 )
             if skipped:  # filtered out for this group: let its committed offset move past them
                 for part, size in ack_parts(skipped):
-                    task = asyncio.get_running_loop().create_task(self.ack_commit.submit(part, size))
-                    self._background.add(task)
-                    task.add_done_callback(self._background.discard)
+                    self.ack_commit.enqueue(part, size).add_done_callback(_logged)
             remaining = deadline - loop.time()
             if out or remaining <= 0:
-                return self._handed(group, leased, out, now + visibility_ms)
+                until = self._lease_until(group, leased, out, now, visibility_ms)
+                await self._commit_leases(group, leased, until)
+                return self._handed(group, leased, out, until)
             wait = min(remaining, 1.0)  # leases expire too
             if wake_at:  # when a message passed over falls due (or its lease ends)
                 wait = min(wait, (min(wake_at) - self._clock()) / 1000)
@@ -308,6 +337,43 @@ class Consumers:
                 await asyncio.wait_for(self._arrived.wait(), max(wait, 0.0))
             except TimeoutError:
                 pass
+
+    def _lease_until(
+        self, group: str, leased: dict[str, list[int]], out: Taken, now: int, visibility_ms: int
+    ) -> int:
+        """The expiry of a pull's leases: ``visibility_ms`` from now, or, when it took
+        messages ahead, from the latest ``deliver_at`` among them (the consumer holds each
+        until its time). Every lease the scans took is set to it."""
+        until = now + visibility_ms + max(0, max(out.deliver_at, default=now) - now)
+        if until != now + visibility_ms:
+            for ready, offsets in leased.items():
+                self.leases[(group, ready)].update(dict.fromkeys(offsets, until))
+        return until
+
+    async def _commit_leases(self, group: str, leased: dict[str, list[int]], until: int) -> None:
+        """Replicate a pull's leases before it answers. If that fails, nobody holds them:
+        they end here too, and the error goes to the caller."""
+        items = [
+            (group, ready, lo, hi, until)
+            for ready, offsets in leased.items()
+            for lo, hi in to_ranges(offsets)
+        ]
+        if not items:
+            return
+        try:
+            await self._commit(items)
+        except BaseException:
+            for ready, offsets in leased.items():
+                leases = self.leases.get((group, ready), {})
+                for o in offsets:
+                    if leases.get(o) == until:
+                        del leases[o]
+                self._rescan(group, ready)
+            raise
+
+    async def _commit(self, items: list[tuple]) -> None:
+        """Acks and lease items into A entries, in order; once all are applied."""
+        await asyncio.gather(*(self.ack_commit.enqueue(part, size) for part, size in ack_parts(items)))
 
     def _handed(self, group: str, leased: dict[str, list[int]], out: Taken, lease_until: int) -> Pulled:
         """What a pull answers: a batch receipt per ready log it leased from, and each
@@ -326,7 +392,7 @@ class Consumers:
         """Ack what ``receipts`` name (one message each, or a pull's batch); how many."""
         acks = [(group, topic, lo, hi) for topic, ranges in self._open(group, receipts) for lo, hi in ranges]
         if acks:
-            await asyncio.gather(*(self.ack_commit.submit(part, size) for part, size in ack_parts(acks)))
+            await self._commit(acks)
         # Only now: until the ack is applied, the lease is what keeps the message from
         # being handed out again.
         self._release(acks)
@@ -342,15 +408,67 @@ class Consumers:
     def give_back(self, group: str, receipts: list) -> int:
         """End the leases ``receipts`` name with neither an ack nor an attempt: the
         messages may be handed out again at once (a push group that stops gives back
-        what it leased and has not sent). How many."""
-        given = 0
-        for topic, ranges in self._open(group, receipts):
-            self._release([(group, topic, lo, hi) for lo, hi in ranges])
-            given += sum(hi - lo for lo, hi in ranges)
-            for key in [k for k in self._cursors if k[0] == group and k[1] == topic]:
-                del self._cursors[key]  # a scan starts again from the group's committed offset
+        what it leased and has not sent). How many. Replicated after it returns (queued
+        before any later lease of them)."""
+        items = [
+            (group, topic, lo, hi, 0) for topic, ranges in self._open(group, receipts) for lo, hi in ranges
+        ]
+        self._give_back(items)
+        for part, size in ack_parts(items):
+            self.ack_commit.enqueue(part, size).add_done_callback(_logged)
+        return sum(hi - lo for _, _, lo, hi, _ in items)
+
+    def _give_back(self, items: list[tuple]) -> None:
+        """Forget the leases of ``items`` here; a scan may pass over them again at once."""
+        self._release([item[:4] for item in items])
+        for group, topic in {item[:2] for item in items}:
+            self._rescan(group, topic)
         self.notify()
-        return given
+
+    def _rescan(self, group: str, topic: str) -> None:
+        """The next scans of a ready log start again from the group's committed offset:
+        what the last ones passed over as leased may be handed out again."""
+        for key in [k for k in self._cursors if k[0] == group and k[1] == topic]:
+            del self._cursors[key]
+
+    def _held(self, group: str, receipts: list) -> tuple[list[tuple[str, str, int, int, int]], int]:
+        """The positions ``receipts`` name whose lease is still the one their pull handed
+        out, and live: ``(group, topic, lo, hi, token)`` runs; and this clock."""
+        now = self._clock()
+        held: list[tuple[str, str, int, int, int]] = []
+        for topic, ranges, token in self.receipts.open_leases(group, receipts):
+            leases = self._leases_of(group, topic)
+            extended = self._extended.get((group, topic), {})
+            mine = [
+                o
+                for lo, hi in ranges
+                for o in range(lo, hi)
+                if leases.get(o, 0) > now and extended.get(o, leases[o]) == token
+            ]
+            held += [(group, topic, lo, hi, token) for lo, hi in to_ranges(mine)]
+        return merge_held(held), now
+
+    async def release(self, group: str, receipts: list) -> int:
+        """Give leases back now, no attempt counted (a worker's warm shutdown): handed out
+        again at once. Only leases still held under these receipts; how many."""
+        held, _ = self._held(group, receipts)
+        items = [(g, t, lo, hi, 0) for g, t, lo, hi, _ in held]
+        self._give_back(items)
+        if items:
+            await self._commit(items)
+        return sum(hi - lo for _, _, lo, hi, _ in items)
+
+    async def extend(self, group: str, receipts: list, visibility_ms: int) -> tuple[int, int]:
+        """Renew leases still held under these receipts to ``visibility_ms`` from now (the
+        receipts stay good); how many, and the new expiry."""
+        held, now = self._held(group, receipts)
+        until = now + visibility_ms
+        for g, t, lo, hi, token in held:
+            self.leases[(g, t)].update(dict.fromkeys(range(lo, hi), until))
+            self._extended.setdefault((g, t), {}).update(dict.fromkeys(range(lo, hi), token))
+        if held:
+            await self._commit([(g, t, lo, hi, until, token) for g, t, lo, hi, token in held])
+        return sum(hi - lo for _, _, lo, hi, _ in held), until
 
     def _release(self, acks: list[tuple[str, str, int, int]]) -> None:
         for group, topic, lo, hi in acks:
@@ -404,11 +522,11 @@ def ack_parts(acks: list[tuple[str, str, int, int]]) -> list[tuple[list[tuple[st
     parts: list[tuple[list[tuple[str, str, int, int]], int]] = []
     part: list[tuple[str, str, int, int]] = []
     size = 0
-    by_names: dict[tuple[str, str], int] = {}  # an ack's size depends on its names only
+    by_names: dict[tuple[str, str, int], int] = {}  # an item's size depends on its names and length only
     for ack in acks:
-        n = by_names.get(ack[:2])
+        n = by_names.get((*ack[:2], len(ack)))
         if n is None:
-            n = by_names[ack[:2]] = ack_bytes([ack])
+            n = by_names[(*ack[:2], len(ack))] = ack_bytes([ack])
         if part and size + n > MAX_ITEMS_BYTES:
             parts.append((part, size))
             part, size = [], 0
@@ -417,6 +535,21 @@ def ack_parts(acks: list[tuple[str, str, int, int]]) -> list[tuple[list[tuple[st
     if part:
         parts.append((part, size))
     return parts
+
+
+def merge_held(held: list[tuple[str, str, int, int, int]]) -> list[tuple[str, str, int, int, int]]:
+    """Runs of one (group, topic, token) merged: receipts naming a position twice name it once."""
+    by: dict[tuple[str, str, int], list[Range]] = {}
+    for group, topic, lo, hi, token in held:
+        by.setdefault((group, topic, token), []).append((lo, hi))
+    return [(g, t, lo, hi, token) for (g, t, token), ranges in by.items() for lo, hi in merge_ranges(ranges)]
+
+
+def _logged(fut: asyncio.Future) -> None:
+    """A skip-ack or a give-back that was not replicated: the next scan skips the
+    messages again; a lease given back ends anyway when it expires."""
+    if not fut.cancelled() and fut.exception() is not None:
+        log.warning("acks or leases given back were not replicated: %s", fut.exception())
 
 
 def _wanted(record, filt: TagFilter, origin: str | None) -> bool:

@@ -1,4 +1,4 @@
-"""The consumer routes (DESIGN §6): pull with leases, ack and nack; and a group's
+"""The consumer routes (DESIGN §6): pull with leases, ack, nack, release and extend; and a group's
 dead-letter queue, peeked and requeued under ``/admin/dlq``."""
 
 from __future__ import annotations
@@ -12,12 +12,17 @@ from .rules.messages import parse_consumer_request, parse_dlq_group, parse_dlq_p
 routes = web.RouteTableDef()
 
 
+async def _consumer_request(request: web.Request, action: str) -> tuple:
+    """The service, once it is known to serve as master, and the call's checked body."""
+    svc = request.app[SERVICE]
+    svc.require_master()
+    return svc, parse_consumer_request(request.match_info["topic"], await json_body(request), action)
+
+
 @routes.post("/v1/topics/{topic}/pull")
 async def pull(request: web.Request) -> web.Response:
     """Lease up to max messages to this consumer of the group; long-polls up to wait_ms."""
-    svc = request.app[SERVICE]
-    svc.require_master()
-    req = parse_consumer_request(request.match_info["topic"], await json_body(request), "pull")
+    svc, req = await _consumer_request(request, "pull")
     pulled = await svc.consumers.pull(
         req["group"],
         req["topic"],
@@ -38,19 +43,30 @@ async def pull(request: web.Request) -> web.Response:
 async def ack(request: web.Request) -> web.Response:
     """Acknowledge leased messages by receipt (a message's, or a pull's batch receipt);
     never handed out again, even after failover."""
-    svc = request.app[SERVICE]
-    svc.require_master()
-    req = parse_consumer_request(request.match_info["topic"], await json_body(request), "ack")
+    svc, req = await _consumer_request(request, "ack")
     return answer(200, {"acked": await svc.consumers.ack(req["group"], req["receipts"])})
 
 
 @routes.post("/v1/topics/{topic}/nack")
 async def nack(request: web.Request) -> web.Response:
     """Give messages back: redelivered at the next retry level, or to %DLQ%<group> after the last."""
-    svc = request.app[SERVICE]
-    svc.require_master()
-    req = parse_consumer_request(request.match_info["topic"], await json_body(request), "nack")
+    svc, req = await _consumer_request(request, "nack")
     return answer(200, await svc.consumers.nack(req["group"], req["receipts"]))
+
+
+@routes.post("/v1/topics/{topic}/release")
+async def release(request: web.Request) -> web.Response:
+    """Give leased messages back now, no attempt counted (a worker's warm shutdown)."""
+    svc, req = await _consumer_request(request, "release")
+    return answer(200, {"released": await svc.consumers.release(req["group"], req["receipts"])})
+
+
+@routes.post("/v1/topics/{topic}/extend")
+async def extend(request: web.Request) -> web.Response:
+    """Renew the leases these receipts still hold, for a long task."""
+    svc, req = await _consumer_request(request, "extend")
+    extended, until = await svc.consumers.extend(req["group"], req["receipts"], req["visibility_ms"])
+    return answer(200, {"extended": extended, "lease_until": until})
 
 
 @routes.get("/admin/dlq/{group}")

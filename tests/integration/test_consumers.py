@@ -117,15 +117,24 @@ def test_failover_during_consumption(cluster):
     acked = c.pull("f", "g", max=15, wait_ms=3_000)
     assert len(acked.receipts()) == 1  # the pull's batch receipt names all 15
     c.ack("f", "g", acked.receipts())
-    leased = c.pull("f", "g", max=10, wait_ms=1_000)  # leased, never acked
+    leased = c.pull("f", "g", max=10, wait_ms=1_000, visibility_ms=4_000)  # leased, never acked
+    lease_ends = time.monotonic() + 4.0  # at the latest (the lease started before the answer)
     assert len(acked) == 15 and len(leased) == 10
     master = cluster.wait_leader()
     cluster.signal(master, signal.SIGKILL)
     cluster.wait_leader([i for i in cluster.indexes if i != master], exclude=master)
-    rest = drain(c, "f", "g", idle_s=2.0)
+    leased_ids, rest, early = {m.id for m in leased}, [], []
+    while time.monotonic() < lease_ends + 3.0:
+        batch = c.pull("f", "g", max=100, wait_ms=300)
+        if time.monotonic() < lease_ends - 0.5:  # the answer came before the lease could end
+            early += [m.id for m in batch if m.id in leased_ids]
+        if batch:
+            c.ack("f", "g", batch.receipts())
+        rest += batch
     rest_ids = [m.id for m in rest]
     assert not {m.id for m in acked} & set(rest_ids), "an acked message came back"
-    assert {m.id for m in leased} <= set(rest_ids), "an unacked lease was not handed out again"
+    assert early == [], "handed out again before its lease ended"
+    assert {m.id for m in leased} <= set(rest_ids), "an unacked lease was not handed out again after it ended"
     assert {m.id for m in acked} | set(rest_ids) == ids and len(rest_ids) == len(set(rest_ids))
 
 

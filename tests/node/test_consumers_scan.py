@@ -28,7 +28,16 @@ def log(tmp_path):
 
 
 def consumers_over(log: LocalLog) -> Consumers:
-    return Consumers(log.view, log.propose, log.clock, (1000,), 50, Receipts("secret"))
+    """Consumers over ``log``; inside a running loop, with their committer running (a pull
+    answers once its leases are committed)."""
+    consumers = Consumers(log.view, log.propose, log.clock, (1000,), 50, Receipts("secret"))
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return consumers  # scans only
+    committer = loop.create_task(consumers.ack_commit.run())
+    consumers.committer = committer  # referenced while the test runs
+    return consumers
 
 
 def test_a_filter_that_matches_nothing_reads_at_most_scan_limit_entries(log):
@@ -56,7 +65,6 @@ def test_pull_ack_and_nack_over_the_view(log):
     async def run() -> None:
         await _deliver(log, 3)
         consumers = consumers_over(log)
-        task = asyncio.create_task(consumers.ack_commit.run())
         got = as_json(await consumers.pull("g", "t", None, 10, 0, 30_000), T)["messages"]
         assert [m["body"] for m in got] == ["m0", "m1", "m2"]
         assert as_json(await consumers.pull("g", "t", None, 10, 0, 30_000), T)["messages"] == []  # leased
@@ -64,7 +72,6 @@ def test_pull_ack_and_nack_over_the_view(log):
         assert log.view.group_progress("g", "t").is_acked(0)
         assert await consumers.nack("g", [got[1]["receipt"]]) == {"retried": 1, "dead_lettered": 0}
         assert [r.kind for r in log.applied][-2:] == [ACK, "R"]
-        task.cancel()
 
     asyncio.run(run())
 
@@ -77,9 +84,8 @@ def test_a_waiting_pull_wakes_on_notify(log):
         assert not pull.done()
         await _deliver(log, 1)
         consumers.notify()
-        for _ in range(10):  # a few turns of the loop, no timer: the notify wakes it
-            await asyncio.sleep(0)
-        assert pull.done()
+        # Well before its wait's own timer (1 s): the notify wakes it (then it commits its lease).
+        await asyncio.wait_for(asyncio.shield(pull), 0.5)
         assert [m["body"] for m in as_json(pull.result(), T)["messages"]] == ["m0"]
 
     asyncio.run(run())
@@ -120,7 +126,6 @@ def test_one_batch_receipt_acks_what_its_pull_leased_and_nothing_else(log):
     async def run() -> None:
         await _deliver(log, 10)
         consumers = consumers_over(log)
-        task = asyncio.create_task(consumers.ack_commit.run())
         first = as_json(await consumers.pull("g", "t", None, 4, 0, 30_000), T)
         second = as_json(await consumers.pull("g", "t", None, 4, 0, 30_000), T)
         assert len(first["batch_receipts"]) == 1
@@ -133,7 +138,6 @@ def test_one_batch_receipt_acks_what_its_pull_leased_and_nothing_else(log):
         assert log.view.group_progress("g", "t").committed == 8
         rest = as_json(await consumers.pull("g", "t", None, 10, 0, 30_000), T)
         assert [m["body"] for m in rest["messages"]] == ["m8", "m9"]
-        task.cancel()
 
     asyncio.run(run())
 
@@ -260,5 +264,35 @@ def test_a_waiting_pull_ends_when_its_node_stops_leading(log):
         consumers.notify()
         with pytest.raises(NotMasterError):
             await asyncio.wait_for(pull, 2)
+
+    asyncio.run(run())
+
+
+def test_a_new_master_honours_the_committed_leases_and_a_failed_commit_leases_nothing(log):
+    async def run() -> None:
+        await _deliver(log, 3)
+        first = await consumers_over(log).pull("g", "t", None, 2, 0, 30_000)
+        successor = consumers_over(log)  # another master over the same committed state
+        (left,) = as_json(await successor.pull("g", "t", None, 10, 0, 30_000), T)["messages"]
+        assert left["body"] == "m2"
+        assert await successor.release("g", first.receipts[:1]) == 1  # good on the successor
+        assert [
+            m["body"] for m in as_json(await successor.pull("g", "t", None, 10, 0, 30_000), T)["messages"]
+        ] == ["m0"]
+
+        failing = consumers_over(log)
+        propose = failing._propose
+
+        async def refused(kind, **fields):
+            if fields.get("leases"):
+                raise NotMasterError(None)
+            return await propose(kind, **fields)
+
+        failing._propose = refused
+        log.now[0] = T + 60_000  # every lease above has ended
+        with pytest.raises(NotMasterError):
+            await failing.pull("g", "t", None, 10, 0, 30_000)
+        failing._propose = propose  # the pull that failed leased nothing: all three again
+        assert len((await failing.pull("g", "t", None, 10, 0, 30_000)).taken) == 3
 
     asyncio.run(run())

@@ -127,6 +127,17 @@ class Nacked(Answer):
     dead_lettered: Count
 
 
+class LeasesReleased(Answer):
+    released: Annotated[
+        int, Meta(ge=0, description="messages whose lease these receipts still held, now given back")
+    ]
+
+
+class Extended(Answer):
+    extended: Annotated[int, Meta(ge=0, description="messages whose lease these receipts still held")]
+    lease_until: Annotated[int, Meta(description="their lease's new end, epoch ms by the master's clock")]
+
+
 class Released(Answer):
     old_master: str
     new_master: str
@@ -371,6 +382,7 @@ class Unavailable(Error):
 
 ANSWERS = (
     Scheduled, BatchScheduled, BatchResults, MessageStatus, Rescheduled, BatchRescheduled, RescheduleResults,
-    Cancelled, Pulled, Acked, Nacked, Released, Status, Readiness, Forecast, PendingList, DlqPeek, Requeued,
-    Health, ScheduleList, ScheduleDeleted, Subscription, SubscriptionDeleted, Error, Unavailable,
+    Cancelled, Pulled, Acked, Nacked, LeasesReleased, Extended, Released, Status, Readiness, Forecast,
+    PendingList, DlqPeek, Requeued, Health, ScheduleList, ScheduleDeleted, Subscription, SubscriptionDeleted,
+    Error, Unavailable,
 )  # fmt: skip

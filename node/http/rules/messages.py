@@ -100,10 +100,22 @@ class Receipts(Body):
     ]
 
 
+class Extend(Receipts):
+    visibility_ms: Annotated[
+        int,
+        Meta(
+            ge=MIN_VISIBILITY_MS,
+            le=MAX_VISIBILITY_MS,
+            description="the lease from now on; a message not acked by then is handed out again",
+        ),
+    ] = DEFAULT_VISIBILITY_MS
+
+
 @answered_over_http
 def parse_consumer_request(topic: str, obj, action: str) -> dict:
-    """Validate a pull / ack / nack body. ``topic`` may be a group's ``%DLQ%<group>``."""
-    req = decode(Pull if action == "pull" else Receipts, obj)
+    """Validate a pull / ack / nack / release / extend body. ``topic`` may be a group's
+    ``%DLQ%<group>``."""
+    req = decode({"pull": Pull, "extend": Extend}.get(action, Receipts), obj)
     if not TOPIC_RE.fullmatch(topic) and topic != f"%DLQ%{req.group}":
         raise refusal("topic must be a topic name or %DLQ%<this group>", "topic")
     return {"topic": topic, **msgspec.structs.asdict(req)}

@@ -1,0 +1,91 @@
+"""Consumer leases, replicated: which ready-log positions a group has handed out, until when.
+
+A pull's leases are committed (in an ``A`` entry's ``leases``: cluster/entries.py) before
+it answers, so a new master knows them and hands none of those messages out again before
+its lease ends. Per (group, ready topic) one meta value, ``lease/<group>/<topic>``: sorted,
+disjoint ``[lo, hi, until_ms, token]`` runs of positions. ``token`` names the hand-out:
+the ``until_ms`` it was first leased with, which its receipts carry. An extend moves
+``until_ms`` and keeps the token, so the consumer's receipts stay good; a later hand-out of
+the same position comes after the lease ended, so its token is later.
+
+The entry's items, applied in order: ``[group, topic, lo, hi, until_ms]`` leases the
+positions (a pull: the token is ``until_ms``), ``[..., until_ms, token]`` extends them,
+``until_ms`` 0 gives them back (a release). An ack or a nack of a position ends its lease.
+Runs whose ``until_ms`` has passed by the entry's clock are dropped whenever the value is
+written, so it holds only what consumers may still hold.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterator
+
+LEASE_PREFIX = "lease/"
+
+Lease = tuple[int, int, int, int]  # lo, hi, until_ms, token
+
+
+def lease_key(group: str, topic: str) -> str:
+    return f"{LEASE_PREFIX}{group}/{topic}"
+
+
+def lease_item(item) -> tuple[str, str, int, int, int, int]:
+    """An entry's lease item as (group, topic, lo, hi, until_ms, token)."""
+    group, topic, lo, hi, until = item[:5]
+    token = item[5] if len(item) > 5 else until
+    return str(group), str(topic), int(lo), int(hi), int(until), int(token)
+
+
+class LeaseTable:
+    """The leases of one (group, ready topic), as parallel sorted columns (mutable: an
+    apply builds the next value in it)."""
+
+    def __init__(self, wire=None) -> None:
+        self._hold(wire or ())
+
+    def _hold(self, runs) -> None:
+        runs = [tuple(map(int, run)) for run in runs]
+        self.lo = [run[0] for run in runs]
+        self.hi = [run[1] for run in runs]
+        self.until = [run[2] for run in runs]
+        self.token = [run[3] for run in runs]
+
+    def __iter__(self) -> Iterator[Lease]:
+        return iter(zip(self.lo, self.hi, self.until, self.token, strict=True))
+
+    def __len__(self) -> int:
+        return len(self.lo)
+
+    def cut(self, lo: int, hi: int) -> None:
+        """End every lease of positions ``lo <= o < hi``."""
+        i = bisect.bisect_right(self.hi, lo)  # the first run ending after lo
+        j = bisect.bisect_left(self.lo, hi)  # runs [i, j) start before hi: they overlap
+        if i >= j:
+            return
+        keep = []
+        if self.lo[i] < lo:
+            keep.append((self.lo[i], lo, self.until[i], self.token[i]))
+        if self.hi[j - 1] > hi:
+            keep.append((hi, self.hi[j - 1], self.until[j - 1], self.token[j - 1]))
+        for column, k in ((self.lo, 0), (self.hi, 1), (self.until, 2), (self.token, 3)):
+            column[i:j] = [run[k] for run in keep]
+
+    def put(self, lo: int, hi: int, until: int, token: int) -> None:
+        """Lease ``lo <= o < hi`` until ``until`` (0: give them back) under ``token``."""
+        self.cut(lo, hi)
+        if until > 0 and lo < hi:
+            i = bisect.bisect_left(self.lo, lo)
+            self.lo.insert(i, lo)
+            self.hi.insert(i, hi)
+            self.until.insert(i, until)
+            self.token.insert(i, token)
+
+    def expire(self, now_ms: int) -> None:
+        """Drop the leases that ended by ``now_ms``."""
+        live = [run for run in self if run[2] > now_ms]
+        if len(live) < len(self):
+            self._hold(live)
+
+    def to_wire(self) -> list[list[int]] | None:
+        """The meta value; None (the key removed) when nothing is leased."""
+        return [list(run) for run in self] or None

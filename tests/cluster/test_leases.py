@@ -1,0 +1,110 @@
+"""Replicated leases: the table's runs, and what A entries do to it on every node."""
+
+from __future__ import annotations
+
+import random
+
+from horologe.cluster import StateMachine
+from horologe.cluster.entries import ACK, RETRY, Entry, decode
+from horologe.cluster.leases import LeaseTable, lease_key
+from horologe.storage import Storage, StorageConfig
+from horologe.wheel import Watermark
+
+T = 1_767_225_600_000
+WS = Watermark(T)
+
+
+def table_of(runs) -> dict[int, tuple[int, int]]:
+    """position -> (until, token)."""
+    return {o: (until, token) for lo, hi, until, token in runs for o in range(lo, hi)}
+
+
+def test_puts_and_cuts_agree_with_a_map_of_positions():
+    rng = random.Random(7)
+    for _ in range(200):
+        table, model = LeaseTable(), {}
+        for _ in range(rng.randrange(1, 30)):
+            lo = rng.randrange(40)
+            hi = lo + rng.randrange(0, 8)
+            if rng.random() < 0.3:
+                table.cut(lo, hi)
+                for o in range(lo, hi):
+                    model.pop(o, None)
+            else:
+                until = rng.choice([0, rng.randrange(1, 100)])
+                table.put(lo, hi, until, until + 1)
+                for o in range(lo, hi):
+                    model.pop(o, None)
+                    if until:
+                        model[o] = (until, until + 1)
+            runs = list(table)
+            assert all(a[1] <= b[0] for a, b in zip(runs, runs[1:], strict=False))  # sorted, disjoint
+            assert all(lo < hi for lo, hi, *_ in runs)
+            assert table_of(runs) == model
+        table.expire(50)
+        assert table_of(table) == {o: v for o, v in model.items() if v[0] > 50}
+        assert LeaseTable(table.to_wire()).to_wire() == table.to_wire()
+
+
+def test_the_entry_round_trips_its_leases_and_older_entries_have_none():
+    e = Entry(
+        ACK, WS, T, acks=[("g", "t", 0, 2)], leases=[("g", "t", 2, 5, T + 9), ("g", "t", 0, 1, T + 20, T + 9)]
+    )
+    assert decode(e.encode()).leases == [("g", "t", 2, 5, T + 9, T + 9), ("g", "t", 0, 1, T + 20, T + 9)]
+    assert decode(Entry(ACK, WS, T, acks=[("g", "t", 0, 2)]).encode()).leases == []
+
+
+def apply(sm: StateMachine, index: int, entry: Entry) -> None:
+    assert sm.apply(index, entry.encode()).error is None
+
+
+def leases(sm: StateMachine, group="g", topic="t") -> list:
+    return [tuple(run) for run in sm.store.meta(lease_key(group, topic)) or ()]
+
+
+def test_every_node_applies_leases_acks_and_expiry_alike(tmp_path):
+    def run(path) -> list:
+        sm = StateMachine(Storage(str(path), StorageConfig(fsync=False)))
+        seen = []
+        apply(sm, 1, Entry(ACK, WS, T, leases=[("g", "t", 0, 10, T + 1000), ("h", "t", 0, 4, T + 50)]))
+        seen.append((leases(sm), leases(sm, "h")))
+        # An ack ends its messages' leases; a release (until 0) gives them back; an extend
+        # keeps the token; another group's first run has ended by this entry's clock: dropped.
+        apply(
+            sm,
+            2,
+            Entry(
+                ACK,
+                WS,
+                T + 100,
+                acks=[("g", "t", 2, 4)],
+                leases=[
+                    ("g", "t", 5, 6, 0),
+                    ("g", "t", 8, 10, T + 5000, T + 1000),
+                    ("h", "t", 9, 10, T + 600),
+                ],
+            ),
+        )
+        seen.append((leases(sm), leases(sm, "h")))
+        # A nack acks the position (then retries it): its lease ends too.
+        apply(sm, 3, Entry(RETRY, WS, T + 200, retries=[("g", "t", 0, T + 9000)]))
+        seen.append(leases(sm))
+        # Past every lease's end, the next write of the value empties it: the key goes.
+        apply(sm, 4, Entry(ACK, WS, T + 6000, acks=[("g", "t", 9, 10)]))
+        seen.append((sm.store.meta(lease_key("g", "t")), sm.store.meta(lease_key("h", "t"))))
+        sm.store.close()
+        return seen
+
+    a = run(tmp_path / "a")
+    assert a == run(tmp_path / "b")
+    assert a[0] == ([(0, 10, T + 1000, T + 1000)], [(0, 4, T + 50, T + 50)])
+    assert a[1] == (
+        [
+            (0, 2, T + 1000, T + 1000),
+            (4, 5, T + 1000, T + 1000),
+            (6, 8, T + 1000, T + 1000),
+            (8, 10, T + 5000, T + 1000),
+        ],
+        [(9, 10, T + 600, T + 600)],
+    )
+    assert a[3] == (None, [[9, 10, T + 600, T + 600]])  # h's value was not written since

@@ -1,0 +1,76 @@
+"""Leases outlive the master: real nodes, SIGKILL, the SDK (docs/cluster.md, "Leases that
+outlive the master")."""
+
+from __future__ import annotations
+
+import signal
+import time
+
+from horologe.client import Client
+from testkit.process_cluster import CLIENT
+
+from .load import wait_delivered
+
+LEASE_MS = 60_000
+
+
+def client(cluster) -> Client:
+    return Client([cluster.url(i) for i in cluster.indexes], CLIENT, retry_s=20)
+
+
+def _kill_master(cluster) -> int:
+    master = cluster.wait_leader()
+    cluster.signal(master, signal.SIGKILL)
+    cluster.wait_leader([i for i in cluster.indexes if i != master], exclude=master)
+    return master
+
+
+def _pull_for(c: Client, topic: str, group: str, seconds: float, **kw) -> list:
+    """Everything a second consumer of ``group`` gets in ``seconds`` (acked as it goes)."""
+    got, end = [], time.monotonic() + seconds
+    while time.monotonic() < end:
+        batch = c.pull(topic, group, max=1000, wait_ms=500, **kw)
+        if batch:
+            got += batch
+            c.ack(topic, group, batch.receipts())
+    return got
+
+
+def test_a_thousand_leases_survive_a_sigkilled_master(cluster):
+    c, other = client(cluster), client(cluster)
+    now = int(time.time() * 1000)
+    c.produce_batch([{"topic": "jobs", "body": f"j{k}", "deliver_at": now} for k in range(1000)])
+    wait_delivered(cluster)
+    held = c.pull("jobs", "workers", max=1000, wait_ms=3_000, visibility_ms=LEASE_MS)
+    assert len(held) == 1000
+    _kill_master(cluster)
+    c.produce_batch([{"topic": "jobs", "body": f"new{k}"} for k in range(20)])  # due now
+    got = _pull_for(other, "jobs", "workers", 6.0)
+    # The second consumer gets what arrived since, and none of the thousand still leased.
+    assert sorted(m.body for m in got) == sorted(f"new{k}".encode() for k in range(20))
+    c.ack("jobs", "workers", held.receipts())  # the receipts ack on the new master
+    assert other.pull("jobs", "workers", max=1000, wait_ms=1_000) == []
+
+
+def test_release_and_extend_through_the_sdk_and_across_a_failover(cluster):
+    c, other = client(cluster), client(cluster)
+    c.produce_batch([{"topic": "long", "body": f"l{k}"} for k in range(3)])
+    wait_delivered(cluster)
+    kept, given, lapsed = c.pull("long", "g", max=3, wait_ms=3_000, visibility_ms=1_500)
+    assert c.extend("long", "g", [kept.receipt], LEASE_MS)["extended"] == 1
+    assert c.release("long", "g", [given.receipt]) == 1
+    assert c.release("long", "g", [given.receipt]) == 0  # given back already
+    (again,) = other.pull("long", "g", max=3, wait_ms=0, visibility_ms=LEASE_MS)  # at once
+    assert again.id == given.id
+    # The lease of ``lapsed`` runs out: handed to the other consumer, it is the other's now.
+    (taken,) = other.pull("long", "g", max=3, wait_ms=5_000, visibility_ms=LEASE_MS)
+    assert taken.id == lapsed.id
+    assert c.release("long", "g", [lapsed.receipt]) == 0  # no longer the first consumer's
+    assert c.extend("long", "g", [lapsed.receipt], LEASE_MS)["extended"] == 0
+    _kill_master(cluster)
+    # The extension and the leases were committed: the new master hands out nothing.
+    assert other.pull("long", "g", max=3, wait_ms=2_000) == []
+    assert c.extend("long", "g", [kept.receipt], LEASE_MS)["extended"] == 1  # the receipt stays good
+    c.ack("long", "g", [kept.receipt])
+    other.ack("long", "g", [again.receipt, taken.receipt])
+    assert other.pull("long", "g", max=3, wait_ms=500, visibility_ms=100) == []
