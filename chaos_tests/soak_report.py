@@ -71,11 +71,12 @@ def _markdown(r: dict) -> list[str]:
         f"{r['fault_every_s']:g} s; toxiproxy: {r['toxiproxy']}. Verdict: **{verdict}**.",
         "",
         "| acknowledged | consumed | lost | nacked (not retried) | ready-log duplicates | "
-        "unexplained redeliveries | early | cancelled but delivered |",
-        "|---|---|---|---|---|---|---|---|",
+        "unexplained redeliveries | inside a live lease | early | cancelled but delivered |",
+        "|---|---|---|---|---|---|---|---|---|",
         f"| {r['acknowledged']} | {r['consumed']} | {r['lost']} | "
         f"{r['nacked']} ({r['nacked_not_retried']}) | "
-        f"{r['duplicates']} | {r['redeliveries_unexplained']} of {r['redeliveries']} | {r['early']} | "
+        f"{r['duplicates']} | {r['redeliveries_unexplained']} of {r['redeliveries']} | "
+        f"{r['inside_lease']} | {r['early']} | "
         f"{r['cancelled_but_delivered']} |",
         "",
         f"- ready logs identical on every node: {r['ready_logs_identical']}",

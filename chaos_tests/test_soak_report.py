@@ -28,6 +28,7 @@ def result() -> dict:
         "duplicates": 0,
         "redeliveries_unexplained": 0,
         "redeliveries": 0,
+        "inside_lease": 0,
         "early": 0,
         "cancelled_but_delivered": 0,
         "ready_logs_identical": True,

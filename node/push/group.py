@@ -43,7 +43,9 @@ from .settle import Ended
 log = logging.getLogger(__name__)
 
 PULL_WAIT_MS = 1000  # a lease's long poll; leases that expire and retries falling due end it too
-LEASE_MARGIN_MS = 30_000  # a lease outlives its request by this: room to commit the ack
+# A lease outlives its request by this: room to commit the ack. Leases are replicated, so
+# after a failover a request left open is pushed again this long after its timeout.
+LEASE_MARGIN_MS = 5_000
 RETRY_PAUSE_S = 0.2  # after a lease failed (an election, a timeout)
 AHEAD_MS = 10  # lease messages this long before they fall due (the wheel fires them earlier)
 LEASE_EVERY_S = 0.004  # while some are held for later: less than AHEAD_MS, so none is late

@@ -57,7 +57,7 @@ include-name-regex = "^(POST /v1/messages(/batch)?|PATCH /v1/messages(/.id.)?)$"
 checks.positive_data_acceptance.expected-statuses = ["2xx", "404", "409", "422"]
 
 [[operations]]
-include-name-regex = "^POST /v1/topics/.topic./(ack|nack)$"
+include-name-regex = "^POST /v1/topics/.topic./(ack|nack|release|extend)$"
 # well-formed receipts that no pull handed out: 400 invalid_receipt (ACCEPTED_REFUSALS)
 checks.positive_data_acceptance.expected-statuses = ["2xx", "400", "404", "409"]
 
@@ -105,6 +105,8 @@ ACCEPTED_REFUSALS = {
     ("PATCH /v1/messages", 422): lambda err: err.get("field") in CLOCK_FIELDS,
     ("POST /v1/topics/{topic}/ack", 400): lambda err: err["code"] == "invalid_receipt",
     ("POST /v1/topics/{topic}/nack", 400): lambda err: err["code"] == "invalid_receipt",
+    ("POST /v1/topics/{topic}/release", 400): lambda err: err["code"] == "invalid_receipt",
+    ("POST /v1/topics/{topic}/extend", 400): lambda err: err["code"] == "invalid_receipt",
     ("POST /admin/release-master", 422): lambda err: err["code"] == "unknown_node",
     ("GET /v1/forecast", 400): lambda err: err["code"] == "invalid_range" or err.get("field") in TIME_QUERY,
     ("GET /v1/forecast", 422): lambda err: err["code"] == "out_of_range" and err.get("field") in TIME_QUERY,

@@ -16,6 +16,7 @@ from click.testing import CliRunner
 
 from horologe import cli
 from horologe.client import AsyncClient, Client, InvalidRequestError, NotFoundError
+from horologe.node.push.group import LEASE_MARGIN_MS
 from testkit.process_cluster import ADMIN, CLIENT, Cluster
 from testkit.waiting import wait_until
 
@@ -269,6 +270,7 @@ def test_a_master_lost_mid_burst_loses_nothing_and_repeats_only_unacked(make_clu
     if how == "sigkill":
         cluster.start(old)
         cluster.catch_up(old)
-    # The last pushes reached the receiver before their acks were committed: wait for those.
-    wait_until(lambda: c.subscription("burst", "hooks").unacked == 0, 30)
+    # The last pushes reached the receiver before their acks were committed: pushed again
+    # once their lease (replicated) ends, then acked. Wait for those.
+    wait_until(lambda: c.subscription("burst", "hooks").unacked == 0, (10_000 + LEASE_MARGIN_MS) / 1000 + 20)
     print(f"{how}: {len(ids)} pushed, {before} before, {repeats} sent again")

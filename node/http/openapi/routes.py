@@ -412,6 +412,7 @@ ROUTES: dict[tuple[str, str], dict] = {
         {"200": answer("How many leases were renewed, and until when.", "Extended")},
         body="Extend",
         parameters=(TOPIC,),
+        errors=("Unprocessable",),
     ),
     ("post", "/v1/schedules"): operation(
         "create_schedule",
