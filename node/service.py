@@ -194,7 +194,7 @@ class NodeService:
             observe_apply=self._observers.apply_seconds,
             observe_fsync=self._observers.journal_fsync_seconds,
         )
-        self._tasks = [asyncio.create_task(t.run()) for t in (self.produce_commit, self.consumers.ack_commit)]
+        self._tasks = [asyncio.create_task(t.run()) for t in (self.produce_commit, self.consumers)]
 
     async def stop(self) -> None:
         await self.handover.close()

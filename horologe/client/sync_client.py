@@ -191,10 +191,11 @@ class Client(core.ClientSettings, calls.BlockingPool, ScheduleCalls, PushCalls):
     def ack(self, topic: str, group: str, receipts: list[str]) -> None:
         self._call("POST", f"/v1/topics/{_quote(topic)}/ack", {"group": group, "receipts": receipts})
 
-    def nack(self, topic: str, group: str, receipts: list[str]) -> dict:
-        return self._call(
-            "POST", f"/v1/topics/{_quote(topic)}/nack", {"group": group, "receipts": receipts}, resend=False
-        )
+    def nack(self, topic: str, group: str, receipts: list[str], *, dead_letter: bool = False) -> dict:
+        """Hand the messages out again after their retry level's delay (an attempt counted),
+        or to the group's DLQ after the last level; ``dead_letter``: to the DLQ now."""
+        body = {"group": group, "receipts": receipts, **({"dead_letter": True} if dead_letter else {})}
+        return self._call("POST", f"/v1/topics/{_quote(topic)}/nack", body, resend=False)
 
     def release(self, topic: str, group: str, receipts: list[str]) -> int:
         """Give leased messages back now, no attempt counted (a worker's warm shutdown):

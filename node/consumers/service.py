@@ -146,13 +146,21 @@ class Consumers:
         self._cursors: dict[tuple, tuple[int, int]] = {}
         self._arrived = asyncio.Event()  # replaced after each notify: a fresh one to wait on
         self.ack_commit = GroupCommit(self._propose_acks, ack_window_ms, ack_bytes)
+        # Leases apart from acks, with no linger: a pull waits for its leases' entry, which
+        # an ack entry in flight would hold back (one proposal in flight per committer).
+        # Which of an ack and a lease of one message applies first does not matter: an
+        # acked message is not handed out, and its lease ends either way.
+        self.lease_commit = GroupCommit(self._propose_leases, 0, ack_bytes)
 
-    async def _propose_acks(self, items: list[tuple]) -> ApplyResult:
-        """One A entry: the acks (4 fields), and the lease items (5 or 6) in their order."""
-        acks = [item for item in items if len(item) == 4]
-        if len(acks) == len(items):
-            return await self._propose(ACK, acks=acks)
-        return await self._propose(ACK, acks=acks, leases=[item for item in items if len(item) > 4])
+    async def run(self) -> None:
+        """The committers of acks and of leases (the node runs it for its life)."""
+        await asyncio.gather(self.ack_commit.run(), self.lease_commit.run())
+
+    async def _propose_acks(self, acks: list[tuple[str, str, int, int]]) -> ApplyResult:
+        return await self._propose(ACK, acks=acks)
+
+    async def _propose_leases(self, leases: list[tuple]) -> ApplyResult:
+        return await self._propose(ACK, leases=leases)
 
     def notify(self) -> None:
         """Messages became ready (the view already shows them): wake every waiting pull."""
@@ -372,8 +380,10 @@ class Consumers:
             raise
 
     async def _commit(self, items: list[tuple]) -> None:
-        """Acks and lease items into A entries, in order; once all are applied."""
-        await asyncio.gather(*(self.ack_commit.enqueue(part, size) for part, size in ack_parts(items)))
+        """Acks (4 fields) or lease items (5 or 6: cluster/leases.py) into A entries, in
+        order; once all are applied."""
+        committer = self.ack_commit if len(items[0]) == 4 else self.lease_commit
+        await asyncio.gather(*(committer.enqueue(part, size) for part, size in ack_parts(items)))
 
     def _handed(self, group: str, leased: dict[str, list[int]], out: Taken, lease_until: int) -> Pulled:
         """What a pull answers: a batch receipt per ready log it leased from, and each
@@ -415,7 +425,7 @@ class Consumers:
         ]
         self._give_back(items)
         for part, size in ack_parts(items):
-            self.ack_commit.enqueue(part, size).add_done_callback(_logged)
+            self.lease_commit.enqueue(part, size).add_done_callback(_logged)
         return sum(hi - lo for _, _, lo, hi, _ in items)
 
     def _give_back(self, items: list[tuple]) -> None:
@@ -476,9 +486,12 @@ class Consumers:
             for off in range(lo, hi):
                 leases.pop(off, None)
 
-    async def nack(self, group: str, receipts: list, retry_after_ms: int | None = None) -> dict:
-        """Retry at the next level, or dead-letter after the last. ``retry_after_ms`` (a
-        push receiver's ``Retry-After``) brings the retry forward, never past the level."""
+    async def nack(
+        self, group: str, receipts: list, retry_after_ms: int | None = None, dead_letter: bool = False
+    ) -> dict:
+        """Retry at the next level, or dead-letter after the last (``dead_letter``: now,
+        whatever the level). ``retry_after_ms`` (a push receiver's ``Retry-After``) brings
+        the retry forward, never past the level."""
         reads = self.view.reads
         now = self._clock()
         retries = []
@@ -497,7 +510,7 @@ class Consumers:
                 raise NotFound(f"no delivered message at {topic}@{off}", "receipts")
             mid = MessageId(int(rows["hour"][0]), int(rows["global_index"][0]))
             attempt = reads.read_message(mid).message.attempt
-            if attempt < len(self.retry_levels_ms):
+            if attempt < len(self.retry_levels_ms) and not dead_letter:
                 delay = self.retry_levels_ms[attempt]
                 if retry_after_ms is not None:
                     delay = min(delay, retry_after_ms)

@@ -51,7 +51,8 @@ async def ack(request: web.Request) -> web.Response:
 async def nack(request: web.Request) -> web.Response:
     """Give messages back: redelivered at the next retry level, or to %DLQ%<group> after the last."""
     svc, req = await _consumer_request(request, "nack")
-    return answer(200, await svc.consumers.nack(req["group"], req["receipts"]))
+    nacked = await svc.consumers.nack(req["group"], req["receipts"], dead_letter=req["dead_letter"])
+    return answer(200, nacked)
 
 
 @routes.post("/v1/topics/{topic}/release")

@@ -35,7 +35,7 @@ def consumers_over(log: LocalLog) -> Consumers:
         loop = asyncio.get_running_loop()
     except RuntimeError:
         return consumers  # scans only
-    committer = loop.create_task(consumers.ack_commit.run())
+    committer = loop.create_task(consumers.run())
     consumers.committer = committer  # referenced while the test runs
     return consumers
 

@@ -51,7 +51,7 @@ def test_skip_acks_of_one_pull_go_in_entries_under_the_cap(log):
     consumers = Consumers(log.view, log.propose, log.clock, (1000,), 0, Receipts("secret"))
 
     async def run() -> None:
-        task = asyncio.create_task(consumers.ack_commit.run())
+        task = asyncio.create_task(consumers.run())
         pulled = await consumers.pull(GROUP, TOPIC, "red", 10, 0, 30_000)
         assert len(pulled.taken) == 0  # the red ones are not due yet
         for _ in range(500):  # the skip-acks are queued for the committer: until it has proposed them
@@ -80,7 +80,7 @@ def test_an_ack_call_naming_many_ranges_goes_in_entries_under_the_cap(log):
     ]
 
     async def run() -> int:
-        task = asyncio.create_task(consumers.ack_commit.run())
+        task = asyncio.create_task(consumers.run())
         acked = await consumers.ack(GROUP, batches)
         task.cancel()
         return acked

@@ -51,7 +51,7 @@ def test_msgpack_and_json_answers_name_the_same_messages(log):
         log.ws = lambda: Watermark(T, ALL)
         await log.propose(SYNC)
         consumers = consumers_over(log)
-        task = asyncio.create_task(consumers.ack_commit.run())
+        task = asyncio.create_task(consumers.run())
         pulled = await consumers.pull("g", "t", None, 10, 0, 30_000)
         from_json, from_msgpack, json_batch, msgpack_batch = both(pulled)
         assert from_msgpack == from_json

@@ -53,7 +53,7 @@ def test_a_turn_cuts_what_is_old_and_passed_and_consumers_keep_their_offsets(log
     async def run() -> None:
         ids = await deliver(log, 6, T)
         consumers = Consumers(log.view, log.propose, log.clock, (1000,), 50, Receipts("secret"))
-        acks = asyncio.create_task(consumers.ack_commit.run())
+        acks = asyncio.create_task(consumers.run())
         got = as_json(await consumers.pull("g", "t", None, 6, 0, 30_000), T)["messages"]
         await consumers.ack("g", [m["receipt"] for m in got[:5]])  # offset 5 stays leased
         turn = driver(log)

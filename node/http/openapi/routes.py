@@ -391,7 +391,7 @@ ROUTES: dict[tuple[str, str], dict] = {
         "Give leased messages back: retried at the next retry level, or dead-lettered after the last",
         CLIENT,
         {"200": answer("What the entry did: copies made, and messages moved to the DLQ.", "Nacked")},
-        body="Receipts",
+        body="Nack",
         parameters=(TOPIC,),
         errors=("NotFound",),
     ),

@@ -100,6 +100,12 @@ class Receipts(Body):
     ]
 
 
+class Nack(Receipts):
+    dead_letter: Annotated[
+        bool, Meta(description="to the group's DLQ now, whatever the retry level (a final rejection)")
+    ] = False
+
+
 class Extend(Receipts):
     visibility_ms: Annotated[
         int,
@@ -115,7 +121,7 @@ class Extend(Receipts):
 def parse_consumer_request(topic: str, obj, action: str) -> dict:
     """Validate a pull / ack / nack / release / extend body. ``topic`` may be a group's
     ``%DLQ%<group>``."""
-    req = decode({"pull": Pull, "extend": Extend}.get(action, Receipts), obj)
+    req = decode({"pull": Pull, "nack": Nack, "extend": Extend}.get(action, Receipts), obj)
     if not TOPIC_RE.fullmatch(topic) and topic != f"%DLQ%{req.group}":
         raise refusal("topic must be a topic name or %DLQ%<this group>", "topic")
     return {"topic": topic, **msgspec.structs.asdict(req)}
