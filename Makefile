@@ -4,7 +4,7 @@ PY      := $(VENV)/bin/python
 PIP     := $(VENV)/bin/pip
 HASH    := $(shell sha1sum < pyproject.toml | cut -c1-12)
 # Two stamps per pyproject hash. BASE: the package alone, all `make run` needs. FULL: with the
-# test, spark and bench extras, for `make test` and the rest; making it makes BASE too, so
+# test, spark, bench, celery and dramatiq extras, for `make test` and the rest; making it makes BASE too, so
 # `make run` after `make test` installs nothing, and `make test` after `make run` adds the extras.
 BASE_STAMP := $(VENV)/.installed-base-$(HASH)
 FULL_STAMP := $(VENV)/.installed-full-$(HASH)
@@ -51,7 +51,7 @@ $(BASE_STAMP): pyproject.toml | $(PY)
 
 # deb-tools first: the test extra's pyfuse3 compiles against libfuse3-dev.
 $(FULL_STAMP): pyproject.toml | $(PY) deb-tools
-	$(PIP_INSTALL) -e '.[test,spark,bench]'
+	$(PIP_INSTALL) -e '.[test,spark,bench,celery,dramatiq]'
 	$(DROP_OLD_STAMPS); touch $(BASE_STAMP) $@
 
 # Everything the tests, chaos suite and benchmarks need.

@@ -296,3 +296,18 @@ def test_a_new_master_honours_the_committed_leases_and_a_failed_commit_leases_no
         assert len((await failing.pull("g", "t", None, 10, 0, 30_000)).taken) == 3
 
     asyncio.run(run())
+
+
+def test_a_nack_with_dead_letter_goes_to_the_dlq_at_once_whatever_its_level(log):
+    async def run() -> None:
+        await _deliver(log, 2)
+        consumers = consumers_over(log)  # retry levels (1000,): one retry before the DLQ
+        pulled = await consumers.pull("g", "t", None, 2, 0, 30_000)
+        assert await consumers.nack("g", pulled.receipts[:1], dead_letter=True) == {
+            "retried": 0,
+            "dead_lettered": 1,
+        }
+        assert await consumers.nack("g", pulled.receipts[1:]) == {"retried": 1, "dead_lettered": 0}
+        assert log.view.reads.ready_count("%DLQ%g") == 1
+
+    asyncio.run(run())

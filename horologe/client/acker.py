@@ -1,0 +1,82 @@
+"""Acks sent in the background, gathered per (topic, group): for workers that ack each
+message as they take it up (Celery, Dramatiq), where one ack call per message would make
+one Raft entry each.
+
+``ack(topic, group, receipt)`` queues; a thread sends what gathered within
+``ACK_LINGER_S`` of the first, up to ``ACK_GROUP`` receipts a call. ``flush()`` waits until
+everything queued before it was sent; ``close()`` flushes and stops. A failed ack is
+logged and dropped: its message comes back when its lease ends (at least once).
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from collections import defaultdict
+
+from .consuming import ACK_GROUP, ACK_LINGER_S
+from .errors import HorologeError
+
+log = logging.getLogger(__name__)
+
+
+class Acker:
+    def __init__(self, client) -> None:
+        """``client``: a :class:`horologe.client.Client` (thread-safe), shared with the caller."""
+        self._client = client
+        self._queue: queue.Queue = queue.Queue()
+        self._thread = threading.Thread(target=self._run, name="horologe-acker", daemon=True)
+        self._thread.start()
+
+    def ack(self, topic: str, group: str, receipt: str) -> None:
+        self._queue.put((topic, group, receipt))
+
+    def flush(self, timeout_s: float | None = None) -> None:
+        """Return once every ack queued before this call was sent (or failed)."""
+        done = threading.Event()
+        self._queue.put(done)
+        done.wait(timeout_s)
+
+    def close(self, timeout_s: float | None = 10.0) -> None:
+        self.flush(timeout_s)
+        self._queue.put(None)
+        self._thread.join(timeout_s)
+
+    def _run(self) -> None:
+        while True:
+            first = self._queue.get()
+            if first is None:
+                return
+            items = [first]
+            try:  # what arrives within the linger goes with it
+                while len(items) < ACK_GROUP:
+                    item = self._queue.get(timeout=ACK_LINGER_S)
+                    items.append(item)
+                    if item is None or isinstance(item, threading.Event):
+                        break
+            except queue.Empty:
+                pass
+            self._send([i for i in items if isinstance(i, tuple)])
+            for item in items:
+                if isinstance(item, threading.Event):
+                    item.set()
+            if items[-1] is None:
+                return
+
+    def _send(self, acks: list[tuple[str, str, str]]) -> None:
+        by: dict[tuple[str, str], list[str]] = defaultdict(list)
+        for topic, group, receipt in acks:
+            by[(topic, group)].append(receipt)
+        for (topic, group), receipts in by.items():
+            for k in range(0, len(receipts), ACK_GROUP):
+                try:
+                    self._client.ack(topic, group, receipts[k : k + ACK_GROUP])
+                except HorologeError as e:
+                    log.warning(
+                        "%d acks on %s/%s not sent (handed out again after their lease): %s",
+                        len(receipts[k : k + ACK_GROUP]),
+                        topic,
+                        group,
+                        e,
+                    )

@@ -1,0 +1,148 @@
+"""A Dramatiq broker over Horologe: delayed messages wait in the cluster, not in workers.
+
+``dramatiq.set_broker(HorologeBroker(["http://n1:8081", ...], token))``. A queue is a topic,
+consumed by one group named after it that every worker shares. ``send_with_options(delay=ms)``
+produces the message with ``deliver_after``, under the key ``dramatiq:{message id}:{retries}``
+(a retry is a message of its own), so the worker declares no delay queue and holds
+nothing until it is due. A consumer pulls what is due, at most its prefetch, each leased
+(``visibility_ms``, replicated: no other worker gets it while it is held, even across a
+failover of the cluster's master). ``ack`` acks (in the background, gathered);
+``nack`` (a message that failed for good) moves it to ``%DLQ%<queue>`` now; ``requeue``
+and closing the consumer release the leases of what was not processed.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import dramatiq
+from dramatiq.broker import Broker, Consumer, MessageProxy
+
+from horologe.client import Client, HorologeError, UnavailableError
+from horologe.client.acker import Acker
+from horologe.client.task_keys import task_key, topic_name
+
+log = logging.getLogger(__name__)
+
+MAX_PULL = 1000
+
+
+class HorologeBroker(Broker):
+    def __init__(
+        self,
+        urls: list[str],
+        token: str,
+        *,
+        middleware=None,
+        topic_prefix: str = "",
+        visibility_ms: int = 1_800_000,
+        **client_settings,
+    ) -> None:
+        """``client_settings``: those of :class:`horologe.client.Client` (``ca``, ``retry_s``, ...)."""
+        super().__init__(middleware=middleware)
+        self.client = Client(urls, token, **client_settings)
+        self.prefix = topic_prefix
+        self.visibility_ms = visibility_ms
+        self.queues: set[str] = set()
+
+    def topic(self, queue_name: str) -> str:
+        return topic_name(queue_name, self.prefix)
+
+    def declare_queue(self, queue_name: str) -> None:
+        """Record the queue; no delay queue is declared, so workers hold no delayed messages."""
+        if queue_name not in self.queues:
+            self.emit_before("declare_queue", queue_name)
+            self.queues.add(queue_name)
+            self.emit_after("declare_queue", queue_name)
+
+    def enqueue(self, message: dramatiq.Message, *, delay: int | None = None) -> dramatiq.Message:
+        self.declare_queue(message.queue_name)
+        self.emit_before("enqueue", message, delay)
+        self.client.produce(
+            self.topic(message.queue_name),
+            message.encode(),
+            deliver_after=int(delay or 0),
+            key=task_key("dramatiq", message.message_id, message.options.get("retries")),
+            headers={"dramatiq-actor": message.actor_name, "dramatiq-id": message.message_id},
+        )
+        self.emit_after("enqueue", message, delay)
+        return message
+
+    def consume(self, queue_name: str, prefetch: int = 1, timeout: int = 5000) -> Consumer:
+        return _Consumer(self, queue_name, prefetch, timeout)
+
+    def get_declared_queues(self) -> set[str]:
+        return self.queues.copy()
+
+    def get_declared_delay_queues(self) -> set[str]:
+        return set()
+
+    def flush(self, queue_name: str) -> None:
+        raise NotImplementedError("flushing a Horologe queue is not supported")
+
+    def flush_all(self) -> None:
+        raise NotImplementedError("flushing Horologe queues is not supported")
+
+    def join(self, queue_name: str, *, timeout: int | None = None) -> None:
+        raise NotImplementedError("joining a Horologe queue is not supported")
+
+    def close(self) -> None:
+        self.client.close()
+
+
+class _Consumer(Consumer):
+    def __init__(self, broker: HorologeBroker, queue_name: str, prefetch: int, timeout_ms: int) -> None:
+        self.broker = broker
+        self.topic = broker.topic(queue_name)
+        self.prefetch = min(max(prefetch, 1), MAX_PULL)
+        self.timeout_ms = timeout_ms
+        self.acker = Acker(broker.client)
+        self.held: list = []  # pulled, not yet handed to the worker
+        self.open: dict[str, object] = {}  # message id -> the receipt of what the worker has
+
+    def __next__(self) -> MessageProxy | None:
+        if not self.held:
+            try:
+                self.held = list(
+                    self.broker.client.pull(
+                        self.topic,
+                        self.topic,
+                        max=max(1, self.prefetch - len(self.open)),
+                        wait_ms=self.timeout_ms,
+                        visibility_ms=self.broker.visibility_ms,
+                    )
+                )
+            except UnavailableError:
+                return None  # the SDK retried across a failover for its retry_s: poll again
+            if not self.held:
+                return None
+        m = self.held.pop(0)
+        message = dramatiq.Message.decode(m.body)
+        self.open[message.message_id] = m.receipt
+        return MessageProxy(message)
+
+    def _receipt(self, message) -> str:
+        return self.open.pop(message.message_id)
+
+    def ack(self, message) -> None:
+        self.acker.ack(self.topic, self.topic, self._receipt(message))
+
+    def nack(self, message) -> None:
+        self.broker.client.nack(self.topic, self.topic, [self._receipt(message)], dead_letter=True)
+
+    def requeue(self, messages) -> None:
+        receipts = [self.open.pop(m.message_id) for m in messages if m.message_id in self.open]
+        self._release(receipts)
+
+    def _release(self, receipts: list[str]) -> None:
+        if receipts:
+            try:
+                self.broker.client.release(self.topic, self.topic, receipts)
+            except HorologeError as e:
+                log.warning("%d leases not released (handed out again when they end): %s", len(receipts), e)
+
+    def close(self) -> None:
+        """Release what was pulled and not handed to the worker; flush the acks."""
+        self._release([m.receipt for m in self.held])
+        self.held = []
+        self.acker.close(10)

@@ -1,0 +1,262 @@
+"""A kombu virtual transport over Horologe: Celery's delayed tasks wait in the cluster.
+
+A queue is a topic, consumed by one group (named after the queue) that every worker of
+the queue shares. Publishing a message produces it with the task's ``eta`` header as
+its ``deliver_at`` (to the ms; none, or past: now), under the key
+``celery:{task id}:{retries}``: a publish resent across a failover is stored once, a
+retry is a message of its own. The whole kombu message is the body. Workers pull only
+what is due and only as many as Celery's prefetch allows; each hand-out is leased
+(``visibility_timeout``), and the lease is replicated, so no other worker gets the task
+while it holds it, even across a failover of the cluster's master.
+
+``basic_ack`` acks (in the background, gathered: horologe/client/acker.py);
+``basic_reject(requeue=True)`` and closing a channel release the leases (the task goes to
+another worker at once, no attempt counted), never publishing a copy as kombu's base class
+would; ``basic_reject(requeue=False)`` moves the task to the group's dead-letter queue
+``%DLQ%<queue>``. Fanout exchanges (remote control, broadcast) are not supported.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from queue import Empty
+from urllib.parse import unquote
+
+from kombu.transport import virtual
+
+from horologe.client import Client, HorologeError
+from horologe.client.acker import Acker
+from horologe.client.errors import CertificateError, InvalidRequestError, NotFoundError, UnavailableError
+from horologe.client.task_keys import eta_ms, task_key, topic_name
+
+log = logging.getLogger(__name__)
+
+DEFAULT_PORT = 8081
+MAX_PULL = 1000
+
+
+def node_urls(url: str) -> list[str]:
+    """``horologe://[:TOKEN@]n1:8081,n2:8081`` (or ``https://...`` after ``horologe+``) as
+    the nodes' base URLs."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        scheme, rest = "horologe", url
+    web = "https" if scheme == "https" else "http"
+    hosts = rest.rpartition("@")[2].split("/", 1)[0]
+    out = []
+    for host in filter(None, (h.strip() for h in hosts.split(","))):
+        out.append(f"{web}://{host if ':' in host else f'{host}:{DEFAULT_PORT}'}")
+    if not out:
+        raise ValueError(f"no node in broker URL {url!r}: want horologe://host:port[,host:port...]")
+    return out
+
+
+def url_token(url: str) -> str | None:
+    """The token of ``horologe://:TOKEN@hosts`` (or ``user:TOKEN@``), if the URL has one."""
+    rest = url.partition("://")[2] or url
+    creds, at, _ = rest.rpartition("@")
+    if not at:
+        return None
+    return unquote(creds.partition(":")[2] or creds) or None
+
+
+def client_for(url: str, options: dict) -> Client:
+    """A client of the cluster a broker URL names. The token: the URL's, else the
+    ``token`` transport option, else ``HOROLOGE_CLIENT_TOKEN``; the CA: the ``ca`` option,
+    else ``HOROLOGE_CA``."""
+    token = url_token(url) or options.get("token") or os.environ.get("HOROLOGE_CLIENT_TOKEN")
+    if not token:
+        raise ValueError(
+            "no Horologe token: give horologe://:TOKEN@..., the token option, or HOROLOGE_CLIENT_TOKEN"
+        )
+    ca = options.get("ca") or os.environ.get("HOROLOGE_CA")
+    return Client(node_urls(url), token, ca=ca, retry_s=options.get("retry_s", 15))
+
+
+class QoS(virtual.QoS):
+    def reject(self, delivery_tag, requeue=False):
+        """``requeue``: release the lease (another worker gets it at once); else the
+        group's dead-letter queue, now."""
+        message = self._delivered.get(delivery_tag)
+        if message is not None:
+            if requeue:
+                self.channel._restore(message)
+            else:
+                self.channel._dead_letter(message)
+        self._quick_ack(delivery_tag)
+
+    def ack(self, delivery_tag):
+        message = self._delivered.get(delivery_tag)
+        if message is not None:
+            self.channel._ack(message)
+        super().ack(delivery_tag)
+
+    def restore_unacked(self):
+        """At close: release every lease not acked, one call per queue (never a copy)."""
+        self._flush()
+        messages = [m for tag, m in self._delivered.items() if tag not in self._dirty]
+        self._delivered.clear()
+        self.channel._release(messages)
+        return []
+
+
+class Channel(virtual.Channel):
+    QoS = QoS
+    _next_queue = 0
+
+    def __init__(self, connection, **kwargs) -> None:
+        super().__init__(connection, **kwargs)
+        options = self.connection.client.transport_options
+        self.prefix = options.get("topic_prefix", "")
+        self.visibility_ms = int(float(options.get("visibility_timeout", 1800)) * 1000)
+        self.wait_ms = int(options.get("wait_ms", 1000))
+        client = self.connection.client
+        self.client = client_for(client.hostname or "", options)
+        self.acker = Acker(self.client)
+
+    def _topic(self, queue: str) -> str:
+        return topic_name(queue, self.prefix)
+
+    # -- publishing ----------------------------------------------------------------------
+
+    def _put(self, queue, message, **kwargs):
+        headers = message.get("headers") or {}
+        task_id = headers.get("id")
+        tagged = {"celery-task": headers.get("task"), "celery-id": task_id}
+        self.client.produce(
+            self._topic(queue),
+            json.dumps(message),
+            deliver_at=eta_ms(headers.get("eta")),
+            key=task_key("celery", task_id, headers.get("retries")),
+            headers={k: str(v) for k, v in tagged.items() if v},
+        )
+
+    # -- consuming -----------------------------------------------------------------------
+
+    def _get_many(self, queues, timeout=None):
+        """One long poll (of one queue, in turn); what it leased goes to the consumers."""
+        if not queues:
+            raise Empty()
+        want = self.qos.can_consume_max_estimate()
+        want = 1 if want is None else min(max(want, 1), MAX_PULL)
+        queue = queues[self._next_queue % len(queues)]
+        self._next_queue += 1
+        wait_s = self.wait_ms / 1000 if timeout is None else min(timeout, self.wait_ms / 1000)
+        topic = self._topic(queue)
+        try:
+            batch = self.client.pull(
+                topic,
+                topic,
+                max=want,
+                wait_ms=int(wait_s * 1000 / len(queues)),
+                visibility_ms=self.visibility_ms,
+            )
+        except UnavailableError:
+            raise Empty() from None  # the SDK retried for retry_s: Celery polls again
+        if not batch:
+            raise Empty()
+        for m in batch:
+            self.connection._deliver(self._payload(m, queue, topic), queue)
+
+    def _get(self, queue, timeout=None):
+        raise NotImplementedError("the Horologe transport delivers through _get_many")
+
+    def _payload(self, m, queue: str, topic: str) -> dict:
+        payload = json.loads(m.body)
+        props = payload.setdefault("properties", {})
+        props["delivery_tag"] = m.receipt  # one per hand-out, as SQS's ReceiptHandle
+        info = props.setdefault("delivery_info", {})
+        info.update(
+            routing_key=queue,
+            horologe={
+                "topic": topic,
+                "group": topic,
+                "id": m.id,
+                "attempt": m.attempt,
+                "deliver_at": m.deliver_at,
+                "delivered_at": m.delivered_at,
+            },
+        )
+        payload["redelivered"] = m.attempt > 0
+        return payload
+
+    @staticmethod
+    def _where(message) -> tuple[str, str, str]:
+        info = message.delivery_info["horologe"]
+        return info["topic"], info["group"], message.delivery_tag
+
+    def _ack(self, message) -> None:
+        self.acker.ack(*self._where(message))
+
+    def _restore(self, message) -> None:
+        """kombu's requeue: release the lease."""
+        self._release([message])
+
+    _restore_at_beginning = _restore
+
+    def _release(self, messages: list) -> None:
+        by: dict[tuple[str, str], list[str]] = {}
+        for message in messages:
+            topic, group, receipt = self._where(message)
+            by.setdefault((topic, group), []).append(receipt)
+        for (topic, group), receipts in by.items():
+            try:
+                self.client.release(topic, group, receipts)
+            except HorologeError as e:
+                log.warning("%d leases not released (handed out again when they end): %s", len(receipts), e)
+
+    def _dead_letter(self, message) -> None:
+        topic, group, receipt = self._where(message)
+        self.client.nack(topic, group, [receipt], dead_letter=True)
+
+    def _size(self, queue) -> int:
+        return 0  # not known per group yet: kombu only shows it
+
+    def _purge(self, queue):
+        raise NotImplementedError(
+            "purging a Horologe queue is not supported: cancel scheduled tasks by key (revoke_scheduled)"
+        )
+
+    def _new_queue(self, queue, **kwargs) -> None:
+        pass
+
+    def _has_queue(self, queue, **kwargs) -> bool:
+        return True
+
+    def _delete(self, queue, *args, **kwargs) -> None:
+        pass
+
+    def close(self):
+        if not self.closed:
+            self.acker.flush(10)
+        super().close()  # gives back what was not acked (_restore)
+        self.acker.close(10)
+        self.client.close()
+
+
+class Transport(virtual.Transport):
+    Channel = Channel
+    can_parse_url = True  # a comma list of nodes
+    default_port = DEFAULT_PORT
+    driver_type = driver_name = "horologe"
+    polling_interval = 0.01  # after an empty long poll, or while Celery's prefetch is full
+    implements = virtual.Transport.implements.extend(
+        asynchronous=False, exchange_type=frozenset({"direct", "topic"}), heartbeats=False
+    )
+    connection_errors = (*virtual.Transport.connection_errors, UnavailableError, CertificateError)
+    channel_errors = (*virtual.Transport.channel_errors, InvalidRequestError, NotFoundError)
+
+    def as_uri(self, uri: str, include_password: bool = False, mask: str = "**") -> str:
+        """The broker URL as Celery shows it: a list of nodes (which urllib cannot parse),
+        the token masked."""
+        if include_password or url_token(uri) is None:
+            return uri
+        scheme, _, rest = uri.partition("://")
+        return f"{scheme}://:{mask}@{rest.rpartition('@')[2]}"
+
+    def driver_version(self) -> str:
+        from importlib.metadata import version
+
+        return version("horologe")

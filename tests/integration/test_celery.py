@@ -1,0 +1,160 @@
+"""Celery on Horologe, as a user runs it: two prefork workers (``celery worker``, early acks,
+prefetch 4 × concurrency) on a 3-node cluster; tasks sent with countdowns and sub-second
+etas; the master released, then SIGKILLed, while they wait and fall due. Every task runs
+once, none early, and no worker holds a task before its time."""
+
+from __future__ import annotations
+
+import json
+import random
+import sys
+import textwrap
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+from testkit.process_cluster import CLIENT
+
+from .task_queue_runs import (
+    app_module,
+    executions,
+    faults,
+    start_workers,
+    stop_workers,
+    verdict,
+    wait_executed,
+)
+
+N = 240
+RETRIED = 20  # tasks that retry once, 500 ms later: a retry is a message of its own
+
+APP = textwrap.dedent(
+    """
+    import json, os, time
+
+    from celery import Celery
+    from celery.signals import task_received
+
+    import horologe.kombu
+
+    app = Celery("acc", broker="horologe://" + os.environ["NODES"].replace("http://", ""))
+    app.conf.update(
+        task_default_queue="acc",
+        worker_enable_remote_control=False,
+        worker_send_task_events=False,
+        broker_connection_retry_on_startup=True,
+        broker_transport_options={"visibility_timeout": 120},
+        worker_timer_precision=0.01,
+    )
+    OUT = os.environ["OUT"]
+
+
+    def _write(kind, row):
+        with open(os.path.join(OUT, f"{kind}-{os.getpid()}.{kind}"), "a") as f:
+            f.write(json.dumps(row) + "\\n")
+            f.flush()
+
+
+    @task_received.connect
+    def received(request=None, **kw):
+        eta = request.eta and request.eta.isoformat()  # a datetime, or None
+        _write("received", {"id": request.id, "received_ms": time.time() * 1000, "eta": eta})
+
+
+    @app.task(bind=True, max_retries=3)
+    def probe(self, seq, eta_ms, retry):
+        start = time.time() * 1000
+        row = {"id": self.request.id, "attempt": self.request.retries, "seq": seq,
+               "eta_ms": eta_ms + 500 * self.request.retries, "start_ms": start, "pid": os.getpid()}
+        with open(os.path.join(OUT, f"{os.getpid()}.jsonl"), "a") as f:
+            f.write(json.dumps(row) + "\\n")
+            f.flush()
+        if retry and self.request.retries == 0:
+            raise self.retry(eta=datetime_of(eta_ms + 500))
+
+
+    def datetime_of(ms):
+        from datetime import datetime, timezone
+        return datetime.fromtimestamp(ms / 1000, timezone.utc)
+    """
+)
+
+
+def test_celery_tasks_run_once_on_time_across_a_release_and_a_sigkilled_master(
+    cluster, tmp_path, monkeypatch
+):
+    env, out = app_module(cluster, tmp_path, monkeypatch, "acc_app", APP)
+    worker = [
+        sys.executable,
+        "-m",
+        "celery",
+        "-A",
+        "acc_app",
+        "worker",
+        "--pool",
+        "prefork",
+        "-c",
+        "2",
+        "--without-heartbeat",
+        "--without-mingle",
+        "--without-gossip",
+        "-l",
+        "info",
+    ]
+    procs = start_workers([[*worker, "-n", f"w{k}@%h"] for k in range(2)], env, str(tmp_path))
+    try:
+        import acc_app
+
+        rng = random.Random(5)
+        produced: dict[tuple[str, int], int] = {}
+        now_ms = time.time() * 1000
+        hot_ms = int(now_ms) + 4_000  # a hot second: a fifth of the tasks due in one ms
+        for seq in range(N):
+            eta_ms = hot_ms if seq % 5 == 0 else int(now_ms + rng.uniform(1_500, 7_000)) + rng.random()
+            retry = seq < RETRIED
+            eta = datetime.fromtimestamp(eta_ms / 1000, UTC)
+            task = acc_app.probe.apply_async((seq, eta_ms, retry), eta=eta)
+            produced[(task.id, 0)] = eta_ms
+            if retry:
+                produced[(task.id, 1)] = eta_ms + 500
+        chaos = faults(cluster, (2.0, 4.5))
+        wait_executed(out, len(produced), 90)
+        chaos.join(30)
+        time.sleep(2)  # anything run twice would show by now
+    finally:
+        stop_workers(procs)
+    v = verdict(executions(out), produced)
+    held = [r for r in _received(out) if r["eta"] and r["received_ms"] < _ms(r["eta"]) - 50]
+    print(f"celery: {len(produced)} executions, lateness p50 {v.p(0.5):.1f} ms, p99 {v.p(0.99):.1f} ms")
+    assert v.twice == [], "a task ran twice"
+    assert v.lost == [], "a task never ran"
+    assert v.early == [], "a task started before its eta"
+    assert held == [], "a worker was handed a task before its time"
+
+
+def _received(out: str) -> list[dict]:
+    rows = []
+    for path in Path(out).glob("*.received"):
+        rows += [json.loads(line) for line in path.read_text().splitlines() if line]
+    return rows
+
+
+def _ms(iso: str) -> float:
+    when = datetime.fromisoformat(iso)
+    return (when if when.tzinfo else when.replace(tzinfo=UTC)).timestamp() * 1000
+
+
+def test_revoke_scheduled_cancels_a_waiting_task_with_no_worker_running(cluster, monkeypatch):
+    from celery import Celery
+
+    import horologe.kombu
+
+    monkeypatch.setenv("HOROLOGE_CLIENT_TOKEN", CLIENT)
+    nodes = ",".join(cluster.url(i).removeprefix("http://") for i in cluster.indexes)
+    app = Celery("rv", broker=f"horologe://{nodes}")
+    app.conf.task_default_queue = "rv"
+    task = app.send_task("rv.later", countdown=60)
+    assert horologe.kombu.revoke_scheduled(app, task.id) is True
+    assert horologe.kombu.revoke_scheduled(app, task.id) is True  # cancelled, as before
+    assert horologe.kombu.revoke_scheduled(app, "no-such-task") is False
+    assert list(cluster.client(0).pending("rv").messages) == []
