@@ -226,8 +226,7 @@ class StateMachine:
                 table = LeaseTable(tx.current_meta(key))
                 for lo, hi in ranges:
                     table.cut(lo, hi)
-                table.expire(clock_ms)
-                tx.set_meta(key, table.to_wire())
+                _write_leases(tx, key, table, clock_ms)
 
     def _lease(self, tx: Transaction, items: list[tuple], clock_ms: int) -> None:
         """Leases taken, extended or given back, in order (cluster/leases.py)."""
@@ -238,8 +237,7 @@ class StateMachine:
                 tables[key] = LeaseTable(tx.current_meta(key))
             tables[key].put(lo, hi, until, token)
         for key, table in sorted(tables.items()):
-            table.expire(clock_ms)
-            tx.set_meta(key, table.to_wire())
+            _write_leases(tx, key, table, clock_ms)
 
     def _retry(self, tx: Transaction, entry: Entry, w: Watermark, res: ApplyResult) -> None:
         """Nacks: a copy for the group's retry topic at the given time, or the DLQ."""
@@ -338,3 +336,9 @@ class StateMachine:
             new_places = list(map(MessageId, res.id_hours.tolist(), res.id_gis.tolist()))
             tx.link_moves([targets[k] for k in moving], new_places)
         bump(self.store, tx, "rescheduled", len(copies))
+
+
+def _write_leases(tx: Transaction, key: str, table: LeaseTable, clock_ms: int) -> None:
+    """A lease table's new value, without the leases that ended by the entry's clock."""
+    table.expire(clock_ms)
+    tx.set_meta(key, table.to_wire())
