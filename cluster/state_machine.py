@@ -222,8 +222,9 @@ class StateMachine:
             progress = progress.skip_to(self.store.ready_base(topic)).ack(ranges)
             tx.set_meta(progress_key(group, topic), progress.to_wire())
             key = lease_key(group, topic)
-            if tx.current_meta(key) is not None:  # an acked (or nacked) message's lease ends
-                table = LeaseTable(tx.current_meta(key))
+            held = tx.current_meta(key)
+            if held is not None:  # an acked (or nacked) message's lease ends
+                table = LeaseTable(held)
                 for lo, hi in ranges:
                     table.cut(lo, hi)
                 _write_leases(tx, key, table, clock_ms)

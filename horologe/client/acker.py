@@ -15,7 +15,7 @@ import queue
 import threading
 from collections import defaultdict
 
-from .consuming import ACK_GROUP, ACK_LINGER_S
+from .consuming import gather
 from .errors import HorologeError
 
 log = logging.getLogger(__name__)
@@ -48,16 +48,8 @@ class Acker:
             first = self._queue.get()
             if first is None:
                 return
-            items = [first]
-            try:  # what arrives within the linger goes with it
-                while len(items) < ACK_GROUP:
-                    item = self._queue.get(timeout=ACK_LINGER_S)
-                    items.append(item)
-                    if item is None or isinstance(item, threading.Event):
-                        break
-            except queue.Empty:
-                pass
-            self._send([i for i in items if isinstance(i, tuple)])
+            items = gather(self._queue, first, lambda item: not isinstance(item, tuple))
+            self._send([item for item in items if isinstance(item, tuple)])
             for item in items:
                 if isinstance(item, threading.Event):
                     item.set()
@@ -65,18 +57,18 @@ class Acker:
                 return
 
     def _send(self, acks: list[tuple[str, str, str]]) -> None:
+        """At most ``ACK_GROUP`` acks (one gathering): one call per (topic, group)."""
         by: dict[tuple[str, str], list[str]] = defaultdict(list)
         for topic, group, receipt in acks:
             by[(topic, group)].append(receipt)
         for (topic, group), receipts in by.items():
-            for k in range(0, len(receipts), ACK_GROUP):
-                try:
-                    self._client.ack(topic, group, receipts[k : k + ACK_GROUP])
-                except HorologeError as e:
-                    log.warning(
-                        "%d acks on %s/%s not sent (handed out again after their lease): %s",
-                        len(receipts[k : k + ACK_GROUP]),
-                        topic,
-                        group,
-                        e,
-                    )
+            try:
+                self._client.ack(topic, group, receipts)
+            except HorologeError as e:
+                log.warning(
+                    "%d acks on %s/%s not sent (handed out again after their lease): %s",
+                    len(receipts),
+                    topic,
+                    group,
+                    e,
+                )

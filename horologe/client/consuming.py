@@ -47,6 +47,19 @@ AHEAD_MS = 1000
 _DONE = object()
 
 
+def gather(source: queue.Queue, first, ends: Callable[[object], bool]) -> list:
+    """``first`` and what arrives in ``source`` within ``ACK_LINGER_S`` of it: at most
+    ``ACK_GROUP`` items, the last one ``ends`` says closes the group if one came."""
+    group = [first]
+    until = time.monotonic() + ACK_LINGER_S
+    while len(group) < ACK_GROUP and not ends(group[-1]):
+        try:
+            group.append(source.get(timeout=max(0.0, until - time.monotonic())))
+        except queue.Empty:
+            break
+    return group
+
+
 def fetch_and_decode(
     client, topic: str, group: str, tags, batch: int, wait_ms: int, visibility_ms: int, ahead_ms: int
 ):
@@ -194,18 +207,10 @@ class Subscription(_Handing, Iterator[ReceivedMessage]):
             first = self._receipts.get()
             if first is _DONE:
                 return
-            group = [first]
-            until = time.monotonic() + ACK_LINGER_S
-            while len(group) < ACK_GROUP:
-                try:
-                    nxt = self._receipts.get(timeout=max(0.0, until - time.monotonic()))
-                except queue.Empty:
-                    break
-                if nxt is _DONE:
-                    self._send(group)
-                    return
-                group.append(nxt)
-            self._send(group)
+            group = gather(self._receipts, first, lambda r: r is _DONE)
+            self._send([r for r in group if r is not _DONE])
+            if group[-1] is _DONE:
+                return
 
     def _send(self, receipts: list[str]) -> None:
         try:
