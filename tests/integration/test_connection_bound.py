@@ -81,10 +81,12 @@ def test_a_connection_flood_is_answered_503_and_the_node_keeps_working(make_clus
         # Past the bound, the node says 503 unasked, or resets the connection once more
         # than MAX_LINGERING refused ones wait to be read; it serves none of them. (The
         # test's own clients hold a connection or two, and so take a few of those 503s.)
+        # A connection still in the listen backlog when its first line was awaited (the
+        # node's accept pauses a second on EMFILE) is accepted later: its 503 comes then.
         told = [_first_line(s, ask=False) for s in flood[BOUND:]]
         assert told[: MAX_LINGERING // 2] == [BUSY] * (MAX_LINGERING // 2), told[:3]
         asked = [_first_line(s, ask=True) for s, a in zip(flood[BOUND:], told, strict=True) if a != BUSY]
-        assert not any(asked), [a for a in asked if a][:3]
+        assert set(asked) <= {b"", BUSY}, [a for a in asked if a not in (b"", BUSY)][:3]
         # Once the refused ones have been let go, a client past the bound that asks at once
         # reads its 503 (closing on its unread request would have sent a reset instead).
         time.sleep(LINGER_S * 1.5)
