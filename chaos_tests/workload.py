@@ -2,7 +2,8 @@
 
 * The producer sends batches of ``batch`` messages, each with its own key (so a batch
   resent across a failover is stored once), deliver times from ``past_ms`` ago to
-  ``horizon_ms`` ahead, and a ``hot_share`` of them in one hot second 10-20 s ahead.
+  ``horizon_ms`` ahead, and a ``hot_share`` of them in one hot second one to two
+  ``hot_every_ms`` ahead (10-20 s by default).
 * The canceller cancels a ``cancel_share`` of what was acknowledged, at a moment between
   1.5 s before and 0.3 s after its deliver time, so both answers (200 and 409) occur.
 * With a ``reschedule_share``, the rescheduler moves that share of what was acknowledged,
@@ -102,6 +103,7 @@ class Workload:
         past_ms: int = 2_000,
         horizon_ms: int = 30_000,
         hot_share: float = 0.2,
+        hot_every_ms: int = 10_000,
         cancel_share: float = 0.05,
         consumers: int = 2,
         nack_share: float = 0.0,
@@ -112,6 +114,7 @@ class Workload:
         self.batch, self.pause_s = batch, pause_s
         self.past_ms, self.horizon_ms = past_ms, horizon_ms
         self.hot_share, self.cancel_share, self.nack_share = hot_share, cancel_share, nack_share
+        self.hot_every_ms = hot_every_ms
         self.reschedule_share = reschedule_share
         self.rng = random.Random(history.seed)
         self._producing = threading.Event()
@@ -157,7 +160,8 @@ class Workload:
 
     def _deliver_at(self, now: int) -> int:
         if self.rng.random() < self.hot_share:
-            return ((now // 10_000) + 2) * 10_000 + self.rng.randrange(1000)
+            every = self.hot_every_ms
+            return ((now // every) + 2) * every + self.rng.randrange(1000)
         return now + self.rng.randrange(-self.past_ms, self.horizon_ms)
 
     def send_batch(self, client: Client, count: int, body_bytes: int = 0) -> None:
