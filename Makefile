@@ -22,14 +22,15 @@ DROP_OLD_STAMPS := find $(VENV) -maxdepth 1 -name '.installed-*' ! -name '*-$(HA
 DEB_PACKAGES := faketime fuse3 libfuse3-dev pkg-config docker.io debootstrap docker-compose prometheus \
 	chromium chromium-driver
 
-.PHONY: help install test lint unit bench bench-parts run chaos soak sim compose-check compose-test deb-tools clean
+.PHONY: help install test lint unit bench bench-parts run chaos task-queues soak sim compose-check compose-test deb-tools clean
 
 help:
 	@echo "make run    - start a local 3-node cluster, show messages scheduled and delivered; Ctrl-C stops it"
 	@echo "make test   - install everything the tests need, then lint and run the default suite"
 	@echo "make bench  - Horologe against a Redis sorted-set queue at the user's edge (~20 min); ratios"
 	@echo "make bench-parts - the component benchmarks (bench/bench_*.py) that explain edge figures"
-	@echo "make chaos  - every chaos scenario (about 11 min); report in chaos-report/"
+	@echo "make chaos  - every chaos scenario (~15 min), then make task-queues; reports in chaos-report/"
+	@echo "make task-queues - Celery and Dramatiq at full size with faults, beside Redis (~15 min)"
 	@echo "make soak   - 30 min of mixed load, a fault every 2 min; report in soak-report/"
 	@echo "make sim    - the deterministic simulator: SEEDS=N or MINUTES=M of seeds; SEED=S replays one"
 	@echo "make compose-check - validate both compose layouts offline and their node command lines"
@@ -84,6 +85,14 @@ test: deb-tools install lint
 # Every fault scenario, each on a fresh cluster; CHAOS_SEED=N repeats a run.
 chaos: deb-tools install
 	$(PY) -m chaos_tests.run --out chaos-report $(if $(CHAOS_SEED),--seed $(CHAOS_SEED))
+	$(MAKE) --no-print-directory task-queues
+
+# Celery and Dramatiq on Horologe at full size, with faults, beside the same on Redis (~15 min);
+# TASK_QUEUES_ARGS="--queue celery --tasks 2000" for a try. Report in task-queues-report/.
+task-queues: install
+	@command -v redis-server >/dev/null || { apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null; }
+	$(PY) -m bench.task_queues --out task-queues-report $(TASK_QUEUES_ARGS)
 
 # Half an hour of mixed load with a fault every 2 minutes; SOAK_ARGS="--minutes 4" for a try.
 soak: deb-tools install

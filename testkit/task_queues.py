@@ -13,6 +13,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
 from testkit.process_cluster import CLIENT, Cluster
 from testkit.waiting import wait_until
@@ -22,19 +23,28 @@ def app_module(cluster: Cluster, tmp_path, monkeypatch, name: str, source: str) 
     """Module ``name`` written from ``source`` and importable here, where the test sends;
     the workers' environment (the nodes, the token, where tasks write), set here too; and
     the directory the tasks write to."""
-    app_dir, out = tmp_path / "app", tmp_path / "out"
-    app_dir.mkdir()
-    out.mkdir()
-    (app_dir / f"{name}.py").write_text(source)
     env = {
         "HOROLOGE_CLIENT_TOKEN": CLIENT,
         "NODES": ",".join(cluster.url(i) for i in cluster.indexes),
-        "OUT": str(out),
     }
+    worker_env, out = write_app(str(tmp_path), name, source, env)
     for key, value in env.items():
         monkeypatch.setenv(key, value)
-    monkeypatch.syspath_prepend(str(app_dir))
-    return {**os.environ, **env, "PYTHONPATH": os.pathsep.join([str(app_dir), *sys.path])}, str(out)
+    monkeypatch.setenv("OUT", out)
+    monkeypatch.syspath_prepend(os.path.join(str(tmp_path), "app"))
+    return worker_env, out
+
+
+def write_app(root: str, name: str, source: str, env: dict[str, str]) -> tuple[dict, str]:
+    """``<root>/app/<name>.py`` from ``source``, and ``<root>/out`` for what its tasks
+    write; the workers' environment: this one, ``env``, ``OUT`` and the app on the path."""
+    app_dir, out = os.path.join(root, "app"), os.path.join(root, "out")
+    os.makedirs(app_dir)
+    os.makedirs(out)
+    with open(os.path.join(app_dir, f"{name}.py"), "w") as f:
+        f.write(source)
+    path = os.pathsep.join([app_dir, *sys.path])
+    return {**os.environ, **env, "OUT": out, "PYTHONPATH": path}, out
 
 
 def start_workers(commands: list[list[str]], env: dict, log_dir: str) -> list[subprocess.Popen]:
@@ -45,6 +55,28 @@ def start_workers(commands: list[list[str]], env: dict, log_dir: str) -> list[su
             subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         )
     return procs
+
+
+def tree_rss_kb(pid: int) -> dict[int, int]:
+    """The resident memory of process ``pid`` and of each of its descendants (a prefork
+    pool, Dramatiq's worker processes), KiB by pid."""
+    rss = {}
+    for p in [pid, *_children(pid)]:
+        try:
+            with open(f"/proc/{p}/status") as f:
+                rss[p] = next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
+        except (OSError, StopIteration):
+            pass  # gone meanwhile
+    return rss
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            kids = [int(k) for k in f.read().split()]
+    except OSError:
+        return []
+    return kids + [g for k in kids for g in _children(k)]
 
 
 def stop_workers(procs: list[subprocess.Popen]) -> None:
@@ -81,8 +113,30 @@ def faults(cluster: Cluster, at_s: tuple[float, float]) -> threading.Thread:
 
 
 def executions(out_dir: str) -> list[dict]:
+    """One row per execution: what each task wrote to ``<pid>.jsonl``."""
+    return _rows(out_dir, "*.jsonl")
+
+
+def received(out_dir: str) -> list[dict]:
+    """One row per hand-out to a Celery worker (its ``task_received`` signal):
+    ``received_ms`` and the task's ``eta`` (ISO-8601, or None)."""
+    return _rows(out_dir, "*.received")
+
+
+def held_early(out_dir: str, by_ms: float = 50) -> list[dict]:
+    """The hand-outs received more than ``by_ms`` before their task's eta."""
+    return [r for r in received(out_dir) if r["eta"] and r["received_ms"] < iso_ms(r["eta"]) - by_ms]
+
+
+def iso_ms(iso: str) -> float:
+    """An ISO-8601 time as epoch ms (naive: UTC, as Celery reads it)."""
+    when = datetime.fromisoformat(iso)
+    return (when if when.tzinfo else when.replace(tzinfo=UTC)).timestamp() * 1000
+
+
+def _rows(out_dir: str, pattern: str) -> list[dict]:
     rows = []
-    for path in glob.glob(os.path.join(out_dir, "*.jsonl")):
+    for path in glob.glob(os.path.join(out_dir, pattern)):
         with open(path) as f:
             rows += [json.loads(line) for line in f if line.strip()]
     return rows
