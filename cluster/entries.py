@@ -13,7 +13,7 @@ its clock reading ``clock_ms``; applying an entry first advances the watermark t
                                                                         per id, then per key
     {"t": "X", "ws": ws, "clock_ms": int, "node": str}                  release marker
     {"t": "A", "ws": ws, "clock_ms": int, "acks": [[group, topic, lo, hi], ...],
-     "leases"?: [[group, topic, lo, hi, until_ms, token?], ...]}        ack, and leases
+     "leases"?: [[group, topic, lo, hi, until_ms, token?, pull_id?], ...]}  ack, and leases
                                        (offsets lo <= o < hi; [group, topic, offset] is read too;
                                         leases: cluster/leases.py, applied before the acks)
     {"t": "R", "ws": ws, "clock_ms": int,
@@ -94,7 +94,8 @@ class Entry:
     schedule: dict = field(default_factory=dict)  # SCHEDULE: {op, name, def?}
     fires: list[Firings] = field(default_factory=list)  # FIRE: per schedule, its fire times
     subscription: dict = field(default_factory=dict)  # SUBSCRIBE: {op, topic, group, def?}
-    leases: list[tuple] = field(default_factory=list)  # ACK: group, topic, lo, hi, until_ms[, token]
+    # ACK: group, topic, lo, hi, until_ms[, token[, pull_id]]
+    leases: list[tuple] = field(default_factory=list)
 
     def encode(self) -> bytes:
         d: dict = {"t": self.kind, "ws": self.ws.to_wire(), "clock_ms": self.clock_ms}
@@ -133,9 +134,15 @@ def ack_bytes(acks: list[tuple]) -> int:
     """What ``acks`` take in an encoded A entry, at most: per ack its names' UTF-8 bytes
     and ``ACK_OVERHEAD`` (a msgpack array head, two str heads of up to 3 bytes, two ints
     of up to 9). With 128-character group and topic names that is 281 bytes an ack. A
-    lease item (5 or 6 fields: cluster/leases.py) takes ``INT_BYTES`` more per int."""
+    lease item (5 to 7 fields: cluster/leases.py) takes ``INT_BYTES`` more per int, and
+    its pull's name its UTF-8 bytes and a str head."""
     return sum(
-        len(a[0].encode()) + len(a[1].encode()) + ACK_OVERHEAD + INT_BYTES * (len(a) - 4) for a in acks
+        len(a[0].encode())
+        + len(a[1].encode())
+        + ACK_OVERHEAD
+        + INT_BYTES * (min(len(a), 6) - 4)
+        + (len(a[6].encode()) + 3 if len(a) > 6 else 0)
+        for a in acks
     )
 
 

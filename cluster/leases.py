@@ -10,7 +10,9 @@ the same position comes after the lease ended, so its token is later.
 
 The entry's items, applied in order: ``[group, topic, lo, hi, until_ms]`` leases the
 positions (a pull: the token is ``until_ms``), ``[..., until_ms, token]`` extends them,
-``until_ms`` 0 gives them back (a release). An ack or a nack of a position ends its lease.
+``until_ms`` 0 gives them back (a release); ``[..., until_ms, token, pull_id]`` is a pull
+that named itself, and its runs keep that name (a fifth column), so the pull sent again
+after its answer was lost finds them on any master. An ack or a nack of a position ends its lease.
 Runs whose ``until_ms`` has passed by the entry's clock are dropped whenever the value is
 written, so it holds only what consumers may still hold.
 """
@@ -22,18 +24,19 @@ from collections.abc import Iterator
 
 LEASE_PREFIX = "lease/"
 
-Lease = tuple[int, int, int, int]  # lo, hi, until_ms, token
+Lease = tuple[int, int, int, int, str]  # lo, hi, until_ms, token, pull_id ("": none)
 
 
 def lease_key(group: str, topic: str) -> str:
     return f"{LEASE_PREFIX}{group}/{topic}"
 
 
-def lease_item(item) -> tuple[str, str, int, int, int, int]:
-    """An entry's lease item as (group, topic, lo, hi, until_ms, token)."""
+def lease_item(item) -> tuple[str, str, int, int, int, int, str]:
+    """An entry's lease item as (group, topic, lo, hi, until_ms, token, pull_id)."""
     group, topic, lo, hi, until = item[:5]
     token = item[5] if len(item) > 5 else until
-    return str(group), str(topic), int(lo), int(hi), int(until), int(token)
+    pull = item[6] if len(item) > 6 else ""
+    return str(group), str(topic), int(lo), int(hi), int(until), int(token), str(pull)
 
 
 class LeaseTable:
@@ -44,14 +47,15 @@ class LeaseTable:
         self._hold(wire or ())
 
     def _hold(self, runs) -> None:
-        runs = [tuple(map(int, run)) for run in runs]
-        self.lo = [run[0] for run in runs]
-        self.hi = [run[1] for run in runs]
-        self.until = [run[2] for run in runs]
-        self.token = [run[3] for run in runs]
+        runs = [tuple(run) for run in runs]
+        self.lo = [int(run[0]) for run in runs]
+        self.hi = [int(run[1]) for run in runs]
+        self.until = [int(run[2]) for run in runs]
+        self.token = [int(run[3]) for run in runs]
+        self.pull = [str(run[4]) if len(run) > 4 else "" for run in runs]
 
     def __iter__(self) -> Iterator[Lease]:
-        return iter(zip(self.lo, self.hi, self.until, self.token, strict=True))
+        return iter(zip(self.lo, self.hi, self.until, self.token, self.pull, strict=True))
 
     def __len__(self) -> int:
         return len(self.lo)
@@ -64,21 +68,26 @@ class LeaseTable:
             return
         keep = []
         if self.lo[i] < lo:
-            keep.append((self.lo[i], lo, self.until[i], self.token[i]))
+            keep.append((self.lo[i], lo, self.until[i], self.token[i], self.pull[i]))
         if self.hi[j - 1] > hi:
-            keep.append((hi, self.hi[j - 1], self.until[j - 1], self.token[j - 1]))
-        for column, k in ((self.lo, 0), (self.hi, 1), (self.until, 2), (self.token, 3)):
+            keep.append((hi, self.hi[j - 1], self.until[j - 1], self.token[j - 1], self.pull[j - 1]))
+        columns = (self.lo, self.hi, self.until, self.token, self.pull)
+        for k, column in enumerate(columns):
             column[i:j] = [run[k] for run in keep]
 
-    def put(self, lo: int, hi: int, until: int, token: int) -> None:
-        """Lease ``lo <= o < hi`` until ``until`` (0: give them back) under ``token``."""
+    def put(self, lo: int, hi: int, until: int, token: int, pull: str = "") -> None:
+        """Lease ``lo <= o < hi`` until ``until`` (0: give them back) under ``token``, for
+        the pull named ``pull`` ("": unnamed, or an extend)."""
         self.cut(lo, hi)
         if until > 0 and lo < hi:
             i = bisect.bisect_left(self.lo, lo)
-            self.lo.insert(i, lo)
-            self.hi.insert(i, hi)
-            self.until.insert(i, until)
-            self.token.insert(i, token)
+            columns = (self.lo, self.hi, self.until, self.token, self.pull)
+            for column, value in zip(columns, (lo, hi, until, token, pull), strict=True):
+                column.insert(i, value)
+
+    def of_pull(self, pull: str, now_ms: int) -> list[Lease]:
+        """The runs still leased by ``now_ms`` to the pull named ``pull``."""
+        return [run for run in self if run[4] == pull and run[2] > now_ms]
 
     def expire(self, now_ms: int) -> None:
         """Drop the leases that ended by ``now_ms``."""
@@ -86,6 +95,7 @@ class LeaseTable:
         if len(live) < len(self):
             self._hold(live)
 
-    def to_wire(self) -> list[list[int]] | None:
-        """The meta value; None (the key removed) when nothing is leased."""
-        return [list(run) for run in self] or None
+    def to_wire(self) -> list[list] | None:
+        """The meta value; None (the key removed) when nothing is leased. A run of an
+        unnamed pull has four fields, as before pulls had names."""
+        return [list(run) if run[4] else list(run[:4]) for run in self] or None

@@ -232,11 +232,11 @@ class StateMachine:
     def _lease(self, tx: Transaction, items: list[tuple], clock_ms: int) -> None:
         """Leases taken, extended or given back, in order (cluster/leases.py)."""
         tables: dict[str, LeaseTable] = {}
-        for group, topic, lo, hi, until, token in items:
+        for group, topic, lo, hi, until, token, pull in items:
             key = lease_key(group, topic)
             if key not in tables:
                 tables[key] = LeaseTable(tx.current_meta(key))
-            tables[key].put(lo, hi, until, token)
+            tables[key].put(lo, hi, until, token, pull)
         for key, table in sorted(tables.items()):
             _write_leases(tx, key, table, clock_ms)
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import os
+import secrets
 import ssl
 import struct
 from urllib.parse import quote, urlencode
@@ -154,8 +155,10 @@ class ClientSettings:
 def pull_call(
     topic: str, group: str, tags: str | None, max: int, wait_ms: int, visibility_ms: int, ahead_ms: int
 ) -> tuple[str, str, dict]:
-    """A pull's method, path and body."""
+    """A pull's method, path and body. The body names the pull: sent again across a
+    failover, it gets what the pull leased if its answer was lost."""
     body = {"group": group, "max": max, "wait_ms": wait_ms, "visibility_ms": visibility_ms}
+    body["pull_id"] = secrets.token_hex(8)
     if tags is not None:
         body["tags"] = tags
     if ahead_ms:  # absent unless asked for: a node that predates it refuses the field

@@ -182,7 +182,7 @@ class Consumers:
         if leases is None:
             leases = self.leases[(group, topic)] = {}
             extended = self._extended.setdefault((group, topic), {})
-            for lo, hi, until, token in LeaseTable(self.view.reads.meta(lease_key(group, topic))):
+            for lo, hi, until, token, _ in LeaseTable(self.view.reads.meta(lease_key(group, topic))):
                 leases.update(dict.fromkeys(range(lo, hi), until))
                 if token != until:
                     extended.update(dict.fromkeys(range(lo, hi), token))
@@ -310,13 +310,22 @@ class Consumers:
         wait_ms: int,
         visibility_ms: int,
         ahead_ms: int = 0,
+        pull_id: str | None = None,
     ) -> Pulled:
         """The messages leased, and one receipt per ready log read that names all of those
         it leased (pull_wire writes them out). ``ahead_ms``: messages already ready (fired
-        ahead by the wheel's lead) may be handed out that long before their time."""
+        ahead by the wheel's lead) may be handed out that long before their time.
+        ``pull_id``: the pull's name, the same each time it is sent: if a pull of that name
+        already leased messages (its answer was lost, with its master or on the way), they
+        are its answer again, with the same lease."""
         filt = TagFilter.parse(tags)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + wait_ms / 1000
+        if pull_id:
+            self._require_master()
+            again = self._again(group, topic, pull_id)
+            if again is not None:
+                return again
         while True:
             self._require_master()  # again after every wait: the role may have gone meanwhile
             out = Taken()
@@ -336,7 +345,7 @@ class Consumers:
             remaining = deadline - loop.time()
             if out or remaining <= 0:
                 until = self._lease_until(group, leased, out, now, visibility_ms)
-                await self._commit_leases(group, leased, until)
+                await self._commit_leases(group, leased, until, pull_id)
                 return self._handed(group, leased, out, until)
             wait = min(remaining, 1.0)  # leases expire too
             if wake_at:  # when a message passed over falls due (or its lease ends)
@@ -358,11 +367,43 @@ class Consumers:
                 self.leases[(group, ready)].update(dict.fromkeys(offsets, until))
         return until
 
-    async def _commit_leases(self, group: str, leased: dict[str, list[int]], until: int) -> None:
-        """Replicate a pull's leases before it answers. If that fails, nobody holds them:
-        they end here too, and the error goes to the caller."""
+    def _again(self, group: str, topic: str, pull_id: str) -> Pulled | None:
+        """What the pull named ``pull_id`` leased and still holds, as its answer again
+        (None: no such pull, or its leases ended). Only committed leases count: a pull
+        still committing here has not answered yet."""
+        now = self._clock()
+        reads = self.view.reads
+        leased: dict[str, list[int]] = {}
+        out = Taken()
+        until = 0
+        readys = [topic] if topic.startswith(DLQ_PREFIX) else [topic, retry_topic(group)]
+        for ready in readys:
+            mine = self._leases_of(group, ready)
+            table = LeaseTable(reads.meta(lease_key(group, ready)))
+            for lo, hi, run_until, _, _ in table.of_pull(pull_id, now):
+                # not acked or released since
+                offsets = [o for o in range(lo, hi) if mine.get(o) == run_until]
+                if not offsets:
+                    continue
+                rows = reads.read_ready(ready, offsets[0], offsets[-1] + 1)[np.asarray(offsets) - offsets[0]]
+                out.records += read_all(reads, rows["hour"], rows["global_index"])
+                out.deliver_at += rows["deliver_at_ms"].tolist()
+                out.delivered_at += rows["delivered_at_ms"].tolist()
+                leased.setdefault(ready, []).extend(offsets)
+                until = run_until
+        if not leased:
+            return None
+        return self._handed(group, leased, out, until)
+
+    async def _commit_leases(
+        self, group: str, leased: dict[str, list[int]], until: int, pull_id: str | None = None
+    ) -> None:
+        """Replicate a pull's leases before it answers (named ``pull_id``, when it has a
+        name). If that fails, nobody holds them: they end here too, and the error goes to
+        the caller."""
+        named = (until, pull_id) if pull_id else ()
         items = [
-            (group, ready, lo, hi, until)
+            (group, ready, lo, hi, until, *named)
             for ready, offsets in leased.items()
             for lo, hi in to_ranges(offsets)
         ]

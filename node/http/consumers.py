@@ -31,6 +31,7 @@ async def pull(request: web.Request) -> web.Response:
         req["wait_ms"],
         req["visibility_ms"],
         req["ahead_ms"],
+        req["pull_id"],
     )
     accept = request.headers.get("Accept", "")
     if pull_wire.MSGPACK in accept:

@@ -16,7 +16,7 @@ WS = Watermark(T)
 
 def table_of(runs) -> dict[int, tuple[int, int]]:
     """position -> (until, token)."""
-    return {o: (until, token) for lo, hi, until, token in runs for o in range(lo, hi)}
+    return {o: (until, token) for lo, hi, until, token, _ in runs for o in range(lo, hi)}
 
 
 def test_puts_and_cuts_agree_with_a_map_of_positions():
@@ -47,10 +47,13 @@ def test_puts_and_cuts_agree_with_a_map_of_positions():
 
 
 def test_the_entry_round_trips_its_leases_and_older_entries_have_none():
-    e = Entry(
-        ACK, WS, T, acks=[("g", "t", 0, 2)], leases=[("g", "t", 2, 5, T + 9), ("g", "t", 0, 1, T + 20, T + 9)]
-    )
-    assert decode(e.encode()).leases == [("g", "t", 2, 5, T + 9, T + 9), ("g", "t", 0, 1, T + 20, T + 9)]
+    leases = [("g", "t", 2, 5, T + 9), ("g", "t", 0, 1, T + 20, T + 9), ("g", "t", 7, 8, T + 5, T + 5, "p1")]
+    e = Entry(ACK, WS, T, acks=[("g", "t", 0, 2)], leases=leases)
+    assert decode(e.encode()).leases == [
+        ("g", "t", 2, 5, T + 9, T + 9, ""),
+        ("g", "t", 0, 1, T + 20, T + 9, ""),
+        ("g", "t", 7, 8, T + 5, T + 5, "p1"),
+    ]
     assert decode(Entry(ACK, WS, T, acks=[("g", "t", 0, 2)]).encode()).leases == []
 
 
@@ -108,3 +111,14 @@ def test_every_node_applies_leases_acks_and_expiry_alike(tmp_path):
         [(9, 10, T + 600, T + 600)],
     )
     assert a[3] == (None, [[9, 10, T + 600, T + 600]])  # h's value was not written since
+
+
+def test_a_named_run_keeps_its_name_through_cuts_and_the_wire():
+    table = LeaseTable()
+    table.put(0, 10, T + 9, T + 9, "p1")
+    table.put(20, 30, T + 9, T + 9)
+    table.cut(3, 5)
+    assert table.of_pull("p1", T) == [(0, 3, T + 9, T + 9, "p1"), (5, 10, T + 9, T + 9, "p1")]
+    assert LeaseTable(table.to_wire()).of_pull("p1", T) == table.of_pull("p1", T)
+    assert table.to_wire()[-1] == [20, 30, T + 9, T + 9]  # unnamed: four fields, as before names
+    assert table.of_pull("p1", T + 9) == []  # ended

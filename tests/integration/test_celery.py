@@ -24,9 +24,9 @@ from testkit.task_queues import (
 )
 
 N = 240
-# Leases of 10 s (tasks take milliseconds): a pull whose leases committed but whose answer
-# died with a SIGKILLed master holds its tasks until the lease ends (docs/task-queues.md),
-# and the run waits 90 s for every task.
+# Leases of 10 s (tasks take milliseconds), so that a task whose lease outlived a lost pull
+# answer (a pull sent again on the same master while its first commit was still under way:
+# docs/task-queues.md) still runs within the 90 s the test waits.
 RETRIED = 20  # tasks that retry once, 500 ms later: a retry is a message of its own
 
 APP = textwrap.dedent(

@@ -20,9 +20,9 @@ from testkit.task_queues import (
 )
 
 N = 200
-# Leases of 10 s (a message takes 0.2 s): a pull whose leases committed but whose answer
-# died with a SIGKILLed master holds its messages until the lease ends
-# (docs/task-queues.md), and the run waits 90 s for every message.
+# Leases of 10 s (a message takes 0.2 s), so that a message whose lease outlived a lost
+# pull answer (a pull sent again on the same master while its first commit was still under
+# way: docs/task-queues.md) still runs within the 90 s the test waits.
 
 APP = textwrap.dedent(
     """

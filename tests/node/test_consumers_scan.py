@@ -311,3 +311,25 @@ def test_a_nack_with_dead_letter_goes_to_the_dlq_at_once_whatever_its_level(log)
         assert log.view.reads.ready_count("%DLQ%g") == 1
 
     asyncio.run(run())
+
+
+def test_a_named_pull_sent_again_after_its_master_died_gets_what_it_leased(log):
+    """The master committed a pull's leases and died before answering; the SDK sends the
+    same pull (the same ``pull_id``) to the next master, which answers it with those
+    messages and lease, not with nothing until the lease ends."""
+
+    async def run() -> None:
+        await _deliver(log, 5)
+        lost = await consumers_over(log).pull("g", "t", None, 3, 0, 30_000, pull_id="p1")
+        successor = consumers_over(log)
+        again = await successor.pull("g", "t", None, 3, 0, 30_000, pull_id="p1")
+        assert [bytes(r) for r in again.taken.records] == [bytes(r) for r in lost.taken.records]
+        other = as_json(await successor.pull("g", "t", None, 10, 0, 30_000, pull_id="p2"), T)["messages"]
+        assert [m["body"] for m in other] == ["m3", "m4"]  # the first pull's stay leased to it
+        assert await successor.ack("g", again.batch_receipts) == 3  # its receipts are good
+        assert await successor.pull("g", "t", None, 3, 0, 30_000, pull_id="p1") is not None
+        assert len((await successor.pull("g", "t", None, 3, 0, 30_000, pull_id="p1")).taken) == 0  # acked
+        log.now[0] = T + 31_000  # p2's lease ended: p2 sent again leases afresh, not from a dead lease
+        assert len((await successor.pull("g", "t", None, 10, 0, 30_000, pull_id="p2")).taken) == 2
+
+    asyncio.run(run())

@@ -83,6 +83,18 @@ class Pull(Body):
             "deliver_at; the consumer holds each until then (the SDK's consume does)",
         ),
     ] = 0
+    pull_id: (
+        Annotated[
+            str,
+            Meta(
+                pattern=whole("[A-Za-z0-9_.-]{1,64}"),
+                description="the pull's name, the same each time it is sent: a pull sent again after "
+                "its answer was lost gets the messages that pull leased, on any master (the SDK names "
+                "every pull)",
+            ),
+        ]
+        | None
+    ) = None
 
 
 class Receipts(Body):
