@@ -47,8 +47,10 @@ from horologe.client import Client
 from horologe.client.task_keys import topic_name
 from testkit.process_cluster import CLIENT, Cluster
 from testkit.task_queues import (
+    CELERY_PROBE_APP,
     executions,
     held_early,
+    percentile,
     start_workers,
     stop_workers,
     tree_rss_kb,
@@ -62,57 +64,6 @@ QUEUE = "acc"
 REDIS_VISIBILITY_S = 60
 FAULT_SPAN_S = 15  # lateness within this long after a fault starts counts as inside it
 RSS_EVERY_S = 2.0
-
-CELERY_APP = textwrap.dedent(
-    """
-    import json, os, time
-    from datetime import datetime, timezone
-
-    from celery import Celery
-    from celery.signals import task_received
-
-    import horologe.kombu
-
-    app = Celery("acc", broker=os.environ["BROKER"])
-    app.conf.update(
-        task_default_queue="acc",
-        worker_enable_remote_control=False,
-        worker_send_task_events=False,
-        broker_connection_retry_on_startup=True,
-        broker_transport_options={"visibility_timeout": int(os.environ["VISIBILITY_S"])},
-        worker_timer_precision=0.01,
-    )
-    OUT = os.environ["OUT"]
-
-
-    def _ms(eta):
-        if eta is None:
-            return None
-        when = eta if isinstance(eta, datetime) else datetime.fromisoformat(eta)
-        return (when if when.tzinfo else when.replace(tzinfo=timezone.utc)).timestamp() * 1000
-
-
-    def _write(name, row):
-        with open(os.path.join(OUT, f"{os.getpid()}.{name}"), "a") as f:
-            f.write(json.dumps(row) + "\\n")
-            f.flush()
-
-
-    @task_received.connect
-    def received(request=None, **kw):
-        eta = request.eta and request.eta.isoformat()
-        _write("received", {"id": request.id, "received_ms": time.time() * 1000, "eta": eta})
-
-
-    @app.task(bind=True, max_retries=3)
-    def probe(self, seq, retry):
-        start = time.time() * 1000
-        _write("jsonl", {"id": self.request.id, "attempt": self.request.retries, "seq": seq,
-                         "eta_ms": _ms(self.request.eta), "start_ms": start})
-        if retry and self.request.retries == 0:
-            raise self.retry(countdown=2)
-    """
-)
 
 DRAMATIQ_APP = textwrap.dedent(
     """
@@ -274,7 +225,7 @@ def run_one(queue: str, broker: str, n: int, max_countdown_s: float, seed: int, 
         env = {"BROKER_KIND": "redis", "BROKER": f"redis://127.0.0.1:{redis.port}/0"}
         env["VISIBILITY_S"] = str(REDIS_VISIBILITY_S)
     name = f"acc_{queue}_{broker}"
-    worker_env, out = write_app(work, name, CELERY_APP if queue == "celery" else DRAMATIQ_APP, env)
+    worker_env, out = write_app(work, name, CELERY_PROBE_APP if queue == "celery" else DRAMATIQ_APP, env)
     if queue == "celery":
         cmd = [sys.executable, "-m", "celery", "-A", name, "worker", "--pool", "prefork", "-c", "4"]
         cmd += ["--without-heartbeat", "--without-mingle", "--without-gossip", "-l", "warning"]
@@ -389,8 +340,12 @@ def _percentiles(xs: list[float]) -> dict | None:
     if not xs:
         return None
     xs = sorted(xs)
-    pick = lambda q: round(xs[min(len(xs) - 1, int(q * len(xs)))], 1)  # noqa: E731
-    return {"n": len(xs), "p50": pick(0.5), "p99": pick(0.99), "max": round(xs[-1], 1)}
+    return {
+        "n": len(xs),
+        "p50": round(percentile(xs, 0.5), 1),
+        "p99": round(percentile(xs, 0.99), 1),
+        "max": round(xs[-1], 1),
+    }
 
 
 def _rss(samples: list[list[dict[int, int]]]) -> list[tuple[float, float]]:

@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import textwrap
 import threading
 import time
 from dataclasses import dataclass, field
@@ -18,14 +19,72 @@ from datetime import UTC, datetime
 from testkit.process_cluster import CLIENT, Cluster
 from testkit.waiting import wait_until
 
+# A Celery app whose task ``probe(seq, retry)`` writes each run to ``<OUT>/<pid>.jsonl``
+# (id, attempt, eta from the task's own eta header, start) and each hand-out to a worker to
+# ``<pid>.received``; a task with ``retry`` retries once, 2 s after its first run. The
+# broker URL and its lease (``visibility_timeout``, s) come from BROKER and VISIBILITY_S.
+CELERY_PROBE_APP = textwrap.dedent(
+    """
+    import json, os, time
+    from datetime import datetime, timezone
 
-def app_module(cluster: Cluster, tmp_path, monkeypatch, name: str, source: str) -> tuple[dict, str]:
+    from celery import Celery
+    from celery.signals import task_received
+
+    import horologe.kombu
+
+    app = Celery("acc", broker=os.environ["BROKER"])
+    app.conf.update(
+        task_default_queue="acc",
+        worker_enable_remote_control=False,
+        worker_send_task_events=False,
+        broker_connection_retry_on_startup=True,
+        broker_transport_options={"visibility_timeout": int(os.environ["VISIBILITY_S"])},
+        worker_timer_precision=0.01,
+    )
+    OUT = os.environ["OUT"]
+
+
+    def _ms(eta):
+        if eta is None:
+            return None
+        when = eta if isinstance(eta, datetime) else datetime.fromisoformat(eta)
+        return (when if when.tzinfo else when.replace(tzinfo=timezone.utc)).timestamp() * 1000
+
+
+    def _write(name, row):
+        with open(os.path.join(OUT, f"{os.getpid()}.{name}"), "a") as f:
+            f.write(json.dumps(row) + "\\n")
+            f.flush()
+
+
+    @task_received.connect
+    def received(request=None, **kw):
+        eta = request.eta and request.eta.isoformat()
+        _write("received", {"id": request.id, "received_ms": time.time() * 1000, "eta": eta})
+
+
+    @app.task(bind=True, max_retries=3)
+    def probe(self, seq, retry):
+        start = time.time() * 1000
+        _write("jsonl", {"id": self.request.id, "attempt": self.request.retries, "seq": seq,
+                         "eta_ms": _ms(self.request.eta), "start_ms": start})
+        if retry and self.request.retries == 0:
+            raise self.retry(countdown=2)
+    """
+)
+
+
+def app_module(
+    cluster: Cluster, tmp_path, monkeypatch, name: str, source: str, **settings: str
+) -> tuple[dict, str]:
     """Module ``name`` written from ``source`` and importable here, where the test sends;
-    the workers' environment (the nodes, the token, where tasks write), set here too; and
-    the directory the tasks write to."""
+    the workers' environment (the nodes, the token, where tasks write, ``settings``), set
+    here too; and the directory the tasks write to."""
     env = {
         "HOROLOGE_CLIENT_TOKEN": CLIENT,
         "NODES": ",".join(cluster.url(i) for i in cluster.indexes),
+        **settings,
     }
     worker_env, out = write_app(str(tmp_path), name, source, env)
     for key, value in env.items():
@@ -150,8 +209,12 @@ class Verdict:
     lateness_ms: list = field(default_factory=list)  # start - eta, each execution
 
     def p(self, q: float) -> float:
-        xs = sorted(self.lateness_ms)
-        return xs[min(len(xs) - 1, int(q * len(xs)))] if xs else float("nan")
+        return percentile(sorted(self.lateness_ms), q) if self.lateness_ms else float("nan")
+
+
+def percentile(xs: list[float], q: float) -> float:
+    """The ``q`` quantile of ``xs``, sorted and not empty (nearest rank below)."""
+    return xs[min(len(xs) - 1, int(q * len(xs)))]
 
 
 def verdict(rows: list[dict], produced: dict[tuple[str, int], int]) -> Verdict:

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import random
 import sys
-import textwrap
 import time
 from datetime import UTC, datetime
 
 from testkit.process_cluster import CLIENT
 from testkit.task_queues import (
+    CELERY_PROBE_APP,
     app_module,
     executions,
     faults,
@@ -27,64 +27,16 @@ N = 240
 # Leases of 10 s (tasks take milliseconds), so that a task whose lease outlived a lost pull
 # answer (a pull sent again on the same master while its first commit was still under way:
 # docs/task-queues.md) still runs within the 90 s the test waits.
-RETRIED = 20  # tasks that retry once, 500 ms later: a retry is a message of its own
-
-APP = textwrap.dedent(
-    """
-    import json, os, time
-
-    from celery import Celery
-    from celery.signals import task_received
-
-    import horologe.kombu
-
-    app = Celery("acc", broker="horologe://" + os.environ["NODES"].replace("http://", ""))
-    app.conf.update(
-        task_default_queue="acc",
-        worker_enable_remote_control=False,
-        worker_send_task_events=False,
-        broker_connection_retry_on_startup=True,
-        broker_transport_options={"visibility_timeout": 10},
-        worker_timer_precision=0.01,
-    )
-    OUT = os.environ["OUT"]
-
-
-    def _write(kind, row):
-        with open(os.path.join(OUT, f"{kind}-{os.getpid()}.{kind}"), "a") as f:
-            f.write(json.dumps(row) + "\\n")
-            f.flush()
-
-
-    @task_received.connect
-    def received(request=None, **kw):
-        eta = request.eta and request.eta.isoformat()  # a datetime, or None
-        _write("received", {"id": request.id, "received_ms": time.time() * 1000, "eta": eta})
-
-
-    @app.task(bind=True, max_retries=3)
-    def probe(self, seq, eta_ms, retry):
-        start = time.time() * 1000
-        row = {"id": self.request.id, "attempt": self.request.retries, "seq": seq,
-               "eta_ms": eta_ms + 500 * self.request.retries, "start_ms": start, "pid": os.getpid()}
-        with open(os.path.join(OUT, f"{os.getpid()}.jsonl"), "a") as f:
-            f.write(json.dumps(row) + "\\n")
-            f.flush()
-        if retry and self.request.retries == 0:
-            raise self.retry(eta=datetime_of(eta_ms + 500))
-
-
-    def datetime_of(ms):
-        from datetime import datetime, timezone
-        return datetime.fromtimestamp(ms / 1000, timezone.utc)
-    """
-)
+RETRIED = 20  # tasks that retry once, 2 s later: a retry is a message of its own
 
 
 def test_celery_tasks_run_once_on_time_across_a_release_and_a_sigkilled_master(
     cluster, tmp_path, monkeypatch
 ):
-    env, out = app_module(cluster, tmp_path, monkeypatch, "acc_app", APP)
+    broker = "horologe://" + ",".join(cluster.url(i).removeprefix("http://") for i in cluster.indexes)
+    env, out = app_module(
+        cluster, tmp_path, monkeypatch, "acc_app", CELERY_PROBE_APP, BROKER=broker, VISIBILITY_S="10"
+    )
     worker = [
         sys.executable,
         "-m",
@@ -114,10 +66,10 @@ def test_celery_tasks_run_once_on_time_across_a_release_and_a_sigkilled_master(
             eta_ms = hot_ms if seq % 5 == 0 else int(now_ms + rng.uniform(1_500, 7_000)) + rng.random()
             retry = seq < RETRIED
             eta = datetime.fromtimestamp(eta_ms / 1000, UTC)
-            task = acc_app.probe.apply_async((seq, eta_ms, retry), eta=eta)
+            task = acc_app.probe.apply_async((seq, retry), eta=eta)
             produced[(task.id, 0)] = eta_ms
             if retry:
-                produced[(task.id, 1)] = eta_ms + 500
+                produced[(task.id, 1)] = eta_ms + 2_000  # at the earliest
         chaos = faults(cluster, (2.0, 4.5))
         wait_executed(out, len(produced), 90)
         chaos.join(30)
