@@ -71,13 +71,16 @@ def _skewed_failover(
     assert cluster.wait_connected() == 0
 
     def n1_leads_from_its_own_clock() -> bool:
-        """n1's clock has passed the watermark a skewed master may have left ahead of it."""
+        """n1's watermark follows its own clock: past one a skewed master left ahead of
+        it, and caught up from one left behind it."""
         st = cluster.status(0)
-        return st["wheel"]["ms"] <= st["clock_ms"]
+        return st["clock_ms"] - SKEW_MS / 2 < st["wheel"]["ms"] <= st["clock_ms"]
 
     # A skewed master that led before n1 left the watermark up to SKEW_MS off true time:
     # ahead of it, n1 would sleep and the messages below would be behind the watermark,
-    # delivered on arrival rather than by the realign this test is about.
+    # delivered on arrival rather than by the realign this test is about; behind it (a
+    # master SKEW_MS slow led first), the watermark read below would be SKEW_MS old, and
+    # a new master SKEW_MS slow would fast-forward from it instead of sleeping.
     wait_until(n1_leads_from_its_own_clock, 2 * SKEW_MS / 1000)
     now = int(time.time() * 1000)
     acked = {
