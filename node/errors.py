@@ -118,3 +118,15 @@ class TransferUnconfirmed(Refused):
     """Raised when another node took over but too few nodes follow it yet."""
 
     code = "transfer_unconfirmed"
+
+
+class BackupInProgress(Refused):
+    """Raised when a backup of this node is asked while another is being sent."""
+
+    code = "backup_in_progress"
+
+
+class NothingToBackUp(Refused):
+    """Raised when this node has applied too little to back up (a cluster just made)."""
+
+    code = "nothing_to_back_up"

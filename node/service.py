@@ -36,6 +36,7 @@ from horologe.cluster.retention import Cut
 from horologe.storage import MessageColumns, MessageId, Storage, StorageConfig, id_strings
 from horologe.storage.store_reader import StoreReader
 
+from .backups import Backups
 from .clock import Clock
 from .committed_view import CommittedView
 from .config import NodeConfig
@@ -178,6 +179,13 @@ class NodeService:
             transfer=lambda target, deadline_s: self.raft.transfer_leadership_to(target, deadline_s),
             pause_leading=self._pause_leading,
             resume_leading=self._resume_leading,
+        )
+
+        self.backups = Backups(
+            config.node_id,
+            lambda name: self.raft.take_backup(name),
+            self.own_clock,
+            halted=lambda: self.view.halted,
         )
 
     # -- lifecycle ----------------------------------------------------------------

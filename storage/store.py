@@ -49,6 +49,7 @@ RESTORING_DIR = ".restoring"  # restore()'s staged copy of a snapshot
 RESTORED_MARKER = "RESTORED"  # in it once the copy is whole and durable
 OLD_ASIDE_MARKER = "OLD_ASIDE"  # in it once the old entries went aside into REPLACED_DIR
 REPLACED_DIR = ".replaced"  # the old entries, until the staged ones are in place
+BACKUP_DIR = ".backup"  # link_for_backup()'s snapshots, while a backup reads them
 
 
 class Skipped:
@@ -96,6 +97,8 @@ class Storage(StoreReads):
             else:
                 shutil.rmtree(staging)
         shutil.rmtree(os.path.join(self.directory, REPLACED_DIR), ignore_errors=True)
+        if not self.read_only:  # what backups a stop cut short left: links that hold disk space
+            shutil.rmtree(os.path.join(self.directory, BACKUP_DIR), ignore_errors=True)
         self.journal = CommitJournal(self.directory, self.config.journal_compact_bytes)
         self.journal.open(self.read_only)
         self._unsynced_bytes = 0
@@ -312,6 +315,18 @@ class Storage(StoreReads):
         self.journal.write_checkpoint(state, directory=dest)
         return written
 
+    def link_for_backup(self, name: str) -> tuple[str, dict]:
+        """A snapshot (:meth:`snapshot`) in ``BACKUP_DIR/name``, and the checkpoint it holds.
+
+        It lies inside the store's folder, so its hard links never cross a filesystem (the
+        store may be a volume of its own), and a restore that replaces the store leaves it
+        where it is. The caller removes it when done; an open removes what is left.
+        """
+        dest = os.path.join(self.directory, BACKUP_DIR, name)
+        os.makedirs(os.path.dirname(dest), exist_ok=True)
+        self.snapshot(dest)
+        return dest, self.journal.state.checkpoint_record()
+
     def sync(self) -> None:
         """Make everything applied so far durable: a sync point (commit_journal.py), if the
         last batch was not one. O(files written since the last one)."""
@@ -336,12 +351,14 @@ class Storage(StoreReads):
         self.sync()
         return self.journal.state.checkpoint_record()
 
-    def restore(self, src: str) -> None:
-        """Replace this store's contents with the snapshot in ``src`` and reopen."""
+    def restore(self, src: str, link_sealed: bool = True) -> None:
+        """Replace this store's contents with the snapshot in ``src`` and reopen; ``src`` is
+        only read. Files of sealed hours are hard-linked from it unless ``link_sealed`` is
+        false (a backup, which must stay apart from the store made of it)."""
         if self._tx is not None:
             raise StorageError("restore() inside apply()")
         probe = CommitJournal(src, self.config.journal_compact_bytes)
-        probe.open()
+        probe.open(read_only=True)
         probe.close()
         sealed = probe.state.meta.get("sealed_before_hour", 0)
         self.close()
@@ -350,7 +367,7 @@ class Storage(StoreReads):
         # rename fails with EBUSY, and a sibling would lie on another filesystem.
         staging = os.path.join(self.directory, RESTORING_DIR)
         shutil.rmtree(staging, ignore_errors=True)
-        _materialize(src, staging, probe.state.files, sealed)
+        _materialize(src, staging, probe.state.files, sealed if link_sealed else 0)
         probe.write_checkpoint(probe.state, directory=staging)
         _durable_marker(staging)
         _swap_in(self.directory, staging)
@@ -433,7 +450,7 @@ def _swap_in(directory: str, staging: str) -> None:
     if not os.path.exists(old_aside):
         os.makedirs(replaced, exist_ok=True)
         for name in os.listdir(directory):
-            if name not in (RESTORING_DIR, REPLACED_DIR):
+            if name not in (RESTORING_DIR, REPLACED_DIR, BACKUP_DIR):
                 os.rename(os.path.join(directory, name), os.path.join(replaced, name))
         fsync_dir(replaced)
         fsync_dir(directory)

@@ -117,7 +117,7 @@ class DiskJournal(Journal):
         self._recent: dict[int, Entry] = {}  # idx -> entry, the latest added, oldest first
         self._recent_held = 0
         self._dirty = False  # written or cut since the last sync
-        self._meta = _read_meta(self.meta_path)
+        self._meta = read_meta(self.meta_path)
         self._meta_saved = True
         self._file: AppendFile | None = None
         if not os.path.exists(path):
@@ -410,7 +410,7 @@ class DiskJournal(Journal):
     def setCurrentTerm(self, term, votedForNodeId) -> None:  # noqa: N802, N803
         self._meta["currentTerm"] = term
         self._meta["votedForNodeId"] = votedForNodeId
-        _write_meta(self.meta_path, self._meta)  # durable before any message that reflects it
+        write_meta(self.meta_path, self._meta)  # durable before any message that reflects it
         self._meta_saved = True
 
     def getCurrentTerm(self) -> int:  # noqa: N802
@@ -422,7 +422,7 @@ class DiskJournal(Journal):
     def onOneSecondTimer(self) -> None:  # noqa: N802
         if not self._meta_saved:
             self.sync()  # the commit index never names entries that are not on disk
-            _write_meta(self.meta_path, self._meta)
+            write_meta(self.meta_path, self._meta)
             self._meta_saved = True
 
     def _destroy(self) -> None:
@@ -499,7 +499,7 @@ def _starts_with(path: str, prefix: bytes) -> bool:
         return f.read(len(prefix)) == prefix
 
 
-def _read_meta(path: str) -> dict:
+def read_meta(path: str) -> dict:
     """pysyncobj's meta file. Missing: a new node. Unreadable: refused, as it holds the vote."""
     try:
         with open(path, "rb") as f:
@@ -515,7 +515,7 @@ def _read_meta(path: str) -> dict:
     return meta
 
 
-def _write_meta(path: str, meta: dict) -> None:
+def write_meta(path: str, meta: dict) -> None:
     """Temp file, fsync, rename, folder fsync: the meta is never torn, and never older."""
     with open(path + ".tmp", "wb") as f:
         f.write(dumps(meta))

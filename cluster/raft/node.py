@@ -38,6 +38,7 @@ from ..apply_result import ApplyResult
 from ..errors import InsecureConfigError, ProposalRejectedError, ProposalTimeoutError, StoreBehindDumpError
 from ..state_machine import StateMachine
 from .append_rule import trim_append
+from .backup_point import BackupPoint, take_point
 from .bounded_frames import BoundedTcpConnection
 from .dial_node import DialNode
 from .dump_file import DumpWriter, LocalDump, check_not_behind, read_local, read_shipped
@@ -385,6 +386,18 @@ class RaftNode(SyncObjSeam):
         """On the loop: ``question(store)`` answered on the tick thread, between applies
         (writer_questions.py); only reads, and quick ones: the tick thread waits for it."""
         return self._questions.ask(question, timeout or self.settings.proposal_timeout_s)
+
+    def take_backup(self, name: str) -> Awaitable[BackupPoint]:
+        """On the loop: the store hard-linked for a backup named ``name``, between applies
+        on the tick thread, with the Raft entries it ends at (cluster/backup/)."""
+        journal = self._journal
+
+        def entry_at(index: int):
+            return journal[index - journal[0][1]]
+
+        return self.ask_writer(
+            lambda store: take_point(store, name, entry_at, self.raftLastApplied, self.raftCurrentTerm)
+        )
 
     # -- links ------------------------------------------------------------------
 

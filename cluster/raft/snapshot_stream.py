@@ -20,11 +20,10 @@ the leader holds at most that plus one tick's chunks, whatever the store's size.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import pickle
-import tarfile
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
@@ -32,47 +31,26 @@ from pysyncobj.serializer import Serializer
 
 from horologe.storage.commit_journal import JOURNAL_NAME, checkpoint_file
 
+from . import tar_stream
 from .dump_file import DumpWriter, LocalDump, shipped_head
 
 log = logging.getLogger(__name__)
 
 SHIP_CHUNK = 512 * 1024  # bytes per message
 SHIP_BACKLOG = 4 * 1024 * 1024  # bytes queued to one follower before its shipment waits
-BLOCK = tarfile.BLOCKSIZE
-
-
-def _tar_member(name: str, size: int) -> bytes:
-    info = tarfile.TarInfo(f"store/{name}")
-    info.size, info.mode, info.mtime = size, 0o644, int(time.time())
-    return info.tobuf(tarfile.PAX_FORMAT)
 
 
 def tar_chunks(dump: LocalDump, store_dir: str, chunk: int = SHIP_CHUNK) -> Iterator[bytes]:
     """The shipped form of ``dump``, the store's files read from ``store_dir``, in chunks."""
-    journal = checkpoint_file(dump.store)
-    pending = bytearray(shipped_head(pickle.dumps(dump.raft_data, protocol=4)))
-    pending += _tar_member(JOURNAL_NAME, len(journal)) + journal + bytes(-len(journal) % BLOCK)
-    for rel, size in sorted(dump.store["files"].items()):
-        fd = os.open(os.path.join(store_dir, rel), os.O_RDONLY)  # retention may have removed it
-        try:
-            pending += _tar_member(rel, size)
-            offset = 0
-            while offset < size:
-                data = os.pread(fd, min(chunk, size - offset), offset)
-                if not data:
-                    raise OSError(f"{rel} ends at {offset}; {size} bytes were committed")
-                pending += data
-                offset += len(data)
-                while len(pending) >= chunk:
-                    yield bytes(pending[:chunk])
-                    del pending[:chunk]
-        finally:
-            os.close(fd)
-        pending += bytes(-size % BLOCK)
-    pending += bytes(2 * BLOCK)  # the tar's end
-    while pending:
-        yield bytes(pending[:chunk])
-        del pending[:chunk]
+    files = (
+        (f"store/{rel}", os.path.join(store_dir, rel), size)
+        for rel, size in sorted(dump.store["files"].items())
+    )
+    head = shipped_head(pickle.dumps(dump.raft_data, protocol=4))
+    journal = tar_stream.bytes_member(f"store/{JOURNAL_NAME}", checkpoint_file(dump.store))
+    return tar_stream.rechunk(
+        itertools.chain((head, journal), tar_stream.file_members(files, chunk), (tar_stream.END,)), chunk
+    )
 
 
 class Shipment:

@@ -19,6 +19,7 @@ from horologe import __version__
 # The module holds the command as an attribute named like it, "-" written "_";
 # tests/cli/test_lazy_commands.py checks that each resolves and says the same.
 COMMANDS: dict[str, tuple[str, str]] = {
+    "backup": ("backup", "Copy a running node's store into a new folder, consistent at one Raft index."),
     "cancel": ("messages", "Cancel a scheduled message by MESSAGE_ID, or by --topic and --key."),
     "consume": ("messages", "Print messages as they arrive, one JSON line each, and ack them."),
     "forecast": ("messages", "How many pending messages fall due in each minute, hour or day."),
@@ -30,6 +31,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "produce": ("messages", "Schedule one message; prints its id and deliver time (epoch ms)."),
     "release-master": ("admin", "Make the master hand over: final sync, release marker, Raft transfer."),
+    "restore": ("backup", "Make DATA_DIR a node's data folder holding exactly what BACKUP_DIR holds."),
     "reschedule": (
         "messages",
         "Move a scheduled message to a new time (--at or --after); its id stays the same.",
@@ -40,7 +42,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "spark": ("spark", "Batch jobs on Spark: bulk scheduling from files, audits of a node's store."),
     "status": ("admin", "Show MESSAGE_ID's state, or the node's status when no id is given."),
-    "storage": ("storage", "Inspect and verify a node's data directory (stop the node first)."),
+    "storage": ("storage", "Inspect and verify a node's store folder (stop the node first) or a backup."),
     "subscription": (
         "subscriptions",
         "Push subscriptions: the master POSTs a group's messages, signed, to a URL of yours.",

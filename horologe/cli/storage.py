@@ -8,6 +8,8 @@ import sys
 
 import click
 
+from horologe.cluster.backup import manifest as backup_manifest
+from horologe.cluster.backup.manifest import MANIFEST_NAME
 from horologe.cluster.store_report import storage_report
 from horologe.storage import InvalidFieldError, Storage, StorageError, check_store
 from horologe.storage.hour_names import hour_name
@@ -16,14 +18,35 @@ from horologe.storage.message_json import parse_duration
 
 @click.group()
 def storage() -> None:
-    """Inspect and verify a node's data directory (stop the node first)."""
+    """Inspect and verify a node's store folder (stop the node first) or a backup."""
 
 
 def _open_store(data_dir: str) -> Storage:
+    """The store in DATA_DIR, or, for a backup's folder, its store (read-only: a backup
+    stays as it was), once the backup's files are checked against their SHA-256."""
+    if os.path.isfile(os.path.join(data_dir, MANIFEST_NAME)):
+        try:
+            manifest = backup_manifest.read(data_dir)
+            with click.progressbar(
+                length=manifest.total_bytes, label="checking the backup", file=sys.stderr
+            ) as bar:
+                backup_manifest.check(data_dir, bar.update)
+        except backup_manifest.BackupError as e:
+            raise click.ClickException(str(e)) from e
+        taken = _when(manifest.taken_at_ms)
+        click.echo(
+            f"backup of      node {manifest.node_id} at {taken}, Raft index {manifest.raft.index} "
+            f"(term {manifest.raft.term}), {len(manifest.files)} files checked"
+        )
+        data_dir, read_only = os.path.join(data_dir, "store"), True
+    else:
+        read_only = False
     if not os.path.isfile(os.path.join(data_dir, "commits.log")):
-        raise click.ClickException(f"{data_dir} is not a Horologe data directory (no commits.log)")
+        raise click.ClickException(
+            f"{data_dir} is not a Horologe store (no commits.log): name <data_dir>/store, or a backup"
+        )
     try:
-        return Storage(data_dir)
+        return Storage(data_dir, read_only=read_only)
     except StorageError as e:
         raise click.ClickException(str(e)) from e
 
@@ -33,8 +56,9 @@ def _open_store(data_dir: str) -> Storage:
 def check(data_dir: str) -> None:
     """Verify every checksum and invariant of DATA_DIR; exit 1 on the first fault.
 
-    Opening the store sets aside any torn tail (an uncommitted write cut short by a
-    crash) into DATA_DIR/torn/ and says so.
+    DATA_DIR is a node's store folder (<data_dir>/store) or a backup's folder, whose files
+    are first checked against their SHA-256. Opening a node's store sets aside any torn
+    tail (an uncommitted write cut short by a crash) into DATA_DIR/torn/ and says so.
     """
     store = _open_store(data_dir)
     try:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from aiohttp import web
 from msgspec import UNSET
 
+from horologe.cluster.backup.stream import store_bytes
+
 from .common import SERVICE, answer, json_body
 from .errors import ApiError
 from .rules.messages import parse_release
@@ -27,3 +29,21 @@ async def release_master(request: web.Request) -> web.Response:
         raise ApiError(400, "invalid_body", 'body must be {} or {"to": "<node_id>"}', "to")
     to = parse_release(body).to
     return answer(200, await svc.handover.release(None if to is UNSET else to))
+
+
+@routes.get("/admin/backup")
+async def backup(request: web.Request) -> web.StreamResponse:
+    """A consistent copy of this node's store, as a tar (cluster/backup/): any node sends one."""
+    async with request.app[SERVICE].backups.open() as (point, chunks):
+        response = web.StreamResponse(
+            headers={
+                "Content-Type": "application/x-tar",
+                "Horologe-Backup-Index": str(point.entries[1][1]),
+                "Horologe-Backup-Bytes": str(store_bytes(point)),
+            }
+        )
+        await response.prepare(request)
+        async for chunk in chunks:
+            await response.write(chunk)
+        await response.write_eof()
+    return response

@@ -24,6 +24,8 @@ STATUS: dict[type[node.Refused], int] = {
     node.TooManySubscriptions: 409,
     node.ReleaseInProgress: 409,
     node.NoLinkedTarget: 409,
+    node.BackupInProgress: 409,
+    node.NothingToBackUp: 409,
     node.EntryTooLarge: 413,
     node.UnknownNode: 422,
     node.ApplyFailed: 500,

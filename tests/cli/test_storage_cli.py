@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import glob
 import os
 
 from click.testing import CliRunner
 
 from horologe.cli import main
+from horologe.cluster.backup.receive import receive
+from horologe.cluster.backup.stream import backup_chunks
+from horologe.cluster.raft.backup_point import take_point
 from horologe.storage import Message, Storage
 
 H0 = 491_000 * 3_600_000
@@ -38,7 +42,7 @@ def test_check_fails_on_corruption_with_file_and_offset(tmp_path):
 
 def test_refuses_a_directory_that_is_not_a_store(tmp_path):
     r = CliRunner().invoke(main, ["storage", "inspect", str(tmp_path)])
-    assert r.exit_code == 1 and "not a Horologe data directory" in r.output
+    assert r.exit_code == 1 and "not a Horologe store" in r.output
 
 
 def test_inspect_lists_hours(tmp_path):
@@ -80,3 +84,26 @@ def test_inspect_shows_disk_used_and_what_retention_would_reclaim(tmp_path):
     assert "1 hours" in out and "1 ready segments" in out and "reclaimable    0 B" not in out
     r = CliRunner().invoke(main, ["storage", "inspect", str(tmp_path), "--retention", "soon"])
     assert r.exit_code == 2 and "--retention" in r.output
+
+
+def test_inspect_and_check_of_a_backup_check_its_files_then_report_and_leave_it_as_it_was(tmp_path):
+    with Storage(str(tmp_path / "store")) as s:
+        s.apply(1, lambda tx: tx.append([Message("orders", b"x", H0 + k, H0) for k in range(5)]))
+        point = take_point(s, "b", lambda i: (b"", i, 3), last_applied=4, term=3)
+        receive(backup_chunks(point, "n2", 0), str(tmp_path / "backup"))
+    before = sorted(
+        (p, os.path.getsize(p)) for p in glob.glob(str(tmp_path / "backup" / "**"), recursive=True)
+    )
+    r = CliRunner().invoke(main, ["storage", "inspect", str(tmp_path / "backup")])
+    assert r.exit_code == 0, r.output
+    assert "node n2" in r.output and "Raft index 4 (term 3)" in r.output and "applied index  1" in r.output
+    r = CliRunner().invoke(main, ["storage", "check", str(tmp_path / "backup")])
+    assert r.exit_code == 0 and "ok: 5 messages" in r.output
+    after = sorted(
+        (p, os.path.getsize(p)) for p in glob.glob(str(tmp_path / "backup" / "**"), recursive=True)
+    )
+    assert after == before
+    with open(tmp_path / "backup" / "backup.json", "r+b") as f:
+        f.write(b"[")
+    r = CliRunner().invoke(main, ["storage", "check", str(tmp_path / "backup")])
+    assert r.exit_code == 1 and "not a Horologe backup manifest" in r.output

@@ -50,7 +50,10 @@ TAGS = [
         "description": "A group's dead-letter queue: browse it without leasing, and requeue entries "
         "(admin token).",
     },
-    {"name": ADMIN_TAG, "description": "The node's status, and handing mastership over (admin token)."},
+    {
+        "name": ADMIN_TAG,
+        "description": "The node's status, handing mastership over, and backups (admin token).",
+    },
     {
         "name": OPS,
         "description": "Unauthenticated: liveness, readiness, Prometheus metrics and this document.",
@@ -504,6 +507,26 @@ ROUTES: dict[tuple[str, str], dict] = {
         errors=("Conflict", "Unprocessable"),
         description="409 `no_linked_target` (no peer linked to every node) or `release_in_progress`; "
         "422 `unknown_node`; 503 `transfer_failed` or `transfer_unconfirmed`.",
+    ),
+    ("get", "/admin/backup"): operation(
+        "get_backup",
+        ADMIN_TAG,
+        "A consistent copy of this node's store, as a tar (`horologe backup`)",
+        ADMIN,
+        {
+            "200": {
+                "description": "A tar: `store/commits.log`, every store file up to its committed length, "
+                "then `backup.json` with the Raft index and term and every file's SHA-256 "
+                "(docs/deploy.md, Backup and restore). Header `Horologe-Backup-Index` names the "
+                "Raft index, `Horologe-Backup-Bytes` what the files weigh.",
+                "content": {"application/x-tar": {"schema": {"type": "string", "format": "binary"}}},
+            }
+        },
+        master=False,
+        errors=("Conflict", "Halted"),
+        description="Any node sends one, a follower as well as the master, and goes on serving. "
+        "409 `backup_in_progress` (one at a time per node) or `nothing_to_back_up` (fewer than "
+        "two Raft entries applied); 507 `halted`.",
     ),
     ("get", "/admin/dlq/{group}"): operation(
         "peek_dead_letters",

@@ -1,0 +1,116 @@
+"""Unpacking a backup's tar (stream.py) into a folder, each file checked as it lands."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import tarfile
+from collections.abc import Callable, Iterable, Iterator
+
+from horologe.storage.durable import fsync, fsync_dir
+
+from .manifest import MANIFEST_NAME, BackupError, Manifest, decode, is_store_path
+
+PART_SUFFIX = ".part"
+
+
+class _ChunkReader:
+    """A file-like ``read`` over an iterator of chunks (for tarfile's stream mode)."""
+
+    def __init__(self, chunks: Iterator[bytes], on_bytes: Callable[[int], None]) -> None:
+        self._chunks = chunks
+        self._on_bytes = on_bytes
+        self._buf = bytearray()
+
+    def read(self, n: int = -1) -> bytes:
+        while n < 0 or len(self._buf) < n:
+            chunk = next(self._chunks, None)
+            if chunk is None:
+                break
+            self._on_bytes(len(chunk))
+            self._buf += chunk
+        n = len(self._buf) if n < 0 else min(n, len(self._buf))
+        out = bytes(self._buf[:n])
+        del self._buf[:n]
+        return out
+
+
+def receive(
+    chunks: Iterable[bytes], dest: str, on_bytes: Callable[[int], None] = lambda _n: None
+) -> Manifest:
+    """Unpack the backup tar in ``chunks`` into the new folder ``dest``.
+
+    It is written to ``<dest>.part`` and renamed to ``dest`` once every file matches the
+    manifest's size and SHA-256 and all of it is on disk: ``dest`` exists only whole. On a
+    failure, ``<dest>.part`` is removed and BackupError says what went wrong.
+    """
+    if os.path.lexists(dest):
+        raise BackupError(f"{dest} exists: name a new folder for the backup")
+    part = dest + PART_SUFFIX
+    shutil.rmtree(part, ignore_errors=True)  # an earlier attempt's
+    os.makedirs(part)
+    try:
+        manifest = _unpack(_ChunkReader(iter(chunks), on_bytes), part)
+        os.rename(part, dest)
+        fsync_dir(os.path.dirname(os.path.abspath(dest)))
+    except BaseException:
+        shutil.rmtree(part, ignore_errors=True)
+        raise
+    return manifest
+
+
+def _unpack(reader: _ChunkReader, part: str) -> Manifest:
+    sums: dict[str, tuple[int, str]] = {}
+    manifest: Manifest | None = None
+    try:
+        with tarfile.open(fileobj=reader, mode="r|") as tar:
+            for member in tar:
+                if manifest is not None:
+                    raise BackupError(f"the backup goes on after its manifest ({member.name})")
+                if member.name == MANIFEST_NAME:
+                    data = tar.extractfile(member).read()
+                    manifest = decode(data, "the backup's manifest")
+                    _write(os.path.join(part, MANIFEST_NAME), [data])
+                    continue
+                if not member.isfile() or not is_store_path(member.name):
+                    raise BackupError(f"the backup holds {member.name!r}, which is not a store file")
+                if member.name in sums:
+                    raise BackupError(f"the backup holds {member.name} twice")
+                digest = hashlib.sha256()
+                pieces = _pieces(tar.extractfile(member))
+                size = _write(os.path.join(part, member.name), pieces, digest.update)
+                sums[member.name] = (size, digest.hexdigest())
+    except tarfile.TarError as e:
+        raise BackupError(f"the backup stream is not a whole tar: {e}") from e
+    if manifest is None:
+        raise BackupError("the backup stream ended before its manifest: the node stopped sending midway")
+    for name, want in sorted(manifest.files.items()):
+        got = sums.pop(name, None)
+        if got is None:
+            raise BackupError(f"the backup's manifest names {name}, which the stream did not hold")
+        if got != (want.bytes, want.sha256):
+            raise BackupError(f"{name} arrived with {got[0]:,} bytes that do not match the node's SHA-256")
+    if sums:
+        raise BackupError(f"the stream held files its manifest does not name: {', '.join(sorted(sums)[:5])}")
+    for root, _dirs, _files in os.walk(part):
+        fsync_dir(root)
+    return manifest
+
+
+def _pieces(src) -> Iterator[bytes]:
+    while data := src.read(1 << 20):
+        yield data
+
+
+def _write(path: str, pieces: Iterable[bytes], seen: Callable[[bytes], None] = lambda _d: None) -> int:
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    size = 0
+    with open(path, "wb") as f:
+        for data in pieces:
+            seen(data)
+            f.write(data)
+            size += len(data)
+        f.flush()
+        fsync(f.fileno(), path)
+    return size

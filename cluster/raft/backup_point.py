@@ -1,0 +1,36 @@
+"""The point a backup is taken at: the store's committed files, and the Raft entries they end at."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from horologe.storage import Storage
+
+RaftEntry = tuple[bytes, int, int]  # (command, index, term), as pysyncobj keeps them
+
+
+class BackupPoint(NamedTuple):
+    folder: str  # the store's files, hard-linked, with a commits.log of the checkpoint
+    files: dict[str, int]  # every file the checkpoint names -> its committed length
+    store_index: int  # the last Raft index the store applied
+    entries: tuple[RaftEntry, RaftEntry]  # (the entry before the last applied, the last applied)
+    term: int  # the node's current term: a restored node starts there
+
+
+class NothingToBackUpError(Exception):
+    """The node has not applied two Raft entries yet."""
+
+
+def take_point(store: Storage, name: str, entry_at, last_applied: int, term: int) -> BackupPoint:
+    """On the tick thread, between applies: link the store for a backup named ``name``.
+
+    ``entry_at(i)`` is Raft entry ``i`` from the journal, which always holds the last
+    applied one and the one before it (pysyncobj keeps the dump's last two).
+    """
+    if last_applied < 2:
+        raise NothingToBackUpError(
+            f"this node has applied {last_applied} Raft entries; nothing to back up yet"
+        )
+    entries = tuple((bytes(c), i, t) for c, i, t in (entry_at(last_applied - 1), entry_at(last_applied)))
+    folder, record = store.link_for_backup(name)
+    return BackupPoint(folder, dict(record["files"]), store.applied_index, entries, term)

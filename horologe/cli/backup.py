@@ -1,0 +1,100 @@
+"""``horologe backup`` and ``horologe restore`` (docs/deploy.md, Backup and restore)."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+import click
+import httpx
+
+from horologe.cli._common import DEFAULT_URL, admin_option, ca_option
+from horologe.client import tls
+from horologe.cluster.backup.manifest import BackupError, Manifest, read
+from horologe.cluster.backup.receive import receive
+from horologe.cluster.backup.restore import restore as restore_backup
+
+
+def _summary(manifest: Manifest) -> str:
+    return (
+        f"node {manifest.node_id} at Raft index {manifest.raft.index} (term {manifest.raft.term}), "
+        f"{len(manifest.files)} files, {manifest.total_bytes:,} bytes"
+    )
+
+
+@click.command()
+@click.option(
+    "--url",
+    default=DEFAULT_URL,
+    show_default=True,
+    envvar="HOROLOGE_URL",
+    help="The node to copy: any node of the cluster, a follower as well as the master. "
+    "Of a comma-separated list, the first.",
+)
+@admin_option
+@ca_option
+@click.option(
+    "--to",
+    "dest",
+    required=True,
+    type=click.Path(file_okay=False, writable=True),
+    help="A new folder for the backup (it must not exist).",
+)
+def backup(url: str, admin_token: str | None, ca: str | None, dest: str) -> None:
+    """Copy a running node's store into a new folder, consistent at one Raft index.
+
+    The node hard-links its committed files between two applies and sends them; it goes on
+    serving meanwhile. Every file is checked against the SHA-256 the node computed, and the
+    folder appears only once whole (it is written to DEST.part first).
+    """
+    node = url.split(",")[0].strip().rstrip("/")
+    if os.path.lexists(dest):
+        raise click.UsageError(f"{dest} exists: name a new folder for the backup")
+    began = time.monotonic()
+    headers = {"Authorization": f"Bearer {admin_token}"} if admin_token else {}
+    try:
+        with httpx.Client(verify=tls.verify_setting(ca, True), timeout=httpx.Timeout(60.0)) as http:
+            with http.stream("GET", f"{node}/admin/backup", headers=headers) as response:
+                if response.status_code != 200:
+                    response.read()
+                    raise click.ClickException(f"{node} refused the backup: {_reason(response)}")
+                total = int(response.headers.get("Horologe-Backup-Bytes", "0"))
+                index = response.headers.get("Horologe-Backup-Index", "?")
+                label = f"backup at Raft index {index}"
+                with click.progressbar(length=total, label=label, file=sys.stderr) as bar:
+                    manifest = receive(response.iter_bytes(), dest, bar.update)
+    except httpx.HTTPError as e:
+        raise click.ClickException(f"backup from {node} failed: {e!r}; nothing was kept") from e
+    except BackupError as e:
+        raise click.ClickException(f"backup from {node} failed: {e}; nothing was kept") from e
+    click.echo(f"backed up {_summary(manifest)} into {dest} in {time.monotonic() - began:.1f} s")
+
+
+def _reason(response: httpx.Response) -> str:
+    try:
+        error = response.json()["error"]
+        return f"{response.status_code} {error['code']}: {error['message']}"
+    except (ValueError, KeyError, TypeError):
+        return f"{response.status_code} {response.text[:200]}"
+
+
+@click.command()
+@click.argument("backup_dir", type=click.Path(exists=True, file_okay=False))
+@click.argument("data_dir", type=click.Path(file_okay=False, writable=True))
+def restore(backup_dir: str, data_dir: str) -> None:
+    """Make DATA_DIR a node's data folder holding exactly what BACKUP_DIR holds.
+
+    Every file of the backup is checked first; DATA_DIR must be new or empty of a node's
+    data. Then start the node on DATA_DIR with its usual config. For a new cluster, restore
+    the same backup into every node's data folder before starting any; for one node of a
+    running cluster, restore into its empty folder and start it: it catches up from the
+    master. The backup itself is left as it was.
+    """
+    try:
+        total = read(backup_dir).total_bytes
+        with click.progressbar(length=total, label="checking the backup", file=sys.stderr) as bar:
+            manifest = restore_backup(backup_dir, data_dir, bar.update)
+    except BackupError as e:
+        raise click.ClickException(str(e)) from e
+    click.echo(f"restored {_summary(manifest)} into {data_dir}")

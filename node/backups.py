@@ -1,0 +1,58 @@
+"""The backups this node sends (``GET /admin/backup``, cluster/backup/), one at a time."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import secrets
+import shutil
+from collections.abc import AsyncIterator, Awaitable, Callable
+
+from horologe.cluster.backup.stream import backup_chunks
+from horologe.cluster.raft.backup_point import BackupPoint, NothingToBackUpError
+
+from .errors import BackupInProgress, Halted, NothingToBackUp
+
+
+class Backups:
+    def __init__(
+        self,
+        node_id: str,
+        take: Callable[[str], Awaitable[BackupPoint]],
+        wall_ms: Callable[[], int],
+        halted: Callable[[], str | None],
+    ) -> None:
+        """``take(name)`` links the store for a backup (``RaftNode.take_backup``); ``wall_ms``
+        is this node's clock; ``halted()`` says why the node stopped applying, if it did."""
+        self._node_id = node_id
+        self._take = take
+        self._wall_ms = wall_ms
+        self._halted = halted
+        self._busy = False
+
+    @contextlib.asynccontextmanager
+    async def open(self) -> AsyncIterator[tuple[BackupPoint, AsyncIterator[bytes]]]:
+        """The point a new backup is taken at, and its tar's chunks; the linked copy is
+        removed when the block ends, however it ends."""
+        if self._busy:
+            raise BackupInProgress("a backup of this node is being sent; ask again when it ends")
+        why = self._halted()
+        if why:
+            raise Halted(f"this node stopped applying, so it has no state to back up: {why}")
+        self._busy = True
+        try:
+            try:
+                point = await self._take(secrets.token_hex(8))
+            except NothingToBackUpError as e:
+                raise NothingToBackUp(str(e)) from e
+            try:
+                yield point, self._chunks(point)
+            finally:
+                await asyncio.to_thread(shutil.rmtree, point.folder, True)
+        finally:
+            self._busy = False
+
+    async def _chunks(self, point: BackupPoint) -> AsyncIterator[bytes]:
+        chunks = backup_chunks(point, self._node_id, self._wall_ms())
+        while (chunk := await asyncio.to_thread(next, chunks, None)) is not None:
+            yield chunk

@@ -1,0 +1,126 @@
+"""A backup's files, in one process: the point, the stream, its unpacking, and a restore
+(cluster/backup/). The node and the command line around them: tests/integration/test_backup.py."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from horologe.cluster.backup.manifest import BackupError, check
+from horologe.cluster.backup.receive import receive
+from horologe.cluster.backup.restore import restore
+from horologe.cluster.backup.stream import backup_chunks
+from horologe.cluster.raft.backup_point import NothingToBackUpError, take_point
+from horologe.cluster.raft.dump_file import read_local
+from horologe.cluster.raft.journal import read_meta
+from horologe.storage import Storage, StorageConfig, check_store
+from horologe.storage.store import BACKUP_DIR
+
+from ..storage.helpers import H0, HOUR, msg
+
+
+def _entry_at(i: int):
+    return (b"entry %d" % i, i, 7)
+
+
+def _store(path: str) -> Storage:
+    store = Storage(path, StorageConfig(fsync=False))
+    for n in range(6):
+        batch = [msg(H0 + n * 3_600_000 + k, body=b"b%d" % k) for k in range(30)]
+        store.apply(n + 1, lambda tx, b=batch: tx.append(b))
+    store.apply(7, lambda tx: tx.seal_before(HOUR + 3))
+    return store
+
+
+def _backup(store: Storage, dest: str, name: str = "b1"):
+    point = take_point(store, name, _entry_at, last_applied=9, term=8)
+    return point, receive(backup_chunks(point, "n1", 123), dest)
+
+
+def test_a_backup_holds_the_store_as_it_was_at_its_point_whatever_is_applied_after(tmp_path):
+    store = _store(str(tmp_path / "store"))
+    point = take_point(store, "b1", _entry_at, last_applied=9, term=8)
+    # Applied after the point: appends to the very files the backup links, and a retention
+    # that removes two hours; none of it is in the backup.
+    store.apply(8, lambda tx: tx.append([msg(H0 + 5 * 3_600_000 + 999, body=b"after")]))
+    store.apply(9, lambda tx: tx.drop_hours_before(HOUR + 2))
+    manifest = receive(backup_chunks(point, "n1", 123), str(tmp_path / "backup"))
+    assert manifest.store_index == 7 and manifest.raft.index == 9 and manifest.raft.term == 8
+    assert manifest.raft.entries == [(8, 7, b"entry 8"), (9, 7, b"entry 9")]
+    assert check(str(tmp_path / "backup")) == manifest
+    with Storage(str(tmp_path / "backup" / "store"), read_only=True) as b:
+        assert b.applied_index == 7
+        assert check_store(b).messages == 180
+
+
+def test_a_restored_folder_is_a_node_at_the_backups_index_and_term_apart_from_the_backup(tmp_path):
+    store = _store(str(tmp_path / "store"))
+    manifest = _backup(store, str(tmp_path / "backup"))[1]
+    data = str(tmp_path / "node")
+    restore(str(tmp_path / "backup"), data)
+    dump = read_local(os.path.join(data, "raft", "snapshot"))
+    assert dump.index == 9 and dump.store["ri"] == 7
+    assert dump.raft_data[:2] == ((b"entry 9", 9, 7), (b"entry 8", 8, 7))
+    meta = read_meta(os.path.join(data, "raft", "journal.meta"))
+    assert meta == {"currentTerm": 8, "votedForNodeId": None, "raftCommitIndex": 9}
+    inodes = {os.stat(os.path.join(tmp_path, "backup", n)).st_ino for n in manifest.files}
+    for root, _dirs, files in os.walk(os.path.join(data, "store")):
+        assert not inodes & {os.stat(os.path.join(root, f)).st_ino for f in files}
+    with Storage(os.path.join(data, "store"), read_only=True) as s:
+        assert s.applied_index == 7
+        check_store(s)
+    assert check(str(tmp_path / "backup")) == manifest  # only read
+
+
+def test_a_corrupt_or_incomplete_backup_is_refused_with_what_is_wrong(tmp_path):
+    store = _store(str(tmp_path / "store"))
+    _backup(store, str(tmp_path / "backup"))
+    log = os.path.join(
+        tmp_path, "backup", "store", "delay", os.listdir(tmp_path / "backup" / "store" / "delay")[0]
+    )
+    with open(log, "r+b") as f:
+        f.seek(20)
+        f.write(b"\xff")
+    with pytest.raises(BackupError, match="SHA-256"):
+        restore(str(tmp_path / "backup"), str(tmp_path / "node"))
+    assert not os.path.exists(tmp_path / "node" / "store")
+    with open(log, "ab") as f:
+        f.write(b"x")
+    with pytest.raises(BackupError, match="manifest says"):
+        check(str(tmp_path / "backup"))
+    os.unlink(log)
+    with pytest.raises(BackupError, match="missing"):
+        check(str(tmp_path / "backup"))
+
+
+def test_a_stream_cut_short_leaves_nothing(tmp_path):
+    store = _store(str(tmp_path / "store"))
+    point = take_point(store, "b1", _entry_at, last_applied=9, term=8)
+    chunks = list(backup_chunks(point, "n1", 123, chunk=4096))
+    dest = str(tmp_path / "backup")
+    with pytest.raises(BackupError, match="ended before its manifest|not a whole tar"):
+        receive(chunks[: len(chunks) // 2], dest)
+    assert not os.path.exists(dest) and not os.path.exists(dest + ".part")
+    receive(chunks, dest)
+    with pytest.raises(BackupError, match="exists"):
+        receive(chunks, dest)
+
+
+def test_restore_refuses_a_folder_that_holds_a_node(tmp_path):
+    store = _store(str(tmp_path / "store"))
+    _backup(store, str(tmp_path / "backup"))
+    restore(str(tmp_path / "backup"), str(tmp_path / "node"))
+    with pytest.raises(BackupError, match="already holds a node's data"):
+        restore(str(tmp_path / "backup"), str(tmp_path / "node"))
+
+
+def test_nothing_to_back_up_before_two_entries_and_leftover_links_go_at_open(tmp_path):
+    store = _store(str(tmp_path / "store"))
+    with pytest.raises(NothingToBackUpError):
+        take_point(store, "b1", _entry_at, last_applied=1, term=1)
+    take_point(store, "b2", _entry_at, last_applied=9, term=8)  # a backup a stop cut short
+    store.close()
+    assert os.path.isdir(tmp_path / "store" / BACKUP_DIR)
+    Storage(str(tmp_path / "store")).close()
+    assert not os.path.exists(tmp_path / "store" / BACKUP_DIR)
