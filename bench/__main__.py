@@ -1,7 +1,9 @@
 """``python -m bench [--only hot,lateness] [--quick] [--big]``: the edge benchmarks.
 
-Runs every workload on Horologe (3 nodes) and on the Redis peer (primary + replica),
-one after the other on fresh instances, then prints a table with Horologe ÷ peer,
+Runs every workload on Horologe (3 nodes) and on the Redis peer (primary + replica,
+``appendfsync everysec``), and the write workloads also on the durable peer (the same
+with ``appendfsync always``), one after the other on fresh instances, then prints a
+table with Horologe ÷ peer,
 writes one JSON line per figure and a PNG plot under ``bench/out/``.
 """
 
@@ -19,6 +21,7 @@ from .edge import report
 from .edge.costs import Costs
 from .edge.horologe_system import HorologeSystem
 from .edge.redis_system import RedisSystem
+from .edge.report import DURABLE_PEER_WORKLOADS
 from .edge.workloads import WORKLOADS, Scale
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "out")
@@ -29,6 +32,8 @@ def _systems(root: str, workload: str, compare_toml: str):
     if compare_toml:
         yield HorologeSystem(os.path.join(root, "horologe-compared"), node_toml=compare_toml)
     yield RedisSystem(os.path.join(root, "redis"))
+    if workload in DURABLE_PEER_WORKLOADS:
+        yield RedisSystem(os.path.join(root, "redis-durable"), fsync="always")
     if workload in ("lateness", "hot"):
         poll = RedisSystem(os.path.join(root, "redis-poll"), mode="poll")
         poll.name = "redis (10 ms poll)"

@@ -51,3 +51,17 @@ def test_a_checks_tally_gets_no_ratio():
     }
     (row,) = report.rows(results)
     assert row["ratio"] is None and row["redis"] == 200
+
+
+def test_the_durable_peer_gets_rows_of_its_own_beside_the_usual_peer():
+    results = {
+        "single": {
+            "horologe": {"p99 ms": 4.0},
+            "redis": {"p99 ms": 0.5},
+            report.DURABLE: {"p99 ms": 2.0},
+        }
+    }
+    by = {r["figure"]: r for r in report.rows(results)}
+    assert by["p99 ms"]["ratio"] == 8.0
+    durable = by["p99 ms [vs durable peer]"]
+    assert durable["horologe"] == 4.0 and durable["redis"] == 2.0 and durable["ratio"] == 2.0

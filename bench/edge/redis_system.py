@@ -1,7 +1,10 @@
 """The peer: a Redis sorted-set delay queue, as most users would build one themselves.
 
 Debian's ``redis-server``: a primary and one replica on 127.0.0.1, ``appendonly yes``,
-``appendfsync everysec``. Producers pipeline ``HSET`` + ``ZADD`` (score: deliver time
+``appendfsync everysec`` (the peer most users run: an acked write may be lost with a
+power cut), or ``appendfsync always`` for the durable peer (``fsync="always"``: every
+write is fsynced on each server before it answers, as Horologe fsyncs on a majority before
+it acks). Producers pipeline ``HSET`` + ``ZADD`` (score: deliver time
 in ms) and ``WAIT 1 100`` per batch, so a batch counts as acked once the replica has
 it; a rescheduler pipelines ``ZADD XX`` (a new score for a member that exists) and
 ``WAIT 1 100`` the same way. Consumers pop due messages with one Lua script (``ZRANGEBYSCORE … LIMIT``,
@@ -48,9 +51,12 @@ POP_DUE_IDS = POP_DUE.replace("return {1, scores, bodies}", "return {1, scores, 
 class RedisSystem:
     name = "redis"
 
-    def __init__(self, root: str, mode: str = "sleep") -> None:
+    def __init__(self, root: str, mode: str = "sleep", fsync: str = "everysec") -> None:
         self.root = root
         self.mode = mode
+        self.fsync = fsync
+        if fsync != "everysec":
+            self.name = f"redis (appendfsync {fsync})"
         self.procs: list[subprocess.Popen] = []
         self._ids = itertools.count()
 
@@ -71,7 +77,7 @@ class RedisSystem:
                 "--appendonly",
                 "yes",
                 "--appendfsync",
-                "everysec",
+                self.fsync,
                 "--save",
                 "",
                 "--protected-mode",

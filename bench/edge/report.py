@@ -6,6 +6,8 @@ import json
 import math
 
 HIGHER_IS_BETTER = ("msg/s",)
+DURABLE = "redis (appendfsync always)"  # the durable peer's system name
+DURABLE_PEER_WORKLOADS = ("single", "ingest", "sustained")  # also run on the durable peer
 
 
 def _row(workload: str, label: str, name: str, h: float, r: float | None) -> dict:
@@ -37,6 +39,10 @@ def rows(results: dict[str, dict[str, dict]]) -> list[dict]:
             for name, h in figures.items():
                 if not name.startswith("_"):
                     out.append(_row(workload, f"{name}{settings}", name, h, peer.get(name)))
+        durable = by_system.get(DURABLE, {})
+        for name, h in by_system.get("horologe", {}).items():
+            if name in durable:
+                out.append(_row(workload, f"{name} [vs durable peer]", name, h, durable[name]))
         for name, value in by_system.get("redis (10 ms poll)", {}).items():
             if not name.startswith("_"):
                 out.append({"workload": workload, "figure": f"{name} [redis 10 ms poll]", "redis": value})
