@@ -12,13 +12,15 @@ from __future__ import annotations
 import functools
 import os
 import shutil
+import subprocess
+import sys
 import time
 import urllib.request
 
 from prometheus_client.parser import text_string_to_metric_families
 
 from horologe.client import Client
-from testkit.process_cluster import CLIENT, Cluster
+from testkit.process_cluster import ADMIN, CLIENT, Cluster
 
 from .procs import memory_kb
 
@@ -53,6 +55,23 @@ class HorologeSystem:
     def stop(self) -> None:
         self.cluster.stop_all()
         shutil.rmtree(self.root, ignore_errors=True)
+
+    def backup(self, dest: str) -> int:
+        """``horologe backup`` from a follower into the new folder ``dest``; its bytes."""
+        master = self.cluster.wait_connected()
+        follower = next(i for i in self.cluster.indexes if i != master)
+        _horologe("backup", "--url", self.cluster.url(follower), "--admin-token", ADMIN, "--to", dest)
+        return _folder_bytes(dest)
+
+    def restore(self, src: str) -> None:
+        """Stop every node, then ``horologe restore`` the backup in ``src`` into each node's
+        emptied data folder and start the nodes."""
+        self.cluster.stop_all()
+        for i in self.cluster.indexes:
+            data = os.path.join(self.cluster.data_root, f"n{i + 1}")
+            shutil.rmtree(data)
+            _horologe("restore", src, data)
+        self.cluster.start_all()
 
     def terms(self) -> list[int]:
         """Each node's Raft term (one more per election)."""
@@ -104,6 +123,14 @@ class HorologeSystem:
 
     def rescheduler(self) -> HorologeRescheduler:
         return HorologeRescheduler(self._client())
+
+
+def _horologe(*args: str) -> None:
+    subprocess.run([sys.executable, "-m", "horologe", *args], check=True, capture_output=True, timeout=1800)
+
+
+def _folder_bytes(folder: str) -> int:
+    return sum(os.path.getsize(os.path.join(r, f)) for r, _d, files in os.walk(folder) for f in files)
 
 
 class HorologeProducer:

@@ -66,8 +66,11 @@ class RedisSystem:
         self.port = self.ports[0]
         self._launch()
 
-    def _launch(self) -> None:
-        """Start the primary and the replica on the data they have, until they are linked."""
+    def _launch(self, from_rdb: bool = False) -> None:
+        """Start the primary and the replica on the data they have, until they are linked.
+        ``from_rdb``: the primary loads its ``dump.rdb`` (with ``appendonly yes`` and no
+        AOF, Redis would start empty), then turns the AOF on, which rewrites it from the
+        data loaded, as Redis's documentation has an operator restore an RDB."""
         primary, replica = self.ports
         for role, port in (("primary", primary), ("replica", replica)):
             d = os.path.join(self.root, role)
@@ -75,7 +78,7 @@ class RedisSystem:
             args = ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--dir", d]
             args += [
                 "--appendonly",
-                "yes",
+                "no" if from_rdb and role == "primary" else "yes",
                 "--appendfsync",
                 self.fsync,
                 "--save",
@@ -94,11 +97,26 @@ class RedisSystem:
         while time.monotonic() < deadline:
             try:
                 if link.info("replication").get("master_link_status") == "up":
-                    return
+                    break
             except (redis.ConnectionError, redis.BusyLoadingError):
                 pass
             time.sleep(0.05)
-        raise RuntimeError("the Redis replica did not link to its primary")
+        else:
+            raise RuntimeError("the Redis replica did not link to its primary")
+        if from_rdb:
+            primary_link = redis.Redis(port=primary)
+            primary_link.config_set("appendonly", "yes")
+            while True:
+                info = primary_link.info("persistence")
+                if (
+                    info["aof_enabled"]
+                    and not info["aof_rewrite_in_progress"]
+                    and not info["aof_rewrite_scheduled"]
+                ):
+                    return
+                if time.monotonic() > deadline:
+                    raise RuntimeError("the Redis primary did not finish writing its AOF")
+                time.sleep(0.05)
 
     def restart(self) -> None:
         """Stop both servers (SIGTERM) and start them again on their data."""
@@ -119,6 +137,25 @@ class RedisSystem:
     def stop(self) -> None:
         self._terminate()
         shutil.rmtree(self.root, ignore_errors=True)
+
+    def backup(self, dest: str) -> int:
+        """``redis-cli --rdb`` from the replica (a snapshot through the replication
+        protocol: the server forks and writes an RDB) into the new folder ``dest``; its bytes."""
+        os.makedirs(dest)
+        rdb = os.path.join(dest, "dump.rdb")
+        args = ["redis-cli", "-p", str(self.ports[1]), "--rdb", rdb]
+        subprocess.run(args, check=True, capture_output=True, timeout=1800)
+        return os.path.getsize(rdb)
+
+    def restore(self, src: str) -> None:
+        """Stop both servers, replace their data with the RDB in ``src`` (the primary loads
+        it and writes a new AOF from it; the replica resyncs from the primary), start them."""
+        self._terminate()
+        for role in ("primary", "replica"):
+            shutil.rmtree(os.path.join(self.root, role))
+        os.makedirs(os.path.join(self.root, "primary"))
+        shutil.copyfile(os.path.join(src, "dump.rdb"), os.path.join(self.root, "primary", "dump.rdb"))
+        self._launch(from_rdb=True)
 
     def server_pids(self) -> dict[str, int]:
         return {name: p.pid for name, p in zip(("primary", "replica"), self.procs, strict=True)}

@@ -7,6 +7,7 @@ time; a workload that cannot finish in time raises rather than report a partial 
 
 from __future__ import annotations
 
+import shutil
 import threading
 import time
 from collections.abc import Callable
@@ -37,10 +38,12 @@ class Scale:
     forecast_calls: int = 20
     reschedule: int = 200_000
     idle_s: int = 20
+    backup_pending: int = 1_000_000
 
     def quick(self) -> Scale:
         steps = (10_000, 100_000)
-        return Scale(20_000, 200, 500, 5, 10_000, 20_000, steps, steps, 30, 100_000, 5, 20_000, idle_s=5)
+        counts = (20_000, 200, 500, 5, 10_000, 20_000, steps, steps, 30, 100_000, 5, 20_000)
+        return Scale(*counts, idle_s=5, backup_pending=100_000)
 
     def big(self) -> Scale:
         return Scale(memory_steps=(*self.memory_steps, 10_000_000), restart_steps=(100_000, 10_000_000))
@@ -387,6 +390,78 @@ def _receive_ids(system, expected: dict[str, int], timeout_s: float) -> dict[str
     return got
 
 
+def backup(system, scale: Scale) -> dict:
+    """A backup of ``backup_pending`` pending (spread over 30 days) taken from a follower
+    (for Redis, the replica) while a producer sends one message at a time: how long it
+    took, and the produce p99 during it against the p99 in the 5 s before and after, in
+    the same run. Then every server restored from it: seconds until a batch is acknowledged."""
+    start = int(now_ms()) + 60_000
+    _load(system, scale.backup_pending, lambda i: start + i * 7919 % (30 * DAY_MS))
+    time.sleep(3)
+    producer = system.producer()
+    done = threading.Event()
+
+    def singles(until: Callable[[], bool]) -> list[float]:
+        lat = []
+        while not until() or len(lat) < 20:
+            t0 = time.perf_counter()
+            producer.one((start, BODY))
+            lat.append((time.perf_counter() - t0) * 1000)
+        return lat
+
+    def for_s(seconds: float) -> Callable[[], bool]:
+        deadline = time.monotonic() + seconds
+        return lambda: time.monotonic() > deadline
+
+    dest = system.root + "-backup"
+    shutil.rmtree(dest, ignore_errors=True)
+    taken: dict = {}
+
+    def take() -> None:
+        began = time.monotonic()
+        try:
+            taken["bytes"] = system.backup(dest)
+            taken["s"] = time.monotonic() - began
+        finally:
+            done.set()
+
+    before = singles(for_s(5))
+    thread = threading.Thread(target=take)
+    thread.start()
+    during = singles(done.is_set)
+    thread.join()
+    if "s" not in taken:
+        raise RuntimeError("the backup failed")
+    after = singles(for_s(5))
+    quiet = pct(before + after, 99)
+    began = time.monotonic()
+    try:
+        system.restore(dest)
+        deadline = began + 900
+        while True:
+            try:
+                if producer.batch([(start, BODY)]):
+                    break
+            except Exception:  # noqa: BLE001 - not serving yet: refused, loading, no master
+                if time.monotonic() > deadline:
+                    raise
+            time.sleep(0.05)
+        restored = time.monotonic() - began
+        held = sum(system.forecast(start - DAY_MS, DAY_MS, 32))
+        if held < scale.backup_pending + len(before):
+            raise RuntimeError(f"the restored system holds {held:,} pending; the backup was taken past more")
+    finally:
+        shutil.rmtree(dest, ignore_errors=True)
+    return {
+        f"{scale.backup_pending:,} pending: backup s": taken["s"],
+        f"{scale.backup_pending:,} pending: backup MB": taken["bytes"] / 1e6,
+        "single produce p99 ms, no backup running": quiet,
+        "single produce p99 ms, during the backup": pct(during, 99),
+        "single produce p99 during ÷ without (same run)": pct(during, 99) / quiet,
+        "restore from the backup to serving s": restored,
+    }
+
+
 WORKLOADS = {
     "ingest": ingest,
     "single": single,
@@ -399,4 +474,5 @@ WORKLOADS = {
     "sustained": sustained,
     "forecast": forecast,
     "reschedule": reschedule,
+    "backup": backup,
 }
