@@ -1,9 +1,9 @@
 """``python -m bench [--only hot,lateness] [--quick] [--big]``: the edge benchmarks.
 
-Runs every workload on Horologe (3 nodes) and on the Redis peer (primary + replica,
-``appendfsync everysec``), and the write workloads also on the durable peer (the same
-with ``appendfsync always``), one after the other on fresh instances, then prints a
-table with Horologe ÷ peer,
+Runs every workload on Horologe (3 nodes; ingest and lateness also on 5) and on the
+Redis peer (primary + replica, ``appendfsync everysec``), and the write workloads also
+on the durable peer (the same with ``appendfsync always``), one after the other on fresh
+instances, then prints a table with Horologe ÷ peer,
 writes one JSON line per figure and a PNG plot under ``bench/out/``.
 """
 
@@ -24,6 +24,7 @@ from .edge.redis_system import RedisSystem
 from .edge.report import DURABLE_PEER_WORKLOADS
 from .edge.workloads import WORKLOADS, Scale
 
+FIVE_NODE_WORKLOADS = ("ingest", "lateness")  # also run on 5 nodes: the price of surviving two failures
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "out")
 
 
@@ -31,6 +32,8 @@ def _systems(root: str, workload: str, compare_toml: str):
     yield HorologeSystem(os.path.join(root, "horologe"))
     if compare_toml:
         yield HorologeSystem(os.path.join(root, "horologe-compared"), node_toml=compare_toml)
+    if workload in FIVE_NODE_WORKLOADS:
+        yield HorologeSystem(os.path.join(root, "horologe-5"), nodes=5)
     yield RedisSystem(os.path.join(root, "redis"))
     if workload in DURABLE_PEER_WORKLOADS:
         yield RedisSystem(os.path.join(root, "redis-durable"), fsync="always")

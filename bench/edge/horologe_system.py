@@ -1,4 +1,4 @@
-"""Horologe as a user runs it: three ``horologe node --config`` processes, the SDK.
+"""Horologe as a user runs it: three (or five) ``horologe node --config`` processes, the SDK.
 
 Nodes start with default settings (fsync on), through testkit's process cluster, which
 writes the same config files ``horologe local-cluster`` does. Producers use
@@ -31,18 +31,22 @@ PULL_MAX = 1000  # as many as the Redis peer pops at once (POP_LIMIT)
 class HorologeSystem:
     name = "horologe"
 
-    def __init__(self, root: str, node_toml: str = "") -> None:
-        """``node_toml``: extra settings for every node's config (a comparison run)."""
+    def __init__(self, root: str, node_toml: str = "", nodes: int = 3) -> None:
+        """``node_toml``: extra settings for every node's config (a comparison run);
+        ``nodes``: how many (3 or 5)."""
         self.root = root
         self.node_toml = node_toml
+        self.nodes = nodes
         if node_toml:
             self.name = f"horologe [{'; '.join(node_toml.splitlines())}]"
+        if nodes != 3:
+            self.name = f"horologe [{nodes} nodes]"
         self.cluster: Cluster | None = None
 
     def start(self) -> None:
         shutil.rmtree(self.root, ignore_errors=True)
         os.makedirs(self.root)
-        self.cluster = Cluster(self.root, 3, extra_toml=self.node_toml)
+        self.cluster = Cluster(self.root, self.nodes, extra_toml=self.node_toml)
         self.cluster.start_all()
         self.cluster.wait_leader()
         self.urls = [self.cluster.url(i) for i in self.cluster.indexes]
