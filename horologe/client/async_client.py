@@ -9,7 +9,7 @@ import httpx
 from . import calls, core
 from .calls import Reply
 from .consuming import AHEAD_MS, AsyncSubscription, fetch_and_decode
-from .errors import HorologeError
+from .errors import HorologeError, InvalidRequestError
 from .models import Forecast, MessageStatus, PendingPage, PulledBatch, Rescheduled, Scheduled
 from .push_subscriptions import AsyncPushCalls
 from .schedules import AsyncScheduleCalls
@@ -147,7 +147,13 @@ class AsyncClient(core.ClientSettings, AsyncScheduleCalls, AsyncPushCalls):
     async def _fetch_pull(self, *call) -> Reply:
         """:meth:`pull`'s call (``core.pull_call``'s arguments), its answer not decoded yet
         (:meth:`_pulled` does)."""
-        return await self.request(*core.pull_call(*call), accept=calls.PULL_COLUMNS)
+        name = self.pull_names.next()
+        try:
+            return await self.request(*core.pull_call(*call, name), accept=calls.PULL_COLUMNS)
+        except InvalidRequestError as e:
+            if name is None or not self.pull_names.refused(e):
+                raise
+            return await self.request(*core.pull_call(*call), accept=calls.PULL_COLUMNS)
 
     async def _pulled(self, topic: str, group: str, tags: str | None, reply: Reply) -> PulledBatch:
         """As :meth:`Client._pulled`."""

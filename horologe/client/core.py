@@ -10,6 +10,8 @@ import os
 import secrets
 import ssl
 import struct
+import time
+from collections.abc import Callable
 from urllib.parse import quote, urlencode
 
 import httpx
@@ -125,6 +127,7 @@ class ClientSettings:
         self.token, self.admin_token = token, admin_token
         self.timeout, self.retry_s = timeout, retry_s
         self.transport = transport
+        self.pull_names = PullNames()
 
     def plan(
         self,
@@ -152,13 +155,47 @@ class ClientSettings:
         )
 
 
+class PullNames:
+    """The names pulls carry (``pull_id``): sent again across a failover, a named pull gets
+    what it leased if its answer was lost.
+
+    A node that predates named pulls refuses the field (400 ``unknown_field``), as in a
+    rolling upgrade that updates the clients first. The pull is then sent again unnamed
+    (:meth:`refused`), and pulls go unnamed for ``UNNAMED_S``; then a name is tried again,
+    so that once every node is upgraded pulls are named again without a restart.
+    """
+
+    UNNAMED_S = 300.0
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._unnamed_until = 0.0
+
+    def next(self) -> str | None:
+        return None if self._clock() < self._unnamed_until else secrets.token_hex(8)
+
+    def refused(self, error: HorologeError) -> bool:
+        """Whether ``error`` is a node refusing a pull's name (then pulls go unnamed a while)."""
+        if error.code == "unknown_field" and error.field == "pull_id":
+            self._unnamed_until = self._clock() + self.UNNAMED_S
+            return True
+        return False
+
+
 def pull_call(
-    topic: str, group: str, tags: str | None, max: int, wait_ms: int, visibility_ms: int, ahead_ms: int
+    topic: str,
+    group: str,
+    tags: str | None,
+    max: int,
+    wait_ms: int,
+    visibility_ms: int,
+    ahead_ms: int,
+    pull_id: str | None = None,
 ) -> tuple[str, str, dict]:
-    """A pull's method, path and body. The body names the pull: sent again across a
-    failover, it gets what the pull leased if its answer was lost."""
+    """A pull's method, path and body, named ``pull_id`` if given (:class:`PullNames`)."""
     body = {"group": group, "max": max, "wait_ms": wait_ms, "visibility_ms": visibility_ms}
-    body["pull_id"] = secrets.token_hex(8)
+    if pull_id is not None:
+        body["pull_id"] = pull_id
     if tags is not None:
         body["tags"] = tags
     if ahead_ms:  # absent unless asked for: a node that predates it refuses the field

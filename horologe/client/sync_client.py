@@ -9,7 +9,7 @@ import httpx
 from . import calls, core
 from .calls import Reply
 from .consuming import AHEAD_MS, Subscription, fetch_and_decode
-from .errors import HorologeError
+from .errors import HorologeError, InvalidRequestError
 from .models import Forecast, MessageStatus, PendingPage, PulledBatch, Rescheduled, Scheduled
 from .push_subscriptions import PushCalls
 from .schedules import ScheduleCalls
@@ -155,7 +155,13 @@ class Client(core.ClientSettings, calls.BlockingPool, ScheduleCalls, PushCalls):
     def _fetch_pull(self, *call) -> Reply:
         """:meth:`pull`'s call (``core.pull_call``'s arguments), its answer not decoded yet
         (:meth:`_pulled` does)."""
-        return self.request(*core.pull_call(*call), accept=calls.PULL_COLUMNS)
+        name = self.pull_names.next()
+        try:
+            return self.request(*core.pull_call(*call, name), accept=calls.PULL_COLUMNS)
+        except InvalidRequestError as e:
+            if name is None or not self.pull_names.refused(e):
+                raise
+            return self.request(*core.pull_call(*call), accept=calls.PULL_COLUMNS)
 
     def _pulled(self, topic: str, group: str, tags: str | None, reply: Reply) -> PulledBatch:
         """The batch of a :meth:`_fetch_pull` answer; what the client's own tag check

@@ -21,6 +21,7 @@ from horologe.client import (
     UnavailableError,
 )
 from horologe.client.calls import MSGPACK
+from horologe.client.core import PullNames
 
 N1, N2, N3 = "http://127.0.0.1:8081", "http://127.0.0.1:8082", "http://127.0.0.1:8083"
 TOKEN = "tok"
@@ -187,3 +188,56 @@ def test_raw_mode_raises_unavailable_for_a_node_that_cannot_be_reached():
     with RawClient(transport=httpx.MockTransport(nodes)) as raw, pytest.raises(UnavailableError) as e:
         raw.get(f"{N1}/readyz")
     assert e.value.status == 0
+
+
+class NodeBeforeNamedPulls:
+    """A node that predates named pulls: it refuses ``pull_id`` as an unknown field, as
+    such a node's request rules do, and otherwise answers an empty pull."""
+
+    def __init__(self) -> None:
+        self.names: list[str | None] = []
+
+    def __call__(self, r: httpx.Request) -> httpx.Response:
+        body = json.loads(r.content)
+        self.names.append(body.get("pull_id"))
+        if "pull_id" in body:
+            error = {"code": "unknown_field", "message": "unknown field 'pull_id'", "field": "pull_id"}
+            return httpx.Response(400, json={"error": error})
+        return httpx.Response(200, json={"messages": [], "batch_receipts": []})
+
+
+@pytest.mark.parametrize("kind", ["sync", "async"])
+def test_a_pull_refused_its_name_by_an_older_node_goes_again_unnamed_and_names_come_back_later(kind):
+    node = NodeBeforeNamedPulls()
+    transport = httpx.MockTransport(node)
+    now = [1000.0]
+    client = (Client if kind == "sync" else AsyncClient)([N1], TOKEN, transport=transport)
+    client.pull_names = PullNames(clock=lambda: now[0])
+
+    def pull():
+        if kind == "sync":
+            return client.pull("t", "g")
+
+        async def once():
+            async with client:
+                return await client.pull("t", "g")
+
+        return asyncio.run(once())
+
+    assert pull() == []
+    assert node.names[0] is not None and node.names[1:] == [None]  # refused, sent again unnamed
+    assert pull() == [] and node.names[2:] == [None]  # one request: unnamed while the node is old
+    now[0] += PullNames.UNNAMED_S + 1
+    assert pull() == [] and node.names[3] is not None and node.names[4:] == [None]  # tried again
+
+
+def test_any_other_refusal_of_a_pull_is_raised_as_it_is():
+    def refuse(r: httpx.Request) -> httpx.Response:
+        error = {"code": "unknown_field", "message": "unknown field 'colour'", "field": "colour"}
+        return httpx.Response(400, json={"error": error})
+
+    fake = FakeNodes(p8081=refuse)
+    with Client([N1], TOKEN, transport=httpx.MockTransport(fake)) as client:
+        with pytest.raises(InvalidRequestError, match="colour"):
+            client.pull("t", "g")
+    assert len(fake.seen) == 1
