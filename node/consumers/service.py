@@ -145,6 +145,8 @@ class Consumers:
         # (group, topic, tag filter, origin, ahead_ms) -> (where its last scan stopped, until when that holds)
         self._cursors: dict[tuple, tuple[int, int]] = {}
         self._arrived = asyncio.Event()  # replaced after each notify: a fresh one to wait on
+        # Named pulls running here, by (group, topic, name): a resend of one waits for it.
+        self._named: dict[tuple[str, str, str], asyncio.Future] = {}
         self.ack_commit = GroupCommit(self._propose_acks, ack_window_ms, ack_bytes)
         # Leases apart from acks, with no linger: a pull waits for its leases' entry, which
         # an ack entry in flight would hold back (one proposal in flight per committer).
@@ -317,15 +319,40 @@ class Consumers:
         ahead by the wheel's lead) may be handed out that long before their time.
         ``pull_id``: the pull's name, the same each time it is sent: if a pull of that name
         already leased messages (its answer was lost, with its master or on the way), they
-        are its answer again, with the same lease."""
+        are its answer again, with the same lease; if it still runs here (the client gave
+        up waiting and sent it again), this waits for it and answers the same."""
+        call = (group, topic, tags, max_messages, wait_ms, visibility_ms, ahead_ms)
+        if not pull_id:
+            return await self._pull(*call)
+        named = (group, topic, pull_id)
+        while (running := self._named.get(named)) is not None:
+            await asyncio.shield(running)
+        self._require_master()
+        again = self._again(group, topic, pull_id)
+        if again is not None:
+            return again
+        done = self._named[named] = asyncio.get_running_loop().create_future()
+        try:
+            return await self._pull(*call, pull_id)
+        finally:
+            if self._named.get(named) is done:
+                del self._named[named]
+            done.set_result(None)
+
+    async def _pull(
+        self,
+        group: str,
+        topic: str,
+        tags: str | None,
+        max_messages: int,
+        wait_ms: int,
+        visibility_ms: int,
+        ahead_ms: int,
+        pull_id: str | None = None,
+    ) -> Pulled:
         filt = TagFilter.parse(tags)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + wait_ms / 1000
-        if pull_id:
-            self._require_master()
-            again = self._again(group, topic, pull_id)
-            if again is not None:
-                return again
         while True:
             self._require_master()  # again after every wait: the role may have gone meanwhile
             out = Taken()

@@ -333,3 +333,26 @@ def test_a_named_pull_sent_again_after_its_master_died_gets_what_it_leased(log):
         assert len((await successor.pull("g", "t", None, 10, 0, 30_000, pull_id="p2")).taken) == 2
 
     asyncio.run(run())
+
+
+def test_a_named_pull_sent_again_while_it_still_runs_on_the_same_master_gets_its_answer(log):
+    """The SDK timed out on a long poll and sent the same pull again to the same master
+    while the first still waited there. The second waits for the first, then answers with
+    what the first leased: not other messages, which nobody would then hold but a pull
+    whose answer is lost, until their lease ends."""
+
+    async def run() -> None:
+        consumers = consumers_over(log)
+        first = asyncio.create_task(consumers.pull("g", "t", None, 3, 5_000, 30_000, pull_id="p1"))
+        await asyncio.sleep(0.05)
+        again = asyncio.create_task(consumers.pull("g", "t", None, 3, 5_000, 30_000, pull_id="p1"))
+        await asyncio.sleep(0.05)
+        await _deliver(log, 5)
+        consumers.notify()
+        a, b = await first, await again
+        assert len(a.taken) == 3
+        assert [bytes(r) for r in b.taken.records] == [bytes(r) for r in a.taken.records]
+        other = as_json(await consumers.pull("g", "t", None, 10, 0, 30_000, pull_id="p2"), T)["messages"]
+        assert [m["body"] for m in other] == ["m3", "m4"]
+
+    asyncio.run(run())
