@@ -316,16 +316,22 @@ class Storage(StoreReads):
         return written
 
     def link_for_backup(self, name: str) -> tuple[str, dict]:
-        """A snapshot (:meth:`snapshot`) in ``BACKUP_DIR/name``, and the checkpoint it holds.
+        """Hard links to every committed file in the new folder ``BACKUP_DIR/name``, and the
+        checkpoint naming their committed lengths: a snapshot, as :meth:`snapshot`, without
+        a journal file or the heads caches (a backup sends neither). O(files).
 
-        It lies inside the store's folder, so its hard links never cross a filesystem (the
+        The folder lies inside the store's, so its links never cross a filesystem (the
         store may be a volume of its own), and a restore that replaces the store leaves it
         where it is. The caller removes it when done; an open removes what is left.
         """
+        if self._tx is not None:
+            raise StorageError("link_for_backup() inside apply()")
+        self.sync()
+        record = self.journal.state.checkpoint_record()
         dest = os.path.join(self.directory, BACKUP_DIR, name)
         os.makedirs(os.path.dirname(dest), exist_ok=True)
-        self.snapshot(dest)
-        return dest, self.journal.state.checkpoint_record()
+        _materialize(self.directory, dest, record["files"], 0, link_all=True, caches=False)
+        return dest, record
 
     def sync(self) -> None:
         """Make everything applied so far durable: a sync point (commit_journal.py), if the
@@ -391,10 +397,16 @@ class Storage(StoreReads):
 
 
 def _materialize(
-    src: str, dest: str, files: dict[str, int], sealed_before_hour: int, link_all: bool = False
+    src: str,
+    dest: str,
+    files: dict[str, int],
+    sealed_before_hour: int,
+    link_all: bool = False,
+    caches: bool = True,
 ) -> list[str]:
     """Copy committed files from ``src`` to the new folder ``dest``; hard-link sealed ones
-    whole, or with ``link_all`` every file (see :meth:`Storage.snapshot`)."""
+    whole, or with ``link_all`` every file (see :meth:`Storage.snapshot`); and the heads
+    caches, unless ``caches`` is false."""
     os.makedirs(dest, exist_ok=False)
     written = []
     for rel, length in sorted(files.items()):
@@ -409,14 +421,14 @@ def _materialize(
         else:
             _copy_prefix(s, d, length)
         written.append(rel)
-        if rel.endswith(".idx"):
+        if caches and rel.endswith(".idx"):
             heads = s[: -len(".idx")] + ".heads"
             if os.path.exists(heads):
                 shutil.copyfile(heads, d[: -len(".idx")] + ".heads")
     # The key heads cache is replaced whole (os.replace), never written in place: a link
     # keeps the snapshot's copy as it is now.
     key_heads = os.path.join(src, KEY_HEADS_NAME)
-    if os.path.exists(key_heads):
+    if caches and os.path.exists(key_heads):
         os.makedirs(os.path.join(dest, "keys"), exist_ok=True)
         try:
             os.link(key_heads, os.path.join(dest, KEY_HEADS_NAME))

@@ -8,7 +8,7 @@ import os
 from collections.abc import Iterator
 
 from horologe import __version__
-from horologe.storage.commit_journal import JOURNAL_NAME
+from horologe.storage.commit_journal import JOURNAL_NAME, checkpoint_file
 
 from ..raft import tar_stream
 from ..raft.backup_point import BackupPoint
@@ -19,28 +19,28 @@ CHUNK = 1 << 20
 
 def store_bytes(point: BackupPoint) -> int:
     """What the store's files weigh in the backup (its tar adds headers and padding)."""
-    return sum(point.files.values()) + os.path.getsize(os.path.join(point.folder, JOURNAL_NAME))
+    return len(checkpoint_file(point.checkpoint)) + sum(point.checkpoint["files"].values())
 
 
 def backup_chunks(point: BackupPoint, node_id: str, taken_at_ms: int, chunk: int = CHUNK) -> Iterator[bytes]:
-    """The backup of ``point`` as a tar, in chunks; the manifest comes last, with the SHA-256
+    """The backup of ``point`` as a tar, in chunks: ``store/commits.log`` holding the
+    checkpoint, every file up to its committed length, then the manifest, with the SHA-256
     of every file as it was read here."""
-    files = {JOURNAL_NAME: os.path.getsize(os.path.join(point.folder, JOURNAL_NAME)), **point.files}
-    members = [
-        (STORE_PREFIX + rel, os.path.join(point.folder, rel), size) for rel, size in sorted(files.items())
-    ]
+    journal_name, journal = STORE_PREFIX + JOURNAL_NAME, checkpoint_file(point.checkpoint)
+    files = sorted(point.checkpoint["files"].items())
+    members = [(STORE_PREFIX + r, os.path.join(point.folder, r), size) for r, size in files]
     digests = {name: hashlib.sha256() for name, _path, _size in members}
+    sums = {journal_name: FileSum(len(journal), hashlib.sha256(journal).hexdigest())}
 
     def manifest() -> Iterator[bytes]:  # once every file is read
-        raft = RaftPoint(point.entries[1][1], point.term, [(i, t, c) for c, i, t in point.entries])
-        sums = {name: FileSum(size, digests[name].hexdigest()) for name, _path, size in members}
+        sums.update({name: FileSum(size, digests[name].hexdigest()) for name, _path, size in members})
         made = Manifest(
             format=FORMAT,
             version=VERSION,
             node_id=node_id,
             taken_at_ms=taken_at_ms,
             horologe_version=__version__,
-            raft=raft,
+            raft=RaftPoint(point.entries[1][1], point.term, [(i, t, c) for c, i, t in point.entries]),
             store_index=point.store_index,
             files=sums,
         )
@@ -48,4 +48,5 @@ def backup_chunks(point: BackupPoint, node_id: str, taken_at_ms: int, chunk: int
         yield tar_stream.END
 
     read = tar_stream.file_members(members, chunk, lambda name, data: digests[name].update(data))
-    return tar_stream.rechunk(itertools.chain(read, manifest()), chunk)
+    head = (tar_stream.bytes_member(journal_name, journal),)
+    return tar_stream.rechunk(itertools.chain(head, read, manifest()), chunk)

@@ -10,8 +10,8 @@ RaftEntry = tuple[bytes, int, int]  # (command, index, term), as pysyncobj keeps
 
 
 class BackupPoint(NamedTuple):
-    folder: str  # the store's files, hard-linked, with a commits.log of the checkpoint
-    files: dict[str, int]  # every file the checkpoint names -> its committed length
+    folder: str  # the store's files, hard-linked (Storage.link_for_backup)
+    checkpoint: dict  # the store's journal checkpoint: every file and its committed length
     store_index: int  # the last Raft index the store applied
     entries: tuple[RaftEntry, RaftEntry]  # (the entry before the last applied, the last applied)
     term: int  # the node's current term: a restored node starts there
@@ -33,4 +33,4 @@ def take_point(store: Storage, name: str, entry_at, last_applied: int, term: int
         )
     entries = tuple((bytes(c), i, t) for c, i, t in (entry_at(last_applied - 1), entry_at(last_applied)))
     folder, record = store.link_for_backup(name)
-    return BackupPoint(folder, dict(record["files"]), store.applied_index, entries, term)
+    return BackupPoint(folder, record, store.applied_index, entries, term)
