@@ -166,12 +166,15 @@ class Cluster:
             time.sleep(0.1)
         raise TimeoutError("no agreed master")
 
-    def catch_up(self, i: int, timeout_s: float = 30.0, behind: int = 2) -> None:
-        """Until node i has applied all but ``behind`` entries of what the master has."""
+    def catch_up(
+        self, i: int, timeout_s: float = 30.0, behind: int = 2, among: list[int] | None = None
+    ) -> None:
+        """Until node i has applied all but ``behind`` entries of what the master has (the
+        master every live node, or ``among``, agrees on)."""
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             try:
-                m = self.status(self.wait_leader(timeout_s=max(0.1, deadline - time.monotonic())))
+                m = self.status(self.wait_leader(among, timeout_s=max(0.1, deadline - time.monotonic())))
                 if self.status(i)["applied_index"] >= m["applied_index"] - behind:
                     return
             except (HorologeError, TimeoutError):  # a node still starting, or an election

@@ -28,10 +28,16 @@ to a follower that is too far behind for the log. Ours never holds the data itse
   Installing it unpacks the tar (O(data): it is a catch-up), restores the store from it,
   then replaces the shipped file with a local dump. A file without a magic is the
   previous version's shipped format (``u64 n | pickle, n bytes | tar``), read as one.
+
+Both pickle pysyncobj's node objects, our :class:`~horologe.cluster.raft.dial_node.DialNode`,
+by module and class name. Dumps written before the module moved into ``cluster/raft/``
+name ``horologe.cluster.dial_node``; :func:`load_raft_data` reads them under the name it
+has now (:data:`MOVED_MODULES`), so a node upgraded over such a dump does not halt.
 """
 
 from __future__ import annotations
 
+import io
 import logging
 import os
 import pickle
@@ -55,6 +61,20 @@ from ..errors import StoreBehindDumpError
 log = logging.getLogger(__name__)
 
 LEGACY_HEADER = struct.Struct("<Q")
+# Modules whose classes older dumps pickled, under the names they have now.
+MOVED_MODULES = {"horologe.cluster.dial_node": "horologe.cluster.raft.dial_node"}
+
+
+class _RaftDataUnpickler(pickle.Unpickler):
+    def find_class(self, module: str, name: str):
+        return super().find_class(MOVED_MODULES.get(module, module), name)
+
+
+def load_raft_data(data: bytes):
+    """pysyncobj's raft data, pickled in a dump of this version or an older one."""
+    return _RaftDataUnpickler(io.BytesIO(data)).load()
+
+
 # What the previous version left beside the dump: a linked store folder, a tar being written.
 LEFTOVERS = ("snapshot.dir", "snapshot.next", "snapshot.restore")
 
@@ -92,7 +112,7 @@ def read_local(path: str) -> LocalDump | None:
         buf = bytes(MAGIC_SIZE) + f.read()
     try:
         record = msgpack.unpackb(read_frame(buf, MAGIC_SIZE, path), raw=False, strict_map_key=False)
-        return LocalDump(int(record["index"]), pickle.loads(record["raft"]), record["store"])
+        return LocalDump(int(record["index"]), load_raft_data(record["raft"]), record["store"])
     except (ValueError, TypeError, KeyError, msgpack.UnpackException, pickle.UnpicklingError) as e:
         raise CorruptLogError(path, MAGIC_SIZE, f"unreadable dump manifest: {e}") from e
 
@@ -110,10 +130,10 @@ def read_shipped(path: str, staging: str):
         if head == magic(RAFT_SHIPPED):
             (n,) = FRAME_HEAD.unpack(f.read(FRAME_HEAD.size))
             f.seek(MAGIC_SIZE)
-            raft_data = pickle.loads(read_frame(f.read(n + FRAME_OVERHEAD), 0, path))
+            raft_data = load_raft_data(read_frame(f.read(n + FRAME_OVERHEAD), 0, path))
         elif len(head) == LEGACY_HEADER.size:  # the previous version's format: u64 n | pickle | tar
             (n,) = LEGACY_HEADER.unpack(head)
-            raft_data = pickle.loads(f.read(n))
+            raft_data = load_raft_data(f.read(n))
         else:
             raise CorruptLogError(path, 0, "not a Raft dump")
         with tarfile.open(fileobj=f, mode="r|") as tar:

@@ -2,17 +2,28 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import pickle
 import struct
+import sys
 import tarfile
 
 import pytest
 from pysyncobj import SERIALIZER_STATE
 
 from horologe.cluster.errors import StoreBehindDumpError
-from horologe.cluster.raft.dump_file import DumpWriter, LocalDump, check_not_behind, read_local, read_shipped
+from horologe.cluster.raft import dial_node
+from horologe.cluster.raft.dial_node import DialNode
+from horologe.cluster.raft.dump_file import (
+    DumpWriter,
+    LocalDump,
+    check_not_behind,
+    read_local,
+    read_shipped,
+    write_local,
+)
 from horologe.cluster.raft.snapshot_stream import ShippingSerializer, tar_chunks
 from horologe.storage import Message, Storage, StorageConfig, check_store
 from horologe.storage.errors import CorruptLogError
@@ -131,6 +142,42 @@ def test_the_previous_versions_shipped_format_is_still_read(tmp_path):
     assert read_shipped(str(tmp_path / "old"), str(tmp_path / "out")) == ("raft data", 1)
     with Storage(str(tmp_path / "out" / "store"), read_only=True) as copy:
         assert check_store(copy) == expected
+
+
+@contextlib.contextmanager
+def _dial_node_under_its_old_module():
+    """Pickles made inside name DialNode's module as releases before cluster/raft/ did:
+    ``horologe.cluster.dial_node``."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setitem(sys.modules, "horologe.cluster.dial_node", dial_node)
+        mp.setattr(DialNode, "__module__", "horologe.cluster.dial_node")
+        yield
+    assert "horologe.cluster.dial_node" not in sys.modules
+
+
+def test_dumps_of_releases_before_the_raft_folder_are_read(tmp_path):
+    """Their pickles name DialNode's old module; a node upgraded over one halted at start."""
+    peers = {"127.0.0.1:7001", "127.0.0.1:7002"}
+    raft_data = ((b"cmd", 7, 1), (b"before", 6, 1), {DialNode(a) for a in peers})
+    with _store(tmp_path / "store"):
+        pass
+    with _dial_node_under_its_old_module():
+        # The manifest (HZSNAP), and the format before it: u64 n | pickle | tar.
+        write_local(str(tmp_path / "manifest"), LocalDump(7, raft_data, {"files": {}}))
+        old = pickle.dumps(raft_data, protocol=4)
+        buf = io.BytesIO()
+        buf.write(struct.pack("<Q", len(old)) + old)
+        with tarfile.open(fileobj=buf, mode="w|") as tar:
+            tar.add(str(tmp_path / "store"), arcname="store")
+        (tmp_path / "tar").write_bytes(buf.getvalue())
+    with pytest.raises(ModuleNotFoundError):
+        pickle.loads(old)
+    for cluster in (
+        read_local(str(tmp_path / "manifest")).raft_data[2],
+        read_shipped(str(tmp_path / "tar"), str(tmp_path / "out"))[2],
+    ):
+        assert {n.address for n in cluster} == peers
+        assert all(type(n) is DialNode for n in cluster)
 
 
 def test_a_damaged_manifest_is_refused(tmp_path):
