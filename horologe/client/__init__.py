@@ -22,6 +22,7 @@ from .errors import (
     UnavailableError,
 )
 from .models import (
+    Backlog,
     Forecast,
     MessageStatus,
     PendingMessage,
@@ -42,6 +43,7 @@ __all__ = [
     "AlreadyDeliveredError",
     "AsyncClient",
     "AuthError",
+    "Backlog",
     "CertificateError",
     "Client",
     "ConflictError",

@@ -10,7 +10,7 @@ from . import calls, core
 from .calls import Reply
 from .consuming import AHEAD_MS, AsyncSubscription, fetch_and_decode
 from .errors import HorologeError, InvalidRequestError
-from .models import Forecast, MessageStatus, PendingPage, PulledBatch, Rescheduled, Scheduled
+from .models import Backlog, Forecast, MessageStatus, PendingPage, PulledBatch, Rescheduled, Scheduled
 from .push_subscriptions import AsyncPushCalls
 from .schedules import AsyncScheduleCalls
 
@@ -206,6 +206,16 @@ class AsyncClient(core.ClientSettings, AsyncScheduleCalls, AsyncPushCalls):
 
     async def node_status(self) -> dict:
         return core.to_node_status(await self._call("GET", "/admin/status", admin=True))
+
+    async def backlog(self, topic: str, group: str) -> Backlog:
+        """As :meth:`Client.backlog`."""
+        path = f"/v1/topics/{quote(topic, safe='')}/groups/{quote(group, safe='')}"
+        return Backlog(**await self._call("GET", path))
+
+    async def purge(self, topic: str, group: str) -> int:
+        """As :meth:`Client.purge`."""
+        reply = await self._call("POST", f"/v1/topics/{quote(topic, safe='')}/purge", {"group": group})
+        return reply["purged"]
 
     async def release_master(self, to: str | None = None) -> dict:
         body = {"to": to} if to else {}

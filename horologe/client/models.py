@@ -54,6 +54,17 @@ class Forecast:
 
 
 @dataclass(frozen=True)
+class Backlog:
+    """A group's backlog on a topic (``GET /v1/topics/{topic}/groups/{group}``)."""
+
+    topic: str
+    group: str
+    unacked: int  # delivered messages the group has not acked
+    leased: int  # of those, held by a consumer
+    waiting: int  # of those, due and waiting for a pull: the queue's length
+
+
+@dataclass(frozen=True)
 class PendingMessage:
     """A scheduled message not yet delivered (``GET /v1/topics/{topic}/pending``)."""
 

@@ -10,7 +10,7 @@ from . import calls, core
 from .calls import Reply
 from .consuming import AHEAD_MS, Subscription, fetch_and_decode
 from .errors import HorologeError, InvalidRequestError
-from .models import Forecast, MessageStatus, PendingPage, PulledBatch, Rescheduled, Scheduled
+from .models import Backlog, Forecast, MessageStatus, PendingPage, PulledBatch, Rescheduled, Scheduled
 from .push_subscriptions import PushCalls
 from .schedules import ScheduleCalls
 
@@ -216,6 +216,16 @@ class Client(core.ClientSettings, calls.BlockingPool, ScheduleCalls, PushCalls):
         (the master's epoch ms). A lease that already ended is not renewed."""
         body = {"group": group, "receipts": receipts, "visibility_ms": visibility_ms}
         return self._call("POST", f"/v1/topics/{_quote(topic)}/extend", body)
+
+    def backlog(self, topic: str, group: str) -> Backlog:
+        """The group's messages of ``topic`` it has not acked, of those leased, and waiting
+        for a pull (the queue's length)."""
+        return Backlog(**self._call("GET", f"/v1/topics/{_quote(topic)}/groups/{quote(group, safe='')}"))
+
+    def purge(self, topic: str, group: str) -> int:
+        """Ack every due message of ``topic`` the group has not acked and no consumer holds
+        (a task queue's purge; no undo): how many. Leased and later messages stay."""
+        return self._call("POST", f"/v1/topics/{_quote(topic)}/purge", {"group": group})["purged"]
 
     # -- admin --------------------------------------------------------------------
 

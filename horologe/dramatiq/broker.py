@@ -14,17 +14,20 @@ and closing the consumer release the leases of what was not processed.
 from __future__ import annotations
 
 import logging
+import time
 
 import dramatiq
 from dramatiq.broker import Broker, Consumer, MessageProxy
+from dramatiq.errors import QueueJoinTimeout
 
-from horologe.client import Client, HorologeError, UnavailableError
+from horologe.client import AlreadyDeliveredError, Client, HorologeError, NotFoundError, UnavailableError
 from horologe.client.acker import Acker
 from horologe.client.task_keys import task_key, topic_name
 
 log = logging.getLogger(__name__)
 
 MAX_PULL = 1000
+JOIN_POLL_S = 0.1
 
 
 class HorologeBroker(Broker):
@@ -78,13 +81,31 @@ class HorologeBroker(Broker):
         return set()
 
     def flush(self, queue_name: str) -> None:
-        raise NotImplementedError("flushing a Horologe queue is not supported")
+        """Drop the queue's messages: those scheduled (cancelled), then those due and waiting
+        for a worker (purged). Messages a worker holds stay with it."""
+        topic = self.topic(queue_name)
+        while messages := self.client.pending(topic, limit=1000).messages:
+            for m in messages:
+                try:
+                    self.client.cancel(m.id)
+                except (AlreadyDeliveredError, NotFoundError):
+                    pass  # fell due meanwhile: the purge below drops it
+        self.client.purge(topic, topic)
 
     def flush_all(self) -> None:
-        raise NotImplementedError("flushing Horologe queues is not supported")
+        """:meth:`flush` every queue declared here."""
+        for queue_name in self.get_declared_queues():
+            self.flush(queue_name)
 
     def join(self, queue_name: str, *, timeout: int | None = None) -> None:
-        raise NotImplementedError("joining a Horologe queue is not supported")
+        """Wait until the queue holds nothing: nothing scheduled, and every message
+        delivered acked. ``timeout``: ms, then :class:`dramatiq.errors.QueueJoinTimeout`."""
+        topic = self.topic(queue_name)
+        deadline = None if timeout is None else time.monotonic() + timeout / 1000
+        while self.client.backlog(topic, topic).unacked or self.client.pending(topic, limit=1).messages:
+            if deadline is not None and time.monotonic() > deadline:
+                raise QueueJoinTimeout(queue_name)
+            time.sleep(JOIN_POLL_S)
 
     def close(self) -> None:
         self.client.close()

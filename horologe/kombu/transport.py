@@ -212,12 +212,17 @@ class Channel(virtual.Channel):
         self.client.nack(topic, group, [receipt], dead_letter=True)
 
     def _size(self, queue) -> int:
-        return 0  # not known per group yet: kombu only shows it
+        """Tasks due and waiting for a worker (not those a worker holds, nor those whose
+        countdown or eta has not come)."""
+        topic = self._topic(queue)
+        return self.client.backlog(topic, topic).waiting
 
-    def _purge(self, queue):
-        raise NotImplementedError(
-            "purging a Horologe queue is not supported: cancel scheduled tasks by key (revoke_scheduled)"
-        )
+    def _purge(self, queue) -> int:
+        """``celery purge``: drop the tasks due and waiting for a worker. Tasks a worker holds
+        stay with it; tasks whose countdown or eta has not come stay scheduled (cancel
+        those with ``revoke_scheduled``)."""
+        topic = self._topic(queue)
+        return self.client.purge(topic, topic)
 
     def _new_queue(self, queue, **kwargs) -> None:
         pass

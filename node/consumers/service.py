@@ -44,6 +44,7 @@ log = logging.getLogger(__name__)
 SCAN_CHUNK = 65_536
 CURSOR_MS = 10_000  # how long a scan's stopping point is trusted without a lease to bound it
 SCAN_LIMIT = 4 * SCAN_CHUNK  # ready entries one pull turn reads (the loop waits meanwhile)
+BACKLOG_CHUNK = SCAN_CHUNK  # ready entries a backlog count or a purge reads per turn of the loop
 
 
 @dataclass(frozen=True)
@@ -547,6 +548,51 @@ class Consumers:
         if held:
             await self._commit([(g, t, lo, hi, until, token) for g, t, lo, hi, token in held])
         return sum(hi - lo for _, _, lo, hi, _ in held), until
+
+    # -- a group's backlog --------------------------------------------------------------
+
+    async def backlog(self, group: str, topic: str) -> dict:
+        """``group``'s messages of ready log ``topic`` it has not acked (``unacked``), of
+        those how many a consumer holds (``leased``: a lease not ended), and how many wait
+        for a pull (``waiting``: the rest, due). A task queue's queue length is ``waiting``."""
+        self._require_master()
+        now = self._clock()
+        unacked = self.view.unacked_count(group, topic)
+        leased = sum(1 for until in self._leases_of(group, topic).values() if until > now)
+        waiting = await self._unheld(group, topic, now)
+        return {"topic": topic, "group": group, "unacked": unacked, "leased": leased, "waiting": len(waiting)}
+
+    async def purge(self, group: str, topic: str) -> int:
+        """Ack every message of ready log ``topic`` that ``group`` has not acked, that is
+        due, and that no consumer holds: what a task queue's purge drops. Leased ones stay
+        with their consumers; messages due later (still scheduled, or fired ahead) stay too.
+        How many were acked."""
+        self._require_master()
+        unheld = await self._unheld(group, topic, self._clock())
+        acks = [(group, topic, lo, hi) for lo, hi in to_ranges(unheld)]
+        if acks:
+            await self._commit(acks)
+        return sum(hi - lo for *_, lo, hi in acks)
+
+    async def _unheld(self, group: str, topic: str, now: int) -> list[int]:
+        """The positions of ``topic``'s ready log that ``group`` has not acked, that are due
+        by ``now``, and that no lease holds. Read in chunks, the loop free between two."""
+        reads = self.view.reads
+        progress = self.view.group_progress(group, topic)
+        start = max(progress.committed, reads.ready_base(topic))
+        end = reads.ready_count(topic)
+        held = np.fromiter(
+            (o for o, until in self._leases_of(group, topic).items() if until > now), dtype=np.int64
+        )
+        out: list[int] = []
+        while start < end:
+            rows = reads.read_ready(topic, start, min(end, start + BACKLOG_CHUNK))
+            offsets = start + np.arange(len(rows), dtype=np.int64)
+            free = ~progress.acked_mask(offsets) & (rows["deliver_at_ms"] <= now) & ~np.isin(offsets, held)
+            out += offsets[free].tolist()
+            start += len(rows)
+            await asyncio.sleep(0)
+        return out
 
     def _release(self, acks: list[tuple[str, str, int, int]]) -> None:
         for group, topic, lo, hi in acks:

@@ -37,7 +37,7 @@ async def backup(request: web.Request) -> web.StreamResponse:
     async with request.app[SERVICE].backups.open() as (point, chunks):
         response = web.StreamResponse(
             headers={
-                "Content-Type": "application/x-tar",
+                "Content-Type": "application/octet-stream",  # a tar
                 "Horologe-Backup-Index": str(point.entries[1][1]),
                 "Horologe-Backup-Bytes": str(store_bytes(point)),
             }

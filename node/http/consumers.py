@@ -7,7 +7,13 @@ from aiohttp import web
 
 from ..consumers import wire as pull_wire
 from .common import SERVICE, answer, json_body
-from .rules.messages import parse_consumer_request, parse_dlq_group, parse_dlq_peek, parse_requeue
+from .rules.messages import (
+    parse_backlog,
+    parse_consumer_request,
+    parse_dlq_group,
+    parse_dlq_peek,
+    parse_requeue,
+)
 
 routes = web.RouteTableDef()
 
@@ -69,6 +75,22 @@ async def extend(request: web.Request) -> web.Response:
     svc, req = await _consumer_request(request, "extend")
     extended, until = await svc.consumers.extend(req["group"], req["receipts"], req["visibility_ms"])
     return answer(200, {"extended": extended, "lease_until": until})
+
+
+@routes.get("/v1/topics/{topic}/groups/{group}")
+async def backlog(request: web.Request) -> web.Response:
+    """A group's backlog on a topic: unacked, of those leased, and waiting for a pull."""
+    svc = request.app[SERVICE]
+    topic, group = parse_backlog(request.match_info["topic"], request.match_info["group"])
+    svc.require_master()
+    return answer(200, await svc.consumers.backlog(group, topic))
+
+
+@routes.post("/v1/topics/{topic}/purge")
+async def purge(request: web.Request) -> web.Response:
+    """Ack every due message the group has not acked and no consumer holds (a task queue's purge)."""
+    svc, req = await _consumer_request(request, "purge")
+    return answer(200, {"purged": await svc.consumers.purge(req["group"], req["topic"])})
 
 
 @routes.get("/admin/dlq/{group}")

@@ -24,9 +24,8 @@ from testkit.task_queues import (
 )
 
 N = 240
-# Leases of 10 s (tasks take milliseconds), so that a task whose lease outlived a lost pull
-# answer (a pull sent again on the same master while its first commit was still under way:
-# docs/task-queues.md) still runs within the 90 s the test waits.
+# Leases of 10 s (tasks take milliseconds): a task whose pull answer was lost some way the
+# named pulls do not cover still runs within the 90 s the test waits.
 RETRIED = 20  # tasks that retry once, 2 s later: a retry is a message of its own
 
 
@@ -99,3 +98,28 @@ def test_revoke_scheduled_cancels_a_waiting_task_with_no_worker_running(cluster,
     assert horologe.kombu.revoke_scheduled(app, task.id) is True  # cancelled, as before
     assert horologe.kombu.revoke_scheduled(app, "no-such-task") is False
     assert list(cluster.client(0).pending("rv").messages) == []
+
+
+def test_celery_purge_drops_the_due_tasks_waiting_and_keeps_the_scheduled_ones(cluster, monkeypatch):
+    from celery import Celery
+
+    import horologe.kombu  # noqa: F401 - registers the transport
+
+    monkeypatch.setenv("HOROLOGE_CLIENT_TOKEN", CLIENT)
+    nodes = ",".join(cluster.url(i).removeprefix("http://") for i in cluster.indexes)
+    app = Celery("pg", broker=f"horologe://{nodes}")
+    app.conf.task_default_queue = "pg"
+    client = cluster.client(0)
+    for _ in range(5):
+        app.send_task("pg.now")
+    later = app.send_task("pg.later", countdown=60)
+    deadline = time.monotonic() + 10
+    while client.backlog("pg", "pg").waiting < 5:  # due tasks reach the ready log at the wheel's next tick
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    with app.connection_for_write() as conn:
+        assert conn.default_channel.queue_declare("pg", passive=True).message_count == 5  # kombu's _size
+    assert app.control.purge() == 5  # what `celery purge` calls
+    assert client.backlog("pg", "pg").waiting == 0
+    assert client.pull("pg", "pg", max=10) == []  # no worker will get them
+    assert [m.key for m in client.pending("pg").messages] == [f"celery:{later.id}:0"]  # still scheduled

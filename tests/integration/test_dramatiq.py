@@ -9,6 +9,9 @@ import sys
 import textwrap
 import time
 
+import pytest
+
+from testkit.process_cluster import CLIENT
 from testkit.task_queues import (
     app_module,
     executions,
@@ -74,3 +77,37 @@ def test_dramatiq_messages_run_once_on_time_across_a_release_and_a_sigkilled_mas
     assert v.twice == [], "a message was processed twice"
     assert v.lost == [], "a message was never processed"
     assert v.early == [], "a message was processed before its time"
+
+
+def test_flush_drops_waiting_and_scheduled_messages_and_join_waits_for_the_rest(cluster):
+    import dramatiq
+    from dramatiq.errors import QueueJoinTimeout
+
+    from horologe.dramatiq import HorologeBroker
+
+    broker = HorologeBroker([cluster.url(i) for i in cluster.indexes], CLIENT)
+    client = cluster.client(0)
+    ran: list[int] = []
+    job = dramatiq.actor(ran.append, broker=broker, actor_name="job", queue_name="fl")
+    for n in range(3):
+        job.send(n)
+    for n in range(3, 5):
+        job.send_with_options(args=(n,), delay=60_000)
+    deadline = time.monotonic() + 10
+    while client.backlog("fl", "fl").waiting < 3:  # due messages reach the ready log at the wheel's next tick
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    broker.flush_all()
+    assert client.backlog("fl", "fl").unacked == 0 and client.pending("fl").messages == []
+    job.send(9)
+    job.send_with_options(args=(10,), delay=1_000)
+    with pytest.raises(QueueJoinTimeout):
+        broker.join("fl", timeout=300)  # no worker yet
+    worker = dramatiq.Worker(broker, worker_threads=1)
+    worker.start()
+    try:
+        broker.join("fl", timeout=30_000)
+    finally:
+        worker.stop()
+        broker.close()
+    assert sorted(ran) == [9, 10]

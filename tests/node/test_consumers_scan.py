@@ -356,3 +356,34 @@ def test_a_named_pull_sent_again_while_it_still_runs_on_the_same_master_gets_its
         assert [m["body"] for m in other] == ["m3", "m4"]
 
     asyncio.run(run())
+
+
+def test_a_purge_acks_what_waits_and_leaves_leased_and_later_messages_alone(log):
+    """A task queue's purge: the due messages nobody holds are acked; a consumer keeps what
+    it leased (and can still ack it), and another group keeps all of its own."""
+
+    async def run() -> None:
+        await _deliver(log, 5)
+        consumers = consumers_over(log)
+        held = await consumers.pull("g", "t", None, 2, 0, 30_000)
+        assert await consumers.backlog("g", "t") == {
+            "topic": "t",
+            "group": "g",
+            "unacked": 5,
+            "leased": 2,
+            "waiting": 3,
+        }
+        assert await consumers.purge("g", "t") == 3
+        assert await consumers.backlog("g", "t") == {
+            "topic": "t",
+            "group": "g",
+            "unacked": 2,
+            "leased": 2,
+            "waiting": 0,
+        }
+        assert len((await consumers.pull("g", "t", None, 10, 0, 30_000)).taken) == 0
+        assert await consumers.ack("g", held.batch_receipts) == 2
+        assert len((await consumers.pull("other", "t", None, 10, 0, 30_000)).taken) == 5  # one group's purge
+        assert await consumers.purge("g", "t") == 0
+
+    asyncio.run(run())

@@ -133,6 +133,18 @@ class LeasesReleased(Answer):
     ]
 
 
+class Backlog(Answer):
+    topic: str
+    group: str
+    unacked: Annotated[int, Meta(ge=0, description="messages of the ready log the group has not acked")]
+    leased: Annotated[int, Meta(ge=0, description="of those, the ones a consumer holds (a lease not ended)")]
+    waiting: Annotated[int, Meta(ge=0, description="of those, the ones due and waiting for a pull")]
+
+
+class Purged(Answer):
+    purged: Annotated[int, Meta(ge=0, description="messages acked: due, unacked, held by no consumer")]
+
+
 class Extended(Answer):
     extended: Annotated[int, Meta(ge=0, description="messages whose lease these receipts still held")]
     lease_until: Annotated[int, Meta(description="their lease's new end, epoch ms by the master's clock")]
@@ -382,7 +394,7 @@ class Unavailable(Error):
 
 ANSWERS = (
     Scheduled, BatchScheduled, BatchResults, MessageStatus, Rescheduled, BatchRescheduled, RescheduleResults,
-    Cancelled, Pulled, Acked, Nacked, LeasesReleased, Extended, Released, Status, Readiness, Forecast,
-    PendingList, DlqPeek, Requeued, Health, ScheduleList, ScheduleDeleted, Subscription, SubscriptionDeleted,
-    Error, Unavailable,
+    Cancelled, Pulled, Acked, Nacked, LeasesReleased, Backlog, Purged, Extended, Released, Status, Readiness,
+    Forecast, PendingList, DlqPeek, Requeued, Health, ScheduleList, ScheduleDeleted, Subscription,
+    SubscriptionDeleted, Error, Unavailable,
 )  # fmt: skip

@@ -379,6 +379,26 @@ ROUTES: dict[tuple[str, str], dict] = {
         parameters=(TOPIC,),
         errors=("Unprocessable",),
     ),
+    ("get", "/v1/topics/{topic}/groups/{group}"): operation(
+        "get_backlog",
+        CONSUMERS,
+        "A group's backlog on the topic: unacked, of those leased, and waiting for a pull",
+        CLIENT,
+        {"200": answer("The group's counts, by the master's leases and clock.", "Backlog")},
+        parameters=(path_param("topic", ref("Name"), "a topic"), GROUP),
+        errors=("BadRequest",),
+    ),
+    ("post", "/v1/topics/{topic}/purge"): operation(
+        "purge_messages",
+        CONSUMERS,
+        "Ack every due message the group has not acked and no consumer holds (a task queue's purge)",
+        CLIENT,
+        {"200": answer("How many messages were acked.", "Purged")},
+        body="Group",
+        parameters=(TOPIC,),
+        description="Leased messages stay with their consumers (their receipts still ack them), and "
+        "messages not yet due stay scheduled; only this group's progress moves. There is no undo.",
+    ),
     ("post", "/v1/topics/{topic}/ack"): operation(
         "ack_messages",
         CONSUMERS,
@@ -515,11 +535,12 @@ ROUTES: dict[tuple[str, str], dict] = {
         ADMIN,
         {
             "200": {
-                "description": "A tar: `store/commits.log`, every store file up to its committed length, "
-                "then `backup.json` with the Raft index and term and every file's SHA-256 "
+                "description": "A tar (sent as `application/octet-stream`): `store/commits.log`, every "
+                "store file up to its committed length, then `backup.json` with the Raft index and "
+                "term and every file's SHA-256 "
                 "(docs/deploy.md, Backup and restore). Header `Horologe-Backup-Index` names the "
                 "Raft index, `Horologe-Backup-Bytes` what the files weigh.",
-                "content": {"application/x-tar": {"schema": {"type": "string", "format": "binary"}}},
+                "content": {"application/octet-stream": {"schema": {"type": "string", "format": "binary"}}},
             }
         },
         master=False,

@@ -31,7 +31,7 @@ from horologe.storage.message_json import (
     TIME_FIELDS,
 )
 
-from ..rules.messages import Extend, Nack, NewTime, Pull, Receipts, Release, Requeue, RescheduleItem
+from ..rules.messages import Extend, Group, Nack, NewTime, Pull, Receipts, Release, Requeue, RescheduleItem
 from ..rules.model import MAX_INT64, MessageId, Name, Tag
 from ..rules.push import NewSubscription
 from ..rules.schedules import NewSchedule
@@ -39,7 +39,8 @@ from .answers import ANSWERS, BucketSize
 
 LIMITS = MessageLimits()
 REQUESTS = (
-    Pull, Receipts, Nack, Extend, Requeue, Release, NewTime, RescheduleItem, NewSubscription, NewSchedule,
+    Pull, Group, Receipts, Nack, Extend, Requeue, Release, NewTime, RescheduleItem, NewSubscription,
+    NewSchedule,
 )  # fmt: skip
 EPOCH_MS = {"type": "integer", "minimum": 0, "maximum": MAX_INT64, "description": "Unix epoch milliseconds"}
 DELIVER_AT = {

@@ -97,6 +97,10 @@ class Pull(Body):
     ) = None
 
 
+class Group(Body):
+    group: Name
+
+
 class Receipts(Body):
     group: Name
     # Any item is taken here: one that is no receipt is 400 invalid_receipt (consumers/receipts.py).
@@ -131,9 +135,9 @@ class Extend(Receipts):
 
 @answered_over_http
 def parse_consumer_request(topic: str, obj, action: str) -> dict:
-    """Validate a pull / ack / nack / release / extend body. ``topic`` may be a group's
-    ``%DLQ%<group>``."""
-    req = decode({"pull": Pull, "nack": Nack, "extend": Extend}.get(action, Receipts), obj)
+    """Validate a pull / ack / nack / release / extend / purge body. ``topic`` may be a
+    group's ``%DLQ%<group>``."""
+    req = decode({"pull": Pull, "nack": Nack, "extend": Extend, "purge": Group}.get(action, Receipts), obj)
     if not TOPIC_RE.fullmatch(topic) and topic != f"%DLQ%{req.group}":
         raise refusal("topic must be a topic name or %DLQ%<this group>", "topic")
     return {"topic": topic, **msgspec.structs.asdict(req)}
@@ -150,6 +154,15 @@ def parse_dlq_group(group: str) -> str:
     if not TOPIC_RE.fullmatch(group):
         raise refusal("group must be 1-128 of A-Z a-z 0-9 . _ - (not starting with . _ -)", "group")
     return group
+
+
+@answered_over_http
+def parse_backlog(topic: str, group: str) -> tuple[str, str]:
+    """The topic and group of ``/v1/topics/{topic}/groups/{group}``: two names."""
+    for field, value in (("topic", topic), ("group", group)):
+        if not TOPIC_RE.fullmatch(value):
+            raise refusal(f"{field} must be 1-128 of A-Z a-z 0-9 . _ - (not starting with . _ -)", field)
+    return topic, group
 
 
 @answered_over_http
