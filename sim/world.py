@@ -36,6 +36,7 @@ from horologe.wheel import Watermark
 
 from .clock import VirtualClock
 from .network import DROP, OPEN, REJECT, SimNetwork, transport_for
+from .scripted import Script
 
 log = logging.getLogger(__name__)
 
@@ -295,7 +296,12 @@ class Client:
 
 class World:
     def __init__(
-        self, seed: int, base_dir: str, profile: Profile | None = None, trace_lines: int = 400
+        self,
+        seed: int,
+        base_dir: str,
+        profile: Profile | None = None,
+        trace_lines: int = 400,
+        script: Script | None = None,
     ) -> None:
         import random
 
@@ -313,11 +319,16 @@ class World:
         self.notes: list[str] = []
         self.graveyard: list = []
         self.knobs = self._draw_knobs()
+        self.script = script  # a scripted scenario's steps instead of the drawn faults
+        if script is not None:
+            self.knobs.update(script.scenario.knobs)
         n = self.profile.nodes
         names = [f"n{i + 1}" for i in range(n)]
         addresses = [f"10.0.0.{i + 1}:7000" for i in range(n)]
         self.by_address: dict[str, SimNode] = {}
         self.network = SimNetwork(self, addresses)
+        if script is not None:
+            self.network.bytes_per_s = script.scenario.bytes_per_s
         self.transport_class = transport_for(self.network)
         self.nodes = [SimNode(self, k, names, addresses) for k in range(n)]
         self.by_name = {node.name: node for node in self.nodes}
@@ -387,9 +398,12 @@ class World:
         prof = self.profile
         for node in self.nodes:
             node.start()
-        self.plan_faults()
+        if self.script is None:
+            self.plan_faults()
+            self.at(int(prof.faults_s * S), "fault", None, self.heal)
+        else:
+            self.script.start(self)  # its last step heals
         self.at(int(0.5 * S), "client", None, self.client_act)
-        self.at(int(prof.faults_s * S), "fault", None, self.heal)
         while self.step():
             if self.phase == "done":
                 return
@@ -667,6 +681,8 @@ class World:
             self.check_durable()
         if self.phase in ("heal", "restarted", "draining"):
             self.check_recovered()
+        elif self.script is not None:
+            self.script.advance(self)
 
     def holds(self, node: SimNode, index: int, term: int) -> bool:
         """Whether ``node``'s Raft log holds entry ``index`` of ``term``: in its journal, or

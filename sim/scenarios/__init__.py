@@ -1,0 +1,8 @@
+"""The scripted scenarios (sim/scripted.py), by name: ``python -m sim replay SEED --scenario NAME``."""
+
+from __future__ import annotations
+
+from ..scripted import Scenario
+from . import rejoin_after_compaction
+
+SCENARIOS: dict[str, Scenario] = {s.name: s for s in (rejoin_after_compaction.SCENARIO,)}
