@@ -6,8 +6,9 @@ the wire) in each direction:
 
 * **FIFO per direction**: a message is delivered at ``max(previous delivery on that
   direction, now + delay)``; nothing is reordered on a connection, nothing is duplicated.
-  With a bandwidth (``bytes_per_s``, off unless a scripted scenario sets it), a message
-  leaves only once the bytes queued before it have left, and its own have.
+  With a bandwidth (``bytes_per_s``, :data:`LINK_BYTES_PER_S` unless a scripted scenario
+  sets another), a message leaves only once the bytes queued before it have left, and
+  its own have.
 * **Loss only by disconnect**: when a connection breaks, what it still carries is gone,
   both ends learn it (``_onNodeDisconnected``), and the dialler reconnects after
   ``connectionRetryTime``. A message already sent by a node that then crashed still
@@ -32,6 +33,7 @@ import pysyncobj.pickle as raft_pickle
 from pysyncobj.transport import Transport
 
 OPEN, DROP, REJECT = "open", "drop", "reject"
+LINK_BYTES_PER_S = 1_000_000  # each direction's bandwidth (8 Mbit/s), unless set otherwise
 
 
 @dataclass
@@ -90,7 +92,7 @@ class SimNetwork:
         self.bytes = 0
         # Each direction's bandwidth, bytes/s: a message leaves once the ones before it have
         # (None: at once, whatever its size).
-        self.bytes_per_s: int | None = None
+        self.bytes_per_s: int | None = LINK_BYTES_PER_S
 
     # -- topology ------------------------------------------------------------------
 

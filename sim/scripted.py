@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from .network import OPEN, REJECT
+from .network import LINK_BYTES_PER_S, OPEN, REJECT
 
 if TYPE_CHECKING:
     from .world import SimNode, World
@@ -36,13 +36,13 @@ class Step:
 class Scenario:
     """``plan()`` makes a fresh list of steps for one run (they may share a cast: who leads,
     who was cut); ``knobs`` override the seed's draws (ClusterSettings fields);
-    ``bytes_per_s`` is every link's bandwidth (sim/network.py; None: unbounded)."""
+    ``bytes_per_s`` is every link's bandwidth (None: unbounded)."""
 
     name: str
     nodes: int
     plan: Callable[[], list[Step]]
     knobs: dict = field(default_factory=dict)
-    bytes_per_s: int | None = None
+    bytes_per_s: int | None = LINK_BYTES_PER_S
 
 
 class Script:

@@ -47,6 +47,10 @@ S = 1_000_000_000
 # whole run); the same for every incarnation of a node, as a layout must be.
 STORAGE = StorageConfig(key_buckets=1 << 10, key_segment_entries=1 << 12, ready_segment_entries=1 << 10)
 TOPICS = ("a", "b")
+# A shipment in several messages that take longer than a tick to arrive (with the links'
+# bandwidth, sim/network.py), as a real store's does: the stores here hold a few tens of
+# KB, which at 512 KiB a message went in one, installed before the follower's next tick.
+SHIP_CHUNK_BYTES = 4096
 
 
 class Violation(Exception):
@@ -351,6 +355,7 @@ class World:
             "log_compaction_min_entries": rng.choice((30, 100, 400, 50_000)),
             "tick_s": rng.choice((0.005, 0.01)),
             "hold_back_s": 2.0,
+            "ship_chunk_bytes": SHIP_CHUNK_BYTES,
         }
 
     # -- events ------------------------------------------------------------------------

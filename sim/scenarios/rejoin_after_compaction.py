@@ -69,8 +69,8 @@ SCENARIO = Scenario(
     "rejoin-after-compaction",
     nodes=3,
     plan=plan,
-    # A shipment in several messages that take longer than a tick to arrive (a congested
-    # 8 Mbit/s link), as a real store's does over a fast one.
+    # A shipment in several messages that take longer than a tick to arrive (as in every
+    # run, sim/world.py: named here so that the scenario keeps them).
     knobs={"log_compaction_min_entries": 30, "tick_s": 0.005, "ship_chunk_bytes": 4096},
     bytes_per_s=1_000_000,
 )
