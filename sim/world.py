@@ -296,6 +296,7 @@ class Client:
     sent: int = 0
     answered: dict[str, int] = field(default_factory=dict)
     final_index: int | None = None  # the liveness probe's entry, once committed
+    paused: bool = False  # a scripted scenario's hold: no request while set
 
 
 class World:
@@ -574,8 +575,11 @@ class World:
     def client_act(self) -> None:
         if self.phase in ("draining", "done"):
             return
-        rng = self.rng
         client = self.client
+        if client.paused:
+            self.at(10 * MS, "client", None, self.client_act)
+            return
+        rng = self.rng
         target = self.by_name[client.believed]
         final = self.phase in ("heal", "restarted")
         kind = SYNC if final or rng.random() < 0.3 else PRODUCE

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from ..scripted import Scenario
-from . import late_answer, rejoin_after_compaction
+from . import late_answer, noop_dump_restart, rejoin_after_compaction
 
-SCENARIOS: dict[str, Scenario] = {s.name: s for s in (late_answer.SCENARIO, rejoin_after_compaction.SCENARIO)}
+SCENARIOS: dict[str, Scenario] = {
+    s.name: s for s in (late_answer.SCENARIO, noop_dump_restart.SCENARIO, rejoin_after_compaction.SCENARIO)
+}
