@@ -128,12 +128,15 @@ clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache .hypothesis
 
 # The deterministic simulator (sim/, docs/simulator.md): SEEDS=N seeds from START (default 1),
-# or MINUTES=M of seeds; NODES=5 for five nodes; CANARY=name takes a fix away (sim/canaries.py).
+# or MINUTES=M of seeds; NODES=5 for five nodes; CANARY=name takes a fix away (sim/canaries.py);
+# SCENARIO=name runs a scripted scenario's steps instead of the drawn faults (sim/scenarios/).
 # SEED=S replays one seed in a fresh process and prints the last steps of its trace.
 sim: install
 ifdef SEED
-	$(PY) -m sim replay $(SEED) $(if $(NODES),--nodes $(NODES)) $(if $(CANARY),--canary $(CANARY))
+	$(PY) -m sim replay $(SEED) $(if $(NODES),--nodes $(NODES)) $(if $(CANARY),--canary $(CANARY)) \
+		$(if $(SCENARIO),--scenario $(SCENARIO))
 else
 	$(PY) -m sim run $(if $(SEEDS),--seeds $(SEEDS)) $(if $(MINUTES),--minutes $(MINUTES)) \
-		$(if $(START),--start $(START)) $(if $(NODES),--nodes $(NODES)) $(if $(CANARY),--canary $(CANARY))
+		$(if $(START),--start $(START)) $(if $(NODES),--nodes $(NODES)) $(if $(CANARY),--canary $(CANARY)) \
+		$(if $(SCENARIO),--scenario $(SCENARIO))
 endif

@@ -3,6 +3,9 @@
     python -m sim run [--seeds N] [--start S] [--minutes M | --seconds T] [--nodes 3|5] [--jobs J]
     python -m sim replay SEED [--nodes 3|5] [--tail N] [--json]
 
+Either takes ``--canary NAME`` (a fix taken away, sim/canaries.py) and ``--scenario NAME``
+(a scripted scenario's steps instead of the seed's drawn faults, sim/scenarios/).
+
 ``run`` prints a line per failing seed (with everything needed to replay it) and a
 summary; it exits 1 if any seed failed. Each seed runs in a child forked from a process
 started under that seed's ``PYTHONHASHSEED`` (one such process per hash seed, imports done
@@ -26,6 +29,7 @@ import time
 from .canaries import CANARIES
 from .known import KNOWN
 from .run import HASHSEEDS, hashseed_for, replay_key
+from .scenarios import SCENARIOS
 
 SEED_LIMIT_S = 120  # a seed running longer than this is reported as a failure (a hang)
 
@@ -42,7 +46,7 @@ def _reexec_under(hashseed: int) -> None:
 # -- the zygote: one per hash seed, forks a child per seed ----------------------------------
 
 
-def zygote(nodes: int, canary: str | None) -> None:
+def zygote(nodes: int, canary: str | None, scenario: str | None) -> None:
     from .run import run_seed  # the imports every child shares
 
     for line in sys.stdin:
@@ -53,7 +57,7 @@ def zygote(nodes: int, canary: str | None) -> None:
             code = 0
             try:
                 signal.alarm(SEED_LIMIT_S)
-                result = run_seed(seed, nodes=nodes, tail=40, canary=canary)
+                result = run_seed(seed, nodes=nodes, tail=40, canary=canary, scenario=scenario)
                 if result.ok:
                     result.trace_tail = []
                 with open(out, "w") as f:
@@ -71,9 +75,9 @@ def zygote(nodes: int, canary: str | None) -> None:
 
 
 class _Zygote:
-    def __init__(self, hashseed: int, nodes: int, canary: str | None) -> None:
+    def __init__(self, hashseed: int, nodes: int, canary: str | None, scenario: str | None) -> None:
         self.hashseed = hashseed
-        extra = ["--canary", canary] if canary else []
+        extra = (["--canary", canary] if canary else []) + (["--scenario", scenario] if scenario else [])
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "sim", "zygote", "--nodes", str(nodes), *extra],
             stdin=subprocess.PIPE,
@@ -94,10 +98,18 @@ class _Zygote:
 
 
 def run_many(
-    seeds: int | None, start: int, budget_s: float | None, nodes: int, jobs: int, canary: str | None = None
+    seeds: int | None,
+    start: int,
+    budget_s: float | None,
+    nodes: int,
+    jobs: int,
+    canary: str | None = None,
+    scenario: str | None = None,
 ) -> int:
     began = time.monotonic()
-    zygotes = {h: _Zygote(h, nodes, canary) for h in range(HASHSEEDS)}
+    if scenario:
+        nodes = SCENARIOS[scenario].nodes
+    zygotes = {h: _Zygote(h, nodes, canary, scenario) for h in range(HASHSEEDS)}
     outdir = tempfile.mkdtemp(prefix="horologe-sim-results-")
     next_seed, results, failures, known_seen = start, [], [], []
     end_seed = None if seeds is None else start + seeds
@@ -155,7 +167,7 @@ def run_many(
                         "steps": 0,
                     }
                 results.append(r)
-                known = KNOWN.get(seed) if nodes == 3 and canary is None else None
+                known = KNOWN.get(seed) if nodes == 3 and canary is None and scenario is None else None
                 if not r["ok"] and known is not None and known[0] == r["invariant"]:
                     known_seen.append(seed)
                     print(f"SIM KNOWN seed={seed} {r['invariant']}: {known[1]}", flush=True)
@@ -166,9 +178,10 @@ def run_many(
                         f"{r['invariant']}: {r['detail']}",
                         flush=True,
                     )
-                    extra = (f" NODES={nodes}" if nodes != 3 else "") + (
+                    extra = (f" NODES={nodes}" if nodes != 3 and not scenario else "") + (
                         f" CANARY={canary}" if canary else ""
                     )
+                    extra += f" SCENARIO={scenario}" if scenario else ""
                     print(f"  replay: make sim SEED={seed}{extra}")
     finally:
         for z in zygotes.values():
@@ -185,11 +198,13 @@ def run_many(
     return 1 if failures else 0
 
 
-def replay(seed: int, nodes: int, tail: int, as_json: bool, canary: str | None = None) -> int:
+def replay(
+    seed: int, nodes: int, tail: int, as_json: bool, canary: str | None = None, scenario: str | None = None
+) -> int:
     _reexec_under(hashseed_for(seed))
     from .run import run_seed
 
-    result = run_seed(seed, nodes=nodes, tail=1_000_000, canary=canary)
+    result = run_seed(seed, nodes=nodes, tail=1_000_000, canary=canary, scenario=scenario)
     os.makedirs("sim-report", exist_ok=True)
     path = os.path.join("sim-report", f"{seed}.trace")
     with open(path, "w") as f:
@@ -217,24 +232,27 @@ def main() -> int:
     p_run.add_argument("--nodes", type=int, default=3)
     p_run.add_argument("--jobs", type=int, default=2)
     p_run.add_argument("--canary", choices=sorted(CANARIES), help="take a fix away (sim/canaries.py)")
+    p_run.add_argument("--scenario", choices=sorted(SCENARIOS), help="scripted faults (sim/scenarios/)")
     p_replay = sub.add_parser("replay", help="replay one seed, print its trace")
     p_replay.add_argument("seed", type=int)
     p_replay.add_argument("--nodes", type=int, default=3)
     p_replay.add_argument("--tail", type=int, default=80)
     p_replay.add_argument("--json", action="store_true")
     p_replay.add_argument("--canary", choices=sorted(CANARIES))
+    p_replay.add_argument("--scenario", choices=sorted(SCENARIOS))
     p_zygote = sub.add_parser("zygote", help=argparse.SUPPRESS)
     p_zygote.add_argument("--nodes", type=int, default=3)
     p_zygote.add_argument("--canary", default=None)
+    p_zygote.add_argument("--scenario", default=None)
     args = parser.parse_args()
     if args.cmd == "zygote":
-        zygote(args.nodes, args.canary)
+        zygote(args.nodes, args.canary, args.scenario)
         return 0
     if args.cmd == "replay":
-        return replay(args.seed, args.nodes, args.tail, args.json, args.canary)
+        return replay(args.seed, args.nodes, args.tail, args.json, args.canary, args.scenario)
     budget = args.seconds if args.seconds is not None else (args.minutes * 60 if args.minutes else None)
     seeds = args.seeds if args.seeds is not None or budget is not None else 100
-    return run_many(seeds, args.start, budget, args.nodes, args.jobs, args.canary)
+    return run_many(seeds, args.start, budget, args.nodes, args.jobs, args.canary, args.scenario)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 """Fixes already on main, taken away one at a time by monkeypatch (in the simulator's own
-process only, never in a file): the simulator must catch each (tests/sim/test_canaries.py).
+process only, never in a file): the simulator must catch each, by a random seed
+(tests/sim/test_canaries.py) or a scripted scenario (tests/sim/test_scenarios.py).
 
 Each canary puts back the code as it was before its fix, with the issue it came from.
 """
@@ -8,6 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from horologe.cluster.errors import StoreBehindDumpError
+from horologe.cluster.raft import node
 from horologe.cluster.raft.append_rule import trim_append
 from horologe.cluster.raft.node import RaftNode
 
@@ -44,10 +47,25 @@ def _no_finish_cut() -> None:
     RaftNode._finish_cut = lambda self, raft_data: None
 
 
+def _no_store_index() -> None:
+    """53dfc2d: a store was measured against the dump's Raft index, not its own index in
+    the dump, so a dump taken right after a new leader's no-op (an entry the store never
+    applies) halted the node at its restart."""
+
+    def check_not_behind(dump, applied_index: int, data_dir: str) -> None:
+        if dump.index > applied_index:
+            raise StoreBehindDumpError(
+                f"the store in {data_dir} has applied up to {applied_index}; dump {dump.index}"
+            )
+
+    node.check_not_behind = check_not_behind
+
+
 CANARIES: dict[str, Callable[[], None]] = {
     "no-commit-clamp": _no_commit_clamp,
     "no-stale-answer-check": _no_stale_answer_check,
     "no-finish-cut": _no_finish_cut,
+    "no-store-index": _no_store_index,
 }
 
 

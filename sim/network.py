@@ -6,6 +6,9 @@ the wire) in each direction:
 
 * **FIFO per direction**: a message is delivered at ``max(previous delivery on that
   direction, now + delay)``; nothing is reordered on a connection, nothing is duplicated.
+  With a bandwidth (``bytes_per_s``, :data:`LINK_BYTES_PER_S` unless a scripted scenario
+  sets another), a message leaves only once the bytes queued before it have left, and
+  its own have.
 * **Loss only by disconnect**: when a connection breaks, what it still carries is gone,
   both ends learn it (``_onNodeDisconnected``), and the dialler reconnects after
   ``connectionRetryTime``. A message already sent by a node that then crashed still
@@ -30,6 +33,7 @@ import pysyncobj.pickle as raft_pickle
 from pysyncobj.transport import Transport
 
 OPEN, DROP, REJECT = "open", "drop", "reject"
+LINK_BYTES_PER_S = 1_000_000  # each direction's bandwidth (8 Mbit/s), unless set otherwise
 
 
 @dataclass
@@ -44,6 +48,7 @@ class _Item:
 class _Direction:
     queue: deque = field(default_factory=deque)
     last_ns: int = 0
+    free_ns: int = 0  # when the sender has put out what it queued (with a bandwidth)
 
 
 @dataclass
@@ -85,6 +90,9 @@ class SimNetwork:
             self.delay[path] = (world.rng.randrange(100_000, 2_000_000), world.rng.randrange(0, 1_000_000))
         self.messages = 0
         self.bytes = 0
+        # Each direction's bandwidth, bytes/s: a message leaves once the ones before it have
+        # (None: at once, whatever its size).
+        self.bytes_per_s: int | None = LINK_BYTES_PER_S
 
     # -- topology ------------------------------------------------------------------
 
@@ -222,7 +230,11 @@ class SimNetwork:
 
     def _enqueue(self, conn: Conn, src: str, dst: str, item: _Item) -> None:
         d = conn.dirs[(src, dst)]
-        item.at_ns = max(d.last_ns, self.world.clock.ns + self._latency(src, dst))
+        sent_ns = self.world.clock.ns
+        if self.bytes_per_s and item.payload is not None:
+            sent_ns = max(sent_ns, d.free_ns) + len(item.payload) * 1_000_000_000 // self.bytes_per_s
+            d.free_ns = sent_ns
+        item.at_ns = max(d.last_ns, sent_ns + self._latency(src, dst))
         d.last_ns = item.at_ns
         d.queue.append(item)
         self.world.at_abs(item.at_ns, "raft", dst, self._arrive, conn, (src, dst), item, item.gen)

@@ -24,6 +24,8 @@ from horologe.cluster.raft.dump_file import DumpWriter
 
 from . import canaries
 from .clock import patched
+from .scenarios import SCENARIOS
+from .scripted import Script
 from .world import Profile, S, Violation, World, fresh_dir
 
 HASHSEEDS = 4
@@ -46,6 +48,7 @@ class Result:
     nodes: int
     ok: bool
     canary: str | None = None
+    scenario: str | None = None
     invariant: str | None = None
     detail: str | None = None
     trace_hash: str = ""
@@ -62,6 +65,8 @@ class Result:
 
     def line(self) -> str:
         key = f"seed={self.seed} hashseed={self.hashseed} nodes={self.nodes}"
+        if self.scenario:
+            key += f" scenario={self.scenario}"
         if self.canary:
             key += f" canary={self.canary}"
         what = "ok" if self.ok else f"FAIL {self.invariant}: {self.detail}"
@@ -94,10 +99,17 @@ def replay_key() -> str:
 
 
 def run_seed(
-    seed: int, nodes: int = 3, tail: int = 60, profile: Profile | None = None, canary: str | None = None
+    seed: int,
+    nodes: int = 3,
+    tail: int = 60,
+    profile: Profile | None = None,
+    canary: str | None = None,
+    scenario: str | None = None,
 ) -> Result:
     """Run ``seed``; ``canary`` takes a fix away first (sim/canaries.py: for the canary
-    tests, and only in a process that runs nothing else after)."""
+    tests, and only in a process that runs nothing else after); ``scenario`` runs a
+    scripted scenario's steps (sim/scenarios/) instead of the seed's drawn faults, on its
+    number of nodes."""
     hashseed = hashseed_for(seed)
     if os.environ.get("PYTHONHASHSEED") != str(hashseed):
         raise RuntimeError(
@@ -105,11 +117,19 @@ def run_seed(
             "run it through `python -m sim`"
         )
     canaries.apply(canary)
-    profile = profile or Profile(nodes=nodes)
+    script = Script(SCENARIOS[scenario]) if scenario else None
+    profile = profile or Profile(nodes=script.scenario.nodes if script else nodes)
     base = fresh_dir(os.path.join(sim_root(), f"{os.getpid()}-{seed}"))
-    world = World(seed, base, profile, trace_lines=max(400, tail))
+    world = World(seed, base, profile, trace_lines=max(400, tail), script=script)
     result = Result(
-        seed, hashseed, profile.nodes, ok=False, canary=canary, faults=world.faults, knobs=world.knobs
+        seed,
+        hashseed,
+        profile.nodes,
+        ok=False,
+        canary=canary,
+        scenario=scenario,
+        faults=world.faults,
+        knobs=world.knobs,
     )
     handler = _TraceLog(world)
     root = logging.getLogger()

@@ -36,6 +36,7 @@ from horologe.wheel import Watermark
 
 from .clock import VirtualClock
 from .network import DROP, OPEN, REJECT, SimNetwork, transport_for
+from .scripted import Script
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +47,10 @@ S = 1_000_000_000
 # whole run); the same for every incarnation of a node, as a layout must be.
 STORAGE = StorageConfig(key_buckets=1 << 10, key_segment_entries=1 << 12, ready_segment_entries=1 << 10)
 TOPICS = ("a", "b")
+# A shipment in several messages that take longer than a tick to arrive (with the links'
+# bandwidth, sim/network.py), as a real store's does: the stores here hold a few tens of
+# KB, which at 512 KiB a message went in one, installed before the follower's next tick.
+SHIP_CHUNK_BYTES = 4096
 
 
 class Violation(Exception):
@@ -291,11 +296,17 @@ class Client:
     sent: int = 0
     answered: dict[str, int] = field(default_factory=dict)
     final_index: int | None = None  # the liveness probe's entry, once committed
+    paused: bool = False  # a scripted scenario's hold: no request while set
 
 
 class World:
     def __init__(
-        self, seed: int, base_dir: str, profile: Profile | None = None, trace_lines: int = 400
+        self,
+        seed: int,
+        base_dir: str,
+        profile: Profile | None = None,
+        trace_lines: int = 400,
+        script: Script | None = None,
     ) -> None:
         import random
 
@@ -313,11 +324,16 @@ class World:
         self.notes: list[str] = []
         self.graveyard: list = []
         self.knobs = self._draw_knobs()
+        self.script = script  # a scripted scenario's steps instead of the drawn faults
+        if script is not None:
+            self.knobs.update(script.scenario.knobs)
         n = self.profile.nodes
         names = [f"n{i + 1}" for i in range(n)]
         addresses = [f"10.0.0.{i + 1}:7000" for i in range(n)]
         self.by_address: dict[str, SimNode] = {}
         self.network = SimNetwork(self, addresses)
+        if script is not None:
+            self.network.bytes_per_s = script.scenario.bytes_per_s
         self.transport_class = transport_for(self.network)
         self.nodes = [SimNode(self, k, names, addresses) for k in range(n)]
         self.by_name = {node.name: node for node in self.nodes}
@@ -340,6 +356,7 @@ class World:
             "log_compaction_min_entries": rng.choice((30, 100, 400, 50_000)),
             "tick_s": rng.choice((0.005, 0.01)),
             "hold_back_s": 2.0,
+            "ship_chunk_bytes": SHIP_CHUNK_BYTES,
         }
 
     # -- events ------------------------------------------------------------------------
@@ -387,9 +404,12 @@ class World:
         prof = self.profile
         for node in self.nodes:
             node.start()
-        self.plan_faults()
+        if self.script is None:
+            self.plan_faults()
+            self.at(int(prof.faults_s * S), "fault", None, self.heal)
+        else:
+            self.script.start(self)  # its last step heals
         self.at(int(0.5 * S), "client", None, self.client_act)
-        self.at(int(prof.faults_s * S), "fault", None, self.heal)
         while self.step():
             if self.phase == "done":
                 return
@@ -555,8 +575,11 @@ class World:
     def client_act(self) -> None:
         if self.phase in ("draining", "done"):
             return
-        rng = self.rng
         client = self.client
+        if client.paused:
+            self.at(10 * MS, "client", None, self.client_act)
+            return
+        rng = self.rng
         target = self.by_name[client.believed]
         final = self.phase in ("heal", "restarted")
         kind = SYNC if final or rng.random() < 0.3 else PRODUCE
@@ -667,6 +690,8 @@ class World:
             self.check_durable()
         if self.phase in ("heal", "restarted", "draining"):
             self.check_recovered()
+        elif self.script is not None:
+            self.script.advance(self)
 
     def holds(self, node: SimNode, index: int, term: int) -> bool:
         """Whether ``node``'s Raft log holds entry ``index`` of ``term``: in its journal, or

@@ -171,7 +171,12 @@ class RaftNode(SyncObjSeam):
         parts = Parts(
             journal=create_journal,
             serializer=ShippingSerializer,
-            serializer_args=(self._dump, state.store.directory, self._ask_for_dump),
+            serializer_args=(
+                self._dump,
+                state.store.directory,
+                self._ask_for_dump,
+                settings.ship_chunk_bytes,
+            ),
             encryptor=RaftCipher.from_secret,
             connection=BoundedTcpConnection,
         )

@@ -50,5 +50,7 @@ class ClusterSettings:
     log_compaction_min_entries: int = 50_000
     log_compaction_min_time: float = 600.0
     log_compaction_bytes: int = 64 * 1024 * 1024
+    # A snapshot shipment's bytes per message (snapshot_stream.py).
+    ship_chunk_bytes: int = 512 * 1024
     proposal_timeout_s: float = 5.0
     hold_back_s: float = 2.0  # after a forced release, no election from the old master

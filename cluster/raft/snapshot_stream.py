@@ -56,9 +56,9 @@ def tar_chunks(dump: LocalDump, store_dir: str, chunk: int = SHIP_CHUNK) -> Iter
 class Shipment:
     """One follower's shipment: the chunks still to send."""
 
-    def __init__(self, dump: LocalDump, store_dir: str) -> None:
+    def __init__(self, dump: LocalDump, store_dir: str, chunk: int) -> None:
         self.index = dump.index
-        self._chunks = tar_chunks(dump, store_dir)
+        self._chunks = tar_chunks(dump, store_dir, chunk)
         self._next = next(self._chunks)
         self.sent = 0
 
@@ -73,11 +73,15 @@ class Shipment:
 class ShippingSerializer(Serializer):
     """pysyncobj's Serializer, with shipments made from the manifest and the live store."""
 
-    def __init__(self, dumps: DumpWriter, store_dir: str, on_stale: Callable[[], None], *args) -> None:
-        """``args`` are pysyncobj's own; ``on_stale()`` asks for a new dump (tick thread)."""
+    def __init__(
+        self, dumps: DumpWriter, store_dir: str, on_stale: Callable[[], None], chunk: int, *args
+    ) -> None:
+        """``args`` are pysyncobj's own; ``on_stale()`` asks for a new dump (tick thread);
+        ``chunk`` is the bytes per message (``ClusterSettings.ship_chunk_bytes``)."""
         super().__init__(*args)
         self._dumps = dumps
         self._store_dir = store_dir
+        self._chunk = chunk
         self._on_stale = on_stale
         self._shipments: dict[object, Shipment] = {}
         self._paused: frozenset = frozenset()
@@ -99,7 +103,7 @@ class ShippingSerializer(Serializer):
                 dump = self._dumps.current()
                 if dump is None:
                     return None  # nothing to ship yet (pysyncobj compacts only after a dump)
-                shipment = self._shipments[transmissionID] = Shipment(dump, self._store_dir)
+                shipment = self._shipments[transmissionID] = Shipment(dump, self._store_dir, self._chunk)
                 log.info("shipping the snapshot at index %d to %s", dump.index, transmissionID)
             data = shipment.take()
         except OSError as e:  # pysyncobj cannot take False here (it indexes the result)

@@ -24,7 +24,7 @@ from horologe.cluster.raft.dump_file import (
     read_shipped,
     write_local,
 )
-from horologe.cluster.raft.snapshot_stream import ShippingSerializer, tar_chunks
+from horologe.cluster.raft.snapshot_stream import SHIP_CHUNK, ShippingSerializer, tar_chunks
 from horologe.storage import Message, Storage, StorageConfig, check_store
 from horologe.storage.errors import CorruptLogError
 
@@ -90,7 +90,7 @@ def test_a_shipped_dump_holds_the_store_as_it_was_at_the_dump(tmp_path):
 def _serializer(writer: DumpWriter, store: Storage, stale: list) -> ShippingSerializer:
     # pysyncobj's own: Serializer(fileName, batch size, use fork, serializer, deserializer, checker)
     args = (writer.dump_path, 1 << 16, False, writer.start, None, writer.state)
-    return ShippingSerializer(writer, store.directory, lambda: stale.append(1), *args)
+    return ShippingSerializer(writer, store.directory, lambda: stale.append(1), SHIP_CHUNK, *args)
 
 
 def test_the_serializer_ships_in_chunks_and_keeps_a_paused_shipment(tmp_path):

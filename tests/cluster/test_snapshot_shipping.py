@@ -11,16 +11,12 @@ from __future__ import annotations
 
 import time
 
-from horologe.cluster.raft import snapshot_stream
-
 from .test_snapshot_messages import PEERS
 from .ticked import commit_with, crash, lead_with_peers, peer, send_now, tick, ticked_node
 
 
 def test_no_compaction_while_a_shipment_is_under_way(tmp_path, monkeypatch):
-    real = snapshot_stream.tar_chunks
-    monkeypatch.setattr(snapshot_stream, "tar_chunks", lambda dump, folder: real(dump, folder, chunk=512))
-    leader = ticked_node(tmp_path / "leader", peers=PEERS)
+    leader = ticked_node(tmp_path / "leader", peers=PEERS, ship_chunk_bytes=512)
     try:
         lead_with_peers(leader)
         fast, slow = peer(leader, 0), peer(leader, 1)

@@ -1,30 +1,43 @@
-"""Bugs already fixed on main, put back by monkeypatch (sim/canaries.py), are caught.
+"""Bugs already fixed on main, put back by monkeypatch (sim/canaries.py), are caught by
+random seeds (the ones below; tests/sim/test_scenarios.py has the scripted catches).
 
-``no-finish-cut`` (#46 finding 1): a node that crashed between putting a Raft dump in
-place and cutting its journal cleared its whole journal at restart, losing entries it had
-fsynced and acknowledged. Found by ``python -m sim run --seeds 100 --canary no-finish-cut``:
-seed 67 crashes n1 right after a dump (the ``crash_at_dump`` fault) while another node
-lags, so the restart leaves an acknowledged entry on one node only.
+* ``no-finish-cut`` (#46 finding 1): a node that crashed between putting a Raft dump in
+  place and cutting its journal cleared its whole journal at restart, losing entries it
+  had fsynced and acknowledged. Seed 67 crashes n1 right after a dump (the
+  ``crash_at_dump`` fault) while another node lags, so the restart leaves an acknowledged
+  entry on one node only.
+* ``no-commit-clamp`` (#46 finding 3): a snapshot message moved a follower's commit index
+  to its own last index. Seed 31 cuts a master off while it holds entries it cannot
+  commit; the others compact past them, and the snapshot shipped to it on its return
+  takes several messages, between which it applied its own suffix.
 
-The pair of tests is the regression: the first fails if the fix is removed, the second if
-the seed stops reaching the window (then pick another seed from such a run).
+Found by ``python -m sim run --seeds 100 --canary NAME``. Each pair of tests is the
+regression: the first fails if a fix is removed, the second if a seed stops reaching the
+window (then pick another seed from such a run).
 """
 
 from __future__ import annotations
 
+import pytest
+
 from .conftest import replay
 
-FINISH_CUT_SEEDS = (67,)
+CAUGHT = {
+    "no-finish-cut": (67, ("restart-keeps-committed", "acked-on-a-majority")),
+    "no-commit-clamp": (31, ("same-index-same-entry",)),
+}
 
 
-def test_with_the_fix_the_seeds_pass():
-    for seed in FINISH_CUT_SEEDS:
-        result = replay(seed)
-        assert result["ok"], f"seed {seed}: {result['invariant']}: {result['detail']}"
+@pytest.mark.parametrize("canary", sorted(CAUGHT))
+def test_with_the_fix_the_seed_passes(canary):
+    seed, _ = CAUGHT[canary]
+    result = replay(seed)
+    assert result["ok"], f"seed {seed}: {result['invariant']}: {result['detail']}"
 
 
-def test_without_the_fix_the_seeds_fail_on_durability():
-    for seed in FINISH_CUT_SEEDS:
-        result = replay(seed, "--canary", "no-finish-cut")
-        assert not result["ok"], f"seed {seed} no longer reaches the window"
-        assert result["invariant"] in ("restart-keeps-committed", "acked-on-a-majority"), result["detail"]
+@pytest.mark.parametrize("canary", sorted(CAUGHT))
+def test_without_the_fix_the_seed_fails_on_an_invariant(canary):
+    seed, invariants = CAUGHT[canary]
+    result = replay(seed, "--canary", canary)
+    assert not result["ok"], f"seed {seed} no longer reaches the window of {canary}"
+    assert result["invariant"] in invariants, result["detail"]

@@ -22,3 +22,9 @@ def test_five_nodes_replay_too():
     first, second = replay(3, "--nodes", "5"), replay(3, "--nodes", "5")
     assert first["ok"], first["detail"]
     assert first["trace_hash"] == second["trace_hash"]
+
+
+def test_a_scripted_scenario_replays_too():
+    first, second = replay(2, "--scenario", "late-answer"), replay(2, "--scenario", "late-answer")
+    assert first["ok"], first["detail"]
+    assert first["trace_hash"] == second["trace_hash"]

@@ -1,0 +1,10 @@
+"""The scripted scenarios (sim/scripted.py), by name: ``python -m sim replay SEED --scenario NAME``."""
+
+from __future__ import annotations
+
+from ..scripted import Scenario
+from . import late_answer, noop_dump_restart, rejoin_after_compaction
+
+SCENARIOS: dict[str, Scenario] = {
+    s.name: s for s in (late_answer.SCENARIO, noop_dump_restart.SCENARIO, rejoin_after_compaction.SCENARIO)
+}

@@ -1,0 +1,133 @@
+"""Scripted scenarios: a short fault plan whose steps fire on state changes, not at drawn
+times ("cut the master's links once it holds entries it cannot commit"). The world,
+the network, the client and every invariant are those of a random seed; the seed still
+draws everything else (delays, ticks, the client's work, election timeouts).
+
+A step fires at the first check after its condition holds (after every step of the
+world), in order; a step that does not come within its ``within_s`` of the previous one
+ends the run as ``script-stuck`` (the scenario no longer reaches its window). The last
+step heals (``World.heal``): then the run goes on as a random seed's does after its heal
+(liveness, the restart of all, the end checks).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from .network import LINK_BYTES_PER_S, OPEN, REJECT
+
+if TYPE_CHECKING:
+    from .world import SimNode, World
+
+S = 1_000_000_000
+
+
+@dataclass(frozen=True)
+class Step:
+    what: str
+    when: Callable[[World], bool]
+    do: Callable[[World], None]
+    within_s: float = 5.0
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """``plan()`` makes a fresh list of steps for one run (they may share a cast: who leads,
+    who was cut); ``knobs`` override the seed's draws (ClusterSettings fields);
+    ``bytes_per_s`` is every link's bandwidth (None: unbounded)."""
+
+    name: str
+    nodes: int
+    plan: Callable[[], list[Step]]
+    knobs: dict = field(default_factory=dict)
+    bytes_per_s: int | None = LINK_BYTES_PER_S
+
+
+class Script:
+    """One run's progress through a scenario's steps."""
+
+    def __init__(self, scenario: Scenario) -> None:
+        self.scenario = scenario
+        self.steps = scenario.plan()
+        self.done = 0
+        self.since_ns = 0
+
+    def start(self, world: World) -> None:
+        self.since_ns = world.clock.ns
+
+    def advance(self, world: World) -> None:
+        from .world import Violation
+
+        now = world.clock.ns
+        while self.done < len(self.steps):
+            step = self.steps[self.done]
+            if not step.when(world):
+                if now - self.since_ns > step.within_s * S:
+                    state = " ".join(n.summary() for n in world.nodes)
+                    raise Violation(
+                        "script-stuck",
+                        f"{self.scenario.name} step {self.done + 1} ({step.what}) did not come within "
+                        f"{step.within_s} s: {state}",
+                    )
+                return
+            self.done += 1
+            self.since_ns = now
+            world.faults.append(f"{now / S:.3f} step {self.done}: {step.what}")
+            world.note(f"script step {self.done}: {step.what}")
+            step.do(world)
+
+
+# -- what steps look at and do ----------------------------------------------------------
+
+
+def leader(world: World, among: list[str] | None = None) -> SimNode | None:
+    """The live node that leads at the highest term (of ``among``, if given)."""
+    leading = [
+        n
+        for n in world.nodes
+        if n.raft is not None and n.raft._isLeader() and (among is None or n.name in among)
+    ]
+    return max(leading, key=lambda n: n.raft.current_term(), default=None)
+
+
+def settled(world: World, entries: int) -> SimNode | None:
+    """The leader, once it committed ``entries`` or more and every node applied its commit."""
+    lead = leader(world)
+    if lead is None or lead.raft.raftCommitIndex < entries:
+        return None
+    commit = lead.raft.raftCommitIndex
+    return lead if all(n.raft is not None and n.raft.raftLastApplied >= commit for n in world.nodes) else None
+
+
+def last_index(node: SimNode) -> int:
+    return node.raft._journal.last_idx
+
+
+def last_term(node: SimNode) -> int | None:
+    journal = node.raft._journal
+    return journal.term_at(journal.last_idx)
+
+
+def first_index(node: SimNode) -> int:
+    journal = node.raft._journal
+    return journal[0][1] if len(journal) else 0
+
+
+def cut(world: World, a: str, b: str, how: str = REJECT) -> None:
+    """Both directions between ``a`` and ``b``: ``reject`` (reset, connects refused) or ``drop``."""
+    for x, y in ((a, b), (b, a)):
+        world.network.set_path(world.by_name[x].address, world.by_name[y].address, how)
+
+
+def join(world: World, a: str, b: str) -> None:
+    cut(world, a, b, OPEN)
+
+
+def set_delay(world: World, src: str, dst: str, ms: int) -> tuple[int, int]:
+    """One direction's delay (jitter kept); returns what it was, for the heal."""
+    path = (world.by_name[src].address, world.by_name[dst].address)
+    saved = world.network.delay[path]
+    world.network.delay[path] = (ms * 1_000_000, saved[1])
+    return saved
