@@ -61,11 +61,20 @@ def _no_store_index() -> None:
     node.check_not_behind = check_not_behind
 
 
+def _no_refusal_floor() -> None:
+    """A follower's refusals of appends sent before the leader stepped its next index back
+    set it back up (pysyncobj takes every refusal's index): a follower with a suffix of its
+    own never caught up under steady proposals (found by the simulator's late-answer
+    scenario on a link with a bandwidth)."""
+    RaftNode._refusal_as_raft_has_it = lambda self, node, message: message
+
+
 CANARIES: dict[str, Callable[[], None]] = {
     "no-commit-clamp": _no_commit_clamp,
     "no-stale-answer-check": _no_stale_answer_check,
     "no-finish-cut": _no_finish_cut,
     "no-store-index": _no_store_index,
+    "no-refusal-floor": _no_refusal_floor,
 }
 
 

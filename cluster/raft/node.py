@@ -158,6 +158,8 @@ class RaftNode(SyncObjSeam):
         self._leader_contact_at = monotonic_time()
         self._leader_sent: tuple[str, float] | None = None  # (leader's address, sent at)
         self._acked_sent: dict[str, float] = {}
+        # A follower's lowest refusal since its last ack, by address: (term, next index).
+        self._refused: dict[str, tuple[int, int]] = {}
         self._former_lease = 0.0  # the lease this node held when it last stepped down
         # (term, until when) of an election a transfer asked this node to stand in
         self._transfer_election: tuple[int, float] | None = None
@@ -462,8 +464,11 @@ class RaftNode(SyncObjSeam):
             if isinstance(echo, (int, float)) and term is not None and self._isLeader():
                 self._acked_sent[node.address] = max(self._acked_sent.get(node.address, 0.0), echo)
             if message.get("success"):
+                self._refused.pop(node.address, None)
                 self._take_ack(node, message)
                 return
+            if message.get("reset"):
+                message = self._refusal_as_raft_has_it(node, message)
         self._pysyncobj_on_message(node, message)
 
     # -- the read lease -------------------------------------------------------------
@@ -567,6 +572,29 @@ class RaftNode(SyncObjSeam):
         moved_back = sent is not None and next_index.get(node, sent) < sent
         if moved_back and not message.get("reset") and self._isLeader():
             next_index[node] = sent
+
+    def _refusal_as_raft_has_it(self, node, message: dict) -> dict:
+        """A follower's refusal, never setting its next index above one it refused lower
+        since its last ack.
+
+        Each refusal names an index the follower's agreement with the leader ends below (a
+        mismatch at the append's previous entry, or the end of a shorter log). pysyncobj's
+        leader sends ahead of the answers and sets the next index to each refusal's: a
+        follower with a suffix of its own is stepped back one entry a round trip, and the
+        refusals of appends sent before the step (past its shorter log) set it back up, so
+        under steady proposals it never reaches the entry where the logs agree (the
+        simulator's late-answer scenario on a link with a bandwidth). Until an ack, the
+        lowest refusal of this term stands; lower is always safe: the next append is
+        checked against its previous entry again."""
+        index = message.get("next_node_idx")
+        if not isinstance(index, int):
+            return message
+        term = self.raftCurrentTerm
+        held = self._refused.get(node.address)
+        if held is not None and held[0] == term and held[1] < index:
+            return {**message, "next_node_idx": held[1]}
+        self._refused[node.address] = (term, index)
+        return message
 
     def _tick_monotonic(self) -> None:
         back = self._monotonic.went_back(monotonic_time())

@@ -104,8 +104,8 @@ SCENARIO = Scenario(
     nodes=5,
     plan=plan,
     knobs={"tick_s": 0.005, "log_compaction_min_entries": 50_000},
-    # Unbounded: B comes back with a suffix of its own, stepped back over one entry at a
-    # time while the client proposes; with a bandwidth, answers to the leader's earlier
-    # sends set its next index back up, and B may not catch up within the liveness bound.
-    bytes_per_s=None,
+    # The links of every random seed. B comes back with a suffix of its own and is stepped
+    # back one entry a round trip while the client proposes; the refusals of the leader's
+    # earlier sends must not set its next index back up (no-refusal-floor), or it never
+    # catches up (liveness).
 )
