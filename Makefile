@@ -80,7 +80,7 @@ lint: install
 	$(PY) tools/lint_imports.py
 
 test: deb-tools install lint
-	$(VENV)/bin/pytest -q
+	$(VENV)/bin/pytest -q --durations=25
 
 # Every fault scenario, each on a fresh cluster; CHAOS_SEED=N repeats a run.
 chaos: deb-tools install
