@@ -586,7 +586,12 @@ class Consumers:
         )
         out: list[int] = []
         while start < end:
-            rows = reads.read_ready(topic, start, min(end, start + BACKLOG_CHUNK))
+            reads = self.view.reads  # the latest state: the loop served others since the last chunk
+            try:
+                rows = reads.read_ready(topic, start, min(end, start + BACKLOG_CHUNK))
+            except ReadyTrimmedError:  # retention cut it meanwhile: those entries are gone
+                start = max(start + 1, reads.ready_base(topic))
+                continue
             offsets = start + np.arange(len(rows), dtype=np.int64)
             free = ~progress.acked_mask(offsets) & (rows["deliver_at_ms"] <= now) & ~np.isin(offsets, held)
             out += offsets[free].tolist()
