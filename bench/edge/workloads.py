@@ -263,6 +263,18 @@ def memory(system, scale: Scale) -> dict:
     return out
 
 
+def _until_serving(producer, item: tuple[int, bytes], deadline: float) -> None:
+    """Until a batch of ``item`` is acknowledged (a restarted or restored system)."""
+    while True:
+        try:
+            if producer.batch([item]):
+                return
+        except Exception:  # noqa: BLE001 - not serving yet: refused, loading, no master
+            if time.monotonic() > deadline:
+                raise
+        time.sleep(0.05)
+
+
 def restart(system, scale: Scale) -> dict:
     """Stop every server, start them again on their data: seconds until a producer's batch
     is acknowledged again (for Redis, by the replica too), at two sizes of backlog."""
@@ -276,15 +288,7 @@ def restart(system, scale: Scale) -> dict:
         time.sleep(3)
         began = time.monotonic()
         system.restart()
-        deadline = began + 900
-        while True:
-            try:
-                if producer.batch([(start, BODY)]):
-                    break
-            except Exception:  # noqa: BLE001 - not serving yet: refused, loading, no master
-                if time.monotonic() > deadline:
-                    raise
-            time.sleep(0.05)
+        _until_serving(producer, (start, BODY), began + 900)
         stored += 1
         out[f"{target:,} pending: restart to serving s"] = time.monotonic() - began
     first, last = scale.restart_steps[0], scale.restart_steps[-1]
@@ -437,15 +441,7 @@ def backup(system, scale: Scale) -> dict:
     began = time.monotonic()
     try:
         system.restore(dest)
-        deadline = began + 900
-        while True:
-            try:
-                if producer.batch([(start, BODY)]):
-                    break
-            except Exception:  # noqa: BLE001 - not serving yet: refused, loading, no master
-                if time.monotonic() > deadline:
-                    raise
-            time.sleep(0.05)
+        _until_serving(producer, (start, BODY), began + 900)
         restored = time.monotonic() - began
         held = sum(system.forecast(start - DAY_MS, DAY_MS, 32))
         if held < scale.backup_pending + len(before):
