@@ -61,3 +61,13 @@ class InvalidScheduleError(ClusterError, ValueError):
 class WriterTimeoutError(ClusterError):
     """Raised when the tick thread did not answer a question for the writer in time
     (writer_questions.py): it is busy applying, or stopped."""
+
+
+class MembershipChangeError(ClusterError):
+    """Raised when a change of the membership was not made; ``code`` says why
+    (cluster/raft/node.py, ``RaftNode._start_change`` and after)."""
+
+    def __init__(self, message: str, code: str) -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import queue
 import shutil
 import time
 from collections.abc import Awaitable, Callable
@@ -35,7 +36,13 @@ from horologe.storage.commit_journal import CommitJournal
 from horologe.storage.store_reads import CommittedState
 
 from ..apply_result import ApplyResult
-from ..errors import InsecureConfigError, ProposalRejectedError, ProposalTimeoutError, StoreBehindDumpError
+from ..errors import (
+    InsecureConfigError,
+    MembershipChangeError,
+    ProposalRejectedError,
+    ProposalTimeoutError,
+    StoreBehindDumpError,
+)
 from ..state_machine import StateMachine
 from .append_rule import trim_append
 from .backup_point import BackupPoint, take_point
@@ -44,6 +51,7 @@ from .dial_node import DialNode
 from .dump_file import DumpWriter, LocalDump, check_not_behind, read_local, read_shipped
 from .journal import DiskJournal
 from .loop_crossing import LoopCrossing
+from .membership import Joining, Member, change_in_flight, members_of, self_after
 from .monotonic_watch import MonotonicWatch, exit_for_step
 from .peer_clocks import PeerClock, keepalive, received
 from .seam import Parts, SyncObjSeam, check_pysyncobj
@@ -138,12 +146,20 @@ class RaftNode(SyncObjSeam):
             logCompactionMinEntries=settings.log_compaction_min_entries,
             logCompactionMinTime=settings.log_compaction_min_time,
             bindAddress=settings.bind,
-            dynamicMembershipChange=False,
+            dynamicMembershipChange=True,  # membership.py
             connectionRetryTime=settings.connect_retry_s,
             onStateChanged=self._state_changed,
             autoTick=auto_tick,
         )
-        self._peers = [DialNode(p.raft, p.dial) for p in settings.peers]
+        self._configured = {p.raft: p for p in settings.peers}
+        peers = [DialNode(p.raft, p.dial, p.node_id, p.http) for p in settings.peers]
+        self._self_node = DialNode(settings.raft, None, settings.node_id, settings.http)
+        # The membership (membership.py), tick thread: whether this node votes (a node
+        # started to join does not until its log holds the change adding it), the node
+        # being added, and the changes the loop asked for.
+        self._voter = not settings.join
+        self._joining: Joining | None = None
+        self._membership_asks: queue.SimpleQueue = queue.SimpleQueue()
         self._journal: DiskJournal | None = None
         self._refuse_success = False  # set when a shipped snapshot failed to install
         self._installed_at: int | None = None  # the index of a snapshot just installed
@@ -182,7 +198,10 @@ class RaftNode(SyncObjSeam):
             encryptor=RaftCipher.from_secret,
             connection=BoundedTcpConnection,
         )
-        super().__init__(DialNode(settings.raft), self._peers, conf, parts, transport_class)
+        super().__init__(self._self_node, peers, conf, parts, transport_class)
+        self._take_membership_of_log_tail()
+        self.addOnTickCallback(self._tick_membership)
+        self.addOnTickCallback(self._tick_voter)
         self._transfer: tuple[str | None, float, Callable[[bool], None]] | None = None
         self.addOnTickCallback(self._tick_transfer)
         self._next_halted_transfer = 0.0
@@ -270,6 +289,7 @@ class RaftNode(SyncObjSeam):
             self.stale_answers,
             self._dump.last,
             self._lease_until(),
+            self._members(),
             self.raftCommitIndex,
             self._journal.bytes,
         )
@@ -420,7 +440,7 @@ class RaftNode(SyncObjSeam):
             return
         self._next_keepalive = now + self.settings.link_keepalive_s
         clock_ms = self._clock()
-        for node in self._peers:
+        for node in self.otherNodes:
             if self.isNodeConnected(node):
                 last = self._peer_clocks.get(node.address)
                 self.transport.send(node, {"type": KEEPALIVE, **keepalive(clock_ms, now, last)})
@@ -429,6 +449,11 @@ class RaftNode(SyncObjSeam):
         """Every message from a peer: keep-alives are this shell's own; appends and answers
         are taken as Raft has it; the rest goes to pysyncobj as it came."""
         kind = message.get("type") if isinstance(message, dict) else None
+        if kind == "request_vote" and node not in self.otherNodes:
+            # A candidate outside the membership this node has in its log: a removed node,
+            # or one whose addition this node has yet to hear of (the members that have
+            # elect). Its term is not taken either: a removed node would depose leaders.
+            return
         if kind == "request_vote" and self._withholds_vote(node, message):
             # Its term is taken as Raft has it (a leader steps down: the candidate's term is
             # later), its vote refused: to pysyncobj the candidate's log looks behind
@@ -444,7 +469,7 @@ class RaftNode(SyncObjSeam):
             self._transfer_election = (self.raftCurrentTerm + 1, until)
         if kind == KEEPALIVE:
             clock = received(message, monotonic_time(), self._peer_clocks.get(node.address))
-            if clock is not None:
+            if clock is not None and node in self.otherNodes:  # a learner's clock counts for nothing
                 self._peer_clocks[node.address] = clock
             return
         if kind == "append_entries":
@@ -525,10 +550,11 @@ class RaftNode(SyncObjSeam):
         return self._lease_from_echoes() if self._isLeader() else 0.0
 
     def _lease_from_echoes(self) -> float:
-        need = (1 + len(self._peers)) // 2  # followers' echoes that make a majority with its own
+        peers = self.otherNodes  # the membership as this leader has it in its log
+        need = (1 + len(peers)) // 2  # followers' echoes that make a majority with its own
         if need == 0:
             return float("inf")
-        echoed = sorted((self._acked_sent.get(p.address, 0.0) for p in self._peers), reverse=True)
+        echoed = sorted((self._acked_sent.get(p.address, 0.0) for p in peers), reverse=True)
         if echoed[need - 1] == 0.0:
             return 0.0
         return echoed[need - 1] + self.settings.raft_min_timeout - LEASE_MARGIN_S
@@ -609,7 +635,7 @@ class RaftNode(SyncObjSeam):
 
     def linked_peers(self) -> set[str]:
         """Raft addresses of the peers this node has a live, handshaken link to."""
-        return {node.address for node in self._peers if self.isNodeConnected(node)}
+        return {node.address for node in self.otherNodes if self.isNodeConnected(node)}
 
     # -- roles ------------------------------------------------------------------
 
@@ -632,6 +658,152 @@ class RaftNode(SyncObjSeam):
     def leader_address(self) -> str | None:
         leader = self._getLeader()
         return None if leader is None else leader.address
+
+    # -- the membership (membership.py) --------------------------------------------
+
+    def _members(self) -> tuple[Member, ...]:  # tick thread
+        learners = () if self._joining is None else (self._joining.node,)
+        return members_of(self._self_node, self._voter, self.otherNodes, learners, self._known)
+
+    def _known(self, address: str) -> tuple[str, str] | None:
+        peer = self._configured.get(address)
+        return None if peer is None else (peer.node_id, peer.http)
+
+    def _configured_cluster(self) -> set[DialNode]:
+        return {self._self_node, *(DialNode(p.raft, p.dial, p.node_id, p.http) for p in self.settings.peers)}
+
+    def _take_membership_of_log_tail(self) -> None:
+        """At start: the changes in the log past what was applied are this node's
+        membership now (Raft's rule); pysyncobj would take each only once committed."""
+        for command, _index, _term in self._get_entries(self.raftLastApplied + 1):
+            change = self.membership_change_of(command)
+            if change is not None:
+                self.take_membership_change(change)
+
+    def _membership_changed(self, change: list, reverse: bool) -> None:  # tick thread
+        kind, address = change[0], change[1]
+        self._voter = self_after(change, self.settings.raft, reverse, self._voter)
+        if (kind == "rem") != reverse and address != self.settings.raft:
+            self._peer_clocks.pop(address, None)  # its clock no longer counts for the quorum's
+            self._acked_sent.pop(address, None)
+            self._refused.pop(address, None)
+        log.info("membership: %s %s%s", "undid" if reverse else "took", kind, f" {address}")
+
+    def _may_change_membership(self) -> bool:
+        """No change while another is in the log uncommitted (pysyncobj's intent)."""
+        tail = self._get_entries(self.raftCommitIndex + 1)
+        return not change_in_flight((e[0] for e in tail), self.membership_change_of)
+
+    def add_member(self, member: Member, dial: str | None, catch_up_s: float) -> Awaitable[None]:
+        """On the loop, on the master: feed ``member`` the log as a learner until it holds
+        it up to the commit index of now, then commit the change that adds it. Raises
+        :class:`MembershipChangeError` when it cannot (``code`` says why)."""
+        node = DialNode(member.raft, dial, member.node_id, member.http)
+        return self._ask_membership("add", node, catch_up_s)
+
+    def remove_member(self, raft: str) -> Awaitable[None]:
+        """On the loop, on the master: commit the change that removes the member at ``raft``."""
+        return self._ask_membership("rem", DialNode(raft), 0.0)
+
+    def _ask_membership(self, kind: str, node: DialNode, catch_up_s: float) -> Awaitable[None]:
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+        def settle(why: tuple[str, str] | None, status: RaftStatus) -> None:  # on the loop
+            self.status = status  # the membership the answer shows is the one made
+            if fut.done():
+                return
+            if why is None:
+                fut.set_result(None)
+            else:
+                fut.set_exception(MembershipChangeError(why[1], why[0]))
+
+        def done(why: tuple[str, str] | None) -> None:  # tick thread
+            self._crossing.post(settle, why, self._status_to_post())
+
+        self._membership_asks.put((kind, node, catch_up_s, done))
+        self.wake_tick_thread()
+        return fut
+
+    def _tick_membership(self) -> None:
+        """Start the changes asked for, and drive a catch-up under way (tick thread)."""
+        while True:
+            try:
+                kind, node, catch_up_s, done = self._membership_asks.get_nowait()
+            except queue.Empty:
+                break
+            self._start_change(kind, node, catch_up_s, done)
+        joining = self._joining
+        if joining is None or joining.proposed:
+            return
+        if not self._isLeader():
+            self._end_join(("lost_lead", "this node stopped being the master during the catch-up"))
+            return
+        match = self.match_index.get(joining.node, 0)
+        if match >= joining.target:
+            joining.proposed = True
+            self.addNodeToCluster(joining.node, callback=self._change_answered(self._end_join))
+        elif monotonic_time() > joining.deadline:
+            self._end_join(
+                (
+                    "catch_up_failed",
+                    f"{joining.node.node_id} holds the log up to {match} of {joining.target} "
+                    f"in time: is it running, started to join, and reachable from this node at "
+                    f"{joining.node.address}?",
+                )
+            )
+
+    def _start_change(self, kind: str, node: DialNode, catch_up_s: float, done) -> None:  # tick thread
+        if not self._isLeader():
+            done(("not_master", "this node is not the master"))
+            return
+        if self._joining is not None:
+            done(("change_under_way", f"{self._joining.node.node_id} is being added"))
+            return
+        members = self.otherNodes
+        if kind == "rem":
+            member = next((n for n in members if n == node), None)
+            if member is None:
+                done(("not_a_member", f"no member at {node.address}"))
+                return
+            self.removeNodeFromCluster(member, callback=self._change_answered(done))
+            return
+        if node == self._self_node or node in members:
+            done(("member_exists", f"{node.address} is a member already"))
+            return
+        self.feed_learner(node)
+        deadline = monotonic_time() + catch_up_s
+        self._joining = Joining(node, self.raftCommitIndex, deadline, done)
+        log.info(
+            "membership: feeding %s (%s) up to index %d", node.node_id, node.address, self.raftCommitIndex
+        )
+
+    def _end_join(self, why: tuple[str, str] | None) -> None:  # tick thread
+        joining, self._joining = self._joining, None
+        if joining is None:
+            return
+        if why is not None:
+            self.drop_learner(joining.node)
+        joining.done(why)  # after the learner is gone: the status it posts shows the change
+
+    @staticmethod
+    def _change_answered(done):
+        """pysyncobj's callback for a change: SUCCESS once committed, else why not."""
+
+        def answered(_res, err) -> None:  # tick thread
+            if err == FAIL_REASON.SUCCESS:
+                done(None)
+            elif err == FAIL_REASON.REQUEST_DENIED:
+                done(
+                    (
+                        "change_refused",
+                        "another change of the membership is uncommitted, or this master "
+                        "has not yet committed an entry of its term: try again",
+                    )
+                )
+            else:
+                done(("not_committed", f"the change was not committed (pysyncobj reason {err})"))
+
+        return answered
 
     # -- handover -------------------------------------------------------------
 
@@ -666,6 +838,12 @@ class RaftNode(SyncObjSeam):
                 log.warning("transfer of leadership failed: reason %s", err)
 
         self.transferLeadership(target, callback=answer)
+
+    def _tick_voter(self) -> None:
+        """A node outside the membership in its log (started to join, or removed) stands
+        for no election: its deadline is kept ahead of it (tick thread)."""
+        if not self._voter and not self._isLeader():
+            self.election_deadline = monotonic_time() + self.settings.raft_max_timeout
 
     def _tick_halted(self) -> None:
         """A halted replica leads nothing: it hands leadership over and never campaigns.
@@ -729,6 +907,7 @@ class RaftNode(SyncObjSeam):
             local = read_local(filename)
             raft_data = self._load_own(local) if local is not None else self._install_shipped(filename)
             self._finish_cut(raft_data)
+            raft_data = self._with_membership(raft_data)
         except Exception as e:
             why = f"cannot load the Raft dump {filename}: {e!r}"
             log.critical("%s: halting this replica", why)
@@ -741,6 +920,23 @@ class RaftNode(SyncObjSeam):
             # unread meanwhile, and the next tick would find the election deadline gone.
             self.election_deadline = monotonic_time() + self.random_election_timeout()
         return raft_data
+
+    def _with_membership(self, raft_data):
+        """The dump's data, its membership made this node's: whether it votes, and where it
+        dials the others. A dump without one (``horologe restore`` writes none: the backup's
+        addresses are another cluster's) keeps the membership this node was started with."""
+        last, before, cluster = raft_data[0], raft_data[1], raft_data[2]
+        if not cluster:
+            cluster = self._configured_cluster()
+        self._voter = any(n.address == self.settings.raft for n in cluster)
+        configured = self._configured
+        dialled = {
+            DialNode(n.address, configured[n.address].dial, n.node_id, n.http)
+            if n.address in configured
+            else n
+            for n in cluster
+        }
+        return (last, before, dialled, *raft_data[3:])
 
     def _load_own(self, local: LocalDump):
         store: Storage = self.state.store

@@ -199,6 +199,8 @@ class SyncObjSeam(SyncObj):
     ``_followers_held_back()``              ``__sendAppendEntries``, syncobj.py:1251
     ``_may_compact()``                      ``__tryLogCompaction``, syncobj.py:1421
     ``_clears_journal_on_load(install)``    ``__loadDumpFile``, syncobj.py:1472
+    ``_may_change_membership()``            ``__changeCluster``, syncobj.py:1356
+    ``_membership_changed(change, back)``   ``__doChangeCluster``, syncobj.py:1374
     ``_outgoing(node, message)``            the transport's ``send``, transport.py:166
     ======================================  ============================================
 
@@ -217,6 +219,10 @@ class SyncObjSeam(SyncObj):
     connected_nodes = _Member("_SyncObj__connectedNodes", "syncobj.py:154", settable=True)
     # the leader's next index per follower (a dict, changed in place)
     next_index = _Member("_SyncObj__raftNextIndex", "syncobj.py:178")
+    # the leader's match index per follower (a dict, changed in place)
+    match_index = _Member("_SyncObj__raftMatchIndex", "syncobj.py:180")
+    # nodes the leader sends appends to without counting them: the shell's learners
+    readonly_nodes = _Member("_SyncObj__readonlyNodes", "syncobj.py:153")
     # when a follower or candidate next stands for election (monotonic seconds)
     election_deadline = _Member("_SyncObj__raftElectionDeadline", "syncobj.py:162", settable=True)
     _raft_state = _Member("_SyncObj__raftState", "syncobj.py:157")
@@ -226,6 +232,7 @@ class SyncObjSeam(SyncObj):
     _current_log_index = _Method("_SyncObj__getCurrentLogIndex", "syncobj.py:1132")
     _generate_raft_timeout = _Method("_SyncObj__generateRaftTimeout", "syncobj.py:1108")
     _call_err_callback = _Method("_SyncObj__callErrCallback", "syncobj.py:1085")
+    _parse_change = _Method("_SyncObj__parseChangeClusterRequest", "syncobj.py:1415")
 
     def __init__(
         self, self_node, other_nodes, conf: SyncObjConf, parts: Parts, transport_class: type = TCPTransport
@@ -301,6 +308,36 @@ class SyncObjSeam(SyncObj):
         ``_connections``, transport.py:204); 0 without one."""
         conn = self.transport._connections.get(node)
         return 0 if conn is None else conn.getSendBufferSize()
+
+    def membership_change_of(self, command: bytes) -> list | None:
+        """The change of the membership a log entry's command makes (``[kind, address,
+        node]``, kind ``"add"`` or ``"rem"``), None for any other entry
+        (``__parseChangeClusterRequest``)."""
+        return self._parse_change(command)
+
+    def take_membership_change(self, change: list) -> None:
+        """Make ``change`` (of :meth:`membership_change_of`) this node's membership now, as
+        pysyncobj does when it appends one (``__doChangeCluster``, through the override)."""
+        self._SyncObj__doChangeCluster(change)
+
+    def feed_learner(self, node) -> None:
+        """Send ``node`` the log as to a follower without counting it for commits or votes:
+        pysyncobj's leader sends appends to its read-only nodes too (syncobj.py:1258) and
+        counts only ``__otherNodes`` (:661). The transport dials it, or takes its call."""
+        self.transport.addNode(node)
+        self.readonly_nodes.add(node)
+        self.next_index[node] = self.last_log_index() + 1
+        self.match_index[node] = 0
+
+    def drop_learner(self, node) -> None:
+        """Stop feeding ``node`` (:meth:`feed_learner`); its link goes unless it is a member."""
+        if node not in self.readonly_nodes:
+            return
+        self.readonly_nodes.discard(node)
+        if node not in self.otherNodes:
+            self.next_index.pop(node, None)
+            self.match_index.pop(node, None)
+            self.transport.dropNode(node)
 
     def wake_tick_thread(self) -> None:
         """Wake the tick thread from its poll, as a proposal does (``__pipeNotifier``,
@@ -437,6 +474,40 @@ class SyncObjSeam(SyncObj):
     def _clears_journal_on_load(self, after_install: bool) -> bool:
         """Hook: whether pysyncobj clears the journal however it begins, loading a dump."""
         return after_install
+
+    @_replaces("syncobj.py:1356")
+    def _SyncObj__changeCluster(self, request):  # noqa: N802 - pysyncobj's name
+        """Wraps ``__changeCluster`` (syncobj.py:1356), where a leader decides whether to
+        append a proposed change of the membership: after an entry of its term committed
+        (its no-op), and, pysyncobj's intent, not while another change is uncommitted;
+        but the index it checks that against is never set (syncobj.py:186 only), so
+        :meth:`_may_change_membership` decides that part."""
+        if not self._may_change_membership():
+            return False
+        return SyncObj._SyncObj__changeCluster(self, request)
+
+    @_hook
+    def _may_change_membership(self) -> bool:
+        """Hook: whether a change of the membership may be appended now."""
+        return True
+
+    @_replaces("syncobj.py:1374")
+    def _SyncObj__doChangeCluster(self, request, reverse=False):  # noqa: N802 - pysyncobj's name
+        """Wraps ``__doChangeCluster`` (syncobj.py:1374), where pysyncobj takes a change of
+        the membership as this node's own (or undoes one, ``reverse``) when it appends it
+        (:526, :1011), cuts it (:997) or applies it (:889, a restart). A learner about to
+        become a member loses its link first (``addNode`` would replace the live one and
+        leave it open); :meth:`_membership_changed` runs after."""
+        node = request[2] if len(request) >= 3 else None
+        if not reverse and request[0] == "add" and node is not None and node in self.readonly_nodes:
+            self.drop_learner(node)
+        changed = SyncObj._SyncObj__doChangeCluster(self, request, reverse)
+        self._membership_changed(request, reverse)
+        return changed
+
+    @_hook
+    def _membership_changed(self, request, reverse: bool) -> None:
+        """Hook: a change of the membership was taken (or undone, ``reverse``)."""
 
 
 # -- TcpConnection ------------------------------------------------------------------------

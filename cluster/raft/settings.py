@@ -18,7 +18,13 @@ class ClusterSettings:
     node_id: str
     raft: str  # this node's Raft address and identity
     data_dir: str
+    # The members it starts with; the replicated membership (membership.py) replaces them
+    # once this node has a snapshot or a change of it in its log.
     peers: tuple[Peer, ...] = field(default_factory=tuple)
+    http: str = ""  # this node's own HTTP address, as the other members reach it
+    # A node that joins a running cluster: it stands for no election until its log holds
+    # the change that adds it (``horologe cluster add``).
+    join: bool = False
     cluster_secret: str | None = None
     insecure_dev: bool = False
     bind: str | None = None  # listen address when it differs from the identity

@@ -15,6 +15,7 @@ from enum import StrEnum
 from typing import NamedTuple
 
 from .dump_file import DumpFigures
+from .membership import Member
 from .peer_clocks import PeerClock
 
 FIGURES_EVERY_S = 0.05
@@ -36,6 +37,7 @@ class RaftStatus(NamedTuple):
     stale_answers: int  # followers' answers dropped for naming another term
     last_dump: DumpFigures | None  # the last snapshot this process wrote
     lease_until: float  # a leader: until when (monotonic s) it may serve (RaftNode._lease_until)
+    members: tuple[Member, ...]  # the membership in this node's log, itself first (membership.py)
     commit_index: int
     log_bytes: int  # commands held in the Raft log
 
@@ -47,9 +49,14 @@ class RaftStatus(NamedTuple):
         """What a change of publishes at once (all but the running figures)."""
         return self[:-2]
 
+    @property
+    def voters(self) -> tuple[Member, ...]:
+        """The members that vote (learners left out), this node first if it votes."""
+        return tuple(m for m in self.members if m.voter)
+
     def clock_readings(self, now: float) -> list[tuple[int, float]]:
         """Each peer's reading: (ms, seconds since the peer read it) at monotonic ``now``."""
         return [(c.ms, c.age_s(now)) for c in self.peer_clocks]
 
 
-STARTING = RaftStatus(Role.FOLLOWER, 0, None, frozenset(), (), 0, 0, None, 0.0, 0, 0)
+STARTING = RaftStatus(Role.FOLLOWER, 0, None, frozenset(), (), 0, 0, None, 0.0, (), 0, 0)

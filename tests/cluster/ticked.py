@@ -46,8 +46,13 @@ class HeldCrossing:
 def ticked_node(data_dir, peers: tuple[str, ...] = (), on_monotonic_step=None, **settings) -> RaftNode:
     """A node whose data lives in ``data_dir`` (start it again on the same folder to
     restart it), with ``peers`` named but never reached; ``settings`` are ClusterSettings'.
-    A monotonic clock that goes back fails the test, unless ``on_monotonic_step`` takes it."""
-    (port,) = free_ports(1)
+    A monotonic clock that goes back fails the test, unless ``on_monotonic_step`` takes it.
+    A restart keeps the node's address: it is its identity in the replicated membership."""
+    kept = data_dir / "raft-port"
+    if not kept.exists():
+        data_dir.mkdir(parents=True, exist_ok=True)
+        kept.write_text(str(free_ports(1)[0]))
+    port = int(kept.read_text())
     base = ClusterSettings(
         "n0",
         f"127.0.0.1:{port}",

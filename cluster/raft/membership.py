@@ -1,0 +1,90 @@
+"""The cluster's membership: which nodes vote, where each one's API is, and how it changes.
+
+pysyncobj replicates the membership (``dynamicMembershipChange``): a change is a log entry
+of its own, one node added or removed, which each node takes as its membership as soon as
+the entry is in its log and drops again if the entry is cut (Raft's rule for single-server
+changes: any majority of the old membership meets any majority of the new). Its leader
+appends one only after an entry of its own term committed. Every snapshot holds the
+membership at its index, so a node that restarts or installs one knows it. The node
+objects it replicates are :class:`~horologe.cluster.raft.dial_node.DialNode`, which carry
+each member's id and HTTP address.
+
+What pysyncobj lacks, the shell adds (``RaftNode``, node.py):
+
+* **One change at a time.** pysyncobj means to refuse a change while another is
+  uncommitted but never records the index it checks against; the shell refuses it
+  (:func:`change_in_flight`).
+* **A new node catches up before it counts.** The leader first feeds it as a learner
+  (pysyncobj's read-only nodes: sent the log, counted for nothing), by snapshot shipment
+  when the log was compacted, and appends the change only once the learner holds the log
+  up to the commit index it found when the catch-up began (:class:`Joining`). A 3-node
+  cluster grown to 4 thus never waits for an empty node to make a majority.
+* **A node outside the membership has no say.** A node started to join stands for no
+  election until its log holds the change that adds it, nor does a removed one; vote
+  requests from a node outside the membership are dropped.
+* **The latest membership in the log, at start too.** pysyncobj takes a change at start
+  only when it applies it (committed); the shell takes the changes in its log's tail
+  at once, as Raft has it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from .dial_node import DialNode
+
+
+@dataclass(frozen=True)
+class Member:
+    node_id: str
+    raft: str  # its Raft address: its identity
+    http: str  # its HTTP address (host:port), as the other members reach it
+    voter: bool = True  # False: a learner, fed the log before the change that adds it
+
+
+@dataclass
+class Joining:
+    """A node being added: fed as a learner until it holds the log up to ``target``, then
+    the change that adds it is proposed. Tick thread only."""
+
+    node: DialNode
+    target: int  # the leader's commit index when the catch-up began
+    deadline: float  # monotonic s: give up catching up after this
+    done: Callable[[str | None], None]  # None once the change committed, else why not
+    proposed: bool = False
+
+
+def change_in_flight(commands: Iterable[bytes], change_of: Callable[[bytes], list | None]) -> bool:
+    """Whether any of ``commands`` (the log's uncommitted entries) changes the membership."""
+    return any(change_of(c) is not None for c in commands)
+
+
+def self_after(change: list, self_address: str, reverse: bool, was: bool) -> bool:
+    """Whether this node is a voter after taking ``change`` (or undoing it, ``reverse``)."""
+    kind, address = change[0], change[1]
+    if address != self_address or kind not in ("add", "rem"):
+        return was
+    return (kind == "add") != reverse
+
+
+def members_of(
+    self_node: DialNode,
+    voter: bool,
+    others: Iterable[DialNode],
+    learners: Iterable[DialNode],
+    known: Callable[[str], tuple[str, str] | None],
+) -> tuple[Member, ...]:
+    """The membership as this node knows it, itself first, then by id. ``known(address)``
+    names the (id, HTTP address) the settings give a node whose object carries none (one
+    read from a snapshot written before nodes carried them)."""
+
+    def member(node: DialNode, is_voter: bool) -> Member:
+        node_id, http = getattr(node, "node_id", ""), getattr(node, "http", "")
+        if not node_id:
+            node_id, http = known(node.address) or (node.address, http)
+        return Member(node_id, node.address, http, is_voter)
+
+    voters = set(others)
+    rest = [member(n, True) for n in voters] + [member(n, False) for n in learners if n not in voters]
+    return (member(self_node, voter), *sorted(rest, key=lambda m: m.node_id))
