@@ -50,7 +50,10 @@ class NodeConfig:
     data_dir: str
     http: str
     raft: str
+    # The members this node starts with (the replicated membership replaces them: docs/deploy.md).
     peers: tuple[Peer, ...] = field(default_factory=tuple)
+    # Joins a running cluster: no vote until `horologe cluster add` commits it as a member.
+    join: bool = False
     client_token: str | None = None
     admin_token: str | None = None
     cluster_secret: str | None = None
@@ -117,6 +120,8 @@ class NodeConfig:
             raft=self.raft,
             data_dir=self.data_dir,
             peers=self.peers,
+            http=self.http,
+            join=self.join,
             cluster_secret=self.cluster_secret,
             insecure_dev=self.insecure_dev,
             bind=self.raft_bind,
@@ -134,12 +139,9 @@ class NodeConfig:
         this node's (a cluster serves HTTPS on every node or on none, unless told otherwise)."""
         return address if "://" in address else f"{self.scheme}://{address}"
 
-    def peer_by_raft(self, raft: str | None) -> Peer | None:
-        if raft is None:
-            return None
-        if raft == self.raft:
-            return Peer(self.node_id, self.raft, self.http)
-        return next((p for p in self.peers if p.raft == raft), None)
+    def dial_of(self, raft: str) -> str | None:
+        """Where this node dials the member at ``raft``, when its config names a place."""
+        return next((p.dial for p in self.peers if p.raft == raft), None)
 
 
 def _host_port(value: str, key: str) -> str:

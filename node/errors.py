@@ -130,3 +130,29 @@ class NothingToBackUp(Refused):
     """Raised when this node has applied too little to back up (a cluster just made)."""
 
     code = "nothing_to_back_up"
+
+
+class MemberExists(Refused):
+    """Raised when a node to add has the id or an address of a member already."""
+
+    code = "member_exists"
+
+
+class MembershipChangeRefused(Refused):
+    """Raised when a change of the membership cannot start now: another is under way
+    (``change_under_way``, ``change_refused``), or it would remove the master itself
+    (``is_master``: release it first)."""
+
+    def __init__(self, message: str, code: str, field: str | None = None) -> None:
+        super().__init__(message, field)
+        self.code = code
+
+
+class MembershipChangeFailed(Refused):
+    """Raised when a change of the membership started but was not made: the new node did
+    not catch up in time (``catch_up_failed``), or the master lost the lead (``lost_lead``,
+    ``not_committed``). Nothing changed; ask again."""
+
+    def __init__(self, message: str, code: str) -> None:
+        super().__init__(message)
+        self.code = code

@@ -48,6 +48,7 @@ class Handover:
         is_master: Callable[[], bool],
         leader_id: Callable[[], str | None],
         linked_peer_ids: Callable[[], set[str]],
+        peers: Callable[[], tuple[Peer, ...]],
         propose: Callable[..., Awaitable[object]],
         transfer: Callable[[str | None, float], Awaitable[bool]],
         pause_leading: Callable[[], Awaitable[None]],
@@ -56,8 +57,10 @@ class Handover:
         """``propose(kind, **fields)`` an entry and wait until applied; ``transfer(raft
         address, deadline_s)`` Raft leadership, True once this node stepped down;
         ``pause_leading`` stops the wheel and push (and waits), ``resume_leading`` starts
-        them again when this node is still master after all."""
+        them again when this node is still master after all. ``peers()`` are the other
+        voting members now (the membership changes online)."""
         self._config = config
+        self._peers = peers
         self._peer_ssl = peer_ssl
         self._require_master = require_master
         self._is_master = is_master
@@ -149,7 +152,7 @@ class Handover:
             if new_master is None:
                 raise TransferFailed("no other node took over; this node is still master")
             heard_by = await self._followers_of(session, new_master, linked, 2.0)
-        if len(heard_by) < majority(1 + len(self._config.peers)):
+        if len(heard_by) < majority(1 + len(self._peers())):
             raise TransferUnconfirmed(
                 f"{new_master} took over but only {', '.join(heard_by)} follow it; it may be deposed",
             )
@@ -169,10 +172,11 @@ class Handover:
     async def _target(self, session: aiohttp.ClientSession, to: str | None, linked: set[str]) -> Peer:
         """The named peer, or the first one, that has a link to every node linked to this one."""
         config = self._config
-        if to is not None and to not in {p.node_id for p in config.peers}:
+        peers = self._peers()
+        if to is not None and to not in {p.node_id for p in peers}:
             raise UnknownNode(f"no peer named {to!r}", "to")
         reasons = []
-        for peer in config.peers:
+        for peer in peers:
             if to not in (None, peer.node_id):
                 continue
             if peer.node_id not in linked:
@@ -202,7 +206,7 @@ class Handover:
         while True:
             if self._leader_id() == master:
                 heard.add(config.node_id)
-            for peer in config.peers:
+            for peer in self._peers():
                 if peer.node_id in linked and peer.node_id not in heard:
                     seen = await peer_readiness(
                         session, config.http_url(peer.http), max(0.05, deadline - time.monotonic())

@@ -1,4 +1,5 @@
-"""What a peer says of itself: its ``/readyz``, read over HTTP during a forced release.
+"""What a peer says of itself: its ``/readyz``, read over HTTP during a forced release, and
+from a node about to be added to the membership (it must be running first).
 
 A release must not hand the wheel to a node that some follower cannot hear (docs/cluster.md,
 "Links and releases"), and only the candidate knows which links it has, so the master asks.
@@ -25,3 +26,10 @@ async def peer_readiness(session: aiohttp.ClientSession, url: str, timeout_s: fl
         return None
     except (aiohttp.ClientError, TimeoutError, ValueError):
         return None
+
+
+async def readiness_at(url: str, ssl, timeout_s: float = 2.0) -> dict | None:
+    """:func:`peer_readiness` of one node, over a session of its own (``ssl``: the context
+    peers' certificates are verified with)."""
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=ssl)) as session:
+        return await peer_readiness(session, url, timeout_s)

@@ -70,10 +70,11 @@ class QuorumClock:
         self,
         clock: Clock,
         peer_readings: PeerReadings,
-        cluster_size: int,
+        cluster_size: Callable[[], int],
         tolerance_ms: int,
         fresh_s: float = 1.5,
     ) -> None:
+        """``cluster_size()``: how many members vote now (the membership changes online)."""
         self.own = clock
         self._peer_readings = peer_readings
         self._size = cluster_size
@@ -82,7 +83,7 @@ class QuorumClock:
         self._last_quorum: int | None = None  # the latest quorum time had from fresh readings
 
     def _fresh(self, own: int) -> int | None:
-        return fresh_quorum_ms(own, self._peer_readings(), self._size, self._fresh_s)
+        return fresh_quorum_ms(own, self._peer_readings(), self._size(), self._fresh_s)
 
     def _quorum(self, own: int) -> int | None:
         """Quorum time from fresh readings, else the last had (None: never yet)."""

@@ -25,12 +25,14 @@ from horologe.cluster import (
     Entry,
     EntryKind,
     NotMasterError,
+    Peer,
     StateMachine,
 )
 from horologe.cluster.committed_reads import GONE
 from horologe.cluster.entries import SUBSCRIBE
 from horologe.cluster.push_state import every as every_subscription
 from horologe.cluster.raft.loop_crossing import LoopCrossing
+from horologe.cluster.raft.membership import Member
 from horologe.cluster.raft.node import Applied, RaftNode
 from horologe.cluster.retention import Cut
 from horologe.storage import MessageColumns, MessageId, Storage, StorageConfig, id_strings
@@ -50,7 +52,9 @@ from .errors import (
 )
 from .group_commit import MAX_ENTRY_BYTES, MAX_ITEMS_BYTES, GroupCommit
 from .handover import Handover
+from .membership import Membership
 from .observers import NO_OBSERVERS, Observers
+from .peer_readiness import readiness_at
 from .push.allow import PushAllow
 from .push.subscriptions import Subscriptions
 from .push.worker import PushWorker
@@ -95,7 +99,7 @@ class NodeService:
         # Calls to peers' HTTP API verify their certificates against tls_ca (node/tls.py).
         self._peer_ssl = client_context(config.tls_ca)
         self.quorum_clock = QuorumClock(
-            clock, self._peer_clocks, 1 + len(config.peers), config.clock_tolerance_ms
+            clock, self._peer_clocks, lambda: len(self.voters()), config.clock_tolerance_ms
         )
         # Every entry, deadline and relative delay is taken by the quorum-bounded clock.
         self.clock = self.quorum_clock.now_ms
@@ -175,10 +179,22 @@ class NodeService:
             is_master=self.is_master,
             leader_id=self.leader_id,
             linked_peer_ids=self.linked_peer_ids,
+            peers=self.peers,
             propose=self.propose,
             transfer=lambda target, deadline_s: self.raft.transfer_leadership_to(target, deadline_s),
             pause_leading=self._pause_leading,
             resume_leading=self._resume_leading,
+        )
+        self.membership = Membership(
+            require_master=self.require_master,
+            members=self.members,
+            linked=self.linked_peer_ids,
+            own_raft=config.raft,
+            add=lambda member, catch_up_s: self.raft.add_member(
+                member, config.dial_of(member.raft), catch_up_s
+            ),
+            remove=lambda raft: self.raft.remove_member(raft),
+            readiness=lambda http: readiness_at(config.http_url(http), self._peer_ssl),
         )
 
         self.backups = Backups(
@@ -274,12 +290,40 @@ class NodeService:
 
     def leader_http(self) -> str | None:
         """The master's HTTP API as a URL (a 307 names it), its scheme kept."""
-        peer = self.config.peer_by_raft(self.raft.status.leader)
-        return None if peer is None else self.config.http_url(peer.http)
+        member = self.member_at(self.raft.status.leader)
+        return None if member is None else self.config.http_url(member.http)
 
     def leader_id(self) -> str | None:
-        peer = self.config.peer_by_raft(self.raft.status.leader)
-        return None if peer is None else peer.node_id
+        member = self.member_at(self.raft.status.leader)
+        return None if member is None else member.node_id
+
+    # -- the membership (cluster/raft/membership.py) ---------------------------------
+
+    def members(self) -> tuple[Member, ...]:
+        """The membership in this node's Raft log, itself first; the one it was started
+        with until Raft publishes one."""
+        members = () if self.raft is None else self.raft.status.members
+        if members:
+            return members
+        config = self.config
+        own = Member(config.node_id, config.raft, config.http, voter=not config.join)
+        return (own, *(Member(p.node_id, p.raft, p.http) for p in config.peers))
+
+    def voters(self) -> tuple[Member, ...]:
+        """The members that vote: the cluster whose majorities count."""
+        return tuple(m for m in self.members() if m.voter)
+
+    def peers(self) -> tuple[Peer, ...]:
+        """The other voting members."""
+        config = self.config
+        return tuple(
+            Peer(m.node_id, m.raft, m.http, config.dial_of(m.raft))
+            for m in self.voters()
+            if m.raft != config.raft
+        )
+
+    def member_at(self, raft: str | None) -> Member | None:
+        return next((m for m in self.members() if m.raft == raft), None)
 
     def leader_changes(self) -> int:
         """Changes of the leader this node knows, since it started."""
@@ -292,7 +336,7 @@ class NodeService:
     def linked_peer_ids(self) -> set[str]:
         """Ids of the peers this node has a live Raft link to."""
         linked = self.raft.status.linked
-        return {p.node_id for p in self.config.peers if p.raft in linked}
+        return {p.node_id for p in self.peers() if p.raft in linked}
 
     def readiness(self) -> dict:
         """Ready: a master is known, this node applies, is linked to a quorum and knows its clocks.
@@ -302,8 +346,9 @@ class NodeService:
         """
         leader = self.leader_id()
         linked = self.linked_peer_ids()
-        links = {p.node_id: p.node_id in linked for p in self.config.peers}
-        quorum = 1 + len(linked) >= majority(1 + len(links))
+        links = {p.node_id: p.node_id in linked for p in self.peers()}
+        voter = any(m.raft == self.config.raft for m in self.voters())
+        quorum = voter and 1 + len(linked) >= majority(1 + len(links))
         clock = self.quorum_clock.known()
         halted = self.view.halted
         ready = leader is not None and not halted and quorum and clock
@@ -434,7 +479,7 @@ class NodeService:
                 "http": self.config.http_url(p.http),
                 "connected": p.node_id in linked,
             }
-            for p in self.config.peers
+            for p in self.peers()
         ]
         return {
             "node_id": self.config.node_id,

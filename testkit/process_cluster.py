@@ -70,6 +70,7 @@ class Cluster:
         self.configs = lc.write_configs(
             root, self.http_ports, self.raft_ports, extra_toml, peer_fields, self.data_root, self._tls_toml
         )
+        self._extra_toml = extra_toml
         self.env = env or {}
         self.procs: dict[int, subprocess.Popen] = {}
         self.http = RawClient(timeout=5.0, ca=self.ca)
@@ -116,6 +117,33 @@ class Cluster:
     def indexes(self) -> list[int]:
         return list(range(len(self.configs)))
 
+    def joiner(self, peers: list[int]) -> int:
+        """Write the config of one more node, ``n<k>``, started to join a running cluster
+        (``join = true``) with the nodes ``peers`` as its peers; its index (``start`` it,
+        then add it: ``horologe cluster add``). Not with TLS (no certificate is made for it)."""
+        if self.pki is not None:
+            raise ValueError("a joining node gets no certificate here")
+        http, raft = free_ports(2)
+        i = len(self.configs)
+        self.http_ports.append(http)
+        self.raft_ports.append(raft)
+        lines = [
+            f'node_id = "n{i + 1}"',
+            f'data_dir = "{os.path.abspath(os.path.join(self.data_root, f"n{i + 1}"))}"',
+            f'http = "127.0.0.1:{http}"',
+            f'raft = "127.0.0.1:{raft}"',
+            "join = true",
+            self._extra_toml,
+        ]
+        for j in peers:
+            lines += [f"[peers.n{j + 1}]", f'http = "127.0.0.1:{self.http_ports[j]}"']
+            lines.append(f'raft = "127.0.0.1:{self.raft_ports[j]}"')
+        path = os.path.join(self.root, f"n{i + 1}.toml")
+        with open(path, "w") as f:
+            f.write("\n".join(lines) + "\n")
+        self.configs.append(path)
+        return i
+
     def start(self, i: int) -> None:
         self.procs[i] = lc.start_node(self.configs[i], {**ENV, **self.env.get(i, {})}, self.root)
 
@@ -123,6 +151,18 @@ class Cluster:
         for i in self.indexes:
             self.start(i)
         self.wait_connected()
+
+    def wait_serving(self, i: int, timeout_s: float = 20.0) -> None:
+        """Until node i answers its API (ready or not: ``/admin/status`` answers either way)."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                self.status(i)
+                return
+            except HorologeError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
 
     def wait_connected(self, timeout_s: float = 20.0) -> int:
         """Until a master is agreed and every live node is ready and linked to every other; returns it."""

@@ -21,6 +21,7 @@ from horologe import __version__
 COMMANDS: dict[str, tuple[str, str]] = {
     "backup": ("backup", "Copy a running node's store into a new folder, consistent at one Raft index."),
     "cancel": ("messages", "Cancel a scheduled message by MESSAGE_ID, or by --topic and --key."),
+    "cluster": ("cluster", "The cluster's membership: list, add and remove nodes, one at a time, online."),
     "consume": ("messages", "Print messages as they arrive, one JSON line each, and ack them."),
     "forecast": ("messages", "How many pending messages fall due in each minute, hour or day."),
     "local-cluster": ("local", "Start NODES node processes on 127.0.0.1 and keep them running until Ctrl-C."),

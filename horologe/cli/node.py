@@ -24,6 +24,13 @@ from horologe.node.main import run_node
     help="Allow running without tokens and cluster secret. Never in production.",
 )
 @click.option(
+    "--join",
+    is_flag=True,
+    default=None,
+    help="Join a running cluster (config: join = true): give the members as peers, start this node, "
+    "then run `horologe cluster add` against the master. It votes once added.",
+)
+@click.option(
     "--log-format",
     type=click.Choice(["text", "json"]),
     help="Overrides log_format: text lines, or one JSON object per line for log shippers.",
@@ -33,7 +40,7 @@ from horologe.node.main import run_node
     is_flag=True,
     help="Validate the configuration (file, HOROLOGE_* env, flags), print it without secrets, and exit.",
 )
-def node(config_path, node_id, data_dir, http_addr, raft_addr, insecure_dev, log_format, check_config):
+def node(config_path, node_id, data_dir, http_addr, raft_addr, insecure_dev, join, log_format, check_config):
     """Run one node: HTTP API, Raft replication, and the wheel when master."""
     try:
         check_pysyncobj()
@@ -44,6 +51,7 @@ def node(config_path, node_id, data_dir, http_addr, raft_addr, insecure_dev, log
             http=http_addr,
             raft=raft_addr,
             insecure_dev=insecure_dev,
+            join=join,
             log_format=log_format,
         )
     except (UnsupportedPysyncobjError, ConfigError) as e:
@@ -53,6 +61,8 @@ def node(config_path, node_id, data_dir, http_addr, raft_addr, insecure_dev, log
             f"{cfg.node_id}: {cfg.scheme} {cfg.http}, raft {cfg.raft} "
             f"(listening on {cfg.raft_bind or cfg.raft}), data {cfg.data_dir}"
         )
+        if cfg.join:
+            click.echo("  joins a running cluster: no vote until `horologe cluster add` makes it a member")
         if cfg.tls_cert:
             click.echo(f"  tls: certificate {cfg.tls_cert}, key {cfg.tls_key}")
         click.echo(f"  peers' certificates verified against {cfg.tls_ca or 'the system CAs'}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from urllib.parse import quote, urlencode
 
 import httpx
@@ -47,13 +48,15 @@ class AsyncClient(core.ClientSettings, AsyncScheduleCalls, AsyncPushCalls):
         admin: bool = False,
         resend: bool = True,
         accept: str | None = None,
+        timeout: float | None | object = core.CLIENT_TIMEOUT,
     ) -> Reply:
         """See :meth:`horologe.client.Client.request`."""
         if self._http is None:
             raise RuntimeError("use 'async with AsyncClient(...)'")
-        plan = self.plan(
-            self._http.build_request, method, path, body, admin=admin, resend=resend, accept=accept
-        )
+        build = self._http.build_request
+        if timeout is not core.CLIENT_TIMEOUT:  # this call's own (s; None: no limit)
+            build = functools.partial(build, timeout=timeout)
+        plan = self.plan(build, method, path, body, admin=admin, resend=resend, accept=accept)
         return await calls.run_async(self._http, plan)
 
     async def _call(self, method: str, path: str, body=None, **options):
@@ -216,6 +219,25 @@ class AsyncClient(core.ClientSettings, AsyncScheduleCalls, AsyncPushCalls):
         """As :meth:`Client.purge`."""
         reply = await self._call("POST", f"/v1/topics/{quote(topic, safe='')}/purge", {"group": group})
         return reply["purged"]
+
+    async def members(self) -> list[dict]:
+        """The cluster's members as the answering node's Raft log has them, that node first:
+        ``{node_id, raft, http, voter, self, linked}`` each."""
+        return (await self._call("GET", "/admin/cluster/members", admin=True))["members"]
+
+    async def add_member(self, node_id: str, raft: str, http: str, catch_up_s: float = 600.0) -> list[dict]:
+        """Add a node started with ``join = true``: the master feeds it the log, then commits
+        it as a member (waits up to ``catch_up_s`` for the catch-up). The members after."""
+        body = {"node_id": node_id, "raft": raft, "http": http, "catch_up_s": catch_up_s}
+        reply = await self.request(
+            "POST", "/admin/cluster/members", body, admin=True, resend=False, timeout=catch_up_s + 30.0
+        )
+        return reply.body["members"]
+
+    async def remove_member(self, node_id: str) -> list[dict]:
+        """Remove a member (not the master: :meth:`release_master` first). The members after."""
+        path = f"/admin/cluster/members/{quote(node_id, safe='')}"
+        return (await self._call("DELETE", path, admin=True, resend=False))["members"]
 
     async def release_master(self, to: str | None = None) -> dict:
         body = {"to": to} if to else {}

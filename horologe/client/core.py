@@ -101,6 +101,10 @@ def batch_bodies(messages: list[dict]) -> list[dict]:
     return out
 
 
+# A call's timeout left to the client's (``request(timeout=...)`` overrides it for one call).
+CLIENT_TIMEOUT = object()
+
+
 class ClientSettings:
     """What both clients hold: the nodes, the tokens, and how long to wait and retry."""
 

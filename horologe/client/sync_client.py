@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from urllib.parse import quote, urlencode
 
 import httpx
@@ -40,15 +41,17 @@ class Client(core.ClientSettings, calls.BlockingPool, ScheduleCalls, PushCalls):
         admin: bool = False,
         resend: bool = True,
         accept: str | None = None,
+        timeout: float | None | object = core.CLIENT_TIMEOUT,
     ) -> Reply:
         """Any API call, e.g. ``request("DELETE", f"/v1/messages/{id}")``, following the
         master and retrying like the calls below. Returns the 2xx :class:`Reply`; an error
         answer raises its :class:`HorologeError`. ``admin`` sends the admin token;
         ``resend=False`` for a call that must not be repeated after a timeout; ``accept``
         asks for another answer type than JSON (``calls.MSGPACK``: its body comes decoded)."""
-        plan = self.plan(
-            self._http.build_request, method, path, body, admin=admin, resend=resend, accept=accept
-        )
+        build = self._http.build_request
+        if timeout is not core.CLIENT_TIMEOUT:  # this call's own (s; None: no limit)
+            build = functools.partial(build, timeout=timeout)
+        plan = self.plan(build, method, path, body, admin=admin, resend=resend, accept=accept)
         return calls.run_blocking(self._http, plan)
 
     def _call(self, method: str, path: str, body=None, **options):
@@ -231,6 +234,25 @@ class Client(core.ClientSettings, calls.BlockingPool, ScheduleCalls, PushCalls):
 
     def node_status(self) -> dict:
         return core.to_node_status(self._call("GET", "/admin/status", admin=True))
+
+    def members(self) -> list[dict]:
+        """The cluster's members as the answering node's Raft log has them, that node first:
+        ``{node_id, raft, http, voter, self, linked}`` each."""
+        return (self._call("GET", "/admin/cluster/members", admin=True))["members"]
+
+    def add_member(self, node_id: str, raft: str, http: str, catch_up_s: float = 600.0) -> list[dict]:
+        """Add a node started with ``join = true``: the master feeds it the log, then commits
+        it as a member (waits up to ``catch_up_s`` for the catch-up). The members after."""
+        body = {"node_id": node_id, "raft": raft, "http": http, "catch_up_s": catch_up_s}
+        reply = self.request(
+            "POST", "/admin/cluster/members", body, admin=True, resend=False, timeout=catch_up_s + 30.0
+        )
+        return reply.body["members"]
+
+    def remove_member(self, node_id: str) -> list[dict]:
+        """Remove a member (not the master: :meth:`release_master` first). The members after."""
+        path = f"/admin/cluster/members/{quote(node_id, safe='')}"
+        return (self._call("DELETE", path, admin=True, resend=False))["members"]
 
     def release_master(self, to: str | None = None) -> dict:
         return self._call("POST", "/admin/release-master", {"to": to} if to else {}, admin=True, resend=False)

@@ -72,7 +72,9 @@ def create_app(config: NodeConfig, *, clock: Clock | None = None) -> web.Applica
         svc = app[SERVICE]
         connector = aiohttp.TCPConnector(ssl=client_context(config.tls_ca))
         async with aiohttp.ClientSession(connector=connector) as session:
-            peers = {p.node_id: config.http_url(p.http) for p in config.peers}
+            def peers() -> dict[str, str]:
+                return {m.node_id: config.http_url(m.http) for m in svc.members() if m.raft != config.raft}
+
             target = cluster_target(config.node_id, peers, svc.is_master, svc.leader_http)
             app[FORWARDER] = Forwarder(target, session)
             yield

@@ -26,11 +26,14 @@ STATUS: dict[type[node.Refused], int] = {
     node.NoLinkedTarget: 409,
     node.BackupInProgress: 409,
     node.NothingToBackUp: 409,
+    node.MemberExists: 409,
+    node.MembershipChangeRefused: 409,
     node.EntryTooLarge: 413,
     node.UnknownNode: 422,
     node.ApplyFailed: 500,
     node.TransferFailed: 503,
     node.TransferUnconfirmed: 503,
+    node.MembershipChangeFailed: 503,
     node.Halted: 507,
 }
 

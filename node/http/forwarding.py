@@ -86,12 +86,13 @@ def forward_middleware(forwarder: Callable[[], Forwarder | None]):
 
 def cluster_target(
     node_id: str,
-    peer_urls: dict[str, str],
+    peer_urls: Callable[[], dict[str, str]],
     is_master: Callable[[], bool],
     master_url: Callable[[], str | None],
 ) -> Callable[[str], str | None]:
     """``target(name)`` for a :class:`Forwarder`: ``master`` is the master's URL (None on
-    the master itself; 503 while none is known), a node id that node's (None for this one)."""
+    the master itself; 503 while none is known), a node id that node's (None for this one).
+    ``peer_urls()`` maps the other members' ids to their URLs now (the membership changes)."""
 
     def target(name: str) -> str | None:
         if name == MASTER:
@@ -103,9 +104,10 @@ def cluster_target(
             return url
         if name == node_id:
             return None
-        if name not in peer_urls:
-            known = ", ".join([MASTER, node_id, *peer_urls])
+        urls = peer_urls()
+        if name not in urls:
+            known = ", ".join([MASTER, node_id, *urls])
             raise ApiError(422, "unknown_node", f"{HEADER}: no node {name!r} (one of {known})", HEADER)
-        return peer_urls[name]
+        return urls[name]
 
     return target

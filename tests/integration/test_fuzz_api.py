@@ -89,6 +89,16 @@ include-name-regex = "^(GET|DELETE) /v1/topics/.topic./subscriptions/.group.$"
 checks.positive_data_acceptance.expected-statuses = ["2xx", "404"]
 
 [[operations]]
+include-name = "POST /admin/cluster/members"
+# a node that is not running (409 not_reachable): the fuzzer starts none
+checks.positive_data_acceptance.expected-statuses = ["2xx", "409"]
+
+[[operations]]
+include-name = "DELETE /admin/cluster/members/{{node_id}}"
+# an id no member has (422 unknown_node; the members' own are never sent: adjust)
+checks.positive_data_acceptance.expected-statuses = ["2xx", "422"]
+
+[[operations]]
 include-name = "POST /admin/release-master"
 # `to` naming no peer (422 unknown_node); each release moves the master, so few of them
 checks.positive_data_acceptance.expected-statuses = ["2xx", "409", "422"]
@@ -130,7 +140,10 @@ ACCEPTED_REFUSALS = {
     ("POST /admin/release-master", 409): lambda err: (
         err["code"] in ("no_linked_target", "release_in_progress")
     ),
+    ("POST /admin/cluster/members", 409): lambda err: err["code"] in ("not_reachable", "member_exists"),
+    ("DELETE /admin/cluster/members/{node_id}", 422): lambda err: err["code"] == "unknown_node",
 }
+MEMBERS = {"n1", "n2", "n3"}  # the fuzzed cluster's: removing one is no fuzz case
 
 
 def load_schema(cluster: Cluster, master: int):
@@ -191,6 +204,9 @@ def adjust(case: Case) -> None:
             if pick % 2 == 0:
                 body["cron"] = "*/5 * * * *"
                 body["timezone"] = ("UTC", "Europe/Berlin", "America/New_York")[pick // 2]
+    if case.operation.label == "DELETE /admin/cluster/members/{node_id}":
+        if unquote(str((case.path_parameters or {}).get("node_id"))) in MEMBERS:
+            case.path_parameters["node_id"] = "not-a-member"
     raw = (case.path_parameters or {}).get("topic")  # kept percent-encoded
     if positive and body is not None and isinstance(raw, str) and unquote(raw).startswith("%DLQ"):
         # A group pulls its own DLQ only, so the topic is made from the body's group. (Made

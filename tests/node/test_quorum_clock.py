@@ -20,7 +20,7 @@ def test_quorum_is_the_majoritys_latest_common_instant():
 
 
 def _clock(own: int, peers: list[tuple[int, float]], tolerance: int = 2000) -> QuorumClock:
-    return QuorumClock(lambda: own, lambda: peers, 3, tolerance)
+    return QuorumClock(lambda: own, lambda: peers, lambda: 3, tolerance)
 
 
 # A reading arrives as (ms, seconds since it arrived); an honest peer's reading taken at
@@ -38,7 +38,7 @@ def test_stale_readings_count_for_nothing():
 def test_when_readings_go_stale_time_holds_at_the_last_quorum_time():
     own = [TRUE]
     peers = [_honest(0.3), _honest(0.1)]
-    qc = QuorumClock(lambda: own[0], lambda: peers, 3, 2000)
+    qc = QuorumClock(lambda: own[0], lambda: peers, lambda: 3, 2000)
     assert qc.now_ms() == TRUE
     own[0] = TRUE + 10_000  # 10 s on, nothing heard since: held, not aged, not own
     peers[:] = [(ms, age + 10) for ms, age in peers]
@@ -95,7 +95,7 @@ def test_a_step_that_moves_the_monotonic_clock_too_holds_time_until_fresh_readin
     # looks an hour old at once. Time holds at the last quorum time, not the own clock.
     own = [TRUE]
     peers = [_honest(0.3), _honest(0.1)]
-    qc = QuorumClock(lambda: own[0], lambda: peers, 3, 2000)
+    qc = QuorumClock(lambda: own[0], lambda: peers, lambda: 3, 2000)
     assert qc.now_ms() == TRUE
     own[0] = TRUE + 500 + HOUR  # 500 ms later, an hour ahead, readings an hour older
     peers[:] = [(ms, age + 0.5 + HOUR / 1000) for ms, age in peers]
@@ -114,7 +114,7 @@ def test_a_step_back_that_moves_the_monotonic_clock_too_is_never_early_and_seen_
     # lie an hour ahead, so it may not look again soon).
     own = [TRUE]
     peers = [_honest(0.3), _honest(0.1)]
-    qc = QuorumClock(lambda: own[0], lambda: peers, 3, 2000)
+    qc = QuorumClock(lambda: own[0], lambda: peers, lambda: 3, 2000)
     assert qc.now_ms() == TRUE
     own[0] = TRUE + 500 - HOUR
     peers[:] = [(ms, age + 0.5 - HOUR / 1000) for ms, age in peers]

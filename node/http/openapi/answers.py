@@ -162,6 +162,21 @@ class Released(Answer):
     heard_by: list[str]
 
 
+class ClusterMember(Answer):
+    node_id: str
+    raft: Annotated[str, Meta(description="its Raft address: its identity")]
+    http: Annotated[str, Meta(description="its HTTP address, as the members reach it")]
+    voter: Annotated[bool, Meta(description="false for a node the master feeds before the change adding it")]
+    self: Annotated[bool, Meta(description="the node that answered")]
+    linked: Annotated[bool, Meta(description="the answering node has a live Raft link to it")]
+
+
+class Members(Answer):
+    """The membership as the answering node's Raft log has it, that node first."""
+
+    members: list[ClusterMember]
+
+
 class Snapshot(Answer):
     """The last Raft snapshot this process wrote."""
 
@@ -396,5 +411,5 @@ ANSWERS = (
     Scheduled, BatchScheduled, BatchResults, MessageStatus, Rescheduled, BatchRescheduled, RescheduleResults,
     Cancelled, Pulled, Acked, Nacked, LeasesReleased, Backlog, Purged, Extended, Released, Status, Readiness,
     Forecast, PendingList, DlqPeek, Requeued, Health, ScheduleList, ScheduleDeleted, Subscription,
-    SubscriptionDeleted, Error, Unavailable,
+    SubscriptionDeleted, Members, Error, Unavailable,
 )  # fmt: skip

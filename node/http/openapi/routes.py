@@ -52,7 +52,8 @@ TAGS = [
     },
     {
         "name": ADMIN_TAG,
-        "description": "The node's status, handing mastership over, and backups (admin token).",
+        "description": "The node's status, handing mastership over, the cluster's membership, and "
+        "backups (admin token).",
     },
     {
         "name": OPS,
@@ -527,6 +528,39 @@ ROUTES: dict[tuple[str, str], dict] = {
         errors=("Conflict", "Unprocessable"),
         description="409 `no_linked_target` (no peer linked to every node) or `release_in_progress`; "
         "422 `unknown_node`; 503 `transfer_failed` or `transfer_unconfirmed`.",
+    ),
+    ("get", "/admin/cluster/members"): operation(
+        "list_members",
+        ADMIN_TAG,
+        "The cluster's members as this node's Raft log has them",
+        ADMIN,
+        {"200": answer("This node first, then the others by id.", "Members")},
+        master=False,
+    ),
+    ("post", "/admin/cluster/members"): operation(
+        "add_member",
+        ADMIN_TAG,
+        "Add a node started to join: fed the log until caught up, then committed as a member",
+        ADMIN,
+        {"200": answer("It is a member: the membership now.", "Members")},
+        body="NewMember",
+        errors=("Conflict",),
+        description="409 `member_exists` (its id or an address is a member's), `not_reachable` (nothing "
+        "answers at its `http` address: start it first), `change_under_way` or "
+        "`change_refused` (another change is not committed yet: retry); 503 `catch_up_failed` (it did not "
+        "catch up within `catch_up_s`: is it running with `join = true`, reachable at its Raft address?), "
+        "`lost_lead` or `not_committed`. Nothing changed unless it answered 200.",
+    ),
+    ("delete", "/admin/cluster/members/{node_id}"): operation(
+        "remove_member",
+        ADMIN_TAG,
+        "Remove a member; the master itself is released first (409 `is_master`)",
+        ADMIN,
+        {"200": answer("It is no longer a member: the membership now.", "Members")},
+        errors=("Conflict", "Unprocessable"),
+        parameters=(path_param("node_id", {"type": "string"}, "the member's node id"),),
+        description="409 `is_master` (release the master first), `change_under_way` or `change_refused`; "
+        "422 `unknown_node`; 503 `lost_lead` or `not_committed`.",
     ),
     ("get", "/admin/backup"): operation(
         "get_backup",

@@ -31,6 +31,7 @@ from horologe.storage.message_json import (
     TIME_FIELDS,
 )
 
+from ..rules.cluster import NewMember
 from ..rules.messages import Extend, Group, Nack, NewTime, Pull, Receipts, Release, Requeue, RescheduleItem
 from ..rules.model import MAX_INT64, MessageId, Name, Tag
 from ..rules.push import NewSubscription
@@ -40,7 +41,7 @@ from .answers import ANSWERS, BucketSize
 LIMITS = MessageLimits()
 REQUESTS = (
     Pull, Group, Receipts, Nack, Extend, Requeue, Release, NewTime, RescheduleItem, NewSubscription,
-    NewSchedule,
+    NewSchedule, NewMember,
 )  # fmt: skip
 EPOCH_MS = {"type": "integer", "minimum": 0, "maximum": MAX_INT64, "description": "Unix epoch milliseconds"}
 DELIVER_AT = {

@@ -1,0 +1,31 @@
+"""The body of a change of the cluster's membership (``POST /admin/cluster/members``)."""
+
+from __future__ import annotations
+
+import functools
+from typing import Annotated
+
+from msgspec import Meta
+
+from .messages import answered_over_http
+from .model import Body, decode, whole
+
+HOST_PORT = whole(r"(?:[^\s:/]+|\[[0-9A-Fa-f:.]+\]):[0-9]{1,5}")
+NODE_ID = whole(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+
+
+class NewMember(Body):
+    """A node to add: started first with `join = true` and the members as its peers."""
+
+    node_id: Annotated[str, Meta(pattern=NODE_ID, description="the new node's id, unused by any member")]
+    raft: Annotated[str, Meta(pattern=HOST_PORT, description="its Raft address, host:port: its identity")]
+    http: Annotated[
+        str, Meta(pattern=HOST_PORT, description="its HTTP address, host:port, as the members reach it")
+    ]
+    catch_up_s: Annotated[
+        float,
+        Meta(gt=0, le=86_400, description="how long it may take to catch up before the add is given up (s)"),
+    ] = 600.0
+
+
+parse_new_member = answered_over_http(functools.partial(decode, NewMember))

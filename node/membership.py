@@ -1,0 +1,117 @@
+"""Changes of the cluster's membership, as an operator asks for them (``horologe cluster``,
+``/admin/cluster/members``): checks in the domain's terms, then the Raft shell's change
+(cluster/raft/membership.py says how a change is made safe). Loop thread only.
+
+Adding a node: the node is started first, to join (``join = true``, with the members
+it should dial as its peers); the master feeds it the log (a snapshot shipment when the
+log was compacted) and commits the change that adds it once it caught up. Removing one
+commits the change that removes it; the master itself is released first (a leader
+cannot count itself out). Replacing a machine is an add, then a remove.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+from horologe.cluster.errors import MembershipChangeError
+from horologe.cluster.raft.membership import Member
+
+from .errors import MemberExists, MembershipChangeFailed, MembershipChangeRefused, UnknownNode
+
+DEFAULT_CATCH_UP_S = 600.0  # a new node's catch-up: a snapshot of the whole store, shipped
+REFUSED = {"change_under_way", "change_refused"}
+EXISTS = {"member_exists"}
+
+
+class Membership:
+    def __init__(
+        self,
+        *,
+        require_master: Callable[[], None],
+        members: Callable[[], tuple[Member, ...]],
+        linked: Callable[[], set[str]],
+        own_raft: str,
+        add: Callable[[Member, float], Awaitable[None]],
+        remove: Callable[[str], Awaitable[None]],
+        readiness: Callable[[str], Awaitable[dict | None]],
+    ) -> None:
+        """``members()`` as this node's log has them, itself first; ``linked()`` the ids
+        of the members it has a live Raft link to; ``add(member, catch_up_s)`` and
+        ``remove(raft address)`` the Raft shell's changes, on the master;
+        ``readiness(http address)`` what a node's ``/readyz`` says (None: no answer)."""
+        self._require_master = require_master
+        self._members = members
+        self._linked = linked
+        self._own_raft = own_raft
+        self._add = add
+        self._remove = remove
+        self._readiness = readiness
+
+    def listing(self) -> dict:
+        """The members, this node first: id, addresses, whether it votes (a learner being
+        fed does not yet) and whether this node has a live Raft link to it."""
+        linked = self._linked()
+        return {
+            "members": [
+                {
+                    "node_id": m.node_id,
+                    "raft": m.raft,
+                    "http": m.http,
+                    "voter": m.voter,
+                    "self": m.raft == self._own_raft,
+                    "linked": m.raft == self._own_raft or m.node_id in linked,
+                }
+                for m in self._members()
+            ]
+        }
+
+    async def add(self, node_id: str, raft: str, http: str, catch_up_s: float = DEFAULT_CATCH_UP_S) -> dict:
+        """Feed the node at ``raft`` until it caught up, then commit it as a member."""
+        self._require_master()
+        for m in self._members():
+            for field, mine, theirs in (
+                ("node_id", node_id, m.node_id),
+                ("raft", raft, m.raft),
+                ("http", http, m.http),
+            ):
+                if mine == theirs:
+                    raise MemberExists(f"{m.node_id} is a member with {field} {mine!r} already", field)
+        if await self._readiness(http) is None:
+            raise MembershipChangeRefused(
+                f"nothing answered at {http}/readyz: start {node_id} first, to join "
+                "(join = true, or horologe node --join), with the members as its peers",
+                "not_reachable",
+                "http",
+            )
+        await self._change(self._add(Member(node_id, raft, http), catch_up_s))
+        return self.listing()
+
+    async def remove(self, node_id: str) -> dict:
+        """Commit the change that removes member ``node_id`` (not the master itself)."""
+        self._require_master()
+        member = next((m for m in self._members() if m.node_id == node_id and m.voter), None)
+        if member is None:
+            known = ", ".join(m.node_id for m in self._members() if m.voter)
+            raise UnknownNode(f"no member named {node_id!r} (members: {known})", "node_id")
+        if member.raft == self._own_raft:
+            raise MembershipChangeRefused(
+                f"{node_id} is the master: release it first (horologe release-master), then remove it "
+                "on the new master (horologe cluster remove does both)",
+                "is_master",
+                "node_id",
+            )
+        await self._change(self._remove(member.raft))
+        return self.listing()
+
+    @staticmethod
+    async def _change(change: Awaitable[None]) -> None:
+        try:
+            await change
+        except MembershipChangeError as e:
+            if e.code == "not_master":
+                raise MembershipChangeFailed(e.message, "lost_lead") from e
+            if e.code in EXISTS:
+                raise MemberExists(e.message) from e
+            if e.code in REFUSED:
+                raise MembershipChangeRefused(e.message, e.code) from e
+            raise MembershipChangeFailed(e.message, e.code) from e

@@ -1,0 +1,175 @@
+"""Changes of the membership on real node processes, through the command line
+(``horologe cluster``; cluster/raft/membership.py): the master's machine replaced, a
+cluster grown from 3 to 5 that then loses two, and the refusals. Messages produced before
+each change are delivered after it, each once and none early; a restarted node knows the
+membership from its log, whatever its config file lists.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from horologe.client import HorologeError
+from testkit.process_cluster import ENV, Cluster
+from testkit.waiting import wait_until
+
+TOPIC, GROUP = "membership", "g"
+
+
+def _horologe(*args: str) -> subprocess.CompletedProcess:
+    cli = [sys.executable, "-m", "horologe", *args]
+    return subprocess.run(cli, capture_output=True, text=True, timeout=120, env={**os.environ, **ENV})
+
+
+def _add(cluster: Cluster, k: int, via: int, catch_up_s: float = 60.0) -> subprocess.CompletedProcess:
+    return _horologe(
+        "cluster", "add", f"n{k + 1}",
+        "--raft", f"127.0.0.1:{cluster.raft_ports[k]}",
+        "--http", f"127.0.0.1:{cluster.http_ports[k]}",
+        "--url", cluster.url(via),
+        "--catch-up-s", str(catch_up_s),
+    )  # fmt: skip
+
+
+def _voters(cluster: Cluster, i: int) -> list[str]:
+    return sorted(m["node_id"] for m in cluster.client(i).members() if m["voter"])
+
+
+def _produce_soon(cluster: Cluster, via: int, count: int, after_ms: int) -> set[str]:
+    messages = [{"topic": TOPIC, "body": f"m{n}", "deliver_after": after_ms} for n in range(count)]
+    return {r["id"] for r in cluster.produce(via, messages)}
+
+
+def _consume_all(cluster: Cluster, via: int, expected: set[str], timeout_s: float = 40.0) -> None:
+    """Pull ``expected`` through node ``via`` and ack it: each once, none before its time."""
+    client = cluster.client(via, retry_s=20.0)
+    seen: list[str] = []
+
+    def consumed() -> bool:
+        batch = client.pull(TOPIC, GROUP, max=100, wait_ms=500)
+        for m in batch:
+            assert m.delivered_at >= m.deliver_at, f"{m.id} handed out before its time"
+            seen.append(m.id)
+        if batch:
+            client.ack(TOPIC, GROUP, batch.receipts())
+        return set(seen) >= expected
+
+    wait_until(consumed, timeout_s)
+    assert len(seen) == len(set(seen)), "a message was handed out twice"
+    assert set(seen) == expected
+
+
+@pytest.fixture
+def cluster(tmp_path):
+    c = Cluster(str(tmp_path), 3)
+    c.start_all()
+    yield c
+    c.stop_all()
+    c.close()
+
+
+def test_the_masters_machine_is_replaced_online(cluster):
+    """Add n4, then remove the master (it hands over first), then stop it: the three left
+    serve, and deliver what was produced before, once each. Restarted with their config
+    files (which list the old master, not n4), they hold the membership of their log."""
+    master = cluster.wait_connected()
+    pending = _produce_soon(cluster, master, 30, after_ms=4_000)
+    k = cluster.joiner(cluster.indexes)
+    cluster.start(k)
+    cluster.wait_serving(k)
+    added = _add(cluster, k, via=(master + 1) % 3)
+    assert added.returncode == 0, added.stderr
+    assert sorted(m["node_id"] for m in json.loads(added.stdout) if m["voter"]) == ["n1", "n2", "n3", "n4"]
+
+    removed = _horologe("cluster", "remove", f"n{master + 1}", "--url", cluster.url(k))
+    assert removed.returncode == 0, removed.stderr
+    assert "is the master: releasing it first" in removed.stderr
+    left = [i for i in cluster.indexes if i != master]
+    assert sorted(m["node_id"] for m in json.loads(removed.stdout)) == sorted(f"n{i + 1}" for i in left)
+    cluster.stop(master)
+    cluster.wait_connected()
+    _consume_all(cluster, k, pending)
+
+    for i in left:  # a restart keeps the membership its log holds, not its config file's
+        cluster.stop(i)
+        cluster.start(i)
+        cluster.wait_connected()
+    assert _voters(cluster, k) == sorted(f"n{i + 1}" for i in left)
+    assert {p for p in cluster.http.get(f"{cluster.url(left[0])}/readyz").result()["links"]} == {
+        f"n{i + 1}" for i in left[1:]
+    }
+    later = _produce_soon(cluster, left[0], 10, after_ms=500)
+    _consume_all(cluster, left[1], later)
+
+
+def test_grown_to_five_the_cluster_survives_the_loss_of_two_then_shrinks(cluster):
+    """3 → 5 by two adds, one after the other; then two of the first three are killed,
+    the master among them: the other three elect a master and deliver everything. The two
+    dead ones are removed while down (5 → 3), and the three go on serving."""
+    master = cluster.wait_connected()
+    pending = _produce_soon(cluster, master, 30, after_ms=6_000)
+    for _ in range(2):
+        k = cluster.joiner(cluster.indexes)
+        cluster.start(k)
+        cluster.wait_serving(k)
+        commit = cluster.status(master)["commit_index"]
+        added = _add(cluster, k, via=master)
+        assert added.returncode == 0, added.stderr
+        # It counts only once it holds what was committed when its catch-up began.
+        assert cluster.status(k)["applied_index"] >= commit
+    assert _voters(cluster, master) == ["n1", "n2", "n3", "n4", "n5"]
+    cluster.wait_connected()
+    killed = [master, next(i for i in range(3) if i != master)]
+    for i in killed:
+        cluster.signal(i, signal.SIGKILL)
+    survivors = [i for i in cluster.indexes if i not in killed]
+    cluster.wait_leader(survivors)
+    _consume_all(cluster, survivors[0], pending)
+
+    for i in killed:
+        removed = _horologe("cluster", "remove", f"n{i + 1}", "--url", cluster.url(survivors[0]))
+        assert removed.returncode == 0, removed.stderr
+    assert _voters(cluster, survivors[1]) == sorted(f"n{i + 1}" for i in survivors)
+    cluster.wait_connected()
+    later = _produce_soon(cluster, survivors[2], 10, after_ms=500)
+    _consume_all(cluster, survivors[0], later)
+
+
+def test_refused_changes_leave_the_membership_as_it_was(cluster):
+    master = cluster.wait_connected()
+    client = cluster.client(master)
+    with pytest.raises(HorologeError) as taken:
+        client.add_member("n2", "127.0.0.1:1", "127.0.0.1:2")
+    assert (taken.value.status, taken.value.code) == (409, "member_exists")
+    with pytest.raises(HorologeError) as unknown:
+        client.remove_member("n9")
+    assert (unknown.value.status, unknown.value.code) == (422, "unknown_node")
+
+    k = cluster.joiner(cluster.indexes)  # configured, not started yet
+    unstarted = _add(cluster, k, via=master)
+    assert unstarted.returncode == 1 and "not_reachable" in unstarted.stderr, unstarted.stderr
+    cluster.start(k)
+    cluster.wait_serving(k)
+    wrong_raft = _horologe(
+        "cluster", "add", f"n{k + 1}",
+        "--raft", "127.0.0.1:1",  # nothing listens there: it never catches up
+        "--http", f"127.0.0.1:{cluster.http_ports[k]}",
+        "--url", cluster.url(master),
+        "--catch-up-s", "2",
+    )  # fmt: skip
+    assert wrong_raft.returncode == 1 and "catch_up_failed" in wrong_raft.stderr, wrong_raft.stderr
+    assert [m["node_id"] for m in client.members()] == [
+        f"n{master + 1}",
+        *sorted(f"n{i + 1}" for i in range(3) if i != master),
+    ]  # the learner is gone too
+
+    # The node is added once it is given right (the failed attempts left nothing behind).
+    added = _add(cluster, k, via=master)
+    assert added.returncode == 0, added.stderr
+    assert _voters(cluster, master) == ["n1", "n2", "n3", "n4"]
