@@ -107,7 +107,7 @@ def verdict(
 ) -> dict:
     """The checker's result on ``run`` (its nodes stopped): the history against every
     node's ready log, with what the run was (``about`` too) and every violation."""
-    ready, errors, answers_to = read_ready_logs(run.cluster, run.workload.topic)
+    ready, errors, answers_to = read_ready_logs(run.cluster, run.workload.topic, run.retired)
     history = run.history.to_dict()
     result = check(history, ready, errors, early_allowance_ms, allowance_windows, answers_to)
     if history["schedules"]:
@@ -125,11 +125,15 @@ def verdict(
     return result
 
 
-def read_ready_logs(cluster: ChaosCluster, topic: str) -> tuple[dict, dict, dict[str, str]]:
-    """Every (stopped) node's ready log for ``topic``, its store check's complaint, and
-    the id each rescheduled copy in the first node's log answers to (by its place)."""
+def read_ready_logs(
+    cluster: ChaosCluster, topic: str, retired: set[int] = frozenset()
+) -> tuple[dict, dict, dict[str, str]]:
+    """Every (stopped) member's ready log for ``topic``, its store check's complaint, and
+    the id each rescheduled copy in the first member's log answers to (by its place). A
+    node removed from the membership (``retired``) stopped taking entries: not read."""
     ready, errors, answers_to = {}, {}, {}
-    for i in cluster.indexes:
+    members = [i for i in cluster.indexes if i not in retired]
+    for i in members:
         node = f"n{i + 1}"
         with cluster.store(i) as store:
             try:
@@ -138,7 +142,7 @@ def read_ready_logs(cluster: ChaosCluster, topic: str) -> tuple[dict, dict, dict
             except Exception as e:  # noqa: BLE001 - reported as a violation
                 errors[node] = f"{type(e).__name__}: {e}"
             rows = ready[node] = store.read_ready(topic)
-            if i == cluster.indexes[0]:
+            if i == members[0]:
                 places = list(map(MessageId, rows["hour"].tolist(), rows["global_index"].tolist()))
                 originals = store.original_ids(places)
                 answers_to = {str(p): str(o) for p, o in zip(places, originals, strict=True) if p != o}

@@ -50,6 +50,7 @@ class Run:
     rng: random.Random
     disk: LazyFS | None = None  # where node data lives, for power_loss
     violations: list[str] = field(default_factory=list)
+    retired: set[int] = field(default_factory=set)  # nodes removed from the membership
 
     @contextmanager
     def fault(self, name: str):
@@ -80,7 +81,40 @@ class Run:
         self.cluster.topology.destroy()
 
     def others(self, i: int) -> list[int]:
-        return [j for j in self.cluster.indexes if j != i]
+        return [j for j in self.members() if j != i]
+
+    def members(self) -> list[int]:
+        """The nodes of the membership: every node started, less those removed."""
+        return [i for i in self.cluster.indexes if i not in self.retired]
+
+    def add_node(self) -> int:
+        """Start one more node to join (its peers: the members, dialled directly) and add
+        it through the master; its index, once it is a member."""
+        c = self.cluster
+        k = c.joiner(self.members())
+        c.start(k)
+        c.wait_serving(k)
+        master = c.wait_leader([i for i in self.members() if i != k and i in c.alive()])
+        client = c.client(master, retry_s=10, timeout=10)
+        client.add_member(f"n{k + 1}", f"127.0.0.1:{c.raft_ports[k]}", f"127.0.0.1:{c.http_ports[k]}", 120)
+        self.note(f"n{k + 1} added")
+        return k
+
+    def remove_node(self, i: int) -> None:
+        """Remove node ``i`` from the membership (the master hands over first); it stays as
+        it is (running or down) for the caller to stop."""
+        c = self.cluster
+        via = next(j for j in self.others(i) if j in c.alive())
+        client = c.client(via, retry_s=10, timeout=10)
+        try:
+            client.remove_member(f"n{i + 1}")
+        except HorologeError as e:
+            if e.code != "is_master":
+                raise
+            self.release()
+            client.remove_member(f"n{i + 1}")
+        self.retired.add(i)
+        self.note(f"n{i + 1} removed")
 
     def release(self, to: int | None = None) -> dict:
         """Force the master to hand over (to node ``to``), retrying a refused handover.
@@ -328,6 +362,61 @@ def rolling_restart(run: Run) -> None:
             c.wait_connected()
 
 
+def replace_master_machine(run: Run) -> None:
+    """The master's machine is replaced under load: a new node joins and is added, then the
+    master is removed (it hands over first) and stopped for good."""
+    c = run.cluster
+    old = c.wait_leader()
+    with run.fault(f"n{old + 1}'s machine replaced: one node added, then n{old + 1} removed and stopped"):
+        run.add_node()
+        run.remove_node(old)
+        c.stop(old)
+        c.wait_leader(run.members())
+    c.wait_connected()
+
+
+def _grow_to_five(run: Run) -> None:
+    with run.fault("grown from 3 to 5 nodes, one add after the other"):
+        run.add_node()
+        run.add_node()
+    run.cluster.wait_connected()
+
+
+def grow_to_five_kill_two(run: Run) -> None:
+    """3 → 5 nodes under load, then the master and one more are SIGKILLed: the three
+    others elect and serve until the two come back."""
+    c = run.cluster
+    _grow_to_five(run)
+    m = c.wait_leader()
+    victims = [m, run.rng.choice(run.others(m))]
+    with run.fault(f"SIGKILL n{victims[0] + 1} (the master) and n{victims[1] + 1}, down 5 s"):
+        for v in victims:
+            c.signal(v, signal.SIGKILL)
+        c.wait_leader([i for i in run.members() if i not in victims], exclude=m)
+        time.sleep(5)
+    for v in victims:
+        c.start(v)
+    for v in victims:
+        c.catch_up(v, behind=LOADED_SLACK)
+    c.wait_connected()
+
+
+def shrink_while_down(run: Run) -> None:
+    """3 → 5 nodes under load, then a follower is SIGKILLed and, while it is down, removed
+    with another follower (5 → 3), which is then stopped."""
+    c = run.cluster
+    _grow_to_five(run)
+    m = c.wait_leader()
+    down, alive = run.rng.sample(run.others(m), 2)
+    with run.fault(f"n{down + 1} SIGKILLed, then n{down + 1} and n{alive + 1} removed, n{alive + 1} stopped"):
+        c.signal(down, signal.SIGKILL)
+        run.remove_node(down)
+        run.remove_node(alive)
+        c.stop(alive)
+        c.wait_leader(run.members())
+    c.wait_connected()
+
+
 def crash_mid_write(run: Run) -> None:
     """SIGKILL the master while 1,000-message batches of 2 KB bodies stream in."""
     c = run.cluster
@@ -484,6 +573,9 @@ SCENARIOS = {
         power_loss_at_dump, power_loss=True, power_cut_on_rename="snapshot", node_toml=DUMP_OFTEN_TOML
     ),
     "crash_mid_write": Scenario(crash_mid_write),
+    "replace_master_machine": Scenario(replace_master_machine),
+    "grow_to_five_kill_two": Scenario(grow_to_five_kill_two),
+    "shrink_while_down": Scenario(shrink_while_down),
     "reschedule_sigkill_master": Scenario(
         reschedule_sigkill_master,
         quick=True,
