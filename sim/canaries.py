@@ -69,12 +69,20 @@ def _no_refusal_floor() -> None:
     RaftNode._refusal_as_raft_has_it = lambda self, node, message: message
 
 
+def _no_one_change_at_a_time() -> None:
+    """pysyncobj's leader appends a change of the membership while another is uncommitted
+    (it checks an index it never sets): two changes in flight make memberships whose
+    majorities do not meet (the two-changes scenario)."""
+    RaftNode._may_change_membership = lambda self: True
+
+
 CANARIES: dict[str, Callable[[], None]] = {
     "no-commit-clamp": _no_commit_clamp,
     "no-stale-answer-check": _no_stale_answer_check,
     "no-finish-cut": _no_finish_cut,
     "no-store-index": _no_store_index,
     "no-refusal-floor": _no_refusal_floor,
+    "no-one-change-at-a-time": _no_one_change_at_a_time,
 }
 
 

@@ -21,7 +21,9 @@ the wire) in each direction:
 
 Handshake: the dialler's end is up one round trip after the dial, and it sends its
 address first; the acceptor's end is up when that address arrives (no encryption: the
-simulator runs ``insecure_dev``).
+simulator runs ``insecure_dev``). As pysyncobj's transport does, a node dials only the
+nodes it knows (its membership, and a learner it feeds: ``addNode``), and the acceptor
+resets a connection whose address it does not know (transport.py, an unknown node id).
 """
 
 from __future__ import annotations
@@ -140,7 +142,7 @@ class SimNetwork:
         now = self.world.clock.ns
         retry_ns = int(transport.retry_s * 1e9)
         for peer in self.addresses:
-            if peer >= me:
+            if peer >= me or not transport.knows(peer):
                 continue
             conn = self.conn(me, peer)
             if conn.up[me] or conn.dialing:
@@ -166,6 +168,8 @@ class SimNetwork:
         hi, lo = conn.hi, conn.lo
         if epoch != conn.epoch or hi not in self.transports or lo not in self.transports:
             return
+        if not self.transports[hi].knows(lo):
+            return  # dropped while the dial was under way
         if self.paths[(hi, lo)] != OPEN or self.paths[(lo, hi)] != OPEN:
             return
         for d in conn.dirs.values():
@@ -268,6 +272,9 @@ class SimNetwork:
                 self._down(conn, dst)
             return
         if item.kind == "hello":
+            if not transport.knows(src):
+                self.break_conn(conn, f"{dst} does not know {src}", at_once=True)
+                return
             conn.up[dst] = True
             self.world.note(f"link {src}->{dst} accepted")
             transport.connected(src)
@@ -314,18 +321,35 @@ class SimTransport(Transport):
             self.network.maybe_dial(self)
 
     def send(self, node, message) -> bool:
-        if self.destroyed:
+        if self.destroyed or node.address not in self._nodes:
             return False
         return self.network.send(self.address, node.address, message)
 
+    def knows(self, address: str) -> bool:
+        return address in self._nodes
+
+    def addNode(self, node) -> None:  # noqa: N802 - pysyncobj's name
+        self._nodes[node.address] = node
+        self._connections[node] = _SimConnection(self.network, self.address, node.address)
+
+    def dropNode(self, node) -> None:  # noqa: N802 - pysyncobj's name
+        if node.address not in self._nodes:
+            return
+        self.network.break_conn(self.network.conn(self.address, node.address), "dropped", by=self.address)
+        del self._nodes[node.address]
+        self._connections.pop(node, None)
+
     def connected(self, address: str) -> None:
-        self._onNodeConnected(self._nodes[address])
+        if address in self._nodes:
+            self._onNodeConnected(self._nodes[address])
 
     def disconnected(self, address: str) -> None:
-        self._onNodeDisconnected(self._nodes[address])
+        if address in self._nodes:
+            self._onNodeDisconnected(self._nodes[address])
 
     def deliver(self, address: str, message) -> None:
-        self._onMessageReceived(self._nodes[address], message)
+        if address in self._nodes:
+            self._onMessageReceived(self._nodes[address], message)
 
     def destroy(self) -> None:
         self.destroyed = True

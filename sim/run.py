@@ -118,7 +118,11 @@ def run_seed(
         )
     canaries.apply(canary)
     script = Script(SCENARIOS[scenario]) if scenario else None
-    profile = profile or Profile(nodes=script.scenario.nodes if script else nodes)
+    profile = profile or (
+        Profile(nodes=script.scenario.nodes, spares=script.scenario.spares)
+        if script
+        else Profile(nodes=nodes)
+    )
     base = fresh_dir(os.path.join(sim_root(), f"{os.getpid()}-{seed}"))
     world = World(seed, base, profile, trace_lines=max(400, tail), script=script)
     result = Result(

@@ -36,13 +36,15 @@ class Step:
 class Scenario:
     """``plan()`` makes a fresh list of steps for one run (they may share a cast: who leads,
     who was cut); ``knobs`` override the seed's draws (ClusterSettings fields);
-    ``bytes_per_s`` is every link's bandwidth (None: unbounded)."""
+    ``bytes_per_s`` is every link's bandwidth (None: unbounded); ``spares`` nodes are made
+    to join later (``World.change_membership``)."""
 
     name: str
     nodes: int
     plan: Callable[[], list[Step]]
     knobs: dict = field(default_factory=dict)
     bytes_per_s: int | None = LINK_BYTES_PER_S
+    spares: int = 0
 
 
 class Script:

@@ -30,6 +30,7 @@ import numpy as np
 from pysyncobj import FAIL_REASON
 
 from horologe.cluster import PRODUCE, SYNC, ClusterSettings, Entry, Peer, StateMachine
+from horologe.cluster.raft.dial_node import DialNode
 from horologe.cluster.raft.node import RaftNode
 from horologe.storage import MessageColumns, Storage, StorageConfig, check_store
 from horologe.wheel import Watermark
@@ -67,6 +68,7 @@ class Profile:
     """How long a run lasts and what it draws from (virtual seconds)."""
 
     nodes: int = 3
+    spares: int = 0  # nodes made to join later (a scripted scenario adds them: change_membership)
     faults_s: float = 6.0  # faults start in [1, faults_s); all heal at faults_s
     max_faults: int = 5
     liveness_s: float = 12.0  # after the heal: a leader and a new commit within this
@@ -80,6 +82,10 @@ class Acked:
     digest: str
     messages: list[tuple[str, str, int]]  # (id, topic, deliver_at ms) of a produce
     at_ns: int
+    # The memberships it may have been committed under: the committing leader's when it
+    # applied it, and that one less a change still uncommitted in the leader's log (the
+    # change may have been appended after the commit). A majority of one holds it.
+    voters: tuple[tuple[str, ...], ...]
 
 
 @dataclass
@@ -114,14 +120,16 @@ class SimCrossing:
 
 
 class SimNode:
-    def __init__(self, world: World, k: int, names: list[str], addresses: list[str]) -> None:
+    def __init__(self, world: World, name: str, address: str, members: dict[str, str], join: bool) -> None:
+        """``members``: name -> address of the nodes it starts with (itself left out);
+        ``join``: a spare, started to join (it votes once a change adds it)."""
         self.world = world
-        self.name = names[k]
-        self.address = addresses[k]
+        self.name = name
+        self.address = address
         self.data_dir = os.path.join(world.base_dir, self.name)
-        peers = tuple(Peer(n, a, "sim:0") for n, a in zip(names, addresses, strict=True) if n != self.name)
+        peers = tuple(Peer(n, a, "sim:0") for n, a in members.items() if n != self.name)
         self.settings = replace(
-            ClusterSettings(self.name, self.address, self.data_dir, peers, insecure_dev=True),
+            ClusterSettings(self.name, self.address, self.data_dir, peers, insecure_dev=True, join=join),
             **world.knobs,
         )
         self.raft: RaftNode | None = None
@@ -327,21 +335,32 @@ class World:
         self.script = script  # a scripted scenario's steps instead of the drawn faults
         if script is not None:
             self.knobs.update(script.scenario.knobs)
-        n = self.profile.nodes
-        names = [f"n{i + 1}" for i in range(n)]
-        addresses = [f"10.0.0.{i + 1}:7000" for i in range(n)]
+        n, spares = self.profile.nodes, self.profile.spares
+        names = [f"n{i + 1}" for i in range(n + spares)]
+        addresses = [f"10.0.0.{i + 1}:7000" for i in range(n + spares)]
         self.by_address: dict[str, SimNode] = {}
         self.network = SimNetwork(self, addresses)
         if script is not None:
             self.network.bytes_per_s = script.scenario.bytes_per_s
         self.transport_class = transport_for(self.network)
-        self.nodes = [SimNode(self, k, names, addresses) for k in range(n)]
-        self.by_name = {node.name: node for node in self.nodes}
-        self.by_address = {node.address: node for node in self.nodes}
-        self.client = Client(self.rng.choice(names))
+        first = dict(zip(names[:n], addresses[:n], strict=True))
+        # Every node made (the trace shows each); ``nodes`` are the members now, in the order
+        # they became members: spares join them, removed nodes leave them (and stay down).
+        self.all_nodes = [
+            SimNode(self, a, b, first, join=k >= n)
+            for k, (a, b) in enumerate(zip(names, addresses, strict=True))
+        ]
+        self.nodes = self.all_nodes[:n]
+        self.by_name = {node.name: node for node in self.all_nodes}
+        self.by_address = {node.address: node for node in self.all_nodes}
+        self.client = Client(self.rng.choice(names[:n]))
         # checks
         self.applied: dict[int, tuple[int | None, str, str]] = {}  # index -> (term, digest, first node)
         self.leaders: dict[int, str] = {}  # term -> the node that led it
+        self.complete: set[int] = set()
+        self.committed_under: dict[
+            int, tuple[tuple[str, ...], ...]
+        ] = {}  # index -> Acked.voters  # terms whose leader was found holding every acked entry
         self.acked: list[Acked] = []
         self.durability_dirty = False
         self.pending_violation: Violation | None = None
@@ -392,7 +411,7 @@ class World:
                 continue
             self.steps += 1
             name = getattr(ev.fn, "__name__", "?")
-            summary = " ".join(node.summary() for node in self.nodes)
+            summary = " ".join(node.summary() for node in self.all_nodes)
             self._trace(f"{self.steps} t={t / S:.6f} {ev.kind} {ev.node or '-'} {name} | {summary}")
             self.check_step()
             return True
@@ -570,6 +589,33 @@ class World:
                 f"the {self.phase}: {state}",
             )
 
+    # -- membership ---------------------------------------------------------------------
+
+    def change_membership(self, kind: str, name: str, leader: SimNode, retire: bool = True) -> None:
+        """Ask ``leader`` to add the spare ``name`` (started now, to join) or to remove the
+        member ``name``, as ``horologe cluster add/remove`` does. Once the change is made,
+        ``nodes`` follows it; a removed node is crashed for good (unless not ``retire``)."""
+        node = self.by_name[name]
+        if kind == "add" and not node.alive:
+            node.start()
+
+        def settle(why) -> None:  # on the leader's loop, once made (None) or not
+            if why is not None:
+                self.note(f"membership: {kind} {name} not made: {why}")
+                self.count(f"membership {why[0]}")
+                return
+            self.note(f"membership: {kind} {name} made")
+            if kind == "add":
+                self.nodes.append(node)
+            else:
+                self.nodes.remove(node)
+                if retire:
+                    node.crash()
+
+        target = DialNode(node.address, None, name, "sim:0")
+        leader.raft.change_membership(kind, target, 10.0, settle)
+        leader.wake()
+
     # -- the client ---------------------------------------------------------------------
 
     def client_act(self) -> None:
@@ -655,7 +701,8 @@ class World:
             )
         ids = [str(i) for i in res.ids] if res.kind == PRODUCE else []
         messages = list(zip(ids, *deliver, strict=True)) if ids else []
-        self.acked.append(Acked(index, held[0], digest, messages, self.clock.ns))
+        voters = self.committed_under.get(index) or (self.membership_of(self.by_name[name]),)
+        self.acked.append(Acked(index, held[0], digest, messages, self.clock.ns, voters))
         self.durability_dirty = True
         self.note(f"client: {name} acked entry {index} term {held[0]} ({len(ids)} messages)")
         if self.phase in ("heal", "restarted") and res.kind == SYNC:
@@ -663,7 +710,22 @@ class World:
 
     # -- checks --------------------------------------------------------------------------
 
+    def membership_of(self, node: SimNode) -> tuple[str, ...]:
+        """The voters ``node`` counts now: itself and the members of its log."""
+        return tuple(sorted((node.name, *(self.by_address[n.address].name for n in node.raft.otherNodes))))
+
     def observe_apply(self, name: str, index: int, term: int | None, blob: bytes) -> None:
+        node = self.by_name[name]
+        if node.raft is not None and node.raft._isLeader() and index not in self.committed_under:
+            now = self.membership_of(node)
+            raft = node.raft
+            before = now
+            for command, _i, _t in raft._get_entries(raft.raftCommitIndex + 1):
+                change = raft.membership_change_of(command)
+                if change is not None:
+                    who = self.by_address[change[1]].name
+                    before = tuple(sorted(set(now) - {who} if change[0] == "add" else {*now, who}))
+            self.committed_under[index] = (now, before)
         digest = _digest(blob)
         held = self.applied.get(index)
         if held is None:
@@ -685,6 +747,9 @@ class World:
                 first = self.leaders.setdefault(term, node.name)
                 if first != node.name:
                     raise Violation("one-leader-per-term", f"{first} and {node.name} both led term {term}")
+                if term not in self.complete:
+                    self.complete.add(term)
+                    self.check_leader_complete(node, term)
         if self.durability_dirty:
             self.durability_dirty = False
             self.check_durable()
@@ -721,13 +786,26 @@ class World:
                     f"and not after its restart (journal now starts at {node.raft._journal._idx[0]})",
                 )
 
-    def check_durable(self) -> None:
-        """Every entry acknowledged to the client is held by a majority (in its Raft log, or
-        applied in its store), whatever crashed or restarted since."""
-        majority = len(self.nodes) // 2 + 1
+    def check_leader_complete(self, node: SimNode, term: int) -> None:
+        """A new leader holds every entry acknowledged before it was elected (Raft's Leader
+        Completeness: whatever the membership, one of the majority that committed an entry
+        voted for it)."""
         for acked in self.acked:
-            holders = [n.name for n in self.nodes if self.holds(n, acked.index, acked.term)]
-            if len(holders) < majority:
+            if not self.holds(node, acked.index, acked.term):
+                raise Violation(
+                    "leader-completeness",
+                    f"{node.name} leads term {term} without entry {acked.index} (term {acked.term}), "
+                    f"acked at t={acked.at_ns / S:.3f}",
+                )
+
+    def check_durable(self) -> None:
+        """Every entry acknowledged to the client is held by a majority of the membership it
+        was committed under (in their Raft logs, or applied in their stores), whatever
+        crashed or restarted since."""
+        for acked in self.acked:
+            held = {n.name for n in self.all_nodes if n.down_holds or n.raft}
+            holders = [n for n in held if self.holds(self.by_name[n], acked.index, acked.term)]
+            if not any(len(set(holders) & set(v)) > len(v) // 2 for v in acked.voters):
                 raise Violation(
                     "acked-on-a-majority",
                     f"entry {acked.index} (term {acked.term}), acked at t={acked.at_ns / S:.3f}, is held "

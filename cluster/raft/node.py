@@ -699,17 +699,17 @@ class RaftNode(SyncObjSeam):
         it up to the commit index of now, then commit the change that adds it. Raises
         :class:`MembershipChangeError` when it cannot (``code`` says why)."""
         node = DialNode(member.raft, dial, member.node_id, member.http)
-        return self._ask_membership("add", node, catch_up_s)
+        return self._awaited(lambda settle: self.change_membership("add", node, catch_up_s, settle))
 
     def remove_member(self, raft: str) -> Awaitable[None]:
         """On the loop, on the master: commit the change that removes the member at ``raft``."""
-        return self._ask_membership("rem", DialNode(raft), 0.0)
+        return self._awaited(lambda settle: self.change_membership("rem", DialNode(raft), 0.0, settle))
 
-    def _ask_membership(self, kind: str, node: DialNode, catch_up_s: float) -> Awaitable[None]:
+    @staticmethod
+    def _awaited(ask: Callable[[Callable], None]) -> Awaitable[None]:
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
-        def settle(why: tuple[str, str] | None, status: RaftStatus) -> None:  # on the loop
-            self.status = status  # the membership the answer shows is the one made
+        def settle(why: tuple[str, str] | None) -> None:  # on the loop
             if fut.done():
                 return
             if why is None:
@@ -717,12 +717,24 @@ class RaftNode(SyncObjSeam):
             else:
                 fut.set_exception(MembershipChangeError(why[1], why[0]))
 
+        ask(settle)
+        return fut
+
+    def change_membership(
+        self, kind: str, node: DialNode, catch_up_s: float, settle: Callable[[tuple[str, str] | None], None]
+    ) -> None:
+        """On the loop: ask for a change (``kind`` ``"add"`` or ``"rem"``) of ``node``;
+        ``settle(why)`` runs on the loop once it is made (None) or not ((code, message))."""
+
+        def settled(why: tuple[str, str] | None, status: RaftStatus) -> None:  # on the loop
+            self.status = status  # the membership an answer shows is the one made
+            settle(why)
+
         def done(why: tuple[str, str] | None) -> None:  # tick thread
-            self._crossing.post(settle, why, self._status_to_post())
+            self._crossing.post(settled, why, self._status_to_post())
 
         self._membership_asks.put((kind, node, catch_up_s, done))
         self.wake_tick_thread()
-        return fut
 
     def _tick_membership(self) -> None:
         """Start the changes asked for, and drive a catch-up under way (tick thread)."""

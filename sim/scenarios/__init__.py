@@ -3,8 +3,15 @@
 from __future__ import annotations
 
 from ..scripted import Scenario
-from . import late_answer, noop_dump_restart, rejoin_after_compaction
+from . import grow_and_replace, late_answer, noop_dump_restart, rejoin_after_compaction, two_changes
 
 SCENARIOS: dict[str, Scenario] = {
-    s.name: s for s in (late_answer.SCENARIO, noop_dump_restart.SCENARIO, rejoin_after_compaction.SCENARIO)
+    s.name: s
+    for s in (
+        late_answer.SCENARIO,
+        noop_dump_restart.SCENARIO,
+        rejoin_after_compaction.SCENARIO,
+        grow_and_replace.SCENARIO,
+        two_changes.SCENARIO,
+    )
 }

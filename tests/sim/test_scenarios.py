@@ -17,6 +17,13 @@ in place it passes, every step fired (the window was reached); with the fix take
 * ``noop-dump-restart`` / ``no-store-index``: a new master dumps right after its no-op and
   crashes; measured against the dump's Raft index, its store looks behind at the restart
   and the node halts (no-halt; or liveness, when the cluster needed it).
+* ``two-changes`` / ``no-one-change-at-a-time``: a master cut off with one follower is
+  asked two removals at once; both in flight, it commits with that follower alone while
+  the other three elect a leader of their own (leader-completeness, or liveness when the
+  two sides cannot agree again).
+
+``grow-and-replace`` has no canary: 3 → 4 → 5 nodes and one removed, around a crash of the
+leader, under every invariant (membership changes built under the simulator).
 """
 
 from __future__ import annotations
@@ -33,7 +40,16 @@ CAUGHT = [
     ("late-answer", "no-stale-answer-check", ("acked-on-a-majority",), SEEDS),
     ("late-answer", "no-refusal-floor", ("liveness",), (1, 22)),  # seed 2 proposes too little
     ("noop-dump-restart", "no-store-index", ("no-halt", "liveness"), SEEDS),
+    ("two-changes", "no-one-change-at-a-time", ("leader-completeness", "liveness"), SEEDS),
 ]
+
+
+@pytest.mark.parametrize("seed", (1, 2, 3))
+def test_the_membership_changes_under_every_invariant(seed):
+    steps = len(SCENARIOS["grow-and-replace"].plan())
+    result = replay(seed, "--scenario", "grow-and-replace")
+    assert result["ok"], f"seed {seed}: {result['invariant']}: {result['detail']}"
+    assert len(result["faults"]) == steps, result["faults"]
 
 
 @pytest.mark.parametrize(("scenario", "canary", "invariants", "seeds"), CAUGHT)
