@@ -20,11 +20,14 @@ What pysyncobj lacks, the shell adds (``RaftNode``, node.py):
   up to the commit index it found when the catch-up began (:class:`Joining`). A 3-node
   cluster grown to 4 thus never waits for an empty node to make a majority.
 * **A node outside the membership has no say.** A node started to join stands for no
-  election until its log holds the change that adds it, nor does a removed one; vote
-  requests from a node outside the membership are dropped.
+  election until its log holds the change that adds it, nor does a removed one once its
+  log holds its removal (the leader drops its link when it appends the change, so it may
+  never learn of it: its connections are refused); vote requests from a node outside the
+  membership are dropped.
 * **The latest membership in the log, at start too.** pysyncobj takes a change at start
-  only when it applies it (committed); the shell takes the changes in its log's tail
-  at once, as Raft has it.
+  only when it applies it (committed), over the dump's membership it loaded just before;
+  the shell takes the changes in the log past the dump whenever a dump is loaded, and
+  none at apply (an older change taken again after newer ones would undo them).
 """
 
 from __future__ import annotations

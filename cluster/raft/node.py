@@ -133,7 +133,7 @@ class RaftNode(SyncObjSeam):
             password=settings.cluster_secret or None,
             journalFile=os.path.join(raft_dir, "journal"),
             fullDumpFile=os.path.join(raft_dir, "snapshot"),
-            serializer=self._dump.start,
+            serializer=self._write_dump,
             serializeChecker=self._dump.state,
             deserializer=self._read_snapshot,
             appendEntriesUseBatch=False,
@@ -635,7 +635,7 @@ class RaftNode(SyncObjSeam):
 
     def linked_peers(self) -> set[str]:
         """Raft addresses of the peers this node has a live, handshaken link to."""
-        return {node.address for node in self.otherNodes if self.isNodeConnected(node)}
+        return {node.address for node in self.otherNodes | self.readonly_nodes if self.isNodeConnected(node)}
 
     # -- roles ------------------------------------------------------------------
 
@@ -670,11 +670,22 @@ class RaftNode(SyncObjSeam):
         return None if peer is None else (peer.node_id, peer.http)
 
     def _configured_cluster(self) -> set[DialNode]:
-        return {self._self_node, *(DialNode(p.raft, p.dial, p.node_id, p.http) for p in self.settings.peers)}
+        own = set() if self.settings.join else {self._self_node}
+        return own | {DialNode(p.raft, p.dial, p.node_id, p.http) for p in self.settings.peers}
+
+    def _write_dump(self, tmp_path: str, raft_data) -> None:
+        """pysyncobj's serializer, with the membership as it is: pysyncobj writes this node
+        into every dump's members, a node started to join and not yet added too (tick thread)."""
+        voters = set(self.otherNodes) | ({self._self_node} if self._voter else set())
+        self._dump.start(tmp_path, (raft_data[0], raft_data[1], voters))
+
+    def _dump_loaded(self) -> None:  # tick thread
+        self._take_membership_of_log_tail()
 
     def _take_membership_of_log_tail(self) -> None:
-        """At start: the changes in the log past what was applied are this node's
-        membership now (Raft's rule); pysyncobj would take each only once committed."""
+        """At start and after a dump is loaded: the changes in the log past the dump are
+        this node's membership now (Raft's rule), taken over the dump's; pysyncobj would
+        take each only once it applies it (which the seam makes a no-op)."""
         for command, _index, _term in self._get_entries(self.raftLastApplied + 1):
             change = self.membership_change_of(command)
             if change is not None:
@@ -687,6 +698,7 @@ class RaftNode(SyncObjSeam):
             self._peer_clocks.pop(address, None)  # its clock no longer counts for the quorum's
             self._acked_sent.pop(address, None)
             self._refused.pop(address, None)
+            self.serializer.forget(change[2] if len(change) >= 3 else DialNode(address))
         log.info("membership: %s %s%s", "undid" if reverse else "took", kind, f" {address}")
 
     def _may_change_membership(self) -> bool:
@@ -745,15 +757,21 @@ class RaftNode(SyncObjSeam):
                 break
             self._start_change(kind, node, catch_up_s, done)
         joining = self._joining
-        if joining is None or joining.proposed:
+        if joining is None:
             return
         if not self._isLeader():
-            self._end_join(("lost_lead", "this node stopped being the master during the catch-up"))
+            why = "this node stopped being the master during the catch-up"
+            if joining.proposed:  # its answer may never come: a snapshot installed past it
+                why = "this node stopped being the master with the change proposed: it may still be made"
+            self._end_join(("lost_lead" if not joining.proposed else "not_committed", why), joining)
+            return
+        if joining.proposed:
             return
         match = self.match_index.get(joining.node, 0)
         if match >= joining.target:
             joining.proposed = True
-            self.addNodeToCluster(joining.node, callback=self._change_answered(self._end_join))
+            answered = self._change_answered(lambda why, joining=joining: self._end_join(why, joining))
+            self.addNodeToCluster(joining.node, callback=answered)
         elif monotonic_time() > joining.deadline:
             self._end_join(
                 (
@@ -761,7 +779,8 @@ class RaftNode(SyncObjSeam):
                     f"{joining.node.node_id} holds the log up to {match} of {joining.target} "
                     f"in time: is it running, started to join, and reachable from this node at "
                     f"{joining.node.address}?",
-                )
+                ),
+                joining,
             )
 
     def _start_change(self, kind: str, node: DialNode, catch_up_s: float, done) -> None:  # tick thread
@@ -789,10 +808,10 @@ class RaftNode(SyncObjSeam):
             "membership: feeding %s (%s) up to index %d", node.node_id, node.address, self.raftCommitIndex
         )
 
-    def _end_join(self, why: tuple[str, str] | None) -> None:  # tick thread
-        joining, self._joining = self._joining, None
-        if joining is None:
-            return
+    def _end_join(self, why: tuple[str, str] | None, joining: Joining) -> None:  # tick thread
+        if self._joining is not joining:
+            return  # ended already (its answer came after the lead was lost)
+        self._joining = None
         if why is not None:
             self.drop_learner(joining.node)
         joining.done(why)  # after the learner is gone: the status it posts shows the change

@@ -201,6 +201,7 @@ class SyncObjSeam(SyncObj):
     ``_clears_journal_on_load(install)``    ``__loadDumpFile``, syncobj.py:1472
     ``_may_change_membership()``            ``__changeCluster``, syncobj.py:1356
     ``_membership_changed(change, back)``   ``__doChangeCluster``, syncobj.py:1374
+    ``_dump_loaded()``                      ``__loadDumpFile``, syncobj.py:1472
     ``_outgoing(node, message)``            the transport's ``send``, transport.py:166
     ======================================  ============================================
 
@@ -334,6 +335,7 @@ class SyncObjSeam(SyncObj):
         if node not in self.readonly_nodes:
             return
         self.readonly_nodes.discard(node)
+        self.serializer.forget(node)  # a shipment to it under way would block compaction
         if node not in self.otherNodes:
             self.next_index.pop(node, None)
             self.match_index.pop(node, None)
@@ -467,8 +469,18 @@ class SyncObjSeam(SyncObj):
         (``clearJournal`` False, syncobj.py:626) and after installing a shipped one (True,
         syncobj.py:1024), and clears the journal when told to, or when it does not begin
         with the dump's last two entries (syncobj.py:1489). :meth:`_clears_journal_on_load`
-        decides what it is told: the shell keeps what a follower holds past an install."""
-        return SyncObj._SyncObj__loadDumpFile(self, self._clears_journal_on_load(after_install=clearJournal))
+        decides what it is told: the shell keeps what a follower holds past an install.
+        :meth:`_dump_loaded` runs after: pysyncobj has just made the dump's membership this
+        node's (syncobj.py:1508), which the changes in the log past it must amend."""
+        loaded = SyncObj._SyncObj__loadDumpFile(
+            self, self._clears_journal_on_load(after_install=clearJournal)
+        )
+        self._dump_loaded()
+        return loaded
+
+    @_hook
+    def _dump_loaded(self) -> None:
+        """Hook: a dump was loaded (at start, or a shipped one installed)."""
 
     @_hook
     def _clears_journal_on_load(self, after_install: bool) -> bool:
@@ -508,6 +520,18 @@ class SyncObjSeam(SyncObj):
     @_hook
     def _membership_changed(self, request, reverse: bool) -> None:
         """Hook: a change of the membership was taken (or undone, ``reverse``)."""
+
+    @_replaces("syncobj.py:870")
+    def _SyncObj__doApplyCommand(self, command):  # noqa: N802 - pysyncobj's name
+        """Wraps ``__doApplyCommand`` (syncobj.py:870), where pysyncobj applies a committed
+        entry, and takes a change of the membership again (:887, for its restarts). The
+        shell has taken each change when it was appended or, at a start or an install, when
+        the dump was loaded (``RaftNode._dump_loaded``): taking an older change again after
+        newer ones (a ``rem`` then an ``add`` of one node) would undo the newer, so a
+        change is not taken at apply."""
+        if self._parse_change(command) is not None:
+            return None
+        return SyncObj._SyncObj__doApplyCommand(self, command)
 
 
 # -- TcpConnection ------------------------------------------------------------------------

@@ -131,6 +131,11 @@ class ShippingSerializer(Serializer):
         self._shipments.clear()
         self._stale.clear()
 
+    def forget(self, node) -> None:
+        """``node`` is fed no more (a learner dropped, a member removed): its shipment ends."""
+        self._shipments.pop(node, None)
+        self._stale.pop(node, None)
+
     def in_flight(self) -> bool:
         """Whether a shipment is under way (to any follower)."""
         return bool(self._shipments)

@@ -11,7 +11,7 @@ from pysyncobj import FAIL_REASON
 from horologe.cluster.raft.dial_node import DialNode
 from horologe.cluster.raft.membership import Member
 
-from .ticked import crash, lead_alone, tick, ticked_node
+from .ticked import commit_alone, crash, lead_alone, tick, ticked_node
 
 
 def _node(address: str, node_id: str) -> DialNode:
@@ -75,6 +75,29 @@ def test_a_restart_takes_the_changes_in_its_logs_tail_at_once(tmp_path):
     crash(node)
     again = ticked_node(tmp_path)
     try:
+        assert {(m.node_id, m.voter) for m in again._members()} == {("n0", True), ("x", True)}
+    finally:
+        crash(again)
+
+
+def test_a_restart_from_a_dump_takes_the_changes_after_it(tmp_path):
+    """pysyncobj loads the dump at the first tick and makes its members the node's; the
+    changes in the log after it must be taken over them (the first tick's load came after
+    anything the constructor took)."""
+    node = ticked_node(tmp_path, log_compaction_min_entries=4)
+    lead_alone(node)
+    commit_alone(node, 1_000, 6)
+    node.forceLogCompaction()
+    for _ in range(5):
+        tick(node)
+    assert node._dump.last is not None, "a dump was written"
+    node.addNodeToCluster(_node("127.0.0.1:1", "x"), callback=lambda _r, _e: None)
+    tick(node)
+    assert node.raftCommitIndex < node.last_log_index()  # the change is after the dump, uncommitted
+    crash(node)
+    again = ticked_node(tmp_path, log_compaction_min_entries=4)
+    try:
+        tick(again)  # loads the dump
         assert {(m.node_id, m.voter) for m in again._members()} == {("n0", True), ("x", True)}
     finally:
         crash(again)
