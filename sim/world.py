@@ -740,7 +740,7 @@ class World:
     def check_step(self) -> None:
         if self.pending_violation is not None:
             raise self.pending_violation
-        for node in self.nodes:
+        for node in self.all_nodes:  # a removed node or a spare leading counts too
             raft = node.raft
             if raft is not None and raft._isLeader():
                 term = raft.current_term()

@@ -23,7 +23,8 @@ in place it passes, every step fired (the window was reached); with the fix take
   two sides cannot agree again).
 
 ``grow-and-replace`` has no canary: 3 → 4 → 5 nodes and one removed, around a crash of the
-leader, under every invariant (membership changes built under the simulator).
+leader, under every invariant (membership changes built under the simulator); one seed
+here, thousands by ``python -m sim run --scenario grow-and-replace``.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ CAUGHT = [
 ]
 
 
-@pytest.mark.parametrize("seed", (1, 2, 3))
+@pytest.mark.parametrize("seed", (1,))
 def test_the_membership_changes_under_every_invariant(seed):
     steps = len(SCENARIOS["grow-and-replace"].plan())
     result = replay(seed, "--scenario", "grow-and-replace")
