@@ -140,8 +140,9 @@ class MemberExists(Refused):
 
 class MembershipChangeRefused(Refused):
     """Raised when a change of the membership cannot start now: another is under way
-    (``change_under_way``, ``change_refused``), or it would remove the master itself
-    (``is_master``: release it first)."""
+    (``change_under_way``, ``change_refused``), it would remove the master itself
+    (``is_master``: release it first), the new node does not answer (``not_reachable``), or
+    the members left would make no majority the master hears (``would_lose_quorum``)."""
 
     def __init__(self, message: str, code: str, field: str | None = None) -> None:
         super().__init__(message, field)
@@ -149,9 +150,10 @@ class MembershipChangeRefused(Refused):
 
 
 class MembershipChangeFailed(Refused):
-    """Raised when a change of the membership started but was not made: the new node did
-    not catch up in time (``catch_up_failed``), or the master lost the lead (``lost_lead``,
-    ``not_committed``). Nothing changed; ask again."""
+    """Raised when a change of the membership started but did not complete in time: the
+    new node did not catch up (``catch_up_failed``: nothing changed), the master lost the
+    lead before proposing it (``lost_lead``: nothing changed), or no answer came once it
+    was proposed (``not_committed``: it may still be made; look at the members)."""
 
     def __init__(self, message: str, code: str) -> None:
         super().__init__(message)

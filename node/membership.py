@@ -11,6 +11,7 @@ cannot count itself out). Replacing a machine is an add, then a remove.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 
 from horologe.cluster.errors import MembershipChangeError
@@ -19,6 +20,7 @@ from horologe.cluster.raft.membership import Member
 from .errors import MemberExists, MembershipChangeFailed, MembershipChangeRefused, UnknownNode
 
 DEFAULT_CATCH_UP_S = 600.0  # a new node's catch-up: a snapshot of the whole store, shipped
+COMMIT_S = 30.0  # for the change itself to commit once proposed (beyond a catch-up)
 REFUSED = {"change_under_way", "change_refused"}
 EXISTS = {"member_exists"}
 
@@ -35,8 +37,8 @@ class Membership:
         remove: Callable[[str], Awaitable[None]],
         readiness: Callable[[str], Awaitable[dict | None]],
     ) -> None:
-        """``members()`` as this node's log has them, itself first; ``linked()`` the ids
-        of the members it has a live Raft link to; ``add(member, catch_up_s)`` and
+        """``members()`` as this node's log has them, itself first; ``linked()`` the Raft
+        addresses of the nodes it has a live Raft link to; ``add(member, catch_up_s)`` and
         ``remove(raft address)`` the Raft shell's changes, on the master;
         ``readiness(http address)`` what a node's ``/readyz`` says (None: no answer)."""
         self._require_master = require_master
@@ -59,7 +61,7 @@ class Membership:
                     "http": m.http,
                     "voter": m.voter,
                     "self": m.raft == self._own_raft,
-                    "linked": m.raft == self._own_raft or m.node_id in linked,
+                    "linked": m.raft == self._own_raft or m.raft in linked,
                 }
                 for m in self._members()
             ]
@@ -83,7 +85,7 @@ class Membership:
                 "not_reachable",
                 "http",
             )
-        await self._change(self._add(Member(node_id, raft, http), catch_up_s))
+        await self._change(self._add(Member(node_id, raft, http), catch_up_s), catch_up_s + COMMIT_S)
         return self.listing()
 
     async def remove(self, node_id: str) -> dict:
@@ -100,13 +102,28 @@ class Membership:
                 "is_master",
                 "node_id",
             )
-        await self._change(self._remove(member.raft))
+        rest = [m for m in self._members() if m.voter and m.raft != member.raft]
+        heard = [m for m in rest if m.raft == self._own_raft or m.raft in self._linked()]
+        if len(heard) < len(rest) // 2 + 1:
+            raise MembershipChangeRefused(
+                f"without {node_id}, the members this master is linked to "
+                f"({', '.join(m.node_id for m in heard)}) are no majority of the {len(rest)} left: "
+                "the cluster would stop. Bring a member back first",
+                "would_lose_quorum",
+                "node_id",
+            )
+        await self._change(self._remove(member.raft), COMMIT_S)
         return self.listing()
 
     @staticmethod
-    async def _change(change: Awaitable[None]) -> None:
+    async def _change(change: Awaitable[None], timeout_s: float) -> None:
         try:
-            await change
+            await asyncio.wait_for(change, timeout_s)
+        except TimeoutError as e:
+            raise MembershipChangeFailed(
+                f"no answer within {timeout_s:g} s: the change may still be made (look at the members)",
+                "not_committed",
+            ) from e
         except MembershipChangeError as e:
             if e.code == "not_master":
                 raise MembershipChangeFailed(e.message, "lost_lead") from e

@@ -188,7 +188,7 @@ class NodeService:
         self.membership = Membership(
             require_master=self.require_master,
             members=self.members,
-            linked=self.linked_peer_ids,
+            linked=lambda: self.raft.status.linked,
             own_raft=config.raft,
             add=lambda member, catch_up_s: self.raft.add_member(
                 member, config.dial_of(member.raft), catch_up_s

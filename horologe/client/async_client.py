@@ -10,6 +10,7 @@ import httpx
 from . import calls, core
 from .calls import Reply
 from .consuming import AHEAD_MS, AsyncSubscription, fetch_and_decode
+from .core import CHANGE_S
 from .errors import HorologeError, InvalidRequestError
 from .models import Backlog, Forecast, MessageStatus, PendingPage, PulledBatch, Rescheduled, Scheduled
 from .push_subscriptions import AsyncPushCalls
@@ -230,14 +231,16 @@ class AsyncClient(core.ClientSettings, AsyncScheduleCalls, AsyncPushCalls):
         it as a member (waits up to ``catch_up_s`` for the catch-up). The members after."""
         body = {"node_id": node_id, "raft": raft, "http": http, "catch_up_s": catch_up_s}
         reply = await self.request(
-            "POST", "/admin/cluster/members", body, admin=True, resend=False, timeout=catch_up_s + 30.0
+            "POST", "/admin/cluster/members", body, admin=True, resend=False, timeout=catch_up_s + CHANGE_S
         )
         return reply.body["members"]
 
     async def remove_member(self, node_id: str) -> list[dict]:
         """Remove a member (not the master: :meth:`release_master` first). The members after."""
         path = f"/admin/cluster/members/{quote(node_id, safe='')}"
-        return (await self._call("DELETE", path, admin=True, resend=False))["members"]
+        return (await self.request("DELETE", path, admin=True, resend=False, timeout=CHANGE_S)).body[
+            "members"
+        ]
 
     async def release_master(self, to: str | None = None) -> dict:
         body = {"to": to} if to else {}

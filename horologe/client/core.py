@@ -103,6 +103,9 @@ def batch_bodies(messages: list[dict]) -> list[dict]:
 
 # A call's timeout left to the client's (``request(timeout=...)`` overrides it for one call).
 CLIENT_TIMEOUT = object()
+# How long a change of the membership may take beyond a catch-up: the node waits 30 s for
+# it to commit (node/membership.py), plus a check of the new node and the way there.
+CHANGE_S = 45.0
 
 
 class ClientSettings:

@@ -33,7 +33,7 @@ STATUS: dict[type[node.Refused], int] = {
     node.ApplyFailed: 500,
     node.TransferFailed: 503,
     node.TransferUnconfirmed: 503,
-    node.MembershipChangeFailed: 503,
+    node.MembershipChangeFailed: 504,  # not 503: clients must not send the change again blindly
     node.Halted: 507,
 }
 

@@ -151,6 +151,16 @@ def test_refused_changes_leave_the_membership_as_it_was(cluster):
         client.remove_member("n9")
     assert (unknown.value.status, unknown.value.code) == (422, "unknown_node")
 
+    # With one follower down, removing the other would leave a membership whose majority
+    # needs the down one: the cluster would stop.
+    down, other = [i for i in range(3) if i != master]
+    cluster.stop(down)
+    with pytest.raises(HorologeError) as stall:
+        client.remove_member(f"n{other + 1}")
+    assert (stall.value.status, stall.value.code) == (409, "would_lose_quorum")
+    cluster.start(down)
+    cluster.wait_connected()
+
     k = cluster.joiner(cluster.indexes)  # configured, not started yet
     unstarted = _add(cluster, k, via=master)
     assert unstarted.returncode == 1 and "not_reachable" in unstarted.stderr, unstarted.stderr

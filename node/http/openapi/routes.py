@@ -100,6 +100,10 @@ RESPONSES = {
         "Unavailable",
     ),
     "Halted": _error("`halted`: the master stopped applying, or `disk_full`: its disk is full."),
+    "NotCompleted": _error(
+        "A change of the membership did not complete in time: `catch_up_failed` or `lost_lead` (nothing "
+        "changed), `not_committed` (it may still be made: list the members before asking again)."
+    ),
 }
 STATUS = {
     "Redirect": "307",
@@ -112,6 +116,7 @@ STATUS = {
     "Unprocessable": "422",
     "Unavailable": "503",
     "Halted": "507",
+    "NotCompleted": "504",
 }
 
 
@@ -544,12 +549,12 @@ ROUTES: dict[tuple[str, str], dict] = {
         ADMIN,
         {"200": answer("It is a member: the membership now.", "Members")},
         body="NewMember",
-        errors=("Conflict",),
+        errors=("Conflict", "NotCompleted"),
         description="409 `member_exists` (its id or an address is a member's), `not_reachable` (nothing "
         "answers at its `http` address: start it first), `change_under_way` or "
-        "`change_refused` (another change is not committed yet: retry); 503 `catch_up_failed` (it did not "
-        "catch up within `catch_up_s`: is it running with `join = true`, reachable at its Raft address?), "
-        "`lost_lead` or `not_committed`. Nothing changed unless it answered 200.",
+        "`change_refused` (another change is not committed yet: retry); 504 `catch_up_failed` (it did not "
+        "catch up within `catch_up_s`: is it running with `join = true`, reachable at its Raft address?) "
+        "or `lost_lead` (nothing changed), `not_committed` (it may still be made: list the members).",
     ),
     ("delete", "/admin/cluster/members/{node_id}"): operation(
         "remove_member",
@@ -557,10 +562,11 @@ ROUTES: dict[tuple[str, str], dict] = {
         "Remove a member; the master itself is released first (409 `is_master`)",
         ADMIN,
         {"200": answer("It is no longer a member: the membership now.", "Members")},
-        errors=("Conflict", "Unprocessable"),
+        errors=("Conflict", "Unprocessable", "NotCompleted"),
         parameters=(path_param("node_id", {"type": "string"}, "the member's node id"),),
-        description="409 `is_master` (release the master first), `change_under_way` or `change_refused`; "
-        "422 `unknown_node`; 503 `lost_lead` or `not_committed`.",
+        description="409 `is_master` (release the master first), `would_lose_quorum` (the members left "
+        "that the master hears make no majority of them), `change_under_way` or `change_refused`; "
+        "422 `unknown_node`; 504 `not_committed` (it may still be made: list the members).",
     ),
     ("get", "/admin/backup"): operation(
         "get_backup",

@@ -10,7 +10,9 @@ from msgspec import Meta
 from .messages import answered_over_http
 from .model import Body, decode, whole
 
-HOST_PORT = whole(r"(?:[^\s:/]+|\[[0-9A-Fa-f:.]+\]):[0-9]{1,5}")
+# A DNS name or an IPv4 address, or an IPv6 one in brackets, then a port. Spelled out
+# rather than "no space": JSON Schema's \s (ECMA-262) and Python's differ (\x1c-\x1f).
+HOST_PORT = whole(r"(?:[A-Za-z0-9._-]+|\[[0-9A-Fa-f:.]+\]):[0-9]{1,5}")
 NODE_ID = whole(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 
