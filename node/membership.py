@@ -62,6 +62,11 @@ class Membership:
                     "voter": m.voter,
                     "self": m.raft == self._own_raft,
                     "linked": m.raft == self._own_raft or m.raft in linked,
+                    **(
+                        {}
+                        if m.catch_up is None
+                        else {"catch_up": {"held": m.catch_up[0], "target": m.catch_up[1]}}
+                    ),
                 }
                 for m in self._members()
             ]

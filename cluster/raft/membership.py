@@ -44,6 +44,8 @@ class Member:
     raft: str  # its Raft address: its identity
     http: str  # its HTTP address (host:port), as the other members reach it
     voter: bool = True  # False: a learner, fed the log before the change that adds it
+    # A learner on the master: (the index it holds, the index it must hold to be added).
+    catch_up: tuple[int, int] | None = None
 
 
 @dataclass
@@ -75,19 +77,21 @@ def members_of(
     self_node: DialNode,
     voter: bool,
     others: Iterable[DialNode],
-    learners: Iterable[DialNode],
+    learners: Iterable[tuple[DialNode, tuple[int, int]]],
     known: Callable[[str], tuple[str, str] | None],
 ) -> tuple[Member, ...]:
-    """The membership as this node knows it, itself first, then by id. ``known(address)``
-    names the (id, HTTP address) the settings give a node whose object carries none (one
-    read from a snapshot written before nodes carried them)."""
+    """The membership as this node knows it, itself first, then by id; ``learners`` with
+    their catch-up. ``known(address)`` names the (id, HTTP address) the settings give a
+    node whose object carries none (one read from a snapshot written before nodes carried
+    them)."""
 
-    def member(node: DialNode, is_voter: bool) -> Member:
+    def member(node: DialNode, is_voter: bool, catch_up: tuple[int, int] | None = None) -> Member:
         node_id, http = getattr(node, "node_id", ""), getattr(node, "http", "")
         if not node_id:
             node_id, http = known(node.address) or (node.address, http)
-        return Member(node_id, node.address, http, is_voter)
+        return Member(node_id, node.address, http, is_voter, catch_up)
 
     voters = set(others)
-    rest = [member(n, True) for n in voters] + [member(n, False) for n in learners if n not in voters]
+    rest = [member(n, True) for n in voters]
+    rest += [member(n, False, catch_up) for n, catch_up in learners if n not in voters]
     return (member(self_node, voter), *sorted(rest, key=lambda m: m.node_id))

@@ -662,7 +662,10 @@ class RaftNode(SyncObjSeam):
     # -- the membership (membership.py) --------------------------------------------
 
     def _members(self) -> tuple[Member, ...]:  # tick thread
-        learners = () if self._joining is None else (self._joining.node,)
+        joining = self._joining
+        learners = ()
+        if joining is not None:
+            learners = ((joining.node, (self.match_index.get(joining.node, 0), joining.target)),)
         return members_of(self._self_node, self._voter, self.otherNodes, learners, self._known)
 
     def _known(self, address: str) -> tuple[str, str] | None:

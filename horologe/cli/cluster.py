@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import threading
+
 import click
 
 from horologe.cli._common import _client, _echo_json, _sdk_errors, admin_option, ca_option, url_option
 from horologe.client import Client, HorologeError
+
+PROGRESS_S = 2.0  # how often `cluster add` looks at the new node's catch-up
 
 
 @click.group()
@@ -51,7 +55,24 @@ def add(url, admin_token, ca, node_id, raft_addr, http_addr, catch_up_s) -> None
     as a member. Prints the members after."""
     client = _client(url, None, admin_token, ca)
     click.echo(f"feeding {node_id} the log at {raft_addr} (up to {catch_up_s:g} s), then adding it", err=True)
-    _echo_json(client.add_member(node_id, raft_addr, http_addr, catch_up_s))
+    outcome: dict = {}
+
+    def add_it() -> None:
+        try:
+            outcome["members"] = client.add_member(node_id, raft_addr, http_addr, catch_up_s)
+        except HorologeError as e:
+            outcome["error"] = e
+
+    adding = threading.Thread(target=add_it, daemon=True)
+    adding.start()
+    watch = _Progress(url, admin_token, ca, node_id)
+    while adding.is_alive():
+        adding.join(PROGRESS_S)
+        if adding.is_alive():
+            watch.show()
+    if "error" in outcome:
+        raise outcome["error"]
+    _echo_json(outcome["members"])
 
 
 @cluster.command()
@@ -65,6 +86,42 @@ def remove(url, admin_token, ca, node_id) -> None:
     after. Stop its process afterwards: the others no longer talk to it."""
     client = _client(url, None, admin_token, ca)
     _echo_json(_remove(client, node_id))
+
+
+class _Progress:
+    """Prints a learner's catch-up as the master reports it, when it moved."""
+
+    def __init__(self, url: str, admin_token, ca, node_id: str) -> None:
+        self._url, self._admin_token, self._ca, self._node_id = url, admin_token, ca, node_id
+        self._master: Client | None = None
+        self._shown = None
+
+    def show(self) -> None:
+        try:
+            learner = next((m for m in self._on_master().members() if m["node_id"] == self._node_id), {})
+        except HorologeError:
+            self._master = None  # another master, perhaps: look for it again next time
+            return
+        held = learner.get("catch_up")
+        if held and held != self._shown:
+            self._shown = held
+            click.echo(
+                f"{self._node_id} holds the log up to {held['held']:,} of {held['target']:,}", err=True
+            )
+
+    def _on_master(self) -> Client:
+        """A client of the master's own URL: only the master reports a learner."""
+        if self._master is None:
+            entry = _client(self._url, None, self._admin_token, self._ca)
+            leader = entry.node_status().get("leader")
+            http = next((m["http"] for m in entry.members() if m["node_id"] == leader), None)
+            if http is None:  # no master known now (an election): ask again next time
+                raise HorologeError(f"no master is known to {self._url} now")
+            scheme = self._url.split("://", 1)[0] if "://" in self._url else "http"
+            self._master = _client(
+                http if "://" in http else f"{scheme}://{http}", None, self._admin_token, self._ca
+            )
+        return self._master
 
 
 def _remove(client: Client, node_id: str) -> list[dict]:

@@ -171,9 +171,10 @@ def test_refused_changes_leave_the_membership_as_it_was(cluster):
         "--raft", "127.0.0.1:1",  # nothing listens there: it never catches up
         "--http", f"127.0.0.1:{cluster.http_ports[k]}",
         "--url", cluster.url(master),
-        "--catch-up-s", "2",
+        "--catch-up-s", "3",
     )  # fmt: skip
     assert wrong_raft.returncode == 1 and "catch_up_failed" in wrong_raft.stderr, wrong_raft.stderr
+    assert f"n{k + 1} holds the log up to 0 of " in wrong_raft.stderr  # the progress it printed
     assert [m["node_id"] for m in client.members()] == [
         f"n{master + 1}",
         *sorted(f"n{i + 1}" for i in range(3) if i != master),

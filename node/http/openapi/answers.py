@@ -162,6 +162,13 @@ class Released(Answer):
     heard_by: list[str]
 
 
+class CatchUp(Answer):
+    """A learner's catch-up, as the master sees it: it is added once ``held`` reaches ``target``."""
+
+    held: Annotated[int, Meta(description="the Raft index up to which it holds the master's log")]
+    target: Annotated[int, Meta(description="the master's commit index when its catch-up began")]
+
+
 class ClusterMember(Answer):
     node_id: str
     raft: Annotated[str, Meta(description="its Raft address: its identity")]
@@ -169,6 +176,7 @@ class ClusterMember(Answer):
     voter: Annotated[bool, Meta(description="false for a node the master feeds before the change adding it")]
     self: Annotated[bool, Meta(description="the node that answered")]
     linked: Annotated[bool, Meta(description="the answering node has a live Raft link to it")]
+    catch_up: CatchUp | UnsetType = UNSET
 
 
 class Members(Answer):
