@@ -335,9 +335,11 @@ class SimTransport(Transport):
     def dropNode(self, node) -> None:  # noqa: N802 - pysyncobj's name
         if node.address not in self._nodes:
             return
-        self.network.break_conn(self.network.conn(self.address, node.address), "dropped", by=self.address)
+        # As TCP's (transport.py:535): the node is forgotten before its connection closes,
+        # so pysyncobj is not told the link went (the shell's forget_link sees to that).
         del self._nodes[node.address]
         self._connections.pop(node, None)
+        self.network.break_conn(self.network.conn(self.address, node.address), "dropped", by=self.address)
 
     def connected(self, address: str) -> None:
         if address in self._nodes:

@@ -160,6 +160,12 @@ class RaftNode(SyncObjSeam):
         self._voter = not settings.join
         self._joining: Joining | None = None
         self._membership_asks: queue.SimpleQueue = queue.SimpleQueue()
+        # The membership as of the applied index (what a dump at that index holds), and
+        # whether the log's tail is still to be taken at the first tick (no dump to load:
+        # pysyncobj loads one at its first tick, and _dump_loaded takes the tail then).
+        # Both set before pysyncobj is built: its tick thread may load the dump at once.
+        self._applied_members: set[DialNode] = self._configured_cluster()
+        self._tail_to_take = not os.path.exists(conf.fullDumpFile)
         self._journal: DiskJournal | None = None
         self._refuse_success = False  # set when a shipped snapshot failed to install
         self._installed_at: int | None = None  # the index of a snapshot just installed
@@ -199,7 +205,6 @@ class RaftNode(SyncObjSeam):
             connection=BoundedTcpConnection,
         )
         super().__init__(self._self_node, peers, conf, parts, transport_class)
-        self._take_membership_of_log_tail()
         self.addOnTickCallback(self._tick_membership)
         self.addOnTickCallback(self._tick_voter)
         self._transfer: tuple[str | None, float, Callable[[bool], None]] | None = None
@@ -677,19 +682,31 @@ class RaftNode(SyncObjSeam):
         return own | {DialNode(p.raft, p.dial, p.node_id, p.http) for p in self.settings.peers}
 
     def _write_dump(self, tmp_path: str, raft_data) -> None:
-        """pysyncobj's serializer, with the membership as it is: pysyncobj writes this node
-        into every dump's members, a node started to join and not yet added too (tick thread)."""
-        voters = set(self.otherNodes) | ({self._self_node} if self._voter else set())
-        self._dump.start(tmp_path, (raft_data[0], raft_data[1], voters))
+        """pysyncobj's serializer, with the membership at the dump's index (its last entry
+        is the applied one): pysyncobj writes the members as they are now, changes in the
+        log past the dump included (which a cut may undo after the dump is written), and
+        this node among them, a node started to join and not yet added too (tick thread)."""
+        self._dump.start(tmp_path, (raft_data[0], raft_data[1], set(self._applied_members)))
+
+    def _membership_applied(self, change: list) -> None:  # tick thread
+        node = change[2] if len(change) >= 3 else DialNode(change[1])
+        if change[0] == "add":
+            self._applied_members.add(node)
+        elif change[0] == "rem":
+            self._applied_members.discard(node)
 
     def _dump_loaded(self) -> None:  # tick thread
-        self._take_membership_of_log_tail()
+        self._tail_to_take = False
+        # pysyncobj dropped the links of nodes the dump's membership lacks, untold (forget_link)
+        self.connected_nodes = self.connected_nodes & (self.otherNodes | self.readonly_nodes)
+        self._take_membership_of_log(self.raftLastApplied + 1)  # the dump's index, just loaded
 
-    def _take_membership_of_log_tail(self) -> None:
-        """At start and after a dump is loaded: the changes in the log past the dump are
-        this node's membership now (Raft's rule), taken over the dump's; pysyncobj would
-        take each only once it applies it (which the seam makes a no-op)."""
-        for command, _index, _term in self._get_entries(self.raftLastApplied + 1):
+    def _take_membership_of_log(self, first: int) -> None:
+        """The changes in the log from ``first`` on (past the dump just loaded, or the whole
+        journal at the first tick of a node that had no dump) are this node's membership
+        now (Raft's rule), taken in order over the dump's or the configured one; pysyncobj
+        would take each only once it applies it (which the seam makes a no-op)."""
+        for command, _index, _term in self._get_entries(first):
             change = self.membership_change_of(command)
             if change is not None:
                 self.take_membership_change(change)
@@ -701,7 +718,9 @@ class RaftNode(SyncObjSeam):
             self._peer_clocks.pop(address, None)  # its clock no longer counts for the quorum's
             self._acked_sent.pop(address, None)
             self._refused.pop(address, None)
-            self.serializer.forget(change[2] if len(change) >= 3 else DialNode(address))
+            node = change[2] if len(change) >= 3 else DialNode(address)
+            self.serializer.forget(node)
+            self.connected_nodes = self.connected_nodes - {node}  # dropNode does not say (forget_link)
         log.info("membership: %s %s%s", "undid" if reverse else "took", kind, f" {address}")
 
     def _may_change_membership(self) -> bool:
@@ -753,6 +772,10 @@ class RaftNode(SyncObjSeam):
 
     def _tick_membership(self) -> None:
         """Start the changes asked for, and drive a catch-up under way (tick thread)."""
+        if self._tail_to_take:  # the first tick of a node that had no dump to load
+            self._tail_to_take = False
+            # From the journal's start: this tick may have applied committed entries already.
+            self._take_membership_of_log(self._journal[0][1] if len(self._journal) else 1)
         while True:
             try:
                 kind, node, catch_up_s, done = self._membership_asks.get_nowait()
@@ -970,6 +993,7 @@ class RaftNode(SyncObjSeam):
             else n
             for n in cluster
         }
+        self._applied_members = set(dialled)
         return (last, before, dialled, *raft_data[3:])
 
     def _load_own(self, local: LocalDump):

@@ -202,6 +202,7 @@ class SyncObjSeam(SyncObj):
     ``_may_change_membership()``            ``__changeCluster``, syncobj.py:1356
     ``_membership_changed(change, back)``   ``__doChangeCluster``, syncobj.py:1374
     ``_dump_loaded()``                      ``__loadDumpFile``, syncobj.py:1472
+    ``_membership_applied(change)``         ``__doApplyCommand``, syncobj.py:870
     ``_outgoing(node, message)``            the transport's ``send``, transport.py:166
     ======================================  ============================================
 
@@ -339,7 +340,14 @@ class SyncObjSeam(SyncObj):
         if node not in self.otherNodes:
             self.next_index.pop(node, None)
             self.match_index.pop(node, None)
-            self.transport.dropNode(node)
+            self.forget_link(node)
+
+    def forget_link(self, node) -> None:
+        """Drop ``node``'s link (``dropNode``, transport.py:535). TCP's forgets the connection
+        before it closes it, so pysyncobj is never told the link went: ``node`` would stay
+        in ``__connectedNodes`` and count as linked if its address is added again."""
+        self.transport.dropNode(node)
+        self.connected_nodes = self.connected_nodes - {node}
 
     def wake_tick_thread(self) -> None:
         """Wake the tick thread from its poll, as a proposal does (``__pipeNotifier``,
@@ -528,10 +536,16 @@ class SyncObjSeam(SyncObj):
         shell has taken each change when it was appended or, at a start or an install, when
         the dump was loaded (``RaftNode._dump_loaded``): taking an older change again after
         newer ones (a ``rem`` then an ``add`` of one node) would undo the newer, so a
-        change is not taken at apply."""
-        if self._parse_change(command) is not None:
+        change is not taken at apply: :meth:`_membership_applied` is told of it instead."""
+        change = self._parse_change(command)
+        if change is not None:
+            self._membership_applied(change)
             return None
         return SyncObj._SyncObj__doApplyCommand(self, command)
+
+    @_hook
+    def _membership_applied(self, change) -> None:
+        """Hook: a committed change of the membership was applied (its index is applied)."""
 
 
 # -- TcpConnection ------------------------------------------------------------------------

@@ -75,6 +75,7 @@ def test_a_restart_takes_the_changes_in_its_logs_tail_at_once(tmp_path):
     crash(node)
     again = ticked_node(tmp_path)
     try:
+        tick(again)  # no dump to load: the tail is taken at the first tick
         assert {(m.node_id, m.voter) for m in again._members()} == {("n0", True), ("x", True)}
     finally:
         crash(again)
@@ -98,6 +99,50 @@ def test_a_restart_from_a_dump_takes_the_changes_after_it(tmp_path):
     again = ticked_node(tmp_path, log_compaction_min_entries=4)
     try:
         tick(again)  # loads the dump
+        assert {(m.node_id, m.voter) for m in again._members()} == {("n0", True), ("x", True)}
+    finally:
+        crash(again)
+
+
+def test_a_dump_holds_the_membership_at_its_index(tmp_path):
+    """A change past the dump's index may yet be cut: the dump holds the members as of its
+    own index (pysyncobj writes those of now), and the change comes from the log."""
+    node = ticked_node(tmp_path, log_compaction_min_entries=4)
+    try:
+        lead_alone(node)
+        commit_alone(node, 1_000, 6)
+        node.addNodeToCluster(_node("127.0.0.1:1", "x"), callback=lambda _r, _e: None)
+        tick(node)
+        assert {n.address for n in node.otherNodes} == {"127.0.0.1:1"}  # taken, uncommitted
+        node.forceLogCompaction()
+        for _ in range(5):
+            tick(node)
+        dump = node._dump.current()
+        assert dump is not None and dump.index < node.last_log_index()
+        assert {n.address for n in dump.raft_data[2]} == {node.settings.raft}
+    finally:
+        crash(node)
+
+
+def test_a_restart_without_a_dump_keeps_a_committed_change(tmp_path):
+    """Without a dump, the first tick applies the committed entries before the shell takes
+    the log's changes (none is taken at apply): they are taken from the journal's start."""
+    node = ticked_node(tmp_path)
+    x = _node("127.0.0.1:1", "x")
+    lead_alone(node)
+    answers: list = []
+    node.addNodeToCluster(x, callback=lambda _r, e: answers.append(e))
+    tick(node)
+    ack = {"type": "next_node_idx", "next_node_idx": node.last_log_index() + 1, "reset": False}
+    node._on_message(x, {**ack, "success": True, "term": node.raftCurrentTerm})  # x holds it all
+    for _ in range(5):
+        tick(node)
+    assert answers == [FAIL_REASON.SUCCESS]  # committed and applied
+    node._journal.onOneSecondTimer()  # the commit index saved, as a running node does each second
+    crash(node)
+    again = ticked_node(tmp_path)
+    try:
+        tick(again)
         assert {(m.node_id, m.voter) for m in again._members()} == {("n0", True), ("x", True)}
     finally:
         crash(again)
