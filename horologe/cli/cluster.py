@@ -60,16 +60,16 @@ def add(url, admin_token, ca, node_id, raft_addr, http_addr, catch_up_s) -> None
     def add_it() -> None:
         try:
             outcome["members"] = client.add_member(node_id, raft_addr, http_addr, catch_up_s)
-        except HorologeError as e:
+        except BaseException as e:  # noqa: BLE001 - raised again on the main thread
             outcome["error"] = e
 
     adding = threading.Thread(target=add_it, daemon=True)
     adding.start()
-    watch = _Progress(url, admin_token, ca, node_id)
-    while adding.is_alive():
-        adding.join(PROGRESS_S)
-        if adding.is_alive():
-            watch.show()
+    with _Progress(url, admin_token, ca, node_id) as watch:
+        while adding.is_alive():
+            adding.join(PROGRESS_S)
+            if adding.is_alive():
+                watch.show()
     if "error" in outcome:
         raise outcome["error"]
     _echo_json(outcome["members"])
@@ -89,12 +89,26 @@ def remove(url, admin_token, ca, node_id) -> None:
 
 
 class _Progress:
-    """Prints a learner's catch-up as the master reports it, when it moved."""
+    """Prints a learner's catch-up as the master reports it, when it moved. Its calls are
+    quick and never retried: a look that fails is skipped, the add goes on."""
 
     def __init__(self, url: str, admin_token, ca, node_id: str) -> None:
         self._url, self._admin_token, self._ca, self._node_id = url, admin_token, ca, node_id
+        self._clients: list[Client] = []
         self._master: Client | None = None
         self._shown = None
+
+    def __enter__(self) -> _Progress:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for c in self._clients:
+            c.close()
+
+    def _client(self, url: str) -> Client:
+        c = Client([url], "", admin_token=self._admin_token, ca=self._ca, retry_s=0, timeout=1.0)
+        self._clients.append(c)
+        return c
 
     def show(self) -> None:
         try:
@@ -112,15 +126,13 @@ class _Progress:
     def _on_master(self) -> Client:
         """A client of the master's own URL: only the master reports a learner."""
         if self._master is None:
-            entry = _client(self._url, None, self._admin_token, self._ca)
+            entry = self._client(self._url.split(",")[0].strip())
             leader = entry.node_status().get("leader")
             http = next((m["http"] for m in entry.members() if m["node_id"] == leader), None)
             if http is None:  # no master known now (an election): ask again next time
                 raise HorologeError(f"no master is known to {self._url} now")
             scheme = self._url.split("://", 1)[0] if "://" in self._url else "http"
-            self._master = _client(
-                http if "://" in http else f"{scheme}://{http}", None, self._admin_token, self._ca
-            )
+            self._master = self._client(http if "://" in http else f"{scheme}://{http}")
         return self._master
 
 

@@ -48,7 +48,22 @@ class CertificateError(HorologeError):
 
 
 # Error codes whose class is not the one of their status alone.
-KIND_BY_CODE = {"schedule_exists": ConflictError, "too_many_schedules": ConflictError}
+KIND_BY_CODE = {
+    "schedule_exists": ConflictError,
+    "too_many_schedules": ConflictError,
+    # a change of the cluster's membership refused (409), not a message's state
+    **dict.fromkeys(
+        (
+            "member_exists",
+            "not_reachable",
+            "change_under_way",
+            "change_refused",
+            "is_master",
+            "would_lose_quorum",
+        ),
+        ConflictError,
+    ),
+}
 
 
 def error_for(status: int, body) -> HorologeError:
