@@ -26,8 +26,10 @@ What pysyncobj lacks, the shell adds (``RaftNode``, node.py):
   membership are dropped.
 * **The latest membership in the log, at start too.** pysyncobj takes a change at start
   only when it applies it (committed), over the dump's membership it loaded just before;
-  the shell takes the changes in the log past the dump whenever a dump is loaded, and
-  none at apply (an older change taken again after newer ones would undo them).
+  the shell takes the changes in the log past the dump whenever a dump is loaded (the
+  journal's, at the first tick of a node without one), and none at apply (an older
+  change taken again after newer ones would undo them). A dump holds the membership as
+  of its own index.
 """
 
 from __future__ import annotations
@@ -56,7 +58,7 @@ class Joining:
     node: DialNode
     target: int  # the leader's commit index when the catch-up began
     deadline: float  # monotonic s: give up catching up after this
-    done: Callable[[str | None], None]  # None once the change committed, else why not
+    done: Callable[[tuple[str, str] | None], None]  # None once committed, else (code, why not)
     proposed: bool = False
 
 
