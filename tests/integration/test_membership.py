@@ -98,8 +98,9 @@ def test_the_masters_machine_is_replaced_online(cluster):
 
     for i in left:  # a restart keeps the membership its log holds, not its config file's
         cluster.stop(i)
+    for i in left:
         cluster.start(i)
-        cluster.wait_connected()
+    cluster.wait_connected()
     assert _voters(cluster, k) == sorted(f"n{i + 1}" for i in left)
     assert {p for p in cluster.http.get(f"{cluster.url(left[0])}/readyz").result()["links"]} == {
         f"n{i + 1}" for i in left[1:]
