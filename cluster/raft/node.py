@@ -152,7 +152,7 @@ class RaftNode(SyncObjSeam):
             autoTick=auto_tick,
         )
         self._configured = {p.raft: p for p in settings.peers}
-        peers = [DialNode(p.raft, p.dial, p.node_id, p.http) for p in settings.peers]
+        self._configured_nodes = [DialNode(p.raft, p.dial, p.node_id, p.http) for p in settings.peers]
         self._self_node = DialNode(settings.raft, None, settings.node_id, settings.http)
         # The membership (membership.py), tick thread: whether this node votes (a node
         # started to join does not until its log holds the change adding it), the node
@@ -204,7 +204,7 @@ class RaftNode(SyncObjSeam):
             encryptor=RaftCipher.from_secret,
             connection=BoundedTcpConnection,
         )
-        super().__init__(self._self_node, peers, conf, parts, transport_class)
+        super().__init__(self._self_node, list(self._configured_nodes), conf, parts, transport_class)
         self.addOnTickCallback(self._tick_membership)
         self.addOnTickCallback(self._tick_voter)
         self._transfer: tuple[str | None, float, Callable[[bool], None]] | None = None
@@ -679,7 +679,7 @@ class RaftNode(SyncObjSeam):
 
     def _configured_cluster(self) -> set[DialNode]:
         own = set() if self.settings.join else {self._self_node}
-        return own | {DialNode(p.raft, p.dial, p.node_id, p.http) for p in self.settings.peers}
+        return own | set(self._configured_nodes)
 
     def _write_dump(self, tmp_path: str, raft_data) -> None:
         """pysyncobj's serializer, with the membership at the dump's index (its last entry
