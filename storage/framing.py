@@ -7,9 +7,14 @@ Every frame is::
 The trailing copy of ``len`` lets a reader check a frame's end as well as its start.
 A scan stops at the first frame that does not check out:
 
-* if that frame runs to (or past) the end of the file, it is a *torn tail*: the last
-  write was cut short, and the caller may set it aside and truncate;
+* if that frame runs to (or past) the end of the file, or only zero bytes follow it, it
+  is a *torn tail*: the last write was cut short (a power loss can leave an appended
+  tail as zeros: the file's size reached the disk, its data did not), and the caller may
+  set it aside and truncate;
 * otherwise the damage is in the middle of the file and :class:`CorruptLogError` is raised.
+
+Zeros to the end of the file are a torn tail even where they would read as whole frames
+(twelve zero bytes: an empty payload, and crc32(b"") is 0): no payload is empty.
 """
 
 from __future__ import annotations
@@ -98,17 +103,24 @@ def scan_frames(buf: bytes | memoryview, start: int, path: str) -> Iterator[tupl
         if offset + FRAME_OVERHEAD > end:
             return  # torn: not even a whole empty frame left
         (n,) = FRAME_HEAD.unpack_from(buf, offset)
+        if n == 0 and _zeros_from(buf, offset):
+            return  # torn: an appended tail left as zeros
         stop = offset + FRAME_HEAD.size + n
         if stop + FRAME_TAIL.size > end:
             return  # torn: the frame claims more bytes than the file holds
         payload = bytes(buf[offset + FRAME_HEAD.size : stop])
         crc, n2 = FRAME_TAIL.unpack_from(buf, stop)
         if n2 != n or crc != zlib.crc32(payload):
-            if stop + FRAME_TAIL.size == end:
-                return  # torn: the last frame was half-written
+            if _zeros_from(buf, stop + FRAME_TAIL.size):
+                return  # torn: the last frame was half-written (zeros may follow it)
             raise CorruptLogError(path, offset)
         yield offset, payload
         offset = stop + FRAME_TAIL.size
+
+
+def _zeros_from(buf: bytes | memoryview, offset: int) -> bool:
+    """Whether ``buf`` holds nothing but zero bytes from ``offset`` to its end."""
+    return not bytes(buf[offset:]).strip(b"\0")
 
 
 def committed_frames(buf: bytes | memoryview, start: int, path: str) -> Iterator[tuple[int, bytes]]:

@@ -117,6 +117,40 @@ def test_torn_tail_is_set_aside_and_cut(tmp_path):
     assert verify_never_wrong(root, written) == "recovered"
 
 
+@pytest.mark.parametrize(
+    "tail",
+    [bytes(12), bytes(100), b"\x40\x00\x00\x00half a record" + bytes(60)],
+    ids=["one-empty-frame", "zeros", "half-a-frame-then-zeros"],
+)
+def test_a_journal_tail_of_zeros_is_torn_not_corrupt(tmp_path, tail):
+    """A power loss can leave an appended tail as zeros (the size reached the disk, the
+    data did not: XFS, ext4 without data=ordered). Twelve zeros read as a whole frame with
+    an empty payload and crc32(b"") == 0, so the scan must not take them for a commit."""
+    root = str(tmp_path / "store")
+    build(root)
+    journal = os.path.join(root, "commits.log")
+    size = os.path.getsize(journal)
+    with open(journal, "ab") as f:
+        f.write(tail)
+    with Storage(root) as s:
+        assert s.applied_index == 14
+        assert os.path.getsize(journal) == size
+        check_store(s)
+
+
+def test_zeros_followed_by_a_frame_are_corruption(tmp_path):
+    """Zeros in the middle, a frame after them: not a tail a crash leaves."""
+    root = str(tmp_path / "store")
+    build(root)
+    journal = os.path.join(root, "commits.log")
+    with open(journal, "rb") as f:
+        whole = f.read()
+    with open(journal, "ab") as f:
+        f.write(bytes(24) + whole[-40:])
+    with pytest.raises(StorageError):
+        Storage(root).close()
+
+
 def test_uncommitted_batch_is_rolled_back_on_open(tmp_path):
     """Data written but never named by the journal (crash before commit) is set aside."""
     root = str(tmp_path / "store")
