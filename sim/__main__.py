@@ -3,8 +3,10 @@
     python -m sim run [--seeds N] [--start S] [--minutes M | --seconds T] [--nodes 3|5] [--jobs J]
     python -m sim replay SEED [--nodes 3|5] [--tail N] [--json]
 
-Either takes ``--canary NAME`` (a fix taken away, sim/canaries.py) and ``--scenario NAME``
-(a scripted scenario's steps instead of the seed's drawn faults, sim/scenarios/).
+Either takes ``--canary NAME`` (a fix taken away, sim/canaries.py), ``--scenario NAME``
+(a scripted scenario's steps instead of the seed's drawn faults, sim/scenarios/) and
+``--power-loss`` (seeds draw power losses of one node or all too, sim/disk.py: the same
+seed then draws other faults than without).
 
 ``run`` prints a line per failing seed (with everything needed to replay it) and a
 summary; it exits 1 if any seed failed. Each seed runs in a child forked from a process
@@ -46,7 +48,7 @@ def _reexec_under(hashseed: int) -> None:
 # -- the zygote: one per hash seed, forks a child per seed ----------------------------------
 
 
-def zygote(nodes: int, canary: str | None, scenario: str | None) -> None:
+def zygote(nodes: int, canary: str | None, scenario: str | None, power_loss: bool) -> None:
     from .run import run_seed  # the imports every child shares
 
     for line in sys.stdin:
@@ -57,7 +59,9 @@ def zygote(nodes: int, canary: str | None, scenario: str | None) -> None:
             code = 0
             try:
                 signal.alarm(SEED_LIMIT_S)
-                result = run_seed(seed, nodes=nodes, tail=40, canary=canary, scenario=scenario)
+                result = run_seed(
+                    seed, nodes=nodes, tail=40, canary=canary, scenario=scenario, power_loss=power_loss
+                )
                 if result.ok:
                     result.trace_tail = []
                 with open(out, "w") as f:
@@ -75,9 +79,12 @@ def zygote(nodes: int, canary: str | None, scenario: str | None) -> None:
 
 
 class _Zygote:
-    def __init__(self, hashseed: int, nodes: int, canary: str | None, scenario: str | None) -> None:
+    def __init__(
+        self, hashseed: int, nodes: int, canary: str | None, scenario: str | None, power_loss: bool
+    ) -> None:
         self.hashseed = hashseed
         extra = (["--canary", canary] if canary else []) + (["--scenario", scenario] if scenario else [])
+        extra += ["--power-loss"] if power_loss else []
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "sim", "zygote", "--nodes", str(nodes), *extra],
             stdin=subprocess.PIPE,
@@ -105,11 +112,12 @@ def run_many(
     jobs: int,
     canary: str | None = None,
     scenario: str | None = None,
+    power_loss: bool = False,
 ) -> int:
     began = time.monotonic()
     if scenario:
         nodes = SCENARIOS[scenario].nodes
-    zygotes = {h: _Zygote(h, nodes, canary, scenario) for h in range(HASHSEEDS)}
+    zygotes = {h: _Zygote(h, nodes, canary, scenario, power_loss) for h in range(HASHSEEDS)}
     outdir = tempfile.mkdtemp(prefix="horologe-sim-results-")
     next_seed, results, failures, known_seen = start, [], [], []
     end_seed = None if seeds is None else start + seeds
@@ -167,7 +175,8 @@ def run_many(
                         "steps": 0,
                     }
                 results.append(r)
-                known = KNOWN.get(seed) if nodes == 3 and canary is None and scenario is None else None
+                plain = nodes == 3 and canary is None and scenario is None and not power_loss
+                known = KNOWN.get(seed) if plain else None
                 if not r["ok"] and known is not None and known[0] == r["invariant"]:
                     known_seen.append(seed)
                     print(f"SIM KNOWN seed={seed} {r['invariant']}: {known[1]}", flush=True)
@@ -182,6 +191,7 @@ def run_many(
                         f" CANARY={canary}" if canary else ""
                     )
                     extra += f" SCENARIO={scenario}" if scenario else ""
+                    extra += " POWER=1" if power_loss else ""
                     print(f"  replay: make sim SEED={seed}{extra}")
     finally:
         for z in zygotes.values():
@@ -199,12 +209,20 @@ def run_many(
 
 
 def replay(
-    seed: int, nodes: int, tail: int, as_json: bool, canary: str | None = None, scenario: str | None = None
+    seed: int,
+    nodes: int,
+    tail: int,
+    as_json: bool,
+    canary: str | None = None,
+    scenario: str | None = None,
+    power_loss: bool = False,
 ) -> int:
     _reexec_under(hashseed_for(seed))
     from .run import run_seed
 
-    result = run_seed(seed, nodes=nodes, tail=1_000_000, canary=canary, scenario=scenario)
+    result = run_seed(
+        seed, nodes=nodes, tail=1_000_000, canary=canary, scenario=scenario, power_loss=power_loss
+    )
     os.makedirs("sim-report", exist_ok=True)
     path = os.path.join("sim-report", f"{seed}.trace")
     with open(path, "w") as f:
@@ -233,6 +251,7 @@ def main() -> int:
     p_run.add_argument("--jobs", type=int, default=2)
     p_run.add_argument("--canary", choices=sorted(CANARIES), help="take a fix away (sim/canaries.py)")
     p_run.add_argument("--scenario", choices=sorted(SCENARIOS), help="scripted faults (sim/scenarios/)")
+    p_run.add_argument("--power-loss", action="store_true", help="draw power losses too (sim/disk.py)")
     p_replay = sub.add_parser("replay", help="replay one seed, print its trace")
     p_replay.add_argument("seed", type=int)
     p_replay.add_argument("--nodes", type=int, default=3)
@@ -240,19 +259,25 @@ def main() -> int:
     p_replay.add_argument("--json", action="store_true")
     p_replay.add_argument("--canary", choices=sorted(CANARIES))
     p_replay.add_argument("--scenario", choices=sorted(SCENARIOS))
+    p_replay.add_argument("--power-loss", action="store_true")
     p_zygote = sub.add_parser("zygote", help=argparse.SUPPRESS)
     p_zygote.add_argument("--nodes", type=int, default=3)
     p_zygote.add_argument("--canary", default=None)
     p_zygote.add_argument("--scenario", default=None)
+    p_zygote.add_argument("--power-loss", action="store_true")
     args = parser.parse_args()
     if args.cmd == "zygote":
-        zygote(args.nodes, args.canary, args.scenario)
+        zygote(args.nodes, args.canary, args.scenario, args.power_loss)
         return 0
     if args.cmd == "replay":
-        return replay(args.seed, args.nodes, args.tail, args.json, args.canary, args.scenario)
+        return replay(
+            args.seed, args.nodes, args.tail, args.json, args.canary, args.scenario, args.power_loss
+        )
     budget = args.seconds if args.seconds is not None else (args.minutes * 60 if args.minutes else None)
     seeds = args.seeds if args.seeds is not None or budget is not None else 100
-    return run_many(seeds, args.start, budget, args.nodes, args.jobs, args.canary, args.scenario)
+    return run_many(
+        seeds, args.start, budget, args.nodes, args.jobs, args.canary, args.scenario, args.power_loss
+    )
 
 
 if __name__ == "__main__":

@@ -29,6 +29,33 @@ def _no_commit_clamp() -> None:
     RaftNode._append_as_raft_has_it = append_as_raft_has_it
 
 
+def _no_append_rule() -> None:
+    """1dceaa1: a follower cut every entry after ``prevLogIdx`` on each append,
+    heartbeats included, not only from the first that conflicts, so a stale heartbeat
+    dropped entries it had applied (pysyncobj's "truncating already-applied log entries").
+    The clamp of a snapshot message's commit index stays."""
+    original = RaftNode._append_as_raft_has_it
+
+    def append_as_raft_has_it(self, message: dict) -> dict:
+        if "prevLogIdx" in message:
+            return message
+        return original(self, message)
+
+    RaftNode._append_as_raft_has_it = append_as_raft_has_it
+
+
+def _no_forward_refusal() -> None:
+    """07980b3: a leader committed a proposal another node forwarded to it, made by a
+    master that had stepped down without its service learning it yet."""
+    RaftNode._refuses_proposal = lambda self, forwarded: self._halted_on_loop
+
+
+def _no_journal_sync() -> None:
+    """42feea4: pysyncobj never syncs its journal, so "committed on a majority" meant "in
+    the page cache of a majority": a power loss of every node lost acknowledged entries."""
+    RaftNode._sync_journal = lambda self: None
+
+
 def _no_stale_answer_check() -> None:
     """#46 (f4b03d1): a leader counted a follower's answer to an append of another term."""
     original = RaftNode._on_message
@@ -77,12 +104,15 @@ def _no_one_change_at_a_time() -> None:
 
 
 CANARIES: dict[str, Callable[[], None]] = {
+    "no-append-rule": _no_append_rule,
+    "no-forward-refusal": _no_forward_refusal,
     "no-commit-clamp": _no_commit_clamp,
     "no-stale-answer-check": _no_stale_answer_check,
     "no-finish-cut": _no_finish_cut,
     "no-store-index": _no_store_index,
     "no-refusal-floor": _no_refusal_floor,
     "no-one-change-at-a-time": _no_one_change_at_a_time,
+    "no-journal-sync": _no_journal_sync,
 }
 
 

@@ -105,11 +105,12 @@ def run_seed(
     profile: Profile | None = None,
     canary: str | None = None,
     scenario: str | None = None,
+    power_loss: bool = False,
 ) -> Result:
     """Run ``seed``; ``canary`` takes a fix away first (sim/canaries.py: for the canary
     tests, and only in a process that runs nothing else after); ``scenario`` runs a
     scripted scenario's steps (sim/scenarios/) instead of the seed's drawn faults, on its
-    number of nodes."""
+    number of nodes; ``power_loss``: the seed draws power losses too."""
     hashseed = hashseed_for(seed)
     if os.environ.get("PYTHONHASHSEED") != str(hashseed):
         raise RuntimeError(
@@ -119,9 +120,9 @@ def run_seed(
     canaries.apply(canary)
     script = Script(SCENARIOS[scenario]) if scenario else None
     profile = profile or (
-        Profile(nodes=script.scenario.nodes, spares=script.scenario.spares)
+        Profile(nodes=script.scenario.nodes, spares=script.scenario.spares, power_loss=power_loss)
         if script
-        else Profile(nodes=nodes)
+        else Profile(nodes=nodes, power_loss=power_loss)
     )
     base = fresh_dir(os.path.join(sim_root(), f"{os.getpid()}-{seed}"))
     world = World(seed, base, profile, trace_lines=max(400, tail), script=script)

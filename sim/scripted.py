@@ -37,7 +37,8 @@ class Scenario:
     """``plan()`` makes a fresh list of steps for one run (they may share a cast: who leads,
     who was cut); ``knobs`` override the seed's draws (ClusterSettings fields);
     ``bytes_per_s`` is every link's bandwidth (None: unbounded); ``spares`` nodes are made
-    to join later (``World.change_membership``)."""
+    to join later (``World.change_membership``); with ``power_loss`` a step may call
+    ``SimNode.lose_power``."""
 
     name: str
     nodes: int
@@ -45,6 +46,7 @@ class Scenario:
     knobs: dict = field(default_factory=dict)
     bytes_per_s: int | None = LINK_BYTES_PER_S
     spares: int = 0
+    power_loss: bool = False  # a step loses power (sim/disk.py records every fsync)
 
 
 class Script:

@@ -22,6 +22,7 @@ import heapq
 import logging
 import os
 import shutil
+import tempfile
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -31,11 +32,13 @@ from pysyncobj import FAIL_REASON
 
 from horologe.cluster import PRODUCE, SYNC, ClusterSettings, Entry, Peer, StateMachine
 from horologe.cluster.raft.dial_node import DialNode
+from horologe.cluster.raft.journal import DiskJournal
 from horologe.cluster.raft.node import RaftNode
 from horologe.storage import MessageColumns, Storage, StorageConfig, check_store
 from horologe.wheel import Watermark
 
 from .clock import VirtualClock
+from .disk import SyncedDisk
 from .network import DROP, OPEN, REJECT, SimNetwork, transport_for
 from .scripted import Script
 
@@ -48,6 +51,10 @@ S = 1_000_000_000
 # whole run); the same for every incarnation of a node, as a layout must be.
 STORAGE = StorageConfig(key_buckets=1 << 10, key_segment_entries=1 << 12, ready_segment_entries=1 << 10)
 TOPICS = ("a", "b")
+# What a seed's faults are drawn from (crash twice as likely); POWER_FAULTS only with
+# Profile.power_loss, so that without it every seed draws as it always did.
+FAULTS = ("crash", "crash", "crash_at_dump", "isolate", "one_way", "split", "reset", "slow", "skew")
+POWER_FAULTS = ("power", "power_all")
 # A shipment in several messages that take longer than a tick to arrive (with the links'
 # bandwidth, sim/network.py), as a real store's does: the stores here hold a few tens of
 # KB, which at 512 KiB a message went in one, installed before the follower's next tick.
@@ -73,6 +80,7 @@ class Profile:
     max_faults: int = 5
     liveness_s: float = 12.0  # after the heal: a leader and a new commit within this
     restart_all: bool = True  # at the end, crash and restart every node, then check again
+    power_loss: bool = False  # draw power losses too (sim/disk.py): off, seeds draw as before
 
 
 @dataclass
@@ -212,6 +220,28 @@ class SimNode:
         self.crashes += 1
         world.note(f"{self.name} crashed")
 
+    def lose_power(self) -> None:
+        """A crash, then the node's files hold what was fsynced (sim/disk.py). Whatever
+        the node applied was synced first (the durability rule, cluster/raft/journal.py),
+        so its log still holds it (``applied-is-durable``)."""
+        raft = self.raft
+        if raft is None:
+            return
+        world = self.world
+        applied = raft.raftLastApplied
+        self.crash()
+        for line in world.disk.lose_power(self.data_dir, world.rng):
+            world.note(f"{self.name} power lost: {line}")
+        self.down_holds = durable_journal(os.path.join(self.data_dir, "raft", "journal"))
+        first, terms = self.down_holds
+        if first + len(terms) - 1 < applied and world.pending_violation is None:
+            holds = f"up to {first + len(terms) - 1}" if terms else "no entry"
+            world.pending_violation = Violation(
+                "applied-is-durable",
+                f"{self.name} applied up to {applied}; after a power loss its journal holds {holds}",
+            )
+        world.durability_dirty = True
+
     # -- steps ---------------------------------------------------------------------
 
     def schedule_tick(self, delay_ns: int) -> None:
@@ -250,6 +280,19 @@ class SimNode:
             f"{self.name}:{role}{raft.current_term()} c{raft.raftCommitIndex}"
             f" a{raft.raftLastApplied} l{raft._journal.last_idx}"
         )
+
+
+def durable_journal(path: str) -> tuple[int, list[int]]:
+    """(first index, terms) of the Raft journal at ``path`` as a restart will read it (a
+    copy is opened: the open sets a torn tail aside)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        copy = os.path.join(tmp, "journal")
+        shutil.copyfile(path, copy)
+        journal = DiskJournal(copy)
+        try:
+            return (journal._idx[0] if len(journal) else 0), list(journal._terms)
+        finally:
+            journal._destroy()
 
 
 def _monotonic_went_back(seconds: float) -> None:
@@ -335,6 +378,10 @@ class World:
         self.script = script  # a scripted scenario's steps instead of the drawn faults
         if script is not None:
             self.knobs.update(script.scenario.knobs)
+        # Power losses need every fsync's bytes, from the start (sim/disk.py).
+        self.disk = SyncedDisk()
+        if self.profile.power_loss or (script is not None and script.scenario.power_loss):
+            self.disk.install()
         n, spares = self.profile.nodes, self.profile.spares
         names = [f"n{i + 1}" for i in range(n + spares)]
         addresses = [f"10.0.0.{i + 1}:7000" for i in range(n + spares)]
@@ -357,6 +404,7 @@ class World:
         # checks
         self.applied: dict[int, tuple[int | None, str, str]] = {}  # index -> (term, digest, first node)
         self.leaders: dict[int, str] = {}  # term -> the node that led it
+        self.proposers: dict[str, set[str]] = {}  # the client's entries: digest -> the nodes it asked
         self.complete: set[int] = set()
         self.committed_under: dict[
             int, tuple[tuple[str, ...], ...]
@@ -440,9 +488,7 @@ class World:
         for _ in range(rng.randrange(0, prof.max_faults + 1)):
             start = rng.uniform(1.0, prof.faults_s - 0.5)
             length = rng.uniform(0.2, min(3.0, prof.faults_s - start))
-            kind = rng.choice(
-                ("crash", "crash", "crash_at_dump", "isolate", "one_way", "split", "reset", "slow", "skew")
-            )
+            kind = rng.choice(FAULTS + POWER_FAULTS if prof.power_loss else FAULTS)
             a = rng.choice(names)
             if kind == "split":
                 group = set(rng.sample(names, rng.randrange(1, len(names) // 2 + 1)))
@@ -457,9 +503,12 @@ class World:
                 b = rng.choice([x for x in names if x != a])
                 self._fault(start, length, f"one-way {a}->{b} drop", self._paths([(a, b)], DROP))
             elif kind == "crash":
-                self._fault(start, length, f"crash {a}", (self._crash(a), self._restart(a)))
+                self._fault(start, length, f"crash {a}", (self._crash(a), self.restart_of(a)))
             elif kind == "crash_at_dump":
                 self._fault(start, length, f"crash {a} at its next dump", self._crash_at_dump(a))
+            elif kind in ("power", "power_all"):
+                who = names if kind == "power_all" else [a]
+                self._fault(start, length, f"power loss {who}", self._power_loss(who))
             elif kind == "reset":
                 b = rng.choice([x for x in names if x != a])
                 self._fault(start, 0, f"reset {a}-{b}", (self._reset(a, b), lambda: None))
@@ -506,13 +555,24 @@ class World:
     def _crash(self, name: str) -> Callable:
         return lambda: self.by_name[name].crash()
 
-    def _restart(self, name: str) -> Callable:
+    def restart_of(self, name: str) -> Callable:
         def restart() -> None:
             node = self.by_name[name]
             if not node.alive:
                 node.start()
 
         return restart
+
+    def _power_loss(self, names: list[str]):
+        def on() -> None:
+            for name in names:
+                self.by_name[name].lose_power()
+
+        def off() -> None:
+            for name in names:
+                self.restart_of(name)()
+
+        return on, off
 
     def _crash_at_dump(self, name: str):
         """Armed, ``name`` crashes right after the step that puts its next Raft dump in place
@@ -534,7 +594,7 @@ class World:
             node.crash_at_dump = False
             self.note(f"{name} wrote a dump: crash before its next tick")
             self.at(0, "fault", None, node.crash)
-            self.at(self.rng.randrange(100 * MS, 1000 * MS), "fault", None, self._restart(name))
+            self.at(self.rng.randrange(100 * MS, 1000 * MS), "fault", None, self.restart_of(name))
 
     def _reset(self, a: str, b: str) -> Callable:
         def reset() -> None:
@@ -672,6 +732,7 @@ class World:
             entry = Entry(SYNC, Watermark(now), now)
         blob = entry.encode()
         digest = _digest(blob)
+        self.proposers.setdefault(digest, set()).add(node.name)
         crossing = raft._crossing
 
         def settle(res, err) -> None:  # on the node's loop
@@ -730,11 +791,25 @@ class World:
         held = self.applied.get(index)
         if held is None:
             self.applied[index] = (term, digest, name)
+            self.check_proposer(index, term, digest)
         elif (held[0], held[1]) != (term, digest) and self.pending_violation is None:
             self.pending_violation = Violation(
                 "same-index-same-entry",
                 f"{name} applied entry {index} as term {term} {digest}; {held[2]} applied term {held[0]} "
                 f"{held[1]}",
+            )
+
+    def check_proposer(self, index: int, term: int | None, digest: str) -> None:
+        """Only the master proposes (docs/cluster.md): an entry of the client's is committed
+        in a term whose leader it asked, never handed on by a node that no longer led."""
+        asked = self.proposers.get(digest)
+        leader = self.leaders.get(term)
+        if asked is None or leader is None or leader in asked:
+            return
+        if self.pending_violation is None:
+            self.pending_violation = Violation(
+                "proposed-by-its-leader",
+                f"entry {index} of term {term} (led by {leader}) was proposed on {sorted(asked)} only",
             )
 
     def check_step(self) -> None:
@@ -772,7 +847,7 @@ class World:
 
     def check_restart(self, node: SimNode, held_before: tuple[int, list[int]]) -> None:
         """A restart keeps every committed entry the node's log held when it went down
-        (a crash loses nothing on disk here: no power loss is simulated)."""
+        (after a power loss: what its disk held, sim/disk.py)."""
         first, terms = held_before
         for k, term in enumerate(terms):
             index = first + k

@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 from ..scripted import Scenario
-from . import grow_and_replace, late_answer, noop_dump_restart, rejoin_after_compaction, two_changes
+from . import (
+    grow_and_replace,
+    late_answer,
+    noop_dump_restart,
+    power_after_ack,
+    rejoin_after_compaction,
+    two_changes,
+)
 
 SCENARIOS: dict[str, Scenario] = {
     s.name: s
@@ -13,5 +20,6 @@ SCENARIOS: dict[str, Scenario] = {
         rejoin_after_compaction.SCENARIO,
         grow_and_replace.SCENARIO,
         two_changes.SCENARIO,
+        power_after_ack.SCENARIO,
     )
 }

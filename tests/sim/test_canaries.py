@@ -10,6 +10,12 @@ random seeds (the ones below; tests/sim/test_scenarios.py has the scripted catch
   to its own last index. Seed 31 cuts a master off while it holds entries it cannot
   commit; the others compact past them, and the snapshot shipped to it on its return
   takes several messages, between which it applied its own suffix.
+* ``no-append-rule`` (1dceaa1): a follower cut every entry after ``prevLogIdx`` on each
+  append, not only from the first conflict. Seed 34: a stale append makes a follower
+  drop entries it had applied (applied-never-cut).
+* ``no-forward-refusal`` (07980b3): a leader committed a proposal forwarded by a node
+  that had stepped down while its loop still took it for the master. Seed 33: the entry
+  is committed in a term whose leader the client never asked (proposed-by-its-leader).
 
 Found by ``python -m sim run --seeds 100 --canary NAME``. Each pair of tests is the
 regression: the first fails if a fix is removed, the second if a seed stops reaching the
@@ -25,6 +31,8 @@ from .conftest import replay
 CAUGHT = {
     "no-finish-cut": (67, ("restart-keeps-committed", "acked-on-a-majority")),
     "no-commit-clamp": (31, ("same-index-same-entry",)),
+    "no-append-rule": (34, ("applied-never-cut",)),
+    "no-forward-refusal": (33, ("proposed-by-its-leader",)),
 }
 
 

@@ -28,3 +28,12 @@ def test_a_scripted_scenario_replays_too():
     first, second = replay(2, "--scenario", "late-answer"), replay(2, "--scenario", "late-answer")
     assert first["ok"], first["detail"]
     assert first["trace_hash"] == second["trace_hash"]
+
+
+def test_a_power_loss_replays_too():
+    """Seed 7 loses power on every node at 1.557 s: files put back as the fsyncs left them,
+    tails dropped, torn or zeroed by the seed (sim/disk.py)."""
+    first, second = replay(7, "--power-loss"), replay(7, "--power-loss")
+    assert first["ok"], first["detail"]
+    assert any("power loss" in fault for fault in first["faults"])
+    assert first["trace_hash"] == second["trace_hash"]

@@ -21,6 +21,10 @@ in place it passes, every step fired (the window was reached); with the fix take
   asked two removals at once; both in flight, it commits with that follower alone while
   the other three elect a leader of their own (leader-completeness, or liveness when the
   two sides cannot agree again).
+* ``power-after-ack`` / ``no-journal-sync``: every node loses power right after the
+  client's produce is acknowledged; with pysyncobj's journal never synced, a node had
+  applied entries its disk no longer holds (applied-is-durable), and the acknowledged
+  entry is gone (acked-on-a-majority).
 
 ``grow-and-replace`` has no canary: 3 → 4 → 5 nodes and one removed, around a crash of the
 leader, under every invariant (membership changes built under the simulator); one seed
@@ -42,6 +46,7 @@ CAUGHT = [
     ("late-answer", "no-refusal-floor", ("liveness",), (1, 22)),  # seed 2 proposes too little
     ("noop-dump-restart", "no-store-index", ("no-halt", "liveness"), SEEDS),
     ("two-changes", "no-one-change-at-a-time", ("leader-completeness", "liveness"), SEEDS),
+    ("power-after-ack", "no-journal-sync", ("applied-is-durable", "acked-on-a-majority"), SEEDS),
 ]
 
 
