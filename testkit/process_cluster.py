@@ -7,11 +7,14 @@ written to through ``client(i)`` (the SDK from node i: it follows the master and
 
 from __future__ import annotations
 
+import functools
 import os
+import random
 import signal
 import socket
 import subprocess
 import time
+from collections.abc import Iterator
 
 from horologe import local_cluster as lc
 from horologe.client import Client, HorologeError, RawClient
@@ -28,13 +31,41 @@ CLIENT, ADMIN = ENV["HOROLOGE_CLIENT_TOKEN"], ENV["HOROLOGE_ADMIN_TOKEN"]
 
 
 def free_ports(n: int) -> list[int]:
-    socks = [socket.socket() for _ in range(n)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
+    """``n`` ports free on 127.0.0.1 now, none handed out before by this process.
+
+    They are taken below the kernel's ephemeral range, so no outgoing connection takes
+    one as its source port while its node is down (a node restarted on its port found it
+    in use), and no connection to one whose node is not up yet connects to itself. Each
+    pytest-xdist worker takes from a share of its own, so two workers never hand out the
+    same port.
+    """
+    ports: list[int] = []
+    for port in _candidates():
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue  # in use, or held by connections still in TIME_WAIT
+        ports.append(port)
+        if len(ports) == n:
+            return ports
+    raise RuntimeError("no free port left below the ephemeral range")
+
+
+@functools.cache
+def _candidates() -> Iterator[int]:
+    """This process's ports to try, one iterator for its life: its worker's share of
+    [PORTS_FROM, the ephemeral range's start), from a random place, each port once."""
+    with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+        ephemeral = int(f.read().split()[0])
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    worker = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw"))
+    size = (ephemeral - PORTS_FROM) // workers
+    start, first = PORTS_FROM + worker * size, random.randrange(size)
+    return (start + (first + i) % size for i in range(size))
+
+
+PORTS_FROM = 20_000  # above the fixed ports of make run (7081, 8081) and the compose test (17xxx, 18xxx)
 
 
 class Cluster:
