@@ -7,11 +7,15 @@ from __future__ import annotations
 import threading
 import time
 
+import pytest
+
 from horologe.client import Client
 from testkit.process_cluster import CLIENT
 
 SECONDS = 30
 BODY = "x" * 200
+
+pytestmark = pytest.mark.solo  # saturates the machine on purpose
 
 
 def test_thirty_seconds_of_saturating_ingest_leave_the_term_unchanged(cluster):

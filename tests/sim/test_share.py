@@ -4,7 +4,11 @@ Any failure names its seed: ``make sim SEED=<seed>`` replays it."""
 
 from __future__ import annotations
 
+import pytest
+
 from .conftest import sim
+
+pytestmark = pytest.mark.solo  # two jobs of its own
 
 
 def test_thirty_seconds_of_seeds_pass():
