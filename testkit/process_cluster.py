@@ -8,6 +8,7 @@ written to through ``client(i)`` (the SDK from node i: it follows the master and
 from __future__ import annotations
 
 import functools
+import itertools
 import os
 import random
 import signal
@@ -39,17 +40,31 @@ def free_ports(n: int) -> list[int]:
     pytest-xdist worker takes from a share of its own, so two workers never hand out the
     same port.
     """
-    ports: list[int] = []
+    ports = list(itertools.islice(filter(_free, _candidates()), n))
+    if len(ports) < n:
+        raise RuntimeError("no free port left below the ephemeral range")
+    return ports
+
+
+def free_port_run(n: int) -> int:
+    """The first of ``n`` consecutive ports, as :func:`free_ports` would hand them out."""
+    run: list[int] = []
     for port in _candidates():
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                continue  # in use, or held by connections still in TIME_WAIT
-        ports.append(port)
-        if len(ports) == n:
-            return ports
-    raise RuntimeError("no free port left below the ephemeral range")
+        if run and port != run[-1] + 1:
+            run = []  # the share wrapped around
+        run = [*run, port] if _free(port) else []
+        if len(run) == n:
+            return run[0]
+    raise RuntimeError(f"no {n} consecutive free ports left below the ephemeral range")
+
+
+def _free(port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False  # in use, or held by connections still in TIME_WAIT
+    return True
 
 
 @functools.cache

@@ -20,34 +20,15 @@ import time
 import pytest
 
 from horologe.client import Client
-from testkit.process_cluster import ENV, free_ports
+from testkit.process_cluster import ENV, free_port_run
 from testkit.waiting import wait_until
-
-
-def consecutive_free_ports(n: int) -> int:
-    """A first port such that it and the next n - 1 are free on 127.0.0.1."""
-    for _ in range(50):
-        (first,) = free_ports(1)
-        socks = []
-        try:
-            for port in range(first, first + n):
-                s = socket.socket()
-                socks.append(s)
-                s.bind(("127.0.0.1", port))
-            return first
-        except OSError:
-            continue
-        finally:
-            for s in socks:
-                s.close()
-    raise RuntimeError(f"no {n} consecutive free ports")
 
 
 class LocalCluster:
     """``horologe local-cluster`` as a user runs it, its output read line by line."""
 
     def __init__(self, data: str, *args: str) -> None:
-        self.http_port, self.raft_port = consecutive_free_ports(3), consecutive_free_ports(3)
+        self.http_port, self.raft_port = free_port_run(3), free_port_run(3)
         self.urls = [f"http://127.0.0.1:{self.http_port + i}" for i in range(3)]
         cmd = [sys.executable, "-m", "horologe", "local-cluster", "--data", data, *args]
         cmd += ["--http-port", str(self.http_port), "--raft-port", str(self.raft_port)]
@@ -177,7 +158,7 @@ def test_ports_in_use_are_named_before_any_node_starts(tmp_path):
         port = held.getsockname()[1]
         out = subprocess.run(
             [sys.executable, "-m", "horologe", "local-cluster", "--data", str(tmp_path / "local")]
-            + ["--nodes", "1", "--http-port", str(port), "--raft-port", str(consecutive_free_ports(1))],
+            + ["--nodes", "1", "--http-port", str(port), "--raft-port", str(free_port_run(1))],
             env={**os.environ, **ENV},
             capture_output=True,
             text=True,
