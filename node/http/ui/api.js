@@ -24,8 +24,24 @@ export class ApiError extends Error {
   }
 }
 
+// A 503 says no master can answer for a moment (an election, a handover, a master whose
+// read lease lapsed) and that nothing was done: asked again, as the SDK does, for this long.
+const RETRY_503_MS = 10000;
+
 // call("/admin/status", {to: "n2"}); the token by the path: /admin/* admin, /v1/* client.
-export async function call(path, { method = "GET", body, to } = {}) {
+export async function call(path, options = {}) {
+  const deadline = Date.now() + RETRY_503_MS;
+  for (let wait = 100; ; wait = Math.min(2 * wait, 1000)) {
+    try {
+      return await callOnce(path, options);
+    } catch (e) {
+      if (!(e instanceof ApiError) || e.status !== 503 || Date.now() + wait > deadline) throw e;
+      await new Promise((resolve) => setTimeout(resolve, wait));
+    }
+  }
+}
+
+async function callOnce(path, { method = "GET", body, to } = {}) {
   const headers = {};
   const scope = path.startsWith("/admin/") ? "admin" : path.startsWith("/v1/") ? "client" : null;
   if (scope && token(scope)) headers.Authorization = `Bearer ${token(scope)}`;
