@@ -1,7 +1,8 @@
 """``python -m sim``: run many seeds, or replay one.
 
     python -m sim run [--seeds N] [--start S] [--minutes M | --seconds T] [--nodes 3|5] [--jobs J]
-    python -m sim replay SEED [--nodes 3|5] [--tail N] [--json]
+    python -m sim replay SEED [--nodes 3|5] [--tail N] [--json] [--keep I,J]
+    python -m sim shrink SEED [--nodes 3|5]
 
 Either takes ``--canary NAME`` (a fix taken away, sim/canaries.py), ``--scenario NAME``
 (a scripted scenario's steps instead of the seed's drawn faults, sim/scenarios/) and
@@ -13,7 +14,11 @@ summary; it exits 1 if any seed failed. Each seed runs in a child forked from a 
 started under that seed's ``PYTHONHASHSEED`` (one such process per hash seed, imports done
 once), so seeds share nothing. ``replay`` runs one seed in a fresh process under its hash
 seed, prints the last ``--tail`` steps of its trace and writes the whole trace to
-``sim-report/<seed>.trace``.
+``sim-report/<seed>.trace``; ``--keep`` makes only those of the seed's drawn faults (by
+their number, ``#i`` in its list). ``shrink`` takes a failing seed's faults away one at a
+time, each candidate replayed in a fresh process, keeping a removal while the seed still
+fails on the same invariant, until no single fault can go: it prints the short plan left
+and the ``make sim`` line that replays it.
 """
 
 from __future__ import annotations
@@ -216,12 +221,13 @@ def replay(
     canary: str | None = None,
     scenario: str | None = None,
     power_loss: bool = False,
+    keep: frozenset[int] | None = None,
 ) -> int:
     _reexec_under(hashseed_for(seed))
     from .run import run_seed
 
     result = run_seed(
-        seed, nodes=nodes, tail=1_000_000, canary=canary, scenario=scenario, power_loss=power_loss
+        seed, nodes=nodes, tail=1_000_000, canary=canary, scenario=scenario, power_loss=power_loss, keep=keep
     )
     os.makedirs("sim-report", exist_ok=True)
     path = os.path.join("sim-report", f"{seed}.trace")
@@ -237,6 +243,53 @@ def replay(
     print(f"{result.line()} ({replay_key()})")
     print(f"whole trace: {path}")
     return 0 if result.ok else 1
+
+
+def shrink(seed: int, nodes: int, canary: str | None, power_loss: bool) -> int:
+    """The fewest of ``seed``'s drawn faults with which it still fails on the same invariant."""
+    options = ["--nodes", str(nodes)] + (["--canary", canary] if canary else [])
+    options += ["--power-loss"] if power_loss else []
+
+    def run(keep: list[int] | None) -> dict:
+        extra = [] if keep is None else ["--keep", ",".join(map(str, keep)) or "none"]
+        done = subprocess.run(
+            [sys.executable, "-m", "sim", "replay", str(seed), "--json", "--tail", "0", *options, *extra],
+            capture_output=True,
+            text=True,
+            env={k: v for k, v in os.environ.items() if k != "PYTHONHASHSEED"},
+        )
+        if not done.stdout:
+            raise RuntimeError(f"the replay of seed {seed} printed nothing: {done.stderr[-2000:]}")
+        return json.loads(done.stdout.splitlines()[-1])
+
+    first = run(None)
+    if first["ok"]:
+        print(f"seed {seed} passes: nothing to shrink")
+        return 1
+    invariant, kept = first["invariant"], list(range(len(first["faults"])))
+    print(f"seed {seed} fails on {invariant} with {len(kept)} faults", flush=True)
+    result, shrunk = first, True
+    while shrunk:
+        shrunk = False
+        for fault in list(kept):
+            trial = [k for k in kept if k != fault]
+            r = run(trial)
+            verdict = "passes" if r["ok"] else f"fails on {r['invariant']}"
+            print(f"  without #{fault}: {verdict}", flush=True)
+            if not r["ok"] and r["invariant"] == invariant:
+                kept, result, shrunk = trial, r, True
+    print(f"seed {seed}: {len(kept)} of {len(first['faults'])} faults still fail on {invariant}:")
+    for line in result["faults"]:
+        print(f"  {line}")
+    extra = (f" NODES={nodes}" if nodes != 3 else "") + (f" CANARY={canary}" if canary else "")
+    extra += " POWER=1" if power_loss else ""
+    print(f"  replay: make sim SEED={seed} KEEP={','.join(map(str, kept)) or 'none'}{extra}")
+    return 0
+
+
+def _keep(text: str) -> frozenset[int]:
+    """``--keep``: fault numbers, comma-separated; ``none`` for no fault at all."""
+    return frozenset() if text == "none" else frozenset(int(k) for k in text.split(","))
 
 
 def main() -> int:
@@ -260,6 +313,12 @@ def main() -> int:
     p_replay.add_argument("--canary", choices=sorted(CANARIES))
     p_replay.add_argument("--scenario", choices=sorted(SCENARIOS))
     p_replay.add_argument("--power-loss", action="store_true")
+    p_replay.add_argument("--keep", type=_keep, help="only these drawn faults, e.g. 0,2 (none: no fault)")
+    p_shrink = sub.add_parser("shrink", help="the fewest of a failing seed's faults that still fail")
+    p_shrink.add_argument("seed", type=int)
+    p_shrink.add_argument("--nodes", type=int, default=3)
+    p_shrink.add_argument("--canary", choices=sorted(CANARIES))
+    p_shrink.add_argument("--power-loss", action="store_true")
     p_zygote = sub.add_parser("zygote", help=argparse.SUPPRESS)
     p_zygote.add_argument("--nodes", type=int, default=3)
     p_zygote.add_argument("--canary", default=None)
@@ -270,9 +329,10 @@ def main() -> int:
         zygote(args.nodes, args.canary, args.scenario, args.power_loss)
         return 0
     if args.cmd == "replay":
-        return replay(
-            args.seed, args.nodes, args.tail, args.json, args.canary, args.scenario, args.power_loss
-        )
+        a = args
+        return replay(a.seed, a.nodes, a.tail, a.json, a.canary, a.scenario, a.power_loss, a.keep)
+    if args.cmd == "shrink":
+        return shrink(args.seed, args.nodes, args.canary, args.power_loss)
     budget = args.seconds if args.seconds is not None else (args.minutes * 60 if args.minutes else None)
     seeds = args.seeds if args.seeds is not None or budget is not None else 100
     return run_many(

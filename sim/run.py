@@ -106,11 +106,13 @@ def run_seed(
     canary: str | None = None,
     scenario: str | None = None,
     power_loss: bool = False,
+    keep: frozenset[int] | None = None,
 ) -> Result:
     """Run ``seed``; ``canary`` takes a fix away first (sim/canaries.py: for the canary
     tests, and only in a process that runs nothing else after); ``scenario`` runs a
     scripted scenario's steps (sim/scenarios/) instead of the seed's drawn faults, on its
-    number of nodes; ``power_loss``: the seed draws power losses too."""
+    number of nodes; ``power_loss``: the seed draws power losses too; ``keep``: only these
+    of the seed's drawn faults are made (``python -m sim shrink``)."""
     hashseed = hashseed_for(seed)
     if os.environ.get("PYTHONHASHSEED") != str(hashseed):
         raise RuntimeError(
@@ -125,7 +127,7 @@ def run_seed(
         else Profile(nodes=nodes, power_loss=power_loss)
     )
     base = fresh_dir(os.path.join(sim_root(), f"{os.getpid()}-{seed}"))
-    world = World(seed, base, profile, trace_lines=max(400, tail), script=script)
+    world = World(seed, base, profile, trace_lines=max(400, tail), script=script, keep=keep)
     result = Result(
         seed,
         hashseed,

@@ -358,7 +358,10 @@ class World:
         profile: Profile | None = None,
         trace_lines: int = 400,
         script: Script | None = None,
+        keep: frozenset[int] | None = None,
     ) -> None:
+        """``keep``: install only these of the seed's drawn faults (by their order drawn);
+        the draws are made all the same, so the faults kept are the ones the seed has."""
         import random
 
         self.seed = seed
@@ -415,6 +418,8 @@ class World:
         self.phase = "faults"
         self.heal_ns: int | None = None
         self.faults: list[str] = []
+        self.drawn = 0  # faults drawn so far (kept or not)
+        self.keep = keep
         self.counts: dict[str, int] = {}
 
     def _draw_knobs(self) -> dict:
@@ -522,7 +527,10 @@ class World:
 
     def _fault(self, start: float, length: float, what: str, actions) -> None:
         begin, end = actions
-        self.faults.append(f"{start:.3f}+{length:.3f} {what}")
+        index, self.drawn = self.drawn, self.drawn + 1
+        if self.keep is not None and index not in self.keep:
+            return
+        self.faults.append(f"#{index} {start:.3f}+{length:.3f} {what}")
 
         def on() -> None:
             self.note(f"fault on: {what}")

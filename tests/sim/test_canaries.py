@@ -11,41 +11,54 @@ random seeds (the ones below; tests/sim/test_scenarios.py has the scripted catch
   commit; the others compact past them, and the snapshot shipped to it on its return
   takes several messages, between which it applied its own suffix.
 * ``no-append-rule`` (1dceaa1): a follower cut every entry after ``prevLogIdx`` on each
-  append, not only from the first conflict. Seed 34: a stale append makes a follower
-  drop entries it had applied (applied-never-cut).
+  append, not only from the first conflict. Seed 34, its one-way drop n2 -> n3 alone: a
+  stale append makes a follower drop entries it had applied (applied-never-cut).
 * ``no-forward-refusal`` (07980b3): a leader committed a proposal forwarded by a node
   that had stepped down while its loop still took it for the master. Seed 33: the entry
   is committed in a term whose leader the client never asked (proposed-by-its-leader).
 
-Found by ``python -m sim run --seeds 100 --canary NAME``. Each pair of tests is the
-regression: the first fails if a fix is removed, the second if a seed stops reaching the
-window (then pick another seed from such a run).
+Found by ``python -m sim run --seeds 100 --canary NAME``, each seed's faults then shrunk
+(``python -m sim shrink SEED --canary NAME``) to the few that still catch it, replayed
+here with ``--keep``. Each pair of tests is the regression: the first fails if a fix is
+removed, the second if the plan stops reaching the window (then shrink another seed from
+such a run).
 """
 
 from __future__ import annotations
 
 import pytest
 
-from .conftest import replay
+from .conftest import replay, sim
 
+# canary: (seed, the faults kept, the invariants that catch it)
 CAUGHT = {
-    "no-finish-cut": (67, ("restart-keeps-committed", "acked-on-a-majority")),
-    "no-commit-clamp": (31, ("same-index-same-entry",)),
-    "no-append-rule": (34, ("applied-never-cut",)),
-    "no-forward-refusal": (33, ("proposed-by-its-leader",)),
+    "no-finish-cut": (67, "1,4", ("restart-keeps-committed", "acked-on-a-majority")),
+    "no-commit-clamp": (31, "2,3", ("same-index-same-entry",)),
+    "no-append-rule": (34, "1", ("applied-never-cut",)),
+    "no-forward-refusal": (33, "3,4", ("proposed-by-its-leader",)),
 }
 
 
 @pytest.mark.parametrize("canary", sorted(CAUGHT))
-def test_with_the_fix_the_seed_passes(canary):
-    seed, _ = CAUGHT[canary]
-    result = replay(seed)
-    assert result["ok"], f"seed {seed}: {result['invariant']}: {result['detail']}"
+def test_with_the_fix_the_plan_passes(canary):
+    seed, keep, _ = CAUGHT[canary]
+    result = replay(seed, "--keep", keep)
+    assert result["ok"], f"seed {seed} KEEP={keep}: {result['invariant']}: {result['detail']}"
+    assert len(result["faults"]) == len(keep.split(","))
 
 
 @pytest.mark.parametrize("canary", sorted(CAUGHT))
-def test_without_the_fix_the_seed_fails_on_an_invariant(canary):
-    seed, invariants = CAUGHT[canary]
-    result = replay(seed, "--canary", canary)
-    assert not result["ok"], f"seed {seed} no longer reaches the window of {canary}"
+def test_without_the_fix_the_plan_fails_on_an_invariant(canary):
+    seed, keep, invariants = CAUGHT[canary]
+    result = replay(seed, "--keep", keep, "--canary", canary)
+    assert not result["ok"], f"seed {seed} KEEP={keep} no longer reaches the window of {canary}"
     assert result["invariant"] in invariants, result["detail"]
+
+
+def test_shrink_leaves_the_one_fault_that_catches_the_append_rule():
+    """Seed 34 draws four faults; without the append rule only the one-way drop is needed."""
+    done = sim("shrink", "34", "--canary", "no-append-rule")
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    assert "1 of 4 faults still fail on applied-never-cut" in done.stdout
+    assert "#1 4.602+1.319 one-way n2->n3 drop" in done.stdout
+    assert "make sim SEED=34 KEEP=1 CANARY=no-append-rule" in done.stdout
