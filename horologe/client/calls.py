@@ -15,7 +15,9 @@ The SDK's plan (:func:`api_call`):
 - goes on to the next node after a 503, a refused connection or a timeout, and starts
   over after ``RETRY_PAUSE_S`` until ``retry_s`` has passed; any other error answer is
   raised at once (:func:`horologe.client.errors.error_for`);
-- raises at once when a call that must not be resent timed out after it was sent;
+- raises at once when a call that must not be resent timed out after it was sent, or was
+  answered a 503 that may have taken effect (``timeout``: the entry may still commit;
+  ``transfer_unconfirmed``; a peer that did not answer): only ``REFUSED_503`` are resent;
 - raises :class:`CertificateError` at once when a node's TLS certificate does not verify
   (:mod:`horologe.client.tls`): no retry makes it verify, and nothing was sent.
 
@@ -51,6 +53,10 @@ MAX_REDIRECTS = 3
 UNREACHABLE = (httpx.NetworkError, httpx.TimeoutException, httpx.RemoteProtocolError, httpx.ProxyError)
 # Timed out after the request went out: the node may have applied it.
 MAYBE_APPLIED = (httpx.ReadTimeout, httpx.WriteTimeout)
+# The 503s that say nothing was done (no master for a moment, no room for the connection, a
+# release whose transfer failed: still master); any other may have taken effect (``timeout``:
+# the entry may still commit), and a call that must not be resent is not.
+REFUSED_503 = frozenset({"no_master", "too_many_connections", "transfer_failed"})
 
 Build = Callable[..., httpx.Request]  # an httpx client's build_request: it adds the client's timeouts
 Sent = httpx.Response | httpx.TransportError | None
@@ -240,7 +246,7 @@ def api_call(
             if 200 <= reply.status < 300:
                 return reply
             error = error_for(reply.status, reply.body)
-            if not isinstance(error, UnavailableError):
+            if not isinstance(error, UnavailableError) or not (resend or error.code in REFUSED_503):
                 raise error
             last = error  # 503: an election or a handover under way
             endpoints.failed(base)

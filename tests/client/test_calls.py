@@ -124,6 +124,25 @@ def test_a_timed_out_nack_is_not_resent_but_a_produce_is():
         assert nodes.ports() == [8081, 8081, 8082]
 
 
+def test_a_nack_answered_503_timeout_is_not_resent_but_one_refused_as_no_master_is():
+    """A 503 ``timeout`` (or ``transfer_unconfirmed``) may have taken effect: a call that
+    must not be repeated raises it at once; ``no_master`` refused it before anything."""
+    timed_out = lambda r: httpx.Response(  # noqa: E731
+        503, json={"error": {"code": "timeout", "message": "entry neither committed nor rejected"}}
+    )
+    nodes = FakeNodes(p8081=timed_out, p8082=created, p8083=created)
+    with client(nodes) as c:
+        with pytest.raises(UnavailableError) as e:
+            c.nack("t", "g", ["r"])
+        assert (e.value.status, e.value.code) == (503, "timeout")
+        assert nodes.ports() == [8081]
+    answers = iter([unavailable, lambda r: httpx.Response(200, json={"retried": 1, "dead_lettered": 0})])
+    nodes = FakeNodes(p8081=lambda r: next(answers)(r))
+    with client(nodes, urls=[N1], retry_s=5) as c:
+        assert c.nack("t", "g", ["r"]) == {"retried": 1, "dead_lettered": 0}
+        assert nodes.ports() == [8081, 8081]
+
+
 def test_nodes_redirecting_to_each_other_end_in_unavailable_not_a_spin():
     nodes = FakeNodes(p8081=redirect_to(8082), p8082=redirect_to(8081))
     with client(nodes, urls=[N1, N2], retry_s=0.3) as c, pytest.raises(UnavailableError, match="redirects"):

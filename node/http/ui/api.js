@@ -24,9 +24,13 @@ export class ApiError extends Error {
   }
 }
 
-// A 503 says no master can answer for a moment (an election, a handover, a master whose
-// read lease lapsed) and that nothing was done: asked again, as the SDK does, for this long.
+// These 503s say nothing was done: no master for a moment (an election, a handover, a master
+// whose read lease lapsed), no room for the connection, a release whose transfer failed. They
+// are asked again for this long, as the SDK does (horologe/client/calls.py). Other 503s (a
+// timeout, a peer that did not answer, a handover not confirmed) may have taken effect, and
+// are shown at once.
 const RETRY_503_MS = 10000;
+const REFUSED_503 = new Set(["no_master", "too_many_connections", "transfer_failed"]);
 
 // call("/admin/status", {to: "n2"}); the token by the path: /admin/* admin, /v1/* client.
 export async function call(path, options = {}) {
@@ -35,7 +39,8 @@ export async function call(path, options = {}) {
     try {
       return await callOnce(path, options);
     } catch (e) {
-      if (!(e instanceof ApiError) || e.status !== 503 || Date.now() + wait > deadline) throw e;
+      const refused = e instanceof ApiError && e.status === 503 && REFUSED_503.has(e.code);
+      if (!refused || Date.now() + wait > deadline) throw e;
       await new Promise((resolve) => setTimeout(resolve, wait));
     }
   }
