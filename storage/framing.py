@@ -103,8 +103,10 @@ def scan_frames(buf: bytes | memoryview, start: int, path: str) -> Iterator[tupl
         if offset + FRAME_OVERHEAD > end:
             return  # torn: not even a whole empty frame left
         (n,) = FRAME_HEAD.unpack_from(buf, offset)
-        if n == 0 and _zeros_from(buf, offset):
-            return  # torn: an appended tail left as zeros
+        if n == 0:
+            if _zeros_from(buf, offset):
+                return  # torn: an appended tail left as zeros
+            raise CorruptLogError(path, offset, "an empty frame, and more after it")
         stop = offset + FRAME_HEAD.size + n
         if stop + FRAME_TAIL.size > end:
             return  # torn: the frame claims more bytes than the file holds
