@@ -74,8 +74,14 @@ def _candidates() -> Iterator[int]:
     with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
         ephemeral = int(f.read().split()[0])
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
-    worker = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw"))
+    # A worker xdist starts in place of one that died may be numbered past the count.
+    worker = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw")) % workers
     size = (ephemeral - PORTS_FROM) // workers
+    if size < 100:
+        raise RuntimeError(
+            f"the ephemeral ports start at {ephemeral} (net.ipv4.ip_local_port_range): too few ports "
+            f"from {PORTS_FROM} below them for {workers} worker(s)"
+        )
     start, first = PORTS_FROM + worker * size, random.randrange(size)
     return (start + (first + i) % size for i in range(size))
 
