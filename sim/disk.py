@@ -30,9 +30,17 @@ class SyncedDisk:
         self._synced: dict[tuple[int, int], bytes] = {}
         self._real_fsync = os.fsync
 
-    def install(self) -> None:
-        """From now on, every fsync of this process records what it made durable."""
+    def install(self, folder: str) -> None:
+        """From now on (until :meth:`uninstall`), every fsync of this process records what
+        it made durable. ``folder``, where the nodes' files are, must be on tmpfs: other
+        file systems reuse the inode numbers of removed files, which key the records."""
+        fstype = _fstype(folder)
+        if fstype != "tmpfs":
+            raise RuntimeError(f"power loss needs the simulator's folder on tmpfs; {folder} is on {fstype}")
         os.fsync = self.fsync
+
+    def uninstall(self) -> None:
+        os.fsync = self._real_fsync
 
     def fsync(self, fd: int) -> None:
         self._real_fsync(fd)
@@ -70,6 +78,19 @@ class SyncedDisk:
                 self._synced[(st.st_dev, st.st_ino)] = kept
             changed.append(f"{os.path.relpath(path, folder)}: {len(now)} -> {len(kept)} bytes ({how})")
         return changed
+
+
+def _fstype(path: str) -> str:
+    """The type of the file system ``path`` is on (its longest mount point in /proc/mounts)."""
+    path = os.path.realpath(path)
+    best, fstype = "", "?"
+    with open("/proc/self/mounts") as f:
+        for line in f:
+            _dev, mount, kind = line.split()[:3]
+            inside = path == mount or path.startswith(mount.rstrip("/") + "/")
+            if inside and len(mount) >= len(best):
+                best, fstype = mount, kind
+    return fstype
 
 
 def _files_under(folder: str):

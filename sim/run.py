@@ -88,7 +88,7 @@ class _TraceLog(logging.Handler):
         self.world = world
 
     def emit(self, record: logging.LogRecord) -> None:
-        msg = record.getMessage()
+        msg = record.getMessage().replace(self.world.base_dir, "<base>")  # it holds the pid
         self.world.note(f"log {record.levelname} {record.name}: {msg[:300]}")
         if "truncating already-applied" in msg and self.world.pending_violation is None:
             self.world.pending_violation = Violation("applied-never-cut", msg)
@@ -166,6 +166,7 @@ def run_seed(
                 world.note(f"end: {result.invariant or 'ok'}")
     finally:
         pysyncobj.syncobj.random, DumpWriter.start = saved_random, saved_start
+        world.disk.uninstall()
         root.handlers, root.level = saved_handlers, saved_level
         for node in world.nodes:
             if node.alive:

@@ -22,7 +22,6 @@ import heapq
 import logging
 import os
 import shutil
-import tempfile
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -32,6 +31,7 @@ from pysyncobj import FAIL_REASON
 
 from horologe.cluster import PRODUCE, SYNC, ClusterSettings, Entry, Peer, StateMachine
 from horologe.cluster.raft.dial_node import DialNode
+from horologe.cluster.raft.dump_file import read_local
 from horologe.cluster.raft.journal import DiskJournal
 from horologe.cluster.raft.node import RaftNode
 from horologe.storage import MessageColumns, Storage, StorageConfig, check_store
@@ -221,20 +221,23 @@ class SimNode:
         world.note(f"{self.name} crashed")
 
     def lose_power(self) -> None:
-        """A crash, then the node's files hold what was fsynced (sim/disk.py). Whatever
-        the node applied was synced first (the durability rule, cluster/raft/journal.py),
-        so its log still holds it (``applied-is-durable``)."""
-        raft = self.raft
-        if raft is None:
-            return
+        """A crash (if it runs), then the node's files hold what was fsynced (sim/disk.py).
+        Whatever a running node applied was synced first (the durability rule,
+        cluster/raft/journal.py), so its journal, or its dump, still reaches it
+        (``applied-is-durable``)."""
         world = self.world
-        applied = raft.raftLastApplied
+        applied = None if self.raft is None else self.raft.raftLastApplied
         self.crash()
         for line in world.disk.lose_power(self.data_dir, world.rng):
             world.note(f"{self.name} power lost: {line}")
-        self.down_holds = durable_journal(os.path.join(self.data_dir, "raft", "journal"))
+        raft_dir = os.path.join(self.data_dir, "raft")
+        self.down_holds = durable_journal(os.path.join(raft_dir, "journal"), world.scratch())
         first, terms = self.down_holds
-        if first + len(terms) - 1 < applied and world.pending_violation is None:
+        last = first + len(terms) - 1
+        if applied is not None and last < applied and os.path.exists(os.path.join(raft_dir, "snapshot")):
+            dump = read_local(os.path.join(raft_dir, "snapshot"))
+            last = max(last, applied if dump is None else dump.index)  # None: a shipped one, whole
+        if applied is not None and last < applied and world.pending_violation is None:
             holds = f"up to {first + len(terms) - 1}" if terms else "no entry"
             world.pending_violation = Violation(
                 "applied-is-durable",
@@ -282,17 +285,18 @@ class SimNode:
         )
 
 
-def durable_journal(path: str) -> tuple[int, list[int]]:
-    """(first index, terms) of the Raft journal at ``path`` as a restart will read it (a
-    copy is opened: the open sets a torn tail aside)."""
-    with tempfile.TemporaryDirectory() as tmp:
-        copy = os.path.join(tmp, "journal")
-        shutil.copyfile(path, copy)
-        journal = DiskJournal(copy)
-        try:
-            return (journal._idx[0] if len(journal) else 0), list(journal._terms)
-        finally:
-            journal._destroy()
+def durable_journal(path: str, scratch: str) -> tuple[int, list[int]]:
+    """(first index, terms) of the Raft journal at ``path`` as a restart will read it: a
+    copy is opened in the empty folder ``scratch`` (the open sets a torn tail aside)."""
+    if not os.path.exists(path):
+        return 0, []  # a node that never started
+    copy = os.path.join(scratch, "journal")
+    shutil.copyfile(path, copy)
+    journal = DiskJournal(copy)
+    try:
+        return (journal._idx[0] if len(journal) else 0), list(journal._terms)
+    finally:
+        journal._destroy()
 
 
 def _monotonic_went_back(seconds: float) -> None:
@@ -384,7 +388,7 @@ class World:
         # Power losses need every fsync's bytes, from the start (sim/disk.py).
         self.disk = SyncedDisk()
         if self.profile.power_loss or (script is not None and script.scenario.power_loss):
-            self.disk.install()
+            self.disk.install(base_dir)
         n, spares = self.profile.nodes, self.profile.spares
         names = [f"n{i + 1}" for i in range(n + spares)]
         addresses = [f"10.0.0.{i + 1}:7000" for i in range(n + spares)]
@@ -413,7 +417,8 @@ class World:
             int, tuple[tuple[str, ...], ...]
         ] = {}  # index -> Acked.voters  # terms whose leader was found holding every acked entry
         self.acked: list[Acked] = []
-        self.durability_dirty = False
+        self.durability_dirty = False  # a log was cut or a node restarted: check every acked entry
+        self.acks_checked = 0  # acked entries checked since (the later ones, once each)
         self.pending_violation: Violation | None = None
         self.phase = "faults"
         self.heal_ns: int | None = None
@@ -440,6 +445,14 @@ class World:
         self.seq += 1
         node = self.by_address[node].name if node in self.by_address else node
         heapq.heappush(self.heap, (max(t_ns, self.clock.ns), self.seq, _Event(fn, args, kind, node)))
+
+    def scratch(self) -> str:
+        """An empty folder of this run's own (under ``base_dir``: its path is the same in
+        every run once the trace writes ``base_dir`` as ``<base>``)."""
+        path = os.path.join(self.base_dir, "scratch")
+        shutil.rmtree(path, ignore_errors=True)
+        os.makedirs(path)
+        return path
 
     def note(self, line: str) -> None:
         self._trace(f"  . {line}")
@@ -772,7 +785,6 @@ class World:
         messages = list(zip(ids, *deliver, strict=True)) if ids else []
         voters = self.committed_under.get(index) or (self.membership_of(self.by_name[name]),)
         self.acked.append(Acked(index, held[0], digest, messages, self.clock.ns, voters))
-        self.durability_dirty = True
         self.note(f"client: {name} acked entry {index} term {held[0]} ({len(ids)} messages)")
         if self.phase in ("heal", "restarted") and res.kind == SYNC:
             self.client.final_index = index
@@ -836,6 +848,9 @@ class World:
         if self.durability_dirty:
             self.durability_dirty = False
             self.check_durable()
+        elif self.acks_checked < len(self.acked):
+            self.check_durable(self.acked[self.acks_checked :])
+        self.acks_checked = len(self.acked)
         if self.phase in ("heal", "restarted", "draining"):
             self.check_recovered()
         elif self.script is not None:
@@ -881,12 +896,12 @@ class World:
                     f"acked at t={acked.at_ns / S:.3f}",
                 )
 
-    def check_durable(self) -> None:
-        """Every entry acknowledged to the client is held by a majority of the membership it
-        was committed under (in their Raft logs, or applied in their stores), whatever
-        crashed or restarted since."""
-        for acked in self.acked:
-            held = {n.name for n in self.all_nodes if n.down_holds or n.raft}
+    def check_durable(self, acks: list[Acked] | None = None) -> None:
+        """Every entry acknowledged to the client (or of ``acks``) is held by a majority of
+        the membership it was committed under (in their Raft logs, or applied in their
+        stores), whatever crashed or restarted since."""
+        held = {n.name for n in self.all_nodes if n.down_holds or n.raft}
+        for acked in self.acked if acks is None else acks:
             holders = [n for n in held if self.holds(self.by_name[n], acked.index, acked.term)]
             if not any(len(set(holders) & set(v)) > len(v) // 2 for v in acked.voters):
                 raise Violation(
