@@ -37,3 +37,12 @@ def test_a_power_loss_replays_too():
     assert first["ok"], first["detail"]
     assert any("power loss" in fault for fault in first["faults"])
     assert first["trace_hash"] == second["trace_hash"]
+
+
+def test_a_torn_journal_replays_too():
+    """Without journal syncs, the power loss tears journals: the warning a restart logs
+    names the run's folder, which holds the process id, and must not reach the trace."""
+    args = ("--scenario", "power-after-ack", "--canary", "no-journal-sync")
+    first, second = replay(1, *args), replay(1, *args)
+    assert not first["ok"]
+    assert first["trace_hash"] == second["trace_hash"]
