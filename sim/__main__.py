@@ -192,12 +192,7 @@ def run_many(
                         f"{r['invariant']}: {r['detail']}",
                         flush=True,
                     )
-                    extra = (f" NODES={nodes}" if nodes != 3 and not scenario else "") + (
-                        f" CANARY={canary}" if canary else ""
-                    )
-                    extra += f" SCENARIO={scenario}" if scenario else ""
-                    extra += " POWER=1" if power_loss else ""
-                    print(f"  replay: make sim SEED={seed}{extra}")
+                    print(f"  replay: {make_line(seed, nodes, canary, scenario, power_loss)}")
     finally:
         for z in zygotes.values():
             z.close()
@@ -281,10 +276,25 @@ def shrink(seed: int, nodes: int, canary: str | None, power_loss: bool) -> int:
     print(f"seed {seed}: {len(kept)} of {len(first['faults'])} faults still fail on {invariant}:")
     for line in result["faults"]:
         print(f"  {line}")
-    extra = (f" NODES={nodes}" if nodes != 3 else "") + (f" CANARY={canary}" if canary else "")
-    extra += " POWER=1" if power_loss else ""
-    print(f"  replay: make sim SEED={seed} KEEP={','.join(map(str, kept)) or 'none'}{extra}")
+    print(f"  replay: {make_line(seed, nodes, canary, None, power_loss, kept)}")
     return 0
+
+
+def make_line(
+    seed: int,
+    nodes: int,
+    canary: str | None,
+    scenario: str | None,
+    power_loss: bool,
+    keep: list[int] | None = None,
+) -> str:
+    """The ``make sim`` line that replays a seed as it ran."""
+    line = f"make sim SEED={seed}"
+    line += f" KEEP={','.join(map(str, keep)) or 'none'}" if keep is not None else ""
+    line += f" NODES={nodes}" if nodes != 3 and not scenario else ""
+    line += f" CANARY={canary}" if canary else ""
+    line += f" SCENARIO={scenario}" if scenario else ""
+    return line + (" POWER=1" if power_loss else "")
 
 
 def _keep(text: str) -> frozenset[int]:
