@@ -13,6 +13,7 @@ from horologe.cluster.errors import StoreBehindDumpError
 from horologe.cluster.raft import node
 from horologe.cluster.raft.append_rule import trim_append
 from horologe.cluster.raft.node import RaftNode
+from horologe.storage import durable
 
 
 def _no_commit_clamp() -> None:
@@ -103,6 +104,15 @@ def _no_one_change_at_a_time() -> None:
     RaftNode._may_change_membership = lambda self: True
 
 
+def _no_fsync_exit() -> None:
+    """455868a: a failed fsync was tried again (the journal kept its dirty flag, pysyncobj's
+    tick thread caught the error and ran the tick again), and Linux answers the second with
+    success once it has dropped the pages the first could not write ("fsyncgate"): the node
+    acknowledged and applied entries that were not on its disk. Here the failure is passed
+    over at once, as that retry's success was."""
+    durable._fatal = lambda err: durable.forget_failure()
+
+
 CANARIES: dict[str, Callable[[], None]] = {
     "no-append-rule": _no_append_rule,
     "no-forward-refusal": _no_forward_refusal,
@@ -113,6 +123,7 @@ CANARIES: dict[str, Callable[[], None]] = {
     "no-refusal-floor": _no_refusal_floor,
     "no-one-change-at-a-time": _no_one_change_at_a_time,
     "no-journal-sync": _no_journal_sync,
+    "no-fsync-exit": _no_fsync_exit,
 }
 
 

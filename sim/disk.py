@@ -14,6 +14,15 @@ written past them is, per file, drawn from the seed: dropped, torn (a prefix of 
 as a write cut mid-sector may leave) or zeroed (its length kept, its bytes zero, as a
 file system that extended the file but never wrote the block leaves). A file rewritten
 below its synced length goes back to its synced bytes whole.
+
+:meth:`fail_fsync` arms a node's folder so that its k-th fsync from now fails (EIO or
+ENOSPC), once, as Linux reports a failed write-back once ("fsyncgate"): the file's dirty
+pages (here: its bytes past what was synced) are marked clean without reaching the disk,
+so a later fsync that succeeds does not write them, and they stay a hole (zeros) in what
+the disk holds. storage/durable.py then ends the process through ``os._exit``, which
+:meth:`install` replaced by :meth:`_exit`: it raises :class:`ProcessExit` to unwind the
+node's step and records which node went (:meth:`take_exited`, read after every step, also
+when something caught the exception).
 """
 
 from __future__ import annotations
@@ -22,13 +31,24 @@ import os
 import random
 import stat
 
+from horologe.storage import durable
+
 DROP, TEAR, ZERO = "drop", "tear", "zero"
+
+
+class ProcessExit(BaseException):  # noqa: N818 - as SystemExit: not an error of the caller's
+    """A node's process ended (``os._exit``) in the middle of a step."""
 
 
 class SyncedDisk:
     def __init__(self) -> None:
         self._synced: dict[tuple[int, int], bytes] = {}
         self._real_fsync = os.fsync
+        self._real_exit = os._exit
+        self._armed: dict[str, list[int]] = {}  # folder -> [fsyncs left before one fails, errno]
+        self._lost: dict[tuple[int, int], tuple[int, int]] = {}  # file -> [lo, hi) a failed fsync lost
+        self._failure: tuple[str, str] | None = None  # (folder, file) of the fsync that just failed
+        self._exited: list[tuple[str, str]] = []  # the same, for each process that exited since taken
 
     def install(self, folder: str) -> None:
         """From now on (until :meth:`uninstall`), every fsync of this process records what
@@ -38,19 +58,63 @@ class SyncedDisk:
         if fstype != "tmpfs":
             raise RuntimeError(f"power loss needs the simulator's folder on tmpfs; {folder} is on {fstype}")
         os.fsync = self.fsync
+        os._exit = self._exit
 
     def uninstall(self) -> None:
         os.fsync = self._real_fsync
+        os._exit = self._real_exit
+
+    def fail_fsync(self, folder: str, after: int, errno: int) -> None:
+        """The ``after``-th fsync under ``folder`` from now fails with ``errno``, and each
+        for a file under ``folder`` fails with ``errno``."""
+        self._armed[os.path.realpath(folder)] = [after, errno]
+
+    def disarm(self, folder: str) -> None:
+        self._armed.pop(os.path.realpath(folder), None)
+
+    def take_exited(self) -> list[tuple[str, str]]:
+        """(folder, file) of each node whose process exited since the last call, because
+        an fsync of that file failed (the folder as :func:`os.path.realpath` gives it)."""
+        exited, self._exited = self._exited, []
+        if exited:
+            durable.forget_failure()  # the process it was sticky for is gone: the others run on
+        return exited
 
     def fsync(self, fd: int) -> None:
-        self._real_fsync(fd)
+        path = os.readlink(f"/proc/self/fd/{fd}")
         st = os.fstat(fd)
+        key = (st.st_dev, st.st_ino)
+        folder = next((f for f in self._armed if _inside(path, f)), None)
+        if folder is not None:
+            self._armed[folder][0] -= 1
+            if self._armed[folder][0] <= 0:
+                err = self._armed.pop(folder)[1]
+                self._failure = (folder, os.path.relpath(path, folder))
+                if stat.S_ISREG(st.st_mode) and st.st_size > len(self._synced.get(key, b"")):
+                    self._lost[key] = (len(self._synced.get(key, b"")), st.st_size)
+                raise OSError(err, os.strerror(err))
+        self._real_fsync(fd)
         if stat.S_ISREG(st.st_mode):  # read through a descriptor of its own: fd may be write-only
             reader = os.open(f"/proc/self/fd/{fd}", os.O_RDONLY)
             try:
-                self._synced[(st.st_dev, st.st_ino)] = os.pread(reader, st.st_size, 0)
+                data = os.pread(reader, st.st_size, 0)
             finally:
                 os.close(reader)
+            lo, hi = self._lost.get(key, (0, 0))
+            if len(data) <= lo:  # cut back below what was lost: rewritten since
+                self._lost.pop(key, None)
+            elif lo < hi:  # marked clean, never written: a hole on the disk
+                hi = min(hi, len(data))
+                data = data[:lo] + bytes(hi - lo) + data[hi:]
+            self._synced[key] = data
+
+    def _exit(self, status: int) -> None:
+        """``os._exit`` of a node: only storage/durable.py calls it, on a failed fsync."""
+        if self._failure is None:
+            self._real_exit(status)  # not a node's failed fsync: nothing the simulator made
+        self._exited.append(self._failure)
+        self._failure = None
+        raise ProcessExit(status)
 
     def lose_power(self, folder: str, rng: random.Random) -> list[str]:
         """Every regular file under ``folder`` back to its durable bytes (the process that
@@ -91,6 +155,10 @@ def _fstype(path: str) -> str:
             if inside and len(mount) >= len(best):
                 best, fstype = mount, kind
     return fstype
+
+
+def _inside(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder + os.sep)
 
 
 def _files_under(folder: str):

@@ -105,6 +105,16 @@ def settled(world: World, entries: int) -> SimNode | None:
     return lead if all(n.raft is not None and n.raft.raftLastApplied >= commit for n in world.nodes) else None
 
 
+def quiet(world: World, entries: int) -> SimNode | None:
+    """The leader, once it committed ``entries`` or more and every node applied its whole
+    log (nothing left to apply, and so to sync)."""
+    lead = settled(world, entries)
+    if lead is None:
+        return None
+    last = last_index(lead)
+    return lead if all(n.raft.raftLastApplied == last == last_index(n) for n in world.nodes) else None
+
+
 def last_index(node: SimNode) -> int:
     return node.raft._journal.last_idx
 

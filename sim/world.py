@@ -17,6 +17,7 @@ interleavings differ by seed. The trace (one line per step) is hashed as it grow
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import heapq
 import logging
@@ -38,7 +39,7 @@ from horologe.storage import MessageColumns, Storage, StorageConfig, check_store
 from horologe.wheel import Watermark
 
 from .clock import VirtualClock
-from .disk import SyncedDisk
+from .disk import ProcessExit, SyncedDisk
 from .network import DROP, OPEN, REJECT, SimNetwork, transport_for
 from .scripted import Script
 
@@ -52,9 +53,10 @@ S = 1_000_000_000
 STORAGE = StorageConfig(key_buckets=1 << 10, key_segment_entries=1 << 12, ready_segment_entries=1 << 10)
 TOPICS = ("a", "b")
 # What a seed's faults are drawn from (crash twice as likely); POWER_FAULTS only with
-# Profile.power_loss, so that without it every seed draws as it always did.
+# Profile.power_loss, so that without it every seed draws as it always did: they need the
+# disk that knows what was fsynced (sim/disk.py).
 FAULTS = ("crash", "crash", "crash_at_dump", "isolate", "one_way", "split", "reset", "slow", "skew")
-POWER_FAULTS = ("power", "power_all")
+POWER_FAULTS = ("power", "power_all", "fsync_fails")
 # A shipment in several messages that take longer than a tick to arrive (with the links'
 # bandwidth, sim/network.py), as a real store's does: the stores here hold a few tens of
 # KB, which at 512 KiB a message went in one, installed before the follower's next tick.
@@ -471,8 +473,12 @@ class World:
             t, _, ev = heapq.heappop(self.heap)
             self.clock.ns = t
             self.actor = (ev.kind, ev.node)
-            did = ev.fn(*ev.args)
+            try:
+                did = ev.fn(*ev.args)
+            except ProcessExit:
+                did = True  # the step ended with its node's process
             self.actor = None
+            self.exit_failed_fsyncs()
             if did is False:
                 continue
             self.steps += 1
@@ -527,6 +533,10 @@ class World:
             elif kind in ("power", "power_all"):
                 who = names if kind == "power_all" else [a]
                 self._fault(start, length, f"power loss {who}", self._power_loss(who))
+            elif kind == "fsync_fails":
+                after, err = rng.randrange(1, 40), rng.choice((errno.EIO, errno.ENOSPC))
+                what = f"fsync {after} of {a} fails ({errno.errorcode[err]})"
+                self._fault(start, length, what, self._fsync_fails(a, after, err))
             elif kind == "reset":
                 b = rng.choice([x for x in names if x != a])
                 self._fault(start, 0, f"reset {a}-{b}", (self._reset(a, b), lambda: None))
@@ -594,6 +604,30 @@ class World:
                 self.restart_of(name)()
 
         return on, off
+
+    def _fsync_fails(self, name: str, after: int, err: int):
+        """The node's ``after``-th fsync from now fails, and the node's process ends there,
+        mid-step (storage/durable.py); it restarts when the fault ends."""
+        node = self.by_name[name]
+
+        def on() -> None:
+            if node.alive:
+                self.disk.fail_fsync(node.data_dir, after, err)
+
+        def off() -> None:
+            self.disk.disarm(node.data_dir)  # if it never came
+            self.restart_of(name)()
+
+        return on, off
+
+    def exit_failed_fsyncs(self) -> None:
+        """Each node whose process ended on a failed fsync in the last step goes down as a
+        power loss leaves it: the write-back that failed may have dropped its pages."""
+        for folder, path in self.disk.take_exited():
+            node = next(n for n in self.all_nodes if os.path.realpath(n.data_dir) == folder)
+            if node.alive:
+                self.note(f"{node.name} fsync of {path} failed: the process exits")
+                node.lose_power()
 
     def _crash_at_dump(self, name: str):
         """Armed, ``name`` crashes right after the step that puts its next Raft dump in place

@@ -73,6 +73,14 @@ def failed() -> FsyncFailedError | None:
     return _failed
 
 
+def forget_failure() -> None:
+    """Forget this process's fsync failure: only for a process that replaced ``os._exit``
+    and goes on running other nodes after one ended (the simulator, sim/disk.py, which
+    keeps the failure sticky for that node's files itself)."""
+    global _failed
+    _failed = None
+
+
 def _fatal(err: FsyncFailedError) -> None:
     log.critical(
         "fsync of %s failed: errno %s (%s); the data may not be on disk and no later fsync "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..scripted import Scenario
 from . import (
+    fsync_fails,
     grow_and_replace,
     late_answer,
     noop_dump_restart,
@@ -21,5 +22,6 @@ SCENARIOS: dict[str, Scenario] = {
         grow_and_replace.SCENARIO,
         two_changes.SCENARIO,
         power_after_ack.SCENARIO,
+        fsync_fails.SCENARIO,
     )
 }

@@ -25,6 +25,10 @@ in place it passes, every step fired (the window was reached); with the fix take
   client's produce is acknowledged; with pysyncobj's journal never synced, a node had
   applied entries its disk no longer holds (applied-is-durable), and the acknowledged
   entry is gone (acked-on-a-majority).
+* ``fsync-fails`` / ``no-fsync-exit``: the master's fsync of the client's produce fails,
+  then every node loses power; a master that passed over the failure (as a retried fsync
+  succeeds once Linux dropped the pages) applied an entry its disk never held
+  (applied-is-durable). With the fix the master's process ends at the failed fsync.
 
 ``grow-and-replace`` has no canary: 3 → 4 → 5 nodes and one removed, around a crash of the
 leader, under every invariant (membership changes built under the simulator); one seed
@@ -47,6 +51,7 @@ CAUGHT = [
     ("noop-dump-restart", "no-store-index", ("no-halt", "liveness"), SEEDS),
     ("two-changes", "no-one-change-at-a-time", ("leader-completeness", "liveness"), SEEDS),
     ("power-after-ack", "no-journal-sync", ("applied-is-durable", "acked-on-a-majority"), SEEDS),
+    ("fsync-fails", "no-fsync-exit", ("applied-is-durable",), SEEDS),
 ]
 
 
