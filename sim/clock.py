@@ -3,9 +3,11 @@
 One process runs one simulation, single-threaded; its clocks are the world's:
 
 * the monotonic clock (``time.monotonic``, ``time.clock_gettime`` of the monotonic clocks,
-  ``perf_counter``) is the world's virtual time, the same on every node, as on one Linux host;
+  ``perf_counter``) is the world's virtual time, the same on every node, as on one Linux
+  host, unless a node's clock drifts (the fault plan): then, read in that node's steps, it
+  is its own (:class:`Drift`);
 * the wall clock (``time.time``) is the true virtual wall time; a node's own wall clock
-  (``RaftNode(clock=)``) is that plus the node's skew, which the fault plan sets;
+  (``RaftNode(clock=)``) is that plus the node's skew and drift, which the fault plan sets;
 * ``time.sleep`` raises: nothing in a tick may wait on real time.
 
 pysyncobj binds its monotonic clock (``pysyncobj.monotonic.monotonic``, a lambda over
@@ -32,17 +34,43 @@ class SimTimeError(RuntimeError):
     """Something waited on real time inside the simulation."""
 
 
+class Drift:
+    """One node's oscillator: its time runs ``rate`` faster than the world's (negative:
+    slower) since ``since_ns``, on top of ``ahead_ns`` gained before; it never goes back."""
+
+    def __init__(self) -> None:
+        self.ahead_ns = 0
+        self.rate = 0.0
+        self.since_ns = 0
+
+    def local_ns(self, ns: int) -> int:
+        return ns + self.ahead_ns + int(self.rate * (ns - self.since_ns))
+
+    def set_rate(self, ns: int, rate: float) -> None:
+        self.ahead_ns = self.local_ns(ns) - ns
+        self.rate, self.since_ns = rate, ns
+
+    @property
+    def off(self) -> bool:
+        return self.ahead_ns == 0 and self.rate == 0.0
+
+
 class VirtualClock:
-    """The world's time, in integer nanoseconds since its start; only the world moves it."""
+    """The world's time, in integer nanoseconds since its start; only the world moves it.
+    ``drift``: the drift of the node whose step runs (the world sets it), None for none."""
 
     def __init__(self) -> None:
         self.ns = 0
+        self.drift: Drift | None = None
+
+    def local_ns(self) -> int:
+        return self.ns if self.drift is None else self.drift.local_ns(self.ns)
 
     def monotonic(self) -> float:
-        return MONOTONIC_START_S + self.ns / 1e9
+        return MONOTONIC_START_S + self.local_ns() / 1e9
 
     def monotonic_ns(self) -> int:
-        return int(MONOTONIC_START_S * 1e9) + self.ns
+        return int(MONOTONIC_START_S * 1e9) + self.local_ns()
 
     def wall_ms(self) -> int:
         """True wall time, in epoch ms."""

@@ -22,6 +22,7 @@ import hashlib
 import heapq
 import logging
 import os
+import random
 import shutil
 from collections import deque
 from collections.abc import Callable
@@ -38,7 +39,7 @@ from horologe.cluster.raft.node import RaftNode
 from horologe.storage import MessageColumns, Storage, StorageConfig, check_store
 from horologe.wheel import Watermark
 
-from .clock import VirtualClock
+from .clock import Drift, VirtualClock
 from .disk import ProcessExit, SyncedDisk
 from .network import DROP, OPEN, REJECT, SimNetwork, transport_for
 from .scripted import Script
@@ -147,6 +148,9 @@ class SimNode:
         self.posted: deque = deque()
         self.tick_token = 0
         self.skew_ms = 0
+        self.drift = Drift()  # its oscillator: monotonic and wall clock (sim/clock.py)
+        self.wall_fix_ns = 0  # drift taken out of the wall clock (stepped back true at the heal)
+        self.paused_until_ns = 0  # SIGSTOP: none of its steps run before this
         self.crashes = 0
         self.crash_at_dump = False
         self.restart_check: tuple[int, list[int]] | None = None
@@ -158,11 +162,21 @@ class SimNode:
         return self.raft is not None
 
     def wall_ms(self) -> int:
-        return self.world.clock.wall_ms() + self.skew_ms
+        clock = self.world.clock
+        drift_ns = self.drift.local_ns(clock.ns) - clock.ns - self.wall_fix_ns
+        return clock.wall_ms() + self.skew_ms + drift_ns // MS
 
     # -- start, crash ------------------------------------------------------------
 
     def start(self) -> None:
+        clock = self.world.clock
+        saved, clock.drift = clock.drift, self.drift  # a fault's step starts it: its own clock
+        try:
+            self._start()
+        finally:
+            clock.drift = saved
+
+    def _start(self) -> None:
         world = self.world
         self.incarnation += 1
         self.posted.clear()
@@ -368,8 +382,6 @@ class World:
     ) -> None:
         """``keep``: install only these of the seed's drawn faults (by their order drawn);
         the draws are made all the same, so the faults kept are the ones the seed has."""
-        import random
-
         self.seed = seed
         self.rng = random.Random(seed)
         self.profile = profile or Profile()
@@ -409,6 +421,7 @@ class World:
         self.nodes = self.all_nodes[:n]
         self.by_name = {node.name: node for node in self.all_nodes}
         self.by_address = {node.address: node for node in self.all_nodes}
+        self.by_actor = {**self.by_name, **self.by_address}  # an event's node: a name or an address
         self.client = Client(self.rng.choice(names[:n]))
         # checks
         self.applied: dict[int, tuple[int | None, str, str]] = {}  # index -> (term, digest, first node)
@@ -471,13 +484,20 @@ class World:
         """Run the next event that does something; False when none is left."""
         while self.heap:
             t, _, ev = heapq.heappop(self.heap)
+            node = self.by_actor.get(ev.node)
+            if node is not None and node.paused_until_ns > t and ev.kind in ("raft", "loop"):
+                # stopped: its steps wait, in order (messages to it queue as in its socket)
+                self.at_abs(node.paused_until_ns, ev.kind, ev.node, ev.fn, *ev.args)
+                continue
             self.clock.ns = t
+            self.clock.drift = None if node is None or node.drift.off else node.drift
             self.actor = (ev.kind, ev.node)
             try:
                 did = ev.fn(*ev.args)
             except ProcessExit:
                 did = True  # the step ended with its node's process
             self.actor = None
+            self.clock.drift = None
             self.exit_failed_fsyncs()
             if did is False:
                 continue
@@ -547,6 +567,22 @@ class World:
             else:
                 ms = rng.choice((-3000, -500, 500, 3000, 3_600_000))
                 self._fault(start, length, f"skew {a} {ms:+d} ms", self._skew(a, ms))
+        self._plan_stops_and_drifts(names)
+
+    def _plan_stops_and_drifts(self, names: list[str]) -> None:
+        """Pauses (SIGSTOP) and clock drift, drawn from a stream of their own (``seed/stops``)
+        after the faults above, so that adding them moved none of a seed's other draws (the
+        regression seeds and their ``--keep`` lists held)."""
+        rng, prof = random.Random(f"{self.seed}/stops"), self.profile
+        for _ in range(rng.randrange(0, 3)):
+            start = rng.uniform(1.0, prof.faults_s - 0.5)
+            length = rng.uniform(0.2, min(3.0, prof.faults_s - start))
+            a = rng.choice(names)
+            if rng.random() < 0.6:
+                self._fault(start, length, f"stop {a}", self._stop(a, length))
+            else:
+                rate = rng.choice((-0.2, -0.05, 0.05, 0.2))
+                self._fault(start, length, f"drift {a} {rate:+.0%}", self._drift(a, rate))
 
     def _fault(self, start: float, length: float, what: str, actions) -> None:
         begin, end = actions
@@ -680,6 +716,30 @@ class World:
 
         return on, off
 
+    def _stop(self, name: str, length: float):
+        """SIGSTOP for ``length`` s, then SIGCONT: no tick, no loop step; what reaches it
+        waits (sim/world.py ``step``)."""
+        node = self.by_name[name]
+
+        def on() -> None:
+            node.paused_until_ns = self.clock.ns + int(length * S)
+
+        return on, lambda: None
+
+    def _drift(self, name: str, rate: float):
+        """The node's oscillator runs ``rate`` fast (or slow): its monotonic clock and its
+        wall clock, from now until the fault ends (then at the true rate, still ahead or
+        behind by what it drifted; the heal steps its wall clock back to true)."""
+        node = self.by_name[name]
+
+        def on() -> None:
+            node.drift.set_rate(self.clock.ns, rate)
+
+        def off() -> None:
+            node.drift.set_rate(self.clock.ns, 0.0)
+
+        return on, off
+
     def heal(self) -> None:
         """Every fault ends: paths open, delays back, clocks true, every node up."""
         self.phase = "heal"
@@ -690,6 +750,8 @@ class World:
                 self.network.set_path(*path, OPEN)
         for node in self.nodes:
             node.skew_ms = 0
+            node.drift.set_rate(self.clock.ns, 0.0)
+            node.wall_fix_ns = node.drift.ahead_ns
             if not node.alive:
                 node.start()
         self.at(int(self.profile.liveness_s * S), "fault", None, self.liveness_deadline)
@@ -753,11 +815,14 @@ class World:
             target,
             target.incarnation,
             kind,
+            client.sent,
         )
         self.at(rng.randrange(2 * MS, 40 * MS), "client", None, self.client_act)
 
-    def request(self, node: SimNode, incarnation: int, kind) -> bool:
-        """On ``node``'s loop: what the service does for a produce (or the wheel for a sync)."""
+    def request(self, node: SimNode, incarnation: int, kind, serial: int | None = None) -> bool:
+        """On ``node``'s loop: what the service does for a produce (or the wheel for a sync).
+        ``serial`` names the client's request (its bodies and keys): the one it was sent as,
+        which a stopped node may take up after later ones were sent (None: the last sent)."""
         if node.incarnation != incarnation or node.raft is None:
             self.client.believed = self.rng.choice([n.name for n in self.nodes])
             self._answer("lost")
@@ -771,7 +836,7 @@ class World:
         now = node.wall_ms()
         if kind == PRODUCE:
             n = self.rng.randrange(1, 4)
-            serial = self.client.sent
+            serial = self.client.sent if serial is None else serial
             topics = [self.rng.choice(TOPICS) for _ in range(n)]
             deliver = (topics, [now + self.rng.randrange(-500, 4000) for _ in range(n)])
             messages = MessageColumns(

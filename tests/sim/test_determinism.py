@@ -46,3 +46,13 @@ def test_a_torn_journal_replays_too():
     first, second = replay(1, *args), replay(1, *args)
     assert not first["ok"]
     assert first["trace_hash"] == second["trace_hash"]
+
+
+def test_stops_drifts_and_a_failed_fsync_replay_too():
+    """Seed 6 with power losses: a failed fsync ends n3's process mid-step, n2's clock
+    runs 5 % slow, then n2 is stopped (its steps wait, in order, for its SIGCONT)."""
+    first, second = replay(6, "--power-loss"), replay(6, "--power-loss")
+    assert first["ok"], first["detail"]
+    kinds = " ".join(first["faults"])
+    assert "fsync 17 of n3 fails" in kinds and "drift n2" in kinds and "stop n2" in kinds
+    assert first["trace_hash"] == second["trace_hash"]
