@@ -64,6 +64,14 @@ class ChaosCluster(Cluster):
             data_root=data_root,
         )
 
+    def _joiner_ports(self, i: int) -> None:
+        """A joining node's links pass through proxies too (Topology.add_node)."""
+        if self.topology.add_node(self.http_ports[i], self.raft_ports[i]) != i:
+            raise RuntimeError(f"n{i + 1}'s proxies were made for another node")
+
+    def member_http(self, i: int) -> str:
+        return self.topology.http[i].listen
+
     @property
     def client_urls(self) -> list[str]:
         """What clients are given: every node, through its proxy."""

@@ -88,15 +88,15 @@ class Run:
         return [i for i in self.cluster.indexes if i not in self.retired]
 
     def add_node(self) -> int:
-        """Start one more node to join (its peers: the members, dialled directly) and add
-        it through the master; its index, once it is a member."""
+        """Start one more node to join (its peers: the members, through proxies on a chaos
+        cluster) and add it through the master; its index, once it is a member."""
         c = self.cluster
         k = c.joiner(self.members())
         c.start(k)
         c.wait_serving(k)
         master = c.wait_leader([i for i in self.members() if i != k and i in c.alive()])
         client = c.client(master, retry_s=10, timeout=10)
-        client.add_member(f"n{k + 1}", f"127.0.0.1:{c.raft_ports[k]}", f"127.0.0.1:{c.http_ports[k]}", 120)
+        client.add_member(f"n{k + 1}", f"127.0.0.1:{c.raft_ports[k]}", c.member_http(k), 120)
         self.note(f"n{k + 1} added")
         return k
 
@@ -202,7 +202,7 @@ def isolate_master(run: Run) -> None:
     """As with SIGSTOP: nothing the isolated master proposes once cut off may commit."""
     c = run.cluster
     old = c.wait_leader()
-    with run.fault(f"isolate master n{old + 1} from both followers, 6 s"):
+    with run.fault(f"isolate master n{old + 1} from every other node, 6 s"):
         c.topology.isolate(old)
         cut = now_ms()  # after every proxy is off: a sync proposed before may still commit
         new = c.wait_leader(run.others(old), exclude=old)

@@ -68,6 +68,28 @@ class Topology:
             raise LookupError("no raft_n<i>_to_n<j> proxies on this toxiproxy server")
         return cls(client, raft, http)
 
+    def add_node(self, http_port: int, raft_port: int, host: str = "127.0.0.1") -> int:
+        """Proxies for one more node (a joiner): its HTTP, and each Raft link direction to
+        and from every node known; its index. Which node dials a link is which Raft address
+        sorts higher, so a joiner's links pass through these only while it dials them: its
+        address must sort above every other's (its peers learn it from the membership and
+        would dial it directly)."""
+        k = len(self.raft_addrs)
+        upstream = f"{host}:{raft_port}"
+        if any(addr >= upstream for addr in self.raft_addrs):
+            raise ValueError(f"a joiner's Raft address {upstream} must sort above {max(self.raft_addrs)}")
+        ports = iter(free_ports(1 + 2 * k))
+        self.http[k] = self.client.create(
+            upstream=f"{host}:{http_port}", name=f"http_n{k + 1}", listen=f"{host}:{next(ports)}"
+        )
+        for j in range(k):
+            for a, b, to in ((k, j, self.raft_addrs[j]), (j, k, upstream)):
+                self.raft[a, b] = self.client.create(
+                    upstream=to, name=f"raft_n{a + 1}_to_n{b + 1}", listen=f"{host}:{next(ports)}"
+                )
+        self.raft_addrs.append(upstream)
+        return k
+
     def peer_fields(self, i: int, j: int) -> dict[str, str]:
         """What node i's config says of peer j: dial it, and send clients to it, via proxies."""
         return {"dial": self.raft[i, j].listen, "http": self.http[j].listen}

@@ -123,6 +123,7 @@ class Cluster:
             root, self.http_ports, self.raft_ports, extra_toml, peer_fields, self.data_root, self._tls_toml
         )
         self._extra_toml = extra_toml
+        self._peer_fields = peer_fields
         self.env = env or {}
         self.procs: dict[int, subprocess.Popen] = {}
         self.http = RawClient(timeout=5.0, ca=self.ca)
@@ -179,6 +180,7 @@ class Cluster:
         i = len(self.configs)
         self.http_ports.append(http)
         self.raft_ports.append(raft)
+        self._joiner_ports(i)
         lines = [
             f'node_id = "n{i + 1}"',
             f'data_dir = "{os.path.abspath(os.path.join(self.data_root, f"n{i + 1}"))}"',
@@ -188,13 +190,22 @@ class Cluster:
             self._extra_toml,
         ]
         for j in peers:
-            lines += [f"[peers.n{j + 1}]", f'http = "127.0.0.1:{self.http_ports[j]}"']
-            lines.append(f'raft = "127.0.0.1:{self.raft_ports[j]}"')
+            fields = {"http": f"127.0.0.1:{self.http_ports[j]}", "raft": f"127.0.0.1:{self.raft_ports[j]}"}
+            fields.update(self._peer_fields(i, j) if self._peer_fields else {})
+            lines.append(f"[peers.n{j + 1}]")
+            lines += [f'{k} = "{v}"' for k, v in fields.items()]
         path = os.path.join(self.root, f"n{i + 1}.toml")
         with open(path, "w") as f:
             f.write("\n".join(lines) + "\n")
         self.configs.append(path)
         return i
+
+    def _joiner_ports(self, i: int) -> None:
+        """Node ``i``'s ports were just given (a joiner): a subclass sets up what leads to them."""
+
+    def member_http(self, i: int) -> str:
+        """The HTTP address node ``i`` is known by in the membership (clients are sent there)."""
+        return f"127.0.0.1:{self.http_ports[i]}"
 
     def start(self, i: int) -> None:
         self.procs[i] = lc.start_node(self.configs[i], {**ENV, **self.env.get(i, {})}, self.root)
