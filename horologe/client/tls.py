@@ -6,12 +6,19 @@ leaves it) instead of the default bundle, which is httpx's: certifi's, or the on
 ``SSL_CERT_FILE`` / ``SSL_CERT_DIR`` name. ``verify`` may instead be an
 ``ssl.SSLContext`` of the caller's own (a client certificate, a pinned CA), as long as
 it verifies.
+
+The default bundle is loaded once per process (per ``SSL_CERT_FILE`` / ``SSL_CERT_DIR``)
+and its context shared by every client: loading it took about 20 ms of CPU, which each
+client paid when it was made, ``http://`` URLs included (httpx makes its context then).
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import ssl
+
+import httpx
 
 
 def verify_setting(ca: str | os.PathLike | None, verify: bool | ssl.SSLContext) -> bool | ssl.SSLContext:
@@ -30,7 +37,7 @@ def verify_setting(ca: str | os.PathLike | None, verify: bool | ssl.SSLContext) 
     if verify is not True:
         raise ValueError(f"verify is True or an ssl.SSLContext; got {verify!r}")
     if ca is None:
-        return True
+        return _default_context(os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
     path = os.fspath(ca)
     try:
         if os.path.isdir(path):
@@ -40,6 +47,13 @@ def verify_setting(ca: str | os.PathLike | None, verify: bool | ssl.SSLContext) 
         raise ValueError(f"ca: no such file {path!r}") from e
     except (ssl.SSLError, OSError) as e:
         raise ValueError(f"ca: {path!r} holds no usable CA certificate: {e}") from e
+
+
+@functools.cache
+def _default_context(cert_file: str | None, cert_dir: str | None) -> ssl.SSLContext:
+    """httpx's context for ``verify=True`` (it reads the two variables, named here so that
+    a change of either makes a new one)."""
+    return httpx.create_ssl_context()
 
 
 def certificate_failure(error: BaseException) -> ssl.SSLCertVerificationError | None:

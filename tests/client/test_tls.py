@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import http.server
 import json
+import os
 import ssl
 import threading
 import time
@@ -149,3 +150,25 @@ def test_verification_cannot_be_turned_off(make, pki, tmp_path):
     junk.write_text("no certificate here\n")
     with pytest.raises(ValueError, match="no usable CA certificate"):
         build(ca=str(junk))
+
+
+def test_clients_share_the_default_bundle_loaded_once(monkeypatch):
+    """Loading the default CA bundle cost each new client about 20 ms of CPU (httpx loads
+    it when a client is made, for http:// URLs too); it is loaded once and shared."""
+    Client(["http://127.0.0.1:1"], TOKEN).close()
+    loads = []
+    real = ssl.SSLContext.load_verify_locations
+
+    def counted(self, *args, **kwargs):
+        loads.append(args or kwargs)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(ssl.SSLContext, "load_verify_locations", counted)
+    for _ in range(3):
+        Client(["http://127.0.0.1:1"], TOKEN).close()
+        RawClient().close()
+    assert loads == []
+    monkeypatch.setenv("SSL_CERT_FILE", ssl.get_default_verify_paths().openssl_cafile or "")
+    if os.environ["SSL_CERT_FILE"] and os.path.exists(os.environ["SSL_CERT_FILE"]):
+        Client(["http://127.0.0.1:1"], TOKEN).close()  # another bundle named: loaded anew
+        assert len(loads) == 1
