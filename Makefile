@@ -133,7 +133,7 @@ clean:
 # The deterministic simulator (sim/, docs/simulator.md): SEEDS=N seeds from START (default 1),
 # or MINUTES=M of seeds; NODES=5 for five nodes; CANARY=name takes a fix away (sim/canaries.py);
 # SCENARIO=name runs a scripted scenario's steps instead of the drawn faults (sim/scenarios/).
-# POWER=1: seeds draw power losses of one node or all too (sim/disk.py).
+# POWER=1: seeds draw power losses of one node or all, and failed fsyncs, too (sim/disk.py).
 # SEED=S replays one seed in a fresh process and prints the last steps of its trace; KEEP=0,2
 # makes only those of its drawn faults (`python -m sim shrink SEED` finds the fewest that fail).
 sim: install

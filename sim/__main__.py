@@ -6,8 +6,8 @@
 
 Either takes ``--canary NAME`` (a fix taken away, sim/canaries.py), ``--scenario NAME``
 (a scripted scenario's steps instead of the seed's drawn faults, sim/scenarios/) and
-``--power-loss`` (seeds draw power losses of one node or all too, sim/disk.py: the same
-seed then draws other faults than without).
+``--power-loss`` (seeds draw power losses of one node or all, and failed fsyncs, too,
+sim/disk.py: the same seed then draws other faults than without).
 
 ``run`` prints a line per failing seed (with everything needed to replay it) and a
 summary; it exits 1 if any seed failed. Each seed runs in a child forked from a process
@@ -314,7 +314,9 @@ def main() -> int:
     p_run.add_argument("--jobs", type=int, default=2)
     p_run.add_argument("--canary", choices=sorted(CANARIES), help="take a fix away (sim/canaries.py)")
     p_run.add_argument("--scenario", choices=sorted(SCENARIOS), help="scripted faults (sim/scenarios/)")
-    p_run.add_argument("--power-loss", action="store_true", help="draw power losses too (sim/disk.py)")
+    p_run.add_argument(
+        "--power-loss", action="store_true", help="draw power losses and failed fsyncs too (sim/disk.py)"
+    )
     p_replay = sub.add_parser("replay", help="replay one seed, print its trace")
     p_replay.add_argument("seed", type=int)
     p_replay.add_argument("--nodes", type=int, default=3)
