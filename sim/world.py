@@ -721,8 +721,8 @@ class World:
         waits (sim/world.py ``step``)."""
         node = self.by_name[name]
 
-        def on() -> None:
-            node.paused_until_ns = self.clock.ns + int(length * S)
+        def on() -> None:  # a stop while stopped ends with the later of the two
+            node.paused_until_ns = max(node.paused_until_ns, self.clock.ns + int(length * S))
 
         return on, lambda: None
 

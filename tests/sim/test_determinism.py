@@ -56,3 +56,11 @@ def test_stops_drifts_and_a_failed_fsync_replay_too():
     kinds = " ".join(first["faults"])
     assert "fsync 17 of n3 fails" in kinds and "drift n2" in kinds and "stop n2" in kinds
     assert first["trace_hash"] == second["trace_hash"]
+
+
+def test_a_stop_within_a_stop_ends_with_the_later():
+    """Seed 125 with power losses stops n2 twice, the second ending first: its steps wait
+    for the later end, in order (ending at the earlier broke the order a link delivers in)."""
+    result = replay(125, "--power-loss")
+    assert result["ok"], result["detail"]
+    assert [f.split()[-2:] for f in result["faults"] if " stop " in f] == [["stop", "n2"], ["stop", "n2"]]
