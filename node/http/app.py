@@ -19,9 +19,10 @@ from ..service import NodeService
 from ..tls import client_context
 from . import admin, consumers, dashboard, health, messages, pending, schedules, subscriptions
 from .access_log import request_ids
-from .common import CONFIG, FORWARDER, LOOP_LAG, METRICS, SERVICE
+from .common import CONFIG, FORWARDER, LOOP_LAG, METRICS, OPENAPI_JSON, SERVICE
 from .forwarding import Forwarder, cluster_target, forward_middleware
 from .middleware import errors_and_auth
+from .openapi.spec import document_json
 
 
 def create_app(config: NodeConfig, *, clock: Clock | None = None) -> web.Application:
@@ -72,6 +73,7 @@ def create_app(config: NodeConfig, *, clock: Clock | None = None) -> web.Applica
         svc = app[SERVICE]
         connector = aiohttp.TCPConnector(ssl=client_context(config.tls_ca))
         async with aiohttp.ClientSession(connector=connector) as session:
+
             def peers() -> dict[str, str]:
                 return {m.node_id: config.http_url(m.http) for m in svc.members() if m.raft != config.raft}
 
@@ -83,7 +85,11 @@ def create_app(config: NodeConfig, *, clock: Clock | None = None) -> web.Applica
     app.cleanup_ctx.append(forwarder_ctx)
     if config.loop_lag_probe_ms:
         app.cleanup_ctx.append(loop_lag_ctx)
+    operations: dict[tuple[str, str], dict] = {}
     for module in (messages, pending, consumers, admin, health, schedules, subscriptions):
         app.add_routes(module.routes)
+        operations.update(module.routes.operations)
     dashboard.add_routes(app)
+    operations.update(dashboard.routes.operations)
+    app[OPENAPI_JSON] = document_json(operations)
     return app

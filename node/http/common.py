@@ -23,6 +23,7 @@ CONFIG = web.AppKey("config", NodeConfig)
 METRICS = web.AppKey("metrics", NodeMetrics)
 LOOP_LAG = web.AppKey("loop_lag", LoopLag)
 FORWARDER = web.AppKey("forwarder", Forwarder)
+OPENAPI_JSON = web.AppKey("openapi_json", bytes)  # the document, built from the app's route tables
 
 
 def answer(status: int, body: dict) -> web.Response:
@@ -61,4 +62,3 @@ async def produce_body(request: web.Request):
         return msgpack.unpackb(raw, raw=False)  # map keys: str or bytes only (strict_map_key)
     except (ValueError, TypeError, msgpack.UnpackException) as e:  # also bad UTF-8, extra data
         raise ApiError(400, "invalid_msgpack", f"body is not msgpack: {e}") from e
-

@@ -14,6 +14,8 @@ from importlib.resources.abc import Traversable
 from aiohttp import web
 
 from .errors import ApiError
+from .openapi.operations import DASHBOARD_TAG, PUBLIC, operation, path_param
+from .route_table import RouteTable
 
 PREFIX = "/ui"
 TYPES = {
@@ -46,6 +48,48 @@ def _walk(folder: Traversable, prefix: str) -> dict[str, Traversable]:
 def files() -> dict[str, Traversable]:
     """The dashboard's files by URL path (``/ui/app.js``, ...)."""
     return _walk(importlib.resources.files("horologe.node.http") / "ui", f"{PREFIX}/")
+
+
+ANSWERS = {  # what /ui and its files answer
+    "200": {
+        "description": "The file: the page (`text/html`), its script, style or images.",
+        "content": {t: {"schema": {"type": "string"}} for t in ("text/html", "text/javascript", "text/css")},
+    },
+    "404": {"$ref": "#/components/responses/NotFound"},
+}
+
+routes = RouteTable()  # its operations; the routes themselves are made by add_routes
+routes.operation(
+    "get",
+    PREFIX,
+    operation(
+        "get_dashboard",
+        DASHBOARD_TAG,
+        "The dashboard (docs/ui.md)",
+        PUBLIC,
+        ANSWERS,
+        master=False,
+    ),
+)
+routes.operation(
+    "get",
+    PREFIX + "/{file}",
+    operation(
+        "get_dashboard_file",
+        DASHBOARD_TAG,
+        "The dashboard's files",
+        PUBLIC,
+        ANSWERS,
+        master=False,
+        parameters=(
+            path_param(
+                "file",
+                {"type": "string", "pattern": "^[A-Za-z0-9._/-]{1,128}$"},
+                "a file of it, e.g. `app.js`",
+            ),
+        ),
+    ),
+)
 
 
 def add_routes(app: web.Application) -> None:

@@ -15,9 +15,20 @@ from horologe.storage.message_json import plain_columns
 from ..service import NodeService
 from .common import CONFIG, METRICS, SERVICE, answer, json_body, produce_body
 from .errors import ApiError
+from .openapi.operations import (
+    CLIENT,
+    KEY_QUERY,
+    MESSAGE_ID,
+    MESSAGES,
+    MSGPACK_BODY,
+    operation,
+    reschedule_operation,
+    response_doc,
+)
+from .route_table import RouteTable
 from .rules.messages import parse_message, parse_new_time, parse_reschedules
 
-routes = web.RouteTableDef()
+routes = RouteTable()
 
 
 def _mid(text: str) -> MessageId:
@@ -27,7 +38,19 @@ def _mid(text: str) -> MessageId:
         raise ApiError(404, "not_found", str(e), "id") from e
 
 
-@routes.post("/v1/messages")
+@routes.post(
+    "/v1/messages",
+    operation(
+        "produce_message",
+        MESSAGES,
+        "Schedule one message",
+        CLIENT,
+        {"201": response_doc("Stored on a majority; it will be delivered at `deliver_at`.", "Scheduled")},
+        body="Message",
+        errors=("Unprocessable",),
+        description=MSGPACK_BODY,
+    ),
+)
 async def post_message(request: web.Request) -> web.Response:
     """Schedule one message."""
     started = time.perf_counter()
@@ -39,7 +62,18 @@ async def post_message(request: web.Request) -> web.Response:
     return answer(201, {"id": mid, "topic": msg.topic, "deliver_at": msg.deliver_at_ms})
 
 
-@routes.post("/v1/messages/batch")
+@routes.post(
+    "/v1/messages/batch",
+    operation(
+        "produce_messages",
+        MESSAGES,
+        "Schedule many messages; one result per item, in order",
+        CLIENT,
+        {"200": response_doc("Valid items stored; invalid ones answered by their error.", "BatchResults")},
+        body="Batch",
+        description=MSGPACK_BODY,
+    ),
+)
 async def post_batch(request: web.Request) -> web.Response:
     """Schedule many messages; one result per item, in order."""
     started = time.perf_counter()
@@ -83,7 +117,18 @@ async def _produce_each(svc, items: list, now: int) -> list[dict]:
     return results
 
 
-@routes.get(f"/v1/messages/{{id:{ID_PATTERN}}}")
+@routes.get(
+    f"/v1/messages/{{id:{ID_PATTERN}}}",
+    operation(
+        "get_message",
+        MESSAGES,
+        "A message's state: scheduled, delivered or cancelled",
+        CLIENT,
+        {"200": response_doc("The message's state.", "MessageStatus")},
+        parameters=(MESSAGE_ID,),
+        errors=("NotFound",),
+    ),
+)
 async def get_message(request: web.Request) -> web.Response:
     """A message's state: scheduled, delivered or cancelled."""
     svc = request.app[SERVICE]
@@ -102,7 +147,18 @@ async def get_message(request: web.Request) -> web.Response:
     return answer(200, out)
 
 
-@routes.delete(f"/v1/messages/{{id:{ID_PATTERN}}}")
+@routes.delete(
+    f"/v1/messages/{{id:{ID_PATTERN}}}",
+    operation(
+        "cancel_message",
+        MESSAGES,
+        "Cancel a scheduled message",
+        CLIENT,
+        {"200": response_doc("Cancelled (now, or before).", "Cancelled")},
+        parameters=(MESSAGE_ID,),
+        errors=("NotFound", "Conflict"),
+    ),
+)
 async def delete_message(request: web.Request) -> web.Response:
     """Cancel a scheduled message (409 once delivered)."""
     svc = request.app[SERVICE]
@@ -112,7 +168,18 @@ async def delete_message(request: web.Request) -> web.Response:
     return _cancel_answer(ident, state)
 
 
-@routes.delete("/v1/messages")
+@routes.delete(
+    "/v1/messages",
+    operation(
+        "cancel_message_by_key",
+        MESSAGES,
+        "Cancel a scheduled message by its producer key",
+        CLIENT,
+        {"200": response_doc("Cancelled (now, or before).", "Cancelled")},
+        parameters=KEY_QUERY,
+        errors=("BadRequest", "NotFound", "Conflict"),
+    ),
+)
 async def delete_by_key(request: web.Request) -> web.Response:
     """Cancel by producer key: ?topic=&key=."""
     svc = request.app[SERVICE]
@@ -139,7 +206,10 @@ def _not_scheduled(ident: str, state: str) -> ApiError:
     return ApiError(404, "not_found", f"no scheduled message {ident}", "id")
 
 
-@routes.patch(f"/v1/messages/{{id:{ID_PATTERN}}}")
+@routes.patch(
+    f"/v1/messages/{{id:{ID_PATTERN}}}",
+    reschedule_operation("reschedule_message", "Reschedule a message; its id stays", (MESSAGE_ID,)),
+)
 async def patch_message(request: web.Request) -> web.Response:
     """Reschedule a message: ``{deliver_at | deliver_after}``; its id stays."""
     svc = request.app[SERVICE]
@@ -150,7 +220,10 @@ async def patch_message(request: web.Request) -> web.Response:
     return _moved(svc, ident, state, at)
 
 
-@routes.patch("/v1/messages")
+@routes.patch(
+    "/v1/messages",
+    reschedule_operation("reschedule_message_by_key", "Reschedule a message by its producer key", KEY_QUERY),
+)
 async def patch_by_key(request: web.Request) -> web.Response:
     """Reschedule by producer key: ?topic=&key=."""
     svc = request.app[SERVICE]
@@ -168,7 +241,22 @@ def _moved(svc: NodeService, ident: str, state: str, at: int) -> web.Response:
     return answer(200, {"id": ident, "topic": topic, "state": SCHEDULED, "deliver_at": at})
 
 
-@routes.post("/v1/messages/reschedule")
+@routes.post(
+    "/v1/messages/reschedule",
+    operation(
+        "reschedule_messages",
+        MESSAGES,
+        "Reschedule many messages, by id or key; one result per item, in order",
+        CLIENT,
+        {
+            "200": response_doc(
+                "Items that named a scheduled message moved; the others answered by their error.",
+                "RescheduleResults",
+            )
+        },
+        body="RescheduleBatch",
+    ),
+)
 async def post_reschedule(request: web.Request) -> web.Response:
     """Reschedule many messages, by id or by key; one result per item, in order."""
     svc = request.app[SERVICE]
@@ -201,4 +289,3 @@ def _key_query(request: web.Request) -> tuple[str, str]:
     if not topic or not key:
         raise ApiError(400, "invalid_query", "give topic= and key=", "topic" if not topic else "key")
     return topic, key
-

@@ -60,4 +60,3 @@ async def errors_and_auth(request: web.Request, handler):
         if "Allow" in e.headers:
             response.headers["Allow"] = e.headers["Allow"]
         return response
-

@@ -3,6 +3,7 @@ those create_app registers and docs/api.md describes."""
 
 from __future__ import annotations
 
+import inspect
 import re
 from pathlib import Path
 
@@ -159,3 +160,18 @@ def test_every_operation_has_a_unique_operation_id_and_one_declared_tag(served):
     assert {"produce_message", "pull_messages", "ack_messages"} <= set(ids)
     docs = API_MD.read_text()
     assert [i for i in ids if f"`{i}`" not in docs] == [], "operationIds docs/api.md does not name"
+
+
+def test_a_route_checks_for_the_master_exactly_when_its_operation_says_so(app, served):
+    """An operation with the master rule documents 307/503 (node/http/openapi/operations.py);
+    its handler must make the check that answers them (``require_master``, directly, through
+    the consumer routes' ``_consumer_request``, or in the hand-over and membership changes,
+    which are given it: node/handover.py, node/membership.py), and no other handler may."""
+    checks = re.compile(r"\b(require_master|_consumer_request|handover\.release|membership\.(add|remove))\(")
+    for route in app.router.routes():
+        if route.method == "HEAD" or route.resource is None:
+            continue
+        op = served["paths"][route.resource.canonical][route.method.lower()]
+        documented = "307" in op["responses"]
+        made = bool(checks.search(inspect.getsource(route.handler)))
+        assert made == documented, (route.method, route.resource.canonical, documented, made)

@@ -1,12 +1,13 @@
 """The OpenAPI 3.1 document served at ``GET /openapi.json``, assembled from its parts:
-the operations and their tags (node/http/openapi/routes.py) and the body schemas
+the routes' operations (each declared with its handler: node/http/route_table.py), the
+tags and shared answers (node/http/openapi/operations.py) and the body schemas
 (node/http/openapi/schemas.py)."""
 
 from __future__ import annotations
 
 import orjson
 
-from .routes import RESPONSES, ROUTES, TAGS
+from .operations import RESPONSES, TAGS
 from .schemas import SCHEMAS
 
 DESCRIPTION = (
@@ -16,9 +17,10 @@ DESCRIPTION = (
 )
 
 
-def document() -> dict:
+def document(operations: dict[tuple[str, str], dict]) -> dict:
+    """The document listing ``operations``: (method, path) -> operation."""
     paths: dict[str, dict] = {}
-    for (method, path), op in ROUTES.items():
+    for (method, path), op in operations.items():
         paths.setdefault(path, {})[method] = op
     return {
         "openapi": "3.1.0",
@@ -44,4 +46,5 @@ def document() -> dict:
     }
 
 
-DOCUMENT_JSON = orjson.dumps(document())
+def document_json(operations: dict[tuple[str, str], dict]) -> bytes:
+    return orjson.dumps(document(operations))

@@ -1,0 +1,48 @@
+"""The routes of one handler module, each with its OpenAPI operation: the one table that
+``create_app`` registers and ``/openapi.json`` lists (node/http/openapi/spec.py).
+
+``@routes.post("/v1/messages", operation(...))`` registers the handler as aiohttp's
+``RouteTableDef`` does and records the operation under the route's method and its path
+as OpenAPI writes it (``{id}`` for aiohttp's ``{id:<regex>}``). The operation says the
+route's token scope and whether it answers only on the master (node/http/openapi/
+operations.py); tests/node/test_openapi.py holds the middleware's token check and the
+handlers' ``require_master`` calls to it.
+"""
+
+from __future__ import annotations
+
+import re
+
+from aiohttp import web
+
+_REGEX_PART = re.compile(r"\{(\w+):[^/]*\}")
+
+
+def openapi_path(path: str) -> str:
+    """``/v1/messages/{id:[0-9a-f]{16}}`` -> ``/v1/messages/{id}``."""
+    return _REGEX_PART.sub(r"{\1}", path)
+
+
+class RouteTable(web.RouteTableDef):
+    def __init__(self) -> None:
+        super().__init__()
+        self.operations: dict[tuple[str, str], dict] = {}  # (method, OpenAPI path) -> operation
+
+    def operation(self, method: str, path: str, operation: dict) -> None:
+        """Record a route registered some other way (the dashboard's, made at start)."""
+        key = (method.lower(), openapi_path(path))
+        if key in self.operations:
+            raise ValueError(f"{method.upper()} {path} is in the table twice")
+        self.operations[key] = operation
+
+    def _add(method: str):  # noqa: N805 - makes the methods below
+        def add(self, path: str, operation: dict, **kwargs):
+            """Register the handler decorated for this method and path (aiohttp's keyword
+            arguments), with its operation."""
+            self.operation(method, path, operation)
+            return getattr(web.RouteTableDef, method)(self, path, **kwargs)
+
+        return add
+
+    get, post, put, patch, delete = map(_add, ("get", "post", "put", "patch", "delete"))
+    del _add
