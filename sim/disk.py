@@ -118,10 +118,13 @@ class SyncedDisk:
 
     def lose_power(self, folder: str, rng: random.Random) -> list[str]:
         """Every regular file under ``folder`` back to its durable bytes (the process that
-        wrote them is gone); what changed, one line per file, in path order."""
+        wrote them is gone); what changed, one line per file, in path order. The page cache
+        goes too: pages a failed fsync left marked clean are no longer there to be skipped,
+        and what a restart writes over them reaches the disk at its next fsync."""
         changed = []
         for path in sorted(_files_under(folder)):
             st = os.stat(path)
+            self._lost.pop((st.st_dev, st.st_ino), None)
             synced = self._synced.get((st.st_dev, st.st_ino), b"")
             with open(path, "r+b") as f:
                 now = f.read()

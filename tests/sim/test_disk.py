@@ -71,3 +71,30 @@ def test_the_process_ends_at_the_failed_fsync_and_the_other_nodes_sync_on(disk):
     finally:
         os.close(fd)
     assert disk.take_exited() == []
+
+
+def test_after_a_power_loss_what_is_written_over_the_lost_pages_is_synced(disk):
+    """The pages a failed fsync left clean go with the power: a restarted node's writes at
+    those offsets reach the disk at its next fsync (a hole left there read as a corrupt
+    journal at the following power loss)."""
+    disk, node = disk
+    path = os.path.join(node, "journal")
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND)
+    try:
+        _append(fd, b"synced")
+        os.fsync(fd)
+        disk.fail_fsync(node, 1, errno.EIO)
+        _append(fd, b"LOST")
+        with pytest.raises(OSError):
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+    disk.lose_power(node, random.Random(1))
+    with open(path, "r+b") as f:  # the restart cuts what a power loss tore, and goes on
+        f.truncate(len(b"synced"))
+        f.seek(0, os.SEEK_END)
+        f.write(b"again")
+        f.flush()
+        os.fsync(f.fileno())
+    disk.lose_power(node, random.Random(1))
+    assert open(path, "rb").read() == b"syncedagain"
