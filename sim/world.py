@@ -151,6 +151,8 @@ class SimNode:
         self.drift = Drift()  # its oscillator: monotonic and wall clock (sim/clock.py)
         self.wall_fix_ns = 0  # drift taken out of the wall clock (stepped back true at the heal)
         self.paused_until_ns = 0  # SIGSTOP: none of its steps run before this
+        self.held: list = []  # the steps that came while it was stopped, in their order
+        self.stop_token = 0
         self.crashes = 0
         self.crash_at_dump = False
         self.restart_check: tuple[int, list[int]] | None = None
@@ -222,6 +224,8 @@ class SimNode:
         world = self.world
         journal = raft._journal
         self.down_holds = (journal._idx[0] if len(journal) else 0, list(journal._terms))
+        if self.paused_until_ns:  # a stopped process killed: its restart runs at once
+            world.resume(self, self.stop_token)
         world.network.detach(self.address)
         raft.transport.destroy()
         _close_fds_under(self.data_dir)
@@ -486,8 +490,7 @@ class World:
             t, _, ev = heapq.heappop(self.heap)
             node = self.by_actor.get(ev.node)
             if node is not None and node.paused_until_ns > t and ev.kind in ("raft", "loop"):
-                # stopped: its steps wait, in order (messages to it queue as in its socket)
-                self.at_abs(node.paused_until_ns, ev.kind, ev.node, ev.fn, *ev.args)
+                node.held.append(ev)  # stopped: its steps wait, in order (messages queue in its socket)
                 continue
             self.clock.ns = t
             self.clock.drift = None if node is None or node.drift.off else node.drift
@@ -722,9 +725,25 @@ class World:
         node = self.by_name[name]
 
         def on() -> None:  # a stop while stopped ends with the later of the two
-            node.paused_until_ns = max(node.paused_until_ns, self.clock.ns + int(length * S))
+            end = self.clock.ns + int(length * S)
+            if end > node.paused_until_ns:
+                node.paused_until_ns = end
+                node.stop_token += 1
+                # 1 ns early: the held steps go first, before any that come at the end itself
+                self.at_abs(end - 1, "fault", None, self.resume, node, node.stop_token)
 
         return on, lambda: None
+
+    def resume(self, node: SimNode, token: int) -> None:
+        """SIGCONT (or SIGKILL): the steps held while it was stopped run, in the order they
+        came (a dead process's find it gone, as for any step of one)."""
+        if token != node.stop_token:
+            return  # stopped again meanwhile, to a later end
+        node.paused_until_ns = 0
+        node.stop_token += 1
+        held, node.held = node.held, []
+        for ev in held:
+            self.at(0, ev.kind, ev.node, ev.fn, *ev.args)
 
     def _drift(self, name: str, rate: float):
         """The node's oscillator runs ``rate`` fast (or slow): its monotonic clock and its
