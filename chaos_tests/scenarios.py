@@ -61,6 +61,18 @@ class Run:
         finally:
             self.history.add("faults", name=name, start_ms=start, end_ms=now_ms())
 
+    def undo_faults(self) -> None:
+        """After a fault that went wrong midway: every proxy on and free of toxics, every
+        stopped node continued, every member not running started again."""
+        c = self.cluster
+        c.topology.heal()
+        for i in self.members():
+            if i in c.alive():
+                c.signal(i, signal.SIGCONT)
+            else:
+                c.start(i)
+        self.note("faults undone after the failure")
+
     def note(self, text: str) -> None:
         print(f"  {text}", flush=True)
         self.history.notes.append(text)

@@ -130,6 +130,7 @@ def soak(seed: int, minutes: float, fault_every_s: float, work: str) -> tuple[di
                 cluster.wait_connected(timeout_s=60)
             except Exception as e:  # noqa: BLE001 - a fault that went wrong is a finding
                 run.violations.append(f"{name} did not complete: {type(e).__name__}: {e}")
+                run.undo_faults()  # what it left on (links cut, a node stopped) must not outlive it
             print(f"       {len(history.produced)} acknowledged so far", flush=True)
         _sleep_until(end_at, end_at)
         run.drain()
