@@ -65,8 +65,8 @@ class SyncedDisk:
         os._exit = self._real_exit
 
     def fail_fsync(self, folder: str, after: int, errno: int) -> None:
-        """The ``after``-th fsync under ``folder`` from now fails with ``errno``, and each
-        for a file under ``folder`` fails with ``errno``."""
+        """The ``after``-th fsync from now of a file under ``folder`` fails, once, with
+        ``errno``."""
         self._armed[os.path.realpath(folder)] = [after, errno]
 
     def disarm(self, folder: str) -> None:

@@ -75,8 +75,8 @@ def failed() -> FsyncFailedError | None:
 
 def forget_failure() -> None:
     """Forget this process's fsync failure: only for a process that replaced ``os._exit``
-    and goes on running other nodes after one ended (the simulator, sim/disk.py, which
-    keeps the failure sticky for that node's files itself)."""
+    and goes on running other nodes after one ended (the simulator, sim/disk.py: the node
+    whose fsync failed is down, and the others' fsyncs must not fail for it)."""
     global _failed
     _failed = None
 
