@@ -31,24 +31,20 @@ def disk():
         os.rmdir(folder)
 
 
-def _append(fd: int, data: bytes) -> None:
-    os.write(fd, data)
-
-
 def test_a_failed_fsync_fails_once_and_its_pages_never_reach_the_disk(disk):
     disk, node = disk
     path = os.path.join(node, "log")
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND)
     try:
-        _append(fd, b"synced")
+        os.write(fd, b"synced")
         os.fsync(fd)
         disk.fail_fsync(node, 2, errno.EIO)
         os.fsync(fd)  # the first from now: fine
-        _append(fd, b"LOST")
+        os.write(fd, b"LOST")
         with pytest.raises(OSError) as failed:
             os.fsync(fd)
         assert failed.value.errno == errno.EIO
-        _append(fd, b"later")
+        os.write(fd, b"later")
         os.fsync(fd)  # succeeds, as Linux's answer to a retry does
     finally:
         os.close(fd)
@@ -81,10 +77,10 @@ def test_after_a_power_loss_what_is_written_over_the_lost_pages_is_synced(disk):
     path = os.path.join(node, "journal")
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND)
     try:
-        _append(fd, b"synced")
+        os.write(fd, b"synced")
         os.fsync(fd)
         disk.fail_fsync(node, 1, errno.EIO)
-        _append(fd, b"LOST")
+        os.write(fd, b"LOST")
         with pytest.raises(OSError):
             os.fsync(fd)
     finally:
