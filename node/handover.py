@@ -17,8 +17,6 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 
-import aiohttp
-
 from horologe.cluster import RELEASE, SYNC, ClusterError, NotMasterError, Peer
 
 from .config import NodeConfig
@@ -30,7 +28,6 @@ from .errors import (
     TransferUnconfirmed,
     UnknownNode,
 )
-from .peer_readiness import peer_readiness
 from .quorum_clock import majority
 
 log = logging.getLogger(__name__)
@@ -42,7 +39,7 @@ class Handover:
     def __init__(
         self,
         config: NodeConfig,
-        peer_ssl,
+        readiness: Callable[[str, float], Awaitable[dict | None]],
         *,
         require_master: Callable[[], None],
         is_master: Callable[[], bool],
@@ -54,14 +51,16 @@ class Handover:
         pause_leading: Callable[[], Awaitable[None]],
         resume_leading: Callable[[], None],
     ) -> None:
-        """``propose(kind, **fields)`` an entry and wait until applied; ``transfer(raft
+        """``readiness(url, timeout_s)``: a peer's ``/readyz`` body, None when it does not
+        answer in time (node/peer_readiness.py). ``propose(kind, **fields)`` an entry and
+        wait until applied; ``transfer(raft
         address, deadline_s)`` Raft leadership, True once this node stepped down;
         ``pause_leading`` stops the wheel and push (and waits), ``resume_leading`` starts
         them again when this node is still master after all. ``peers()`` are the other
         voting members now (the membership changes online)."""
         self._config = config
         self._peers = peers
-        self._peer_ssl = peer_ssl
+        self._readiness = readiness
         self._require_master = require_master
         self._is_master = is_master
         self._leader_id = leader_id
@@ -129,29 +128,28 @@ class Handover:
 
     async def _release(self, to: str | None) -> dict:
         linked = self._linked_peer_ids()
-        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=self._peer_ssl)) as session:
-            target = await self._target(session, to, linked)
-            t0 = time.monotonic()
-            self.releasing = True
-            await self._pause_leading()
-            try:
-                await self._propose(SYNC)
-                await self._propose(RELEASE, node=self._config.node_id)
-                marker = self.syncs_applied
-                new_master = None
-                for _attempt in range(3):
-                    if not await self._transfer(target.raft, 3.0):
-                        break
-                    new_master = await self._await_other_master(3.0)
-                    if new_master is not None or not self._is_master():
-                        break
-            finally:
-                self.releasing = False
-                if self._is_master():
-                    self._resume_leading()
-            if new_master is None:
-                raise TransferFailed("no other node took over; this node is still master")
-            heard_by = await self._followers_of(session, new_master, linked, 2.0)
+        target = await self._target(to, linked)
+        t0 = time.monotonic()
+        self.releasing = True
+        await self._pause_leading()
+        try:
+            await self._propose(SYNC)
+            await self._propose(RELEASE, node=self._config.node_id)
+            marker = self.syncs_applied
+            new_master = None
+            for _attempt in range(3):
+                if not await self._transfer(target.raft, 3.0):
+                    break
+                new_master = await self._await_other_master(3.0)
+                if new_master is not None or not self._is_master():
+                    break
+        finally:
+            self.releasing = False
+            if self._is_master():
+                self._resume_leading()
+        if new_master is None:
+            raise TransferFailed("no other node took over; this node is still master")
+        heard_by = await self._followers_of(new_master, linked, 2.0)
         if len(heard_by) < majority(1 + len(self._peers())):
             raise TransferUnconfirmed(
                 f"{new_master} took over but only {', '.join(heard_by)} follow it; it may be deposed",
@@ -169,7 +167,7 @@ class Handover:
             "heard_by": heard_by,
         }
 
-    async def _target(self, session: aiohttp.ClientSession, to: str | None, linked: set[str]) -> Peer:
+    async def _target(self, to: str | None, linked: set[str]) -> Peer:
         """The named peer, or the first one, that has a link to every node linked to this one."""
         config = self._config
         peers = self._peers()
@@ -182,7 +180,7 @@ class Handover:
             if peer.node_id not in linked:
                 reasons.append(f"{peer.node_id} has no link to {config.node_id}")
                 continue
-            seen = await peer_readiness(session, config.http_url(peer.http), 1.0)
+            seen = await self._readiness(config.http_url(peer.http), 1.0)
             if seen is None:
                 reasons.append(f"{peer.node_id} did not answer /readyz")
                 continue
@@ -196,9 +194,7 @@ class Handover:
             "to" if to is not None else None,
         )
 
-    async def _followers_of(
-        self, session: aiohttp.ClientSession, master: str, linked: set[str], timeout_s: float
-    ) -> list[str]:
+    async def _followers_of(self, master: str, linked: set[str], timeout_s: float) -> list[str]:
         """The nodes that follow ``master`` (it included), waiting up to ``timeout_s`` for the linked ones."""
         config = self._config
         heard = {master}
@@ -208,8 +204,8 @@ class Handover:
                 heard.add(config.node_id)
             for peer in self._peers():
                 if peer.node_id in linked and peer.node_id not in heard:
-                    seen = await peer_readiness(
-                        session, config.http_url(peer.http), max(0.05, deadline - time.monotonic())
+                    seen = await self._readiness(
+                        config.http_url(peer.http), max(0.05, deadline - time.monotonic())
                     )
                     if seen is not None and seen.get("leader") == master:
                         heard.add(peer.node_id)

@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import logging
 import os
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 
 from horologe.cluster import (
     CANCEL,
@@ -90,20 +90,31 @@ class NodeService:
         config: NodeConfig,
         clock: Clock,
         observers: Observers = NO_OBSERVERS,
+        storage_config: StorageConfig | None = None,
+        make_raft: Callable[..., RaftNode] = RaftNode,
+        peer_readiness: Callable[[str, float], Awaitable[dict | None]] | None = None,
     ) -> None:
         """``observers``: what Raft, the wheel's deliveries and the consumers report to
-        the metrics (node/observers.py)."""
+        the metrics (node/observers.py). ``storage_config``: the store's layout (default:
+        ``StorageConfig(fsync=config.fsync)``). ``make_raft``: called as ``RaftNode`` is,
+        on the loop, at :meth:`start`; the simulator (sim/) passes one that ticks the
+        node itself, on its network and crossing. ``peer_readiness(url, timeout_s)``: a
+        peer's ``/readyz`` body or None (default: over HTTP, node/peer_readiness.py)."""
         self.config = config
+        self._make_raft = make_raft
         self._observers = observers
         self.own_clock = clock
         # Calls to peers' HTTP API verify their certificates against tls_ca (node/tls.py).
-        self._peer_ssl = client_context(config.tls_ca)
+        peer_ssl = client_context(config.tls_ca)
+        self._readiness = peer_readiness or (lambda url, timeout_s: readiness_at(url, peer_ssl, timeout_s))
         self.quorum_clock = QuorumClock(
             clock, self._peer_clocks, lambda: len(self.voters()), config.clock_tolerance_ms
         )
         # Every entry, deadline and relative delay is taken by the quorum-bounded clock.
         self.clock = self.quorum_clock.now_ms
-        store = Storage(os.path.join(config.data_dir, "store"), StorageConfig(fsync=config.fsync))
+        store = Storage(
+            os.path.join(config.data_dir, "store"), storage_config or StorageConfig(fsync=config.fsync)
+        )
         for line in store.recovered:
             log.warning("storage recovery: %s", line)
         self.limits = store.config.limits
@@ -174,7 +185,7 @@ class NodeService:
         self._tasks: list[asyncio.Task] = []
         self.handover = Handover(
             config,
-            self._peer_ssl,
+            self._readiness,
             require_master=self.require_master,
             is_master=self.is_master,
             leader_id=self.leader_id,
@@ -194,7 +205,7 @@ class NodeService:
                 member, config.dial_of(member.raft), catch_up_s
             ),
             remove=lambda raft: self.raft.remove_member(raft),
-            readiness=lambda http: readiness_at(config.http_url(http), self._peer_ssl),
+            readiness=lambda http: self._readiness(config.http_url(http), 2.0),
         )
 
         self.backups = Backups(
@@ -208,7 +219,7 @@ class NodeService:
 
     async def start(self) -> None:
         self._loop = asyncio.get_running_loop()
-        self.raft = RaftNode(
+        self.raft = self._make_raft(
             self.config.cluster_settings(),
             self._writer,
             LoopCrossing(self._loop),
