@@ -35,7 +35,7 @@ import time
 
 from .canaries import CANARIES
 from .known import KNOWN
-from .run import HASHSEEDS, hashseed_for, replay_key
+from .run import HASHSEEDS, PLAIN, Mode, hashseed_for, replay_key
 from .scenarios import SCENARIOS
 
 SEED_LIMIT_S = 120  # a seed running longer than this is reported as a failure (a hang)
@@ -53,7 +53,7 @@ def _reexec_under(hashseed: int) -> None:
 # -- the zygote: one per hash seed, forks a child per seed ----------------------------------
 
 
-def zygote(nodes: int, canary: str | None, scenario: str | None, power_loss: bool) -> None:
+def zygote(nodes: int, canary: str | None, scenario: str | None, mode: Mode) -> None:
     from .run import run_seed  # the imports every child shares
 
     for line in sys.stdin:
@@ -65,7 +65,7 @@ def zygote(nodes: int, canary: str | None, scenario: str | None, power_loss: boo
             try:
                 signal.alarm(SEED_LIMIT_S)
                 result = run_seed(
-                    seed, nodes=nodes, tail=40, canary=canary, scenario=scenario, power_loss=power_loss
+                    seed, nodes=nodes, tail=40, canary=canary, scenario=scenario, mode=mode
                 )
                 if result.ok:
                     result.trace_tail = []
@@ -85,11 +85,11 @@ def zygote(nodes: int, canary: str | None, scenario: str | None, power_loss: boo
 
 class _Zygote:
     def __init__(
-        self, hashseed: int, nodes: int, canary: str | None, scenario: str | None, power_loss: bool
+        self, hashseed: int, nodes: int, canary: str | None, scenario: str | None, mode: Mode
     ) -> None:
         self.hashseed = hashseed
         extra = (["--canary", canary] if canary else []) + (["--scenario", scenario] if scenario else [])
-        extra += ["--power-loss"] if power_loss else []
+        extra += mode.options()
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "sim", "zygote", "--nodes", str(nodes), *extra],
             stdin=subprocess.PIPE,
@@ -117,12 +117,12 @@ def run_many(
     jobs: int,
     canary: str | None = None,
     scenario: str | None = None,
-    power_loss: bool = False,
+    mode: Mode = PLAIN,
 ) -> int:
     began = time.monotonic()
     if scenario:
         nodes = SCENARIOS[scenario].nodes
-    zygotes = {h: _Zygote(h, nodes, canary, scenario, power_loss) for h in range(HASHSEEDS)}
+    zygotes = {h: _Zygote(h, nodes, canary, scenario, mode) for h in range(HASHSEEDS)}
     outdir = tempfile.mkdtemp(prefix="horologe-sim-results-")
     next_seed, results, failures, known_seen = start, [], [], []
     end_seed = None if seeds is None else start + seeds
@@ -180,7 +180,7 @@ def run_many(
                         "steps": 0,
                     }
                 results.append(r)
-                plain = nodes == 3 and canary is None and scenario is None and not power_loss
+                plain = nodes == 3 and canary is None and scenario is None and mode == PLAIN
                 known = KNOWN.get(seed) if plain else None
                 if not r["ok"] and known is not None and known[0] == r["invariant"]:
                     known_seen.append(seed)
@@ -192,7 +192,7 @@ def run_many(
                         f"{r['invariant']}: {r['detail']}",
                         flush=True,
                     )
-                    print(f"  replay: {make_line(seed, nodes, canary, scenario, power_loss)}")
+                    print(f"  replay: {make_line(seed, nodes, canary, scenario, mode)}")
     finally:
         for z in zygotes.values():
             z.close()
@@ -215,14 +215,14 @@ def replay(
     as_json: bool,
     canary: str | None = None,
     scenario: str | None = None,
-    power_loss: bool = False,
+    mode: Mode = PLAIN,
     keep: frozenset[int] | None = None,
 ) -> int:
     _reexec_under(hashseed_for(seed))
     from .run import run_seed
 
     result = run_seed(
-        seed, nodes=nodes, tail=1_000_000, canary=canary, scenario=scenario, power_loss=power_loss, keep=keep
+        seed, nodes=nodes, tail=1_000_000, canary=canary, scenario=scenario, mode=mode, keep=keep
     )
     os.makedirs("sim-report", exist_ok=True)
     path = os.path.join("sim-report", f"{seed}.trace")
@@ -240,10 +240,10 @@ def replay(
     return 0 if result.ok else 1
 
 
-def shrink(seed: int, nodes: int, canary: str | None, power_loss: bool) -> int:
+def shrink(seed: int, nodes: int, canary: str | None, mode: Mode) -> int:
     """The fewest of ``seed``'s drawn faults with which it still fails on the same invariant."""
     options = ["--nodes", str(nodes)] + (["--canary", canary] if canary else [])
-    options += ["--power-loss"] if power_loss else []
+    options += mode.options()
 
     def run(keep: list[int] | None) -> dict:
         extra = [] if keep is None else ["--keep", ",".join(map(str, keep)) or "none"]
@@ -276,7 +276,7 @@ def shrink(seed: int, nodes: int, canary: str | None, power_loss: bool) -> int:
     print(f"seed {seed}: {len(kept)} of {len(first['faults'])} faults still fail on {invariant}:")
     for line in result["faults"]:
         print(f"  {line}")
-    print(f"  replay: {make_line(seed, nodes, canary, None, power_loss, kept)}")
+    print(f"  replay: {make_line(seed, nodes, canary, None, mode, kept)}")
     return 0
 
 
@@ -285,7 +285,7 @@ def make_line(
     nodes: int,
     canary: str | None,
     scenario: str | None,
-    power_loss: bool,
+    mode: Mode,
     keep: list[int] | None = None,
 ) -> str:
     """The ``make sim`` line that replays a seed as it ran."""
@@ -294,7 +294,7 @@ def make_line(
     line += f" NODES={nodes}" if nodes != 3 and not scenario else ""
     line += f" CANARY={canary}" if canary else ""
     line += f" SCENARIO={scenario}" if scenario else ""
-    return line + (" POWER=1" if power_loss else "")
+    return line + mode.make_vars()
 
 
 def _keep(text: str) -> frozenset[int]:
@@ -317,6 +317,9 @@ def main() -> int:
     p_run.add_argument(
         "--power-loss", action="store_true", help="draw power losses and failed fsyncs too (sim/disk.py)"
     )
+    p_run.add_argument(
+        "--service", action="store_true", help="every node a NodeService, with producers and consumers"
+    )
     p_replay = sub.add_parser("replay", help="replay one seed, print its trace")
     p_replay.add_argument("seed", type=int)
     p_replay.add_argument("--nodes", type=int, default=3)
@@ -325,32 +328,38 @@ def main() -> int:
     p_replay.add_argument("--canary", choices=sorted(CANARIES))
     p_replay.add_argument("--scenario", choices=sorted(SCENARIOS))
     p_replay.add_argument("--power-loss", action="store_true")
+    p_replay.add_argument("--service", action="store_true")
     p_replay.add_argument("--keep", type=_keep, help="only these drawn faults, e.g. 0,2 (none: no fault)")
     p_shrink = sub.add_parser("shrink", help="the fewest of a failing seed's faults that still fail")
     p_shrink.add_argument("seed", type=int)
     p_shrink.add_argument("--nodes", type=int, default=3)
     p_shrink.add_argument("--canary", choices=sorted(CANARIES))
     p_shrink.add_argument("--power-loss", action="store_true")
+    p_shrink.add_argument("--service", action="store_true")
     p_zygote = sub.add_parser("zygote", help=argparse.SUPPRESS)
     p_zygote.add_argument("--nodes", type=int, default=3)
     p_zygote.add_argument("--canary", default=None)
     p_zygote.add_argument("--scenario", default=None)
     p_zygote.add_argument("--power-loss", action="store_true")
+    p_zygote.add_argument("--service", action="store_true")
     args = parser.parse_args()
+    mode = Mode(args.power_loss, args.service)
     if args.cmd == "zygote":
-        zygote(args.nodes, args.canary, args.scenario, args.power_loss)
+        zygote(args.nodes, args.canary, args.scenario, mode)
         return 0
     if args.cmd == "replay":
         a = args
-        return replay(a.seed, a.nodes, a.tail, a.json, a.canary, a.scenario, a.power_loss, a.keep)
+        return replay(a.seed, a.nodes, a.tail, a.json, a.canary, a.scenario, mode, a.keep)
     if args.cmd == "shrink":
-        return shrink(args.seed, args.nodes, args.canary, args.power_loss)
+        return shrink(args.seed, args.nodes, args.canary, mode)
     budget = args.seconds if args.seconds is not None else (args.minutes * 60 if args.minutes else None)
     seeds = args.seeds if args.seeds is not None or budget is not None else 100
     return run_many(
-        seeds, args.start, budget, args.nodes, args.jobs, args.canary, args.scenario, args.power_loss
+        seeds, args.start, budget, args.nodes, args.jobs, args.canary, args.scenario, mode
     )
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    sys.stdout.flush()
+    os._exit(code)  # no finalizer runs on what crashed nodes left (sim/run.py, BURIED)

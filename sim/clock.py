@@ -19,6 +19,7 @@ module attribute bound to that function is rebound too, so the patch does not de
 
 from __future__ import annotations
 
+import math
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -45,6 +46,13 @@ class Drift:
 
     def local_ns(self, ns: int) -> int:
         return ns + self.ahead_ns + int(self.rate * (ns - self.since_ns))
+
+    def true_ns(self, local_ns: int) -> int:
+        """The first world time at which this oscillator reads ``local_ns`` or later."""
+        ns = math.ceil((local_ns - self.ahead_ns + self.rate * self.since_ns) / (1 + self.rate))
+        while self.local_ns(ns) < local_ns:  # float rounding
+            ns += 1
+        return ns
 
     def set_rate(self, ns: int, rate: float) -> None:
         self.ahead_ns = self.local_ns(ns) - ns

@@ -16,6 +16,7 @@ import tempfile
 import time
 import traceback
 from dataclasses import asdict, dataclass, field
+from typing import NamedTuple
 
 import pysyncobj.syncobj
 from pysyncobj.version import VERSION as PYSYNCOBJ_VERSION
@@ -29,6 +30,7 @@ from .scripted import Script
 from .world import Profile, S, Violation, World, fresh_dir
 
 HASHSEEDS = 4
+BURIED: list = []  # what crashed nodes left, kept to the process's end (os._exit)
 
 
 def hashseed_for(seed: int) -> int:
@@ -94,6 +96,25 @@ class _TraceLog(logging.Handler):
             self.world.pending_violation = Violation("applied-never-cut", msg)
 
 
+class Mode(NamedTuple):
+    """What a run draws beyond the Raft core's faults: power losses and failed fsyncs
+    (sim/disk.py), node services with producers and consumers (sim/service.py)."""
+
+    power_loss: bool = False
+    service: bool = False
+
+    def options(self) -> list[str]:
+        """As ``python -m sim`` options."""
+        return ["--power-loss"] * self.power_loss + ["--service"] * self.service
+
+    def make_vars(self) -> str:
+        """As ``make sim`` variables."""
+        return " POWER=1" * self.power_loss + " SERVICE=1" * self.service
+
+
+PLAIN = Mode()
+
+
 def replay_key() -> str:
     return f"py={platform.python_version()} pysyncobj={PYSYNCOBJ_VERSION}"
 
@@ -105,14 +126,14 @@ def run_seed(
     profile: Profile | None = None,
     canary: str | None = None,
     scenario: str | None = None,
-    power_loss: bool = False,
+    mode: Mode = PLAIN,
     keep: frozenset[int] | None = None,
 ) -> Result:
     """Run ``seed``; ``canary`` takes a fix away first (sim/canaries.py: for the canary
     tests, and only in a process that runs nothing else after); ``scenario`` runs a
     scripted scenario's steps (sim/scenarios/) instead of the seed's drawn faults, on its
-    number of nodes; ``power_loss``: the seed draws power losses too; ``keep``: only these
-    of the seed's drawn faults are made (``python -m sim shrink``)."""
+    number of nodes; ``mode``: what the seed draws besides (:class:`Mode`); ``keep``: only
+    these of the seed's drawn faults are made (``python -m sim shrink``)."""
     hashseed = hashseed_for(seed)
     if os.environ.get("PYTHONHASHSEED") != str(hashseed):
         raise RuntimeError(
@@ -122,9 +143,9 @@ def run_seed(
     canaries.apply(canary)
     script = Script(SCENARIOS[scenario]) if scenario else None
     profile = profile or (
-        Profile(nodes=script.scenario.nodes, spares=script.scenario.spares, power_loss=power_loss)
+        Profile(script.scenario.nodes, script.scenario.spares, mode.power_loss, service=mode.service)
         if script
-        else Profile(nodes=nodes, power_loss=power_loss)
+        else Profile(nodes=nodes, power_loss=mode.power_loss, service=mode.service)
     )
     base = fresh_dir(os.path.join(sim_root(), f"{os.getpid()}-{seed}"))
     world = World(seed, base, profile, trace_lines=max(400, tail), script=script, keep=keep)
@@ -171,7 +192,9 @@ def run_seed(
         for node in world.nodes:
             if node.alive:
                 node.crash()
-        world.graveyard.clear()
+        # A crashed node's loop holds tasks that never ran to their end: collected, their
+        # coroutines would run their cleanup on a loop long gone. The process ends first.
+        BURIED.extend(world.graveyard)
         fresh_dir(base)
         os.rmdir(base)
     result.wall_s = time.perf_counter() - started
@@ -179,6 +202,8 @@ def run_seed(
     result.steps = world.steps
     result.virtual_s = world.clock.ns / S
     result.answers = dict(sorted(world.client.answered.items()))
+    if world.workload is not None:
+        result.answers = world.workload.answers()
     result.acked = len(world.acked)
     result.delivered = getattr(world, "delivered", 0)
     result.messages = world.network.messages

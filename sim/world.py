@@ -21,6 +21,7 @@ import errno
 import hashlib
 import heapq
 import logging
+import math
 import os
 import random
 import shutil
@@ -36,13 +37,17 @@ from horologe.cluster.raft.dial_node import DialNode
 from horologe.cluster.raft.dump_file import read_local
 from horologe.cluster.raft.journal import DiskJournal
 from horologe.cluster.raft.node import RaftNode
-from horologe.storage import MessageColumns, Storage, StorageConfig, check_store
+from horologe.node.service import NodeService
+from horologe.storage import MessageColumns, Storage, StorageConfig, check_store, id_strings
 from horologe.wheel import Watermark
 
-from .clock import Drift, VirtualClock
+from . import service
+from .clock import MONOTONIC_START_S, Drift, VirtualClock
 from .disk import ProcessExit, SyncedDisk
+from .loop import SimLoop
 from .network import DROP, OPEN, REJECT, SimNetwork, transport_for
 from .scripted import Script
+from .workload import Workload
 
 log = logging.getLogger(__name__)
 
@@ -84,6 +89,7 @@ class Profile:
     liveness_s: float = 12.0  # after the heal: a leader and a new commit within this
     restart_all: bool = True  # at the end, crash and restart every node, then check again
     power_loss: bool = False  # draw power losses too (sim/disk.py): off, seeds draw as before
+    service: bool = False  # every node a NodeService, with producers and consumers (sim/service.py)
 
 
 @dataclass
@@ -120,6 +126,9 @@ class SimCrossing:
         node = self.node
         if node.incarnation != self.incarnation:
             return
+        if node.loop is not None:  # a service's asyncio loop: run in its next turn
+            node.loop.call_soon(fn, *args)
+            return
         node.posted.append((fn, args))
         world = node.world
         world.at(world.rng.randrange(0, 2 * MS), "loop", node.name, node.run_loop, self.incarnation)
@@ -144,6 +153,10 @@ class SimNode:
             **world.knobs,
         )
         self.raft: RaftNode | None = None
+        self.service: NodeService | None = None  # with Profile.service
+        self.loop: SimLoop | None = None  # the service's event loop (sim/loop.py)
+        self.turn_token = 0
+        self.turn_at_ns: int | None = None  # the loop's next turn, scheduled
         self.incarnation = 0
         self.posted: deque = deque()
         self.tick_token = 0
@@ -183,28 +196,41 @@ class SimNode:
         self.incarnation += 1
         self.posted.clear()
         held_before = self.down_holds
-        store = Storage(os.path.join(self.data_dir, "store"), STORAGE)
-        state = StateMachine(store)
-        real_apply = state.apply
         name = self.name
+        crossing = SimCrossing(self)
+        if world.profile.service:
+            self.service, self.loop = service.build(self, crossing, _monotonic_went_back, STORAGE)
+            self.loop.set_exception_handler(world.loop_error)
+            state = self.service._writer
+        else:
+            state = StateMachine(Storage(os.path.join(self.data_dir, "store"), STORAGE))
+        real_apply = state.apply
 
         def apply(index: int, blob: bytes, term: int | None = None):
             world.observe_apply(name, index, term, blob)
-            return real_apply(index, blob, term)
+            res = real_apply(index, blob, term)
+            if world.workload is not None and res is not None and res.kind == PRODUCE:
+                ids = world.workload.ids
+                for mid in id_strings(res.id_hours, res.id_gis):
+                    ids.setdefault(mid, (index, term))
+            return res
 
         state.apply = apply
-        crossing = SimCrossing(self)
-        self.raft = RaftNode(
-            self.settings,
-            state,
-            crossing,
-            lambda applied: None,
-            lambda leads: world.note(f"{name} loop: role {'master' if leads else 'follower'}"),
-            clock=self.wall_ms,
-            auto_tick=False,
-            on_monotonic_step=_monotonic_went_back,
-            transport_class=world.transport_class,
-        )
+        if self.service is not None:
+            service.start(self.service, self.loop)
+            self.raft = self.service.raft
+        else:
+            self.raft = RaftNode(
+                self.settings,
+                state,
+                crossing,
+                lambda applied: None,
+                lambda leads: world.note(f"{name} loop: role {'master' if leads else 'follower'}"),
+                clock=self.wall_ms,
+                auto_tick=False,
+                on_monotonic_step=_monotonic_went_back,
+                transport_class=world.transport_class,
+            )
         self.raft._dump.sim_node = name
         journal = self.raft._journal
         for method in ("deleteEntriesFrom", "deleteEntriesTo", "clear"):
@@ -233,8 +259,9 @@ class SimNode:
         if notifier is not None:
             for attr in ("_PipeNotifier__pipeR", "_PipeNotifier__pipeW"):
                 _null_fd(getattr(notifier, attr))
-        world.graveyard.append(raft)  # never collected mid-run: no finalizer runs on our files
-        self.raft = None
+        world.graveyard.append((raft, self.service, self.loop))  # never collected mid-run: no
+        self.raft = self.service = self.loop = None  # finalizer runs on our files, no task ends
+        self.turn_at_ns = None
         self.incarnation += 1
         self.posted.clear()
         self.crashes += 1
@@ -285,6 +312,37 @@ class SimNode:
             self.world.check_restart(self, held_before)
         tick_ns = int(self.settings.tick_s * S)
         self.schedule_tick(tick_ns + self.world.rng.randrange(-tick_ns // 5, tick_ns // 5))
+        return True
+
+    def plan_turn(self) -> None:
+        """After each of its steps: the service loop's next turn, when it has something to run
+        (a callback ready: within 1 ms; else its first timer, by this node's clock)."""
+        loop = self.loop
+        when = loop.next_turn()
+        if when is None:
+            return
+        world = self.world
+        if loop._ready:
+            if self.turn_at_ns is not None and self.turn_at_ns <= world.clock.ns + MS:
+                return
+            t = world.clock.ns + world.rng.randrange(0, MS)
+        else:
+            local = math.ceil((when - MONOTONIC_START_S) * S) + 1_000  # float rounding: never early
+            t = self.drift.true_ns(local)
+            if self.turn_at_ns is not None and self.turn_at_ns <= t:
+                return
+        self.turn_token += 1
+        self.turn_at_ns = t
+        world.at_abs(t, "loop", self.name, self.turn, self.turn_token)
+
+    def turn(self, token: int) -> bool:
+        """One turn of the service's loop; the tick runs soon after if it left Raft work."""
+        if token != self.turn_token or self.loop is None:
+            return False
+        self.turn_at_ns = None
+        self.loop.turn()
+        if self.raft is not None and service.raft_has_work(self.raft):
+            self.wake()
         return True
 
     def run_loop(self, incarnation: int) -> bool:
@@ -445,6 +503,7 @@ class World:
         self.drawn = 0  # faults drawn so far (kept or not)
         self.keep = keep
         self.counts: dict[str, int] = {}
+        self.workload = Workload(self, TOPICS) if self.profile.service else None
 
     def _draw_knobs(self) -> dict:
         rng = self.rng
@@ -499,6 +558,8 @@ class World:
                 did = ev.fn(*ev.args)
             except ProcessExit:
                 did = True  # the step ended with its node's process
+            if node is not None and node.loop is not None:
+                node.plan_turn()
             self.actor = None
             self.clock.drift = None
             self.exit_failed_fsyncs()
@@ -523,7 +584,10 @@ class World:
             self.at(int(prof.faults_s * S), "fault", None, self.heal)
         else:
             self.script.start(self)  # its last step heals
-        self.at(int(0.5 * S), "client", None, self.client_act)
+        if self.workload is None:
+            self.at(int(0.5 * S), "client", None, self.client_act)
+        else:
+            self.workload.start()
         while self.step():
             if self.phase == "done":
                 return
@@ -909,6 +973,29 @@ class World:
 
     # -- checks --------------------------------------------------------------------------
 
+    def acked_messages(self, messages: list[tuple[str, tuple[int, int | None], str, int]]) -> None:
+        """A produce answered through a node service: ``(id, (index, term) of the entry
+        that applied it, topic, deliver_at)`` each; acknowledged entries from now on."""
+        by_entry: dict[tuple[int, int | None], list] = {}
+        for mid, entry, topic, at in messages:
+            by_entry.setdefault(entry, []).append((mid, topic, at))
+        for (index, term), msgs in sorted(by_entry.items()):
+            voters = self.committed_under.get(index) or (tuple(sorted(n.name for n in self.nodes)),)
+            self.acked.append(Acked(index, term, self.applied[index][1], msgs, self.clock.ns, voters))
+            self.note(f"client: acked entry {index} term {term} ({len(msgs)} messages)")
+            if self.phase in ("heal", "restarted"):
+                self.client.final_index = max(index, self.client.final_index or 0)
+
+    def violate(self, invariant: str, detail: str) -> None:
+        """An invariant failed inside a node's step (on its loop): raised after the step."""
+        if self.pending_violation is None:
+            self.pending_violation = Violation(invariant, detail)
+
+    def loop_error(self, loop, context: dict) -> None:
+        """A service loop's callback or task raised where nothing awaited it: a bug."""
+        exc = context.get("exception")
+        self.violate("loop-error", f"{context.get('message')}: {exc!r}")
+
     def membership_of(self, node: SimNode) -> tuple[str, ...]:
         """The voters ``node`` counts now: itself and the members of its log."""
         return tuple(sorted((node.name, *(self.by_address[n.address].name for n in node.raft.otherNodes))))
@@ -953,6 +1040,8 @@ class World:
     def check_step(self) -> None:
         if self.pending_violation is not None:
             raise self.pending_violation
+        if self.workload is not None:
+            self.workload.track_clocks()
         for node in self.all_nodes:  # a removed node or a spare leading counts too
             raft = node.raft
             if raft is not None and raft._isLeader():

@@ -1,0 +1,103 @@
+"""Each simulated node as the real ``NodeService`` (with ``--service``): the wheel driver,
+group commit, consumers and their replicated leases, the quorum clock, releases and
+hand-overs, retention and schedules, on the node's own asyncio loop (sim/loop.py).
+
+The service is built as node/main.py builds it, with three of its constructor's seams:
+the store's small layout, a ``RaftNode`` that the world ticks on its network and
+crossing, and a peer's ``/readyz`` read from that node's service across the simulated
+network instead of over HTTP (a clock hand-over asks it of its target).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING
+
+from horologe.cluster.raft.node import RaftNode
+from horologe.node.config import NodeConfig
+from horologe.node.service import NodeService
+
+from .loop import SimLoop
+from .network import OPEN
+
+if TYPE_CHECKING:
+    from .world import SimNode
+
+# Retries come back within a run (the default levels are 10 s and more).
+RETRY_LEVELS_MS = (300, 1_000)
+
+
+def http_of(name: str) -> str:
+    """A node's HTTP address as its config names it (never dialled: see ``readiness``)."""
+    return f"{name}.sim:80"
+
+
+def build(node: SimNode, crossing, monotonic_step, storage_config) -> tuple[NodeService, SimLoop]:
+    """The node's service and loop, not started (:func:`start`)."""
+    world = node.world
+    settings = node.settings
+    config = NodeConfig(
+        node_id=node.name,
+        data_dir=node.data_dir,
+        http=http_of(node.name),
+        raft=node.address,
+        peers=settings.peers,
+        join=settings.join,
+        insecure_dev=True,
+        log_compaction_min_entries=settings.log_compaction_min_entries,
+        retry_levels_ms=RETRY_LEVELS_MS,
+        loop_lag_probe_ms=0,
+    )
+
+    def make_raft(_settings, state, _crossing, on_applied, on_role, **kw) -> RaftNode:
+        return RaftNode(
+            settings,  # the world's: its knobs (ticks, compaction, shipping) drawn from the seed
+            state,
+            crossing,
+            on_applied,
+            on_role,
+            auto_tick=False,
+            on_monotonic_step=monotonic_step,
+            transport_class=world.transport_class,
+            **kw,
+        )
+
+    async def readiness(url: str, timeout_s: float) -> dict | None:
+        """``/readyz`` of the node at ``url``: its service's answer after a round trip, or
+        None at the timeout when it is down or a path between the two is not open."""
+        target = world.by_name.get(url.split("//", 1)[-1].split(".", 1)[0])
+        paths = world.network.paths
+        up = target is not None and target.service is not None and target.paused_until_ns <= world.clock.ns
+        both = ((node.address, target.address), (target.address, node.address)) if up else ()
+        if up and all(paths.get(p, OPEN) == OPEN for p in both):
+            await asyncio.sleep(world.rng.randrange(200, 2_000) / 1e6)
+            return target.service.readiness()
+        await asyncio.sleep(timeout_s)
+        return None
+
+    loop = SimLoop()
+    service = NodeService(
+        config, node.wall_ms, storage_config=storage_config, make_raft=make_raft, peer_readiness=readiness
+    )
+    return service, loop
+
+
+def start(service: NodeService, loop: SimLoop) -> None:
+    """``await service.start()``, which waits on nothing: run to its end now, as on the loop."""
+    asyncio.events._set_running_loop(loop)
+    try:
+        coro = service.start()
+        try:
+            coro.send(None)
+        except StopIteration:
+            return
+        raise RuntimeError("NodeService.start waited: the simulator starts it in one step")
+    finally:
+        asyncio.events._set_running_loop(None)
+
+
+def raft_has_work(raft: RaftNode) -> bool:
+    """Whether the loop left the tick something to do: a proposal queued, or a question
+    for the writer (pysyncobj's poll would return at once)."""
+    queued = raft._SyncObj__commandsQueue._FastQueue__queue  # syncobj.py:262, fast_queue.py:12
+    return bool(queued) or bool(raft._questions._asked)

@@ -1,0 +1,336 @@
+"""What users do to a simulated cluster of node services (``--service``), and the checks on
+what consumers receive.
+
+A producer and two consumers of one group call what the HTTP handlers call
+(node/http/messages.py, node/http/consumers.py): ``require_master``, then the service.
+A request reaches its node's loop 0.1-1 ms after it is sent; its answer is taken when the
+task ends; one not answered within ``TIMEOUT_S`` is given up (the node crashed, or a
+link or a stop held it). A node that is not master sends the caller to the master it
+knows, else to a node at random.
+
+- **Producer:** every 2-40 ms, 1-3 messages to the two topics, due -0.5..4 s from now,
+  half of them keyed. An answered produce is an acknowledged entry: held by a majority
+  from then on, and its messages in every ready log at the end (sim/world.py).
+- **Consumers:** pull 1-8 messages of a topic (and its group's retries) with a
+  visibility of 0.3-1.5 s, waiting 0, 50 or 200 ms; then, per message, ack (most),
+  nack, release, or forget it (its lease runs out), each after a delay that may pass
+  the lease's end.
+
+Checked on every pull's answer, per message and attempt (a nack's retry is the next
+attempt), by the world's true clock:
+
+- ``handed-out-early``: before its deliver time;
+- ``acked-handed-out-again``: in a pull sent after an ack of it was answered;
+- ``handed-out-inside-a-lease``: while an earlier hand-out's lease holds: until the
+  ``lease_until`` its receipt names (the chaos checker's rule, chaos_tests/checker.py),
+  unless its consumer sent a release or a nack of it before this answer;
+- ``lease-as-asked``: a lease that ends more than ``LEASE_LAG_MS`` before ``visibility``
+  from when its pull was sent (stamped by a clock far behind the true time), plus the
+  most any node's clock has been behind so far (with one node cut off, quorum time of
+  three follows the later of the other two).
+
+Each bound is loosened by ``slack_ms``: how far the cluster's time may run ahead of the
+true time by design (node/quorum_clock.py): the clock a majority is ahead by, at the
+worst moment so far, plus half the worst asymmetry of a link's delays so far (a reading
+is aged by half the round trip), plus what a drifting monotonic clock adds to a reading's
+age (the design assumes they run true), plus ``BASE_SLACK_MS`` for ms truncations and
+jitter.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from chaos_tests.checker import lease_end
+from horologe.cluster import NotMasterError
+from horologe.node.consumers import wire as pull_wire
+from horologe.node.quorum_clock import majority
+from horologe.node.service import NodeService
+from horologe.storage import MessageColumns
+
+MS = 1_000_000
+S = 1_000_000_000
+TIMEOUT_S = 5.0
+BASE_SLACK_MS = 5
+FRESH_S = 1.5  # the oldest a clock reading is used at (node/quorum_clock.py, fresh_s)
+# How much shorter than asked a lease may come out: the cluster's time lags the true time
+# by a reading's transit, more when a link held it (a blackhole, TCP retransmits).
+LEASE_LAG_MS = 100
+GROUP = "g"
+
+
+@dataclass
+class Handout:
+    consumer: str
+    lease_until: int  # its receipt's, by the clock of the master that handed it out
+    ended_ms: int | None = None  # true wall ms its consumer sent a release or a nack of it
+
+
+@dataclass
+class Actor:
+    name: str
+    believed: str
+    busy: bool = False  # a consumer pulls one at a time
+    answered: dict[str, int] = field(default_factory=dict)
+
+
+class Workload:
+    def __init__(self, world, topics: tuple[str, ...]) -> None:
+        self.world = world
+        self.topics = topics
+        names = [n.name for n in world.nodes]
+        rng = world.rng
+        self.producer = Actor("producer", rng.choice(names))
+        self.consumers = [Actor(f"c{i}", rng.choice(names)) for i in (1, 2)]
+        self.ids: dict[str, tuple[int, int | None]] = {}  # message id -> the entry that applied it
+        self.handouts: dict[tuple[str, int], list[Handout]] = {}
+        self.acked_ms: dict[tuple[str, int], int] = {}  # (id, attempt) -> when an ack was answered
+        self.slack_ms = BASE_SLACK_MS
+        self.behind_ms = 0  # the most any node's clock has been behind the true time so far
+        self.sent = 0
+        self.handed = 0
+
+    # -- running --------------------------------------------------------------------
+
+    def start(self) -> None:
+        world = self.world
+        world.at(int(0.5 * S), "client", None, self.produce_act)
+        for c in self.consumers:
+            world.at(int(0.5 * S) + world.rng.randrange(0, 50 * MS), "client", None, self.consume_act, c)
+
+    @property
+    def running(self) -> bool:
+        return self.world.phase not in ("draining", "done")
+
+    def call(
+        self,
+        actor: Actor,
+        what: str,
+        work: Callable[[NodeService], Coroutine],
+        answered: Callable[[object], None],
+        failed: Callable[[], None] = lambda: None,
+    ) -> None:
+        """Send ``work(service)`` to the node ``actor`` believes is master; ``answered(result)``
+        or ``failed()`` (an error, or no answer in time) once, as a client step."""
+        world = self.world
+        node = world.by_name[actor.believed]
+        state = {"done": False}
+
+        def finish(outcome: str, result=None) -> None:
+            if state["done"]:
+                return
+            state["done"] = True
+            key = outcome if ":" in outcome else f"{what}:{outcome}"
+            actor.answered[key] = actor.answered.get(key, 0) + 1
+            if outcome == "ok":
+                answered(result)
+            else:
+                failed()
+
+        def settle(task: asyncio.Task) -> None:  # on the node's loop, as its answer leaves
+            if task.cancelled():
+                return
+            err = task.exception()
+            if err is None:
+                finish("ok", task.result())
+                return
+            if isinstance(err, NotMasterError):
+                self._redirect(actor, node)
+            finish(f"{what}:{type(err).__name__}")
+
+        def arrive(incarnation: int) -> bool:
+            service = node.service
+            if node.incarnation != incarnation or service is None:
+                self._redirect(actor, None)
+                finish(f"{what}:lost")
+                return True
+            node.loop.create_task(work(service)).add_done_callback(settle)
+            return True
+
+        def give_up() -> None:
+            if not state["done"]:
+                self._redirect(actor, None)
+                finish(f"{what}:timeout")
+
+        world.at(world.rng.randrange(100_000, MS), "loop", node.name, arrive, node.incarnation)
+        world.at(int(TIMEOUT_S * S), "client", None, give_up)
+
+    def _redirect(self, actor: Actor, node) -> None:
+        """To the master ``node`` names (as its 307 would), else to a node at random."""
+        world = self.world
+        leader = None
+        if node is not None and node.raft is not None and node.raft.status.leader:
+            leader = world.by_address.get(node.raft.status.leader)
+        actor.believed = (leader or world.rng.choice(world.nodes)).name
+
+    # -- the producer ----------------------------------------------------------------
+
+    def produce_act(self) -> None:
+        if not self.running:
+            return
+        world, rng = self.world, self.world.rng
+        self.sent += 1
+        serial = self.sent
+        now = world.clock.wall_ms()
+        n = rng.randrange(1, 4)
+        topics = [rng.choice(self.topics) for _ in range(n)]
+        deliver = [now + rng.randrange(-500, 4000) for _ in range(n)]
+        cols = MessageColumns(
+            topics,
+            [f"m{serial}.{i}".encode() for i in range(n)],
+            np.array(deliver, dtype=np.int64),
+            np.full(n, now, dtype=np.int64),
+            [f"k{serial}.{i}" if rng.random() < 0.5 else None for i in range(n)],
+        )
+
+        async def produce(service: NodeService) -> list[str]:
+            service.require_master()
+            return await service.produce(cols)
+
+        def answered(ids) -> None:
+            made = zip(ids, topics, deliver, strict=True)
+            world.acked_messages([(mid, self.ids[mid], t, at) for mid, t, at in made])
+
+        self.call(self.producer, "produce", produce, answered)
+        world.at(rng.randrange(2 * MS, 40 * MS), "client", None, self.produce_act)
+
+    # -- consumers -----------------------------------------------------------------
+
+    def consume_act(self, c: Actor) -> None:
+        if not self.running:
+            return
+        world, rng = self.world, self.world.rng
+        topic = rng.choice(self.topics)
+        most = rng.randrange(1, 9)
+        wait_ms = rng.choice((0, 50, 200))
+        visibility_ms = rng.randrange(300, 1_500)
+        sent_ms = world.clock.wall_ms()
+
+        async def pull(service: NodeService) -> dict:
+            service.require_master()
+            pulled = await service.consumers.pull(GROUP, topic, None, most, wait_ms, visibility_ms)
+            answer = pull_wire.as_json(pulled, service.clock())
+            where = f"{service.config.node_id} at {answer['clock_ms']}"
+            self.check_pull(c, answer["messages"], sent_ms, visibility_ms, where)  # as the answer leaves
+            return answer
+
+        def answered(answer: dict) -> None:
+            self.after_pull(c, answer["messages"], visibility_ms)
+            world.at(rng.randrange(1 * MS, 30 * MS), "client", None, self.consume_act, c)
+
+        def failed() -> None:
+            world.at(rng.randrange(1 * MS, 30 * MS), "client", None, self.consume_act, c)
+
+        self.call(c, "pull", pull, answered, failed)
+
+    def check_pull(self, c: Actor, messages: list[dict], sent_ms: int, visibility_ms: int, on: str) -> None:
+        """``on``: the node that answers, and its clock."""
+        world = self.world
+        now = world.clock.wall_ms()
+        slack = self.slack_ms
+        for m in messages:
+            key = (m["id"], m["attempt"])
+            where = f"{m['id']} attempt {m['attempt']} to {c.name} at {now}"
+            if now < m["deliver_at"] - slack:
+                world.violate(
+                    "handed-out-early", f"{where}: due at {m['deliver_at']} (slack {slack} ms)"
+                )
+            acked = self.acked_ms.get(key)
+            if acked is not None and acked < sent_ms:
+                world.violate(
+                    "acked-handed-out-again", f"{where}, pulled at {sent_ms}: its ack was answered at {acked}"
+                )
+            for h in self.handouts.get(key, ()):
+                if now < h.lease_until - slack and (h.ended_ms is None or h.ended_ms > now):
+                    world.violate(
+                        "handed-out-inside-a-lease",
+                        f"{where}: {h.consumer} holds it until {h.lease_until} (slack {slack} ms)",
+                    )
+            until = lease_end(m["receipt"])
+            if until < sent_ms + visibility_ms - LEASE_LAG_MS - self.behind_ms:
+                world.violate(
+                    "lease-as-asked",
+                    f"{where}: leased until {until}, pulled at {sent_ms} for {visibility_ms} ms "
+                    f"(a clock behind by up to {self.behind_ms} ms)",
+                )
+            self.handouts.setdefault(key, []).append(Handout(c.name, until))
+            self.handed += 1
+        if messages:
+            got = " ".join(f"{m['id']}/{m['attempt']}" for m in messages)
+            world.note(f"{c.name} pulled on {on} (sent {sent_ms}, {visibility_ms} ms): {got}")
+
+    def after_pull(self, c: Actor, messages: list[dict], visibility_ms: int) -> None:
+        """What the consumer does with each message: ack, nack, release or nothing."""
+        rng = self.world.rng
+        plans: dict[str, list[dict]] = {"ack": [], "nack": [], "release": []}
+        for m in messages:
+            r = rng.random()
+            what = "ack" if r < 0.75 else "nack" if r < 0.83 else "release" if r < 0.9 else None
+            if what is not None:
+                plans[what].append(m)
+        for what, ms in plans.items():
+            if ms:
+                late = 1.3 if what == "ack" else 0.8
+                delay = rng.randrange(0, int(visibility_ms * late) + 1) * MS
+                self.world.at(delay, "client", None, self.settle_act, c, what, ms)
+
+    def settle_act(self, c: Actor, what: str, messages: list[dict]) -> None:
+        world = self.world
+        receipts = [m["receipt"] for m in messages]
+        keys = [(m["id"], m["attempt"]) for m in messages]
+        if what != "ack":
+            sent = world.clock.wall_ms()
+            for key in keys:
+                for h in self.handouts.get(key, ()):
+                    if h.consumer == c.name and h.ended_ms is None:
+                        h.ended_ms = sent
+
+        async def settle(service: NodeService):
+            service.require_master()
+            if what == "ack":
+                return await service.consumers.ack(GROUP, receipts)
+            if what == "nack":
+                return await service.consumers.nack(GROUP, receipts)
+            return await service.consumers.release(GROUP, receipts)
+
+        world.note(f"{c.name} sends {what} of " + " ".join(f"{i}/{a}" for i, a in keys))
+
+        def answered(_result) -> None:
+            world.note(f"{c.name}: {what} answered ({_result})")
+            if what == "ack":
+                now = world.clock.wall_ms()
+                for key in keys:
+                    self.acked_ms.setdefault(key, now)
+
+        self.call(c, what, settle, answered)
+
+    # -- the clocks' slack ---------------------------------------------------------------
+
+    def track_clocks(self) -> None:
+        """After every step: the most the cluster's time may lead the true time so far."""
+        world = self.world
+        true = world.clock.wall_ms()
+        ahead = sorted((n.wall_ms() - true for n in world.nodes), reverse=True)
+        kth = ahead[majority(len(ahead)) - 1]
+        self.behind_ms = max(self.behind_ms, -ahead[-1])
+        delay = world.network.delay
+        skew = max((abs(d[0] - delay.get((b, a), d)[0]) for (a, b), d in delay.items()), default=0)
+        # a reading is aged on the receiver's monotonic clock, for up to FRESH_S: one that
+        # drifts fast ages it ahead
+        drift = max(abs(n.drift.rate) for n in world.nodes)
+        slack = BASE_SLACK_MS + max(0, kth) + skew // (2 * MS) + int(drift * FRESH_S * 1000)
+        if slack > self.slack_ms:
+            self.slack_ms = slack
+
+    def answers(self) -> dict[str, int]:
+        """How the requests ended, by what and how (ok, lost, timeout, an error's name);
+        ``handed out``: messages pulled."""
+        out: dict[str, int] = {"handed out": self.handed, "slack ms": self.slack_ms}
+        for actor in (self.producer, *self.consumers):
+            for outcome, n in actor.answered.items():
+                out[outcome] = out.get(outcome, 0) + n
+        return dict(sorted(out.items()))
