@@ -64,9 +64,7 @@ def zygote(nodes: int, canary: str | None, scenario: str | None, mode: Mode) -> 
             code = 0
             try:
                 signal.alarm(SEED_LIMIT_S)
-                result = run_seed(
-                    seed, nodes=nodes, tail=40, canary=canary, scenario=scenario, mode=mode
-                )
+                result = run_seed(seed, nodes=nodes, tail=40, canary=canary, scenario=scenario, mode=mode)
                 if result.ok:
                     result.trace_tail = []
                 with open(out, "w") as f:
@@ -354,9 +352,7 @@ def main() -> int:
         return shrink(args.seed, args.nodes, args.canary, mode)
     budget = args.seconds if args.seconds is not None else (args.minutes * 60 if args.minutes else None)
     seeds = args.seeds if args.seeds is not None or budget is not None else 100
-    return run_many(
-        seeds, args.start, budget, args.nodes, args.jobs, args.canary, args.scenario, mode
-    )
+    return run_many(seeds, args.start, budget, args.nodes, args.jobs, args.canary, args.scenario, mode)
 
 
 if __name__ == "__main__":

@@ -236,9 +236,7 @@ class Workload:
             key = (m["id"], m["attempt"])
             where = f"{m['id']} attempt {m['attempt']} to {c.name} at {now}"
             if now < m["deliver_at"] - slack:
-                world.violate(
-                    "handed-out-early", f"{where}: due at {m['deliver_at']} (slack {slack} ms)"
-                )
+                world.violate("handed-out-early", f"{where}: due at {m['deliver_at']} (slack {slack} ms)")
             acked = self.acked_ms.get(key)
             if acked is not None and acked < sent_ms:
                 world.violate(
