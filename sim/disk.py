@@ -81,6 +81,7 @@ class SyncedDisk:
         self._failing: dict[str, int] = {}  # folder -> errno of every write there, until disarmed
         self._dead: dict[str, tuple[str, bool]] = {}  # folder -> (file, power) of a crash in a write
         self.write_errors = 0  # writes failed so far (short or raised): the world's step reads it
+        self._write_failure: tuple[str, str] | None = None  # (folder, file) of this step's failed write
 
     def install(self, folder: str) -> None:
         """From now on (until :meth:`uninstall`), every fsync of this process records what
@@ -129,6 +130,7 @@ class SyncedDisk:
         call; its folder takes writes again."""
         crashed = [(folder, path, power) for folder, (path, power) in self._dead.items()]
         self._dead.clear()
+        self._write_failure = None
         return crashed
 
     def _watched(self, path: str) -> str | None:
@@ -150,6 +152,7 @@ class SyncedDisk:
         err = self._failing.get(folder)
         if err is not None:
             self.write_errors += 1
+            self._write_failure = (folder, os.path.relpath(path, folder))
             raise OSError(err, os.strerror(err))
         fault = self._write_armed[folder]
         fault.left -= 1
@@ -165,6 +168,7 @@ class SyncedDisk:
             raise ProcessExit(1)
         self._failing[folder] = fault.errno
         self.write_errors += 1
+        self._write_failure = (folder, os.path.relpath(path, folder))
         if kept:
             return kept  # a short write: the next one gets the error
         raise OSError(fault.errno, os.strerror(fault.errno))
@@ -233,11 +237,17 @@ class SyncedDisk:
             self._synced[key] = data
 
     def _exit(self, status: int) -> None:
-        """``os._exit`` of a node: only storage/durable.py calls it, on a failed fsync."""
-        if self._failure is None:
-            self._real_exit(status)  # not a node's failed fsync: nothing the simulator made
-        self._exited.append(self._failure)
-        self._failure = None
+        """``os._exit`` of a node: only storage/durable.py calls it, on a failed fsync, or
+        on a failed write of Raft state (then the process goes down as a crash leaves it:
+        the page cache keeps what was written, the failed write's prefix too)."""
+        if self._failure is not None:
+            self._exited.append(self._failure)
+            self._failure = None
+        elif self._write_failure is not None:
+            folder, path = self._write_failure
+            self._dead[folder] = (path, False)
+        else:
+            self._real_exit(status)  # not a node's failed fsync or write: nothing the simulator made
         raise ProcessExit(status)
 
     def lose_power(self, folder: str, rng: random.Random) -> list[str]:

@@ -714,7 +714,8 @@ class World:
 
     def _write_fails(self, name: str, after: int, err: int, kept: float):
         """The node's ``after``-th write from now fails, and every later one until the fault
-        ends (a disk full, or failing); what the node does then is the product's."""
+        ends (a disk full, or failing); what the node does then is the product's (a process
+        that ended on it restarts when the fault ends)."""
         node = self.by_name[name]
 
         def on() -> None:
@@ -723,6 +724,7 @@ class World:
 
         def off() -> None:
             self.disk.disarm(node.data_dir)
+            self.restart_of(name)()
 
         return on, off
 
@@ -746,7 +748,7 @@ class World:
         page cache kept, with that write's prefix), or a power loss."""
         for folder, path, power in self.disk.take_crashed():
             node = next(n for n in self.all_nodes if os.path.realpath(n.data_dir) == folder)
-            self.note(f"{node.name} died writing {path}{' and lost power' if power else ''}")
+            self.note(f"{node.name} process ended writing {path}{' and lost power' if power else ''}")
             if not node.alive:  # in its start: what the start opened closes with it
                 _close_fds_under(node.data_dir)
             node.lose_power() if power else node.crash()
