@@ -7,6 +7,7 @@ import errno
 import os
 import random
 
+import numpy as np
 import pytest
 
 from horologe.storage import durable
@@ -162,3 +163,59 @@ def test_a_crash_in_a_write_keeps_a_prefix_and_the_dead_process_writes_nothing_m
     assert open(path, "rb").read() == b"syncedto"  # the page cache: a crash keeps it
     disk.lose_power(node, random.Random(1))
     assert open(path, "rb").read().startswith(b"synced")
+
+
+def _produce(index: int) -> bytes:
+    from horologe.cluster import PRODUCE, Entry
+    from horologe.storage import MessageColumns
+    from horologe.wheel import Watermark
+
+    now = 1_767_225_600_000 + index
+    messages = MessageColumns(
+        ["a", "b"],
+        [f"body {index} {'x' * 200}".encode(), b"b"],
+        np.array([now + 1000, now + 2000], dtype=np.int64),
+        np.full(2, now, dtype=np.int64),
+        [f"k{index}", None],
+    )
+    return Entry(PRODUCE, Watermark(now - 200), now, messages=messages).encode()
+
+
+@pytest.mark.parametrize("err", (errno.ENOSPC, errno.EIO))
+def test_a_store_reopens_whole_whichever_write_of_an_apply_fails(disk, err):
+    """Every write of a batch in turn fails (the disk full from then on), in a batch that is
+    also a sync point and rewrites the commit journal (a small ``journal_compact_bytes``):
+    the replica halts, and the store reopens at the batch before, or at that batch once its
+    sync point was on disk, never refusing to open (a sync point's frame names data bytes
+    that a rollback cut: "file holds X bytes; Y were committed")."""
+    from dataclasses import replace
+
+    from horologe.cluster import StateMachine
+    from horologe.storage import Storage, check_store
+    from sim.world import STORAGE
+
+    disk, node = disk
+    config = replace(STORAGE, journal_compact_bytes=1500)
+    for after in range(1, 40):
+        folder = fresh_dir(os.path.join(node, "store"))
+        store = Storage(folder, config)
+        state = StateMachine(store)
+        index = 1
+        while not store.journal.checkpoint_due or index < 3:
+            assert state.apply(index, _produce(index)).error is None
+            index += 1
+        disk.fail_write(folder, after, err, 0.5)
+        result = state.apply(index, _produce(index))
+        disk.disarm(folder)
+        if result.error is None:
+            store.close()
+            assert after > 1
+            break  # the batch made fewer writes than that: every one was tried
+        assert state.halted
+        store.close()
+        again = Storage(folder, config)
+        assert again.applied_index in (index - 1, index), (after, again.applied_index)
+        check_store(again)
+        again.close()
+    else:
+        pytest.fail("the batch made 40 writes or more")
