@@ -23,13 +23,30 @@ the disk holds. storage/durable.py then ends the process through ``os._exit``, w
 :meth:`install` replaced by :meth:`_exit`: it raises :class:`ProcessExit` to unwind the
 node's step and records which node went (:meth:`take_exited`, read after every step, also
 when something caught the exception).
+
+:meth:`fail_write` arms a node's folder so that its k-th write from now (``os.write``,
+``os.pwrite``, or the raw write under a file object that :func:`open` or tarfile opened
+for writing under the run's folder) puts a prefix of its bytes in the page cache and then
+fails: it returns that short count (the caller's next write gets the error) or, with no
+byte written, raises ENOSPC or EIO; every later write under the folder fails the same way
+until :meth:`disarm` (a disk full, or failing, until the fault ends). Fsyncs still
+succeed. :meth:`crash_at_write` instead ends the process in its k-th write, with that
+prefix of the write in the page cache (:class:`ProcessExit`, :meth:`take_crashed`); from
+then on, until the world took it down, whatever the dead process still writes or fsyncs
+there (a bare ``except`` in pysyncobj swallows the exception) raises it again and changes
+nothing.
 """
 
 from __future__ import annotations
 
+import builtins
+import io
 import os
 import random
 import stat
+import tarfile
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from horologe.storage import durable
 
@@ -38,6 +55,14 @@ DROP, TEAR, ZERO = "drop", "tear", "zero"
 
 class ProcessExit(BaseException):  # noqa: N818 - as SystemExit: not an error of the caller's
     """A node's process ended (``os._exit``) in the middle of a step."""
+
+
+@dataclass
+class _WriteFault:
+    left: int  # writes before the one that fails (counted down)
+    errno: int | None  # None: the process crashes in that write
+    kept: float  # the fraction of that write's bytes that reaches the page cache
+    power: bool = False  # the crash is a power loss too (read by the world)
 
 
 class SyncedDisk:
@@ -49,6 +74,14 @@ class SyncedDisk:
         self._lost: dict[tuple[int, int], tuple[int, int]] = {}  # file -> [lo, hi) a failed fsync lost
         self._failure: tuple[str, str] | None = None  # (folder, file) of the fsync that just failed
         self._exited: list[tuple[str, str]] = []  # the same, for each process that exited since taken
+        self._root = ""  # the run's folder: files opened for writing under it are watched
+        self._real_write, self._real_pwrite = os.write, os.pwrite
+        self._real_open, self._real_tar_open = builtins.open, tarfile.bltn_open
+        self._write_armed: dict[str, _WriteFault] = {}  # folder -> its k-th write fails or crashes
+        self._failing: dict[str, int] = {}  # folder -> errno of every write there, until disarmed
+        self._dead: dict[str, tuple[str, bool]] = {}  # folder -> (file, power) of a crash in a write
+        self.write_errors = 0  # writes failed so far (short or raised): the world's step reads it
+        self._write_failure: tuple[str, str] | None = None  # (folder, file) of this step's failed write
 
     def install(self, folder: str) -> None:
         """From now on (until :meth:`uninstall`), every fsync of this process records what
@@ -57,20 +90,113 @@ class SyncedDisk:
         fstype = _fstype(folder)
         if fstype != "tmpfs":
             raise RuntimeError(f"power loss needs the simulator's folder on tmpfs; {folder} is on {fstype}")
+        self._root = os.path.realpath(folder)
         os.fsync = self.fsync
         os._exit = self._exit
+        os.write, os.pwrite = self._write, self._pwrite
+        builtins.open = tarfile.bltn_open = self._open
 
     def uninstall(self) -> None:
         os.fsync = self._real_fsync
         os._exit = self._real_exit
+        os.write, os.pwrite = self._real_write, self._real_pwrite
+        builtins.open, tarfile.bltn_open = self._real_open, self._real_tar_open
 
     def fail_fsync(self, folder: str, after: int, errno: int) -> None:
         """The ``after``-th fsync from now of a file under ``folder`` fails, once, with
         ``errno``."""
         self._armed[os.path.realpath(folder)] = [after, errno]
 
+    def fail_write(self, folder: str, after: int, errno: int, kept: float) -> None:
+        """The ``after``-th write from now of a file under ``folder`` writes ``kept`` of its
+        bytes (a fraction, rounded down) and fails with ``errno``; so does every later one
+        there, until :meth:`disarm`."""
+        self._write_armed[os.path.realpath(folder)] = _WriteFault(after, errno, kept)
+
+    def crash_at_write(self, folder: str, after: int, kept: float, power: bool) -> None:
+        """The process writing under ``folder`` ends in its ``after``-th write from now,
+        ``kept`` of that write's bytes in the page cache (``power``: the world then takes
+        the power too)."""
+        self._write_armed[os.path.realpath(folder)] = _WriteFault(after, None, kept, power)
+
     def disarm(self, folder: str) -> None:
-        self._armed.pop(os.path.realpath(folder), None)
+        folder = os.path.realpath(folder)
+        self._armed.pop(folder, None)
+        self._write_armed.pop(folder, None)
+        self._failing.pop(folder, None)
+
+    def take_crashed(self) -> list[tuple[str, str, bool]]:
+        """(folder, file, power) of each node whose process ended in a write since the last
+        call; its folder takes writes again."""
+        crashed = [(folder, path, power) for folder, (path, power) in self._dead.items()]
+        self._dead.clear()
+        self._write_failure = None
+        return crashed
+
+    def _watched(self, path: str) -> str | None:
+        """The armed, failing or dead folder ``path`` is in, if any."""
+        for folders in (self._dead, self._failing, self._write_armed):
+            for folder in folders:
+                if _inside(path, folder):
+                    return folder
+        return None
+
+    def _written(self, path: str, data, write: Callable) -> int:
+        """One write of ``data`` to the file at ``path`` (``write`` makes it): whole, or as
+        an armed fault has it."""
+        folder = self._watched(path)
+        if folder is None:
+            return write(data)
+        if folder in self._dead:
+            raise ProcessExit(1)  # the process is gone: nothing it does reaches the disk
+        err = self._failing.get(folder)
+        if err is not None:
+            self.write_errors += 1
+            self._write_failure = (folder, os.path.relpath(path, folder))
+            raise OSError(err, os.strerror(err))
+        fault = self._write_armed[folder]
+        fault.left -= 1
+        if fault.left > 0:
+            return write(data)
+        del self._write_armed[folder]
+        view = memoryview(data).cast("B")
+        kept = int(len(view) * fault.kept)
+        if kept:
+            kept = write(view[:kept])
+        if fault.errno is None:
+            self._dead[folder] = (os.path.relpath(path, folder), fault.power)
+            raise ProcessExit(1)
+        self._failing[folder] = fault.errno
+        self.write_errors += 1
+        self._write_failure = (folder, os.path.relpath(path, folder))
+        if kept:
+            return kept  # a short write: the next one gets the error
+        raise OSError(fault.errno, os.strerror(fault.errno))
+
+    def _write(self, fd: int, data) -> int:
+        if not (self._dead or self._failing or self._write_armed):
+            return self._real_write(fd, data)
+        return self._written(_fd_path(fd), data, lambda b: self._real_write(fd, b))
+
+    def _pwrite(self, fd: int, data, offset: int) -> int:
+        if not (self._dead or self._failing or self._write_armed):
+            return self._real_pwrite(fd, data, offset)
+        return self._written(_fd_path(fd), data, lambda b: self._real_pwrite(fd, b, offset))
+
+    def _open(self, file, mode="r", buffering=-1, *args, **kwargs):
+        """``open``: a binary file opened for writing under the run's folder writes through
+        :class:`_WatchedFile`, whose raw writes :meth:`_written` sees."""
+        writes = any(c in mode for c in "wax+") and "b" in mode
+        if not writes or args or kwargs or not isinstance(file, str | bytes | os.PathLike):
+            return self._real_open(file, mode, buffering, *args, **kwargs)
+        path = os.path.realpath(file)
+        if not _inside(path, self._root):
+            return self._real_open(file, mode, buffering)
+        raw = _WatchedFile(file, mode.replace("t", ""), disk=self, path=path)
+        if buffering == 0:
+            return raw
+        size = buffering if buffering > 1 else io.DEFAULT_BUFFER_SIZE
+        return io.BufferedRandom(raw, size) if "+" in mode else io.BufferedWriter(raw, size)
 
     def take_exited(self) -> list[tuple[str, str]]:
         """(folder, file) of each node whose process exited since the last call, because
@@ -82,6 +208,8 @@ class SyncedDisk:
 
     def fsync(self, fd: int) -> None:
         path = os.readlink(f"/proc/self/fd/{fd}")
+        if self._dead and any(_inside(path, f) for f in self._dead):
+            raise ProcessExit(1)  # the process ended in a write: it syncs nothing more
         st = os.fstat(fd)
         key = (st.st_dev, st.st_ino)
         folder = next((f for f in self._armed if _inside(path, f)), None)
@@ -109,11 +237,17 @@ class SyncedDisk:
             self._synced[key] = data
 
     def _exit(self, status: int) -> None:
-        """``os._exit`` of a node: only storage/durable.py calls it, on a failed fsync."""
-        if self._failure is None:
-            self._real_exit(status)  # not a node's failed fsync: nothing the simulator made
-        self._exited.append(self._failure)
-        self._failure = None
+        """``os._exit`` of a node: only storage/durable.py calls it, on a failed fsync, or
+        on a failed write of Raft state (then the process goes down as a crash leaves it:
+        the page cache keeps what was written, the failed write's prefix too)."""
+        if self._failure is not None:
+            self._exited.append(self._failure)
+            self._failure = None
+        elif self._write_failure is not None:
+            folder, path = self._write_failure
+            self._dead[folder] = (path, False)
+        else:
+            self._real_exit(status)  # not a node's failed fsync or write: nothing the simulator made
         raise ProcessExit(status)
 
     def lose_power(self, folder: str, rng: random.Random) -> list[str]:
@@ -126,7 +260,7 @@ class SyncedDisk:
             st = os.stat(path)
             self._lost.pop((st.st_dev, st.st_ino), None)
             synced = self._synced.get((st.st_dev, st.st_ino), b"")
-            with open(path, "r+b") as f:
+            with self._real_open(path, "r+b") as f:
                 now = f.read()
                 if now == synced:
                     continue
@@ -145,6 +279,26 @@ class SyncedDisk:
                 self._synced[(st.st_dev, st.st_ino)] = kept
             changed.append(f"{os.path.relpath(path, folder)}: {len(now)} -> {len(kept)} bytes ({how})")
         return changed
+
+
+class _WatchedFile(io.FileIO):
+    """A file opened for writing under the run's folder: its raw writes (what a buffered
+    file object's flush makes) go through :meth:`SyncedDisk._written`."""
+
+    def __init__(self, file, mode: str, *, disk: SyncedDisk, path: str) -> None:
+        super().__init__(file, mode)
+        self._disk = disk
+        self._path = path
+
+    def write(self, data) -> int:
+        return self._disk._written(self._path, data, super().write)
+
+
+def _fd_path(fd: int) -> str:
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return ""
 
 
 def _fstype(path: str) -> str:

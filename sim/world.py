@@ -186,8 +186,18 @@ class SimNode:
     def start(self) -> None:
         clock = self.world.clock
         saved, clock.drift = clock.drift, self.drift  # a fault's step starts it: its own clock
+        errors = self.world.disk.write_errors
         try:
             self._start()
+        except Exception as e:
+            if self.world.disk.write_errors == errors:
+                raise
+            # A start that a failed write ended: the process exits with the error, its
+            # files closed; the next restart (the fault's end, or the heal) tries again.
+            what = str(e).replace(self.world.base_dir, "<base>")[:200]
+            self.world.note(f"{self.name} start failed: {type(e).__name__}: {what}")
+            self.raft = None
+            _close_fds_under(self.data_dir)
         finally:
             clock.drift = saved
 
@@ -554,14 +564,20 @@ class World:
             self.clock.ns = t
             self.clock.drift = None if node is None or node.drift.off else node.drift
             self.actor = (ev.kind, ev.node)
+            errors = self.disk.write_errors
             try:
                 did = ev.fn(*ev.args)
             except ProcessExit:
                 did = True  # the step ended with its node's process
+            except Exception as e:
+                if self.disk.write_errors == errors or node is None:
+                    raise
+                did = self._survive(node, ev, e)
             if node is not None and node.loop is not None:
                 node.plan_turn()
             self.actor = None
             self.clock.drift = None
+            self.exit_crashed_writes()
             self.exit_failed_fsyncs()
             if did is False:
                 continue
@@ -572,6 +588,17 @@ class World:
             self.check_step()
             return True
         return False
+
+    def _survive(self, node: SimNode, ev: _Event, e: Exception) -> bool:
+        """A step of ``node`` raised after a write failed in it: as in the product, where
+        pysyncobj's tick thread logs what a tick raises and ticks again a period later, and
+        the event loop logs what a callback raises and runs on. The node serves on."""
+        what = str(e).replace(self.base_dir, "<base>")[:200]  # a path holds the pid
+        self.note(f"{node.name} {ev.kind} step raised {type(e).__name__}: {what}")
+        self.count("write errors raised")
+        if ev.fn == node.tick:
+            node.schedule_tick(int(node.settings.tick_s * S))
+        return True
 
     # -- the run -----------------------------------------------------------------------
 
@@ -635,6 +662,8 @@ class World:
                 ms = rng.choice((-3000, -500, 500, 3000, 3_600_000))
                 self._fault(start, length, f"skew {a} {ms:+d} ms", self._skew(a, ms))
         self._plan_stops_and_drifts(names)
+        if prof.power_loss:
+            self._plan_write_faults(names)
 
     def _plan_stops_and_drifts(self, names: list[str]) -> None:
         """Pauses (SIGSTOP) and clock drift, drawn from a stream of their own (``seed/stops``)
@@ -650,6 +679,30 @@ class World:
             else:
                 rate = rng.choice((-0.2, -0.05, 0.05, 0.2))
                 self._fault(start, length, f"drift {a} {rate:+.0%}", self._drift(a, rate))
+
+    def _plan_write_faults(self, names: list[str]) -> None:
+        """0-1 faults of a write (``--power-loss`` only), from a stream of their own
+        (``seed/writes``), drawn last: every other draw of a seed, and the order of its
+        faults (``--keep``), stay as they were. A node's k-th write from the fault's start
+        fails with ENOSPC or EIO (and every later one until the fault ends), or its process
+        dies in it, then maybe the power too; either way a prefix of that write's bytes
+        reaches the page cache (sim/disk.py)."""
+        rng, prof = random.Random(f"{self.seed}/writes"), self.profile
+        if rng.random() < 0.5:
+            return
+        start = rng.uniform(1.0, prof.faults_s - 0.5)
+        length = rng.uniform(0.2, min(3.0, prof.faults_s - start))
+        a = rng.choice(names)
+        after, kept = rng.randrange(1, 80), rng.random()
+        how = rng.choice(("enospc", "eio", "crash", "power"))
+        if how in ("enospc", "eio"):
+            err = errno.ENOSPC if how == "enospc" else errno.EIO
+            what = f"write {after} of {a} fails ({errno.errorcode[err]}, {kept:.0%} written)"
+            self._fault(start, length, what, self._write_fails(a, after, err, kept))
+        else:
+            then = ", then power loss" if how == "power" else ""
+            what = f"crash {a} in its write {after} ({kept:.0%} written{then})"
+            self._fault(start, length, what, self._crash_at_write(a, after, kept, how == "power"))
 
     def _fault(self, start: float, length: float, what: str, actions) -> None:
         begin, end = actions
@@ -722,6 +775,47 @@ class World:
             self.restart_of(name)()
 
         return on, off
+
+    def _write_fails(self, name: str, after: int, err: int, kept: float):
+        """The node's ``after``-th write from now fails, and every later one until the fault
+        ends (a disk full, or failing); what the node does then is the product's (a process
+        that ended on it restarts when the fault ends)."""
+        node = self.by_name[name]
+
+        def on() -> None:
+            if node.alive:
+                self.disk.fail_write(node.data_dir, after, err, kept)
+
+        def off() -> None:
+            self.disk.disarm(node.data_dir)
+            self.restart_of(name)()
+
+        return on, off
+
+    def _crash_at_write(self, name: str, after: int, kept: float, power: bool):
+        """The node's process dies in its ``after``-th write from now (``power``: the power
+        goes too); it restarts when the fault ends."""
+        node = self.by_name[name]
+
+        def on() -> None:
+            if node.alive:
+                self.disk.crash_at_write(node.data_dir, after, kept, power)
+
+        def off() -> None:
+            self.disk.disarm(node.data_dir)  # if it never came
+            self.restart_of(name)()
+
+        return on, off
+
+    def exit_crashed_writes(self) -> None:
+        """Each node whose process died in a write in the last step goes down: a crash (its
+        page cache kept, with that write's prefix), or a power loss."""
+        for folder, path, power in self.disk.take_crashed():
+            node = next(n for n in self.all_nodes if os.path.realpath(n.data_dir) == folder)
+            self.note(f"{node.name} process ended writing {path}{' and lost power' if power else ''}")
+            if not node.alive:  # in its start: what the start opened closes with it
+                _close_fds_under(node.data_dir)
+            node.lose_power() if power else node.crash()
 
     def exit_failed_fsyncs(self) -> None:
         """Each node whose process ended on a failed fsync in the last step goes down as a

@@ -30,6 +30,7 @@ rewritten, at a sync point, as one ``full`` checkpoint (temp file, fsync, ``os.r
 
 from __future__ import annotations
 
+import logging
 import os
 from dataclasses import dataclass, field
 from typing import Any
@@ -43,6 +44,8 @@ from .framing import frame, scan_frames
 from .magic import COMMIT_JOURNAL, MAGIC_SIZE, check_magic, magic
 
 JOURNAL_NAME = "commits.log"
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -170,17 +173,29 @@ class CommitJournal:
         self.state.fold(rec)
         self.unsynced = not synced
         if synced and self.checkpoint_due:
-            self.write_checkpoint(self.state)
+            # The batch is committed: its sync point is on disk, and the caller must not
+            # roll its data back. The checkpoint only restates the journal shorter; one
+            # that fails (disk full) leaves the journal as it was, tried again at the next
+            # sync point.
+            try:
+                self.write_checkpoint(self.state)
+            except OSError as e:
+                log.warning("%s: checkpoint not written (%s); the journal stays as it is", self.path, e)
 
     def write_checkpoint(self, state: JournalState, directory: str | None = None) -> None:
         """Write ``state`` as a one-frame journal into ``directory`` (default: ours)."""
         target_dir = directory or self.directory
         target = os.path.join(target_dir, JOURNAL_NAME)
         tmp = target + ".tmp"
-        with open(tmp, "wb") as f:
-            f.write(checkpoint_file(state.checkpoint_record()))
-            f.flush()
-            fsync(f.fileno(), tmp)
+        try:
+            with open(tmp, "wb") as f:
+                f.write(checkpoint_file(state.checkpoint_record()))
+                f.flush()
+                fsync(f.fileno(), tmp)
+        except OSError:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
         os.replace(tmp, target)
         fsync_dir(target_dir)
         if directory is None:

@@ -19,6 +19,16 @@ without calling fsync. That only matters where ``os._exit`` was replaced (tests)
 :class:`~horologe.storage.errors.FsyncFailedError` is raised.
 
 ``tests/storage/test_fsync_fatal.py`` checks that no other module calls ``os.fsync``.
+
+A failed *write* of the Raft journal or its meta (term, vote, commit index) ends the
+process the same way (:func:`write_failed`, called by cluster/raft/journal.py): pysyncobj
+changes its own state around those writes (a new term taken before its vote is written, a
+membership change made before its entry is appended, a follower's entries appended in
+part) and its tick thread catches what a tick raises and ticks again, so the node would
+serve on from a state its disk does not hold (tests/sim: a leader whose write of a new
+term failed went on leading at that term, beside the node elected in it). A restart
+reads back what is on disk. The store's own writes do not end the process: a batch that
+fails is rolled back whole and the replica halts (cluster/state_machine.py).
 """
 
 from __future__ import annotations
@@ -65,6 +75,21 @@ def fsync_file(path: str) -> None:
         fsync(fd, path)
     finally:
         os.close(fd)
+
+
+def write_failed(path: str, error: Exception) -> None:
+    """A write of Raft state to ``path`` failed with ``error`` (an OSError, or the
+    StorageFullError of a short write): the process ends (module docstring)."""
+    errno = getattr(error.__cause__ or error, "errno", None)
+    log.critical(
+        "write of %s failed: %s; the node's Raft state in memory is not what its disk holds: "
+        "exiting with status %d so that a restart reads back what is on disk",
+        path,
+        error,
+        FSYNC_FAILED_EXIT,
+    )
+    os._exit(FSYNC_FAILED_EXIT)
+    raise FsyncFailedError(path, errno, str(error)) from error  # reached only where os._exit was replaced
 
 
 def failed() -> FsyncFailedError | None:

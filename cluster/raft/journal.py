@@ -48,7 +48,9 @@ Syncs are grouped: :meth:`DiskJournal.sync` fsyncs once whatever was added since
 last sync, and does nothing when nothing was; a cut (``deleteEntriesFrom``) is fsynced at
 once, before anything is appended in its place. An fsync that fails ends the process
 (storage/durable.py): a retry could succeed over pages the kernel dropped, and pysyncobj's
-tick thread would catch a mere exception and run the tick again.
+tick thread would catch a mere exception and run the tick again. So does a failed write
+of an entry, of a rewrite or of the meta (disk full, EIO, a short write): pysyncobj has
+changed its state in memory around it (storage/durable.py ``write_failed``).
 
 Recovery on open: every frame is read (in chunks) and checked. A torn last frame (one
 that runs past the end, or a bad one followed by nothing but zero bytes, which a crash
@@ -64,7 +66,6 @@ which is fsynced and renamed over the journal, with the folder fsynced around th
 
 from __future__ import annotations
 
-import errno
 import logging
 import os
 import zlib
@@ -76,8 +77,8 @@ from pysyncobj.journal import FileJournal, Journal
 from pysyncobj.pickle import dumps, loads, to_bytes
 
 from horologe.storage.append_file import AppendFile
-from horologe.storage.durable import fsync, fsync_dir
-from horologe.storage.errors import CorruptLogError, StorageFullError
+from horologe.storage.durable import fsync, fsync_dir, write_failed
+from horologe.storage.errors import CorruptLogError, StorageError
 from horologe.storage.framing import FRAME_HEAD, FRAME_OVERHEAD, FRAME_TAIL, frame
 from horologe.storage.magic import MAGIC_SIZE, RAFT_LOG, check_magic, magic
 
@@ -202,7 +203,10 @@ class DiskJournal(Journal):
 
     def add(self, command, idx, term) -> None:
         command = to_bytes(command)
-        at = self._file.append(_frame(command, idx, term))
+        try:
+            at = self._file.append(_frame(command, idx, term))
+        except (OSError, StorageError) as e:  # disk full, a short write, EIO
+            write_failed(self.path, e)
         self._offsets.append(at)
         self._idx.append(idx)
         self._terms.append(term)
@@ -275,9 +279,7 @@ class DiskJournal(Journal):
                 length = f.tell()
         except OSError as e:
             _remove(tmp)
-            if e.errno in (errno.ENOSPC, errno.EDQUOT):
-                raise StorageFullError(f"{tmp}: disk full rewriting the Raft journal") from e
-            raise
+            write_failed(tmp, e)
         # The rule: a snapshot's rename (same folder) is durable before the entries it
         # replaced are dropped.
         fsync_dir(self.folder)
@@ -516,11 +518,16 @@ def read_meta(path: str) -> dict:
 
 
 def write_meta(path: str, meta: dict) -> None:
-    """Temp file, fsync, rename, folder fsync: the meta is never torn, and never older."""
-    with open(path + ".tmp", "wb") as f:
-        f.write(dumps(meta))
-        f.flush()
-        fsync(f.fileno(), path + ".tmp")
+    """Temp file, fsync, rename, folder fsync: the meta is never torn, and never older.
+    A failed write ends the process (storage/durable.py): pysyncobj has taken the term or
+    vote in memory already."""
+    try:
+        with open(path + ".tmp", "wb") as f:
+            f.write(dumps(meta))
+            f.flush()
+            fsync(f.fileno(), path + ".tmp")
+    except OSError as e:
+        write_failed(path + ".tmp", e)
     os.replace(path + ".tmp", path)
     fsync_dir(os.path.dirname(os.path.abspath(path)))
 

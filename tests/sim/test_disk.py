@@ -7,6 +7,7 @@ import errno
 import os
 import random
 
+import numpy as np
 import pytest
 
 from horologe.storage import durable
@@ -31,13 +32,19 @@ def disk():
         os.rmdir(folder)
 
 
+def _synced(node: str, name: str) -> tuple[str, int]:
+    """A file of the node's, opened to append, that holds ``synced``, fsynced."""
+    path = os.path.join(node, name)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND)
+    os.write(fd, b"synced")
+    os.fsync(fd)
+    return path, fd
+
+
 def test_a_failed_fsync_fails_once_and_its_pages_never_reach_the_disk(disk):
     disk, node = disk
-    path = os.path.join(node, "log")
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND)
+    path, fd = _synced(node, "log")
     try:
-        os.write(fd, b"synced")
-        os.fsync(fd)
         disk.fail_fsync(node, 2, errno.EIO)
         os.fsync(fd)  # the first from now: fine
         os.write(fd, b"LOST")
@@ -74,11 +81,8 @@ def test_after_a_power_loss_what_is_written_over_the_lost_pages_is_synced(disk):
     those offsets reach the disk at its next fsync (a hole left there read as a corrupt
     journal at the following power loss)."""
     disk, node = disk
-    path = os.path.join(node, "journal")
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND)
+    path, fd = _synced(node, "journal")
     try:
-        os.write(fd, b"synced")
-        os.fsync(fd)
         disk.fail_fsync(node, 1, errno.EIO)
         os.write(fd, b"LOST")
         with pytest.raises(OSError):
@@ -94,3 +98,124 @@ def test_after_a_power_loss_what_is_written_over_the_lost_pages_is_synced(disk):
         os.fsync(f.fileno())
     disk.lose_power(node, random.Random(1))
     assert open(path, "rb").read() == b"syncedagain"
+
+
+def test_a_failed_write_writes_a_prefix_then_the_disk_stays_full_until_disarmed(disk):
+    disk, node = disk
+    path = os.path.join(node, "seg")
+    fd = os.open(path, os.O_RDWR | os.O_CREAT)
+    try:
+        os.pwrite(fd, b"head", 0)
+        disk.fail_write(node, 2, errno.ENOSPC, 0.5)
+        assert os.pwrite(fd, b"0123", 4) == 4  # the first from now: whole
+        assert os.pwrite(fd, b"abcdefgh", 8) == 4  # the second: a short write, half of it
+        with pytest.raises(OSError) as full:
+            os.write(fd, b"more")
+        assert full.value.errno == errno.ENOSPC
+        with pytest.raises(OSError), open(os.path.join(node, "tmp"), "wb") as f:
+            f.write(b"x")  # a file object's flush: the same disk
+        disk.disarm(node)
+        os.pwrite(fd, b"!", 12)
+    finally:
+        os.close(fd)
+    assert open(path, "rb").read() == b"head0123abcd!"
+    assert disk.write_errors == 3  # the short write, os.write, the flush at close
+
+
+def test_a_write_that_fails_with_nothing_written_raises_eio(disk):
+    disk, node = disk
+    disk.fail_write(node, 1, errno.EIO, 0.0)
+    with pytest.raises(OSError) as failed, open(os.path.join(node, "meta.tmp"), "wb") as f:
+        f.write(b"term and vote")
+        f.flush()
+    assert failed.value.errno == errno.EIO
+    assert open(os.path.join(node, "meta.tmp"), "rb").read() == b""
+
+
+def test_other_folders_write_on(disk):
+    disk, node = disk
+    other = os.path.join(os.path.dirname(node), "n2")
+    os.mkdir(other)
+    disk.fail_write(node, 1, errno.ENOSPC, 0.0)
+    with open(os.path.join(other, "f"), "wb") as f:
+        f.write(b"fine")
+    assert open(os.path.join(other, "f"), "rb").read() == b"fine"
+    assert disk.write_errors == 0
+
+
+def test_a_crash_in_a_write_keeps_a_prefix_and_the_dead_process_writes_nothing_more(disk):
+    disk, node = disk
+    path, fd = _synced(node, "journal")
+    try:
+        disk.crash_at_write(node, 1, 0.5, power=False)
+        with pytest.raises(ProcessExit):
+            os.write(fd, b"torn")
+        try:  # pysyncobj's bare except swallows it; what the step does after reaches nothing
+            os.write(fd, b"after")
+        except ProcessExit:
+            pass
+        with pytest.raises(ProcessExit):
+            os.fsync(fd)
+        assert disk.take_crashed() == [(os.path.realpath(node), "journal", False)]
+        assert disk.take_crashed() == []
+    finally:
+        os.close(fd)
+    assert open(path, "rb").read() == b"syncedto"  # the page cache: a crash keeps it
+    disk.lose_power(node, random.Random(1))
+    assert open(path, "rb").read().startswith(b"synced")
+
+
+def _produce(index: int) -> bytes:
+    from horologe.cluster import PRODUCE, Entry
+    from horologe.storage import MessageColumns
+    from horologe.wheel import Watermark
+
+    now = 1_767_225_600_000 + index
+    messages = MessageColumns(
+        ["a", "b"],
+        [f"body {index} {'x' * 200}".encode(), b"b"],
+        np.array([now + 1000, now + 2000], dtype=np.int64),
+        np.full(2, now, dtype=np.int64),
+        [f"k{index}", None],
+    )
+    return Entry(PRODUCE, Watermark(now - 200), now, messages=messages).encode()
+
+
+@pytest.mark.parametrize("err", (errno.ENOSPC, errno.EIO))
+def test_a_store_reopens_whole_whichever_write_of_an_apply_fails(disk, err):
+    """Every write of a batch in turn fails (the disk full from then on), in a batch that is
+    also a sync point and rewrites the commit journal (a small ``journal_compact_bytes``):
+    the replica halts, and the store reopens at the batch before, or at that batch once its
+    sync point was on disk, never refusing to open (a sync point's frame names data bytes
+    that a rollback cut: "file holds X bytes; Y were committed")."""
+    from dataclasses import replace
+
+    from horologe.cluster import StateMachine
+    from horologe.storage import Storage, check_store
+    from sim.world import STORAGE
+
+    disk, node = disk
+    config = replace(STORAGE, journal_compact_bytes=1500)
+    for after in range(1, 40):
+        folder = fresh_dir(os.path.join(node, "store"))
+        store = Storage(folder, config)
+        state = StateMachine(store)
+        index = 1
+        while not store.journal.checkpoint_due or index < 3:
+            assert state.apply(index, _produce(index)).error is None
+            index += 1
+        disk.fail_write(folder, after, err, 0.5)
+        result = state.apply(index, _produce(index))
+        disk.disarm(folder)
+        if result.error is None:
+            store.close()
+            assert after > 1
+            break  # the batch made fewer writes than that: every one was tried
+        assert state.halted
+        store.close()
+        again = Storage(folder, config)
+        assert again.applied_index in (index - 1, index), (after, again.applied_index)
+        check_store(again)
+        again.close()
+    else:
+        pytest.fail("the batch made 40 writes or more")
