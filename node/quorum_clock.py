@@ -18,7 +18,8 @@ clock, no later than quorum time and no earlier than quorum time less ``toleranc
 A master whose clock steps an hour ahead so fires nothing early (beyond the honest clocks'
 own error); one an hour behind resolves a ``deliver_after`` at most the tolerance early.
 With fewer fresh readings than a majority, quorum time holds at the last one had: the
-clock never runs ahead of what fresh readings allowed, late rather than early. The
+clock never runs ahead of what fresh readings allowed, late rather than early; the wheel
+fires nothing new meanwhile, and the master serves nothing (:meth:`QuorumClock.fresh`). The
 tolerance otherwise only decides a handover (:meth:`QuorumClock.offset_ms`, node/service.py).
 docs/cluster.md, "Clocks".
 
@@ -95,6 +96,13 @@ class QuorumClock:
     def known(self) -> bool:
         """Whether a majority's fresh readings have been in (a master fires nothing before)."""
         return self._quorum(self.own()) is not None
+
+    def fresh(self) -> bool:
+        """Whether a majority's readings are fresh now. Time held at the last quorum time
+        lags the true time by as long as it has been held: a lease stamped by it would end
+        that much early, a relative delay resolve that much early, so a master serves
+        nothing then (node/service.py, ``require_master``)."""
+        return self._fresh(self.own()) is not None
 
     def now_ms(self) -> int:
         """Own clock within [quorum time - tolerance, quorum time] (own clock while unknown)."""

@@ -386,9 +386,12 @@ class NodeService:
             # been elected meanwhile (cut off from it, or paused), so it serves nothing until
             # one hears it again (cluster/raft/node.py, the read lease): 503, clients retry.
             raise NotMasterError(None)
-        if not self.quorum_clock.known():
-            raise NotMasterError(None)  # 503 for the moment until a majority's clocks are in
-        if self.view.reads.meta("applied_term") != self.raft.status.term:
+        if not self.quorum_clock.fresh():
+            # 503 for the moment until a majority's clock readings are in, and while they are
+            # stale (a peer just back, a link just healed): time held since then lags the
+            # true time, and a lease stamped by it would end early (node/quorum_clock.py).
+            raise NotMasterError(None)
+        if not self._applied_own_term():
             # A new master knows its log holds every committed entry, but not which of them
             # are committed until an entry of its own term is (its wheel's barrier): before
             # that it may not have applied an ack an old master answered, and a pull would
@@ -397,6 +400,10 @@ class NodeService:
             raise NotMasterError(None)
         if self.view.halted:
             raise Halted(f"this node stopped applying: {self.view.halted}")
+
+    def _applied_own_term(self) -> bool:
+        """Whether this node has applied an entry of the term it leads."""
+        return self.view.reads.meta("applied_term") == self.raft.status.term
 
     # -- writes -----------------------------------------------------------------
 

@@ -39,10 +39,11 @@ def test_when_readings_go_stale_time_holds_at_the_last_quorum_time():
     own = [TRUE]
     peers = [_honest(0.3), _honest(0.1)]
     qc = QuorumClock(lambda: own[0], lambda: peers, lambda: 3, 2000)
-    assert qc.now_ms() == TRUE
+    assert qc.now_ms() == TRUE and qc.fresh()
     own[0] = TRUE + 10_000  # 10 s on, nothing heard since: held, not aged, not own
     peers[:] = [(ms, age + 10) for ms, age in peers]
     assert qc.known() and qc.now_ms() == TRUE and qc.offset_ms() is None
+    assert not qc.fresh()  # 10 s behind the true time: a master serves nothing by it
     own[0] = TRUE - 5_000  # and within the tolerance below it
     assert qc.now_ms() == TRUE - 2000
 
