@@ -11,6 +11,15 @@ counted in the other as well, and a reading aged by more than its true age runs 
 A round trip outside [0, ``MAX_ROUND_TRIP_S``] (a monotonic clock that jumped, as under
 libfaketime) is no sample. A keep-alive without these fields gives none either.
 
+A reading that a link held (a blackhole healed, TCP retransmitting after a cut) arrives
+late, and aged from its arrival it would lag the sender's clock by as long as it was held:
+a master stamping by that lagging time hands out leases that end early. ``arrived -
+sent`` (two monotonic clocks) is the transit plus the clocks' fixed offset; a reading for
+which it exceeds the smallest of the last ``SAMPLES`` by more than ``MAX_HELD_S`` was
+held, and counts for nothing (:meth:`PeerClock.age_s` is infinite), as a stale one does.
+Nothing is aged by the hold itself: a peer's monotonic clock that runs slow would then
+age its readings ahead of its true time.
+
 Pure: monotonic times are arguments. node/quorum_clock.py uses the readings.
 """
 
@@ -20,6 +29,7 @@ from typing import NamedTuple
 
 SAMPLES = 8  # round trips the transit is taken over (4 s of keep-alives)
 MAX_ROUND_TRIP_S = 0.5
+MAX_HELD_S = 0.05  # a reading that arrived later than this past the quickest recent one was held
 
 
 class PeerClock(NamedTuple):
@@ -27,12 +37,20 @@ class PeerClock(NamedTuple):
     arrived: float  # when it arrived, by this node's monotonic clock (s)
     sent: float | None  # when the peer sent it, by the peer's monotonic clock (echoed back)
     transits: tuple[float, ...] = ()  # the last one-way transit samples (s)
+    delays: tuple[float, ...] = ()  # the last ``arrived - sent`` (two monotonic clocks, s)
 
     def transit_s(self) -> float:
         return min(self.transits, default=0.0)
 
+    def held_s(self) -> float:
+        """How much later than the quickest recent keep-alive this one arrived."""
+        return self.delays[-1] - min(self.delays) if self.delays else 0.0
+
     def age_s(self, now: float) -> float:
-        """Seconds since the peer read its clock: since the reading arrived, plus the transit."""
+        """Seconds since the peer read its clock: since the reading arrived, plus the
+        transit; infinite for a reading a link held."""
+        if self.held_s() > MAX_HELD_S:
+            return float("inf")
         return now - self.arrived + self.transit_s()
 
 
@@ -50,10 +68,14 @@ def received(message: dict, arrived: float, last: PeerClock | None) -> PeerClock
     if not isinstance(ms, int):
         return None
     sent = message.get("sent")
+    sent = sent if isinstance(sent, (int, float)) else None
     transits = () if last is None else last.transits
+    delays = () if last is None else last.delays
+    if sent is not None:
+        delays = (*delays, arrived - sent)[-SAMPLES:]
     echo = message.get("echo")
     if isinstance(echo, (list, tuple)) and len(echo) == 2 and all(isinstance(x, (int, float)) for x in echo):
         round_trip = arrived - echo[0] - echo[1]
         if 0 <= round_trip <= MAX_ROUND_TRIP_S:
             transits = (*transits, round_trip / 2)[-SAMPLES:]
-    return PeerClock(ms, arrived, sent if isinstance(sent, (int, float)) else None, transits)
+    return PeerClock(ms, arrived, sent, transits, delays)
