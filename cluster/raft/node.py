@@ -374,6 +374,14 @@ class RaftNode(SyncObjSeam):
         (the apply's sync finds nothing left to do)."""
         self._sync_journal()
 
+    def _noop_appended(self) -> None:
+        """A new leader's no-op: synced at once, as proposals are. The leader counts its own
+        copy towards the commit of every entry, and the no-op's commit also commits the
+        entries of earlier terms below it; pysyncobj applies the no-op itself, so no
+        apply's sync would come first (the simulator: a leader that lost power right after
+        had applied an entry its disk did not hold)."""
+        self._sync_journal()
+
     def _answer_leader(self, node, reset: bool, next_index: int | None, success: bool) -> None:
         """A follower's answer to the leader: entries it reports having are on disk first,
         and the answer names the term it answers in (pysyncobj's carries none; the leader

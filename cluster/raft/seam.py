@@ -196,6 +196,7 @@ class SyncObjSeam(SyncObj):
     ``_answer_leader(...)``                 ``__sendNextNodeIdx``, syncobj.py:1098
     ``_refuses_proposal(forwarded)``        ``_applyCommand``, syncobj.py:492
     ``_proposals_appended()``               ``_checkCommandsToApply``, syncobj.py:503
+    ``_noop_appended()``                    ``__onBecomeLeader``, syncobj.py:1215
     ``_followers_held_back()``              ``__sendAppendEntries``, syncobj.py:1251
     ``_may_compact()``                      ``__tryLogCompaction``, syncobj.py:1421
     ``_clears_journal_on_load(install)``    ``__loadDumpFile``, syncobj.py:1472
@@ -432,6 +433,19 @@ class SyncObjSeam(SyncObj):
     @_hook
     def _proposals_appended(self) -> None:
         """Hook: the tick's proposals are in the leader's log and sent."""
+
+    @_replaces("syncobj.py:1215")
+    def _SyncObj__onBecomeLeader(self):  # noqa: N802 - pysyncobj's name
+        """Wraps ``__onBecomeLeader`` (syncobj.py:1215), where a node that won its election
+        appends the no-op of its term and sends it; :meth:`_noop_appended` runs after. The
+        no-op is not a proposal, so :meth:`_proposals_appended` never sees it, and pysyncobj
+        applies it itself, not through the shell's apply."""
+        SyncObj._SyncObj__onBecomeLeader(self)
+        self._noop_appended()
+
+    @_hook
+    def _noop_appended(self) -> None:
+        """Hook: a new leader's no-op is in its log and sent."""
 
     @_replaces("syncobj.py:1251")
     def _SyncObj__sendAppendEntries(self):  # noqa: N802 - pysyncobj's name
