@@ -57,6 +57,7 @@ S = 1_000_000_000
 TIMEOUT_S = 5.0
 BASE_SLACK_MS = 5
 FRESH_S = 1.5  # the oldest a clock reading is used at (node/quorum_clock.py, fresh_s)
+SAMPLES_S = 4.0  # the span of the keep-alive samples a reading's wait is measured against
 # How much shorter than asked a lease may come out: the cluster's time lags the true time
 # by a reading's transit, more when a link held it (a blackhole, TCP retransmits).
 LEASE_LAG_MS = 100
@@ -317,10 +318,11 @@ class Workload:
         self.behind_ms = max(self.behind_ms, -ahead[-1])
         delay = world.network.delay
         skew = max((abs(d[0] - delay.get((b, a), d)[0]) for (a, b), d in delay.items()), default=0)
-        # a reading is aged on the receiver's monotonic clock, for up to FRESH_S: one that
-        # drifts fast ages it ahead
+        # a reading is aged on the receiver's monotonic clock, for up to FRESH_S, and by its
+        # wait beyond the quickest of the last samples (4 s of them: two monotonic clocks'
+        # difference): a drifting oscillator ages it ahead (cluster/raft/peer_clocks.py)
         drift = max(abs(n.drift.rate) for n in world.nodes)
-        slack = BASE_SLACK_MS + max(0, kth) + skew // (2 * MS) + int(drift * FRESH_S * 1000)
+        slack = BASE_SLACK_MS + max(0, kth) + skew // (2 * MS) + int(drift * (FRESH_S + SAMPLES_S) * 1000)
         if slack > self.slack_ms:
             self.slack_ms = slack
 

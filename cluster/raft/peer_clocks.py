@@ -11,14 +11,14 @@ counted in the other as well, and a reading aged by more than its true age runs 
 A round trip outside [0, ``MAX_ROUND_TRIP_S``] (a monotonic clock that jumped, as under
 libfaketime) is no sample. A keep-alive without these fields gives none either.
 
-A reading that a link held (a blackhole healed, TCP retransmitting after a cut) arrives
-late, and aged from its arrival it would lag the sender's clock by as long as it was held:
-a master stamping by that lagging time hands out leases that end early. ``arrived -
-sent`` (two monotonic clocks) is the transit plus the clocks' fixed offset; a reading for
-which it exceeds the smallest of the last ``SAMPLES`` by more than ``MAX_HELD_S`` was
-held, and counts for nothing (:meth:`PeerClock.age_s` is infinite), as a stale one does.
-Nothing is aged by the hold itself: a peer's monotonic clock that runs slow would then
-age its readings ahead of its true time.
+A reading that a link held (a blackhole healed, TCP retransmitting after a cut), or that
+waited on a busy tick thread at either end, arrives late: aged from its arrival only, it
+would lag the sender's clock by as long as it waited, and a master stamping by that
+lagging time hands out leases that end early. ``arrived - sent`` (two monotonic clocks)
+is the transit plus the clocks' fixed offset; a reading for which it exceeds the smallest
+of the last ``SAMPLES`` waited that much longer, and is aged by that too. Monotonic clocks
+that run at different rates skew this by their difference over the samples' span (4 s):
+microseconds for real oscillators.
 
 Pure: monotonic times are arguments. node/quorum_clock.py uses the readings.
 """
@@ -29,7 +29,6 @@ from typing import NamedTuple
 
 SAMPLES = 8  # round trips the transit is taken over (4 s of keep-alives)
 MAX_ROUND_TRIP_S = 0.5
-MAX_HELD_S = 0.05  # a reading that arrived later than this past the quickest recent one was held
 
 
 class PeerClock(NamedTuple):
@@ -48,10 +47,8 @@ class PeerClock(NamedTuple):
 
     def age_s(self, now: float) -> float:
         """Seconds since the peer read its clock: since the reading arrived, plus the
-        transit; infinite for a reading a link held."""
-        if self.held_s() > MAX_HELD_S:
-            return float("inf")
-        return now - self.arrived + self.transit_s()
+        transit, plus how long it waited on the way beyond the quickest recent one."""
+        return now - self.arrived + self.transit_s() + self.held_s()
 
 
 def keepalive(clock_ms: int, now: float, last: PeerClock | None) -> dict:
