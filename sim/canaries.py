@@ -13,6 +13,9 @@ from horologe.cluster.errors import StoreBehindDumpError
 from horologe.cluster.raft import node
 from horologe.cluster.raft.append_rule import trim_append
 from horologe.cluster.raft.node import RaftNode
+from horologe.cluster.raft.peer_clocks import PeerClock
+from horologe.node.quorum_clock import QuorumClock
+from horologe.node.service import NodeService
 from horologe.storage import durable
 
 
@@ -113,6 +116,35 @@ def _no_fsync_exit() -> None:
     durable._fatal = lambda err: durable.forget_failure()
 
 
+def _no_fresh_quorum() -> None:
+    """A master served while a majority's clock readings were stale, by quorum time held
+    since they went stale: leases it handed out were stamped seconds in the past and ended
+    at once (found by the simulator's node services, ``--service``)."""
+    QuorumClock.fresh = QuorumClock.known
+
+
+def _no_held_readings() -> None:
+    """A clock reading that waited on the way (held by a link, a blackhole healed) was
+    aged from its arrival only, so quorum time lagged the true time by the wait, and
+    leases stamped by it ended early (found by the simulator's node services,
+    ``--service``)."""
+    PeerClock.age_s = lambda self, now: now - self.arrived + self.transit_s()
+
+
+def _no_applied_term() -> None:
+    """5ed727b: a new master served pulls before applying an entry of its own term, so
+    before the acks its predecessor had answered, and handed acked messages out again."""
+    NodeService._applied_own_term = lambda self: True
+
+
+def _no_noop_sync() -> None:
+    """A new leader counted its own copy of its term's no-op towards a commit before that
+    copy was on its disk (pysyncobj appends and applies the no-op itself): a power loss
+    right after left it having applied an entry its journal did not hold (found by the
+    simulator's write faults, seed 408 with --power-loss)."""
+    RaftNode._noop_appended = lambda self: None
+
+
 CANARIES: dict[str, Callable[[], None]] = {
     "no-append-rule": _no_append_rule,
     "no-forward-refusal": _no_forward_refusal,
@@ -124,6 +156,10 @@ CANARIES: dict[str, Callable[[], None]] = {
     "no-one-change-at-a-time": _no_one_change_at_a_time,
     "no-journal-sync": _no_journal_sync,
     "no-fsync-exit": _no_fsync_exit,
+    "no-fresh-quorum": _no_fresh_quorum,
+    "no-held-readings": _no_held_readings,
+    "no-applied-term": _no_applied_term,
+    "no-noop-sync": _no_noop_sync,
 }
 
 

@@ -17,6 +17,20 @@ random seeds (the ones below; tests/sim/test_scenarios.py has the scripted catch
   that had stepped down while its loop still took it for the master. Seed 33: the entry
   is committed in a term whose leader the client never asked (proposed-by-its-leader).
 
+* ``no-fresh-quorum``: a master served while a majority's clock readings were stale, by
+  quorum time held since then. Seed 41 with node services (``--service``): n1 crashed,
+  then n3 stopped; once n1 is back, the master n2 serves with it before a fresh reading
+  of n1's is in, by quorum time held a second back, so a lease of 924 ms ends before the
+  consumer sent its pull (lease-as-asked).
+* ``no-held-readings``: a clock reading that a link held was aged from its arrival.
+  Seed 82 with node services: n2 blackholed for 2.9 s, then n1's link to the master n3
+  dropping one way; when they heal, the readings held in the links arrive, counted
+  fresh, and quorum time falls about 150 ms behind the true time (lease-as-asked).
+* ``no-noop-sync``: a new leader counted its own copy of its no-op towards the commit
+  before syncing it. Seed 408 with ``--power-loss``: n2 stopped, n3 cut off, then n1
+  wins an election and the fsync after its no-op's commit fails (ENOSPC); its files as
+  the power loss leaves them end before the entry it applied (applied-is-durable).
+
 Found by ``python -m sim run --seeds 100 --canary NAME``, each seed's faults then shrunk
 (``python -m sim shrink SEED --canary NAME``) to the few that still catch it, replayed
 here with ``--keep``. Each pair of tests is the regression: the first fails if a fix is
@@ -30,27 +44,30 @@ import pytest
 
 from .conftest import replay, sim
 
-# canary: (seed, the faults kept, the invariants that catch it)
+# canary: (seed, the faults kept, the invariants that catch it, the run's options)
 CAUGHT = {
-    "no-finish-cut": (67, "1,4", ("restart-keeps-committed", "acked-on-a-majority")),
-    "no-commit-clamp": (31, "2,3", ("same-index-same-entry",)),
-    "no-append-rule": (34, "1", ("applied-never-cut",)),
-    "no-forward-refusal": (33, "3,4", ("proposed-by-its-leader",)),
+    "no-finish-cut": (67, "1,4", ("restart-keeps-committed", "acked-on-a-majority"), ()),
+    "no-commit-clamp": (31, "2,3", ("same-index-same-entry",), ()),
+    "no-append-rule": (34, "1", ("applied-never-cut",), ()),
+    "no-forward-refusal": (33, "3,4", ("proposed-by-its-leader",), ()),
+    "no-fresh-quorum": (41, "0,2", ("lease-as-asked",), ("--service",)),
+    "no-held-readings": (82, "1,4", ("lease-as-asked",), ("--service",)),
+    "no-noop-sync": (408, "1,3,4,5", ("applied-is-durable",), ("--power-loss",)),
 }
 
 
 @pytest.mark.parametrize("canary", sorted(CAUGHT))
 def test_with_the_fix_the_plan_passes(canary):
-    seed, keep, _ = CAUGHT[canary]
-    result = replay(seed, "--keep", keep)
+    seed, keep, _, options = CAUGHT[canary]
+    result = replay(seed, "--keep", keep, *options)
     assert result["ok"], f"seed {seed} KEEP={keep}: {result['invariant']}: {result['detail']}"
     assert len(result["faults"]) == len(keep.split(","))
 
 
 @pytest.mark.parametrize("canary", sorted(CAUGHT))
 def test_without_the_fix_the_plan_fails_on_an_invariant(canary):
-    seed, keep, invariants = CAUGHT[canary]
-    result = replay(seed, "--keep", keep, "--canary", canary)
+    seed, keep, invariants, options = CAUGHT[canary]
+    result = replay(seed, "--keep", keep, "--canary", canary, *options)
     assert not result["ok"], f"seed {seed} KEEP={keep} no longer reaches the window of {canary}"
     assert result["invariant"] in invariants, result["detail"]
 
