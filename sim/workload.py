@@ -75,7 +75,6 @@ class Handout:
 class Actor:
     name: str
     believed: str
-    busy: bool = False  # a consumer pulls one at a time
     answered: dict[str, int] = field(default_factory=dict)
 
 
@@ -115,8 +114,8 @@ class Workload:
         answered: Callable[[object], None],
         failed: Callable[[], None] = lambda: None,
     ) -> None:
-        """Send ``work(service)`` to the node ``actor`` believes is master; ``answered(result)``
-        or ``failed()`` (an error, or no answer in time) once, as a client step."""
+        """Send ``work(service)`` to the node ``actor`` believes is master; then, once,
+        ``answered(result)`` or ``failed()`` (an error, or no answer in time)."""
         world = self.world
         node = world.by_name[actor.believed]
         state = {"done": False}
@@ -125,7 +124,7 @@ class Workload:
             if state["done"]:
                 return
             state["done"] = True
-            key = outcome if ":" in outcome else f"{what}:{outcome}"
+            key = f"{what}:{outcome}"
             actor.answered[key] = actor.answered.get(key, 0) + 1
             if outcome == "ok":
                 answered(result)
@@ -141,21 +140,23 @@ class Workload:
                 return
             if isinstance(err, NotMasterError):
                 self._redirect(actor, node)
-            finish(f"{what}:{type(err).__name__}")
+            finish(type(err).__name__)
 
         def arrive(incarnation: int) -> bool:
             service = node.service
             if node.incarnation != incarnation or service is None:
                 self._redirect(actor, None)
-                finish(f"{what}:lost")
+                finish("lost")
                 return True
             node.loop.create_task(work(service)).add_done_callback(settle)
             return True
 
-        def give_up() -> None:
-            if not state["done"]:
-                self._redirect(actor, None)
-                finish(f"{what}:timeout")
+        def give_up() -> bool:
+            if state["done"]:
+                return False  # answered: no step
+            self._redirect(actor, None)
+            finish("timeout")
+            return True
 
         world.at(world.rng.randrange(100_000, MS), "loop", node.name, arrive, node.incarnation)
         world.at(int(TIMEOUT_S * S), "client", None, give_up)

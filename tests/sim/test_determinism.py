@@ -69,3 +69,12 @@ def test_a_stop_within_a_stop_ends_with_the_later(seed):
     result = replay(seed, "--power-loss")
     assert result["ok"], result["detail"]
     assert [f.split()[-2:] for f in result["faults"] if " stop " in f] == [["stop", "n2"], ["stop", "n2"]]
+
+
+def test_node_services_replay_too():
+    """Seed 5 with every node a NodeService (``--service``): asyncio loops on virtual
+    time, group commits, leases, consumers; stops of n1 and n3."""
+    first, second = replay(5, "--service"), replay(5, "--service")
+    assert first["ok"], first["detail"]
+    assert first["answers"]["handed out"] > 100
+    assert first["trace_hash"] == second["trace_hash"]
