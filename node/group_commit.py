@@ -65,6 +65,20 @@ class GroupCommit(Generic[T, R]):
         self._queue.put_nowait((items, size, fut))
         return fut
 
+    def fail_waiting(self, error: Exception) -> int:
+        """Fail every call not yet proposed with ``error`` (the proposal in flight goes on);
+        how many. A master that stops leading fails the leases its pulls took, which it
+        forgot with its role: proposed after it leads again, they would commit beside the
+        leases its new scans take of the same messages."""
+        waiting = [self._held] if self._held is not None else []
+        self._held = None
+        while not self._queue.empty():
+            waiting.append(self._queue.get_nowait())
+        for _, _, fut in waiting:
+            if not fut.done():
+                fut.set_exception(error)
+        return len(waiting)
+
     async def run(self) -> None:
         loop = asyncio.get_running_loop()
         while True:

@@ -20,7 +20,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from horologe.cluster import ACK, RETRY, ApplyResult
+from horologe.cluster import ACK, RETRY, ApplyResult, NotMasterError
 from horologe.cluster.consumer_groups import (
     DLQ_PREFIX,
     ORIGIN_HEADER,
@@ -172,11 +172,15 @@ class Consumers:
 
     def forget_leases(self) -> None:
         """On a change of role: a new master starts from the committed leases (read when
-        it first needs a group's: by then it has applied its predecessor's entries), and
-        every waiting pull wakes to find out whether this node still leads."""
+        it first needs a group's: by then it has applied its predecessor's entries), the
+        leases not yet proposed are failed, and every waiting pull wakes to find out
+        whether this node still leads."""
         self.leases.clear()
         self._extended.clear()
         self._cursors.clear()
+        # Leases and extends taken under the lead that ended, not proposed yet: never
+        # proposed now (node/group_commit.py); their pulls answer 503 and are retried.
+        self.lease_commit.fail_waiting(NotMasterError(None))
         self.notify()
 
     def _leases_of(self, group: str, topic: str) -> dict[int, int]:
@@ -374,6 +378,8 @@ class Consumers:
             if out or remaining <= 0:
                 until = self._lease_until(group, leased, out, now, visibility_ms)
                 await self._commit_leases(group, leased, until, pull_id)
+                if out and not self._may_answer(until):
+                    continue  # the leases ended while they committed: scan again
                 return self._handed(group, leased, out, until)
             wait = min(remaining, 1.0)  # leases expire too
             if wake_at:  # when a message passed over falls due (or its lease ends)
@@ -382,6 +388,15 @@ class Consumers:
                 await asyncio.wait_for(self._arrived.wait(), max(wait, 0.0))
             except TimeoutError:
                 pass
+
+    def _may_answer(self, until: int) -> bool:
+        """Whether a pull whose leases (ending at ``until``) just committed may hand them
+        out. The commit may have taken long (a master cut off, whose entries a later master
+        committed): a node that no longer leads answers nothing (NotMasterError), and
+        leases that ended meanwhile go to nobody, since another pull may hold those
+        messages now (the simulator's node services, seed 98)."""
+        self._require_master()
+        return until > self._clock()
 
     def _lease_until(
         self, group: str, leased: dict[str, list[int]], out: Taken, now: int, visibility_ms: int

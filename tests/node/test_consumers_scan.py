@@ -387,3 +387,47 @@ def test_a_purge_acks_what_waits_and_leaves_leased_and_later_messages_alone(log)
         assert await consumers.purge("g", "t") == 0
 
     asyncio.run(run())
+
+
+def test_a_pull_whose_leases_commit_too_late_hands_out_nothing_they_name(log):
+    """A master cut off while its pull's leases were in flight, committed later by the next
+    master: by then it may follow, and the leases may have ended, the messages handed to
+    another consumer. It answers 503; one that still leads scans again."""
+    leading = [True]
+
+    def require_master() -> None:
+        if not leading[0]:
+            raise NotMasterError(None)
+
+    async def run() -> None:
+        await _deliver(log, 2)
+        consumers = Consumers(
+            log.view, log.propose, log.clock, (1000,), 50, Receipts("secret"), require_master=require_master
+        )
+        committer = asyncio.create_task(consumers.run())
+        propose = log.propose
+        late = asyncio.Event()
+
+        async def slow(kind, **fields):  # the leases commit only once the test says so
+            if fields.get("leases"):
+                await late.wait()
+            return await propose(kind, **fields)
+
+        consumers._propose = slow
+        pull = asyncio.create_task(consumers.pull("g", "t", None, 1, 0, 500))
+        await asyncio.sleep(0.01)
+        leading[0] = False  # deposed while they commit
+        late.set()
+        with pytest.raises(NotMasterError):
+            await asyncio.wait_for(pull, 2)
+
+        leading[0], late = True, asyncio.Event()
+        pull = asyncio.create_task(consumers.pull("g", "t", None, 1, 0, 500))
+        await asyncio.sleep(0.01)
+        log.now[0] += 600  # the lease of 500 ms ended before its commit did
+        late.set()
+        answer = as_json(await asyncio.wait_for(pull, 2), log.now[0])["messages"]
+        assert len(answer) == 1 and int(answer[0]["receipt"].split(".")[1]) > log.now[0]
+        committer.cancel()
+
+    asyncio.run(run())

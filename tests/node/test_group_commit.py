@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from horologe.node.group_commit import GroupCommit
 
 
@@ -106,3 +108,35 @@ def test_a_big_batch_goes_in_parts_under_the_cap_and_columns_combine_in_order():
     results = asyncio.run(run())
     assert results == [("entry 1", 0), ("entry 2", 0), ("entry 2", 2), ("entry 2", 4)]
     assert [proposals[1].message(i) for i in range(6)] == messages[1:7]
+
+
+def test_fail_waiting_fails_what_is_queued_and_lets_the_proposal_in_flight_go_on():
+    """A master that stops leading: what its pulls queued under that lead is never proposed."""
+    proposals: list[list[int]] = []
+    release = asyncio.Event()
+
+    async def commit(items: list[int]) -> str:
+        proposals.append(list(items))
+        await release.wait()
+        return f"entry {len(proposals)}"
+
+    async def run() -> None:
+        gc = GroupCommit(commit, window_ms=0, size_of=len)
+        task = asyncio.create_task(gc.run())
+        in_flight = asyncio.create_task(gc.submit([1]))
+        for _ in range(5):
+            await asyncio.sleep(0)
+        queued = [asyncio.create_task(gc.submit([n])) for n in (2, 3)]
+        for _ in range(5):
+            await asyncio.sleep(0)
+        assert gc.fail_waiting(RuntimeError("no longer master")) == 2
+        release.set()
+        assert await in_flight == ("entry 1", 0)
+        for q in queued:
+            with pytest.raises(RuntimeError, match="no longer master"):
+                await q
+        after = await gc.submit([4])  # the committer goes on
+        assert proposals == [[1], [4]] and after == ("entry 2", 0)
+        task.cancel()
+
+    asyncio.run(run())
