@@ -366,6 +366,18 @@ class RaftNode(SyncObjSeam):
             return True
         return self._halted_on_loop  # set on the loop, where this node proposes
 
+    def _before_proposals(self) -> None:
+        """A node that does not lead fails the proposals waiting in its queue (NOT_LEADER):
+        pysyncobj would hand them to the leader, whose refusal (``_refuses_proposal``)
+        comes a round trip later, or, with no leader known, keep them and append them if
+        this node leads again, in a later term. An entry made under one lead would then
+        commit under another: the simulator's node services saw a pull's leases, taken
+        and proposed just before the master stepped down and forgotten with its role,
+        committed after it was elected again, and the same messages handed to a second
+        consumer by a scan that had not seen them."""
+        if not self._isLeader():
+            self.fail_waiting_proposals(FAIL_REASON.NOT_LEADER)
+
     def _proposals_appended(self) -> None:
         """pysyncobj's leader has appended the waiting proposals to its log and sent them to
         the followers. It syncs them at once, while the followers write theirs: its own

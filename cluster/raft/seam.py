@@ -48,6 +48,7 @@ import threading
 from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass
+from queue import Empty
 from typing import Any
 
 import pysyncobj.pickle as raft_pickle
@@ -183,6 +184,7 @@ def install_connection_class(connection: type[TcpConnection]) -> None:
 # -- SyncObj ------------------------------------------------------------------------------
 
 _PIPE_NOTIFIER = "_SyncObj__pipeNotifier"  # syncobj.py:264, see SyncObjSeam.wake_tick_thread
+_COMMANDS_QUEUE = "_SyncObj__commandsQueue"  # syncobj.py:262, see SyncObjSeam.fail_waiting_proposals
 
 
 class SyncObjSeam(SyncObj):
@@ -195,6 +197,7 @@ class SyncObjSeam(SyncObj):
     ``_on_message(node, message)``          ``__onMessageReceived``, syncobj.py:909
     ``_answer_leader(...)``                 ``__sendNextNodeIdx``, syncobj.py:1098
     ``_refuses_proposal(forwarded)``        ``_applyCommand``, syncobj.py:492
+    ``_before_proposals()``                 ``_checkCommandsToApply``, syncobj.py:503
     ``_proposals_appended()``               ``_checkCommandsToApply``, syncobj.py:503
     ``_noop_appended()``                    ``__onBecomeLeader``, syncobj.py:1215
     ``_followers_held_back()``              ``__sendAppendEntries``, syncobj.py:1251
@@ -365,6 +368,21 @@ class SyncObjSeam(SyncObj):
             except BlockingIOError:  # the pipe is full: the tick thread has wake-ups waiting
                 pass
 
+    def fail_waiting_proposals(self, reason) -> int:
+        """Fail every proposal waiting in pysyncobj's queue (``__commandsQueue``, set at
+        syncobj.py:262, after the attribute scan: read by a method) with ``reason``: its
+        callback is told at once, and it is never appended. How many."""
+        queue = getattr(self, _COMMANDS_QUEUE)
+        failed = 0
+        while True:
+            try:
+                _command, callback = queue.get_nowait()
+            except Empty:
+                return failed
+            failed += 1
+            if callable(callback):  # a tuple: a follower's forwarded proposal (leaders only)
+                callback(None, reason)
+
     def _pysyncobj_on_message(self, node, message) -> None:
         """pysyncobj's own handling of a peer's message (``__onMessageReceived``)."""
         SyncObj._SyncObj__onMessageReceived(self, node, message)
@@ -425,10 +443,15 @@ class SyncObjSeam(SyncObj):
     def _checkCommandsToApply(self) -> None:  # noqa: N802 - pysyncobj's name
         """Wraps ``_checkCommandsToApply`` (syncobj.py:503), where every tick a leader
         appends the proposals waiting in its queue to its log and sends them to the
-        followers (a follower forwards them to its leader); :meth:`_proposals_appended`
-        runs after, where the leader syncs what it appended."""
+        followers (a follower forwards them to its leader); :meth:`_before_proposals` runs
+        before, :meth:`_proposals_appended` after, where the leader syncs what it appended."""
+        self._before_proposals()
         super()._checkCommandsToApply()
         self._proposals_appended()
+
+    @_hook
+    def _before_proposals(self) -> None:
+        """Hook: the tick is about to append (as leader) or forward the waiting proposals."""
 
     @_hook
     def _proposals_appended(self) -> None:
@@ -690,7 +713,7 @@ METHODS: dict[type, tuple[str, ...]] = {
 
 # Members the shell reads or sets, by the class whose objects must hold them.
 MEMBERS: dict[type, tuple[str, ...]] = {
-    SyncObj: tuple(reached(SyncObjSeam, _Member)),
+    SyncObj: (*reached(SyncObjSeam, _Member), _COMMANDS_QUEUE),
     TcpConnection: tuple(reached(ConnectionSeam, _Member)),
     TCPTransport: _TRANSPORT_MEMBERS,
 }

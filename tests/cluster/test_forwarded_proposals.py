@@ -10,11 +10,14 @@ import asyncio
 import time
 
 import pytest
+from pysyncobj import FAIL_REASON
 
 from horologe.cluster import SYNC, Entry, ProposalRejectedError
+from horologe.cluster.entries import decode
 from horologe.wheel import Watermark
 
 from .raft_trio import leader_of, propose_sync, start_three, stop_all
+from .ticked import crash, journal_entries, lead_with_peers, peer, propose, tick, ticked_node
 
 
 def test_a_proposal_forwarded_by_a_follower_is_refused(tmp_path):
@@ -74,3 +77,37 @@ def test_a_halted_leader_refuses_proposals_and_hands_over_under_a_stream_of_them
             await stop_all(nodes)
 
     asyncio.run(run())
+
+
+def test_a_proposal_waiting_when_its_leader_steps_down_fails_and_never_commits_later(tmp_path):
+    """pysyncobj keeps a proposal its node made as leader and has not appended yet; with no
+    leader known it waits, and is appended if the node leads again, in a later term: an
+    entry made under one lead committed under another (the simulator's node services saw
+    a pull's leases, forgotten with the lead, commit beside another pull's). It fails."""
+    node = ticked_node(tmp_path / "n0", peers=("127.0.0.1:1", "127.0.0.1:2"))
+    try:
+        lead_with_peers(node)
+        tick(node, 3)
+        term = node.current_term()
+        answers = propose(node, 7_000)  # queued: the next tick would append it
+        node._on_message(
+            peer(node, 1), {"type": "request_vote", "term": term + 1, "last_log_index": 0, "last_log_term": 0}
+        )
+        assert not node.is_master()
+        tick(node)
+        assert answers == [(None, FAIL_REASON.NOT_LEADER)]
+        lead_with_peers(node)  # elected again, in a later term
+        tick(node, 3)
+        assert node.current_term() > term + 1
+        stamped = [ms for ms in (_ms_of(cmd) for cmd, _, _ in journal_entries(node)) if ms is not None]
+        assert 7_000 not in stamped
+    finally:
+        crash(node)
+
+
+def _ms_of(command: bytes) -> int | None:
+    """The clock a journal entry's command was stamped with (None: not one of ours)."""
+    try:
+        return decode(command[1:]).clock_ms
+    except Exception:  # noqa: BLE001 - pysyncobj's no-op and membership commands
+        return None
