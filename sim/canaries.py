@@ -14,6 +14,8 @@ from horologe.cluster.raft import node
 from horologe.cluster.raft.append_rule import trim_append
 from horologe.cluster.raft.node import RaftNode
 from horologe.cluster.raft.peer_clocks import PeerClock
+from horologe.node.consumers.service import Consumers
+from horologe.node.group_commit import GroupCommit
 from horologe.node.quorum_clock import QuorumClock
 from horologe.node.service import NodeService
 from horologe.storage import durable
@@ -145,6 +147,21 @@ def _no_noop_sync() -> None:
     RaftNode._noop_appended = lambda self: None
 
 
+def _no_lease_fail() -> None:
+    """A master that stopped leading kept the leases its pulls had taken, not yet proposed,
+    in its group commit: proposed once it led again, they committed beside the leases its
+    new scans took of the same messages (the simulator's node services, seed 13 with
+    --power-loss)."""
+    GroupCommit.fail_waiting = lambda self, error: 0
+
+
+def _no_answer_check() -> None:
+    """A pull answered once its leases committed, however long that took: a master cut off
+    answered, as a follower, with leases that had ended, after the new master had handed
+    the same messages to another consumer (the simulator's node services, seed 98)."""
+    Consumers._may_answer = lambda self, until: True
+
+
 CANARIES: dict[str, Callable[[], None]] = {
     "no-append-rule": _no_append_rule,
     "no-forward-refusal": _no_forward_refusal,
@@ -160,6 +177,8 @@ CANARIES: dict[str, Callable[[], None]] = {
     "no-held-readings": _no_held_readings,
     "no-applied-term": _no_applied_term,
     "no-noop-sync": _no_noop_sync,
+    "no-lease-fail": _no_lease_fail,
+    "no-answer-check": _no_answer_check,
 }
 
 
