@@ -353,14 +353,15 @@ class NodeService:
         """Ready: a master is known, this node applies, is linked to a quorum and knows its clocks.
 
         ``links`` names each peer and whether this node has a live Raft link to it;
-        ``clock`` whether a majority's clock readings are in (a master serves nothing before).
+        ``clock`` whether a majority's clock readings are in and fresh (a master serves
+        nothing otherwise).
         """
         leader = self.leader_id()
         linked = self.linked_peer_ids()
         links = {p.node_id: p.node_id in linked for p in self.peers()}
         voter = any(m.raft == self.config.raft for m in self.voters())
         quorum = voter and 1 + len(linked) >= majority(1 + len(links))
-        clock = self.quorum_clock.known()
+        clock = self.quorum_clock.fresh()
         halted = self.view.halted
         ready = leader is not None and not halted and quorum and clock
         return {"ready": ready, "leader": leader, "halted": halted, "links": links, "clock": clock}
