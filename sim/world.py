@@ -1088,7 +1088,8 @@ class World:
     def loop_error(self, loop, context: dict) -> None:
         """A service loop's callback or task raised where nothing awaited it: a bug."""
         exc = context.get("exception")
-        self.violate("loop-error", f"{context.get('message')}: {exc!r}")
+        where = context.get("future") or context.get("handle")
+        self.violate("loop-error", f"{context.get('message')}: {exc!r} in {where!r}"[:600])
 
     def membership_of(self, node: SimNode) -> tuple[str, ...]:
         """The voters ``node`` counts now: itself and the members of its log."""

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import time
+from collections import deque
 
 from horologe.cluster import PRODUCE, SYNC
-from horologe.node.wheel_driver import WheelDriver, WheelSettings
+from horologe.node.wheel_driver import WheelDriver, WheelSettings, _let_go
 from horologe.storage import Message, MessageLimits
 
 from .local_log import LocalLog
@@ -218,3 +220,30 @@ def test_with_a_lead_the_wheel_commits_what_falls_due_that_far_ahead(tmp_path):
         asyncio.run(run())
     finally:
         log.close()
+
+
+def test_a_sync_that_fails_after_it_was_let_go_is_not_reported_as_never_retrieved():
+    """A cancel can be lost (asyncio.wait_for in 3.11 swallows one that races a result),
+    and the S then fails after the run let it go: its failure was seen all the same."""
+    async def run() -> list[dict]:
+        loop = asyncio.get_running_loop()
+        reported: list[dict] = []
+        loop.set_exception_handler(lambda _loop, context: reported.append(context))
+
+        async def refused_late() -> None:
+            try:
+                await asyncio.sleep(10)
+            except asyncio.CancelledError:
+                raise RuntimeError("entry not committed: reason 3") from None  # as if the cancel was lost
+
+        syncing = deque([loop.create_task(refused_late())])
+        await asyncio.sleep(0)
+        _let_go(syncing)
+        for _ in range(3):
+            await asyncio.sleep(0)
+        syncing.clear()
+        gc.collect()
+        await asyncio.sleep(0)
+        return reported
+
+    assert asyncio.run(run()) == []
