@@ -224,4 +224,3 @@ class Handover:
                 return None  # elected again: the caller retries the transfer
             await asyncio.sleep(0.002)
         return None
-
