@@ -125,6 +125,12 @@ class SyncedDisk:
         self._write_armed.pop(folder, None)
         self._failing.pop(folder, None)
 
+    def ended(self, folder: str) -> bool:
+        """Whether the process writing under ``folder`` ended in this step (in a write, or
+        on a failed fsync), not yet taken."""
+        folder = os.path.realpath(folder)
+        return folder in self._dead or any(f == folder for f, _ in self._exited)
+
     def take_crashed(self) -> list[tuple[str, str, bool]]:
         """(folder, file, power) of each node whose process ended in a write since the last
         call; its folder takes writes again."""

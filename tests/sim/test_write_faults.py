@@ -27,3 +27,13 @@ def test_a_crash_in_a_write_then_a_power_loss_replays():
     assert first["ok"], first["detail"]
     assert "crash n3 in its write 47" in first["faults"][-1]
     assert first["trace_hash"] == second["trace_hash"]
+
+
+def test_a_process_that_ends_in_a_write_pysyncobj_catches_goes_down_all_the_same():
+    """Seed 1526: a node dies in a write while installing a shipped snapshot, and
+    pysyncobj's bare ``except`` around the install catches the exit; the rest of that step
+    (the shell reading the journal the install had just cleared) is not real, and the node
+    goes down as a process that ended there would."""
+    result = replay(1526, "--power-loss")
+    assert result["ok"], result["detail"]
+    assert any("in its write" in fault for fault in result["faults"])
