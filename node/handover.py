@@ -53,11 +53,10 @@ class Handover:
     ) -> None:
         """``readiness(url, timeout_s)``: a peer's ``/readyz`` body, None when it does not
         answer in time (node/peer_readiness.py). ``propose(kind, **fields)`` an entry and
-        wait until applied; ``transfer(raft
-        address, deadline_s)`` Raft leadership, True once this node stepped down;
-        ``pause_leading`` stops the wheel and push (and waits), ``resume_leading`` starts
-        them again when this node is still master after all. ``peers()`` are the other
-        voting members now (the membership changes online)."""
+        wait until applied; ``transfer(raft address, deadline_s)`` Raft leadership, True
+        once this node stepped down; ``pause_leading`` stops the wheel and push (and
+        waits), ``resume_leading`` starts them again when this node is still master after
+        all. ``peers()`` are the other voting members now (the membership changes online)."""
         self._config = config
         self._peers = peers
         self._readiness = readiness

@@ -194,8 +194,7 @@ class SimNode:
                 raise
             # A start that a failed write ended: the process exits with the error, its
             # files closed; the next restart (the fault's end, or the heal) tries again.
-            what = str(e).replace(self.world.base_dir, "<base>")[:200]
-            self.world.note(f"{self.name} start failed: {type(e).__name__}: {what}")
+            self.world.note(f"{self.name} start failed: {self.world.described(e)}")
             self.raft = None
             _close_fds_under(self.data_dir)
         finally:
@@ -594,12 +593,15 @@ class World:
             return True
         return False
 
+    def described(self, e: Exception) -> str:
+        """An error as the trace shows it: the run's folder (a path holds the pid) as <base>."""
+        return f"{type(e).__name__}: {str(e).replace(self.base_dir, '<base>')[:200]}"
+
     def _survive(self, node: SimNode, ev: _Event, e: Exception) -> bool:
         """A step of ``node`` raised after a write failed in it: as in the product, where
         pysyncobj's tick thread logs what a tick raises and ticks again a period later, and
         the event loop logs what a callback raises and runs on. The node serves on."""
-        what = str(e).replace(self.base_dir, "<base>")[:200]  # a path holds the pid
-        self.note(f"{node.name} {ev.kind} step raised {type(e).__name__}: {what}")
+        self.note(f"{node.name} {ev.kind} step raised {self.described(e)}")
         self.count("write errors raised")
         if ev.fn == node.tick:
             node.schedule_tick(int(node.settings.tick_s * S))

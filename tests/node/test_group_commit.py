@@ -3,21 +3,28 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 import pytest
 
 from horologe.node.group_commit import GroupCommit
 
 
-def test_idle_calls_go_at_once_and_calls_in_flight_share_the_next_proposal():
+def _held_commits() -> tuple[list[list[int]], asyncio.Event, Callable]:
+    """A commit that records each proposal and holds it in flight until ``release`` is set."""
     proposals: list[list[int]] = []
     release = asyncio.Event()
 
     async def commit(items: list[int]) -> str:
         proposals.append(list(items))
-        if len(proposals) == 1:
-            await release.wait()  # the first proposal stays in flight
+        await release.wait()
         return f"entry {len(proposals)}"
+
+    return proposals, release, commit
+
+
+def test_idle_calls_go_at_once_and_calls_in_flight_share_the_next_proposal():
+    proposals, release, commit = _held_commits()  # the first proposal stays in flight
 
     async def run() -> None:
         gc = GroupCommit(commit, window_ms=0, size_of=len)
@@ -112,13 +119,7 @@ def test_a_big_batch_goes_in_parts_under_the_cap_and_columns_combine_in_order():
 
 def test_fail_waiting_fails_what_is_queued_and_lets_the_proposal_in_flight_go_on():
     """A master that stops leading: what its pulls queued under that lead is never proposed."""
-    proposals: list[list[int]] = []
-    release = asyncio.Event()
-
-    async def commit(items: list[int]) -> str:
-        proposals.append(list(items))
-        await release.wait()
-        return f"entry {len(proposals)}"
+    proposals, release, commit = _held_commits()
 
     async def run() -> None:
         gc = GroupCommit(commit, window_ms=0, size_of=len)
