@@ -19,10 +19,11 @@ from ..service import NodeService
 from ..tls import client_context
 from . import admin, consumers, dashboard, health, messages, pending, schedules, subscriptions
 from .access_log import request_ids
-from .common import CONFIG, FORWARDER, LOOP_LAG, METRICS, OPENAPI_JSON, SERVICE
+from .common import CONFIG, FORWARDER, LOOP_LAG, METRICS, OPENAPI_JSON, SCOPES, SERVICE
 from .forwarding import Forwarder, cluster_target, forward_middleware
 from .middleware import errors_and_auth
 from .openapi.spec import document_json
+from .route_table import scopes
 
 
 def create_app(config: NodeConfig, *, clock: Clock | None = None) -> web.Application:
@@ -92,4 +93,5 @@ def create_app(config: NodeConfig, *, clock: Clock | None = None) -> web.Applica
     dashboard.add_routes(app)
     operations.update(dashboard.routes.operations)
     app[OPENAPI_JSON] = document_json(operations)
+    app[SCOPES] = scopes(app, operations)
     return app

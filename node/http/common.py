@@ -24,6 +24,7 @@ METRICS = web.AppKey("metrics", NodeMetrics)
 LOOP_LAG = web.AppKey("loop_lag", LoopLag)
 FORWARDER = web.AppKey("forwarder", Forwarder)
 OPENAPI_JSON = web.AppKey("openapi_json", bytes)  # the document, built from the app's route tables
+SCOPES = web.AppKey("scopes", dict)  # each route -> its operation's token scope (route_table.scopes)
 
 
 def answer(status: int, body: dict) -> web.Response:

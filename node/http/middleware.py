@@ -1,5 +1,6 @@
-"""The middleware that answers for every route: the token check, and the one place where
-errors become answers (node/http/errors.py has the table of statuses)."""
+"""The middleware that answers for every route: the token check, by the scope of the
+route's operation (node/http/route_table.py), and the one place where errors become
+answers (node/http/errors.py has the table of statuses)."""
 
 from __future__ import annotations
 
@@ -10,31 +11,41 @@ from aiohttp import web
 from horologe.cluster import ClusterError, NotMasterError, ProposalTimeoutError
 from horologe.storage import StorageFullError
 
+from ..config import NodeConfig
 from ..errors import Refused
-from . import dashboard
-from .common import CONFIG, answer
+from .common import CONFIG, SCOPES, answer
 from .errors import ApiError, error_body
+from .openapi.operations import ADMIN, CLIENT
 
-PUBLIC = {"/healthz", "/readyz", "/metrics", "/openapi.json", dashboard.PREFIX}
+UNMATCHED = "unmatched"  # no route: its 404 or 405 for a caller that holds either token
 
 
-def is_public(path: str) -> bool:
-    """Served without a token: health, metrics, this API's document, the dashboard's files."""
-    return path in PUBLIC or path.startswith(f"{dashboard.PREFIX}/")
+def tokens(cfg: NodeConfig, scope: str | None) -> list[str]:
+    """The tokens that open a route of this scope; none for a public route, and none for
+    any route under --insecure-dev (no token set)."""
+    if scope is None:
+        return []
+    wanted = {CLIENT: [cfg.client_token], ADMIN: [cfg.admin_token]}.get(
+        scope, [cfg.client_token, cfg.admin_token]
+    )
+    return [t for t in wanted if t]
+
+
+def check_token(request: web.Request, wanted: list[str]) -> None:
+    auth = request.headers.get("Authorization", "")
+    if not auth.startswith("Bearer "):
+        raise ApiError(401, "unauthorized", "missing Authorization: Bearer <token>")
+    given = auth[7:].encode()
+    if not any(hmac.compare_digest(given, t.encode()) for t in wanted):
+        raise ApiError(403, "forbidden", "wrong token for this API")
 
 
 @web.middleware
 async def errors_and_auth(request: web.Request, handler):
-    cfg = request.app[CONFIG]
     try:
-        if not is_public(request.path):
-            want = cfg.admin_token if request.path.startswith("/admin/") else cfg.client_token
-            if want:  # unset only under --insecure-dev
-                auth = request.headers.get("Authorization", "")
-                if not auth.startswith("Bearer "):
-                    raise ApiError(401, "unauthorized", "missing Authorization: Bearer <token>")
-                if not hmac.compare_digest(auth[7:].encode(), want.encode()):
-                    raise ApiError(403, "forbidden", "wrong token for this API")
+        wanted = tokens(request.app[CONFIG], request.app[SCOPES].get(request.match_info.route, UNMATCHED))
+        if wanted:
+            check_token(request, wanted)
         return await handler(request)
     except ApiError as e:
         return answer(e.status, e.body())

@@ -5,8 +5,9 @@
 ``RouteTableDef`` does and records the operation under the route's method and its path
 as OpenAPI writes it (``{id}`` for aiohttp's ``{id:<regex>}``). The operation says the
 route's token scope and whether it answers only on the master (node/http/openapi/
-operations.py); tests/node/test_openapi.py holds the middleware's token check and the
-handlers' ``require_master`` calls to it.
+operations.py): ``scopes`` gives each registered route its operation's scope, which the
+middleware checks the token by, and tests/node/test_openapi.py holds the handlers'
+``require_master`` calls to the operation's master rule.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import re
 
 from aiohttp import web
+from aiohttp.web_urldispatcher import AbstractRoute
 
 _REGEX_PART = re.compile(r"\{(\w+):[^/]*\}")
 
@@ -46,3 +48,18 @@ class RouteTable(web.RouteTableDef):
 
     get, post, put, patch, delete = map(_add, ("get", "post", "put", "patch", "delete"))
     del _add
+
+
+def scopes(app: web.Application, operations: dict[tuple[str, str], dict]) -> dict[AbstractRoute, str | None]:
+    """Each route the app registers -> the token scope its operation names (None: public).
+    aiohttp's HEAD twin of a GET takes the GET's. A route with no operation is refused here,
+    at start, rather than served with a guessed scope."""
+    found: dict[AbstractRoute, str | None] = {}
+    for route in app.router.routes():
+        method = "get" if route.method == "HEAD" else route.method.lower()
+        key = (method, openapi_path(route.resource.canonical))
+        if key not in operations:
+            raise ValueError(f"{route.method} {key[1]} has no operation in any route table")
+        security = operations[key]["security"]
+        found[route] = next(iter(security[0])) if security else None
+    return found

@@ -9,12 +9,13 @@ from pathlib import Path
 
 import orjson
 import pytest
+from aiohttp import web
 from aiohttp.test_utils import make_mocked_request
 from openapi_spec_validator import validate
 
 from horologe.node.config import NodeConfig
 from horologe.node.http.app import create_app
-from horologe.node.http.middleware import is_public
+from horologe.node.http.middleware import errors_and_auth
 
 API_MD = Path(__file__).resolve().parents[2] / "docs" / "api.md"
 METHODS = "GET|POST|PUT|PATCH|DELETE"
@@ -103,12 +104,16 @@ def test_a_route_missing_from_any_one_list_is_named(app, served, source):
     assert mismatches(*routes.values()) == [f"POST /v1/topics/{{topic}}/nack is missing from {source}"]
 
 
-def test_each_route_asks_for_the_token_the_middleware_checks(served):
-    """/v1 the client token, /admin the admin token, the public paths (is_public) none; and every route
-    answers the JSON error shape for what its scope implies."""
+PUBLIC = {"/healthz", "/readyz", "/metrics", "/openapi.json", "/ui", "/ui/{file}"}
+
+
+def test_each_route_s_operation_names_the_token_of_its_prefix(served):
+    """/v1 the client token, /admin the admin token, health, metrics, this document and the
+    dashboard's files none; and every route answers the JSON error shape for what its scope
+    implies."""
     for path, ops in served["paths"].items():
         for method, op in ops.items():
-            if is_public(path.replace("{file}", "app.js")):
+            if path in PUBLIC:
                 want = []
             elif path.startswith("/admin/"):
                 want = [{"adminToken": []}]
@@ -126,6 +131,69 @@ def test_each_route_asks_for_the_token_the_middleware_checks(served):
                         "#/components/schemas/Error",
                         "#/components/schemas/Unavailable",
                     )
+
+
+TOKENS = {"clientToken": "c-token", "adminToken": "a-token"}
+
+
+@pytest.fixture
+def guarded(tmp_path):
+    return create_app(
+        NodeConfig(
+            node_id="n1",
+            data_dir=str(tmp_path),
+            http="127.0.0.1:1",
+            raft="127.0.0.1:2",
+            client_token=TOKENS["clientToken"],
+            admin_token=TOKENS["adminToken"],
+        )
+    )
+
+
+async def status_through_the_middleware(app, method: str, path: str, token: str | None) -> int:
+    """The status errors_and_auth answers for this request, routed as aiohttp routes it; a
+    route's handler it lets through answers 200."""
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    request = make_mocked_request(method, path, headers=headers, app=app)
+    match_info = await app.router.resolve(request)  # what aiohttp's Application._handle does
+    match_info.add_app(app)
+    match_info.freeze()
+    request._match_info = match_info
+
+    async def handler(request):
+        if request.match_info.http_exception:  # aiohttp's 404 or 405
+            raise request.match_info.http_exception
+        return web.Response(status=200)
+
+    return (await errors_and_auth(request, handler)).status
+
+
+async def test_the_middleware_asks_each_route_for_the_token_its_operation_names(guarded, served):
+    """The token check is the operation's scope (route_table.scopes), route by route: without
+    a token 401, with the other scope's token 403, with its own through; a public route lets
+    every caller through. A path no route matches wants either token first."""
+    for path, ops in served["paths"].items():
+        concrete = re.sub(r"\{\w+\}", "x", path).replace("/messages/x", "/messages/" + "0" * 16)
+        for method, op in ops.items():
+            scope = next(iter(op["security"][0]), None) if op["security"] else None
+            statuses = [
+                await status_through_the_middleware(guarded, method.upper(), concrete, token)
+                for token in (None, TOKENS["adminToken"], TOKENS["clientToken"])
+            ]
+            want = {
+                None: [200, 200, 200],
+                "clientToken": [401, 403, 200],
+                "adminToken": [401, 200, 403],
+            }[scope]
+            assert statuses == want, (method, path, concrete)
+    for token, status in (
+        (None, 401),
+        ("wrong", 403),
+        (TOKENS["adminToken"], 404),
+        (TOKENS["clientToken"], 404),
+    ):
+        assert await status_through_the_middleware(guarded, "GET", "/v1/nothing", token) == status
+        assert await status_through_the_middleware(guarded, "GET", "/admin/nothing", token) == status
 
 
 def test_the_document_s_rules_are_the_validators(served):
