@@ -5,8 +5,10 @@ A producer and two consumers of one group call what the HTTP handlers call
 (node/http/messages.py, node/http/consumers.py): ``require_master``, then the service.
 A request reaches its node's loop 0.1-1 ms after it is sent; its answer is taken when the
 task ends; one not answered within ``TIMEOUT_S`` is given up (the node crashed, or a
-link or a stop held it). A node that is not master sends the caller to the master it
-knows, else to a node at random.
+link or a stop held it; a scripted scenario may set a shorter ``timeout_s``, for all or
+for one actor). A node that is not master sends the caller to the master it knows (a
+307); a master that may not serve (a 503), a lost request or a timeout sends it on to
+another node at random.
 
 - **Producer:** every 2-40 ms, 1-3 messages to the two topics, due -0.5..4 s from now,
   half of them keyed. An answered produce is an acknowledged entry: held by a majority
@@ -76,6 +78,8 @@ class Actor:
     name: str
     believed: str
     answered: dict[str, int] = field(default_factory=dict)
+    pending: tuple[str, str] | None = None  # (what, node) of its request not yet answered
+    timeout_s: float | None = None  # its own, set by a scripted scenario (else the workload's)
 
 
 class Workload:
@@ -93,6 +97,7 @@ class Workload:
         self.behind_ms = 0  # the most any node's clock has been behind the true time so far
         self.sent = 0
         self.handed = 0
+        self.timeout_s = TIMEOUT_S  # a scripted scenario may give its clients a shorter one
 
     # -- running --------------------------------------------------------------------
 
@@ -124,6 +129,7 @@ class Workload:
             if state["done"]:
                 return
             state["done"] = True
+            actor.pending = None
             key = f"{what}:{outcome}"
             actor.answered[key] = actor.answered.get(key, 0) + 1
             if outcome == "ok":
@@ -138,8 +144,8 @@ class Workload:
             if err is None:
                 finish("ok", task.result())
                 return
-            if isinstance(err, NotMasterError):
-                self._redirect(actor, node)
+            if isinstance(err, NotMasterError):  # 307 to the master it names, or a 503
+                self._redirect(actor, node if err.leader is not None else None)
             finish(type(err).__name__)
 
         def arrive(incarnation: int) -> bool:
@@ -158,16 +164,19 @@ class Workload:
             finish("timeout")
             return True
 
+        actor.pending = (what, node.name)
         world.at(world.rng.randrange(100_000, MS), "loop", node.name, arrive, node.incarnation)
-        world.at(int(TIMEOUT_S * S), "client", None, give_up)
+        world.at(int((actor.timeout_s or self.timeout_s) * S), "client", None, give_up)
 
     def _redirect(self, actor: Actor, node) -> None:
-        """To the master ``node`` names (as its 307 would), else to a node at random."""
+        """To the master ``node`` names (as its 307 would), else to another node at random
+        (as the SDK goes on to the next after a 503, a refused connection or a timeout)."""
         world = self.world
         leader = None
         if node is not None and node.raft is not None and node.raft.status.leader:
             leader = world.by_address.get(node.raft.status.leader)
-        actor.believed = (leader or world.rng.choice(world.nodes)).name
+        others = [n for n in world.nodes if n.name != actor.believed]
+        actor.believed = (leader or world.rng.choice(others)).name
 
     # -- the producer ----------------------------------------------------------------
 
