@@ -143,7 +143,12 @@ def run_seed(
     canaries.apply(canary)
     script = Script(SCENARIOS[scenario]) if scenario else None
     profile = profile or (
-        Profile(script.scenario.nodes, script.scenario.spares, mode.power_loss, service=mode.service)
+        Profile(
+            script.scenario.nodes,
+            script.scenario.spares,
+            mode.power_loss,
+            service=mode.service or script.scenario.service,
+        )
         if script
         else Profile(nodes=nodes, power_loss=mode.power_loss, service=mode.service)
     )

@@ -38,7 +38,8 @@ class Scenario:
     who was cut); ``knobs`` override the seed's draws (ClusterSettings fields);
     ``bytes_per_s`` is every link's bandwidth (None: unbounded); ``spares`` nodes are made
     to join later (``World.change_membership``); with ``power_loss`` a step may call
-    ``SimNode.lose_power``."""
+    ``SimNode.lose_power``; with ``service`` every node runs its NodeService under the
+    workload (``--service``)."""
 
     name: str
     nodes: int
@@ -47,6 +48,7 @@ class Scenario:
     bytes_per_s: int | None = LINK_BYTES_PER_S
     spares: int = 0
     power_loss: bool = False  # a step loses power (sim/disk.py records every fsync)
+    service: bool = False  # node services and the workload's clients (sim/service.py)
 
 
 class Script:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from ..scripted import Scenario
 from . import (
+    ack_before_noop,
+    answer_after_handover,
     fsync_fails,
     grow_and_replace,
     late_answer,
@@ -23,5 +25,7 @@ SCENARIOS: dict[str, Scenario] = {
         two_changes.SCENARIO,
         power_after_ack.SCENARIO,
         fsync_fails.SCENARIO,
+        ack_before_noop.SCENARIO,
+        answer_after_handover.SCENARIO,
     )
 }

@@ -30,6 +30,19 @@ in place it passes, every step fired (the window was reached); with the fix take
   succeeds once Linux dropped the pages) applied an entry its disk never held
   (applied-is-durable). With the fix the master's process ends at the failed fsync.
 
+* ``ack-before-noop`` / ``no-applied-term`` (5ed727b), with node services: the master
+  answers an ack and is cut off before its follower B learns the ack committed; B, elected
+  with a follower that must catch up first, serves pulls before its no-op commits, so
+  before it applied the ack or the leases its predecessor committed
+  (acked-handed-out-again, handed-out-inside-a-lease).
+
+* ``answer-after-handover`` / ``no-answer-check``, with node services: a pull waits on its
+  master for its leases to commit when the master's links go silent; the next master
+  commits them and, once they end, hands their messages to the other consumer; back
+  1.7 s later, before it steps down, the old master learns as a follower that the
+  leases committed and answers the pull with them (handed-out-inside-a-lease). Seeds 2
+  and 28 of 1..40 reach it; none of the 40 fails with the fix.
+
 ``grow-and-replace`` has no canary: 3 → 4 → 5 nodes and one removed, around a crash of the
 leader, under every invariant (membership changes built under the simulator); one seed
 here, thousands by ``python -m sim run --scenario grow-and-replace``.
@@ -52,6 +65,8 @@ CAUGHT = [
     ("two-changes", "no-one-change-at-a-time", ("leader-completeness", "liveness"), SEEDS),
     ("power-after-ack", "no-journal-sync", ("applied-is-durable", "acked-on-a-majority"), SEEDS),
     ("fsync-fails", "no-fsync-exit", ("applied-is-durable",), SEEDS),
+    ("ack-before-noop", "no-applied-term", ("acked-handed-out-again", "handed-out-inside-a-lease"), SEEDS),
+    ("answer-after-handover", "no-answer-check", ("handed-out-inside-a-lease",), (2, 28)),
 ]
 
 
