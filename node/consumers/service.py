@@ -554,9 +554,13 @@ class Consumers:
 
     async def extend(self, group: str, receipts: list, visibility_ms: int) -> tuple[int, int]:
         """Renew leases still held under these receipts to ``visibility_ms`` from now (the
-        receipts stay good); how many, and the new expiry."""
+        receipts stay good); how many, and the new expiry. Never shorter than they held:
+        quorum time falls back when the clocks of a new majority lag (a peer down, another
+        behind), and a lease cut below the end its holder was told would go to another
+        consumer while the holder works on (the simulator's node services, seed 55)."""
         held, now = self._held(group, receipts)
-        until = now + visibility_ms
+        ends = [self._leases_of(g, t)[o] for g, t, lo, hi, _ in held for o in range(lo, hi)]
+        until = max([now + visibility_ms, *ends])
         for g, t, lo, hi, token in held:
             self.leases[(g, t)].update(dict.fromkeys(range(lo, hi), until))
             self._extended.setdefault((g, t), {}).update(dict.fromkeys(range(lo, hi), token))

@@ -76,6 +76,23 @@ def test_pull_ack_and_nack_over_the_view(log):
     asyncio.run(run())
 
 
+def test_an_extend_by_a_clock_that_fell_back_never_shortens_a_lease(log):
+    """Quorum time falls back when a new majority's clocks lag: an extend asked then keeps
+    at least the end its pull handed out, and the message stays leased until then."""
+
+    async def run() -> None:
+        await _deliver(log, 1)
+        consumers = consumers_over(log)
+        (got,) = as_json(await consumers.pull("g", "t", None, 1, 0, 30_000), T)["messages"]
+        log.now[0] = T - 20_000  # the clock fell back 20 s
+        extended, until = await consumers.extend("g", [got["receipt"]], 1_000)
+        assert (extended, until) == (1, T + 1 + 30_000)
+        log.now[0] = T + 10_000  # past what the extend asked, inside the pull's lease
+        assert as_json(await consumers.pull("g", "t", None, 1, 0, 30_000), T)["messages"] == []
+
+    asyncio.run(run())
+
+
 def test_a_waiting_pull_wakes_on_notify(log):
     async def run() -> None:
         consumers = consumers_over(log)
