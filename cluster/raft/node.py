@@ -182,6 +182,8 @@ class RaftNode(SyncObjSeam):
         self._acked_sent: dict[str, float] = {}
         # A follower's lowest refusal since its last ack, by address: (term, next index).
         self._refused: dict[str, tuple[int, int]] = {}
+        # When a refusal last moved a follower's next index back, by address: (term, at).
+        self._stepped_back: dict[str, tuple[int, float]] = {}
         self._former_lease = 0.0  # the lease this node held when it last stepped down
         # (term, until when) of an election a transfer asked this node to stand in
         self._transfer_election: tuple[int, float] | None = None
@@ -636,11 +638,25 @@ class RaftNode(SyncObjSeam):
         under steady proposals it never reaches the entry where the logs agree (the
         simulator's late-answer scenario on a link with a bandwidth). Until an ack, the
         lowest refusal of this term stands; lower is always safe: the next append is
-        checked against its previous entry again."""
+        checked against its previous entry again.
+
+        A refusal of an append sent before the next index last moved back (its ``echo``,
+        the append's send time) moves nothing: the appends sent since answer for
+        themselves. Each such refusal set the index back again, and the leader sent the
+        whole rest of its log once more: a follower back after seconds behind a silent
+        link (a blackhole: the appends queued for it all along) refused each queued append,
+        and was sent the log once per refusal, more than the link could carry (the
+        simulator's answer-after-handover scenario with a 4 s leader fallback).
+        pysyncobj still counts it as an answer (``reset`` off)."""
         index = message.get("next_node_idx")
         if not isinstance(index, int):
             return message
         term = self.raftCurrentTerm
+        echo = message.get("echo")
+        back = self._stepped_back.get(node.address)
+        if back is not None and back[0] == term and isinstance(echo, (int, float)) and echo < back[1]:
+            return {**message, "reset": False}
+        self._stepped_back[node.address] = (term, monotonic_time())
         held = self._refused.get(node.address)
         if held is not None and held[0] == term and held[1] < index:
             return {**message, "next_node_idx": held[1]}
@@ -738,6 +754,7 @@ class RaftNode(SyncObjSeam):
             self._peer_clocks.pop(address, None)  # its clock no longer counts for the quorum's
             self._acked_sent.pop(address, None)
             self._refused.pop(address, None)
+            self._stepped_back.pop(address, None)
             node = change[2] if len(change) >= 3 else DialNode(address)
             self.serializer.forget(node)
             self.connected_nodes = self.connected_nodes - {node}  # dropNode does not say (forget_link)
