@@ -295,6 +295,15 @@ def make_line(
     return line + mode.make_vars()
 
 
+def canary_names(text: str) -> str:
+    """``--canary``: one name of sim/canaries.py, or several joined by commas (fixes taken
+    away together: one that guards a path another fix closed)."""
+    unknown = [name for name in text.split(",") if name not in CANARIES]
+    if unknown:
+        raise argparse.ArgumentTypeError(f"no canary {unknown[0]!r} (one of {', '.join(sorted(CANARIES))})")
+    return text
+
+
 def _keep(text: str) -> frozenset[int]:
     """``--keep``: fault numbers, comma-separated; ``none`` for no fault at all."""
     return frozenset() if text == "none" else frozenset(int(k) for k in text.split(","))
@@ -310,7 +319,7 @@ def main() -> int:
     p_run.add_argument("--minutes", type=float, default=None)
     p_run.add_argument("--nodes", type=int, default=3)
     p_run.add_argument("--jobs", type=int, default=2)
-    p_run.add_argument("--canary", choices=sorted(CANARIES), help="take a fix away (sim/canaries.py)")
+    p_run.add_argument("--canary", type=canary_names, help="take a fix away (sim/canaries.py); A,B: both")
     p_run.add_argument("--scenario", choices=sorted(SCENARIOS), help="scripted faults (sim/scenarios/)")
     p_run.add_argument(
         "--power-loss", action="store_true", help="draw power losses and failed fsyncs too (sim/disk.py)"
@@ -323,7 +332,7 @@ def main() -> int:
     p_replay.add_argument("--nodes", type=int, default=3)
     p_replay.add_argument("--tail", type=int, default=80)
     p_replay.add_argument("--json", action="store_true")
-    p_replay.add_argument("--canary", choices=sorted(CANARIES))
+    p_replay.add_argument("--canary", type=canary_names)
     p_replay.add_argument("--scenario", choices=sorted(SCENARIOS))
     p_replay.add_argument("--power-loss", action="store_true")
     p_replay.add_argument("--service", action="store_true")
@@ -331,7 +340,7 @@ def main() -> int:
     p_shrink = sub.add_parser("shrink", help="the fewest of a failing seed's faults that still fail")
     p_shrink.add_argument("seed", type=int)
     p_shrink.add_argument("--nodes", type=int, default=3)
-    p_shrink.add_argument("--canary", choices=sorted(CANARIES))
+    p_shrink.add_argument("--canary", type=canary_names)
     p_shrink.add_argument("--power-loss", action="store_true")
     p_shrink.add_argument("--service", action="store_true")
     p_zygote = sub.add_parser("zygote", help=argparse.SUPPRESS)

@@ -3,6 +3,8 @@ process only, never in a file): the simulator must catch each, by a random seed
 (tests/sim/test_canaries.py) or a scripted scenario (tests/sim/test_scenarios.py).
 
 Each canary puts back the code as it was before its fix, with the issue it came from.
+Three more, ``fake-*``, are no fixed bug: a service that answers an edit or an extend
+as made without making it, which the workload's checks must catch (sim/workload.py).
 """
 
 from __future__ import annotations
@@ -162,6 +164,62 @@ def _no_answer_check() -> None:
     Consumers._may_answer = lambda self, until: True
 
 
+def _no_stale_refusal_skip() -> None:
+    """A refusal of an append sent before the follower's next index last moved back moved
+    it back again, and the leader sent the rest of its log once more per such refusal: a
+    follower back after seconds behind a silent link refused every append queued for it
+    meanwhile, and was sent more than the link could carry (found by the simulator's
+    answer-after-handover scenario with a 4 s leader fallback: liveness)."""
+
+    def refusal_as_raft_has_it(self, node, message: dict) -> dict:
+        index = message.get("next_node_idx")
+        if not isinstance(index, int):
+            return message
+        term = self.raftCurrentTerm
+        held = self._refused.get(node.address)
+        if held is not None and held[0] == term and held[1] < index:
+            return {**message, "next_node_idx": held[1]}
+        self._refused[node.address] = (term, index)
+        return message
+
+    RaftNode._refusal_as_raft_has_it = refusal_as_raft_has_it
+
+
+def _fake_cancel() -> None:
+    """A cancel by id answered as made, and not made."""
+    by_key = NodeService.cancel
+
+    async def cancel(self, ids, keys):
+        if keys:
+            return await by_key(self, ids, keys)
+        self.require_master()
+        return [("cancelled", mid) for mid in ids]
+
+    NodeService.cancel = cancel
+
+
+def _fake_move() -> None:
+    """A move by id answered as made, and not made."""
+    by_key = NodeService.reschedule
+
+    async def reschedule(self, ids, keys, deliver_at_ms):
+        if keys:
+            return await by_key(self, ids, keys, deliver_at_ms)
+        self.require_master()
+        return [("scheduled", mid) for mid in ids]
+
+    NodeService.reschedule = reschedule
+
+
+def _fake_extend() -> None:
+    """An extend answered as made for every lease it names, and not made."""
+
+    async def extend(self, group, receipts, visibility_ms):
+        return len(receipts), self._clock() + visibility_ms
+
+    Consumers.extend = extend
+
+
 CANARIES: dict[str, Callable[[], None]] = {
     "no-append-rule": _no_append_rule,
     "no-forward-refusal": _no_forward_refusal,
@@ -179,9 +237,15 @@ CANARIES: dict[str, Callable[[], None]] = {
     "no-noop-sync": _no_noop_sync,
     "no-lease-fail": _no_lease_fail,
     "no-answer-check": _no_answer_check,
+    "no-stale-refusal-skip": _no_stale_refusal_skip,
+    "fake-cancel": _fake_cancel,
+    "fake-move": _fake_move,
+    "fake-extend": _fake_extend,
 }
 
 
-def apply(name: str | None) -> None:
-    if name:
-        CANARIES[name]()
+def apply(names: str | None) -> None:
+    """Take away the fixes ``names`` names (comma-separated)."""
+    for name in (names or "").split(","):
+        if name:
+            CANARIES[name]()

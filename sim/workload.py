@@ -15,8 +15,12 @@ another node at random.
   from then on, and its messages in every ready log at the end (sim/world.py).
 - **Consumers:** pull 1-8 messages of a topic (and its group's retries) with a
   visibility of 0.3-1.5 s, waiting 0, 50 or 200 ms; then, per message, ack (most),
-  nack, release, or forget it (its lease runs out), each after a delay that may pass
-  the lease's end.
+  nack, release, extend (to 1.5-3 s, then ack in its second half) or forget it (its lease runs
+  out), each after a delay that may pass the lease's end.
+- **Editor:** every 10-60 ms, a message not due for 200 ms yet: cancel it (a third) or
+  move it to -0.2..3 s from now, by id or, for a keyed one, by key (half). A request
+  in flight, or one never answered, may have been made: until an answer says otherwise,
+  the message may fire at its new time, or never (``Produced``).
 
 Checked on every pull's answer, per message and attempt (a nack's retry is the next
 attempt), by the world's true clock:
@@ -29,7 +33,18 @@ attempt), by the world's true clock:
 - ``lease-as-asked``: a lease that ends more than ``LEASE_LAG_MS`` before ``visibility``
   from when its pull was sent (stamped by a clock far behind the true time), plus the
   most any node's clock has been behind so far (with one node cut off, quorum time of
-  three follows the later of the other two).
+  three follows the later of the other two);
+- ``cancelled-handed-out``: a message a cancel was answered as made for, handed out
+  before or after;
+- ``rescheduled-at-old-time``: a first hand-out fired for a time the message cannot
+  have now (moved away from it);
+- ``edit-names-its-message``: a cancel or move by key answered for another message;
+- ``extended-a-lost-lease``: an extend that renewed every lease it named, of a message
+  another consumer was handed between the hand-out and the extended end (an extended
+  lease also bounds later hand-outs, as ``handed-out-inside-a-lease``).
+
+At the end (sim/world.py), with the chaos checker: no cancelled message in a ready log,
+and none fired for a time it was moved away from.
 
 Each bound is loosened by ``slack_ms``: how far the cluster's time may run ahead of the
 true time by design (node/quorum_clock.py): the clock a majority is ahead by, at the
@@ -69,8 +84,21 @@ GROUP = "g"
 @dataclass
 class Handout:
     consumer: str
-    lease_until: int  # its receipt's, by the clock of the master that handed it out
+    lease_until: int  # its receipt's (or an extend's), by the clock of the master that handed it out
+    at_ms: int = 0  # true wall ms it was handed out
     ended_ms: int | None = None  # true wall ms its consumer sent a release or a nack of it
+
+
+@dataclass
+class Produced:
+    """An acknowledged message, as the editor knows it."""
+
+    topic: str
+    key: str | None
+    times: set[int]  # the deliver times it may have now (one, unless a move went unanswered)
+    cancelled_ms: int | None = None  # true wall ms a cancel of it was answered as made
+    maybe_cancelled: bool = False  # a cancel of it is in flight, or went unanswered
+    busy: bool = False  # a cancel or a move of it in flight
 
 
 @dataclass
@@ -90,6 +118,8 @@ class Workload:
         rng = world.rng
         self.producer = Actor("producer", rng.choice(names))
         self.consumers = [Actor(f"c{i}", rng.choice(names)) for i in (1, 2)]
+        self.editor = Actor("editor", rng.choice(names))
+        self.produced: dict[str, Produced] = {}
         self.ids: dict[str, tuple[int, int | None]] = {}  # message id -> the entry that applied it
         self.handouts: dict[tuple[str, int], list[Handout]] = {}
         self.acked_ms: dict[tuple[str, int], int] = {}  # (id, attempt) -> when an ack was answered
@@ -106,6 +136,7 @@ class Workload:
         world.at(int(0.5 * S), "client", None, self.produce_act)
         for c in self.consumers:
             world.at(int(0.5 * S) + world.rng.randrange(0, 50 * MS), "client", None, self.consume_act, c)
+        world.at(int(0.6 * S), "client", None, self.edit_act)
 
     @property
     def running(self) -> bool:
@@ -203,8 +234,10 @@ class Workload:
             return await service.produce(cols)
 
         def answered(ids) -> None:
-            made = zip(ids, topics, deliver, strict=True)
+            made = list(zip(ids, topics, deliver, strict=True))
             world.acked_messages([(mid, self.ids[mid], t, at) for mid, t, at in made])
+            for (mid, t, at), key in zip(made, cols.keys, strict=True):
+                self.produced[mid] = Produced(t, key, {at})
 
         self.call(self.producer, "produce", produce, answered)
         world.at(rng.randrange(2 * MS, 40 * MS), "client", None, self.produce_act)
@@ -248,6 +281,16 @@ class Workload:
             where = f"{m['id']} attempt {m['attempt']} to {c.name} at {now}"
             if now < m["deliver_at"] - slack:
                 world.violate("handed-out-early", f"{where}: due at {m['deliver_at']} (slack {slack} ms)")
+            made = self.produced.get(m["id"])
+            if made is not None and made.cancelled_ms is not None:
+                world.violate(
+                    "cancelled-handed-out", f"{where}: its cancel was answered at {made.cancelled_ms}"
+                )
+            if made is not None and m["attempt"] == 0 and m["deliver_at"] not in made.times:
+                world.violate(
+                    "rescheduled-at-old-time",
+                    f"{where}: fired for {m['deliver_at']}, moved to {sorted(made.times)}",
+                )
             acked = self.acked_ms.get(key)
             if acked is not None and acked < sent_ms:
                 world.violate(
@@ -266,19 +309,30 @@ class Workload:
                     f"{where}: leased until {until}, pulled at {sent_ms} for {visibility_ms} ms "
                     f"(a clock behind by up to {self.behind_ms} ms)",
                 )
-            self.handouts.setdefault(key, []).append(Handout(c.name, until))
+            self.handouts.setdefault(key, []).append(Handout(c.name, until, now))
             self.handed += 1
         if messages:
             got = " ".join(f"{m['id']}/{m['attempt']}" for m in messages)
             world.note(f"{c.name} pulled on {on} (sent {sent_ms}, {visibility_ms} ms): {got}")
 
     def after_pull(self, c: Actor, messages: list[dict], visibility_ms: int) -> None:
-        """What the consumer does with each message: ack, nack, release or nothing."""
+        """What the consumer does with each message: ack, nack, release, extend (then ack)
+        or nothing."""
         rng = self.world.rng
-        plans: dict[str, list[dict]] = {"ack": [], "nack": [], "release": []}
+        plans: dict[str, list[dict]] = {"ack": [], "nack": [], "release": [], "extend": []}
         for m in messages:
             r = rng.random()
-            what = "ack" if r < 0.75 else "nack" if r < 0.83 else "release" if r < 0.9 else None
+            what = (
+                "ack"
+                if r < 0.75
+                else "nack"
+                if r < 0.83
+                else "release"
+                if r < 0.9
+                else "extend"
+                if r < 0.95
+                else None
+            )
             if what is not None:
                 plans[what].append(m)
         for what, ms in plans.items():
@@ -291,12 +345,14 @@ class Workload:
         world = self.world
         receipts = [m["receipt"] for m in messages]
         keys = [(m["id"], m["attempt"]) for m in messages]
-        if what != "ack":
+        if what in ("nack", "release"):  # the lease ends (with the request, as far as it knows)
             sent = world.clock.wall_ms()
             for key in keys:
                 for h in self.handouts.get(key, ()):
                     if h.consumer == c.name and h.ended_ms is None:
                         h.ended_ms = sent
+
+        visibility_ms = world.rng.randrange(1_500, 3_000)  # an extend's: past the pull's lease
 
         async def settle(service: NodeService):
             service.require_master()
@@ -304,6 +360,8 @@ class Workload:
                 return await service.consumers.ack(GROUP, receipts)
             if what == "nack":
                 return await service.consumers.nack(GROUP, receipts)
+            if what == "extend":
+                return await service.consumers.extend(GROUP, receipts, visibility_ms)
             return await service.consumers.release(GROUP, receipts)
 
         world.note(f"{c.name} sends {what} of " + " ".join(f"{i}/{a}" for i, a in keys))
@@ -314,8 +372,120 @@ class Workload:
                 now = world.clock.wall_ms()
                 for key in keys:
                     self.acked_ms.setdefault(key, now)
+            elif what == "extend":
+                self.extended(c, keys, *_result)
+                # a long task: done in the second half of its extended lease
+                delay = world.rng.randrange(visibility_ms // 2, visibility_ms) * MS
+                world.at(delay, "client", None, self.settle_act, c, "ack", messages)
 
         self.call(c, what, settle, answered)
+
+    def extended(self, c: Actor, keys: list[tuple[str, int]], count: int, until: int) -> None:
+        """An extend answered: when it renewed every lease it named, each was held from
+        ``c``'s hand-out until ``until``, so no other consumer got one of those messages in
+        between; and each bounds later hand-outs until then. (When it renewed only some,
+        which is not known: nothing is checked.)"""
+        if count != len(keys):
+            return
+        for key in keys:
+            mine = [h for h in self.handouts.get(key, ()) if h.consumer == c.name]
+            if not mine:
+                continue
+            h = mine[-1]
+            others = [
+                o
+                for o in self.handouts[key]
+                if o.consumer != c.name and h.at_ms < o.at_ms < until - self.slack_ms
+            ]
+            if others:
+                self.world.violate(
+                    "extended-a-lost-lease",
+                    f"{key[0]} attempt {key[1]}: {c.name}'s lease extended to {until}, "
+                    f"handed to {others[0].consumer} at {others[0].at_ms} since",
+                )
+            h.lease_until = max(h.lease_until, until)
+
+    # -- the editor: cancels and moves ------------------------------------------------------
+
+    def edit_act(self) -> None:
+        """Every 10-60 ms, a message not due for 200 ms yet: cancel it (a third) or move it
+        to -0.2..3 s from now, by id or, for a keyed one, by key."""
+        if not self.running:
+            return
+        world, rng = self.world, self.world.rng
+        world.at(rng.randrange(10 * MS, 60 * MS), "client", None, self.edit_act)
+        now = world.clock.wall_ms()
+        ahead = [
+            mid
+            for mid, p in self.produced.items()
+            if not p.busy and p.cancelled_ms is None and not p.maybe_cancelled and min(p.times) > now + 200
+        ]
+        if not ahead:
+            return
+        mid = rng.choice(ahead)
+        made = self.produced[mid]
+        by_key = made.key is not None and rng.random() < 0.5
+        ids, keys = ([], [(made.topic, made.key)]) if by_key else ([mid], [])
+        move = rng.random() >= 1 / 3
+        new_at = now + rng.randrange(-200, 3000)
+        made.busy = True
+        # Made or not, a request in flight may have taken effect: until its answer says
+        # otherwise, the message may fire at its new time, or never.
+        before = set(made.times)
+        if move:
+            made.times.add(new_at)
+        else:
+            made.maybe_cancelled = True
+
+        async def edit(service: NodeService):
+            service.require_master()
+            if move:
+                return await service.reschedule(ids, keys, [new_at])
+            return await service.cancel(ids, keys)
+
+        what = "reschedule" if move else "cancel"
+        world.note(
+            f"editor sends {what} of {mid}" + (f" by key to {new_at}" if by_key else f" to {new_at}") * move
+        )
+
+        def answered(result) -> None:
+            made.busy = False
+            ((state, named),) = result
+            if named != mid:
+                world.violate(
+                    "edit-names-its-message",
+                    f"{what} of {mid} ({'by key' if by_key else 'by id'}) named {named}",
+                )
+            world.note(f"editor: {what} of {mid} answered {state}")
+            if move:
+                made.times = {new_at} if state == "scheduled" else before  # its state before the move
+                return
+            made.maybe_cancelled = False
+            if state != "cancelled":  # its state after: delivered, or never stored
+                return
+            made.cancelled_ms = world.clock.wall_ms()
+            if any(k[0] == mid for k in self.handouts):
+                world.violate(
+                    "cancelled-handed-out", f"{mid}: cancelled at {made.cancelled_ms}, handed out before"
+                )
+
+        def failed() -> None:
+            made.busy = False  # it may or may not have been made: the times stay possible
+
+        self.call(self.editor, what, edit, answered, failed)
+
+    def owed(self, topic: str, due_ms: int) -> set[str]:
+        """The messages of ``topic`` owed a place in every ready log by ``due_ms``: each of
+        its possible times before it, and no cancel that may have been made."""
+        return {
+            mid
+            for mid, p in self.produced.items()
+            if p.topic == topic and p.cancelled_ms is None and not p.maybe_cancelled and max(p.times) < due_ms
+        }
+
+    def cancelled(self) -> list[str]:
+        """The messages a cancel was answered as made for."""
+        return [mid for mid, p in self.produced.items() if p.cancelled_ms is not None]
 
     # -- the clocks' slack ---------------------------------------------------------------
 
@@ -340,7 +510,7 @@ class Workload:
         """How the requests ended, by what and how (ok, lost, timeout, an error's name);
         ``handed out``: messages pulled."""
         out: dict[str, int] = {"handed out": self.handed, "slack ms": self.slack_ms}
-        for actor in (self.producer, *self.consumers):
+        for actor in (self.producer, *self.consumers, self.editor):
             for outcome, n in actor.answered.items():
                 out[outcome] = out.get(outcome, 0) + n
         return dict(sorted(out.items()))

@@ -38,7 +38,7 @@ from horologe.cluster.raft.dump_file import read_local
 from horologe.cluster.raft.journal import DiskJournal
 from horologe.cluster.raft.node import RaftNode
 from horologe.node.service import NodeService
-from horologe.storage import MessageColumns, Storage, StorageConfig, check_store, id_strings
+from horologe.storage import MessageColumns, MessageId, Storage, StorageConfig, check_store, id_strings
 from horologe.wheel import Watermark
 
 from . import service
@@ -1272,27 +1272,44 @@ class World:
             except Exception as e:  # noqa: BLE001 - reported as the violation
                 errors[node.name] = repr(e)
         self.delivered = 0
+        edits = self.workload
         for topic in TOPICS:
+            owed = edits.owed(topic, ws_ms) if edits is not None else None
             produced = [
                 {"id": mid, "key": mid, "deliver_at": at, "sent_ms": 0, "acked_ms": 0}
                 for a in self.acked
                 for mid, t, at in a.messages
-                if t == topic and at < ws_ms
+                if t == topic and at < ws_ms and (owed is None or mid in owed)
             ]
             history = {
                 "produced": produced,
                 "produce_failures": [],
-                "cancels": [],
+                "cancels": [{"id": mid, "outcome": "ok"} for mid in edits.cancelled()] if edits else [],
                 "consumed": [],
                 "acks": [],
                 "faults": [],
             }
+            store = self.nodes[0].raft.state.store
             ready = {node.name: node.raft.state.store.read_ready(topic) for node in self.nodes}
-            result = check(history, ready, errors)
+            rows = ready[self.nodes[0].name]
+            places = list(map(MessageId, rows["hour"].tolist(), rows["global_index"].tolist()))
+            answers_to = {
+                str(p): str(o) for p, o in zip(places, store.original_ids(places), strict=True) if p != o
+            }
+            result = check(history, ready, errors, answers_to=answers_to)
             problems = [] if result["ready_logs_identical"] else ["ready logs differ between nodes"]
-            for key in ("not_in_ready_log", "duplicates", "early"):
+            for key in ("not_in_ready_log", "duplicates", "early", "cancelled_but_delivered"):
                 if result[key]:
                     problems.append(f"{key} = {result[key]}")
+            if edits is not None:
+                fired = zip(places, rows["deliver_at_ms"].tolist(), strict=True)
+                at_old = [
+                    mid
+                    for mid, at in ((answers_to.get(str(p), str(p)), at) for p, at in fired)
+                    if mid in edits.produced and at not in edits.produced[mid].times
+                ]
+                if at_old:
+                    problems.append(f"fired at a time it was moved from = {at_old[:10]}")
             problems += [
                 f"{n} store: {v['store_check']}" for n, v in result["nodes"].items() if v["store_check"]
             ]

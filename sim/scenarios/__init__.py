@@ -27,5 +27,6 @@ SCENARIOS: dict[str, Scenario] = {
         fsync_fails.SCENARIO,
         ack_before_noop.SCENARIO,
         answer_after_handover.SCENARIO,
+        answer_after_handover.LONG_SILENCE,
     )
 }

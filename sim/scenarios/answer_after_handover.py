@@ -1,31 +1,45 @@
-"""A pull whose leases commit only after its master lost the lead answers nothing
-(node services).
+"""A master cut off with a pull's leases uncommitted, back once the next master handed
+their messages on (node services); two variants.
 
 Three nodes with their services and the workload's consumers; the followers' answers to
-master A take 40 ms, so A's entries wait a while uncommitted. Once consumer X's pull is
-waiting on A while A holds an entry it has not committed and B holds it too (the pull's
-leases, most often), A's links go silent both ways (a blackhole: A hears no reset and
-leads on for its fallback timeout), and the other consumer Y gives a request up after
-0.4 s, so it soon finds the next master. B, whose log holds A's entries, wins and commits
-them with its no-op: X's leases hold in every log until they end, then B hands their
-messages to Y. 1.7 s after the cut (before A steps down at 2 s) A's links come back: A
-learns, as a follower, that its entries committed, and X's pull, waiting on them, may
-answer. Answered then, it hands X leases that ended, on messages Y now holds
-(handed-out-inside-a-lease). A pull answers only while its node leads and its leases
-still hold (``Consumers._may_answer``).
+master A take 40 ms, so A's entries wait a while uncommitted, and A leads on alone for
+4 s before it steps down (pysyncobj's leader fallback, 2 s by default). Once a pull of
+consumer X's waits on A while A holds leases it has not committed and a follower holds
+them too, A's links go silent both ways (a blackhole: A hears no reset), and the other
+consumer Y gives a request up after 0.4 s, so it soon finds the next master. B, whose
+log holds A's entries, wins and commits them with its no-op: X's leases hold in every
+log until they end, then B may hand their messages to Y.
+
+- ``answer-after-handover``: once X's leases ended and a consumer was handed a message
+  since (by the next master: A's pulls wait), or 3.5 s after the cut, A's links come
+  back: A learns, as a follower, that its entries committed, and X's pull, waiting on
+  them, may answer. Answered then, it hands X leases that ended, on messages
+  another pull may hold now (handed-out-inside-a-lease). A pull answers only while its node leads
+  and its leases still hold (``Consumers._may_answer``).
+- ``long-silence``: A's links come back 3.5 s after the cut. Its peers queued appends
+  for it all the while; back, it refuses each. Those refusals must not each send it the
+  rest of the log again (``RaftNode._refusal_as_raft_has_it``), or it is not caught up
+  12 s after the heal (liveness).
 """
 
 from __future__ import annotations
+
+import pysyncobj.pickle
+
+from horologe.cluster import ACK, decode
 
 from ..network import DROP
 from ..scripted import S, Scenario, Step, cut, last_index, set_delay, settled
 
 ANSWER_DELAY_MS = 40  # the followers' answers to A
-SILENT_S = 1.7  # A's links are silent this long: under pysyncobj's 2 s leader fallback
+FALLBACK_S = 4.0  # pysyncobj's leader fallback (2 s by default): how long A leads on alone
+SILENT_S = 3.5  # long-silence: A's links are silent this long, under its fallback
 TIMEOUT_S = 0.4  # Y's requests (a pull waits up to 200 ms, then its leases commit)
 
 
-def plan() -> list[Step]:
+def plan(handed_on: bool) -> list[Step]:
+    """``handed_on``: heal once a consumer was handed a message after X's leases ended
+    (else after ``SILENT_S``)."""
     cast: dict = {}
 
     def slow_answers(world) -> None:
@@ -38,7 +52,8 @@ def plan() -> list[Step]:
 
     def pull_waits_on_uncommitted(world) -> bool:
         a = world.by_name[cast["a"]]
-        if not a.raft._isLeader() or a.raft.raftCommitIndex >= last_index(a):
+        until = lease_ends(a.raft._get_entries(a.raft.raftCommitIndex + 1)) if a.raft._isLeader() else 0
+        if not until:
             return False
         if max(last_index(world.by_name[name]) for name in cast["rest"]) < last_index(a):
             return False
@@ -46,6 +61,7 @@ def plan() -> list[Step]:
         if not waiting:
             return False
         cast["x"] = waiting[0]
+        cast["until"] = until
         return True
 
     def silence_a(world) -> None:
@@ -57,6 +73,15 @@ def plan() -> list[Step]:
         for name in cast["rest"]:
             cut(world, cast["a"], name, DROP)
         cast["since"] = world.clock.ns
+
+    def handed_after_x_leases(world) -> bool:
+        """(or, so that A heals while it still leads, SILENT_S after the cut)"""
+        until = cast["until"]
+        if world.clock.ns - cast["since"] >= SILENT_S * S:
+            return True
+        return world.clock.wall_ms() > until and any(
+            h.at_ms > until for handed in world.workload.handouts.values() for h in handed
+        )
 
     def heal(world) -> None:
         for (src, dst), saved in cast["delays"]:
@@ -72,24 +97,37 @@ def plan() -> list[Step]:
             slow_answers,
         ),
         Step(
-            "a pull of X's waits on A, which holds an entry uncommitted that a follower holds too: "
+            "a pull of X's waits on A, which holds leases uncommitted that a follower holds too: "
             f"A's links silent, the other consumer's requests given up after {TIMEOUT_S} s",
             pull_waits_on_uncommitted,
             silence_a,
             within_s=10.0,
         ),
         Step(
-            f"{SILENT_S} s later: heal",
-            lambda w: w.clock.ns - cast["since"] >= SILENT_S * S,
+            "X's leases ended and a consumer was handed a message since: heal",
+            handed_after_x_leases,
             heal,
-        ),
+        )
+        if handed_on
+        else Step(f"{SILENT_S} s later: heal", lambda w: w.clock.ns - cast["since"] >= SILENT_S * S, heal),
     ]
 
 
-SCENARIO = Scenario(
-    "answer-after-handover",
-    nodes=3,
-    plan=plan,
-    knobs={"log_compaction_min_entries": 50_000},
-    service=True,
-)
+def lease_ends(entries) -> int:
+    """The latest end of the leases these journal entries take (A entries; pysyncobj's
+    command is a type byte, then the pickled ``(method id, args)`` of ``apply_entry``);
+    0 when they take none."""
+    ends = [0]
+    for command, _index, _term in entries:
+        try:
+            entry = decode(pysyncobj.pickle.loads(command[1:])[1][0])
+        except Exception:  # noqa: BLE001, S112 - a no-op or a membership change: no call
+            continue
+        if entry.kind == ACK:
+            ends += [lease[4] for lease in entry.leases]
+    return max(ends)
+
+
+KNOBS = {"log_compaction_min_entries": 50_000, "leader_fallback_timeout": FALLBACK_S}
+SCENARIO = Scenario("answer-after-handover", nodes=3, plan=lambda: plan(True), knobs=KNOBS, service=True)
+LONG_SILENCE = Scenario("long-silence", nodes=3, plan=lambda: plan(False), knobs=KNOBS, service=True)

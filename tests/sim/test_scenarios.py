@@ -38,10 +38,17 @@ in place it passes, every step fired (the window was reached); with the fix take
 
 * ``answer-after-handover`` / ``no-answer-check``, with node services: a pull waits on its
   master for its leases to commit when the master's links go silent; the next master
-  commits them and, once they end, hands their messages to the other consumer; back
-  1.7 s later, before it steps down, the old master learns as a follower that the
-  leases committed and answers the pull with them (handed-out-inside-a-lease). Seeds 2
-  and 28 of 1..40 reach it; none of the 40 fails with the fix.
+  commits them and, once they end, hands messages on; back, the old master learns as a
+  follower that the leases committed and answers the pull with them
+  (handed-out-inside-a-lease). Seeds 3 and 9 (half of seeds 1..30 catch it).
+* ``long-silence`` / ``no-stale-refusal-skip``, with node services: the same cut, healed
+  3.5 s later; the old master refuses each append its peers queued for it meanwhile,
+  and each refusal sent it the rest of the log again, more than the link carries: not
+  caught up 12 s after the heal (liveness). Seeds 7 and 13 (3 of seeds 1..16).
+* ``long-silence`` / ``no-stale-refusal-skip,no-append-rule`` (1dceaa1, with the fix
+  that closed its path taken away too): a refusal of a queued append sets the old
+  master's next index back after it caught up; the resent append, shorter than its
+  log, cuts entries it applied (applied-never-cut).
 
 ``grow-and-replace`` has no canary: 3 → 4 → 5 nodes and one removed, around a crash of the
 leader, under every invariant (membership changes built under the simulator); one seed
@@ -66,7 +73,9 @@ CAUGHT = [
     ("power-after-ack", "no-journal-sync", ("applied-is-durable", "acked-on-a-majority"), SEEDS),
     ("fsync-fails", "no-fsync-exit", ("applied-is-durable",), SEEDS),
     ("ack-before-noop", "no-applied-term", ("acked-handed-out-again", "handed-out-inside-a-lease"), SEEDS),
-    ("answer-after-handover", "no-answer-check", ("handed-out-inside-a-lease",), (2, 28)),
+    ("answer-after-handover", "no-answer-check", ("handed-out-inside-a-lease",), (3, 9)),
+    ("long-silence", "no-stale-refusal-skip", ("liveness",), (7, 13)),
+    ("long-silence", "no-stale-refusal-skip,no-append-rule", ("applied-never-cut",), SEEDS),
 ]
 
 
