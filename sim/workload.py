@@ -79,6 +79,9 @@ SAMPLES_S = 4.0  # the span of the keep-alive samples a reading's wait is measur
 # by a reading's transit, more when a link held it (a blackhole, TCP retransmits).
 LEASE_LAG_MS = 100
 GROUP = "g"
+# What a consumer does with a message, by a draw in [0, 1): below each bound, this (above
+# the last, nothing: its lease runs out).
+SETTLE_CHOICES = ((0.75, "ack"), (0.83, "nack"), (0.9, "release"), (0.95, "extend"))
 
 
 @dataclass
@@ -322,17 +325,7 @@ class Workload:
         plans: dict[str, list[dict]] = {"ack": [], "nack": [], "release": [], "extend": []}
         for m in messages:
             r = rng.random()
-            what = (
-                "ack"
-                if r < 0.75
-                else "nack"
-                if r < 0.83
-                else "release"
-                if r < 0.9
-                else "extend"
-                if r < 0.95
-                else None
-            )
+            what = next((w for below, w in SETTLE_CHOICES if r < below), None)
             if what is not None:
                 plans[what].append(m)
         for what, ms in plans.items():
@@ -444,9 +437,7 @@ class Workload:
             return await service.cancel(ids, keys)
 
         what = "reschedule" if move else "cancel"
-        world.note(
-            f"editor sends {what} of {mid}" + (f" by key to {new_at}" if by_key else f" to {new_at}") * move
-        )
+        world.note(f"editor sends {what} of {mid}" + " by key" * by_key + f" to {new_at}" * move)
 
         def answered(result) -> None:
             made.busy = False
