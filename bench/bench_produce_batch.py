@@ -4,9 +4,10 @@
 
 - the SDK: each item as sent, by ``message_body`` per item and by ``batch_bodies``
   (which builds plain items itself);
-- the master: the items of a request to an entry's columns, by ``parse_message`` per
-  item then ``MessageColumns.from_messages`` (the path of any batch with an item that is
-  not plain) and by ``plain_columns`` (a batch of plain items, what the SDK sends);
+- the master: a request's msgpack bytes to an entry's columns, by ``msgpack.unpackb``
+  then ``parse_message`` per item and ``MessageColumns.from_messages`` (the path of any
+  batch with an item that is not plain) and by ``plain_batch`` (a batch of plain items,
+  what the SDK sends, decoded by its typed model);
 - every node: applying a produce entry of 1,000 to a store (fsync off), unkeyed and
   keyed, each entry new messages of the same hour; and an entry of one keyed message,
   what a single produce applies.
@@ -19,10 +20,13 @@ import os
 import tempfile
 import time
 
+import msgpack
+
 from horologe.client.core import batch_bodies, fresh_keys, message_body
 from horologe.cluster import PRODUCE, Entry, StateMachine
+from horologe.node.http.rules.plain_batch import plain_batch
 from horologe.storage import Message, MessageColumns, MessageLimits, Storage, StorageConfig
-from horologe.storage.message_json import parse_message, plain_columns
+from horologe.storage.message_json import parse_message
 
 N = 1000
 DAY_MS = 86_400_000
@@ -74,15 +78,18 @@ def main() -> None:
         {"topic": "bench", "body": os.urandom(100).hex().encode(), "deliver_at": now + i} for i in range(N)
     ]
     sent = batch_bodies(items)  # keyed, as the master receives them
+    raw = msgpack.packb({"messages": sent}, use_bin_type=True)
     limits = MessageLimits()
     rows = [
         ("SDK, message_body per item", lambda: _each_by_message_body(items)),
         ("SDK, batch_bodies", lambda: batch_bodies(items)),
         (
             "master, parse_message per item",
-            lambda: MessageColumns.from_messages([parse_message(m, now, limits) for m in sent]),
+            lambda: MessageColumns.from_messages(
+                [parse_message(m, now, limits) for m in msgpack.unpackb(raw)["messages"]]
+            ),
         ),
-        ("master, plain_columns", lambda: plain_columns(sent, now, limits)),
+        ("master, plain_batch", lambda: plain_batch(raw, True, now, limits, N)),
     ]
     print(f"a batch of {N:,}, best of {reps}, ms")
     for label, fn in rows:

@@ -13,12 +13,9 @@ import datetime as dt
 import functools
 import re
 
-import numpy as np
-
 from .errors import InvalidFieldError
 from .late_policies import ON_LATE, policy_headers
 from .message import Message, MessageLimits
-from .message_columns import MessageColumns
 
 # Patterns without anchors, shared with the API's JSON Schemas (node/http/openapi/schemas.py);
 # matched with fullmatch, since "$" would let a trailing newline through ("orders\n").
@@ -203,32 +200,12 @@ def check_message(obj, now_ms: int, limits: MessageLimits) -> None:
         _any_message(obj, now_ms, limits)
 
 
-def plain_columns(items: list, now_ms: int, limits: MessageLimits) -> MessageColumns | None:
-    """A batch as columns when every item is plain (see ``_plain``): what the SDK sends,
-    without a ``Message`` made for each. None when any is not: ``parse_message`` then
-    parses each, and refuses what it must."""
-    topics, bodies, deliver_at, keys, tags = [], [], [], [], {}
-    for i, obj in enumerate(items):
-        plain = _plain(obj, now_ms, limits)
-        if plain is None:
-            return None
-        topics.append(plain[0])
-        bodies.append(plain[1])
-        deliver_at.append(plain[2])
-        keys.append(plain[3])
-        if plain[4]:
-            tags[i] = plain[4]
-    n = len(topics)
-    return MessageColumns(
-        topics, bodies, np.array(deliver_at, dtype=np.int64), np.full(n, now_ms, dtype=np.int64), keys, tags
-    )
-
-
 def _plain(obj, now_ms: int, limits: MessageLimits) -> tuple[str, bytes, int, str | None, tuple] | None:
     """What most produce items are (what the SDK and ``spark schedule`` send: a topic, a
     body, a key, an integer deliver_at, maybe a list of tags, nothing else), checked by
-    the same rules in a few exact type tests: a batch of 1,000 spent a third of the
-    master's time in the general path. Its (topic, body, deliver_at, key, tags); None for
+    the same rules in a few exact type tests: a single produce, and each row the pipeline
+    checks (a batch's items are decoded by a typed model instead:
+    node/http/rules/plain_batch.py). Its (topic, body, deliver_at, key, tags); None for
     anything else, or anything those rules might refuse: the general path decides."""
     if type(obj) is not dict or not obj.keys() <= PLAIN_FIELDS:
         return None

@@ -10,10 +10,10 @@ from aiohttp import web
 from horologe.cluster import CANCELLED, SCHEDULED, UNKNOWN
 from horologe.storage import MessageColumns, MessageExpiredError, MessageId, UnknownMessageError
 from horologe.storage.message_id import ID_PATTERN
-from horologe.storage.message_json import plain_columns
 
+from ..consumers import wire as pull_wire
 from ..service import NodeService
-from .common import CONFIG, METRICS, SERVICE, answer, json_body, produce_body
+from .common import CONFIG, METRICS, SERVICE, answer, json_body, produce_body, read_body
 from .errors import ApiError
 from .openapi.operations import (
     CLIENT,
@@ -27,6 +27,7 @@ from .openapi.operations import (
 )
 from .route_table import RouteTable
 from .rules.messages import parse_message, parse_new_time, parse_reschedules
+from .rules.plain_batch import plain_batch
 
 routes = RouteTable()
 
@@ -79,21 +80,25 @@ async def post_batch(request: web.Request) -> web.Response:
     started = time.perf_counter()
     svc = request.app[SERVICE]
     svc.require_master()
-    body = await produce_body(request)
-    if not isinstance(body, dict) or set(body) != {"messages"} or not isinstance(body["messages"], list):
-        raise ApiError(400, "invalid_body", 'body must be {"messages": [...]}', "messages")
     limit = request.app[CONFIG].max_batch_items
-    if len(body["messages"]) > limit:
-        raise ApiError(
-            413, "too_large", f"{len(body['messages'])} messages in one batch; at most {limit}", "messages"
-        )
     now = svc.clock()
-    cols = plain_columns(body["messages"], now, svc.limits)
+    msgpack = request.content_type == pull_wire.MSGPACK
+    cols = plain_batch(await read_body(request), msgpack, now, svc.limits, limit)
     if cols is not None:  # what the SDK sends: every item plain and good
         ids = await svc.produce(cols) if len(cols) else []
         at = cols.deliver_at_ms.tolist()
         results = [{"id": mid, "deliver_at": d} for mid, d in zip(ids, at, strict=True)]
-    else:
+    else:  # each item by every rule, each refusal as documented (the body is read once)
+        body = await produce_body(request)
+        if not isinstance(body, dict) or set(body) != {"messages"} or not isinstance(body["messages"], list):
+            raise ApiError(400, "invalid_body", 'body must be {"messages": [...]}', "messages")
+        if len(body["messages"]) > limit:
+            raise ApiError(
+                413,
+                "too_large",
+                f"{len(body['messages'])} messages in one batch; at most {limit}",
+                "messages",
+            )
         results = await _produce_each(svc, body["messages"], now)
     request.app[METRICS].produce_seconds.observe(time.perf_counter() - started)
     return answer(200, {"results": results})

@@ -1,6 +1,6 @@
-"""The plain-message path (parse_message's, and plain_columns' for a whole batch) accepts
-exactly what the general rules accept, as the same Message, and leaves everything else to
-them (their refusal included)."""
+"""The plain-message path (parse_message's and check_message's) accepts exactly what the
+general rules accept, as the same Message, and leaves everything else to them (their
+refusal included). A batch's plain path: tests/node/test_plain_batch.py."""
 
 from __future__ import annotations
 
@@ -9,14 +9,13 @@ from hypothesis import strategies as st
 
 from horologe.storage.errors import InvalidFieldError
 from horologe.storage.message import MessageLimits
-from horologe.storage.message_columns import MessageColumns
 from horologe.storage.message_json import (
     _any_message,
     _are_tag_names,
     _is_name,
+    _plain,
     check_message,
     parse_message,
-    plain_columns,
 )
 
 NOW = 1_767_225_600_000
@@ -51,8 +50,8 @@ items = st.fixed_dictionaries(
 
 
 def _plain_message(obj, now, limits):
-    cols = plain_columns([obj], now, limits)
-    return None if cols is None else cols.message(0)
+    """The Message the plain path makes of ``obj``; None when it leaves it to the general rules."""
+    return None if _plain(obj, now, limits) is None else parse_message(obj, now, limits)
 
 
 def _general(obj):
@@ -129,17 +128,3 @@ def test_what_the_sdk_sends_takes_the_plain_path():
     assert _plain_message(tagged, NOW, LIMITS) == _any_message(tagged, NOW, LIMITS)
     assert _plain_message(tagged, NOW, LIMITS).tags == ("timeout", "vip")
     assert _plain_message({"topic": "orders", "body": "hi"}, NOW, LIMITS).deliver_at_ms == NOW
-
-
-def test_a_batch_is_plain_only_when_every_item_is():
-    good = [{"topic": "orders", "body": f"m{k}", "deliver_at": NOW + k} for k in range(5)]
-    good[2]["key"] = "k2"
-    good[3]["tags"] = ["t"]
-    good[4]["tags"] = []
-    cols = plain_columns(good, NOW, LIMITS)
-    expected = MessageColumns.from_messages([parse_message(obj, NOW, LIMITS) for obj in good])
-    assert [cols.message(i) for i in range(len(cols))] == [expected.message(i) for i in range(5)]
-    assert (cols.tags, cols.headers, cols.attempts) == ({3: ("t",)}, {}, {})
-    for odd_one in ({"topic": "orders", "body": "x", "tags": "t"}, {"topic": "-bad", "body": "x"}, 7):
-        assert plain_columns([*good, odd_one], NOW, LIMITS) is None
-    assert len(plain_columns([], NOW, LIMITS)) == 0

@@ -1,0 +1,80 @@
+"""A batch's plain path (node/http/rules/plain_batch.py) takes exactly what the general
+rules take, as the same messages, from the request's bytes (JSON, or msgpack as the SDK
+sends it), and leaves everything else to them."""
+
+from __future__ import annotations
+
+import msgpack
+import orjson
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from horologe.node.http.rules.plain_batch import plain_batch
+from horologe.storage.errors import InvalidFieldError
+from horologe.storage.message_json import _plain, parse_message
+
+from ..storage.test_plain_messages import LIMITS, NOW, items
+
+FORMATS = {
+    "json": (orjson.dumps, orjson.loads, str),
+    "msgpack": (
+        lambda b: msgpack.packb(b, use_bin_type=True),
+        lambda r: msgpack.unpackb(r, raw=False),
+        bytes,
+    ),
+}
+
+
+def _general(obj):
+    try:
+        return parse_message(obj, NOW, LIMITS)
+    except InvalidFieldError as e:
+        return e.code, e.field
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.sampled_from(sorted(FORMATS)), st.lists(items, max_size=3))
+@example("json", [{"topic": "orders", "body": "x", "deliver_at": 2**64}])
+@example("msgpack", [{"topic": "orders", "body": b"x", "deliver_at": 2**64 - 1}])
+@example("msgpack", [{"topic": "orders", "body": b"x", "key": None}])
+def test_the_plain_batch_agrees_with_the_general_rules(fmt, batch):
+    encode, decode, body_type = FORMATS[fmt]
+    try:
+        raw = encode({"messages": batch})
+    except (TypeError, OverflowError, orjson.JSONEncodeError):
+        return  # not something a client can send in this format
+    sent = decode(raw)["messages"]  # what the general path parses
+    cols = plain_batch(raw, fmt == "msgpack", NOW, LIMITS, 1000)
+    if cols is not None:
+        assert [cols.message(i) for i in range(len(cols))] == [_general(obj) for obj in sent]
+    elif all(_plain(obj, NOW, LIMITS) is not None and type(obj["body"]) is body_type for obj in sent):
+        pytest.fail(f"a plain batch left to the general path: {sent!r}")
+
+
+def test_what_the_sdk_sends_is_columns_with_tags_by_position():
+    sent = [
+        {"topic": "orders", "body": b"a", "key": "k0", "deliver_at": NOW + 5},
+        {"topic": "orders", "body": b"b", "key": "k1", "tags": ["vip", "eu"]},
+        {"topic": "audit", "body": b"c", "key": "k2", "tags": []},
+    ]
+    cols = plain_batch(msgpack.packb({"messages": sent}), True, NOW, LIMITS, 1000)
+    assert cols.topics == ["orders", "orders", "audit"] and cols.bodies == [b"a", b"b", b"c"]
+    assert cols.deliver_at_ms.tolist() == [NOW + 5, NOW, NOW]
+    assert cols.keys == ["k0", "k1", "k2"] and cols.tags == {1: ("vip", "eu")}
+    assert len(plain_batch(b'{"messages": []}', False, NOW, LIMITS, 1000)) == 0
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b'{"messages": [{"topic": "orders", "body": "x"}], "extra": 1}',  # the shape the general path refuses
+        b'{"messages": [{"topic": "orders", "body": "x"}, {"topic": "orders", "body": "y"}]}',  # > max_items
+        b'{"messages": [{"topic": "orders", "body": "' + b"x" * 65 + b'"}]}',  # body over the limit
+        b'{"messages": [{"topic": "orders", "body": "\\ud800"}]}',  # a lone surrogate
+        b'{"messages": [{"topic": "orders", "body": "x"}]} trailing',
+        b"\xff",
+    ],
+)
+def test_what_the_general_path_must_judge_is_left_to_it(raw):
+    assert plain_batch(raw, False, NOW, LIMITS, 1) is None
