@@ -11,10 +11,9 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from horologe.node.http.rules.plain_batch import plain_batch
-from horologe.storage.errors import InvalidFieldError
-from horologe.storage.message_json import _plain, parse_message
+from horologe.storage.message_json import _plain
 
-from ..storage.test_plain_messages import LIMITS, NOW, items
+from ..storage.test_plain_messages import LIMITS, NOW, _general, items
 
 FORMATS = {
     "json": (orjson.dumps, orjson.loads, str),
@@ -24,13 +23,6 @@ FORMATS = {
         bytes,
     ),
 }
-
-
-def _general(obj):
-    try:
-        return parse_message(obj, NOW, LIMITS)
-    except InvalidFieldError as e:
-        return e.code, e.field
 
 
 @settings(max_examples=1500, deadline=None)
