@@ -17,7 +17,7 @@ from .common import CONFIG, SCOPES, answer
 from .errors import ApiError, error_body
 from .openapi.operations import ADMIN, CLIENT
 
-UNMATCHED = "unmatched"  # no route: its 404 or 405 for a caller that holds either token
+UNMATCHED = "unmatched"  # no route: its 404 for a caller that holds either token
 
 
 def tokens(cfg: NodeConfig, scope: str | None) -> list[str]:
@@ -40,10 +40,25 @@ def check_token(request: web.Request, wanted: list[str]) -> None:
         raise ApiError(403, "forbidden", "wrong token for this API")
 
 
+async def scope_of(request: web.Request) -> str | None:
+    """The token scope of the route ``request`` matched; for a method its path does not
+    take (405), the scope the path's routes share; else UNMATCHED."""
+    scopes = request.app[SCOPES]
+    info = request.match_info
+    if info.route in scopes:
+        return scopes[info.route]
+    if isinstance(info.http_exception, web.HTTPMethodNotAllowed):
+        for resource in request.app.router.resources():
+            _, allowed = await resource.resolve(request)
+            if allowed:  # its path, another method
+                return scopes.get(resource, UNMATCHED)
+    return UNMATCHED
+
+
 @web.middleware
 async def errors_and_auth(request: web.Request, handler):
     try:
-        wanted = tokens(request.app[CONFIG], request.app[SCOPES].get(request.match_info.route, UNMATCHED))
+        wanted = tokens(request.app[CONFIG], await scope_of(request))
         if wanted:
             check_token(request, wanted)
         return await handler(request)

@@ -15,7 +15,6 @@ from __future__ import annotations
 import re
 
 from aiohttp import web
-from aiohttp.web_urldispatcher import AbstractRoute
 
 _REGEX_PART = re.compile(r"\{(\w+):[^/]*\}")
 
@@ -50,11 +49,14 @@ class RouteTable(web.RouteTableDef):
     del _add
 
 
-def scopes(app: web.Application, operations: dict[tuple[str, str], dict]) -> dict[AbstractRoute, str | None]:
-    """Each route the app registers -> the token scope its operation names (None: public).
-    aiohttp's HEAD twin of a GET takes the GET's. A route with no operation is refused here,
-    at start, rather than served with a guessed scope."""
-    found: dict[AbstractRoute, str | None] = {}
+def scopes(app: web.Application, operations: dict[tuple[str, str], dict]) -> dict[object, str | None]:
+    """Each route the app registers -> the token scope its operation names (None: public);
+    and each resource (a path) whose routes all share one scope -> that scope, for a
+    method the path does not take (its 405). aiohttp's HEAD twin of a GET takes the GET's.
+    A route with no operation is refused here, at start, rather than served with a guessed
+    scope."""
+    found: dict[object, str | None] = {}
+    by_resource: dict[object, set] = {}
     for route in app.router.routes():
         method = "get" if route.method == "HEAD" else route.method.lower()
         key = (method, openapi_path(route.resource.canonical))
@@ -62,4 +64,6 @@ def scopes(app: web.Application, operations: dict[tuple[str, str], dict]) -> dic
             raise ValueError(f"{route.method} {key[1]} has no operation in any route table")
         security = operations[key]["security"]
         found[route] = next(iter(security[0])) if security else None
+        by_resource.setdefault(route.resource, set()).add(found[route])
+    found.update({resource: next(iter(s)) for resource, s in by_resource.items() if len(s) == 1})
     return found

@@ -171,7 +171,8 @@ async def status_through_the_middleware(app, method: str, path: str, token: str 
 async def test_the_middleware_asks_each_route_for_the_token_its_operation_names(guarded, served):
     """The token check is the operation's scope (route_table.scopes), route by route: without
     a token 401, with the other scope's token 403, with its own through; a public route lets
-    every caller through. A path no route matches wants either token first."""
+    every caller through. A path no route matches wants either token first; a method its
+    path does not take, the token of the path's routes."""
     for path, ops in served["paths"].items():
         concrete = re.sub(r"\{\w+\}", "x", path).replace("/messages/x", "/messages/" + "0" * 16)
         for method, op in ops.items():
@@ -194,6 +195,13 @@ async def test_the_middleware_asks_each_route_for_the_token_its_operation_names(
     ):
         assert await status_through_the_middleware(guarded, "GET", "/v1/nothing", token) == status
         assert await status_through_the_middleware(guarded, "GET", "/admin/nothing", token) == status
+    # A method the path does not take: the scope of the path's routes, then 405.
+    assert await status_through_the_middleware(guarded, "DELETE", "/healthz", None) == 405
+    assert await status_through_the_middleware(guarded, "DELETE", "/v1/messages/batch", None) == 401
+    assert (
+        await status_through_the_middleware(guarded, "DELETE", "/v1/messages/batch", TOKENS["clientToken"])
+        == 405
+    )
 
 
 def test_the_document_s_rules_are_the_validators(served):
