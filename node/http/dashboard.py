@@ -111,4 +111,4 @@ def add_routes(app: web.Application) -> None:
         return web.Response(body=body, content_type=kind, charset=charset, headers=HEADERS)
 
     app.router.add_get(PREFIX, dashboard)
-    app.router.add_get(PREFIX + "/{file:.*}", dashboard)
+    app.router.add_get(PREFIX + r"/{file:[\s\S]*}", dashboard)  # any path below, a newline too: a 404 here

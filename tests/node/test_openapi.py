@@ -195,6 +195,8 @@ async def test_the_middleware_asks_each_route_for_the_token_its_operation_names(
     ):
         assert await status_through_the_middleware(guarded, "GET", "/v1/nothing", token) == status
         assert await status_through_the_middleware(guarded, "GET", "/admin/nothing", token) == status
+    # Any path below the dashboard's is its route's (public): a newline in it too.
+    assert await status_through_the_middleware(guarded, "GET", "/ui/a%0Ab", None) == 200
     # A method the path does not take: the scope of the path's routes, then 405.
     assert await status_through_the_middleware(guarded, "DELETE", "/healthz", None) == 405
     assert await status_through_the_middleware(guarded, "DELETE", "/v1/messages/batch", None) == 401
