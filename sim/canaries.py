@@ -169,7 +169,7 @@ def _no_stale_refusal_skip() -> None:
     it back again, and the leader sent the rest of its log once more per such refusal: a
     follower back after seconds behind a silent link refused every append queued for it
     meanwhile, and was sent more than the link could carry (found by the simulator's
-    answer-after-handover scenario with a 4 s leader fallback: liveness)."""
+    long-silence scenario: liveness)."""
 
     def refusal_as_raft_has_it(self, node, message: dict) -> dict:
         index = message.get("next_node_idx")

@@ -646,7 +646,7 @@ class RaftNode(SyncObjSeam):
         whole rest of its log once more: a follower back after seconds behind a silent
         link (a blackhole: the appends queued for it all along) refused each queued append,
         and was sent the log once per refusal, more than the link could carry (the
-        simulator's answer-after-handover scenario with a 4 s leader fallback).
+        simulator's long-silence scenario).
         pysyncobj still counts it as an answer (``reset`` off)."""
         index = message.get("next_node_idx")
         if not isinstance(index, int):
