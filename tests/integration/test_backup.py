@@ -138,13 +138,16 @@ def test_a_node_whose_disk_was_lost_restores_from_a_backup_and_catches_up(make_c
     shutil.rmtree(data)
     assert _horologe("restore", backup, data).returncode == 0
     cluster.start(lost)
-    cluster.catch_up(lost)
+    # The master keeps committing its wheel's syncs, so no two nodes stop at one index: the
+    # restored node is held to everything the master had applied once it was back.
+    applied = cluster.status(cluster.wait_leader())["applied_index"]
+    cluster.catch_up(lost, behind=0)
     counters = [cluster.status(n)["counters"] for n in cluster.indexes]
     assert counters[lost] == counters[(lost + 1) % 3]
     assert {_state(client, m) for m in [*made["pending"][1:], *after]} == {"scheduled"}
     cluster.stop_all()
-    with cluster.store(lost) as restored, cluster.store((lost + 1) % 3) as other:
-        assert restored.applied_index == other.applied_index
+    with cluster.store(lost) as restored:
+        assert restored.applied_index >= applied
         check_store(restored)
 
 
