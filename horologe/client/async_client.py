@@ -161,7 +161,7 @@ class AsyncClient(core.ClientSettings, AsyncScheduleCalls, AsyncPushCalls):
 
     async def _pulled(self, topic: str, group: str, tags: str | None, reply: Reply) -> PulledBatch:
         """As :meth:`Client._pulled`."""
-        kept, stray = core.to_pulled(reply.body, tags)
+        kept, stray = core.to_pulled(core.pull_answer(reply.content, reply.content_type), tags)
         if stray:
             await self.ack(topic, group, stray)
         return kept

@@ -85,9 +85,13 @@ class Reply:
         return cls(response.status_code, _UNREAD, response.headers, response.content)
 
     @property
+    def content_type(self) -> str:
+        return self.headers.get("content-type", "")
+
+    @property
     def body(self) -> Any:
         if self._body is _UNREAD:  # two threads may both decode it: the same answer either way
-            self._body = parse_body(self.content, self.headers.get("content-type", ""))
+            self._body = parse_body(self.content, self.content_type)
         return self._body
 
     def __repr__(self) -> str:

@@ -9,14 +9,13 @@ import base64
 import os
 import secrets
 import ssl
-import struct
 import time
 from collections.abc import Callable
 from urllib.parse import quote, urlencode
 
 import httpx
 
-from . import calls, tls
+from . import calls, pull_columns, tls
 from .errors import HorologeError, error_for
 from .models import (
     Forecast,
@@ -29,6 +28,7 @@ from .models import (
     Scheduled,
     node_role,
 )
+from .pull_columns import PullAnswer
 
 
 def message_body(
@@ -298,33 +298,38 @@ def to_node_status(d: dict) -> dict:
     return {**d, "role": node_role(d["role"])} if "role" in d else d
 
 
-def to_pulled(res: dict, tags: str | None) -> tuple[PulledBatch, list[str]]:
+def pull_answer(content: bytes, content_type: str) -> PullAnswer:
+    """A pull's answer, in any of its layouts (node/consumers/wire.py): msgpack by columns
+    (decoded by msgspec: horologe/client/pull_columns.py), msgpack by messages, or JSON."""
+    if content_type.startswith(calls.MSGPACK):
+        answer = pull_columns.decode(content)
+        if answer is not None:
+            return answer
+    res = calls.parse_body(content, content_type)
+    if "records" in res:  # by columns, with records pull_columns does not read
+        at, at_d = pull_columns.int64s(res["deliver_at"]), pull_columns.int64s(res["delivered_at"])
+        columns = zip(res["records"], res["receipts"], at, at_d, strict=True)
+        messages = [ReceivedMessage.from_record(*m) for m in columns]
+    else:
+        messages = [
+            ReceivedMessage.from_json(d) if isinstance(d, dict) else ReceivedMessage.from_record(*d)
+            for d in res["messages"]
+        ]
+    return PullAnswer(messages, list(res.get("batch_receipts", ())), res.get("clock_ms"))
+
+
+def to_pulled(answer: PullAnswer, tags: str | None) -> tuple[PulledBatch, list[str]]:
     """A pull's answer after the client's own exact tag check (docs/api.md, pull):
     (the batch kept, receipts of the messages to ack away). The batch receipts still
     name every message leased, the ones acked away too: acking them twice is harmless."""
-    wanted = None if tags in (None, "", "*") else {t.strip() for t in tags.split("||")}
-    kept, stray = [], []
-    for m in _received(res):
-        if wanted is None or wanted.intersection(m.tags):
-            kept.append(m)
-        else:
-            stray.append(m.receipt)
-    return PulledBatch(kept, res.get("batch_receipts", ()) if kept else (), res.get("clock_ms")), stray
-
-
-def _received(res: dict) -> list[ReceivedMessage]:
-    """A pull answer's messages, in any of its layouts (node/consumers/wire.py): msgpack by
-    columns, msgpack by messages, or JSON."""
-    if "records" in res:
-        deliver_at, delivered_at = _int64s(res["deliver_at"]), _int64s(res["delivered_at"])
-        columns = zip(res["records"], res["receipts"], deliver_at, delivered_at, strict=True)
-        return [ReceivedMessage.from_record(*m) for m in columns]
-    return [
-        ReceivedMessage.from_json(d) if isinstance(d, dict) else ReceivedMessage.from_record(*d)
-        for d in res["messages"]
-    ]
-
-
-def _int64s(raw: bytes) -> tuple[int, ...]:
-    """A column of little-endian int64s."""
-    return struct.unpack(f"<{len(raw) // 8}q", raw)
+    if tags in (None, "", "*"):
+        kept, stray = answer.messages, []
+    else:
+        wanted = {t.strip() for t in tags.split("||")}
+        kept, stray = [], []
+        for m in answer.messages:
+            if wanted.intersection(m.tags):
+                kept.append(m)
+            else:
+                stray.append(m.receipt)
+    return PulledBatch(kept, answer.batch_receipts if kept else (), answer.clock_ms), stray

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import base64
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+
+import msgspec
 
 ORIGIN_HEADER = "x-horologe-topic"  # a retry's copy names the topic it came from
 ID_HEADER = "x-horologe-id"  # a rescheduled copy names the id it answers to
@@ -83,14 +85,24 @@ class PendingPage:
     next_cursor: str | None  # give it back for the next page; None: this was the last
 
 
-_new = object.__new__
 # A stored record's keys in the order the node writes them (storage/message.py's
 # RECORD_ORDER), as the flat records of a pull's answer by columns carry them.
 _FLAT_KEYS = ("id", "topic", "tags", "body", "deliver_at_ms", "key", "headers", "attempt", "produced_at_ms")
 
 
-@dataclass(frozen=True, slots=True, weakref_slot=True)
-class ReceivedMessage:
+class ReceivedMessage(msgspec.Struct, frozen=True, gc=False):
+    """A pulled message: frozen (setting a field raises AttributeError; a copy with other
+    fields: ``msgspec.structs.replace``, its fields: ``msgspec.structs.asdict``), compared
+    by its fields, pickled; no weak references (msgspec has them only for tracked Structs).
+
+    A msgspec Struct, made in C: a consumer makes one per message, and as a frozen
+    dataclass (even made past its ``__init__``, slot by slot) it cost a consumer of a
+    pull by columns 0.89 µs a message, 0.46 µs this way (horologe/client/pull_columns.py).
+    Not tracked by the cyclic collector (``gc=False``): messages live for a few batches
+    (prefetched, then handed over), long enough to reach the oldest generation, whose
+    growth starts full collections of the whole heap. Its fields refer to nothing that
+    refers back to it (a cycle through one, made by hand, would never be collected)."""
+
     id: str
     receipt: str
     topic: str
@@ -99,7 +111,7 @@ class ReceivedMessage:
     deliver_at: int
     delivered_at: int
     attempt: int
-    headers: dict[str, str] = field(default_factory=dict)
+    headers: dict[str, str] = {}
     key: str | None = None  # the producer's key, when it gave one
 
     @property
@@ -124,23 +136,12 @@ class ReceivedMessage:
 
     @classmethod
     def from_record(cls, record, receipt: str, deliver_at: int, delivered_at: int) -> ReceivedMessage:
-        """From a pull's msgpack answer: the delay-log record as stored (a map), or as the
-        flat tuple of its keys and values that the answer by columns sends (read by
-        position when its keys come in the order the node writes them, else by key), and
-        what the pull adds (the node's pull_wire).
-
-        Made without ``__init__``: a frozen dataclass's sets each field through
-        ``object.__setattr__``, and that was half of what a consumer spent per message
-        (6.3 µs here, 3.5 µs this way); its slots are set directly. The instance is the
-        same: same fields, same equality, still frozen.
-
-        Slots, not a ``__dict__``: one object for the collector to track per message
-        instead of two. Messages live for a few batches (prefetched, then handed over),
-        long enough to reach the oldest generation, whose growth starts full
-        collections of the whole heap: with a ``__dict__``, decoding a pull of 1,000 in
-        a process holding 60,000 other objects cost 2.35–2.67 µs a message with the
-        collector on; with slots, 1.70–1.85 and half the full collections (about 1.2
-        both ways with it off)."""
+        """From a pull's answer as msgpack decodes it: the delay-log record as stored (a
+        map), or as the flat tuple of its keys and values that the answer by columns sends
+        (read by position when its keys come in the order the node writes them, else by
+        key), and what the pull adds (the node's pull_wire). An answer by columns is
+        decoded by msgspec instead (horologe/client/pull_columns.py); this reads the other
+        layouts, and records written another way."""
         if isinstance(record, dict):
             headers = record["headers"]
             mid, topic, tags, body = record["id"], record["topic"], record["tags"], record["body"]
@@ -159,31 +160,20 @@ class ReceivedMessage:
             return cls.from_record(
                 dict(zip(record[::2], record[1::2], strict=True)), receipt, deliver_at, delivered_at
             )
-        m = _new(cls)
-        _set_id(m, headers.get(ID_HEADER, mid) if headers else mid)
-        _set_receipt(m, receipt)
-        _set_topic(m, headers.get(ORIGIN_HEADER, topic) if headers else topic)
-        _set_body(m, body)
-        _set_tags(m, tuple(tags))
-        _set_deliver_at(m, deliver_at)
-        _set_delivered_at(m, delivered_at)
-        _set_attempt(m, attempt)
-        _set_headers(m, headers)
-        _set_key(m, key)
-        return m
+        return cls.renamed(
+            mid, receipt, topic, body, tuple(tags), deliver_at, delivered_at, attempt, headers, key
+        )
 
-
-# Each field's slot, set past the frozen class's __setattr__ (from_record).
-_set_id = ReceivedMessage.id.__set__
-_set_receipt = ReceivedMessage.receipt.__set__
-_set_topic = ReceivedMessage.topic.__set__
-_set_body = ReceivedMessage.body.__set__
-_set_tags = ReceivedMessage.tags.__set__
-_set_deliver_at = ReceivedMessage.deliver_at.__set__
-_set_delivered_at = ReceivedMessage.delivered_at.__set__
-_set_attempt = ReceivedMessage.attempt.__set__
-_set_headers = ReceivedMessage.headers.__set__
-_set_key = ReceivedMessage.key.__set__
+    @classmethod
+    def renamed(
+        cls, mid, receipt, topic, body, tags, deliver_at, delivered_at, attempt, headers, key
+    ) -> ReceivedMessage:
+        """A message as its record says, with the id and topic its headers name when they
+        do: a rescheduled copy answers to the id it replaced, a retry to the topic it came from."""
+        if headers:
+            mid = headers.get(ID_HEADER, mid)
+            topic = headers.get(ORIGIN_HEADER, topic)
+        return cls(mid, receipt, topic, body, tags, deliver_at, delivered_at, attempt, headers, key)
 
 
 class PulledBatch(list):

@@ -170,7 +170,7 @@ class Client(core.ClientSettings, calls.BlockingPool, ScheduleCalls, PushCalls):
     def _pulled(self, topic: str, group: str, tags: str | None, reply: Reply) -> PulledBatch:
         """The batch of a :meth:`_fetch_pull` answer; what the client's own tag check
         rejects is acked away."""
-        kept, stray = core.to_pulled(reply.body, tags)
+        kept, stray = core.to_pulled(core.pull_answer(reply.content, reply.content_type), tags)
         if stray:
             self.ack(topic, group, stray)
         return kept

@@ -220,7 +220,7 @@ def test_every_answer_layout_of_a_pull_hands_out_the_same_messages(cluster):
         reply = c.request(*core.pull_call("wire", group, None, 100, 3_000, 30_000, 0), accept=accept)
         body = reply.result()
         assert ("records" in body) == (group == "cols") and ("messages" in body) == (group != "cols")
-        batch, _stray = core.to_pulled(body, None)
+        batch, _stray = core.to_pulled(core.pull_answer(reply.content, reply.content_type), None)
         got[group] = sorted((m.id, m.body, m.topic, m.tags, m.deliver_at, m.delivered_at) for m in batch)
         c.ack("wire", group, batch.receipts())
     assert len(got["cols"]) == 20 and got["cols"] == got["msgs"] == got["json"]

@@ -7,7 +7,8 @@ import asyncio
 
 import msgpack
 
-from horologe.client.core import to_pulled
+from horologe.client.calls import MSGPACK
+from horologe.client.core import pull_answer, to_pulled
 from horologe.client.models import ReceivedMessage
 from horologe.cluster import PRODUCE, SYNC
 from horologe.node.consumers.wire import as_columns, as_json, as_msgpack
@@ -28,7 +29,8 @@ def both(pulled) -> tuple[list[ReceivedMessage], list[ReceivedMessage], list[str
         js["clock_ms"] == mp["clock_ms"] == cols["clock_ms"] == 5
     )  # the master's clock, for consumers that hold
     assert all(isinstance(r, tuple) for r in cols["records"])  # flat, as the node writes records
-    by_messages, by_columns = to_pulled(mp, None)[0], to_pulled(cols, None)[0]
+    by_messages = to_pulled(pull_answer(as_msgpack(pulled, 5), MSGPACK), None)[0]
+    by_columns = to_pulled(pull_answer(as_columns(pulled, 5), MSGPACK), None)[0]
     assert by_columns == by_messages and list(by_columns.batch_receipts) == list(mp["batch_receipts"])
     return (
         [ReceivedMessage.from_json(d) for d in js["messages"]],
