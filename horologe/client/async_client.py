@@ -176,6 +176,7 @@ class AsyncClient(core.ClientSettings, AsyncScheduleCalls, AsyncPushCalls):
         wait_ms: int = 1_000,
         visibility_ms: int = 30_000,
         prefetch: int = 2,
+        pulls: int = 2,
         ack_queue: int = 1_000,
         ahead_ms: int = AHEAD_MS,
     ) -> AsyncSubscription:
@@ -183,7 +184,7 @@ class AsyncClient(core.ClientSettings, AsyncScheduleCalls, AsyncPushCalls):
         (call it inside a running loop)."""
         fetch, decode = fetch_and_decode(self, topic, group, tags, batch, wait_ms, visibility_ms, ahead_ms)
         return AsyncSubscription(
-            fetch, lambda receipts: self.ack(topic, group, receipts), prefetch, ack_queue, decode
+            fetch, lambda receipts: self.ack(topic, group, receipts), prefetch, ack_queue, decode, pulls
         )
 
     async def ack(self, topic: str, group: str, receipts: list[str]) -> None:

@@ -6,8 +6,10 @@ the loop asks for the next one (so one that raised, or the last one before ``bre
 is acked only on a clean :meth:`close`, and is otherwise handed out again after its
 lease). ``poll(timeout_s)`` hands over what of the pulled batch is due instead (the whole
 batch, usually), or ``[]`` once the timeout passes, and acks it on the next call (or on
-``close``). A background puller keeps up to ``prefetch`` pulled batches ready and one
-more on its way (fetched or being decoded; their messages are leased meanwhile); a
+``close``). Background pullers keep up to ``prefetch`` pulled batches ready and up to
+``pulls`` more on their way (fetched or being decoded; their messages are leased
+meanwhile): a pull waits for its leases to commit, a Raft round trip, and with two on
+their way those of one consumer share commits and overlap their waits; a
 background acker sends receipts in groups (what gathers within ``ACK_LINGER_S`` of the
 first) from a bounded queue, so a slow ack round trip never holds the loop (at most
 ``ack_queue`` receipts wait, then the loop waits). A subscription decodes an answer
@@ -130,8 +132,8 @@ class _Handing:
 class Subscription(_Handing, Iterator[ReceivedMessage]):
     """What :meth:`Client.consume` returns: iterate it, and :meth:`close` it (or use ``with``).
 
-    ``pull()`` fetches the next answer; ``decode(answer)`` makes it a batch, on another
-    thread (None: the answer is the batch)."""
+    ``pull()`` fetches the next answer, on each of ``pulls`` threads; ``decode(answer)``
+    makes it a batch, on another thread (None: the answer is the batch)."""
 
     def __init__(
         self,
@@ -140,9 +142,11 @@ class Subscription(_Handing, Iterator[ReceivedMessage]):
         prefetch: int,
         ack_queue: int,
         decode: Callable[[object], list[ReceivedMessage]] | None = None,
+        pulls: int = 1,
     ) -> None:
         self._pull, self._decode, self._ack = pull, decode, ack
-        self._slots = threading.Semaphore(max(1, prefetch) + 1)  # pulled ahead, not taken yet
+        pulls = max(1, pulls)
+        self._slots = threading.Semaphore(max(1, prefetch) + pulls)  # pulled ahead, not taken yet
         self._fetched: queue.Queue = queue.Queue(maxsize=1)  # (answer, when it arrived), or an error
         self._batches: queue.Queue = queue.Queue()  # bounded by the slots
         self._receipts: queue.Queue = queue.Queue(maxsize=max(1, ack_queue))
@@ -152,10 +156,11 @@ class Subscription(_Handing, Iterator[ReceivedMessage]):
         self._whole: list[ReceivedMessage] | None = None
         self._to_ack: list[str] = []  # receipts of what was handed out, acked when more is asked for
         self.clock = MasterClock()
-        self._puller = threading.Thread(target=self._pull_loop, daemon=True)
+        self._pullers = [threading.Thread(target=self._pull_loop, daemon=True) for _ in range(pulls)]
         self._decoder = threading.Thread(target=self._decode_loop, daemon=True)
         self._acker = threading.Thread(target=self._ack_loop, daemon=True)
-        self._puller.start()
+        for puller in self._pullers:
+            puller.start()
         self._decoder.start()
         self._acker.start()
 
@@ -274,7 +279,8 @@ class Subscription(_Handing, Iterator[ReceivedMessage]):
         self._stop.set()
         self._receipts.put(_DONE)
         self._acker.join()
-        self._puller.join()
+        for puller in self._pullers:
+            puller.join()
         self._decoder.join()
         self._raise_if_failed()
 
@@ -291,9 +297,10 @@ class AsyncSubscription(_Handing, AsyncIterator[ReceivedMessage]):
     As :class:`Subscription`, with awaitables: ``await decode(answer)`` runs in a task of
     its own while the next ``await pull()`` is on its way (None: the answer is the batch)."""
 
-    def __init__(self, pull, ack, prefetch: int, ack_queue: int, decode=None) -> None:
+    def __init__(self, pull, ack, prefetch: int, ack_queue: int, decode=None, pulls: int = 1) -> None:
         self._pull, self._decode, self._ack = pull, decode, ack
-        self._slots = asyncio.Semaphore(max(1, prefetch) + 1)  # pulled ahead, not taken yet
+        pulls = max(1, pulls)
+        self._slots = asyncio.Semaphore(max(1, prefetch) + pulls)  # pulled ahead, not taken yet
         self._fetched: asyncio.Queue = asyncio.Queue(maxsize=1)  # (answer, when it arrived), or an error
         self._batches: asyncio.Queue = asyncio.Queue()  # bounded by the slots
         self._receipts: asyncio.Queue = asyncio.Queue(maxsize=max(1, ack_queue))
@@ -302,7 +309,7 @@ class AsyncSubscription(_Handing, AsyncIterator[ReceivedMessage]):
         self._to_ack: list[str] = []
         self.clock = MasterClock()
         loop = asyncio.get_running_loop()
-        self._puller = loop.create_task(self._pull_loop())
+        self._pullers = [loop.create_task(self._pull_loop()) for _ in range(pulls)]
         self._decoder = loop.create_task(self._decode_loop())
         self._acker = loop.create_task(self._ack_loop())
 
@@ -334,7 +341,8 @@ class AsyncSubscription(_Handing, AsyncIterator[ReceivedMessage]):
         except asyncio.CancelledError:
             raise
         except BaseException as e:  # noqa: BLE001 - handed to the iterating task
-            self._puller.cancel()
+            for puller in self._pullers:
+                puller.cancel()
             self._batches.put_nowait(e)
 
     async def _ack_loop(self) -> None:
@@ -399,12 +407,13 @@ class AsyncSubscription(_Handing, AsyncIterator[ReceivedMessage]):
 
     async def close(self) -> None:
         """As :meth:`Subscription.close`."""
-        self._puller.cancel()
+        for puller in self._pullers:
+            puller.cancel()
         self._decoder.cancel()
         await self._ack_handed()
         await self._receipts.put(_DONE)
         await self._acker  # raises an ack's error
-        await asyncio.gather(self._puller, self._decoder, return_exceptions=True)
+        await asyncio.gather(*self._pullers, self._decoder, return_exceptions=True)
 
     async def __aenter__(self) -> AsyncSubscription:
         return self

@@ -185,17 +185,19 @@ class Client(core.ClientSettings, calls.BlockingPool, ScheduleCalls, PushCalls):
         wait_ms: int = 1_000,
         visibility_ms: int = 30_000,
         prefetch: int = 2,
+        pulls: int = 2,
         ack_queue: int = 1_000,
         ahead_ms: int = AHEAD_MS,
     ) -> Subscription:
         """Iterate the group's messages; each is acked once the loop asks for the next
         (:mod:`horologe.client.consuming`). Pulls ``batch`` at a time, keeping up to
-        ``prefetch`` pulled batches ready; use it in a ``with`` block, or ``close()`` it.
+        ``prefetch`` pulled batches ready and up to ``pulls`` on their way; use it in a
+        ``with`` block, or ``close()`` it.
         Pulls take messages up to ``ahead_ms`` before their time, and each is handed over
         once the master's clock reaches its ``deliver_at`` (0: pulled once due)."""
         fetch, decode = fetch_and_decode(self, topic, group, tags, batch, wait_ms, visibility_ms, ahead_ms)
         return Subscription(
-            fetch, lambda receipts: self.ack(topic, group, receipts), prefetch, ack_queue, decode
+            fetch, lambda receipts: self.ack(topic, group, receipts), prefetch, ack_queue, decode, pulls
         )
 
     def ack(self, topic: str, group: str, receipts: list[str]) -> None:

@@ -200,3 +200,50 @@ def test_an_error_decoding_an_answer_surfaces_and_stops_the_pulls():
     assert group.pulls == pulls <= 3  # and then nothing more is leased
     with pytest.raises(ValueError):
         sub.close()
+
+
+@pytest.mark.parametrize("pulls", [1, 2])
+def test_pulls_on_their_way_at_once(pulls):
+    """Each pull waits for its leases to commit; with two on their way, one consumer's
+    waits overlap. Here the first two pulls answer only once both were sent."""
+    both_sent = threading.Barrier(2, timeout=2)
+    group = FakeGroup([[1], [2]])
+
+    def pull() -> list[ReceivedMessage]:
+        with group.lock:
+            first_two = group.pulls < 2
+        if first_two:
+            both_sent.wait()  # raises BrokenBarrierError if the other never comes
+        return group.pull()
+
+    def consume() -> list[str]:
+        with Subscription(pull, group.ack, prefetch=2, ack_queue=10, pulls=pulls) as sub:
+            return sorted([next(sub).id, next(sub).id])
+
+    if pulls == 1:
+        with pytest.raises(threading.BrokenBarrierError):
+            consume()
+    else:
+        assert consume() == ["1", "2"]
+
+
+def test_async_pulls_on_their_way_at_once():
+    group = FakeGroup([[1], [2]])
+    in_flight, most = 0, 0
+
+    async def pull() -> list[ReceivedMessage]:
+        nonlocal in_flight, most
+        in_flight += 1
+        most = max(most, in_flight)
+        await asyncio.sleep(0.05)
+        in_flight -= 1
+        return group.pull()
+
+    async def ack(receipts: list[str]) -> None:
+        group.ack(receipts)
+
+    async def run() -> list[str]:
+        async with AsyncSubscription(pull, ack, prefetch=2, ack_queue=10, pulls=2) as sub:
+            return sorted([(await sub.__anext__()).id, (await sub.__anext__()).id])
+
+    assert asyncio.run(run()) == ["1", "2"] and most == 2
