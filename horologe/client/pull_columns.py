@@ -9,8 +9,8 @@ come in another order fails the decode, and the caller reads that answer the gen
 (msgpack, then :meth:`ReceivedMessage.from_record`, by key).
 
 One message cost 1.23 µs to decode the general way, 0.46 µs this way (a pull of 1,000
-as the node writes it, this machine, each way's best of seven): a consumer's decoding
-was its largest cost, and a hot second's consumers are bound by one core's GIL.
+as the node writes it, this machine, each way's best of seven): decoding was a
+consumer's largest cost, and a process's consumers share one GIL.
 """
 
 from __future__ import annotations
