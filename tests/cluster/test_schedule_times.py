@@ -172,3 +172,14 @@ def test_next_fires_list_the_planned_ones_then_those_after_the_mark():
     # after a resume the mark is ahead with nothing planned: the cancelled ones do not come back
     assert next_fires(d, ScheduleMark(1, t + 150_000), t) == [t + k * 60_000 for k in (3, 4, 5, 6, 7)]
     assert next_fires(schedule(paused=True), m, t) == []
+
+
+def test_next_fires_are_after_the_clock_that_answers_not_after_the_create():
+    """A create stamped 10 ms before a second and answered 5 ms after it: that second is
+    past when the answer is made (it still fires: the mark is before it), so the next five
+    begin a second later (tests/integration/test_schedules.py expects either)."""
+    created = utc(2026, 1, 1) - 10
+    d = schedule(cron="* * * * * *")
+    m = ScheduleMark(1, created)  # as a create sets it
+    assert next_fires(d, m, created)[0] == utc(2026, 1, 1)
+    assert next_fires(d, m, created + 15)[:2] == [utc(2026, 1, 1) + 1000, utc(2026, 1, 1) + 2000]
