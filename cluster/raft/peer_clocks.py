@@ -20,6 +20,14 @@ of the last ``SAMPLES`` waited that much longer, and is aged by that too. Monoto
 that run at different rates skew this by their difference over the samples' span (4 s):
 microseconds for real oscillators.
 
+A monotonic clock that steps (libfaketime steps it with the wall clock) moves ``arrived -
+sent`` by the step for good, not for one reading: two keep-alives in a row at the same
+new level (within ``MAX_HELD_S``), sent at least ``STEP_SPAN_S`` apart, are that, and the
+window starts again from them. Held keep-alives cannot look like it: released together,
+each arrives as much less late as it was sent later. Without this, a step of an hour aged
+every reading by an hour until the keep-alives from before it left the window (3.5 s in
+which the stepped node had no fresh readings of a majority: docs/chaos.md).
+
 Pure: monotonic times are arguments. node/quorum_clock.py uses the readings.
 """
 
@@ -29,6 +37,8 @@ from typing import NamedTuple
 
 SAMPLES = 8  # round trips the transit is taken over (4 s of keep-alives)
 MAX_ROUND_TRIP_S = 0.5
+MAX_HELD_S = 0.05  # two waits that differ by less are one level of ``arrived - sent``
+STEP_SPAN_S = 0.2  # sent at least this far apart: not one burst of held keep-alives
 
 
 class PeerClock(NamedTuple):
@@ -69,10 +79,22 @@ def received(message: dict, arrived: float, last: PeerClock | None) -> PeerClock
     transits = () if last is None else last.transits
     delays = () if last is None else last.delays
     if sent is not None:
-        delays = (*delays, arrived - sent)[-SAMPLES:]
+        delay = arrived - sent
+        if _stepped(last, sent, delay):
+            delays = delays[-1:]
+        delays = (*delays, delay)[-SAMPLES:]
     echo = message.get("echo")
     if isinstance(echo, (list, tuple)) and len(echo) == 2 and all(isinstance(x, (int, float)) for x in echo):
         round_trip = arrived - echo[0] - echo[1]
         if 0 <= round_trip <= MAX_ROUND_TRIP_S:
             transits = (*transits, round_trip / 2)[-SAMPLES:]
     return PeerClock(ms, arrived, sent, transits, delays)
+
+
+def _stepped(last: PeerClock | None, sent: float, delay: float) -> bool:
+    """Whether ``delay`` (``arrived - sent``) and the last one stand at one new level above
+    the window's quickest, sent apart: a monotonic clock stepped at either end."""
+    if last is None or last.sent is None or not last.delays or sent - last.sent < STEP_SPAN_S:
+        return False
+    before, quickest = last.delays[-1], min(last.delays)
+    return before - quickest > MAX_HELD_S and abs(delay - before) <= MAX_HELD_S

@@ -70,3 +70,30 @@ def test_a_reading_that_waited_on_the_way_is_aged_by_the_wait():
     assert held.age_s(held.arrived + 0.1) == pytest.approx(0.4)
     on_time = received(keepalive(3500, 12.5, None), 12.5 + 0.002 + b_offset, held)
     assert on_time.age_s(on_time.arrived) == pytest.approx(0.0)
+
+
+def test_a_monotonic_clock_that_stepped_ages_one_keepalive_by_the_step_not_the_window():
+    """libfaketime steps the monotonic clock with the wall clock. ``arrived - sent`` then
+    moves by the step for good: the second keep-alive at the new level starts the window
+    again, and its reading is fresh (before, the step aged readings for 3.5 s)."""
+    last, ages = None, []
+    for k in range(8):
+        step = 3600.0 if k >= 4 else 0.0  # this node's monotonic clock steps an hour
+        arrived = 5_000.0 + 0.5 * k + 0.002 + step
+        last = received(keepalive(1000 + 500 * k, 10.0 + 0.5 * k, None), arrived, last)
+        ages.append(round(last.age_s(last.arrived), 3))
+    assert ages == [0.0, 0.0, 0.0, 0.0, 3600.0, 0.0, 0.0, 0.0]
+
+
+def test_held_keepalives_released_together_are_not_a_step():
+    """A link held three keep-alives sent 0.5 s apart and let them go at once: each is
+    aged by its own wait, as before; none starts the window again."""
+    last = None
+    for k in range(4):
+        last = received(keepalive(1000 + 500 * k, 10.0 + 0.5 * k, None), 5_010.0 + 0.5 * k + 0.002, last)
+    released = 5_013.5 + 0.002
+    ages = []
+    for k in range(4, 7):
+        last = received(keepalive(1000 + 500 * k, 10.0 + 0.5 * k, None), released, last)
+        ages.append(round(last.age_s(released), 3))
+    assert ages == [1.5, 1.0, 0.5]
