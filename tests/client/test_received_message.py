@@ -34,25 +34,29 @@ def _record(**over) -> dict:
     return {**rec, **over}
 
 
+def _columns(records, receipts, deliver_at, delivered_at, batch_receipts) -> bytes:
+    """A pull's answer by columns, as node/consumers/wire.as_columns writes it, holding
+    ``records`` (each as it goes on the wire)."""
+    pack = msgpack.Packer(use_bin_type=True).pack
+    n = len(records)
+    return b"".join(
+        [b"\x86", pack("records"), msgpack.Packer().pack_array_header(n), *records]
+        + [pack("receipts"), pack(receipts)]
+        + [pack("deliver_at"), pack(struct.pack(f"<{n}q", *deliver_at))]
+        + [pack("delivered_at"), pack(struct.pack(f"<{n}q", *delivered_at))]
+        + [pack("batch_receipts"), pack(batch_receipts), pack("clock_ms"), pack(10)]
+    )
+
+
 def _from_wire(rec: dict, layout: str) -> ReceivedMessage:
     """Through the wire, as a pull answer's one message in ``layout``, decoded as the SDK
     decodes it."""
     if layout == "messages":
         answer = msgpack.packb({"messages": [[rec, "r1", 7, 9]], "batch_receipts": [], "clock_ms": 10})
-    else:  # as node/pull_wire.as_columns writes it: the stored map, sent flat
+    else:  # the stored map, sent flat
         stored = msgpack.packb(rec, use_bin_type=True)
         assert stored[:1] == RECORD_MAP_HEAD
-        pack = msgpack.Packer(use_bin_type=True).pack
-        answer = b"".join(
-            [b"\x86", pack("records"), b"\x91", FLAT_RECORD_HEAD, stored[1:], pack("receipts"), pack(["r1"])]
-            + [
-                pack("deliver_at"),
-                pack(struct.pack("<q", 7)),
-                pack("delivered_at"),
-                pack(struct.pack("<q", 9)),
-            ]
-            + [pack("batch_receipts"), pack([]), pack("clock_ms"), pack(10)]
-        )
+        answer = _columns([FLAT_RECORD_HEAD + stored[1:]], ["r1"], [7], [9], [])
     (message,) = to_pulled(pull_answer(answer, MSGPACK), None)[0]
     return message
 
@@ -99,26 +103,14 @@ def test_the_sdk_reads_flat_records_in_the_order_the_node_writes_them():
     assert flat[::2] == RECORD_ORDER == models._FLAT_KEYS
 
 
-def _columns(*records: bytes) -> bytes:
-    """A pull's answer by columns holding ``records`` (each as it goes on the wire)."""
-    pack = msgpack.Packer(use_bin_type=True).pack
-    n = len(records)
-    return b"".join(
-        [b"\x86", pack("records"), msgpack.Packer().pack_array_header(n), *records]
-        + [pack("receipts"), pack([f"r{k}" for k in range(n)])]
-        + [pack("deliver_at"), pack(struct.pack(f"<{n}q", *range(n)))]
-        + [pack("delivered_at"), pack(struct.pack(f"<{n}q", *range(n)))]
-        + [pack("batch_receipts"), pack(["b"]), pack("clock_ms"), pack(10)]
-    )
-
-
 def test_an_answer_by_columns_as_the_node_writes_it_is_read_by_msgspec():
     """Else every pull would take the general way, msgpack then by key, and all else still pass."""
     stored = [
         encode_record(MessageId(1, k), Message("t", b"x", 5, 1, ("a",), None, headers, 0))
         for k, headers in enumerate([{}, {ID_HEADER: "00000000000000090000", "h": "v"}])
     ]
-    answer = pull_columns.decode(_columns(*(FLAT_RECORD_HEAD + s[1:] for s in stored)))
+    flat = [FLAT_RECORD_HEAD + s[1:] for s in stored]
+    answer = pull_columns.decode(_columns(flat, ["r0", "r1"], [0, 1], [0, 1], ["b"]))
     assert answer is not None and answer.batch_receipts == ["b"] and answer.clock_ms == 10
     assert [m.id for m in answer.messages] == [str(MessageId(1, 0)), "00000000000000090000"]
     assert answer.messages[1].headers == {ID_HEADER: "00000000000000090000", "h": "v"}
@@ -128,7 +120,8 @@ def test_a_record_whose_keys_come_in_another_order_is_read_by_key():
     rec = _record(key="k")
     reordered = {"topic": rec.pop("topic"), **rec}
     flat = msgpack.packb([x for kv in reordered.items() for x in kv], use_bin_type=True)
-    answer = _columns(flat, msgpack.packb(_record(), use_bin_type=True))
+    as_map = msgpack.packb(_record(), use_bin_type=True)
+    answer = _columns([flat, as_map], ["r0", "r1"], [0, 1], [0, 1], ["b"])
     assert pull_columns.decode(answer) is None
     first, second = pull_answer(answer, MSGPACK).messages
     assert (first.id, first.topic, first.key) == ("00000000000000010000", "orders", "k")

@@ -23,14 +23,15 @@ log = test_consumers_scan.log  # the same fixture: a LocalLog whose clock the te
 
 def both(pulled) -> tuple[list[ReceivedMessage], list[ReceivedMessage], list[str], list[str]]:
     js = as_json(pulled, 5)
-    mp = msgpack.unpackb(as_msgpack(pulled, 5), raw=False, use_list=False)
-    cols = msgpack.unpackb(as_columns(pulled, 5), raw=False, use_list=False)
+    mp_raw, cols_raw = as_msgpack(pulled, 5), as_columns(pulled, 5)
+    mp = msgpack.unpackb(mp_raw, raw=False, use_list=False)
+    cols = msgpack.unpackb(cols_raw, raw=False, use_list=False)
     assert (
         js["clock_ms"] == mp["clock_ms"] == cols["clock_ms"] == 5
     )  # the master's clock, for consumers that hold
     assert all(isinstance(r, tuple) for r in cols["records"])  # flat, as the node writes records
-    by_messages = to_pulled(pull_answer(as_msgpack(pulled, 5), MSGPACK), None)[0]
-    by_columns = to_pulled(pull_answer(as_columns(pulled, 5), MSGPACK), None)[0]
+    by_messages = to_pulled(pull_answer(mp_raw, MSGPACK), None)[0]
+    by_columns = to_pulled(pull_answer(cols_raw, MSGPACK), None)[0]
     assert by_columns == by_messages and list(by_columns.batch_receipts) == list(mp["batch_receipts"])
     return (
         [ReceivedMessage.from_json(d) for d in js["messages"]],
