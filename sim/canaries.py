@@ -149,6 +149,34 @@ def _no_noop_sync() -> None:
     RaftNode._noop_appended = lambda self: None
 
 
+def _no_answer_sync() -> None:
+    """42feea4 (its follower half): a follower told the leader it held entries that were
+    still only in its page cache, and the leader counted them towards a commit."""
+    original = RaftNode._answer_leader
+
+    def answer_leader(self, node, reset, next_index, success):
+        self._sync_journal = lambda: None  # shadows the method for this answer only
+        try:
+            original(self, node, reset, next_index, success)
+        finally:
+            del self._sync_journal
+
+    RaftNode._answer_leader = answer_leader
+
+
+def _no_leader_sync() -> None:
+    """b10ca26: the leader synced the entries it appended only before applying them, after
+    it had counted its own copy towards their commit."""
+    RaftNode._proposals_appended = lambda self: None
+
+
+def _no_proposal_fail() -> None:
+    """A node that did not lead kept the proposals waiting in its queue: pysyncobj forwards
+    them to the leader, or, with no leader known, appends them once this node leads
+    again, in a later term (an older release's node does this in a rolling upgrade)."""
+    RaftNode._before_proposals = lambda self: None
+
+
 def _no_lease_fail() -> None:
     """A master that stopped leading kept the leases its pulls had taken, not yet proposed,
     in its group commit: proposed once it led again, they committed beside the leases its
@@ -235,6 +263,9 @@ CANARIES: dict[str, Callable[[], None]] = {
     "no-held-readings": _no_held_readings,
     "no-applied-term": _no_applied_term,
     "no-noop-sync": _no_noop_sync,
+    "no-leader-sync": _no_leader_sync,
+    "no-answer-sync": _no_answer_sync,
+    "no-proposal-fail": _no_proposal_fail,
     "no-lease-fail": _no_lease_fail,
     "no-answer-check": _no_answer_check,
     "no-stale-refusal-skip": _no_stale_refusal_skip,

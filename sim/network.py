@@ -323,6 +323,8 @@ class SimTransport(Transport):
     def send(self, node, message) -> bool:
         if self.destroyed or node.address not in self._nodes:
             return False
+        if isinstance(message, dict) and message.get("type") == "next_node_idx" and message.get("success"):
+            self.network.world.check_answer(self._syncObj, self.address, message)
         return self.network.send(self.address, node.address, message)
 
     def knows(self, address: str) -> bool:

@@ -244,6 +244,7 @@ class SimNode:
         journal = self.raft._journal
         for method in ("deleteEntriesFrom", "deleteEntriesTo", "clear"):
             setattr(journal, method, _flagging(getattr(journal, method), world, f"{name} journal.{method}"))
+        _watch_commits(self, journal)
         world.durability_dirty = True
         world.note(f"{name} started (incarnation {self.incarnation}), journal last {journal.last_idx}")
         self.restart_check = held_before  # after the first tick, which loads the dump
@@ -397,6 +398,41 @@ def _flagging(method: Callable, world: World, label: str) -> Callable:
         return method(*args)
 
     return wrapper
+
+
+def _watch_commits(node: SimNode, journal: DiskJournal) -> None:
+    """``leader-counts-its-disk``: a leader sets its commit index only over entries its
+    journal has synced. pysyncobj counts the leader's own copy towards the majority, and
+    the followers learn the commit from the leader's next append and apply; a copy still
+    in the page cache could be lost with the power while a log without the entry wins the
+    next election. Checked as the index is set, so that a sync later in the same tick
+    (before the apply) does not hide it. Loaded entries count as synced, as the journal
+    counts them."""
+    world = node.world
+    synced = [journal.last_idx]
+    sync, cut, set_commit = journal.sync, journal.deleteEntriesFrom, journal.setRaftCommitIndex
+
+    def syncing() -> bool:
+        last = journal.last_idx
+        done = sync()
+        synced[0] = last
+        return done
+
+    def cutting(entry_from) -> None:
+        cut(entry_from)
+        synced[0] = min(synced[0], journal.last_idx)
+
+    def committing(index) -> None:
+        raft = node.raft
+        if raft is not None and raft._isLeader() and index > synced[0] and world.pending_violation is None:
+            world.pending_violation = Violation(
+                "leader-counts-its-disk",
+                f"{node.name} set its commit index to {index} as leader; "
+                f"its journal is synced up to {synced[0]}",
+            )
+        set_commit(index)
+
+    journal.sync, journal.deleteEntriesFrom, journal.setRaftCommitIndex = syncing, cutting, committing
 
 
 _DEVNULL: int | None = None
@@ -1137,6 +1173,17 @@ class World:
             self.pending_violation = Violation(
                 "proposed-by-its-leader",
                 f"entry {index} of term {term} (led by {leader}) was proposed on {sorted(asked)} only",
+            )
+
+    def check_answer(self, raft: RaftNode, address: str, message: dict) -> None:
+        """``answer-from-its-disk``: a follower tells its leader it holds entries (a
+        successful ``next_node_idx``) only once its journal has nothing unsynced; the
+        leader counts the answer towards a commit."""
+        if raft._journal._dirty and self.pending_violation is None:
+            self.pending_violation = Violation(
+                "answer-from-its-disk",
+                f"{self.by_address[address].name} answered next index {message['next_node_idx']} "
+                "with entries its journal had not synced",
             )
 
     def check_step(self) -> None:

@@ -23,6 +23,23 @@ random seeds (the ones below; tests/sim/test_scenarios.py has the scripted catch
   its waiting proposals before pysyncobj could forward them (``_before_proposals``). The
   refusal stays for a node of an older release in a rolling upgrade;
   tests/cluster/test_forwarded_proposals.py forces both.
+* ``no-leader-sync`` (b10ca26), a leader that synced what it appended only before its
+  apply, after counting its own copy towards the commit: every seed, with no fault at
+  all, fails ``leader-counts-its-disk`` (the world checks each commit index a leader
+  sets against what its journal had synced, sim/world.py). No fault plan turns it into a
+  loss here, since pysyncobj applies, and so syncs, in the tick that commits, before it
+  sends the commit on; the invariant is Raft's rule itself.
+* ``no-answer-sync`` (42feea4, its follower half), a follower that answered its leader
+  before syncing the entries it reports: every seed, with no fault, fails
+  ``answer-from-its-disk`` (checked as the answer is sent). The sync each tick makes
+  after handling its messages would hide it from a loss.
+* ``no-proposal-fail,no-forward-refusal`` (07980b3 with the later fix that masks it): a
+  node that keeps its proposals once it no longer leads, as a node of an older release
+  does in a rolling upgrade, forwards them to the next leader, which must refuse them.
+  Seed 2 stops the master n1 (SIGSTOP): proposals made before it learnt it was deposed
+  are forwarded, and without the refusal committed (``proposed-by-its-leader``), the bug
+  07980b3 fixed, which the chaos suite found after a SIGSTOP. With only the later fix
+  taken away, the refusal holds (0 of seeds 1..200 fail).
 * ``no-fresh-quorum``: a master served while a majority's clock readings were stale, by
   quorum time held since they went stale. Seed 87 with node services (``--service``):
   n2 split off (dropping), then n3 isolated (refusing): the master serves before a
@@ -37,6 +54,8 @@ random seeds (the ones below; tests/sim/test_scenarios.py has the scripted catch
   before syncing it. Seed 408 with ``--power-loss``: n2 stopped, n3 cut off, then n1
   wins an election and the fsync after its no-op's commit fails (ENOSPC); its files as
   the power loss leaves them end before the entry it applied (applied-is-durable).
+  ``leader-counts-its-disk`` sees it sooner, as the no-op's commit is counted (9 of
+  seeds 1..10 without power loss).
 * ``no-lease-fail``: a master that stopped leading kept the leases its pulls had taken,
   not proposed yet, in its group commit. Seed 63 with ``--service --power-loss``: n3,
   split off for 1.2 s, comes back campaigning at a higher term; the master n2 steps down
@@ -66,8 +85,11 @@ CAUGHT = {
     "no-commit-clamp": (31, "2,3", ("same-index-same-entry",), ()),
     "no-fresh-quorum": (87, "2,4", ("lease-as-asked",), ("--service",)),
     "no-held-readings": (115, "0,2,3", ("lease-as-asked",), ("--service",)),
-    "no-noop-sync": (408, "1,3,4,5", ("applied-is-durable",), ("--power-loss",)),
+    "no-noop-sync": (408, "1,3,4,5", ("applied-is-durable", "leader-counts-its-disk"), ("--power-loss",)),
     "no-lease-fail": (63, "0,1,2,3", ("handed-out-inside-a-lease",), ("--service", "--power-loss")),
+    "no-leader-sync": (1, "none", ("leader-counts-its-disk",), ()),
+    "no-answer-sync": (1, "none", ("answer-from-its-disk",), ()),
+    "no-proposal-fail,no-forward-refusal": (2, "2", ("proposed-by-its-leader",), ()),
 }
 
 
@@ -76,7 +98,15 @@ def test_with_the_fix_the_plan_passes(canary):
     seed, keep, _, options = CAUGHT[canary]
     result = replay(seed, "--keep", keep, *options)
     assert result["ok"], f"seed {seed} KEEP={keep}: {result['invariant']}: {result['detail']}"
-    assert len(result["faults"]) == len(keep.split(","))
+    assert len(result["faults"]) == (0 if keep == "none" else len(keep.split(",")))
+
+
+def test_a_node_that_keeps_its_proposals_is_held_back_by_the_refusal_alone():
+    """The plan that catches the pair above passes with only the proposals' failing taken
+    away: the leader's refusal of forwarded proposals (07980b3) is what holds then."""
+    seed, keep, _, options = CAUGHT["no-proposal-fail,no-forward-refusal"]
+    result = replay(seed, "--keep", keep, "--canary", "no-proposal-fail", *options)
+    assert result["ok"], f"{result['invariant']}: {result['detail']}"
 
 
 @pytest.mark.parametrize("canary", sorted(CAUGHT))

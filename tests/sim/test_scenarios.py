@@ -24,7 +24,8 @@ in place it passes, every step fired (the window was reached); with the fix take
 * ``power-after-ack`` / ``no-journal-sync``: every node loses power right after the
   client's produce is acknowledged; with pysyncobj's journal never synced, a node had
   applied entries its disk no longer holds (applied-is-durable), and the acknowledged
-  entry is gone (acked-on-a-majority).
+  entry is gone (acked-on-a-majority). The world sees it sooner, as a node counts or
+  reports entries it has not synced (leader-counts-its-disk, answer-from-its-disk).
 * ``fsync-fails`` / ``no-fsync-exit``: the master's fsync of the client's produce fails,
   then every node loses power; a master that passed over the failure (as a retried fsync
   succeeds once Linux dropped the pages) applied an entry its disk never held
@@ -70,7 +71,12 @@ CAUGHT = [
     ("late-answer", "no-refusal-floor", ("liveness",), (1, 22)),  # seed 2 proposes too little
     ("noop-dump-restart", "no-store-index", ("no-halt", "liveness"), SEEDS),
     ("two-changes", "no-one-change-at-a-time", ("leader-completeness", "liveness"), SEEDS),
-    ("power-after-ack", "no-journal-sync", ("applied-is-durable", "acked-on-a-majority"), SEEDS),
+    (
+        "power-after-ack",
+        "no-journal-sync",
+        ("applied-is-durable", "acked-on-a-majority", "leader-counts-its-disk", "answer-from-its-disk"),
+        SEEDS,
+    ),
     ("fsync-fails", "no-fsync-exit", ("applied-is-durable",), SEEDS),
     ("ack-before-noop", "no-applied-term", ("acked-handed-out-again", "handed-out-inside-a-lease"), SEEDS),
     ("answer-after-handover", "no-answer-check", ("handed-out-inside-a-lease",), (3, 9)),
