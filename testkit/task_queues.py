@@ -139,10 +139,15 @@ def _children(pid: int) -> list[int]:
 
 
 def stop_workers(procs: list[subprocess.Popen]) -> None:
-    """A warm shutdown (SIGTERM): what they hold unstarted is given back."""
+    """A warm shutdown: SIGTERM to each worker's main process, as Celery and Dramatiq
+    document it (what they hold unstarted is given back); they stop their own child
+    processes. SIGTERM to the whole process group instead could kill a prefork child while
+    it held the pool's queue lock, and the main process then waited on that lock for good
+    (billiard's ``TaskHandler.tell_others``). A worker still up after 30 s is killed with
+    its children."""
     for p in procs:
         if p.poll() is None:
-            os.killpg(p.pid, signal.SIGTERM)
+            p.send_signal(signal.SIGTERM)
     for p in procs:
         try:
             p.wait(30)
