@@ -563,7 +563,7 @@ class Scenario:
 
 
 SCENARIOS = {
-    "sigkill_master": Scenario(sigkill_master, quick=True),
+    "sigkill_master": Scenario(sigkill_master),
     "sigkill_follower": Scenario(sigkill_follower),
     "sigstop_master": Scenario(sigstop_master),
     "isolate_master": Scenario(isolate_master),
@@ -595,7 +595,6 @@ SCENARIOS = {
     "shrink_while_down": Scenario(shrink_while_down),
     "reschedule_sigkill_master": Scenario(
         reschedule_sigkill_master,
-        quick=True,
         workload={"horizon_ms": 8_000, "hot_share": 0.1, "reschedule_share": 0.35},
     ),
     "schedules_sigkill_master": Scenario(
