@@ -35,6 +35,8 @@ majority" was "in the page cache of a majority"):
 * the leader syncs the entries it appends as soon as it has sent them
   (``RaftNode._proposals_appended``), before it counts its own copy towards a commit,
   so a commit index that reaches the followers names entries on disk on a majority;
+* entries read back on open count as unsynced (a process that died before its sync left
+  them in the page cache), so the first of these syncs makes them durable too;
 * every node syncs its journal before it applies an entry, and the master acknowledges
   a produce only after applying it: so an acknowledged entry is on disk on the master
   and on a follower that answered for it, a majority of three;
@@ -136,6 +138,11 @@ class DiskJournal(Journal):
         check_magic(os.pread(fd, MAGIC_SIZE, 0), RAFT_LOG, self.path)
         end = self._scan(fd, size)
         self.bytes = end - MAGIC_SIZE - len(self._offsets) * ENTRY_OVERHEAD
+        # Entries read back may be in the page cache only: a process that died between
+        # writing them and syncing them (SIGKILL, a crash in the write) left them there,
+        # and a power loss may still take them. The first sync point makes them durable,
+        # before they are counted towards a commit, reported to a leader or applied.
+        self._dirty = len(self._offsets) > 0
         if end < size:
             # Only what was never synced can be torn, and the stored commit index names
             # synced entries only: a "torn" frame at or below it is damage (a length field

@@ -237,6 +237,19 @@ def test_corruption_after_open_is_refused_when_read(tmp_path):
     j.close()
 
 
+def _record_fsyncs(monkeypatch) -> list[int]:
+    """From now on, the size of each file fsynced, in order."""
+    sizes: list[int] = []
+    real_fsync = os.fsync
+
+    def fsync(fd):
+        sizes.append(os.fstat(fd).st_size)
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    return sizes
+
+
 def test_a_cut_is_fsynced_before_anything_is_appended_in_its_place(tmp_path, monkeypatch):
     """A follower cuts its conflicting tail (ftruncate) and appends the leader's entries.
     Unsynced, a crash may keep the old length with the new bytes written over part of the
@@ -244,14 +257,7 @@ def test_a_cut_is_fsynced_before_anything_is_appended_in_its_place(tmp_path, mon
     (CorruptLogError, a node that does not start). The cut is durable before the append."""
     j = _journal(tmp_path, _entries(10))
     assert j.sync()
-    fsynced_sizes: list[int] = []
-    real_fsync = os.fsync
-
-    def fsync(fd):
-        fsynced_sizes.append(os.fstat(fd).st_size)
-        real_fsync(fd)
-
-    monkeypatch.setattr(os, "fsync", fsync)
+    fsynced_sizes = _record_fsyncs(monkeypatch)
     cut_at = j._offsets[6]
     j.deleteEntriesFrom(6)
     assert fsynced_sizes == [cut_at]
@@ -461,3 +467,21 @@ def test_a_torn_tail_past_the_stored_commit_index_is_still_set_aside(tmp_path):
     j = DiskJournal(j.path)
     assert j.last_idx == 8 and j.torn_tail is not None
     j.close()
+
+
+def test_entries_a_crashed_process_left_unsynced_are_synced_before_they_are_reported(tmp_path, monkeypatch):
+    """A process that died between writing entries and syncing them (SIGKILL, or a crash
+    in the write) leaves them in the page cache: the restarted node reads them back, and a
+    power loss may still take them. Before the node counts them as its own towards a commit
+    or tells a leader it holds them, its first sync makes them durable."""
+    j = _journal(tmp_path, _entries(10))
+    j._file.close()  # the process dies: nothing synced, the page cache keeps the bytes
+    j._file = None
+    fsynced = _record_fsyncs(monkeypatch)
+    again = DiskJournal(j.path)
+    assert len(again) == 10
+    assert again.sync(), "the entries read back were taken as durable"
+    assert fsynced == [os.path.getsize(j.path)]
+    assert not again.sync()  # once only
+    monkeypatch.undo()
+    again.close()
