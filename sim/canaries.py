@@ -14,6 +14,7 @@ from collections.abc import Callable
 from horologe.cluster.errors import StoreBehindDumpError
 from horologe.cluster.raft import node
 from horologe.cluster.raft.append_rule import trim_append
+from horologe.cluster.raft.journal import DiskJournal
 from horologe.cluster.raft.node import RaftNode
 from horologe.cluster.raft.peer_clocks import PeerClock
 from horologe.node.consumers.service import Consumers
@@ -164,6 +165,18 @@ def _no_answer_sync() -> None:
     RaftNode._answer_leader = answer_leader
 
 
+def _no_open_unsynced() -> None:
+    """A journal took the entries it read back on open as durable: a follower restarted
+    after dying between a write and its fsync reported them to its leader unsynced."""
+    original = DiskJournal._open
+
+    def open_(self) -> None:
+        original(self)
+        self._dirty = self.torn_tail is not None
+
+    DiskJournal._open = open_
+
+
 def _no_leader_sync() -> None:
     """b10ca26: the leader synced the entries it appended only before applying them, after
     it had counted its own copy towards their commit."""
@@ -265,6 +278,7 @@ CANARIES: dict[str, Callable[[], None]] = {
     "no-noop-sync": _no_noop_sync,
     "no-leader-sync": _no_leader_sync,
     "no-answer-sync": _no_answer_sync,
+    "no-open-unsynced": _no_open_unsynced,
     "no-proposal-fail": _no_proposal_fail,
     "no-lease-fail": _no_lease_fail,
     "no-answer-check": _no_answer_check,

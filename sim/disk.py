@@ -80,6 +80,9 @@ class SyncedDisk:
         self._write_armed: dict[str, _WriteFault] = {}  # folder -> its k-th write fails or crashes
         self._failing: dict[str, int] = {}  # folder -> errno of every write there, until disarmed
         self._dead: dict[str, tuple[str, bool]] = {}  # folder -> (file, power) of a crash in a write
+        self._fsync_crash: dict[
+            str, tuple[str, int]
+        ] = {}  # folder -> (file, size past which its fsync ends the process)
         self.write_errors = 0  # writes failed so far (short or raised): the world's step reads it
         self._write_failure: tuple[str, str] | None = None  # (folder, file) of this step's failed write
 
@@ -95,6 +98,15 @@ class SyncedDisk:
         os._exit = self._exit
         os.write, os.pwrite = self._write, self._pwrite
         builtins.open = tarfile.bltn_open = self._open
+
+    def durable(self, path: str) -> bytes | None:
+        """What of the file at ``path`` a power loss would leave (its fsynced bytes); None
+        when the disk is not installed (no power loss in this run: what a file holds, it
+        keeps)."""
+        if not self._root:
+            return None
+        st = os.stat(path)
+        return self._synced.get((st.st_dev, st.st_ino), b"")
 
     def uninstall(self) -> None:
         os.fsync = self._real_fsync
@@ -119,11 +131,18 @@ class SyncedDisk:
         the power too)."""
         self._write_armed[os.path.realpath(folder)] = _WriteFault(after, None, kept, power)
 
+    def crash_at_fsync(self, folder: str, file: str, longer_than: int) -> None:
+        """The process writing under ``folder`` ends as it calls fsync on ``file`` (a path
+        under ``folder``) once that file is longer than ``longer_than`` bytes, before the
+        fsync: what it wrote since its last one stays in the page cache."""
+        self._fsync_crash[os.path.realpath(folder)] = (file, longer_than)
+
     def disarm(self, folder: str) -> None:
         folder = os.path.realpath(folder)
         self._armed.pop(folder, None)
         self._write_armed.pop(folder, None)
         self._failing.pop(folder, None)
+        self._fsync_crash.pop(folder, None)
 
     def ended(self, folder: str) -> bool:
         """Whether the process writing under ``folder`` ended in this step (in a write, or
@@ -216,6 +235,13 @@ class SyncedDisk:
         path = os.readlink(f"/proc/self/fd/{fd}")
         if self._dead and any(_inside(path, f) for f in self._dead):
             raise ProcessExit(1)  # the process ended in a write: it syncs nothing more
+        crash = next((f for f in self._fsync_crash if _inside(path, f)), None)
+        if crash is not None:
+            file, longer_than = self._fsync_crash[crash]
+            if os.path.relpath(path, crash) == file and os.fstat(fd).st_size > longer_than:
+                del self._fsync_crash[crash]
+                self._dead[crash] = (file, False)
+                raise ProcessExit(1)
         st = os.fstat(fd)
         key = (st.st_dev, st.st_ino)
         folder = next((f for f in self._armed if _inside(path, f)), None)

@@ -171,6 +171,7 @@ class SimNode:
         self.restart_check: tuple[int, list[int]] | None = None
         # What this node's Raft log held when it went down: (first index, terms)
         self.down_holds: tuple[int, list[int]] | None = None
+        self.synced = 0  # the last index its journal holds on disk (_watch_commits)
 
     @property
     def alive(self) -> bool:
@@ -374,12 +375,19 @@ class SimNode:
 
 
 def durable_journal(path: str, scratch: str) -> tuple[int, list[int]]:
-    """(first index, terms) of the Raft journal at ``path`` as a restart will read it: a
-    copy is opened in the empty folder ``scratch`` (the open sets a torn tail aside)."""
+    """(first index, terms) of the Raft journal at ``path`` as a restart will read it."""
     if not os.path.exists(path):
         return 0, []  # a node that never started
+    with open(path, "rb") as f:
+        return journal_holds(f.read(), scratch)
+
+
+def journal_holds(data: bytes, scratch: str) -> tuple[int, list[int]]:
+    """(first index, terms) of a Raft journal whose file holds ``data``: a copy is opened
+    in the empty folder ``scratch`` (the open sets a torn tail aside)."""
     copy = os.path.join(scratch, "journal")
-    shutil.copyfile(path, copy)
+    with open(copy, "wb") as f:
+        f.write(data)
     journal = DiskJournal(copy)
     try:
         return (journal._idx[0] if len(journal) else 0), list(journal._terms)
@@ -401,38 +409,51 @@ def _flagging(method: Callable, world: World, label: str) -> Callable:
 
 
 def _watch_commits(node: SimNode, journal: DiskJournal) -> None:
-    """``leader-counts-its-disk``: a leader sets its commit index only over entries its
-    journal has synced. pysyncobj counts the leader's own copy towards the majority, and
-    the followers learn the commit from the leader's next append and apply; a copy still
-    in the page cache could be lost with the power while a log without the entry wins the
-    next election. Checked as the index is set, so that a sync later in the same tick
-    (before the apply) does not hide it. Loaded entries count as synced, as the journal
-    counts them."""
+    """Keeps ``node.synced``, the last index its journal holds on disk, for two invariants
+    checked as they happen: ``leader-counts-its-disk``, a leader sets its commit index only
+    over entries on its disk (pysyncobj counts the leader's own copy towards the majority,
+    and the followers learn the commit from its next append and apply; a copy in the page
+    cache could go with the power while a log without it wins the next election); and
+    ``answer-from-its-disk`` (:meth:`World.check_answer`). Checked as the index is set,
+    so that a sync later in the same tick does not hide it. At start, with power loss in
+    the run, entries count as on disk only as far as the disk model holds them (a process
+    that died between a write and its fsync left the rest in the page cache)."""
     world = node.world
-    synced = [journal.last_idx]
+    node.synced = _durable_last(world, journal)
     sync, cut, set_commit = journal.sync, journal.deleteEntriesFrom, journal.setRaftCommitIndex
 
     def syncing() -> bool:
         last = journal.last_idx
         done = sync()
-        synced[0] = last
+        if done:  # else nothing was written since the last fsync: what is on disk stays
+            node.synced = last
         return done
 
     def cutting(entry_from) -> None:
         cut(entry_from)
-        synced[0] = min(synced[0], journal.last_idx)
+        node.synced = min(node.synced, journal.last_idx)
 
     def committing(index) -> None:
         raft = node.raft
-        if raft is not None and raft._isLeader() and index > synced[0] and world.pending_violation is None:
+        if raft is not None and raft._isLeader() and index > node.synced and world.pending_violation is None:
             world.pending_violation = Violation(
                 "leader-counts-its-disk",
                 f"{node.name} set its commit index to {index} as leader; "
-                f"its journal is synced up to {synced[0]}",
+                f"its journal is synced up to {node.synced}",
             )
         set_commit(index)
 
     journal.sync, journal.deleteEntriesFrom, journal.setRaftCommitIndex = syncing, cutting, committing
+
+
+def _durable_last(world: World, journal: DiskJournal) -> int:
+    """The last index of ``journal`` that a power loss would leave (every index it holds,
+    without power loss in the run)."""
+    data = world.disk.durable(journal.path)
+    if data is None or not len(journal):
+        return journal.last_idx
+    first, terms = journal_holds(data, world.scratch())
+    return first + len(terms) - 1 if terms else journal._idx[0] - 1
 
 
 _DEVNULL: int | None = None
@@ -1177,13 +1198,18 @@ class World:
 
     def check_answer(self, raft: RaftNode, address: str, message: dict) -> None:
         """``answer-from-its-disk``: a follower tells its leader it holds entries (a
-        successful ``next_node_idx``) only once its journal has nothing unsynced; the
-        leader counts the answer towards a commit."""
-        if raft._journal._dirty and self.pending_violation is None:
+        successful ``next_node_idx``) only once they are on its disk; the leader counts
+        the answer towards a commit. An answer after a snapshot's install names the
+        snapshot's entries (its journal is empty then), which the install synced."""
+        node = self.by_address[address]
+        journal = raft._journal
+        reported = message["next_node_idx"] - 1
+        unsynced = journal._dirty or (len(journal) and reported > node.synced)
+        if unsynced and self.pending_violation is None:
             self.pending_violation = Violation(
                 "answer-from-its-disk",
-                f"{self.by_address[address].name} answered next index {message['next_node_idx']} "
-                "with entries its journal had not synced",
+                f"{node.name} answered next index {message['next_node_idx']} with entries its journal "
+                f"had not synced (on disk up to {node.synced})",
             )
 
     def check_step(self) -> None:

@@ -6,6 +6,7 @@ from ..scripted import Scenario
 from . import (
     ack_before_noop,
     answer_after_handover,
+    crash_before_fsync,
     fsync_fails,
     grow_and_replace,
     late_answer,
@@ -25,6 +26,7 @@ SCENARIOS: dict[str, Scenario] = {
         two_changes.SCENARIO,
         power_after_ack.SCENARIO,
         fsync_fails.SCENARIO,
+        crash_before_fsync.SCENARIO,
         ack_before_noop.SCENARIO,
         answer_after_handover.SCENARIO,
         answer_after_handover.LONG_SILENCE,

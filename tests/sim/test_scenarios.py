@@ -26,6 +26,10 @@ in place it passes, every step fired (the window was reached); with the fix take
   applied entries its disk no longer holds (applied-is-durable), and the acknowledged
   entry is gone (acked-on-a-majority). The world sees it sooner, as a node counts or
   reports entries it has not synced (leader-counts-its-disk, answer-from-its-disk).
+* ``crash-before-fsync`` / ``no-open-unsynced``: a follower's process ends between
+  writing the client's produce and its fsync; restarted, it reads the entry back from the
+  page cache. A journal that took what it read as durable told the leader it held the
+  entry without syncing it (answer-from-its-disk, by what the disk model holds).
 * ``fsync-fails`` / ``no-fsync-exit``: the master's fsync of the client's produce fails,
   then every node loses power; a master that passed over the failure (as a retried fsync
   succeeds once Linux dropped the pages) applied an entry its disk never held
@@ -78,6 +82,7 @@ CAUGHT = [
         SEEDS,
     ),
     ("fsync-fails", "no-fsync-exit", ("applied-is-durable",), SEEDS),
+    ("crash-before-fsync", "no-open-unsynced", ("answer-from-its-disk",), SEEDS),
     ("ack-before-noop", "no-applied-term", ("acked-handed-out-again", "handed-out-inside-a-lease"), SEEDS),
     ("answer-after-handover", "no-answer-check", ("handed-out-inside-a-lease",), (3, 9)),
     ("long-silence", "no-stale-refusal-skip", ("liveness",), (7, 13)),
