@@ -79,10 +79,11 @@ lint: install
 	$(VENV)/bin/ruff check .
 	$(PY) tools/lint_imports.py
 
-# Two workers (pytest-xdist), each test to whichever is free; then, alone, the tests
-# marked solo, which load both cores on purpose.
+# Three workers (pytest-xdist) on two cores, each test to whichever is free: most tests
+# spend their time waiting on real node processes, and two workers kept the cores about
+# two-thirds busy; then, alone, the tests marked solo, which load both cores on purpose.
 test: deb-tools install lint
-	$(VENV)/bin/pytest -q -n 2 --dist worksteal -m "not solo" --durations=25
+	$(VENV)/bin/pytest -q -n 3 --dist worksteal -m "not solo" --durations=25
 	$(VENV)/bin/pytest -q -m solo --durations=5
 
 # Every fault scenario, each on a fresh cluster; CHAOS_SEED=N repeats a run.
