@@ -435,7 +435,9 @@ def _watch_commits(node: SimNode, journal: DiskJournal) -> None:
 
     def committing(index) -> None:
         raft = node.raft
-        if raft is not None and raft._isLeader() and index > node.synced and world.pending_violation is None:
+        dead = world.disk.ended(node.data_dir)  # earlier in this step: a real process would be gone
+        counts = raft is not None and raft._isLeader() and not dead
+        if counts and index > node.synced and world.pending_violation is None:
             world.pending_violation = Violation(
                 "leader-counts-its-disk",
                 f"{node.name} set its commit index to {index} as leader; "
@@ -1202,6 +1204,8 @@ class World:
         the answer towards a commit. An answer after a snapshot's install names the
         snapshot's entries (its journal is empty then), which the install synced."""
         node = self.by_address[address]
+        if self.disk.ended(node.data_dir):
+            return  # its process died earlier in this step: a real one would send nothing
         journal = raft._journal
         reported = message["next_node_idx"] - 1
         unsynced = journal._dirty or (len(journal) and reported > node.synced)

@@ -37,3 +37,13 @@ def test_a_process_that_ends_in_a_write_pysyncobj_catches_goes_down_all_the_same
     result = replay(1526, "--power-loss")
     assert result["ok"], result["detail"]
     assert any("in its write" in fault for fault in result["faults"])
+
+
+def test_what_a_process_sends_after_it_ended_in_a_write_is_not_judged():
+    """Seed 9150: n2 dies in a write of its journal while installing a shipped snapshot;
+    pysyncobj catches the exit and, in the rest of that step, answers the leader with the
+    snapshot's index while its journal still holds the old entries. A real process would
+    have sent nothing, so answer-from-its-disk does not judge that answer."""
+    result = replay(9150, "--power-loss")
+    assert result["ok"], result["detail"]
+    assert any("in its write" in fault for fault in result["faults"])
