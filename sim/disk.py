@@ -80,9 +80,8 @@ class SyncedDisk:
         self._write_armed: dict[str, _WriteFault] = {}  # folder -> its k-th write fails or crashes
         self._failing: dict[str, int] = {}  # folder -> errno of every write there, until disarmed
         self._dead: dict[str, tuple[str, bool]] = {}  # folder -> (file, power) of a crash in a write
-        self._fsync_crash: dict[
-            str, tuple[str, int]
-        ] = {}  # folder -> (file, size past which its fsync ends the process)
+        # folder -> (file, the size past which an fsync of that file ends the process)
+        self._fsync_crash: dict[str, tuple[str, int]] = {}
         self.write_errors = 0  # writes failed so far (short or raised): the world's step reads it
         self._write_failure: tuple[str, str] | None = None  # (folder, file) of this step's failed write
 
@@ -235,14 +234,14 @@ class SyncedDisk:
         path = os.readlink(f"/proc/self/fd/{fd}")
         if self._dead and any(_inside(path, f) for f in self._dead):
             raise ProcessExit(1)  # the process ended in a write: it syncs nothing more
+        st = os.fstat(fd)
         crash = next((f for f in self._fsync_crash if _inside(path, f)), None)
         if crash is not None:
             file, longer_than = self._fsync_crash[crash]
-            if os.path.relpath(path, crash) == file and os.fstat(fd).st_size > longer_than:
+            if os.path.relpath(path, crash) == file and st.st_size > longer_than:
                 del self._fsync_crash[crash]
                 self._dead[crash] = (file, False)
                 raise ProcessExit(1)
-        st = os.fstat(fd)
         key = (st.st_dev, st.st_ino)
         folder = next((f for f in self._armed if _inside(path, f)), None)
         if folder is not None:

@@ -18,7 +18,7 @@ from horologe.cluster import PRODUCE
 
 from ..scripted import Scenario, Step, leader, quiet
 from ..world import MS
-from .power_after_ack import all_back, hold, resume, settled_5
+from .power_after_ack import all_back, hold, quiet_5, resume, settled_5
 
 
 def plan() -> list[Step]:
@@ -27,7 +27,7 @@ def plan() -> list[Step]:
     def crash_and_produce(world) -> None:
         lead = quiet(world, 5)
         follower = next(n for n in world.nodes if n is not lead)
-        cast.update(follower=follower, incarnation=follower.incarnation)
+        cast["follower"] = follower
         journal = follower.raft._journal.path
         world.disk.crash_at_fsync(
             follower.data_dir, os.path.relpath(journal, follower.data_dir), os.path.getsize(journal)
@@ -41,24 +41,18 @@ def plan() -> list[Step]:
         back = world.restart_of(cast["follower"].name)
         world.at(world.rng.randrange(100 * MS, 500 * MS), "fault", None, back)
 
-    def answered_since(world) -> bool:
-        follower, lead = cast["follower"], leader(world)
-        return (
-            follower.alive
-            and lead is not None
-            and follower.raft.raftCommitIndex >= lead.raft.raftCommitIndex > 0
-            and all_back(world)
-        )
+    def caught_up(world) -> bool:
+        return all_back(world) and cast["follower"].raft.raftCommitIndex >= leader(world).raft.raftCommitIndex
 
     return [
         Step("a master, 5 entries applied everywhere: the client holds", settled_5, hold),
         Step(
             "every node applied its whole log: one produce; a follower's process ends at the fsync of it",
-            lambda w: quiet(w, 5) is not None,
+            quiet_5,
             crash_and_produce,
         ),
         Step("the follower is down: it restarts 0.1-0.5 s later", follower_down, restart),
-        Step("it is back and caught up with the master's commit: heal", answered_since, resume),
+        Step("it is back and caught up with the master's commit: heal", caught_up, resume),
     ]
 
 
