@@ -120,8 +120,15 @@ class WheelDriver(LeaderTask):
         if not self.is_current():
             raise asyncio.CancelledError
 
-    def _sync(self, now: int) -> asyncio.Task:
-        """Propose an ``S`` stamped ``now`` at once; the task ends once it is committed."""
+    def _sync(self, now: int) -> asyncio.Future:
+        """Propose an ``S`` stamped ``now`` at once; the future ends once it is committed.
+
+        The task that waits for the proposal is never cancelled (a run that stops waiting
+        cancels the shield around it), and its outcome is always taken: a task cancelled
+        before its first step never awaits the proposal it was given, and asyncio logs the
+        proposal's refusal as an exception never retrieved (the simulator's node services,
+        seed 159: a master's clocks stepped an hour ahead, and it stepped down in the turn
+        that proposed an S)."""
         committed = self._propose_sync(now)
 
         async def count() -> None:
@@ -129,7 +136,9 @@ class WheelDriver(LeaderTask):
             self.syncs_led += 1
             self.last_sync_led_ms = max(now, self.last_sync_led_ms or now)
 
-        return asyncio.get_running_loop().create_task(count())
+        task = asyncio.get_running_loop().create_task(count())
+        task.add_done_callback(_seen)
+        return asyncio.shield(task)
 
     async def _lead(self) -> None:
         cfg = self._settings
@@ -159,7 +168,7 @@ class WheelDriver(LeaderTask):
         # S entries proposed and not yet seen committed, oldest first. The next turn need
         # not wait for the last one: entries commit in order, and each carries the whole
         # watermark, so a later S delivers all an earlier one would.
-        syncing: deque[asyncio.Task] = deque()
+        syncing: deque[asyncio.Future] = deque()
         try:
             while True:
                 # Cleared before looking, so an arrival reported while this turn runs
@@ -191,18 +200,18 @@ class WheelDriver(LeaderTask):
             _let_go(syncing)
 
 
-def _let_go(syncing: deque[asyncio.Task]) -> None:
-    """Stop waiting for S entries still in flight (they commit or not on their own), and
-    mark their failures as seen: the run ends for another reason. A failure may come after
-    the cancel (asyncio.wait_for in 3.11 loses a cancel that races its result), so each is
-    seen when its task ends, not only if it has (else asyncio logs "Task exception was
-    never retrieved" when the task is collected: the simulator's node services, seed 624)."""
-    for task in syncing:
-        if not task.done():
-            task.cancel()
-        task.add_done_callback(_seen)
+def _let_go(syncing: deque[asyncio.Future]) -> None:
+    """Stop waiting for S entries still in flight (they commit or not on their own:
+    ``_sync``), and mark as seen the failures of those that ended unawaited: the run ends
+    for another reason (else asyncio logs "exception was never retrieved": the simulator's
+    node services, seed 624)."""
+    for waiting in syncing:
+        if waiting.done():
+            _seen(waiting)
+        else:
+            waiting.cancel()
 
 
-def _seen(task: asyncio.Task) -> None:
+def _seen(task: asyncio.Future) -> None:
     if not task.cancelled():
         task.exception()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import gc
+import inspect
 import time
 from collections import deque
 
@@ -222,28 +222,28 @@ def test_with_a_lead_the_wheel_commits_what_falls_due_that_far_ahead(tmp_path):
         log.close()
 
 
-def test_a_sync_that_fails_after_it_was_let_go_is_not_reported_as_never_retrieved():
-    """A cancel can be lost (asyncio.wait_for in 3.11 swallows one that races a result),
-    and the S then fails after the run let it go: its failure was seen all the same."""
-    async def run() -> list[dict]:
+def test_a_sync_let_go_before_its_wait_ran_still_takes_the_proposals_refusal():
+    """A run that stops (its role lost) in the turn that proposed an S lets the S go before
+    the task that waits for it took a step. The proposal's answer, a refusal coming after,
+    is taken all the same: cancelled before its first step, that task never awaited it,
+    and asyncio reported the refusal as never retrieved (the simulator's seed 159)."""
+
+    async def answer_of(proposal: asyncio.Future) -> object:
+        return await proposal
+
+    async def run() -> tuple[str, list[dict]]:
         loop = asyncio.get_running_loop()
         reported: list[dict] = []
         loop.set_exception_handler(lambda _loop, context: reported.append(context))
-
-        async def refused_late() -> None:
-            try:
-                await asyncio.sleep(10)
-            except asyncio.CancelledError:
-                raise RuntimeError("entry not committed: reason 3") from None  # as if the cancel was lost
-
-        syncing = deque([loop.create_task(refused_late())])
-        await asyncio.sleep(0)
-        _let_go(syncing)
+        proposal = loop.create_future()
+        answer = answer_of(proposal)  # what the driver's proposal of an S returns
+        driver = WheelDriver(None, lambda: None, lambda now: answer, lambda: T, WheelSettings(1000, 50))  # type: ignore[arg-type]
+        _let_go(deque([driver._sync(T)]))
+        proposal.set_exception(RuntimeError("entry not committed: reason 4"))
         for _ in range(3):
             await asyncio.sleep(0)
-        syncing.clear()
-        gc.collect()
-        await asyncio.sleep(0)
-        return reported
+        state = inspect.getcoroutinestate(answer)
+        answer.close()
+        return state, reported
 
-    assert asyncio.run(run()) == []
+    assert asyncio.run(run()) == (inspect.CORO_CLOSED, [])
