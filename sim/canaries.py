@@ -9,6 +9,7 @@ as made without making it, which the workload's checks must catch (sim/workload.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 
 from horologe.cluster.errors import StoreBehindDumpError
@@ -21,6 +22,7 @@ from horologe.node.consumers.service import Consumers
 from horologe.node.group_commit import GroupCommit
 from horologe.node.quorum_clock import QuorumClock
 from horologe.node.service import NodeService
+from horologe.node.wheel_driver import WheelDriver
 from horologe.storage import durable
 
 
@@ -226,6 +228,29 @@ def _no_stale_refusal_skip() -> None:
     RaftNode._refusal_as_raft_has_it = refusal_as_raft_has_it
 
 
+def _no_monotonic_exit() -> None:
+    """A process whose monotonic clock went back (libfaketime steps it) ran on: every
+    deadline it had taken lay that far ahead (cluster/raft/monotonic_watch.py)."""
+    RaftNode._tick_monotonic = lambda self: None
+
+
+def _no_shielded_sync() -> None:
+    """A master's S entry waited on in a task that a stop of the run could cancel before its
+    first step: the proposal's refusal was never taken, and asyncio logged it (the
+    simulator's node services, seed 159)."""
+
+    def sync(self, now: int) -> asyncio.Task:
+        committed = self._propose_sync(now)
+
+        async def count() -> None:
+            await committed
+            self.syncs_led += 1
+
+        return asyncio.get_running_loop().create_task(count())
+
+    WheelDriver._sync = sync
+
+
 def _fake_cancel() -> None:
     """A cancel by id answered as made, and not made."""
     by_key = NodeService.cancel
@@ -283,6 +308,8 @@ CANARIES: dict[str, Callable[[], None]] = {
     "no-lease-fail": _no_lease_fail,
     "no-answer-check": _no_answer_check,
     "no-stale-refusal-skip": _no_stale_refusal_skip,
+    "no-monotonic-exit": _no_monotonic_exit,
+    "no-shielded-sync": _no_shielded_sync,
     "fake-cancel": _fake_cancel,
     "fake-move": _fake_move,
     "fake-extend": _fake_extend,

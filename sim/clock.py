@@ -37,7 +37,8 @@ class SimTimeError(RuntimeError):
 
 class Drift:
     """One node's oscillator: its time runs ``rate`` faster than the world's (negative:
-    slower) since ``since_ns``, on top of ``ahead_ns`` gained before; it never goes back."""
+    slower) since ``since_ns``, on top of ``ahead_ns`` gained (or stepped) before; it goes
+    back only when a fault steps it back."""
 
     def __init__(self) -> None:
         self.ahead_ns = 0
@@ -53,6 +54,11 @@ class Drift:
         while self.local_ns(ns) < local_ns:  # float rounding
             ns += 1
         return ns
+
+    def step(self, delta_ns: int) -> None:
+        """A step of the clock (libfaketime's, in the chaos suite): forward, or back, which
+        a running process takes for a fault of the system (cluster/raft/monotonic_watch.py)."""
+        self.ahead_ns += delta_ns
 
     def set_rate(self, ns: int, rate: float) -> None:
         self.ahead_ns = self.local_ns(ns) - ns

@@ -60,6 +60,7 @@ class Result:
     faults: list[str] = field(default_factory=list)
     knobs: dict = field(default_factory=dict)
     answers: dict = field(default_factory=dict)
+    counts: dict = field(default_factory=dict)  # what the world counted (World.count)
     acked: int = 0
     delivered: int = 0
     messages: int = 0
@@ -209,6 +210,7 @@ def run_seed(
     result.answers = dict(sorted(world.client.answered.items()))
     if world.workload is not None:
         result.answers = world.workload.answers()
+    result.counts = dict(sorted(world.counts.items()))
     result.acked = len(world.acked)
     result.delivered = getattr(world, "delivered", 0)
     result.messages = world.network.messages

@@ -28,7 +28,8 @@ RETRY_LEVELS_MS = (300, 1_000)
 
 
 def http_of(name: str) -> str:
-    """A node's HTTP address as its config names it (never dialled: see ``readiness``)."""
+    """A node's HTTP address, in its config and its peers' (never dialled: ``readiness`` reads
+    the service of the node it names)."""
     return f"{name}.sim:80"
 
 

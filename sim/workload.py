@@ -21,6 +21,8 @@ another node at random.
   move it to -0.2..3 s from now, by id or, for a keyed one, by key (half). A request
   in flight, or one never answered, may have been made: until an answer says otherwise,
   the message may fire at its new time, or never (``Produced``).
+- **Admin** (a forced release, drawn as a fault by sim/world.py): ``Handover.release``
+  on the node it takes for master, as ``POST /admin/release-master`` calls it.
 
 Checked on every pull's answer, per message and attempt (a nack's retry is the next
 attempt), by the world's true clock:
@@ -49,7 +51,7 @@ and none fired for a time it was moved away from.
 Each bound is loosened by ``slack_ms``: how far the cluster's time may run ahead of the
 true time by design (node/quorum_clock.py): the clock a majority is ahead by, at the
 worst moment so far, plus half the worst asymmetry of a link's delays so far (a reading
-is aged by half the round trip), plus what a drifting monotonic clock adds to a reading's
+is aged by half the round trip), plus what a drifting or stepped monotonic clock adds to a reading's
 age (the design assumes they run true), plus ``BASE_SLACK_MS`` for ms truncations and
 jitter.
 """
@@ -122,6 +124,7 @@ class Workload:
         self.producer = Actor("producer", rng.choice(names))
         self.consumers = [Actor(f"c{i}", rng.choice(names)) for i in (1, 2)]
         self.editor = Actor("editor", rng.choice(names))
+        self.admins: list[Actor] = []  # one per forced release asked (release_act)
         self.produced: dict[str, Produced] = {}
         self.ids: dict[str, tuple[int, int | None]] = {}  # message id -> the entry that applied it
         self.handouts: dict[tuple[str, int], list[Handout]] = {}
@@ -478,6 +481,40 @@ class Workload:
         """The messages a cancel was answered as made for."""
         return [mid for mid, p in self.produced.items() if p.cancelled_ms is not None]
 
+    # -- an admin ---------------------------------------------------------------------
+
+    def release_act(self, times: int, believed: str) -> None:
+        """A forced release of the master (``POST /admin/release-master``, as
+        node/http/admin.py calls it), ``times`` in a row, each asked once the one before
+        answered; one refused or not answered is asked again (of the master it names, else
+        of another node), up to 10 tries in all."""
+        admin = Actor("admin", believed)
+        self.admins.append(admin)
+        left = {"times": times, "tries": 10}
+        world = self.world
+
+        async def release(service: NodeService) -> dict:
+            return await service.handover.release(None)
+
+        def ask() -> None:
+            if not self.running or left["times"] == 0 or left["tries"] == 0:
+                return
+            left["tries"] -= 1
+            world.note(f"admin asks {admin.believed} to release the master")
+            self.call(admin, "release-master", release, answered, failed)
+
+        def answered(result: dict) -> None:
+            world.note(f"released: {result}")
+            world.count("releases")
+            left["times"] -= 1
+            world.at(world.rng.randrange(0, 300 * MS), "client", None, ask)
+
+        def failed() -> None:
+            world.note("admin: release not made (refused, lost or timed out: the run's answers count each)")
+            world.at(world.rng.randrange(10 * MS, 200 * MS), "client", None, ask)
+
+        ask()
+
     # -- the clocks' slack ---------------------------------------------------------------
 
     def track_clocks(self) -> None:
@@ -493,7 +530,12 @@ class Workload:
         # wait beyond the quickest of the last samples (4 s of them: two monotonic clocks'
         # difference): a drifting oscillator ages it ahead (cluster/raft/peer_clocks.py)
         drift = max(abs(n.drift.rate) for n in world.nodes)
-        slack = BASE_SLACK_MS + max(0, kth) + skew // (2 * MS) + int(drift * (FRESH_S + SAMPLES_S) * 1000)
+        # a monotonic clock stepped ahead (libfaketime; Linux never steps one) ages every
+        # reading held by the step, as a pause would, up to the freshness window: older,
+        # a reading counts for nothing (docs/cluster.md, Known limits)
+        stepped = max(min(n.stepped_ahead_ms, int(FRESH_S * 1000)) for n in world.nodes)
+        aged = int(drift * (FRESH_S + SAMPLES_S) * 1000) + stepped
+        slack = BASE_SLACK_MS + max(0, kth) + skew // (2 * MS) + aged
         if slack > self.slack_ms:
             self.slack_ms = slack
 
@@ -501,7 +543,7 @@ class Workload:
         """How the requests ended, by what and how (ok, lost, timeout, an error's name);
         ``handed out``: messages pulled."""
         out: dict[str, int] = {"handed out": self.handed, "slack ms": self.slack_ms}
-        for actor in (self.producer, *self.consumers, self.editor):
+        for actor in (self.producer, *self.consumers, self.editor, *self.admins):
             for outcome, n in actor.answered.items():
                 out[outcome] = out.get(outcome, 0) + n
         return dict(sorted(out.items()))

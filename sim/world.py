@@ -18,6 +18,7 @@ interleavings differ by seed. The trace (one line per step) is hashed as it grow
 from __future__ import annotations
 
 import errno
+import functools
 import hashlib
 import heapq
 import logging
@@ -147,7 +148,7 @@ class SimNode:
         self.name = name
         self.address = address
         self.data_dir = os.path.join(world.base_dir, self.name)
-        peers = tuple(Peer(n, a, "sim:0") for n, a in members.items() if n != self.name)
+        peers = tuple(Peer(n, a, service.http_of(n)) for n, a in members.items() if n != self.name)
         self.settings = replace(
             ClusterSettings(self.name, self.address, self.data_dir, peers, insecure_dev=True, join=join),
             **world.knobs,
@@ -172,6 +173,8 @@ class SimNode:
         # What this node's Raft log held when it went down: (first index, terms)
         self.down_holds: tuple[int, list[int]] | None = None
         self.synced = 0  # the last index its journal holds on disk (_watch_commits)
+        self.stepped_back = False  # a fault stepped its clocks back: its process ends itself
+        self.stepped_ahead_ms = 0  # the largest step ahead of its clocks so far
 
     @property
     def alive(self) -> bool:
@@ -205,11 +208,12 @@ class SimNode:
         world = self.world
         self.incarnation += 1
         self.posted.clear()
+        self.stepped_back = False  # a new process: its watch starts from the clock as it is
         held_before = self.down_holds
         name = self.name
         crossing = SimCrossing(self)
         if world.profile.service:
-            self.service, self.loop = service.build(self, crossing, _monotonic_went_back, STORAGE)
+            self.service, self.loop = service.build(self, crossing, self.monotonic_went_back, STORAGE)
             self.loop.set_exception_handler(world.loop_error)
             state = self.service._writer
         else:
@@ -238,7 +242,7 @@ class SimNode:
                 lambda leads: world.note(f"{name} loop: role {'master' if leads else 'follower'}"),
                 clock=self.wall_ms,
                 auto_tick=False,
-                on_monotonic_step=_monotonic_went_back,
+                on_monotonic_step=self.monotonic_went_back,
                 transport_class=world.transport_class,
             )
         self.raft._dump.sim_node = name
@@ -251,6 +255,18 @@ class SimNode:
         self.restart_check = held_before  # after the first tick, which loads the dump
         self.down_holds = None
         self.schedule_tick(world.rng.randrange(0, int(self.settings.tick_s * S)))
+
+    def monotonic_went_back(self, seconds: float) -> None:
+        """The Raft shell saw its monotonic clock go back: after a fault's step back, it
+        ends its process as in the product (``exit_for_step``, status 71), in the middle of
+        its tick; the world takes the node down at the end of the step. Otherwise the
+        virtual clock went back, which is the simulator's own bug."""
+        if not self.stepped_back:
+            raise AssertionError(f"the virtual monotonic clock of {self.name} went back {seconds} s")
+        self.world.note(f"{self.name} monotonic clock went back {seconds:.3f} s: the process exits (71)")
+        self.world.count("monotonic exits")
+        self.world.exiting.append(self)
+        raise ProcessExit(71)
 
     def crash(self) -> None:
         """SIGKILL: no more steps; every file of the process closed as the kernel would
@@ -393,10 +409,6 @@ def journal_holds(data: bytes, scratch: str) -> tuple[int, list[int]]:
         return (journal._idx[0] if len(journal) else 0), list(journal._terms)
     finally:
         journal._destroy()
-
-
-def _monotonic_went_back(seconds: float) -> None:
-    raise AssertionError(f"the virtual monotonic clock went back {seconds} s")
 
 
 def _flagging(method: Callable, world: World, label: str) -> Callable:
@@ -565,6 +577,7 @@ class World:
         self.durability_dirty = False  # a log was cut or a node restarted: check every acked entry
         self.acks_checked = 0  # acked entries checked since (the later ones, once each)
         self.pending_violation: Violation | None = None
+        self.exiting: list[SimNode] = []  # nodes whose process ended itself in this step
         self.phase = "faults"
         self.heal_ns: int | None = None
         self.faults: list[str] = []
@@ -640,6 +653,9 @@ class World:
                 node.plan_turn()
             self.actor = None
             self.clock.drift = None
+            for gone in self.exiting:
+                gone.crash()
+            self.exiting.clear()
             self.exit_crashed_writes()
             self.exit_failed_fsyncs()
             if did is False:
@@ -690,8 +706,7 @@ class World:
         rng, prof = self.rng, self.profile
         names = [n.name for n in self.nodes]
         for _ in range(rng.randrange(0, prof.max_faults + 1)):
-            start = rng.uniform(1.0, prof.faults_s - 0.5)
-            length = rng.uniform(0.2, min(3.0, prof.faults_s - start))
+            start, length = self._span(rng)
             kind = rng.choice(FAULTS + POWER_FAULTS if prof.power_loss else FAULTS)
             a = rng.choice(names)
             if kind == "split":
@@ -730,15 +745,22 @@ class World:
         self._plan_stops_and_drifts(names)
         if prof.power_loss:
             self._plan_write_faults(names)
+        self._plan_clock_steps(names)
+        if prof.service:
+            self._plan_releases(names)
+
+    def _span(self, rng: random.Random) -> tuple[float, float]:
+        """A fault's start, within the faults' time, and its length (0.2-3 s, ending by then)."""
+        start = rng.uniform(1.0, self.profile.faults_s - 0.5)
+        return start, rng.uniform(0.2, min(3.0, self.profile.faults_s - start))
 
     def _plan_stops_and_drifts(self, names: list[str]) -> None:
         """Pauses (SIGSTOP) and clock drift, drawn from a stream of their own (``seed/stops``)
         after the faults above, so that adding them moved none of a seed's other draws (the
         regression seeds and their ``--keep`` lists held)."""
-        rng, prof = random.Random(f"{self.seed}/stops"), self.profile
+        rng = random.Random(f"{self.seed}/stops")
         for _ in range(rng.randrange(0, 3)):
-            start = rng.uniform(1.0, prof.faults_s - 0.5)
-            length = rng.uniform(0.2, min(3.0, prof.faults_s - start))
+            start, length = self._span(rng)
             a = rng.choice(names)
             if rng.random() < 0.6:
                 self._fault(start, length, f"stop {a}", self._stop(a, length))
@@ -753,11 +775,10 @@ class World:
         fails with ENOSPC or EIO (and every later one until the fault ends), or its process
         dies in it, then maybe the power too; either way a prefix of that write's bytes
         reaches the page cache (sim/disk.py)."""
-        rng, prof = random.Random(f"{self.seed}/writes"), self.profile
+        rng = random.Random(f"{self.seed}/writes")
         if rng.random() < 0.5:
             return
-        start = rng.uniform(1.0, prof.faults_s - 0.5)
-        length = rng.uniform(0.2, min(3.0, prof.faults_s - start))
+        start, length = self._span(rng)
         a = rng.choice(names)
         after, kept = rng.randrange(1, 80), rng.random()
         how = rng.choice(("enospc", "eio", "crash", "power"))
@@ -769,6 +790,31 @@ class World:
             then = ", then power loss" if how == "power" else ""
             what = f"crash {a} in its write {after} ({kept:.0%} written{then})"
             self._fault(start, length, what, self._crash_at_write(a, after, kept, how == "power"))
+
+    def _plan_clock_steps(self, names: list[str]) -> None:
+        """0-1 steps of a node's clocks, as libfaketime makes them (docs/chaos.md): its wall
+        clock and its monotonic clock together, from a stream of their own (``seed/steps``),
+        drawn after every other fault so that no earlier draw moved. A step forward stays
+        (the heal steps the wall clock back to true); a step back ends the node's process
+        at its next tick (cluster/raft/monotonic_watch.py), restarted when the fault ends."""
+        rng = random.Random(f"{self.seed}/steps")
+        if rng.random() < 0.6:
+            return
+        start, length = self._span(rng)
+        a = rng.choice(names)
+        ms = rng.choice((-3_600_000, -3_000, -200, 200, 500, 3_000, 3_600_000))
+        self._fault(start, length, f"step {a}'s clocks {ms:+d} ms", self.clock_step(a, ms))
+
+    def _plan_releases(self, names: list[str]) -> None:
+        """0-2 forced releases of the master (``--service``), 1-4 in a row each, as an admin's
+        ``POST /admin/release-master`` (sim/workload.py), from a stream of their own
+        (``seed/releases``), drawn last."""
+        rng = random.Random(f"{self.seed}/releases")
+        for _ in range(rng.choice((0, 0, 1, 2))):
+            start = rng.uniform(1.0, self.profile.faults_s - 0.5)
+            times = rng.randrange(1, 5)
+            begin = functools.partial(self.workload.release_act, times, rng.choice(names))
+            self._fault(start, 0, f"release the master x{times}", (begin, lambda: None))
 
     def _fault(self, start: float, length: float, what: str, actions) -> None:
         begin, end = actions
@@ -969,6 +1015,19 @@ class World:
         for ev in held:
             self.at(0, ev.kind, ev.node, ev.fn, *ev.args)
 
+    def clock_step(self, name: str, ms: int):
+        """A step of ``name``'s clocks by ``ms`` (a fault's, or a scripted scenario's): its
+        (on, off) actions, off restarting it after a step back."""
+        node = self.by_name[name]
+
+        def on() -> None:
+            node.drift.step(ms * MS)
+            node.stepped_ahead_ms = max(node.stepped_ahead_ms, ms)
+            if ms < 0 and node.alive:
+                node.stepped_back = True
+
+        return on, (self.restart_of(name) if ms < 0 else lambda: None)
+
     def _drift(self, name: str, rate: float):
         """The node's oscillator runs ``rate`` fast (or slow): its monotonic clock and its
         wall clock, from now until the fault ends (then at the true rate, still ahead or
@@ -1032,7 +1091,7 @@ class World:
                 if retire:
                     node.crash()
 
-        target = DialNode(node.address, None, name, "sim:0")
+        target = DialNode(node.address, None, name, service.http_of(name))
         leader.raft.change_membership(kind, target, 10.0, settle)
         leader.wake()
 

@@ -13,6 +13,7 @@ from . import (
     noop_dump_restart,
     power_after_ack,
     rejoin_after_compaction,
+    step_back,
     two_changes,
 )
 
@@ -30,5 +31,6 @@ SCENARIOS: dict[str, Scenario] = {
         ack_before_noop.SCENARIO,
         answer_after_handover.SCENARIO,
         answer_after_handover.LONG_SILENCE,
+        step_back.SCENARIO,
     )
 }
