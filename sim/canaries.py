@@ -251,6 +251,19 @@ def _no_shielded_sync() -> None:
     WheelDriver._sync = sync
 
 
+def _no_vote_sync() -> None:
+    """42feea4 (its term and vote half): a node's term and vote reached its disk only with
+    the next write of its commit index, up to a second later (pysyncobj never syncs its
+    meta file), so a power loss could take back a vote it had sent."""
+
+    def set_current_term(self, term, voted_for) -> None:
+        self._meta["currentTerm"] = term
+        self._meta["votedForNodeId"] = voted_for
+        self._meta_saved = False
+
+    DiskJournal.setCurrentTerm = set_current_term
+
+
 def _fake_cancel() -> None:
     """A cancel by id answered as made, and not made."""
     by_key = NodeService.cancel
@@ -310,6 +323,7 @@ CANARIES: dict[str, Callable[[], None]] = {
     "no-stale-refusal-skip": _no_stale_refusal_skip,
     "no-monotonic-exit": _no_monotonic_exit,
     "no-shielded-sync": _no_shielded_sync,
+    "no-vote-sync": _no_vote_sync,
     "fake-cancel": _fake_cancel,
     "fake-move": _fake_move,
     "fake-extend": _fake_extend,

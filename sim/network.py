@@ -325,6 +325,8 @@ class SimTransport(Transport):
             return False
         if isinstance(message, dict) and message.get("type") == "next_node_idx" and message.get("success"):
             self.network.world.check_answer(self._syncObj, self.address, message)
+        elif isinstance(message, dict) and message.get("type") == "response_vote":
+            self.network.world.check_vote(self.address, node.address, message["term"])
         return self.network.send(self.address, node.address, message)
 
     def knows(self, address: str) -> bool:

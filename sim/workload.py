@@ -35,7 +35,9 @@ attempt), by the world's true clock:
 - ``lease-as-asked``: a lease that ends more than ``LEASE_LAG_MS`` before ``visibility``
   from when its pull was sent (stamped by a clock far behind the true time), plus the
   most any node's clock has been behind so far (with one node cut off, quorum time of
-  three follows the later of the other two);
+  three follows the later of the other two), plus half the worst asymmetry of a link's
+  delays so far (a reading is aged by half the round trip: it lags by half the
+  difference when it came the slow way);
 - ``cancelled-handed-out``: a message a cancel was answered as made for, handed out
   before or after;
 - ``rescheduled-at-old-time``: a first hand-out fired for a time the message cannot
@@ -131,6 +133,7 @@ class Workload:
         self.acked_ms: dict[tuple[str, int], int] = {}  # (id, attempt) -> when an ack was answered
         self.slack_ms = BASE_SLACK_MS
         self.behind_ms = 0  # the most any node's clock has been behind the true time so far
+        self.asymmetry_ms = 0  # half the worst asymmetry of a link's delays so far
         self.sent = 0
         self.handed = 0
         self.timeout_s = TIMEOUT_S  # a scripted scenario may give its clients a shorter one
@@ -309,11 +312,11 @@ class Workload:
                         f"{where}: {h.consumer} holds it until {h.lease_until} (slack {slack} ms)",
                     )
             until = lease_end(m["receipt"])
-            if until < sent_ms + visibility_ms - LEASE_LAG_MS - self.behind_ms:
+            if until < sent_ms + visibility_ms - LEASE_LAG_MS - self.behind_ms - self.asymmetry_ms:
                 world.violate(
                     "lease-as-asked",
                     f"{where}: leased until {until}, pulled at {sent_ms} for {visibility_ms} ms "
-                    f"(a clock behind by up to {self.behind_ms} ms)",
+                    f"(a clock behind by up to {self.behind_ms} ms, links' asymmetry {self.asymmetry_ms} ms)",
                 )
             self.handouts.setdefault(key, []).append(Handout(c.name, until, now))
             self.handed += 1
@@ -526,6 +529,7 @@ class Workload:
         self.behind_ms = max(self.behind_ms, -ahead[-1])
         delay = world.network.delay
         skew = max((abs(d[0] - delay.get((b, a), d)[0]) for (a, b), d in delay.items()), default=0)
+        self.asymmetry_ms = max(self.asymmetry_ms, skew // (2 * MS))
         # a reading is aged on the receiver's monotonic clock, for up to FRESH_S, and by its
         # wait beyond the quickest of the last samples (4 s of them: two monotonic clocks'
         # difference): a drifting oscillator ages it ahead (cluster/raft/peer_clocks.py)
@@ -535,7 +539,7 @@ class Workload:
         # a reading counts for nothing (docs/cluster.md, Known limits)
         stepped = max(min(n.stepped_ahead_ms, int(FRESH_S * 1000)) for n in world.nodes)
         aged = int(drift * (FRESH_S + SAMPLES_S) * 1000) + stepped
-        slack = BASE_SLACK_MS + max(0, kth) + skew // (2 * MS) + aged
+        slack = BASE_SLACK_MS + max(0, kth) + self.asymmetry_ms + aged
         if slack > self.slack_ms:
             self.slack_ms = slack
 

@@ -568,6 +568,7 @@ class World:
         # checks
         self.applied: dict[int, tuple[int | None, str, str]] = {}  # index -> (term, digest, first node)
         self.leaders: dict[int, str] = {}  # term -> the node that led it
+        self.votes: dict[tuple[str, int], str] = {}  # (voter, term) -> the candidate it voted for
         self.proposers: dict[str, set[str]] = {}  # the client's entries: digest -> the nodes it asked
         self.complete: set[int] = set()
         self.committed_under: dict[
@@ -1273,6 +1274,22 @@ class World:
                 "answer-from-its-disk",
                 f"{node.name} answered next index {message['next_node_idx']} with entries its journal "
                 f"had not synced (on disk up to {node.synced})",
+            )
+
+    def check_vote(self, voter: str, candidate: str, term: int) -> None:
+        """``one-vote-per-term``: a node grants its vote in a term to one candidate, whatever
+        restarts or power losses come between (Raft's ``votedFor`` is durable: two votes in
+        one term can make two leaders of it). pysyncobj sends ``response_vote`` only to
+        grant one."""
+        node = self.by_address[voter]
+        if self.disk.ended(node.data_dir):
+            return  # its process died earlier in this step: a real one would send nothing
+        first = self.votes.setdefault((voter, term), candidate)
+        if first != candidate and self.pending_violation is None:
+            self.pending_violation = Violation(
+                "one-vote-per-term",
+                f"{node.name} voted in term {term} for {self.by_address[first].name}, "
+                f"then for {self.by_address[candidate].name}",
             )
 
     def check_step(self) -> None:
