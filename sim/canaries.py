@@ -264,6 +264,18 @@ def _no_vote_sync() -> None:
     DiskJournal.setCurrentTerm = set_current_term
 
 
+def _no_restart_hold() -> None:
+    """A node that starts grants votes at once: it does not count its start as hearing a
+    leader (docs/cluster.md, "A deposed master stops at once": Restarts)."""
+    init = RaftNode.__init__
+
+    def __init__(self, *args, **kwargs) -> None:
+        init(self, *args, **kwargs)
+        self._leader_contact_at = float("-inf")
+
+    RaftNode.__init__ = __init__
+
+
 def _fake_cancel() -> None:
     """A cancel by id answered as made, and not made."""
     by_key = NodeService.cancel
@@ -324,6 +336,7 @@ CANARIES: dict[str, Callable[[], None]] = {
     "no-monotonic-exit": _no_monotonic_exit,
     "no-shielded-sync": _no_shielded_sync,
     "no-vote-sync": _no_vote_sync,
+    "no-restart-hold": _no_restart_hold,
     "fake-cancel": _fake_cancel,
     "fake-move": _fake_move,
     "fake-extend": _fake_extend,

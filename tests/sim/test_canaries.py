@@ -40,6 +40,15 @@ random seeds (the ones below; tests/sim/test_scenarios.py has the scripted catch
   are forwarded, and without the refusal committed (``proposed-by-its-leader``), the bug
   07980b3 fixed, which the chaos suite found after a SIGSTOP. With only the later fix
   taken away, the refusal holds (0 of seeds 1..200 fail).
+* ``no-vote-sync,no-restart-hold`` (42feea4's term and vote half, with the later fix that
+  masks it): term and vote reached the disk up to a second after the vote was sent, and
+  a node that starts grants votes at once. Seed 59 with ``--power-loss``: n3 votes for n1
+  in term 4, then its fsync fails and its process ends as a power loss leaves it; back
+  with its old term and no vote, it votes for n2 in term 4 (``one-vote-per-term``).
+  pysyncobj asks each node once a term, and a node that starts grants no vote for the
+  election timeout, so the second request must come that long after the restart: with
+  only the sync taken away, the plan passes (and 0 of seeds 1..150 fail), as it does with
+  only the hold taken away.
 * ``no-fresh-quorum``: a master served while a majority's clock readings were stale, by
   quorum time held since they went stale. Seed 87 with node services (``--service``):
   n2 split off (dropping), then n3 isolated (refusing): the master serves before a
@@ -97,6 +106,7 @@ CAUGHT = {
     "no-answer-sync": (1, "none", ("answer-from-its-disk",), ()),
     "no-proposal-fail,no-forward-refusal": (2, "2", ("proposed-by-its-leader",), ()),
     "no-shielded-sync": (159, "0,1", ("loop-error",), ("--service",)),
+    "no-vote-sync,no-restart-hold": (59, "1,2,3,4,5", ("one-vote-per-term",), ("--power-loss",)),
 }
 
 
@@ -113,6 +123,15 @@ def test_a_node_that_keeps_its_proposals_is_held_back_by_the_refusal_alone():
     away: the leader's refusal of forwarded proposals (07980b3) is what holds then."""
     seed, keep, _, options = CAUGHT["no-proposal-fail,no-forward-refusal"]
     result = replay(seed, "--keep", keep, "--canary", "no-proposal-fail", *options)
+    assert result["ok"], f"{result['invariant']}: {result['detail']}"
+
+
+@pytest.mark.parametrize("alone", ["no-vote-sync", "no-restart-hold"])
+def test_a_vote_lost_with_the_power_is_not_given_again_with_either_fix_alone(alone):
+    """The plan that catches the pair above passes with either taken away alone: a vote
+    synced before it is sent, or a restarted node's hold on its vote, is enough there."""
+    seed, keep, _, options = CAUGHT["no-vote-sync,no-restart-hold"]
+    result = replay(seed, "--keep", keep, "--canary", alone, *options)
     assert result["ok"], f"{result['invariant']}: {result['detail']}"
 
 
