@@ -795,7 +795,7 @@ class World:
     def _plan_clock_steps(self, names: list[str]) -> None:
         """0-1 steps of a node's clocks, as libfaketime makes them (docs/chaos.md): its wall
         clock and its monotonic clock together, from a stream of their own (``seed/steps``),
-        drawn after every other fault so that no earlier draw moved. A step forward stays
+        drawn after the faults above so that none of their draws moved. A step forward stays
         (the heal steps the wall clock back to true); a step back ends the node's process
         at its next tick (cluster/raft/monotonic_watch.py), restarted when the fault ends."""
         rng = random.Random(f"{self.seed}/steps")

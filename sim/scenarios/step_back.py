@@ -28,10 +28,9 @@ def plan() -> list[Step]:
     cast: dict = {}
 
     def step_back(world) -> None:
-        a = settled(world, 20)
-        cast["a"] = a.name
+        master = settled(world, 20)
         cast["at_ms"] = world.clock.wall_ms()
-        on, restart = world.clock_step(a.name, STEP_MS)
+        on, restart = world.clock_step(master.name, STEP_MS)
         on()
         world.at(int(RESTART_S * S), "fault", None, restart)
 
