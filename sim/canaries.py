@@ -245,6 +245,7 @@ def _no_shielded_sync() -> None:
         async def count() -> None:
             await committed
             self.syncs_led += 1
+            self.last_sync_led_ms = max(now, self.last_sync_led_ms or now)
 
         return asyncio.get_running_loop().create_task(count())
 
