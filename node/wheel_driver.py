@@ -79,8 +79,9 @@ class WheelDriver(LeaderTask):
         self._clock_known = clock_known
         self._each_turn = each_turn
         self.wheel: TimeWheel | None = None
-        # S entries this process proposed as master that were committed, and the clock
-        # reading (ms) that the latest of them carried.
+        # S entries this process proposed as master that were committed (one proposed just
+        # before the role was lost may count once it commits), and the clock reading (ms)
+        # that the latest of them carried.
         self.syncs_led = 0
         self.last_sync_led_ms: int | None = None
         self._wake = asyncio.Event()
@@ -212,6 +213,6 @@ def _let_go(syncing: deque[asyncio.Future]) -> None:
             waiting.cancel()
 
 
-def _seen(task: asyncio.Future) -> None:
-    if not task.cancelled():
-        task.exception()
+def _seen(done: asyncio.Future) -> None:
+    if not done.cancelled():
+        done.exception()

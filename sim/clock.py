@@ -27,7 +27,9 @@ from contextlib import contextmanager
 
 import pysyncobj.monotonic
 
-MONOTONIC_START_S = 1000.0  # virtual monotonic time at the world's start
+# Virtual monotonic time at the world's start: a host up a day, so that a clock stepped
+# back an hour stays above zero (pysyncobj takes a deadline of 0 for "at once").
+MONOTONIC_START_S = 86_400.0
 WALL_START_MS = 1_767_225_600_000 - 4_000  # 4 s before an hour (2026-01-01 00:00 UTC): hours roll
 
 

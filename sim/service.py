@@ -72,7 +72,8 @@ def build(node: SimNode, crossing, monotonic_step, storage_config) -> tuple[Node
         both = ((node.address, target.address), (target.address, node.address)) if up else ()
         if up and all(paths.get(p, OPEN) == OPEN for p in both):
             await asyncio.sleep(world.rng.randrange(200, 2_000) / 1e6)
-            return target.service.readiness()
+            # ended meanwhile: the connection resets, and the caller hears nothing
+            return None if target.service is None else target.service.readiness()
         await asyncio.sleep(timeout_s)
         return None
 

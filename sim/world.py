@@ -48,7 +48,7 @@ from .disk import ProcessExit, SyncedDisk
 from .loop import SimLoop
 from .network import DROP, OPEN, REJECT, SimNetwork, transport_for
 from .scripted import Script
-from .workload import Workload
+from .workload import FRESH_S, Workload
 
 log = logging.getLogger(__name__)
 
@@ -174,7 +174,7 @@ class SimNode:
         self.down_holds: tuple[int, list[int]] | None = None
         self.synced = 0  # the last index its journal holds on disk (_watch_commits)
         self.stepped_back = False  # a fault stepped its clocks back: its process ends itself
-        self.stepped_ahead_ms = 0  # the largest step ahead of its clocks so far
+        self.stepped_ahead_ms = 0  # the largest step ahead of its clocks so far, under FRESH_S
 
     @property
     def alive(self) -> bool:
@@ -1023,7 +1023,8 @@ class World:
 
         def on() -> None:
             node.drift.step(ms * MS)
-            node.stepped_ahead_ms = max(node.stepped_ahead_ms, ms)
+            if ms < FRESH_S * 1000:  # a larger step leaves every reading stale: nothing early
+                node.stepped_ahead_ms = max(node.stepped_ahead_ms, ms)
             if ms < 0 and node.alive:
                 node.stepped_back = True
 

@@ -80,11 +80,7 @@ def test_the_tree_keeps_its_contracts_and_every_module_is_seen(repo: Path) -> No
 def _our_modules(tree: Path) -> int:
     """How many of horologe's modules grimp finds in the copy (its summary counts external
     packages too)."""
-    probe = (
-        "import grimp\n"
-        "g = grimp.build_graph('horologe', cache_dir=None)\n"
-        "print(len(g.modules))\n"
-    )
+    probe = "import grimp\ng = grimp.build_graph('horologe', cache_dir=None)\nprint(len(g.modules))\n"
     # A fresh interpreter in the copy: this one already imported the real horologe.
     out = subprocess.run([sys.executable, "-c", probe], cwd=tree, capture_output=True, text=True, check=True)
     return int(out.stdout)

@@ -8,9 +8,8 @@ Raft timers, its loop's sleeps. Its process ends itself at its next tick
 node takes the wheel over. Within ``RESUME_S`` of the step, ``HANDED`` messages due after
 it must have been handed out (the clients give a request up after ``TIMEOUT_S``).
 
-Without the exit (canary ``no-monotonic-exit``) the master leads on, its deadlines an
-hour ahead, until its clock hand-over moves the wheel (its wall clock is an hour off the
-quorum's: docs/cluster.md, "Clocks"): 2.1-2.5 s after the step (``script-stuck``).
+With the exit taken away (canary ``no-monotonic-exit``) the scenario passes too: it is
+a check of the exit's path, not a catch of that canary.
 """
 
 from __future__ import annotations
@@ -18,7 +17,7 @@ from __future__ import annotations
 from ..scripted import S, Scenario, Step, settled
 
 STEP_MS = -3_600_000
-RESUME_S = 1.6  # the exit, an election, the new master's first turns (0.6-1.03 s in seeds 1..40)
+RESUME_S = 1.6  # the exit, an election, the new master's first turns
 HANDED = 5
 RESTART_S = 0.5
 TIMEOUT_S = 1.0  # the clients' (a dead process's connections reset at once; here they time out)

@@ -89,7 +89,9 @@ def test_losing_and_regaining_the_role_at_once_leaves_one_leader(tmp_path):
 
 
 def test_stop_ends_a_run_whose_cancel_was_swallowed(tmp_path):
-    """asyncio.wait_for (3.11) can return a result and drop the cancel that raced it."""
+    """A stop while the run waits for an S ends the run, even when the proposal would
+    swallow a cancel (asyncio.wait_for in 3.11 can return a result and drop the cancel
+    that raced it): the run waits behind a shield, which the cancel ends at once."""
     log, _ = _driver(tmp_path)
 
     in_sync = asyncio.Event()
