@@ -508,7 +508,6 @@ class Workload:
 
         def answered(result: dict) -> None:
             world.note(f"released: {result}")
-            world.count("releases")
             left["times"] -= 1
             world.at(world.rng.randrange(0, 300 * MS), "client", None, ask)
 
