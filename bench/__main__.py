@@ -5,6 +5,9 @@ Redis peer (primary + replica, ``appendfsync everysec``), and the write workload
 on the durable peer (the same with ``appendfsync always``), one after the other on fresh
 instances, then prints a table with Horologe ÷ peer,
 writes one JSON line per figure and a PNG plot under ``bench/out/``.
+``--baseline COMMIT`` also runs the nodes of an earlier commit in the same run (an A/B of
+node code: a worktree on ``PYTHONPATH`` would not do, since the installed package maps
+``horologe.node`` and the other parts to this tree's folders).
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ import time
 
 import click
 
+from testkit.old_release import MissingHistoryError
+
 from .edge import report
 from .edge.costs import Costs
 from .edge.horologe_system import HorologeSystem
@@ -28,10 +33,12 @@ FIVE_NODE_WORKLOADS = ("ingest", "lateness")  # also run on 5 nodes: the price o
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "out")
 
 
-def _systems(root: str, workload: str, compare_toml: str):
+def _systems(root: str, workload: str, compare_toml: str, baseline: HorologeSystem | None):
     yield HorologeSystem(os.path.join(root, "horologe"))
     if compare_toml:
         yield HorologeSystem(os.path.join(root, "horologe-compared"), node_toml=compare_toml)
+    if baseline is not None:
+        yield baseline
     if workload in FIVE_NODE_WORKLOADS:
         yield HorologeSystem(os.path.join(root, "horologe-5"), nodes=5)
     yield RedisSystem(os.path.join(root, "redis"))
@@ -41,6 +48,18 @@ def _systems(root: str, workload: str, compare_toml: str):
         poll = RedisSystem(os.path.join(root, "redis-poll"), mode="poll")
         poll.name = "redis (10 ms poll)"
         yield poll
+
+
+def _baseline(root: str, commit: str) -> HorologeSystem:
+    """The baseline's system, its commit laid out now: a commit this clone lacks is an
+    error before any workload runs."""
+    system = HorologeSystem(os.path.join(root, "horologe-baseline"), commit=commit)
+    click.echo(f"laying out {commit}'s packages ...", err=True)
+    try:
+        system.site  # noqa: B018 - laid out now, once
+    except MissingHistoryError as e:
+        raise click.BadParameter(str(e), param_hint="--baseline") from None
+    return system
 
 
 @click.command()
@@ -54,7 +73,14 @@ def _systems(root: str, workload: str, compare_toml: str):
     help="also run Horologe with these node settings (TOML lines, ';' between them, e.g. "
     "'fsync = true'): its figures get rows of their own, with their ratio to the same peer",
 )
-def main(only: str, quick: bool, big: bool, out_dir: str, compare_toml: str) -> None:
+@click.option(
+    "--baseline",
+    default="",
+    metavar="COMMIT",
+    help="also run the nodes of this commit (an A/B in the same run; the SDK stays this "
+    "tree's): its figures get rows of their own, labelled with the commit",
+)
+def main(only: str, quick: bool, big: bool, out_dir: str, compare_toml: str, baseline: str) -> None:
     """Horologe against a Redis sorted-set delay queue, measured at the user's edge."""
     chosen = [w.strip() for w in only.split(",") if w.strip()] or list(WORKLOADS)
     unknown = set(chosen) - set(WORKLOADS)
@@ -65,9 +91,10 @@ def main(only: str, quick: bool, big: bool, out_dir: str, compare_toml: str) -> 
     results: dict[str, dict[str, dict]] = {}
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="horologe-bench-") as root:
+        base = _baseline(root, baseline) if baseline else None
         for workload in chosen:
             results[workload] = {}
-            for system in _systems(root, workload, compare_toml.replace(";", "\n")):
+            for system in _systems(root, workload, compare_toml.replace(";", "\n"), base):
                 click.echo(f"[{time.monotonic() - started:6.0f} s] {workload} on {system.name} ...", err=True)
                 system.start()
                 try:

@@ -42,8 +42,8 @@ def install_commit(commit: str, dest: Path) -> Path:
     )
     if have.returncode != 0:
         raise MissingHistoryError(
-            f"commit {commit} is not in {REPO}'s git history ({have.stderr.strip()}); the upgrade "
-            "test runs an older release from it and needs a full clone (not --depth)"
+            f"commit {commit} is not in {REPO}'s git history ({have.stderr.strip()}); running an older "
+            "release from it needs a full clone (not --depth)"
         )
     src, site = dest / "src", dest / "site"
     shutil.rmtree(dest, ignore_errors=True)

@@ -16,10 +16,12 @@ import subprocess
 import sys
 import time
 import urllib.request
+from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
 
 from horologe.client import Client
+from testkit.old_release import UpgradeCluster, install_commit
 from testkit.process_cluster import ADMIN, CLIENT, Cluster
 
 from .procs import memory_kb
@@ -31,22 +33,35 @@ PULL_MAX = 1000  # as many as the Redis peer pops at once (POP_LIMIT)
 class HorologeSystem:
     name = "horologe"
 
-    def __init__(self, root: str, node_toml: str = "", nodes: int = 3) -> None:
+    def __init__(self, root: str, node_toml: str = "", nodes: int = 3, commit: str = "") -> None:
         """``node_toml``: extra settings for every node's config (a comparison run);
-        ``nodes``: how many (3 or 5)."""
+        ``nodes``: how many (3 or 5); ``commit``: run the nodes of that commit of this
+        repository (a baseline), laid out apart as an install would; the SDK stays this
+        tree's, since one process holds one ``horologe.client``."""
         self.root = root
         self.node_toml = node_toml
         self.nodes = nodes
+        self.commit = commit
         if node_toml:
             self.name = f"horologe [{'; '.join(node_toml.splitlines())}]"
         if nodes != 3:
             self.name = f"horologe [{nodes} nodes]"
+        if commit:
+            self.name = f"horologe [{commit}]"
         self.cluster: Cluster | None = None
+
+    @functools.cached_property
+    def site(self) -> Path:
+        """The baseline commit's packages, laid out once for every workload."""
+        return install_commit(self.commit, Path(self.root + "-site"))
 
     def start(self) -> None:
         shutil.rmtree(self.root, ignore_errors=True)
         os.makedirs(self.root)
-        self.cluster = Cluster(self.root, self.nodes, extra_toml=self.node_toml)
+        if self.commit:
+            self.cluster = UpgradeCluster(self.root, self.site, nodes=self.nodes, extra_toml=self.node_toml)
+        else:
+            self.cluster = Cluster(self.root, self.nodes, extra_toml=self.node_toml)
         self.cluster.start_all()
         self.cluster.wait_leader()
         self.urls = [self.cluster.url(i) for i in self.cluster.indexes]
