@@ -1,0 +1,32 @@
+"""``python -m bench --baseline COMMIT``: the baseline's nodes come from that commit, laid
+out apart, not from this tree (a worktree on PYTHONPATH would run this tree's node code)."""
+
+from __future__ import annotations
+
+import subprocess
+
+from click.testing import CliRunner
+
+from bench.__main__ import main
+from bench.edge.horologe_system import HorologeSystem
+from testkit.old_release import REPO
+
+
+def test_an_unknown_baseline_is_refused_before_any_workload_runs():
+    result = CliRunner().invoke(main, ["--only", "consume", "--baseline", "no-such-commit"])
+    assert result.exit_code == 2
+    assert "--baseline" in result.output and "no-such-commit" in result.output
+    assert "consume on" not in result.output
+
+
+def test_the_baseline_lays_out_the_commits_own_node_code(tmp_path):
+    commit = subprocess.run(
+        ["git", "-C", str(REPO), "rev-parse", "HEAD~1"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    system = HorologeSystem(str(tmp_path / "baseline"), commit=commit)
+    assert system.name == f"horologe [{commit}]"
+    laid_out = system.site / "horologe" / "node" / "service.py"
+    old = subprocess.run(
+        ["git", "-C", str(REPO), "show", f"{commit}:node/service.py"], capture_output=True, check=True
+    ).stdout
+    assert laid_out.read_bytes() == old
