@@ -53,13 +53,11 @@ def _systems(root: str, workload: str, compare_toml: str, baseline: HorologeSyst
 def _baseline(root: str, commit: str) -> HorologeSystem:
     """The baseline's system, its commit laid out now: a commit this clone lacks is an
     error before any workload runs."""
-    system = HorologeSystem(os.path.join(root, "horologe-baseline"), commit=commit)
     click.echo(f"laying out {commit}'s packages ...", err=True)
     try:
-        system.site  # noqa: B018 - laid out now, once
+        return HorologeSystem(os.path.join(root, "horologe-baseline"), commit=commit)
     except MissingHistoryError as e:
         raise click.BadParameter(str(e), param_hint="--baseline") from None
-    return system
 
 
 @click.command()

@@ -1023,7 +1023,7 @@ class World:
 
         def on() -> None:
             node.drift.step(ms * MS)
-            if ms < FRESH_S * 1000:  # a larger step leaves every reading stale: nothing early
+            if 0 < ms < FRESH_S * 1000:  # a larger step leaves every reading stale: nothing early
                 node.stepped_ahead_ms = max(node.stepped_ahead_ms, ms)
             if ms < 0 and node.alive:
                 node.stepped_back = True

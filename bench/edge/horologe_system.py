@@ -36,12 +36,14 @@ class HorologeSystem:
     def __init__(self, root: str, node_toml: str = "", nodes: int = 3, commit: str = "") -> None:
         """``node_toml``: extra settings for every node's config (a comparison run);
         ``nodes``: how many (3 or 5); ``commit``: run the nodes of that commit of this
-        repository (a baseline), laid out apart as an install would; the SDK stays this
-        tree's, since one process holds one ``horologe.client``."""
+        repository (a baseline), laid out apart as an install would, now (a commit the
+        clone lacks raises MissingHistoryError); the SDK stays this tree's, since one
+        process holds one ``horologe.client``."""
         self.root = root
         self.node_toml = node_toml
         self.nodes = nodes
-        self.commit = commit
+        # The baseline's packages, laid out once for every workload it runs.
+        self.site = install_commit(commit, Path(root + "-site")) if commit else None
         if node_toml:
             self.name = f"horologe [{'; '.join(node_toml.splitlines())}]"
         if nodes != 3:
@@ -50,15 +52,10 @@ class HorologeSystem:
             self.name = f"horologe [{commit}]"
         self.cluster: Cluster | None = None
 
-    @functools.cached_property
-    def site(self) -> Path:
-        """The baseline commit's packages, laid out once for every workload."""
-        return install_commit(self.commit, Path(self.root + "-site"))
-
     def start(self) -> None:
         shutil.rmtree(self.root, ignore_errors=True)
         os.makedirs(self.root)
-        if self.commit:
+        if self.site is not None:
             self.cluster = UpgradeCluster(self.root, self.site, nodes=self.nodes, extra_toml=self.node_toml)
         else:
             self.cluster = Cluster(self.root, self.nodes, extra_toml=self.node_toml)
