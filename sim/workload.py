@@ -52,7 +52,8 @@ and none fired for a time it was moved away from.
 
 Each bound is loosened by ``slack_ms``: how far the cluster's time may run ahead of the
 true time by design (node/quorum_clock.py): the clock a majority is ahead by, at the
-worst moment so far, plus half the worst asymmetry of a link's delays so far (a reading
+worst moment so far, each node's clock counted at its most ahead over the time a reading
+of it stays fresh, plus half the worst asymmetry of a link's delays so far (a reading
 is aged by half the round trip), plus what a drifting or stepped monotonic clock adds to a reading's
 age (the design assumes they run true), plus ``BASE_SLACK_MS`` for ms truncations and
 jitter.
@@ -61,6 +62,7 @@ jitter.
 from __future__ import annotations
 
 import asyncio
+from collections import deque
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 
@@ -134,6 +136,7 @@ class Workload:
         self.slack_ms = BASE_SLACK_MS
         self.behind_ms = 0  # the most any node's clock has been behind the true time so far
         self.asymmetry_ms = 0  # half the worst asymmetry of a link's delays so far
+        self._ahead_seen: dict[str, deque[tuple[int, int]]] = {}  # node -> (true ms, ahead ms)
         self.sent = 0
         self.handed = 0
         self.timeout_s = TIMEOUT_S  # a scripted scenario may give its clients a shorter one
@@ -523,10 +526,18 @@ class Workload:
         """After every step: the most the cluster's time may lead the true time so far."""
         world = self.world
         true = world.clock.wall_ms()
-        ahead = sorted((n.wall_ms() - true for n in world.nodes), reverse=True)
-        kth = ahead[majority(len(ahead)) - 1]
-        self.behind_ms = max(self.behind_ms, -ahead[-1])
         delay = world.network.delay
+        # A node's reading stays fresh at its peers for FRESH_S after it arrives: a node
+        # stopped while its clock was ahead, or one whose clock came back, counts as ahead
+        # until its last such reading aged out. So each node counts at the most it was
+        # ahead within that window (and the slowest link's transit) before now.
+        window_ms = int(FRESH_S * 1000) + max((b + j for b, j in delay.values()), default=0) // MS
+        now = {n.name: n.wall_ms() - true for n in world.nodes}
+        ahead = sorted(
+            (self._ahead_within(name, a, true, window_ms) for name, a in now.items()), reverse=True
+        )
+        kth = ahead[majority(len(ahead)) - 1]
+        self.behind_ms = max(self.behind_ms, -min(now.values()))
         skew = max((abs(d[0] - delay.get((b, a), d)[0]) for (a, b), d in delay.items()), default=0)
         self.asymmetry_ms = max(self.asymmetry_ms, skew // (2 * MS))
         # a reading is aged on the receiver's monotonic clock, for up to FRESH_S, and by its
@@ -541,6 +552,18 @@ class Workload:
         slack = BASE_SLACK_MS + max(0, kth) + self.asymmetry_ms + aged
         if slack > self.slack_ms:
             self.slack_ms = slack
+
+    def _ahead_within(self, node: str, ahead: int, true: int, window_ms: int) -> int:
+        """The most ``node``'s clock was ahead at any moment of the last ``window_ms``
+        (``ahead`` now): a sliding maximum, of (true ms, ahead) with later larger ones
+        dropping the smaller before them."""
+        seen = self._ahead_seen.setdefault(node, deque())
+        while seen and seen[-1][1] <= ahead:
+            seen.pop()
+        seen.append((true, ahead))
+        while seen[0][0] < true - window_ms:
+            seen.popleft()
+        return seen[0][1]
 
     def answers(self) -> dict[str, int]:
         """How the requests ended, by what and how (ok, lost, timeout, an error's name);
