@@ -83,7 +83,7 @@ class NodeConfig:
     retry_levels_ms: Annotated[tuple[ranged(*RETRY_LEVEL_RANGE), ...], Meta(max_length=MAX_RETRY_LEVELS)] = (
         DEFAULT_RETRY_LEVELS_MS
     )
-    ack_window_ms: ranged(0, 10_000) = 0  # ack group commit linger; 0: adaptive (proposed at once when idle)
+    ack_window_ms: ranged(0, 10_000) = 0  # linger of acks' and leases' group commit; 0: at once when idle
     # The master's clock may stray this far from quorum time before it hands the wheel
     # over; a clock behind is lifted to at most this below it (node/quorum_clock.py).
     clock_tolerance_ms: ranged(100, 86_400_000) = 2000

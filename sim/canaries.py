@@ -238,7 +238,7 @@ def _no_monotonic_exit() -> None:
 def _no_shielded_sync() -> None:
     """A master's S entry waited on in a task that a stop of the run could cancel before its
     first step: the proposal's refusal was never taken, and asyncio logged it (the
-    simulator's node services, seed 159). The wait and its let-go as they were."""
+    simulator's node services, seed 17). The wait and its let-go as they were."""
 
     def sync(self, now: int) -> asyncio.Task:
         committed = self._propose_sync(now)

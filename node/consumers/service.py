@@ -148,22 +148,22 @@ class Consumers:
         self._arrived = asyncio.Event()  # replaced after each notify: a fresh one to wait on
         # Named pulls running here, by (group, topic, name): a resend of one waits for it.
         self._named: dict[tuple[str, str, str], asyncio.Future] = {}
-        self.ack_commit = GroupCommit(self._propose_acks, ack_window_ms, ack_bytes)
-        # Leases apart from acks, with no linger: a pull waits for its leases' entry, which
-        # an ack entry in flight would hold back (one proposal in flight per committer).
+        # Acks and leases share entries (an A entry holds both): under load a pull's leases
+        # ride with the acks of the batches before it, one entry a round trip. A pull
+        # waits for its leases' entry, so a linger (``ack_window_ms``) holds pulls too.
         # Which of an ack and a lease of one message applies first does not matter: an
         # acked message is not handed out, and its lease ends either way.
-        self.lease_commit = GroupCommit(self._propose_leases, 0, ack_bytes)
+        self.entry_commit = GroupCommit(self._propose_items, ack_window_ms, ack_bytes)
 
     async def run(self) -> None:
-        """The committers of acks and of leases (the node runs it for its life)."""
-        await asyncio.gather(self.ack_commit.run(), self.lease_commit.run())
+        """The committer of acks and leases (the node runs it for its life)."""
+        await self.entry_commit.run()
 
-    async def _propose_acks(self, acks: list[tuple[str, str, int, int]]) -> ApplyResult:
-        return await self._propose(ACK, acks=acks)
-
-    async def _propose_leases(self, leases: list[tuple]) -> ApplyResult:
-        return await self._propose(ACK, leases=leases)
+    async def _propose_items(self, items: list[tuple]) -> ApplyResult:
+        """One A entry of acks (4 fields) and lease items (5 to 7: cluster/leases.py)."""
+        acks = [item for item in items if len(item) == 4]
+        leases = [item for item in items if len(item) != 4]
+        return await self._propose(ACK, acks=acks, leases=leases)
 
     def notify(self) -> None:
         """Messages became ready (the view already shows them): wake every waiting pull."""
@@ -178,9 +178,10 @@ class Consumers:
         self.leases.clear()
         self._extended.clear()
         self._cursors.clear()
-        # Leases and extends taken under the lead that ended, not proposed yet: never
-        # proposed now (node/group_commit.py); their pulls answer 503 and are retried.
-        self.lease_commit.fail_waiting(NotMasterError(None))
+        # Leases and extends taken under the lead that ended, and acks, not proposed yet:
+        # never proposed now (node/group_commit.py); their calls answer 503 and are
+        # sent again, to the next master.
+        self.entry_commit.fail_waiting(NotMasterError(None))
         self.notify()
 
     def _leases_of(self, group: str, topic: str) -> dict[int, int]:
@@ -373,7 +374,7 @@ class Consumers:
                 )
             if skipped:  # filtered out for this group: let its committed offset move past them
                 for part, size in ack_parts(skipped):
-                    self.ack_commit.enqueue(part, size).add_done_callback(_logged)
+                    self.entry_commit.enqueue(part, size).add_done_callback(_logged)
             remaining = deadline - loop.time()
             if out or remaining <= 0:
                 until = self._lease_until(group, leased, out, now, visibility_ms)
@@ -464,10 +465,9 @@ class Consumers:
             raise
 
     async def _commit(self, items: list[tuple]) -> None:
-        """Acks (4 fields) or lease items (5 or 6: cluster/leases.py) into A entries, in
+        """Acks (4 fields) or lease items (5 to 7: cluster/leases.py) into A entries, in
         order; once all are applied."""
-        committer = self.ack_commit if len(items[0]) == 4 else self.lease_commit
-        await asyncio.gather(*(committer.enqueue(part, size) for part, size in ack_parts(items)))
+        await asyncio.gather(*(self.entry_commit.enqueue(part, size) for part, size in ack_parts(items)))
 
     def _handed(self, group: str, leased: dict[str, list[int]], out: Taken, lease_until: int) -> Pulled:
         """What a pull answers: a batch receipt per ready log it leased from, and each
@@ -509,7 +509,7 @@ class Consumers:
         ]
         self._give_back(items)
         for part, size in ack_parts(items):
-            self.lease_commit.enqueue(part, size).add_done_callback(_logged)
+            self.entry_commit.enqueue(part, size).add_done_callback(_logged)
         return sum(hi - lo for _, _, lo, hi, _ in items)
 
     def _give_back(self, items: list[tuple]) -> None:

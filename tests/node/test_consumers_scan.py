@@ -159,6 +159,38 @@ def test_one_batch_receipt_acks_what_its_pull_leased_and_nothing_else(log):
     asyncio.run(run())
 
 
+def test_acks_and_a_pulls_leases_that_meet_share_one_entry(log):
+    """While one A entry is in flight, an ack and a pull's leases that arrive go in the next
+    one together: under load a consumer's acks ride with its next pull's leases."""
+
+    async def run() -> None:
+        await _deliver(log, 6)
+        gate, propose = asyncio.Event(), log.propose
+        gate.set()
+
+        async def gated(kind, **fields):
+            await gate.wait()
+            return await propose(kind, **fields)
+
+        log.propose = gated
+        consumers = consumers_over(log)
+        first = as_json(await consumers.pull("g", "t", None, 2, 0, 30_000), T)["messages"]
+        gate.clear()
+        in_flight = asyncio.ensure_future(consumers.ack("g", [first[0]["receipt"]]))
+        await asyncio.sleep(0.08)  # past the 50 ms linger: proposed, waits at the gate
+        meeting = asyncio.ensure_future(consumers.ack("g", [first[1]["receipt"]]))
+        pull = asyncio.ensure_future(consumers.pull("g", "t", None, 2, 0, 30_000))
+        await asyncio.sleep(0.01)
+        gate.set()
+        assert await in_flight == 1 and await meeting == 1
+        assert [m["body"] for m in as_json(await pull, T)["messages"]] == ["m2", "m3"]
+        last = log.proposed[-1]
+        assert last.kind == ACK and last.acks == [("g", "t", 1, 2)]
+        assert [lease[2:4] for lease in last.leases] == [(2, 4)]
+
+    asyncio.run(run())
+
+
 def test_a_message_fired_ahead_of_its_time_is_handed_out_once_due(log):
     """The wheel fires ahead by its lead (node/wheel_driver.py): an S stamped at T delivers
     messages due at T+50 and T+60 into the ready log. Each is recorded as delivered at its

@@ -228,7 +228,7 @@ def test_a_sync_let_go_before_its_wait_ran_still_takes_the_proposals_refusal():
     """A run that stops (its role lost) in the turn that proposed an S lets the S go before
     the task that waits for it took a step. The proposal's answer, a refusal coming after,
     is taken all the same: cancelled before its first step, that task never awaited it,
-    and asyncio reported the refusal as never retrieved (the simulator's seed 159)."""
+    and asyncio reported the refusal as never retrieved (found by the simulator's node services)."""
 
     async def answer_of(proposal: asyncio.Future) -> object:
         return await proposal

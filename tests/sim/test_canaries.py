@@ -66,20 +66,19 @@ random seeds (the ones below; tests/sim/test_scenarios.py has the scripted catch
   ``leader-counts-its-disk`` sees it sooner, as the no-op's commit is counted (9 of
   seeds 1..10 without power loss).
 * ``no-lease-fail``: a master that stopped leading kept the leases its pulls had taken,
-  not proposed yet, in its group commit. Seed 225 with ``--service``: n3 split off for
-  1.9 s (dropping) while n2's clock drifts slow, then n2's path to n3 drops one way and
-  n1 is stopped: a master steps down and leads again, then proposes leases its pulls
-  took before, which its new scans no longer know, and a message goes out again inside
-  its lease. 4 of seeds 201..500.
+  not proposed yet, in its group commit. Seed 214 with ``--service``: n3 crashes, n2's
+  clocks step 200 ms ahead, n2 is stopped and then split off (refusing): a master steps
+  down and leads again, then proposes leases its pulls took before, which its new scans
+  no longer know, and a message goes out again inside its lease. 6 of seeds 201..500.
 * ``no-answer-check`` (a pull answered once its leases committed, however long that
   took) left the random seeds when the workload's clients began to leave a master that
   answers 503 (as the SDK does): 0 of seeds 1..600 with ``--service``. The scenario
   ``answer-after-handover`` catches it (tests/sim/test_scenarios.py).
 * ``no-shielded-sync`` (a master's S entry waited on in a task a stop of its run could
-  cancel before the task's first step): seed 159 with ``--service``, n2 split off, then
-  the master n1's clocks stepped an hour ahead; n1 steps down in the turn that proposed
-  an S, the task that was to wait for it never runs, and the proposal's refusal is
-  never taken (loop-error: asyncio logs it). 1 of seeds 1..200.
+  cancel before the task's first step): seed 17 with ``--service``, n2 and n1 stopped
+  in turn, then n3's clocks stepped an hour ahead; the master steps down in the turn
+  that proposed an S, the task that was to wait for it never runs, and the proposal's
+  refusal is never taken (loop-error: asyncio logs it). 1 of seeds 1..200.
 
 Found by ``python -m sim run --seeds 100 --canary NAME``, each seed's faults then shrunk
 (``python -m sim shrink SEED --canary NAME``) to the few that still catch it, replayed
@@ -101,11 +100,11 @@ CAUGHT = {
     "no-fresh-quorum": (87, "2,4", ("lease-as-asked",), ("--service",)),
     "no-held-readings": (56, "0,4,5", ("lease-as-asked",), ("--service",)),
     "no-noop-sync": (408, "1,3,4,5", ("applied-is-durable", "leader-counts-its-disk"), ("--power-loss",)),
-    "no-lease-fail": (225, "0,1,3,4", ("handed-out-inside-a-lease",), ("--service",)),
+    "no-lease-fail": (214, "1,2,4,5", ("handed-out-inside-a-lease",), ("--service",)),
     "no-leader-sync": (1, "none", ("leader-counts-its-disk",), ()),
     "no-answer-sync": (1, "none", ("answer-from-its-disk",), ()),
     "no-proposal-fail,no-forward-refusal": (2, "2", ("proposed-by-its-leader",), ()),
-    "no-shielded-sync": (159, "0,1", ("loop-error",), ("--service",)),
+    "no-shielded-sync": (17, "1,2,3", ("loop-error",), ("--service",)),
     "no-vote-sync,no-restart-hold": (59, "1,2,3,4,5", ("one-vote-per-term",), ("--power-loss",)),
 }
 
