@@ -203,9 +203,9 @@ def check_message(obj, now_ms: int, limits: MessageLimits) -> None:
 def _plain(obj, now_ms: int, limits: MessageLimits) -> tuple[str, bytes, int, str | None, tuple] | None:
     """What most produce items are (what the SDK and ``spark schedule`` send: a topic, a
     body, a key, an integer deliver_at, maybe a list of tags, nothing else), checked by
-    the same rules in a few exact type tests: a single produce, and each row the pipeline
-    checks (a batch's items are decoded by a typed model instead:
-    node/http/rules/plain_batch.py). Its (topic, body, deliver_at, key, tags); None for
+    the same rules in a few exact type tests: each row the pipeline checks (the node
+    decodes a produce's body by a typed model first: node/http/rules/plain_batch.py).
+    Its (topic, body, deliver_at, key, tags); None for
     anything else, or anything those rules might refuse: the general path decides."""
     if type(obj) is not dict or not obj.keys() <= PLAIN_FIELDS:
         return None

@@ -27,7 +27,7 @@ from .openapi.operations import (
 )
 from .route_table import RouteTable
 from .rules.messages import parse_message, parse_new_time, parse_reschedules
-from .rules.plain_batch import plain_batch
+from .rules.plain_batch import plain_batch, plain_message
 
 routes = RouteTable()
 
@@ -57,7 +57,11 @@ async def post_message(request: web.Request) -> web.Response:
     started = time.perf_counter()
     svc = request.app[SERVICE]
     svc.require_master()
-    msg = parse_message(await produce_body(request), svc.clock(), svc.limits)
+    now = svc.clock()
+    msgpack = request.content_type == pull_wire.MSGPACK
+    msg = plain_message(await read_body(request), msgpack, now, svc.limits)
+    if msg is None:  # each rule, each refusal as documented (the body is read once)
+        msg = parse_message(await produce_body(request), now, svc.limits)
     (mid,) = await svc.produce(MessageColumns.from_messages([msg]))
     request.app[METRICS].produce_seconds.observe(time.perf_counter() - started)
     return answer(201, {"id": mid, "topic": msg.topic, "deliver_at": msg.deliver_at_ms})

@@ -1,6 +1,6 @@
-"""A batch's plain path (node/http/rules/plain_batch.py) takes exactly what the general
-rules take, as the same messages, from the request's bytes (JSON, or msgpack as the SDK
-sends it), and leaves everything else to them."""
+"""The plain path (node/http/rules/plain_batch.py), of a batch and of a single produce,
+takes exactly what the general rules take, as the same messages, from the request's bytes
+(JSON, or msgpack as the SDK sends it), and leaves everything else to them."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from horologe.node.http.rules.plain_batch import plain_batch
+from horologe.node.http.rules.plain_batch import plain_batch, plain_message
 from horologe.storage.message_json import _plain
 
-from ..storage.test_plain_messages import LIMITS, NOW, _general, items
+from ..storage.test_plain_messages import LIMITS, MAX_AT, NOW, _general, items
 
 FORMATS = {
     "json": (orjson.dumps, orjson.loads, str),
@@ -42,6 +42,28 @@ def test_the_plain_batch_agrees_with_the_general_rules(fmt, batch):
         assert [cols.message(i) for i in range(len(cols))] == [_general(obj) for obj in sent]
     elif all(_plain(obj, NOW, LIMITS) is not None and type(obj["body"]) is body_type for obj in sent):
         pytest.fail(f"a plain batch left to the general path: {sent!r}")
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.sampled_from(sorted(FORMATS)), items)
+@example("json", {"topic": "orders", "body": "x", "deliver_at": 2**64})
+@example("json", {"topic": "orders", "body": "x", "deliver_at": 5.0})
+@example("msgpack", {"topic": "orders", "body": b"x", "key": None})
+@example("json", {"topic": "orders", "body": "x" * 65})  # over the body limit
+@example("msgpack", {"topic": "orders", "body": b"x", "deliver_at": MAX_AT + 1})  # past the maximum delay
+@example("json", {"topic": "orders", "body": "x", "deliver_at": -1})
+def test_a_plain_message_agrees_with_the_general_rules(fmt, obj):
+    encode, decode, body_type = FORMATS[fmt]
+    try:
+        raw = encode(obj)
+    except (TypeError, OverflowError, orjson.JSONEncodeError):
+        return  # not something a client can send in this format
+    sent = decode(raw)
+    msg = plain_message(raw, fmt == "msgpack", NOW, LIMITS)
+    if msg is not None:
+        assert msg == _general(sent)
+    elif _plain(sent, NOW, LIMITS) is not None and type(sent["body"]) is body_type:
+        pytest.fail(f"a plain message left to the general path: {sent!r}")
 
 
 def test_what_the_sdk_sends_is_columns_with_tags_by_position():

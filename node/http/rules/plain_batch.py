@@ -1,13 +1,14 @@
-"""A batch of plain messages, decoded from the request's bytes by a typed model.
+"""Plain messages, decoded from the request's bytes by a typed model.
 
 What the SDK and ``spark schedule`` send is plain: a topic, a body, maybe a key, an
 integer ``deliver_at`` and a list of tags, nothing else. :func:`plain_batch` decodes such
 a batch straight into columns with msgspec (a ``Struct`` per item, its constraints the
-API's rules), without a dict per message. Anything the model does not take, and any
-item the rules might refuse (a deliver time past the maximum delay, a body over the
-limit), gives None: the general path (``storage.message_json``) then parses each item
-and answers each refusal as documented, so a batch is judged the same either way
-(tests/node/test_plain_batch.py holds the two to each other).
+API's rules), without a dict per message; :func:`plain_message` a single produce's body.
+Anything the model does not take, and any item the rules might refuse (a deliver time
+past the maximum delay, a body over the limit), gives None: the general path
+(``storage.message_json``) then parses each item and answers each refusal as
+documented, so a message is judged the same either way (tests/node/test_plain_batch.py
+holds the two to each other).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import msgspec
 import numpy as np
 from msgspec import UNSET, Meta, UnsetType
 
-from horologe.storage import MessageColumns
+from horologe.storage import Message, MessageColumns
 from horologe.storage.message import MessageLimits
 from horologe.storage.message_json import MAX_TAGS
 
@@ -47,6 +48,24 @@ class _RawBatch(msgspec.Struct, forbid_unknown_fields=True):
 
 _JSON = msgspec.json.Decoder(_Batch)
 _MSGPACK = msgspec.msgpack.Decoder(_RawBatch)
+_ONE_JSON = msgspec.json.Decoder(_Item)
+_ONE_MSGPACK = msgspec.msgpack.Decoder(_RawItem)
+
+
+def plain_message(raw: bytes, msgpack: bool, now_ms: int, limits: MessageLimits) -> Message | None:
+    """The single message ``raw`` (JSON, or msgpack) when it is plain and good; else None."""
+    try:
+        m = (_ONE_MSGPACK if msgpack else _ONE_JSON).decode(raw)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+    body = m.body if msgpack else m.body.encode()
+    at = now_ms if m.deliver_at is UNSET else m.deliver_at
+    if len(body) > limits.max_body_bytes or not 0 <= at <= now_ms + limits.max_delay_ms:
+        return None
+    key = None if m.key is UNSET else m.key
+    return Message(
+        topic=m.topic, body=body, deliver_at_ms=at, produced_at_ms=now_ms, tags=tuple(m.tags), key=key
+    )
 
 
 def plain_batch(
