@@ -205,8 +205,8 @@ def _plain(obj, now_ms: int, limits: MessageLimits) -> tuple[str, bytes, int, st
     body, a key, an integer deliver_at, maybe a list of tags, nothing else), checked by
     the same rules in a few exact type tests: each row the pipeline checks (the node
     decodes a produce's body by a typed model first: node/http/rules/plain_batch.py).
-    Its (topic, body, deliver_at, key, tags); None for
-    anything else, or anything those rules might refuse: the general path decides."""
+    Its (topic, body, deliver_at, key, tags); None for anything else, or anything those
+    rules might refuse: the general path decides."""
     if type(obj) is not dict or not obj.keys() <= PLAIN_FIELDS:
         return None
     topic, body, key = obj.get("topic"), obj.get("body"), obj.get("key")
