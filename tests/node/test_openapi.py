@@ -7,6 +7,7 @@ import inspect
 import re
 from pathlib import Path
 
+import jsonschema
 import orjson
 import pytest
 from aiohttp import web
@@ -16,6 +17,9 @@ from openapi_spec_validator import validate
 from horologe.node.config import NodeConfig
 from horologe.node.http.app import create_app
 from horologe.node.http.middleware import errors_and_auth
+from horologe.storage import InvalidFieldError
+from horologe.storage.message import MessageLimits
+from horologe.storage.message_json import parse_message
 
 API_MD = Path(__file__).resolve().parents[2] / "docs" / "api.md"
 METHODS = "GET|POST|PUT|PATCH|DELETE"
@@ -215,6 +219,24 @@ def test_the_document_s_rules_are_the_validators(served):
     assert message["delay_level"]["maximum"] == 18
     assert message["tags"]["oneOf"][1]["maxItems"] == 16
     assert schemas["Pull"]["properties"]["visibility_ms"]["maximum"] == 12 * 3_600_000
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["x-horologe-schedule", "X-Horologe-Origin", "x-horologe-", "x-horologe", "trace-x-horologe-1", "h"],
+)
+def test_a_header_name_the_node_keeps_is_invalid_by_the_document_as_by_the_rule(served, name):
+    """The fuzz test sends what the document allows and expects it taken: a header named
+    like the node's own (``x-horologe-`` in any case) is refused, so the document says so."""
+    schema = {**served["components"]["schemas"]["Message"], "components": served["components"]}
+    obj = {"topic": "orders", "body": "x", "headers": {name: "v"}}
+    by_document = jsonschema.Draft202012Validator(schema).is_valid(obj)
+    try:
+        parse_message(obj, 0, MessageLimits())
+        by_rule = True
+    except InvalidFieldError:
+        by_rule = False
+    assert by_document == by_rule == (not name.lower().startswith("x-horologe-"))
 
 
 OPERATION_ID = re.compile(r"^[a-z]+(_[a-z]+)+$")  # snake_case, a verb and a noun at least
