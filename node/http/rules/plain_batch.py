@@ -52,16 +52,30 @@ _ONE_JSON = msgspec.json.Decoder(_Item)
 _ONE_MSGPACK = msgspec.msgpack.Decoder(_RawItem)
 
 
+def _within_limits(
+    items: list[_Item], msgpack: bool, now_ms: int, limits: MessageLimits
+) -> tuple[list[bytes], list[int]] | None:
+    """The items' bodies and deliver times when every body is within the limit and every
+    time within the maximum delay; else None (the general path answers the refusal)."""
+    bodies = [m.body for m in items] if msgpack else [m.body.encode() for m in items]
+    times = [now_ms if m.deliver_at is UNSET else m.deliver_at for m in items]
+    if any(len(b) > limits.max_body_bytes for b in bodies) or not all(
+        0 <= t <= now_ms + limits.max_delay_ms for t in times
+    ):
+        return None
+    return bodies, times
+
+
 def plain_message(raw: bytes, msgpack: bool, now_ms: int, limits: MessageLimits) -> Message | None:
     """The single message ``raw`` (JSON, or msgpack) when it is plain and good; else None."""
     try:
         m = (_ONE_MSGPACK if msgpack else _ONE_JSON).decode(raw)
     except (msgspec.DecodeError, msgspec.ValidationError):
         return None
-    body = m.body if msgpack else m.body.encode()
-    at = now_ms if m.deliver_at is UNSET else m.deliver_at
-    if len(body) > limits.max_body_bytes or not 0 <= at <= now_ms + limits.max_delay_ms:
+    got = _within_limits([m], msgpack, now_ms, limits)
+    if got is None:
         return None
+    (body,), (at,) = got
     key = None if m.key is UNSET else m.key
     return Message(
         topic=m.topic, body=body, deliver_at_ms=at, produced_at_ms=now_ms, tags=tuple(m.tags), key=key
@@ -79,12 +93,10 @@ def plain_batch(
         return None
     if len(items) > max_items:
         return None
-    bodies = [m.body for m in items] if msgpack else [m.body.encode() for m in items]
-    times = [now_ms if m.deliver_at is UNSET else m.deliver_at for m in items]
-    if any(len(b) > limits.max_body_bytes for b in bodies) or not all(
-        0 <= t <= now_ms + limits.max_delay_ms for t in times
-    ):
+    got = _within_limits(items, msgpack, now_ms, limits)
+    if got is None:
         return None
+    bodies, times = got
     return MessageColumns(
         [m.topic for m in items],
         bodies,
