@@ -35,9 +35,8 @@ routes = RouteTable()
 
 
 async def _consumer_request(request: web.Request, action: str) -> tuple:
-    """The service, once it is known to serve as master, and the call's checked body."""
+    """The service and the call's checked body."""
     svc = request.app[SERVICE]
-    svc.require_master()
     return svc, parse_consumer_request(request.match_info["topic"], await json_body(request), action)
 
 
@@ -175,7 +174,6 @@ async def backlog(request: web.Request) -> web.Response:
     """A group's backlog on a topic: unacked, of those leased, and waiting for a pull."""
     svc = request.app[SERVICE]
     topic, group = parse_backlog(request.match_info["topic"], request.match_info["group"])
-    svc.require_master()
     return answer(200, await svc.consumers.backlog(group, topic))
 
 
@@ -220,7 +218,6 @@ async def dlq_peek(request: web.Request) -> web.Response:
     svc = request.app[SERVICE]
     group = parse_dlq_group(request.match_info["group"])
     after, limit = parse_dlq_peek(request.query)
-    svc.require_master()
     return answer(200, svc.dead_letters.peek(group, after, limit))
 
 
@@ -241,5 +238,4 @@ async def dlq_requeue(request: web.Request) -> web.Response:
     svc = request.app[SERVICE]
     group = parse_dlq_group(request.match_info["group"])
     ids = parse_requeue(await json_body(request))
-    svc.require_master()
     return answer(200, await svc.dead_letters.requeue(group, ids))

@@ -56,7 +56,6 @@ async def post_message(request: web.Request) -> web.Response:
     """Schedule one message."""
     started = time.perf_counter()
     svc = request.app[SERVICE]
-    svc.require_master()
     now = svc.clock()
     msgpack = request.content_type == pull_wire.MSGPACK
     msg = plain_message(await read_body(request), msgpack, now, svc.limits)
@@ -83,7 +82,6 @@ async def post_batch(request: web.Request) -> web.Response:
     """Schedule many messages; one result per item, in order."""
     started = time.perf_counter()
     svc = request.app[SERVICE]
-    svc.require_master()
     limit = request.app[CONFIG].max_batch_items
     now = svc.clock()
     msgpack = request.content_type == pull_wire.MSGPACK
@@ -141,7 +139,6 @@ async def _produce_each(svc, items: list, now: int) -> list[dict]:
 async def get_message(request: web.Request) -> web.Response:
     """A message's state: scheduled, delivered or cancelled."""
     svc = request.app[SERVICE]
-    svc.require_master()
     try:
         st = svc.view.status(_mid(request.match_info["id"]))
     except MessageExpiredError as e:
@@ -171,7 +168,6 @@ async def get_message(request: web.Request) -> web.Response:
 async def delete_message(request: web.Request) -> web.Response:
     """Cancel a scheduled message (409 once delivered)."""
     svc = request.app[SERVICE]
-    svc.require_master()
     ident = str(_mid(request.match_info["id"]))
     ((state, _),) = await svc.cancel([ident], [])
     return _cancel_answer(ident, state)
@@ -192,7 +188,6 @@ async def delete_message(request: web.Request) -> web.Response:
 async def delete_by_key(request: web.Request) -> web.Response:
     """Cancel by producer key: ?topic=&key=."""
     svc = request.app[SERVICE]
-    svc.require_master()
     topic, key = _key_query(request)
     ((state, mid),) = await svc.cancel([], [(topic, key)])
     return _cancel_answer(mid or f"{topic}/{key}", state)
@@ -222,7 +217,6 @@ def _not_scheduled(ident: str, state: str) -> ApiError:
 async def patch_message(request: web.Request) -> web.Response:
     """Reschedule a message: ``{deliver_at | deliver_after}``; its id stays."""
     svc = request.app[SERVICE]
-    svc.require_master()
     ident = str(_mid(request.match_info["id"]))
     at = parse_new_time(await json_body(request), svc.clock(), svc.limits)
     ((state, _),) = await svc.reschedule([ident], [], [at])
@@ -236,7 +230,6 @@ async def patch_message(request: web.Request) -> web.Response:
 async def patch_by_key(request: web.Request) -> web.Response:
     """Reschedule by producer key: ?topic=&key=."""
     svc = request.app[SERVICE]
-    svc.require_master()
     topic, key = _key_query(request)
     at = parse_new_time(await json_body(request), svc.clock(), svc.limits)
     ((state, mid),) = await svc.reschedule([], [(topic, key)], [at])
@@ -269,7 +262,6 @@ def _moved(svc: NodeService, ident: str, state: str, at: int) -> web.Response:
 async def post_reschedule(request: web.Request) -> web.Response:
     """Reschedule many messages, by id or by key; one result per item, in order."""
     svc = request.app[SERVICE]
-    svc.require_master()
     items = parse_reschedules(
         await json_body(request), svc.clock(), svc.limits, request.app[CONFIG].max_batch_items
     )

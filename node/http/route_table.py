@@ -6,17 +6,36 @@
 as OpenAPI writes it (``{id}`` for aiohttp's ``{id:<regex>}``). The operation says the
 route's token scope and whether it answers only on the master (node/http/openapi/
 operations.py): ``scopes`` gives each registered route its operation's scope, which the
-middleware checks the token by, and tests/node/test_openapi.py holds the handlers'
-``require_master`` calls to the operation's master rule.
+middleware checks the token by; and a route whose operation has the master rule is
+registered with the master check before its handler (:func:`on_master`), so a follower
+redirects it, and a master that may not serve now refuses it, before anything the request
+says is read. The check comes after the middleware (the token, then ``Horologe-Forward-To``:
+a follower sends a dashboard's call on to the master unchecked).
 """
 
 from __future__ import annotations
 
+import functools
 import re
 
 from aiohttp import web
 
+from .common import SERVICE
+from .openapi.operations import on_master_only
+
 _REGEX_PART = re.compile(r"\{(\w+):[^/]*\}")
+
+
+def on_master(handler):
+    """The handler, behind the master check (NodeService.require_master: a follower's 307, a
+    503 while no master may serve)."""
+
+    @functools.wraps(handler)
+    async def checked(request: web.Request) -> web.StreamResponse:
+        request.app[SERVICE].require_master()
+        return await handler(request)
+
+    return checked
 
 
 def openapi_path(path: str) -> str:
@@ -39,9 +58,18 @@ class RouteTable(web.RouteTableDef):
     def _add(method: str):  # noqa: N805 - makes the methods below
         def add(self, path: str, operation: dict, **kwargs):
             """Register the handler decorated for this method and path (aiohttp's keyword
-            arguments), with its operation."""
+            arguments), with its operation, behind the master check when the operation has
+            the master rule. The decorated function is returned as it was."""
             self.operation(method, path, operation)
-            return getattr(web.RouteTableDef, method)(self, path, **kwargs)
+            register = getattr(web.RouteTableDef, method)(self, path, **kwargs)
+            if not on_master_only(operation):
+                return register
+
+            def checked(handler):
+                register(on_master(handler))
+                return handler
+
+            return checked
 
         return add
 

@@ -43,7 +43,6 @@ routes = RouteTable()
 async def create(request: web.Request) -> web.Response:
     """Create a recurring schedule."""
     svc = request.app[SERVICE]
-    svc.require_master()
     wanted = parse_schedule(await json_body(request), svc.clock(), svc.limits)
     status, body = await svc.schedules.create(wanted)
     return answer(status, body)
@@ -62,7 +61,6 @@ async def create(request: web.Request) -> web.Response:
 async def list_all(request: web.Request) -> web.Response:
     """Every schedule, by name."""
     svc = request.app[SERVICE]
-    svc.require_master()
     return answer(200, {"schedules": svc.schedules.list()})
 
 
@@ -78,7 +76,6 @@ async def get_one(request: web.Request) -> web.Response:
     """One schedule, with its next five fire times."""
     svc = request.app[SERVICE]
     name = parse_name(request.match_info["name"])
-    svc.require_master()
     return answer(200, svc.schedules.get(name))
 
 
@@ -86,7 +83,6 @@ def _action(act: Callable[[NodeService, str], Awaitable[dict]]):
     async def handle(request: web.Request) -> web.Response:
         svc = request.app[SERVICE]
         name = parse_name(request.match_info["name"])
-        svc.require_master()
         return answer(200, await act(svc, name))
 
     return handle
