@@ -36,8 +36,10 @@ class CommittedView:
         self.halted: str | None = None
         self.skipped_entries = 0
 
-    def follow(self, applied: Applied) -> None:
-        self.reads.follow(applied.committed)
+    def follow(self, applied: Applied, keep_written: bool = True) -> None:
+        """Read at the applied state from now on; ``keep_written``: keep the records of
+        messages due soon it wrote, for the pulls (storage/recent_records.py)."""
+        self.reads.follow(applied.committed, keep_written)
         self.halted = applied.halted
         self.skipped_entries = applied.skipped
 

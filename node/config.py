@@ -77,6 +77,9 @@ class NodeConfig:
     # pulled ahead arrived after its time (commit plus pull took longer than the lead).
     fire_lead_ms: ranged(0, 1_000) = 50
     fsync: bool = False  # a store sync point every batch (storage/config.py); the Raft journal always syncs
+    # Records of messages due within a minute of their production that the master keeps in
+    # memory until a pull takes them (storage/recent_records.py); 0 keeps none.
+    recent_records_mb: ranged(0, 1 << 20) = 64
     log_compaction_min_entries: ranged(10, 1_000_000_000) = 50_000
     log_compaction_bytes: ranged(1024 * 1024, 1 << 40) = 64 * 1024 * 1024
     # Nack delays by attempt (RocketMQ's 16 levels, 10 s .. 2 h); after the last, the DLQ.

@@ -96,7 +96,7 @@ class NodeService:
     ) -> None:
         """``observers``: what Raft, the wheel's deliveries and the consumers report to
         the metrics (node/observers.py). ``storage_config``: the store's layout (default:
-        ``StorageConfig(fsync=config.fsync)``). ``make_raft``: called as ``RaftNode`` is,
+        ``fsync`` and ``recent_records_mb`` of the config). ``make_raft``: called as ``RaftNode`` is,
         on the loop, at :meth:`start`; the simulator (sim/) passes one that ticks the
         node itself, on its network and crossing. ``peer_readiness(url, timeout_s)``: a
         peer's ``/readyz`` body or None (default: over HTTP, node/peer_readiness.py)."""
@@ -113,7 +113,9 @@ class NodeService:
         # Every entry, deadline and relative delay is taken by the quorum-bounded clock.
         self.clock = self.quorum_clock.now_ms
         store = Storage(
-            os.path.join(config.data_dir, "store"), storage_config or StorageConfig(fsync=config.fsync)
+            os.path.join(config.data_dir, "store"),
+            storage_config
+            or StorageConfig(fsync=config.fsync, recent_records_bytes=config.recent_records_mb << 20),
         )
         for line in store.recovered:
             log.warning("storage recovery: %s", line)
@@ -246,7 +248,7 @@ class NodeService:
         self._writer.store.close()
 
     def _on_applied(self, applied: Applied) -> None:  # via the crossing, in apply order
-        self.view.follow(applied)
+        self.view.follow(applied, keep_written=self.is_master())  # only a master's pulls read them
         if applied.halted:
             for task in self._leading:  # a halted replica proposes nothing (cluster/raft/node.py)
                 task.cancel()  # and hands over
@@ -266,6 +268,8 @@ class NodeService:
 
     def _on_role(self, leads: bool) -> None:  # via the crossing, when this node starts or stops leading
         self.consumers.forget_leases()  # leases of another term mean nothing now
+        if not leads:
+            self.view.reads.forget_written()
         for task in self._leading:
             if leads and not self.handover.releasing and not self.view.halted:
                 task.start()

@@ -47,6 +47,9 @@ class StorageConfig:
     # hour files), least recently used closed first; closed ones reopen when read.
     max_open_files: int = 256
     journal_compact_bytes: int = 4 * 1024 * 1024
+    # Records of messages due soon after their production that a reader keeps in memory
+    # for the pulls that read them next (recent_records.py); 0 keeps none.
+    recent_records_bytes: int = 64 * 1024 * 1024
 
     def __post_init__(self) -> None:
         assert self.key_buckets > 0 and self.key_buckets & (self.key_buckets - 1) == 0, self.key_buckets

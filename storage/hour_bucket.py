@@ -167,10 +167,11 @@ class HourBucket:
         slots: np.ndarray,
         topic_ids: np.ndarray,
         tag_sigs: np.ndarray,
-    ) -> np.ndarray:
+    ) -> tuple[np.ndarray, list[bytes]]:
         """Append the messages at positions ``at`` of ``cols``, filed at ``slots`` (epoch ms
         in this hour), under ``topic_ids`` with ``tag_sigs`` (one per position); return their
-        globalIndexes. Each becomes the head of its second's chain, in the order given."""
+        globalIndexes and their records. Each becomes the head of its second's chain, in the
+        order given."""
         heads = self.heads
         log = self.files.writable(self.log_rel, DELAY_LOG)
         idx = self.files.writable(self.idx_rel, DELAY_INDEX)
@@ -183,20 +184,18 @@ class HourBucket:
         assert n == 0 or (secs.min() >= 0 and secs.max() < SECONDS_PER_HOUR), (slots, self.hour)
         whole = n == len(cols) and np.array_equal(at, np.arange(n))  # the batch's one hour, as a rule
         pos = range(n) if whole else at.tolist()
-        frames = [
-            frame(rec)
-            for rec in encode_records(
-                id_strings(self.hour, gis),
-                cols.topics if whole else [cols.topics[i] for i in pos],
-                [cols.tags.get(i, ()) for i in pos] if cols.tags else [()] * n,  # packed as arrays
-                cols.bodies if whole else [cols.bodies[i] for i in pos],
-                (cols.deliver_at_ms if whole else cols.deliver_at_ms[at]).tolist(),
-                cols.keys if whole else [cols.keys[i] for i in pos],
-                [cols.headers.get(i, {}) for i in pos] if cols.headers else [{}] * n,
-                [cols.attempts.get(i, 0) for i in pos] if cols.attempts else [0] * n,
-                (cols.produced_at_ms if whole else cols.produced_at_ms[at]).tolist(),
-            )
-        ]
+        recs = encode_records(
+            id_strings(self.hour, gis),
+            cols.topics if whole else [cols.topics[i] for i in pos],
+            [cols.tags.get(i, ()) for i in pos] if cols.tags else [()] * n,  # packed as arrays
+            cols.bodies if whole else [cols.bodies[i] for i in pos],
+            (cols.deliver_at_ms if whole else cols.deliver_at_ms[at]).tolist(),
+            cols.keys if whole else [cols.keys[i] for i in pos],
+            [cols.headers.get(i, {}) for i in pos] if cols.headers else [{}] * n,
+            [cols.attempts.get(i, 0) for i in pos] if cols.attempts else [0] * n,
+            (cols.produced_at_ms if whole else cols.produced_at_ms[at]).tolist(),
+        )
+        frames = [frame(rec) for rec in recs]
         sizes = np.fromiter(map(len, frames), dtype=np.int64, count=n)
         entries = np.zeros(n, dtype=INDEX.dtype)
         entries["offset"] = log.length + np.cumsum(sizes) - sizes
@@ -212,7 +211,7 @@ class HourBucket:
         heads.absorb(entries, first)
         if self._verified == first:
             self._verified = heads.covered
-        return gis
+        return gis, recs
 
     # -- reads ----------------------------------------------------------------
 

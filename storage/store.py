@@ -38,6 +38,7 @@ from .hour_names import parse_hour_name
 from .key_heads import HEADS_NAME as KEY_HEADS_NAME
 from .key_index import KeyIndex
 from .message_id import MessageId
+from .recent_records import WrittenRecords
 from .store_reads import CommittedState, StoreReads
 from .transaction import Transaction
 
@@ -116,6 +117,7 @@ class Storage(StoreReads):
         self.files = FileTable(self.directory, self.journal.state.files, self.config.max_open_files)
         self._tx: Transaction | None = None
         self.generation = getattr(self, "generation", -1) + 1  # a new one per open or restore
+        self._written: list[WrittenRecords] = []  # the last batch's records of messages due soon
         self.names_version = 0
         self._init_reads()
         self.key_index = KeyIndex(self.files, self.config, self.journal.state.meta, self.read_message)
@@ -197,8 +199,11 @@ class Storage(StoreReads):
         return super().meta_keys()
 
     def published(self) -> CommittedState:
-        """The committed state as it is now, for readers on other threads (StoreReader)."""
+        """The committed state as it is now, for readers on other threads (StoreReader).
+        The records of messages due soon that the last batch wrote ride along, once
+        (recent_records.py)."""
         st = self.journal.state
+        written, self._written = tuple(self._written), []  # once: a second reader gets none
         return CommittedState(
             st.applied_index,
             MappingProxyType(dict(st.files)),
@@ -206,6 +211,7 @@ class Storage(StoreReads):
             MappingProxyType(dict(st.meta)),
             self.generation,
             self.names_version,
+            written,
         )
 
     # -- writes ---------------------------------------------------------------
@@ -268,6 +274,7 @@ class Storage(StoreReads):
         )
         self.files.commit()
         self.key_index.commit()
+        self._written = tx.written  # the next published state hands them on
         for hour in tx.dropped_hours:
             self._with_files.pop(hour, None)
             self._buckets.pop(hour, HourBucket(self.files, hour)).remove_cache_files()

@@ -8,6 +8,10 @@ change under the reader; heads and tombstone bitmaps catch up incrementally.
 
 One thread owns a reader: :meth:`follow` refuses a second one. When the writer
 installs a snapshot (``generation`` changes) the reader reopens every file.
+
+A reader, when asked, keeps the records of messages due soon that each state says its batch
+wrote (recent_records.py: a master's view does, for its pulls), and reads those from
+memory.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import threading
 from .config import StorageConfig
 from .errors import StorageError
 from .file_table import FileTable
+from .recent_records import RecentRecords
 from .store_reads import CommittedState, StoreReads
 
 
@@ -29,12 +34,15 @@ class StoreReader(StoreReads):
         self._owner: int | None = None
         self.files = FileTable(directory, dict(state.files), config.max_open_files)
         self._init_reads()
+        if config.recent_records_bytes:
+            self._recent = RecentRecords(config.recent_records_bytes)
 
     def _state(self) -> CommittedState:
         return self._committed
 
-    def follow(self, state: CommittedState) -> None:
-        """Read at ``state`` from now on (a later one than the current, from the same writer)."""
+    def follow(self, state: CommittedState, keep_written: bool = True) -> None:
+        """Read at ``state`` from now on (a later one than the current, from the same writer),
+        keeping the records it says its batch wrote when ``keep_written`` (recent_records.py)."""
         me = threading.get_ident()
         if self._owner is None:
             self._owner = me
@@ -45,10 +53,20 @@ class StoreReader(StoreReads):
             self.close()
             self.files = FileTable(self.directory, dict(state.files), self.config.max_open_files)
             self._init_reads()
+            self.forget_written()
             return
         self.files.follow(state.files)
         if state.names_version != old.names_version:
             self._reindex_names()
+            if self._recent is not None:
+                self._recent.drop_before(self.meta("retained_from_hour", 0))
+        if self._recent is not None and keep_written:
+            self._recent.keep(state.written)
+
+    def forget_written(self) -> None:
+        """Forget every record kept from the states followed (recent_records.py)."""
+        if self._recent is not None:
+            self._recent.clear()
 
     def close(self) -> None:
         self._close_buckets()

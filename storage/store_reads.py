@@ -31,6 +31,7 @@ from .magic import MAGIC_SIZE, READY_LOG, check_magic
 from .message import StoredMessage
 from .message_id import MessageId, by_hour
 from .ready_log import READY, base_key, floor_key, ready_segment_rel, ready_segments
+from .recent_records import RecentRecords, WrittenRecords
 from .segments import SegmentedLog
 
 
@@ -41,7 +42,8 @@ class CommittedState:
     ``files``, ``topics`` and ``meta`` are the writer's copies at that batch, never
     changed afterwards. ``generation`` changes when the store's files were replaced
     whole (a snapshot installed); ``names_version`` when topics or hours were added or
-    removed.
+    removed. ``written``: the records of messages due soon that the batch appended, for a
+    reader to keep (recent_records.py).
     """
 
     applied_index: int
@@ -50,6 +52,7 @@ class CommittedState:
     meta: Mapping[str, Any]
     generation: int
     names_version: int
+    written: tuple[WrittenRecords, ...] = ()  # records of messages due soon this batch appended
 
 
 class StoreReads:
@@ -57,6 +60,7 @@ class StoreReads:
     config: StorageConfig
     read_only: bool
     files: FileTable
+    _recent: RecentRecords | None = None  # a reader's records of messages due soon (the writer has none)
 
     def _state(self) -> CommittedState:
         raise NotImplementedError
@@ -252,7 +256,9 @@ class StoreReads:
         self._check_retained(MessageId(int(hours[k]), int(gis[k])))  # the oldest hour's
         first = int(hours[0])
         if (hours == first).all():  # a pull's rows mostly come from one hour
-            return self._read_hour(first, np.asarray(gis).tolist(), HourBucket.read_records)
+            wanted = np.asarray(gis).tolist()
+            kept = None if self._recent is None else self._recent.take(first, wanted)
+            return self._read_hour(first, wanted, HourBucket.read_records) if kept is None else kept
         return self.read_records(list(map(MessageId, hours.tolist(), np.asarray(gis).tolist())))
 
     def _read_hour(self, hour: int, gis: list[int], read: Callable[[HourBucket, list[int]], list]) -> list:

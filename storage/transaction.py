@@ -30,6 +30,7 @@ from .message_columns import MessageColumns
 from .message_id import MessageId, by_hour
 from .moves import COPY_OF, MOVED_TO
 from .ready_log import READY, ReadyEntry, base_key, floor_key, ready_segment_rel, rows_of
+from .recent_records import SOON_MS, WrittenRecords
 from .segments import Segment, SegmentedLog
 from .tag_signature import tags_signature
 
@@ -69,6 +70,7 @@ class Transaction:
         self.buckets_touched: set[int] = set()
         self.dropped_hours: set[int] = set()
         self.fresh = np.zeros(0, dtype=bool)  # per message of the last append: stored by it
+        self.written: list[WrittenRecords] = []  # records of messages due soon, for readers
         self.keys_added = 0  # keys this batch indexed (the key index cleans in proportion)
         self.key_clean_extra = 0  # key-index entries this batch may clean besides
         self._ready_logs: dict[int, SegmentedLog] = {}  # topics whose ready logs this batch touched
@@ -161,7 +163,8 @@ class Transaction:
             here = at[slot_hours[at] == hour]
             self.buckets_touched.add(hour)
             hours[here] = hour
-            gis[here] = self._bucket(hour).append(cols, here, slots[here], tids[here], sigs[here])
+            gis[here], records = self._bucket(hour).append(cols, here, slots[here], tids[here], sigs[here])
+            self._note_soon(cols, here, hour, gis[here], records)
         for i, h in cols.headers.items():
             policy = policy_of(h) if stored[i] else None
             if policy is not None:
@@ -174,6 +177,20 @@ class Transaction:
         self._key_index.add_hashed(self, [h for _, h in new], hours[firsts], gis[firsts])
         self.keys_added += len(new)
         return hours, gis
+
+    def _note_soon(
+        self, cols: MessageColumns, here: np.ndarray, hour: int, gis: np.ndarray, records: list[bytes]
+    ) -> None:
+        """List the records of the messages at ``here`` due soon after their production
+        (recent_records.py), for the readers to keep."""
+        if not self._config.recent_records_bytes:
+            return
+        soon = cols.deliver_at_ms[here] - cols.produced_at_ms[here] <= SOON_MS
+        if soon.all():
+            self.written.append(WrittenRecords(hour, gis.tolist(), records))
+        elif soon.any():
+            ks = np.flatnonzero(soon).tolist()
+            self.written.append(WrittenRecords(hour, gis[ks].tolist(), [records[k] for k in ks]))
 
     def _topic_ids(self, topics: list[str], at: np.ndarray) -> np.ndarray:
         """The topic id of each message (registering new topics in the order they appear
