@@ -248,7 +248,8 @@ class StoreReads:
 
     def read_records_at(self, hours: np.ndarray, gis: np.ndarray) -> list[bytes]:
         """:meth:`read_records` of the messages ``hours``/``gis`` (arrays of one length),
-        without a MessageId each: a pull's, read from its ready-log rows."""
+        without a MessageId each: a pull's, read from its ready-log rows. Messages of one
+        hour that a reader keeps all of (recent_records.py) are taken from memory."""
         if not len(hours):
             return []
         hours = np.asarray(hours, dtype=np.int64)
