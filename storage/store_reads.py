@@ -13,6 +13,7 @@ what makes reading beside a writer safe without a lock.
 
 from __future__ import annotations
 
+import functools
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -239,17 +240,17 @@ class StoreReads:
 
     def read_messages(self, mids: list[MessageId]) -> list[StoredMessage]:
         """``read_message`` of each, in that order, reading each hour's together."""
-        return self._per_hour(mids, HourBucket.read_messages)
+        return self._per_hour(mids, functools.partial(self._read_hour, read=HourBucket.read_messages))
 
     def read_records(self, mids: list[MessageId]) -> list[bytes]:
         """The checked delay-log records of ``mids`` (HourBucket.read_records), in that
         order, reading each hour's together."""
-        return self._per_hour(mids, HourBucket.read_records)
+        return self._per_hour(mids, functools.partial(self._read_hour, read=HourBucket.read_records))
 
     def read_records_at(self, hours: np.ndarray, gis: np.ndarray) -> list[bytes]:
         """:meth:`read_records` of the messages ``hours``/``gis`` (arrays of one length),
-        without a MessageId each: a pull's, read from its ready-log rows. Messages of one
-        hour that a reader keeps all of (recent_records.py) are taken from memory."""
+        without a MessageId each: a pull's, read from its ready-log rows. Those a reader
+        keeps (recent_records.py) are taken from memory, the others read."""
         if not len(hours):
             return []
         hours = np.asarray(hours, dtype=np.int64)
@@ -257,21 +258,34 @@ class StoreReads:
         self._check_retained(MessageId(int(hours[k]), int(gis[k])))  # the oldest hour's
         first = int(hours[0])
         if (hours == first).all():  # a pull's rows mostly come from one hour
-            wanted = np.asarray(gis).tolist()
-            kept = None if self._recent is None else self._recent.take(first, wanted)
-            return self._read_hour(first, wanted, HourBucket.read_records) if kept is None else kept
-        return self.read_records(list(map(MessageId, hours.tolist(), np.asarray(gis).tolist())))
+            return self._records_of_hour(first, np.asarray(gis).tolist())
+        mids = list(map(MessageId, hours.tolist(), np.asarray(gis).tolist()))
+        return self._per_hour(mids, self._records_of_hour)
+
+    def _records_of_hour(self, hour: int, gis: list[int]) -> list:
+        """HourBucket.read_records of ``gis``: those a reader keeps taken from memory, the
+        others read from the log."""
+        kept = None if self._recent is None else self._recent.take(hour, gis)
+        if kept is None:
+            return self._read_hour(hour, gis, HourBucket.read_records)
+        missing = [k for k, record in enumerate(kept) if record is None]
+        if missing:
+            read = self._read_hour(hour, [gis[k] for k in missing], HourBucket.read_records)
+            for k, record in zip(missing, read, strict=True):
+                kept[k] = record
+        return kept
 
     def _read_hour(self, hour: int, gis: list[int], read: Callable[[HourBucket, list[int]], list]) -> list:
         with _removed_as(MessageExpiredError(f"messages of hour {hour} were removed by retention")):
             return read(self.bucket(hour), gis)
 
-    def _per_hour(self, mids: list[MessageId], read: Callable[[HourBucket, list[int]], list]) -> list:
+    def _per_hour(self, mids: list[MessageId], read_hour: Callable[[int, list[int]], list]) -> list:
+        """``read_hour(hour, gis)`` of each hour's messages of ``mids``, put back in their order."""
         for mid in mids:
             self._check_retained(mid)
         out: list = [None] * len(mids)
         for hour, ks in by_hour(mids).items():
-            got = self._read_hour(hour, [mids[k].global_index for k in ks], read)
+            got = read_hour(hour, [mids[k].global_index for k in ks])
             for k, m in zip(ks, got, strict=True):
                 out[k] = m
         return out

@@ -39,16 +39,17 @@ def test_records_of_messages_due_soon_come_from_memory_once(tmp_path):
     ids = store.apply(1, lambda tx: tx.append(soon))
     reader.follow(store.published())
     on_disk = _read(StoreReader(store.directory, StorageConfig(recent_records_bytes=0), store.published()), ids)
+    # Some taken, then a read of those and others: the others from memory, those from the log.
+    assert _read(reader, ids[10:20]) == on_disk[10:20]
+    assert _read(reader, ids[5:25]) == on_disk[5:25]
     _spoil_delay_log(store, ids[0].hour)
-    # Taken from memory: the bytes as written, though the log no longer holds them.
-    assert _read(reader, ids[:20]) == on_disk[:20]
+    # From memory: the bytes as written, though the log no longer holds them.
+    assert _read(reader, ids[25:]) == on_disk[25:]
     # Taken once: read again, they come from the log, and its damage is found.
-    with pytest.raises(CorruptLogError):
-        _read(reader, ids[:20])
-    # Only all or nothing: one not kept sends the whole read to the log.
-    with pytest.raises(CorruptLogError):
-        _read(reader, ids[15:30])
-    assert _read(reader, ids[30:]) == on_disk[30:]
+    for taken in (ids[25:30], ids[5:10], ids[20:25]):
+        with pytest.raises(CorruptLogError):
+            _read(reader, taken)
+    assert _read(reader, ids[:5]) == on_disk[:5]
 
 
 def test_messages_produced_to_wait_are_read_from_the_log(tmp_path):
@@ -87,28 +88,32 @@ def _run(hour: int, gis: list[int], size: int = 100) -> WrittenRecords:
     return WrittenRecords(hour, gis, [bytes([gi % 256]) * size for gi in gis])
 
 
-def test_what_is_kept_stays_within_its_bound_and_falls_back():
+def test_what_is_kept_stays_within_its_bound_the_oldest_dropped_first():
     each = 100 + OVERHEAD
     kept = RecentRecords(10 * each)
     kept.keep((_run(HOUR, list(range(6))),))
-    kept.keep((_run(HOUR, list(range(6, 12))),))  # would pass the bound: not kept
-    assert len(kept) == 6 and kept.bytes == 6 * each
-    assert kept.take(HOUR, [6]) is None
-    assert kept.take(HOUR, [1, 2]) == [b"\x01" * 100, b"\x02" * 100]
-    assert len(kept) == 4 and kept.bytes == 4 * each
-    kept.keep((_run(HOUR + 1, [0, 1]),))
-    assert len(kept) == 6
+    kept.keep((_run(HOUR, list(range(6, 12))),))  # past the bound: positions 0 and 1 go
+    assert len(kept) == 10 and kept.bytes == 10 * each
+    assert kept.take(HOUR, [0, 1]) is None
+    assert kept.take(HOUR, [1, 2, 3]) == [None, b"\x02" * 100, b"\x03" * 100]
+    assert len(kept) == 8 and kept.bytes == 8 * each
+    kept.keep((_run(HOUR + 1, [0, 1, 2, 3]),))  # positions 4 and 5 of HOUR go
+    assert kept.bytes == 10 * each and kept.take(HOUR, [4, 5]) is None
     kept.keep((_run(HOUR + 2, [0]),))  # a later hour: hours before the previous one go
-    assert len(kept) == 3 and kept.bytes == 3 * each
-    assert kept.take(HOUR, [0]) is None and kept.take(HOUR + 1, [1]) is not None
+    assert len(kept) == 5 and kept.bytes == 5 * each
+    assert kept.take(HOUR, [6]) is None and kept.take(HOUR + 1, [1]) is not None
     kept.drop_before(HOUR + 2)
     assert len(kept) == 1 and kept.bytes == each
     kept.clear()
     assert len(kept) == 0 and kept.bytes == 0
 
 
-def test_a_message_asked_for_twice_is_given_twice_and_counted_once():
+def test_a_message_asked_for_twice_is_given_once_and_counted_once():
     kept = RecentRecords(1 << 20)
     kept.keep((_run(HOUR, [0, 1]),))
-    assert kept.take(HOUR, [0, 0, 1]) == [b"\x00" * 100, b"\x00" * 100, b"\x01" * 100]
+    kept.keep((_run(HOUR, [1]),))  # again: counted once
+    assert kept.bytes == 2 * (100 + OVERHEAD)
+    assert kept.take(HOUR, [0, 0, 1]) == [b"\x00" * 100, None, b"\x01" * 100]
     assert len(kept) == 0 and kept.bytes == 0
+    kept.keep((_run(HOUR, [5, 6]),))  # an hour emptied by takes is kept again from the next
+    assert kept.take(HOUR, [5]) == [b"\x05" * 100]
