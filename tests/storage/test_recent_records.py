@@ -38,7 +38,8 @@ def test_records_of_messages_due_soon_come_from_memory_once(tmp_path):
     soon = [msg(H0 + 5_000 + i, body=b"soon %d" % i, key=f"k{i}", tags=("a",)) for i in range(50)]
     ids = store.apply(1, lambda tx: tx.append(soon))
     reader.follow(store.published())
-    on_disk = _read(StoreReader(store.directory, StorageConfig(recent_records_bytes=0), store.published()), ids)
+    plain = StoreReader(store.directory, StorageConfig(recent_records_bytes=0), store.published())
+    on_disk = _read(plain, ids)
     # Some taken, then a read of those and others: the others from memory, those from the log.
     assert _read(reader, ids[10:20]) == on_disk[10:20]
     assert _read(reader, ids[5:25]) == on_disk[5:25]
