@@ -61,12 +61,12 @@ class RecentRecords:
             kept = self._by_hour.setdefault(run.hour, {})
             self._low.setdefault(run.hour, run.gis[0])
             self._high[run.hour] = max(self._high.get(run.hour, 0), run.gis[-1] + 1)
-            for gi, record in zip(run.gis, run.records, strict=True):
-                old = kept.get(gi)
-                if old is not None:  # the writer gives each position once; counted once anyway
-                    self.bytes -= len(old) + OVERHEAD
-                kept[gi] = record
-            self.bytes += sum(map(len, run.records)) + OVERHEAD * len(run.records)
+            before = len(kept)
+            kept.update(zip(run.gis, run.records, strict=True))
+            if len(kept) - before == len(run.gis):
+                self.bytes += sum(map(len, run.records)) + OVERHEAD * len(run.records)
+            else:  # a position given again (the writer gives each once): counted afresh
+                self.bytes = sum(map(_size, self._by_hour.values()))
         while self.bytes > self.max_bytes and self._by_hour:
             self._drop_oldest(min(self._by_hour))
 
@@ -89,8 +89,7 @@ class RecentRecords:
     def drop_before(self, hour: int) -> None:
         """Forget every record of an hour before ``hour``."""
         for h in [h for h in self._by_hour if h < hour]:
-            kept = self._by_hour[h]
-            self.bytes -= sum(map(len, kept.values())) + OVERHEAD * len(kept)
+            self.bytes -= _size(self._by_hour[h])
             self._forget_hour(h)
 
     def clear(self) -> None:
@@ -114,3 +113,8 @@ class RecentRecords:
 
     def _forget_hour(self, hour: int) -> None:
         del self._by_hour[hour], self._low[hour], self._high[hour]
+
+
+def _size(kept: dict[int, bytes]) -> int:
+    """What records ``kept`` count for: their bytes, each with OVERHEAD."""
+    return sum(map(len, kept.values())) + OVERHEAD * len(kept)
