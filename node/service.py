@@ -129,7 +129,11 @@ class NodeService:
             lambda now: self.submit(SYNC, clock_ms=now),
             self.clock,
             WheelSettings(
-                config.fire_batch_limit, config.sync_interval_ms, config.node_id, lead_ms=config.fire_lead_ms
+                config.fire_batch_limit,
+                config.sync_interval_ms,
+                config.node_id,
+                lead_ms=config.fire_lead_ms,
+                lead_max_ms=config.fire_lead_max_ms,
             ),
             clock_known=self.quorum_clock.known,
             each_turn=self._check_clock,

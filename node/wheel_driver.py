@@ -19,8 +19,15 @@ least half a lead of deliveries (an ``S`` each 10 ms at the default 20, not one 
 turn), which spares the three nodes most of the commits they share two cores for. Consumers
 hand a ready message out only once it is due
 (node/consumers/service.py), and each node records ``max(clock, deliver time)`` as its
-``delivered_at``, so nothing is early; a cancel or reschedule must commit ``lead_ms``
-before the deliver time to win (docs/cluster.md, "Fire lead").
+``delivered_at``, so nothing is early; a cancel or reschedule must commit before the
+message is fired to win: ``lead_ms`` before its deliver time, earlier in a hot stretch
+(docs/cluster.md, "Fire lead").
+
+**Hot stretches.** When more than ``fire_batch_limit`` falls due within the lead, those
+batches take longer than the lead to commit back to back, and the last reached the ready
+log after its time. So the lead stretches with what is pending before a message: the
+batches are fired a lead apart, the last one a lead ahead of its time, and none more than
+``lead_max_ms`` ahead (wheel/hot_lead.py).
 
 It is given only what it needs: the committed view's reads and watermark, a
 ``propose_sync(clock_ms)`` that stamps and proposes an ``S`` entry, and a clock.
@@ -40,7 +47,7 @@ import numpy as np
 
 from horologe.cluster import ClusterError
 from horologe.storage.store_reads import StoreReads
-from horologe.wheel import Sleep, TimeWheel, Watermark, realign
+from horologe.wheel import Sleep, TimeWheel, Watermark, realign, stretched_lead
 
 from .leader_task import LeaderTask
 
@@ -54,6 +61,7 @@ class WheelSettings:
     node_id: str = ""
     syncs_in_flight: int = 2  # S entries proposed before the wheel waits for the oldest
     lead_ms: int = 0  # how far ahead of the clock the wheel fires (the module docstring)
+    lead_max_ms: int = 0  # how far ahead at most it fires a hot stretch (the module docstring)
 
 
 class WheelDriver(LeaderTask):
@@ -180,7 +188,12 @@ class WheelDriver(LeaderTask):
                 first = self.wheel.next_due_ms()
                 # Half the lead ahead, and the whole lead once something is due within the half.
                 lead = cfg.lead_ms if first is not None and first <= now + half_lead else half_lead
-                due = self.wheel.advance_to(now + lead, cfg.fire_batch_limit)
+                # More than a batch due within the lead: their batches a lead apart (hot stretch).
+                pending = self.wheel.pending_slots(now + max(cfg.lead_max_ms, lead) + cfg.sync_interval_ms)
+                through, stretched_at = stretched_lead(
+                    pending, now, lead, cfg.lead_ms, cfg.fire_batch_limit, cfg.lead_max_ms
+                )
+                due = self.wheel.advance_to(through, cfg.fire_batch_limit)
                 nxt = self.wheel.next_due_ms()
                 if len(due) or time.monotonic() - last_sync >= interval:
                     syncing.append(self._sync(now))
@@ -193,6 +206,8 @@ class WheelDriver(LeaderTask):
                 wait = interval - (time.monotonic() - last_sync)
                 if nxt is not None:  # woken once it is due within half the lead
                     wait = min(wait, (nxt - self._clock() - half_lead) / 1000)
+                if stretched_at is not None:  # or once a hot stretch's next batch is to be fired
+                    wait = min(wait, (stretched_at - self._clock()) / 1000)
                 if wait > 0:
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(self._wake.wait(), wait)

@@ -16,7 +16,7 @@ from .local_log import LocalLog
 T = 1_767_225_600_000
 
 
-def _driver(tmp_path, lead_ms: int = 0) -> tuple[LocalLog, WheelDriver]:
+def _driver(tmp_path, lead_ms: int = 0, lead_max_ms: int = 0) -> tuple[LocalLog, WheelDriver]:
     t0 = time.monotonic()
     log = LocalLog(str(tmp_path / "s"), lambda: T + int((time.monotonic() - t0) * 1000))
     driver = WheelDriver(
@@ -24,7 +24,7 @@ def _driver(tmp_path, lead_ms: int = 0) -> tuple[LocalLog, WheelDriver]:
         lambda: log.view.ws,
         lambda now: log.propose(SYNC, clock_ms=now),
         log.clock,
-        WheelSettings(fire_batch_limit=1000, sync_interval_ms=50, lead_ms=lead_ms),
+        WheelSettings(fire_batch_limit=1000, sync_interval_ms=50, lead_ms=lead_ms, lead_max_ms=lead_max_ms),
     )
     log.ws = lambda: driver.ws  # entries carry the live watermark, as the node stamps them
     log.listeners.append(lambda res: driver.on_append(res.pending_slots))
@@ -216,6 +216,35 @@ def test_with_a_lead_the_wheel_commits_what_falls_due_that_far_ahead(tmp_path):
         first = next(e for e in log.proposed if e.kind == SYNC and e.ws.ms >= soon)
         assert first.clock_ms < soon  # the S that delivered the first one was stamped before it was due
         assert first.ws.ms >= soon + 80  # and it delivered the last one too
+        await driver.stop()
+
+    try:
+        asyncio.run(run())
+    finally:
+        log.close()
+
+
+def test_a_hot_millisecond_is_fired_a_batch_a_lead_apart_and_all_of_it_before_its_time(tmp_path):
+    """More than a batch due at once: the wheel fires the batches a lead apart, the last
+    one a lead ahead of its time (wheel/hot_lead.py), not from a lead ahead back to back,
+    which ended after the time once each batch took longer to commit; and never further
+    ahead than ``lead_max_ms``."""
+    log, driver = _driver(tmp_path, lead_ms=50, lead_max_ms=1000)
+
+    async def run() -> None:
+        driver.start()
+        assert await _until(lambda: driver.wheel is not None)
+        due = log.clock() + 1_500
+        for k in range(5):  # five batches' worth, all due at one millisecond
+            await log.propose(
+                PRODUCE, messages=[Message("t", b"%d" % i, due, T) for i in range(1000 * k, 1000 * k + 1000)]
+            )
+        assert await _until(lambda: log.view.reads.ready_count("t") == 5000, turns=300)
+        assert log.clock() < due  # all of it in the ready log before its time
+        rows = log.view.reads.read_ready("t")
+        assert set(rows["delivered_at_ms"].tolist()) == {due}  # recorded at its time, never before
+        fired = [e.clock_ms for e in log.proposed if e.kind == SYNC and e.ws.ms >= due]
+        assert due - 1_000 <= fired[0] <= due - 200  # four leads ahead at least, the cap at most
         await driver.stop()
 
     try:

@@ -1,0 +1,42 @@
+"""How far ahead the master fires a hot stretch: one batch a lead apart, done by its time.
+
+The wheel fires what falls due within the fire lead, at most a batch per delivering
+entry, back to back. When more than a batch falls due at once (a hot millisecond: a
+hundred thousand reminders at the top of the hour), those batches take longer than the
+lead to commit, and the last of them reached the ready log after its time. So the lead
+stretches with what is pending before a message:
+
+    the pending message of rank ``i`` (0: the next due) is fired ``lead`` ahead of its
+    slot if ``i < batch``, else ``min(cap, step * (1 + i // batch))`` (at least ``lead``),
+
+and, since the wheel fires in delivery order, so is everything due before it. The
+batches of a hot millisecond are thereby fired ``step`` apart, the last one ``lead``
+ahead of its time. In a steady flow (less than a batch within the lead) nothing changes.
+``lead`` is the driver's lead of the moment (half of ``step``, the fire lead, until
+something is due within that half: node/wheel_driver.py).
+Pure: the pending slots and the time come in as arguments.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def stretched_lead(
+    slots: np.ndarray, now_ms: int, lead_ms: int, step_ms: int, batch: int, cap_ms: int
+) -> tuple[int, int | None]:
+    """``slots``: the pending messages' slots (ms) in delivery order, those due by
+    ``now_ms + cap_ms`` at least. Returns (fire through this slot now, at least
+    ``now_ms + lead_ms``; when the next of the rest beyond the first batch is to be fired,
+    or None: the driver wakes for the first batch by the plain lead)."""
+    if not len(slots):
+        return now_ms + lead_ms, None
+    rank = np.arange(len(slots))
+    stretch = np.maximum(np.minimum(step_ms * (1 + rank // batch), cap_ms), lead_ms)
+    ahead = np.where(rank < batch, lead_ms, stretch)
+    fire_at = slots - ahead
+    now = np.flatnonzero(fire_at <= now_ms)
+    last = int(now[-1]) if len(now) else -1
+    through = max(now_ms + lead_ms, int(slots[last])) if last >= 0 else now_ms + lead_ms
+    rest = fire_at[max(last + 1, batch) :]  # the first batch's wake is the plain lead's
+    return through, (int(rest.min()) if len(rest) else None)
