@@ -47,7 +47,7 @@ import numpy as np
 
 from horologe.cluster import ClusterError
 from horologe.storage.store_reads import StoreReads
-from horologe.wheel import Sleep, TimeWheel, Watermark, realign, stretched_lead
+from horologe.wheel import Sleep, TimeWheel, Watermark, ranks_looked_at, realign, stretched_lead
 
 from .leader_task import LeaderTask
 
@@ -189,7 +189,10 @@ class WheelDriver(LeaderTask):
                 # Half the lead ahead, and the whole lead once something is due within the half.
                 lead = cfg.lead_ms if first is not None and first <= now + half_lead else half_lead
                 # More than a batch due within the lead: their batches a lead apart (hot stretch).
-                pending = self.wheel.pending_slots(now + max(cfg.lead_max_ms, lead) + cfg.sync_interval_ms)
+                pending = self.wheel.pending_slots(
+                    now + max(cfg.lead_max_ms, lead) + cfg.sync_interval_ms,
+                    ranks_looked_at(cfg.lead_ms, cfg.fire_batch_limit, cfg.lead_max_ms),
+                )
                 through, stretched_at = stretched_lead(
                     pending, now, lead, cfg.lead_ms, cfg.fire_batch_limit, cfg.lead_max_ms
                 )

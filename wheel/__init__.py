@@ -5,7 +5,7 @@ Pure: no threads, no sleeps, no clock. Time comes in as ``now_ms``.
 
 from .errors import DelayTooLongError, InvalidWatermarkError, WheelError
 from .expand import SecondCache, expand
-from .hot_lead import stretched_lead
+from .hot_lead import ranks_looked_at, stretched_lead
 from .loaded_second import DUE
 from .realign import FastForward, Sleep, realign
 from .time_wheel import TimeWheel
@@ -23,6 +23,7 @@ __all__ = [
     "Watermark",
     "WheelError",
     "expand",
+    "ranks_looked_at",
     "realign",
     "stretched_lead",
 ]

@@ -22,13 +22,22 @@ from __future__ import annotations
 import numpy as np
 
 
+def ranks_looked_at(step_ms: int, batch: int, cap_ms: int) -> int:
+    """How many of the pending messages :func:`stretched_lead` needs: from this rank on,
+    every message is fired the same lead ahead (the cap), so those after need no look
+    (a wheel far behind, fast-forwarding, may have millions pending)."""
+    return batch * max(2, -(-cap_ms // step_ms)) if step_ms > 0 else batch + 1
+
+
 def stretched_lead(
     slots: np.ndarray, now_ms: int, lead_ms: int, step_ms: int, batch: int, cap_ms: int
 ) -> tuple[int, int | None]:
-    """``slots``: the pending messages' slots (ms) in delivery order, those due by
-    ``now_ms + cap_ms`` at least. Returns (fire through this slot now, at least
-    ``now_ms + lead_ms``; when the next of the rest beyond the first batch is to be fired,
-    or None: the driver wakes for the first batch by the plain lead)."""
+    """``slots``: the slots (ms) of the first pending messages in delivery order, those due
+    by ``now_ms + max(cap_ms, lead_ms)`` at least, and at most :func:`ranks_looked_at` of
+    them (the others are fired with the last). Returns (fire through this slot now, at
+    least ``now_ms + lead_ms``; when the next of the rest beyond the first batch is to be
+    fired, or None: the driver wakes for the first batch by the plain lead, and when all
+    looked at are fired, more than a batch is, and the driver looks again at once)."""
     if not len(slots):
         return now_ms + lead_ms, None
     rank = np.arange(len(slots))
@@ -36,7 +45,12 @@ def stretched_lead(
     ahead = np.where(rank < batch, lead_ms, stretch)
     fire_at = slots - ahead
     now = np.flatnonzero(fire_at <= now_ms)
-    last = int(now[-1]) if len(now) else -1
-    through = max(now_ms + lead_ms, int(slots[last])) if last >= 0 else now_ms + lead_ms
-    rest = fire_at[max(last + 1, batch) :]  # the first batch's wake is the plain lead's
+    if not len(now):
+        rest = fire_at[batch:]  # the first batch's wake is the plain lead's
+        return now_ms + lead_ms, (int(rest.min()) if len(rest) else None)
+    last = int(now[-1])
+    # The last looked at is fired: so is all past it that its lead reaches.
+    reach = int(ahead[-1]) if last == len(slots) - 1 else lead_ms
+    through = max(now_ms + reach, int(slots[last]))
+    rest = fire_at[max(last + 1, batch) :]
     return through, (int(rest.min()) if len(rest) else None)

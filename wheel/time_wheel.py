@@ -176,22 +176,24 @@ class TimeWheel:
         self._remap()
         return np.concatenate(out) if out else empty_due()
 
-    def pending_slots(self, until_ms: int) -> np.ndarray:
-        """The slots (ms) of the messages ahead of the watermark due by ``until_ms``, in
-        delivery order (for :func:`~horologe.wheel.hot_lead.stretched_lead`)."""
+    def pending_slots(self, until_ms: int, limit: int) -> np.ndarray:
+        """The slots (ms) of the first ``limit`` messages ahead of the watermark due by
+        ``until_ms``, in delivery order (for :func:`~horologe.wheel.hot_lead.stretched_lead`)."""
         self._extend(until_ms + 1)
         if self._first_pending() is None:  # also drops the seconds left behind
             return np.empty(0, dtype=np.int64)
-        parts = []
+        parts, taken = [], 0
         for abs_sec in self._order:
-            if abs_sec * 1000 > until_ms:
+            if abs_sec * 1000 > until_ms or taken >= limit:
                 break
             s = self._seconds[abs_sec]
             s.refresh()
             slot = s.rows["slot_ms"]
             pos, stop = s.first_after(self._ws), int(np.searchsorted(slot, until_ms, "right"))
+            stop = min(stop, pos + limit - taken)
             if stop > pos:
                 parts.append(slot[pos:stop])
+                taken += stop - pos
         return np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
 
     def fast_forward(self, plan: FastForward) -> Iterator[np.ndarray]:

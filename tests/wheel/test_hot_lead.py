@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from horologe.wheel import Watermark, stretched_lead
+from horologe.wheel import Watermark, ranks_looked_at, stretched_lead
 
 from .harness import Node
 
@@ -55,13 +55,14 @@ def test_a_lead_of_zero_never_stretches():
 def test_pending_slots_are_those_ahead_of_the_watermark_in_delivery_order(tmp_path):
     node = Node(str(tmp_path), T)
     node.produce([T + 2_500, T + 500, T + 500, T + 1_200, T + 9_000], T)
-    assert node.wheel.pending_slots(T + 2_500).tolist() == [T + 500, T + 500, T + 1_200, T + 2_500]
+    assert node.wheel.pending_slots(T + 2_500, 10).tolist() == [T + 500, T + 500, T + 1_200, T + 2_500]
+    assert node.wheel.pending_slots(T + 2_500, 3).tolist() == [T + 500, T + 500, T + 1_200]
     node.wheel.advance_to(T + 500, 1)  # half of a millisecond released
     assert node.wheel.ws == Watermark(T + 500, 0)
-    assert node.wheel.pending_slots(T + 1_200).tolist() == [T + 500, T + 1_200]
+    assert node.wheel.pending_slots(T + 1_200, 10).tolist() == [T + 500, T + 1_200]
     node.advance(T + 3_000)
-    assert node.wheel.pending_slots(T + 8_999).tolist() == []
-    assert node.wheel.pending_slots(T + 9_000).tolist() == [T + 9_000]
+    assert node.wheel.pending_slots(T + 8_999, 10).tolist() == []
+    assert node.wheel.pending_slots(T + 9_000, 10).tolist() == [T + 9_000]
     node.close()
 
 
@@ -70,3 +71,20 @@ def test_the_driver_s_half_lead_holds_for_the_first_batch_and_the_stretch_counts
     assert stretched_lead(hot, T, LEAD // 2, LEAD, BATCH, CAP) == (T + LEAD // 2, T + 1_000 - 2 * LEAD)
     one = hot[:BATCH]
     assert stretched_lead(one, T, LEAD // 2, LEAD, BATCH, CAP) == (T + LEAD // 2, None)
+
+
+def test_the_first_ranks_looked_at_fire_what_all_of_them_would():
+    """A wheel far behind (fast-forwarding) may have millions pending: the rule looks at
+    the first ``ranks_looked_at`` only, and fires and wakes as it would with all."""
+    rng = np.random.default_rng(7)
+    for step, lead, cap in ((LEAD, LEAD, CAP), (LEAD, LEAD // 2, CAP), (0, 0, CAP), (LEAD, LEAD, 20)):
+        k = ranks_looked_at(step, BATCH, cap)
+        for _ in range(200):
+            slots = np.sort(T + rng.integers(-2_000, 1_500, int(rng.integers(0, 3 * k))))
+            now = T + int(rng.integers(-500, 500))
+            whole = stretched_lead(slots, now, lead, step, BATCH, cap)
+            first = stretched_lead(slots[:k], now, lead, step, BATCH, cap)
+            fired = [int(np.searchsorted(slots, t, "right")) for t in (whole[0], first[0])]
+            assert fired[0] == fired[1], (step, lead, cap, len(slots), now)
+            if fired[1] < k:  # else more than a batch is fired, and the wheel looks again at once
+                assert whole[1] == first[1], (step, lead, cap, len(slots), now)
