@@ -8,8 +8,9 @@ lease). ``poll(timeout_s)`` hands over what of the pulled batch is due instead (
 batch, usually), or ``[]`` once the timeout passes, and acks it on the next call (or on
 ``close``). Background pullers keep up to ``prefetch`` pulled batches ready and up to
 ``pulls`` more on their way (fetched or being decoded; their messages are leased
-meanwhile): a pull waits for its leases to commit, a Raft round trip, and with two on
-their way those of one consumer share commits and overlap their waits; a
+meanwhile): a pull waits for its leases to commit, a Raft round trip, and with several
+on their way (``consume`` keeps three) those of one consumer share commits and overlap
+their waits; a
 background acker sends receipts in groups (what gathers within ``ACK_LINGER_S`` of the
 first) from a bounded queue, so a slow ack round trip never holds the loop (at most
 ``ack_queue`` receipts wait, then the loop waits). A subscription decodes an answer

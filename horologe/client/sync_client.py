@@ -185,7 +185,7 @@ class Client(core.ClientSettings, calls.BlockingPool, ScheduleCalls, PushCalls):
         wait_ms: int = 1_000,
         visibility_ms: int = 30_000,
         prefetch: int = 2,
-        pulls: int = 2,
+        pulls: int = 3,
         ack_queue: int = 1_000,
         ahead_ms: int = AHEAD_MS,
     ) -> Subscription:
