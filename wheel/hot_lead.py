@@ -34,23 +34,21 @@ def stretched_lead(
 ) -> tuple[int, int | None]:
     """``slots``: the slots (ms) of the first pending messages in delivery order, those due
     by ``now_ms + max(cap_ms, lead_ms)`` at least, and at most :func:`ranks_looked_at` of
-    them (the others are fired with the last). Returns (fire through this slot now, at
+    them (past those every one has the capped lead: none would be fired or woken for
+    before the last looked at). Returns (fire through this slot now, at
     least ``now_ms + lead_ms``; when the next of the rest beyond the first batch is to be
-    fired, or None: the driver wakes for the first batch by the plain lead, and when all
-    looked at are fired, more than a batch is, and the driver looks again at once)."""
+    fired, or None: the driver wakes for the first batch by the plain lead, and once a
+    whole batch is fired, it looks again at once; it releases a batch an entry at most)."""
     if not len(slots):
         return now_ms + lead_ms, None
+    if len(slots) >= batch and slots[batch - 1] <= now_ms + lead_ms:
+        return now_ms + lead_ms, None  # a whole batch is due by the plain lead (fast-forward)
     rank = np.arange(len(slots))
     stretch = np.maximum(np.minimum(step_ms * (1 + rank // batch), cap_ms), lead_ms)
     ahead = np.where(rank < batch, lead_ms, stretch)
     fire_at = slots - ahead
     now = np.flatnonzero(fire_at <= now_ms)
-    if not len(now):
-        rest = fire_at[batch:]  # the first batch's wake is the plain lead's
-        return now_ms + lead_ms, (int(rest.min()) if len(rest) else None)
-    last = int(now[-1])
-    # The last looked at is fired: so is all past it that its lead reaches.
-    reach = int(ahead[-1]) if last == len(slots) - 1 else lead_ms
-    through = max(now_ms + reach, int(slots[last]))
-    rest = fire_at[max(last + 1, batch) :]
+    last = int(now[-1]) if len(now) else -1
+    through = max(now_ms + lead_ms, int(slots[last])) if last >= 0 else now_ms + lead_ms
+    rest = fire_at[max(last + 1, batch) :]  # the first batch's wake is the plain lead's
     return through, (int(rest.min()) if len(rest) else None)
