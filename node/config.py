@@ -78,7 +78,7 @@ class NodeConfig:
     fire_lead_ms: ranged(0, 1_000) = 50
     # When more than fire_batch_limit falls due within the lead (a hot millisecond), the
     # wheel fires those batches a lead apart, the last a lead ahead of its time, and none
-    # further ahead than this (docs/cluster.md, "Fire lead"). At most fire_lead_ms: no stretch.
+    # further ahead than this (docs/cluster.md, "Fire lead"). 0: no stretch.
     fire_lead_max_ms: ranged(0, 1_000) = 1_000
     fsync: bool = False  # a store sync point every batch (storage/config.py); the Raft journal always syncs
     # Records of messages due within a minute of their production that the master keeps in

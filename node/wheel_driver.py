@@ -188,14 +188,18 @@ class WheelDriver(LeaderTask):
                 first = self.wheel.next_due_ms()
                 # Half the lead ahead, and the whole lead once something is due within the half.
                 lead = cfg.lead_ms if first is not None and first <= now + half_lead else half_lead
-                # More than a batch due within the lead: their batches a lead apart (hot stretch).
-                pending = self.wheel.pending_slots(
-                    now + max(cfg.lead_max_ms, lead) + cfg.sync_interval_ms,
-                    ranks_looked_at(cfg.lead_ms, cfg.fire_batch_limit, cfg.lead_max_ms),
-                )
-                through, stretched_at = stretched_lead(
-                    pending, now, lead, cfg.lead_ms, cfg.fire_batch_limit, cfg.lead_max_ms
-                )
+                # More than a batch due within two leads: their batches a lead apart (hot
+                # stretch). Not looked at while a whole batch is due by the plain lead (a
+                # wheel far behind: the look would walk all it is behind, every turn).
+                through, stretched_at = now + lead, None
+                if len(self.wheel.pending_slots(now + lead, cfg.fire_batch_limit)) < cfg.fire_batch_limit:
+                    pending = self.wheel.pending_slots(
+                        now + max(cfg.lead_max_ms, lead) + cfg.sync_interval_ms,
+                        ranks_looked_at(cfg.lead_ms, cfg.fire_batch_limit, cfg.lead_max_ms),
+                    )
+                    through, stretched_at = stretched_lead(
+                        pending, now, lead, cfg.lead_ms, cfg.fire_batch_limit, cfg.lead_max_ms
+                    )
                 due = self.wheel.advance_to(through, cfg.fire_batch_limit)
                 nxt = self.wheel.next_due_ms()
                 if len(due) or time.monotonic() - last_sync >= interval:
