@@ -11,7 +11,8 @@ stretches with what is pending before a message:
 
 and, since the wheel fires in delivery order, so is everything due before it. The
 batches of a hot millisecond are thereby fired ``step`` apart, the last one ``lead``
-ahead of its time. In a steady flow (less than a batch within the lead) nothing changes.
+ahead of its time. In a steady flow (less than a batch within two leads) nothing changes;
+the driver does not ask while a whole batch is due by the plain lead (a wheel far behind).
 ``lead`` is the driver's lead of the moment (half of ``step``, the fire lead, until
 something is due within that half: node/wheel_driver.py).
 Pure: the pending slots and the time come in as arguments.
@@ -41,8 +42,6 @@ def stretched_lead(
     whole batch is fired, it looks again at once; it releases a batch an entry at most)."""
     if not len(slots):
         return now_ms + lead_ms, None
-    if len(slots) >= batch and slots[batch - 1] <= now_ms + lead_ms:
-        return now_ms + lead_ms, None  # a whole batch is due by the plain lead (fast-forward)
     rank = np.arange(len(slots))
     stretch = np.maximum(np.minimum(step_ms * (1 + rank // batch), cap_ms), lead_ms)
     ahead = np.where(rank < batch, lead_ms, stretch)
