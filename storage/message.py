@@ -16,8 +16,10 @@ A delay-log record is a msgpack map with exactly these keys::
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import msgpack
+import msgspec
 import numpy as np
 
 from .errors import CorruptLogError, DeliverTimeOutOfRangeError, InvalidMessageError
@@ -73,7 +75,6 @@ class MessageLimits:
             raise InvalidMessageError("attempt must be >= 0", "attempt")
 
 
-_packer = msgpack.Packer(use_bin_type=True)
 RECORD_MAP_HEAD = b"\x89"  # a record's first byte: a map of the 9 RECORD_KEYS
 # The same keys and values as one flat array of 18 items (array 16: 0xdc, two length bytes).
 FLAT_RECORD_HEAD = b"\xdc\x00\x12"
@@ -93,41 +94,34 @@ def encode_record(mid: MessageId, msg: Message) -> bytes:
     )[0]
 
 
+class _Record(msgspec.Struct):
+    """A record's fields in RECORD_ORDER: msgspec packs a struct as the map of its fields
+    in this order, in one call each (the values are packed as they are, not converted)."""
+
+    id: Any
+    topic: Any
+    tags: Any
+    body: Any
+    deliver_at_ms: Any
+    key: Any
+    headers: Any
+    attempt: Any
+    produced_at_ms: Any
+
+
+assert _Record.__struct_fields__ == RECORD_ORDER
+_encode = msgspec.msgpack.Encoder().encode
+
+
 def encode_records(
     ids, topics, tags, bodies, deliver_at_ms, keys, headers, attempts, produced_at_ms
 ) -> list[bytes]:
     """The records of many messages, one per position of the given columns (sequences of
-    plain values). Each is the map of RECORD_KEYS, id first: packed as a flat array of
-    keys and values, whose items are byte for byte the map's, under the map's head."""
-    pack = _packer.pack
-    return [
-        RECORD_MAP_HEAD
-        + pack(
-            [
-                "id",
-                mid,
-                "topic",
-                topic,
-                "tags",
-                tg,
-                "body",
-                body,
-                "deliver_at_ms",
-                at,
-                "key",
-                key,
-                "headers",
-                hd,
-                "attempt",
-                att,
-                "produced_at_ms",
-                pa,
-            ]
-        )[len(FLAT_RECORD_HEAD) :]
-        for mid, topic, tg, body, at, key, hd, att, pa in zip(
-            ids, topics, tags, bodies, deliver_at_ms, keys, headers, attempts, produced_at_ms, strict=True
-        )
-    ]
+    plain values of one length). Each is the map of RECORD_KEYS in RECORD_ORDER."""
+    columns = (ids, topics, tags, bodies, deliver_at_ms, keys, headers, attempts, produced_at_ms)
+    if len({len(c) for c in columns}) > 1:
+        raise ValueError(f"columns of unequal lengths: {[len(c) for c in columns]}")
+    return list(map(_encode, map(_Record, *columns)))
 
 
 _ID_KEY = b"\xa2id\xb0"  # after the map's head: "id", then a str of 16 bytes (ID_LENGTH)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import msgpack
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from horologe.storage import (
     DeliverTimeOutOfRangeError,
@@ -18,7 +20,7 @@ from horologe.storage import (
     check_store,
     id_strings,
 )
-from horologe.storage.message import RECORD_KEYS, encode_record
+from horologe.storage.message import RECORD_KEYS, RECORD_ORDER, encode_record, encode_records
 
 from .helpers import H0, HOUR, msg
 
@@ -113,6 +115,36 @@ def test_a_record_is_the_map_of_its_fields_id_first():
     }
     assert rec == msgpack.packb(as_map, use_bin_type=True)
     assert msgpack.unpackb(rec).keys() == RECORD_KEYS
+
+
+_text = st.text(max_size=300)
+_int = st.integers(min_value=-(2**63), max_value=2**64 - 1)
+_record_fields = st.tuples(
+    st.text(min_size=16, max_size=16),
+    _text,
+    st.lists(_text, max_size=3),
+    st.binary(max_size=70_000) | st.binary(max_size=300).map(bytearray),
+    _int,
+    st.none() | _text,
+    st.dictionaries(_text, _text, max_size=3),
+    _int,
+    _int,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_record_fields, max_size=4))
+def test_records_are_packed_as_msgpack_packs_the_map_of_their_fields(rows):
+    """Byte for byte what msgpack-python packs for the map in RECORD_ORDER (the format
+    the delay log documents), over every width of string, bin and integer."""
+    columns = [list(c) for c in zip(*rows, strict=True)] if rows else [[] for _ in RECORD_ORDER]
+    want = [msgpack.packb(dict(zip(RECORD_ORDER, row, strict=True)), use_bin_type=True) for row in rows]
+    assert encode_records(*columns) == want
+
+
+def test_records_of_columns_of_unequal_lengths_are_refused():
+    with pytest.raises(ValueError, match="unequal lengths"):
+        encode_records(["0" * 16], ["t"], [()], [b""], [1], [None], [{}], [0], [])
 
 
 def test_a_batch_chains_each_second_in_arrival_order(tmp_path):
