@@ -17,6 +17,7 @@ from .errors import CorruptLogError, UnknownMessageError
 from .framing import FRAME_OVERHEAD, committed_frames
 from .heads import Heads
 from .hour_names import parse_hour_name
+from .key_heads import marks_of
 from .key_index import CURSOR, CUTOFF, HOUR_COUNT, KEY_ENTRY, LIVE, key_hash
 from .late_policies import DEAD_LETTERED, LATE
 from .magic import DELAY_INDEX, DELAY_LOG, LATENESS, MAGIC_SIZE, MOVES, READY_LOG, check_magic
@@ -187,6 +188,10 @@ def _check_keys(store: Storage, report: CheckReport) -> None:
         and np.array_equal(held[in_range] - 1, s_sorted[last_of_bucket])
     ):
         _fail(index.heads_path, 0, "key heads do not match the index")
+    # Marks: each entry's bit in its bucket's (bits of entries gone may stay).
+    missed = (index.heads.marks[buckets] & marks_of(rows["key_hash"])) == 0
+    if missed.any():
+        _fail(index.heads_path, 0, f"key marks miss entry {cursor + int(np.argmax(missed))}")
     live = rows[rows["hour"] >= cutoff]
     counts: dict[int, int] = {}
     seen: dict[tuple[str, str], MessageId] = {}  # the id each key answers to

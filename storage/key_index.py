@@ -28,7 +28,8 @@ buckets form a reverse-linked chain whose heads are a rebuildable cache
     crc           u32   crc32 of the 24 bytes above
 
 **Look-up.** Hash, then walk the bucket's chain from its head, newest first, down to the
-cleaning cursor; each entry read is checked against its crc. An entry whose hash matches
+cleaning cursor, unless the bucket's marks (key_heads) say no entry of it has this
+hash's bit; each entry read is checked against its crc. An entry whose hash matches
 and that is live is checked against the message record itself (topic and key), so a
 hash collision never answers a wrong id. A key is only added when no live entry answers
 it, or for a rescheduled copy (moves), so that the key lives as long as the copy's hour:
@@ -267,12 +268,14 @@ class KeyIndex:
         heads = self._heads_in(tx)
         cursor, cutoff = self._meta(CURSOR, tx), self.cutoff(tx)
         firsts = [first for first, _ in self.log.segments]
-        # Each chain's newest entry, for all at once: most keys asked are new, their bucket
-        # empty or its chain older than the cursor, and need no look further.
-        buckets = (np.fromiter(hashes, np.uint64, len(hashes)) & np.uint64(heads.mask)).astype(np.intp)
+        # Each chain's newest entry and its bucket's marks, for all at once: most keys asked
+        # are new, their bucket empty, its chain older than the cursor, or its marks
+        # without their bit, and need no look further.
+        wanted = np.fromiter(hashes, np.uint64, len(hashes))
+        buckets = (wanted & np.uint64(heads.mask)).astype(np.intp)
         newest = heads.heads[buckets].astype(np.int64) - 1
         out: list[MessageId | None] = [None] * len(keys)
-        for j in np.flatnonzero(newest >= cursor).tolist():
+        for j in np.flatnonzero((newest >= cursor) & heads.may_hold(buckets, wanted)).tolist():
             (topic, key), h, n = keys[j], hashes[j], int(newest[j])
             found = None
             while n >= cursor:
@@ -319,6 +322,7 @@ class KeyIndex:
         for b, head in zip(opened.tolist(), (below[firsts] + 1).tolist(), strict=True):
             self._undo.setdefault(b, head)
         np.maximum.at(heads.heads, buckets, nums + 1)
+        heads.mark(buckets, hashes)
         entries = np.zeros(len(hashes), dtype=KEY_ENTRY.dtype)
         entries["key_hash"] = hashes
         entries["pre"] = pre
@@ -400,6 +404,8 @@ class KeyIndex:
         self._batch_end = None
         self.log.base = self.cursor
         self.legacy = []
+        if self._heads is not None:
+            self._heads.roll(self.cursor, self.end)
 
     def rollback(self) -> None:
         h = self._heads

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import zlib
+
 import numpy as np
 
 from horologe.storage.key_heads import KeyHeads
@@ -48,3 +50,32 @@ def test_heads_read_back_from_their_file_are_writable_sparse_zeros_elsewhere():
     assert again.heads[3] == 7 and again.heads[17] == 8 and np.count_nonzero(again.heads) == 2
     again.absorb(np.array([4], dtype=np.uint64), 8)
     assert again.heads[4] == 9
+
+
+def test_marks_read_back_from_their_file_and_a_file_without_them_is_rebuilt():
+    heads = KeyHeads(1 << 10)
+    hashes = np.array([3 | 5 << 60, 3 | 9 << 60, 17 | 15 << 60], dtype=np.uint64)
+    heads.absorb(hashes, 0)
+    assert heads.marks[3] == 1 << 5 | 1 << 9 and heads.marks[17] == 1 << 15
+    data = heads.to_bytes()
+    again = KeyHeads.from_bytes(data, 1 << 10)
+    assert again.marks.tolist() == heads.marks.tolist()
+    asked = np.array([7 << 60, 9 << 60, 15 << 60], dtype=np.uint64)
+    assert again.may_hold(np.array([3, 3, 17]), asked).tolist() == [False, True, True]
+    # The layout before marks: the same header, buckets and heads, then the crc.
+    used = 2
+    old = data[: 8 + 16 + 12 * used]
+    old += zlib.crc32(old).to_bytes(4, "little")
+    assert KeyHeads.from_bytes(old, 1 << 10) is None
+
+
+def test_the_next_marks_become_the_marks_once_the_cursor_passes_where_they_began():
+    heads = KeyHeads(1 << 4)
+    heads.absorb(np.array([1 | 2 << 60], dtype=np.uint64), 0)
+    heads.roll(cursor=0, end=1)  # the next marks began at 0: every entry is in them
+    assert heads.marks[1] == 1 << 2 and heads.next_marks[1] == 0 and heads.next_from == 1
+    heads.absorb(np.array([1 | 3 << 60], dtype=np.uint64), 1)
+    heads.roll(cursor=0, end=2)  # entry 0 is still above the cursor: no roll
+    assert heads.marks[1] == 1 << 2 | 1 << 3
+    heads.roll(cursor=1, end=2)  # entry 0 is gone
+    assert heads.marks[1] == 1 << 3
