@@ -62,6 +62,7 @@ HEADS_NAME = "keys/index.heads"
 
 
 MARK_SHIFT = np.uint64(60)  # a key hash's top four bits pick its mark
+MARKS = "<u2"  # a bucket's marks: 16 bits
 
 
 def sparse_zeros(n: int, dtype: str = "<i8") -> np.ndarray:
@@ -86,8 +87,8 @@ class KeyHeads:
         self.mask = buckets - 1
         self.heads = sparse_zeros(buckets)
         self.covered = 0
-        self.marks = sparse_zeros(buckets, "<u2")
-        self.next_marks = sparse_zeros(buckets, "<u2")
+        self.marks = sparse_zeros(buckets, MARKS)
+        self.next_marks = sparse_zeros(buckets, MARKS)
         self.next_from = 0
 
     def absorb(self, hashes: np.ndarray, first: int) -> None:
@@ -96,14 +97,10 @@ class KeyHeads:
             return
         buckets = (hashes & np.uint64(self.mask)).astype(np.intp)
         np.maximum.at(self.heads, buckets, np.arange(first + 1, first + 1 + len(hashes), dtype="<i8"))
-        self.mark(buckets, hashes)
-        self.covered = first + len(hashes)
-
-    def mark(self, buckets: np.ndarray, hashes: np.ndarray) -> None:
-        """Mark ``buckets`` with the bits of entries whose key hashes are ``hashes``."""
         bits = marks_of(hashes)
         np.bitwise_or.at(self.marks, buckets, bits)
         np.bitwise_or.at(self.next_marks, buckets, bits)
+        self.covered = first + len(hashes)
 
     def may_hold(self, buckets: np.ndarray, hashes: np.ndarray) -> np.ndarray:
         """Which of the keys hashed ``hashes`` may have an entry in their bucket's chain."""
@@ -113,7 +110,7 @@ class KeyHeads:
         """The committed cleaning cursor is ``cursor`` and the log ends at ``end``: once the
         cursor has passed ``next_from``, the next marks become the marks."""
         if cursor >= self.next_from:
-            self.marks, self.next_marks = self.next_marks, sparse_zeros(self.buckets, "<u2")
+            self.marks, self.next_marks = self.next_marks, sparse_zeros(self.buckets, MARKS)
             self.next_from = end
 
     def to_bytes(self) -> bytes:
@@ -124,7 +121,7 @@ class KeyHeads:
                 _HEADER.pack(self.buckets, len(used), self.covered),
                 used.tobytes(),
                 self.heads[used].astype("<i8").tobytes(),
-                self.marks[used].astype("<u2").tobytes(),
+                self.marks[used].astype(MARKS).tobytes(),
             )
         )
         return body + zlib.crc32(body).to_bytes(4, "little")
@@ -146,7 +143,7 @@ class KeyHeads:
             return None
         h = cls(buckets)
         h.heads[which] = np.frombuffer(data, dtype="<i8", count=used, offset=start + 4 * used)
-        h.marks[which] = np.frombuffer(data, dtype="<u2", count=used, offset=start + 12 * used)
+        h.marks[which] = np.frombuffer(data, dtype=MARKS, count=used, offset=start + 12 * used)
         h.covered = h.next_from = covered
         return h
 

@@ -321,15 +321,13 @@ class KeyIndex:
         opened, firsts = np.unique(buckets, return_index=True)
         for b, head in zip(opened.tolist(), (below[firsts] + 1).tolist(), strict=True):
             self._undo.setdefault(b, head)
-        np.maximum.at(heads.heads, buckets, nums + 1)
-        heads.mark(buckets, hashes)
         entries = np.zeros(len(hashes), dtype=KEY_ENTRY.dtype)
         entries["key_hash"] = hashes
         entries["pre"] = pre
         entries["hour"] = hours
         entries["global_index"] = gis
         self.log.append(KEY_ENTRY.seal(entries).tobytes(), self.config.key_segment_entries)
-        heads.covered = first + len(hashes)
+        heads.absorb(hashes, first)
 
     def add(self, tx: OpenBatch, keyed: list[tuple[str, str, MessageId]]) -> None:
         """Index new keys (none of them live already) in the open batch ``tx``; their hours
