@@ -134,24 +134,17 @@ def store_messages(
                 store, tx, hour, res.id_gis[at], named, cols.deliver_at_ms[at], clock_ms, pending=False
             )
         ready = ready[keep]
-    if len(ready):
-        sigs, attempts = cols.tag_sig_column(), cols.attempt_column()
-        for topic, at in _by_topic(cols.topics, ready):
-            due = cols.deliver_at_ms[at]
-            at_ms = np.maximum(due, clock_ms)  # not yet due: deliverable at its own time
-            rows = ready_rows(res.id_hours[at], res.id_gis[at], sigs[at], due, at_ms, attempts[at])
-            tx.append_ready(topic, rows)
+    topics = [cols.topics[i] for i in ready.tolist()]
+    for topic in sorted(set(topics)):
+        at = ready[[t == topic for t in topics]]
+        sigs = [tags_signature(cols.tags.get(i, ())) for i in at.tolist()]
+        attempts = [cols.attempts.get(i, 0) for i in at.tolist()]
+        due = cols.deliver_at_ms[at]
+        at_ms = np.maximum(due, clock_ms)  # not yet due: deliverable at its own time
+        rows = ready_rows(res.id_hours[at], res.id_gis[at], sigs, due, at_ms, attempts)
+        tx.append_ready(topic, rows)
     res.delivered += len(ready)
     bump(store, tx, "delivered", len(ready))
-
-
-def _by_topic(topics: list[str], at: np.ndarray) -> list[tuple[str, np.ndarray]]:
-    """The positions ``at`` split by their message's topic, topics in name order. A batch of
-    one topic (most) is found so with no Python work per message."""
-    if topics.count(topics[0]) == len(topics):
-        return [(topics[0], at)]
-    names = [topics[i] for i in at.tolist()]
-    return [(t, at[[n == t for n in names]]) for t in sorted(set(names))]
 
 
 def resolve_targets(store: Storage, entry: Entry) -> list[MessageId | None]:

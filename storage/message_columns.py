@@ -14,10 +14,6 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .message import Message, MessageLimits
-from .tag_signature import tags_signature
-
-# A batch's messages share a few tag sets: each set's signature is worked out once.
-_signature_of = functools.lru_cache(maxsize=4096)(tags_signature)
 
 
 @dataclass(frozen=True)
@@ -112,20 +108,10 @@ class MessageColumns:
             self.attempts.get(i, 0),
         )
 
-    def tag_sig_column(self) -> np.ndarray:
-        """Each message's tag signature (0 for none)."""
-        sigs = np.zeros(len(self), dtype=np.uint64)
-        if self.tags:
-            at = np.fromiter(self.tags, dtype=np.int64, count=len(self.tags))
-            sigs[at] = np.fromiter(map(_signature_of, self.tags.values()), dtype=np.uint64, count=len(at))
-        return sigs
-
     def attempt_column(self) -> np.ndarray:
-        """Each message's attempt (0 for a first delivery)."""
         out = np.zeros(len(self), dtype=np.int64)
-        if self.attempts:
-            at = np.fromiter(self.attempts, dtype=np.int64, count=len(self.attempts))
-            out[at] = np.fromiter(self.attempts.values(), dtype=np.int64, count=len(at))
+        for i, a in self.attempts.items():
+            out[i] = a
         return out
 
     def validate(self, limits: MessageLimits) -> None:

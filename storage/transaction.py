@@ -8,6 +8,7 @@ batch is done.
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -31,6 +32,10 @@ from .moves import COPY_OF, MOVED_TO
 from .ready_log import READY, ReadyEntry, base_key, floor_key, ready_segment_rel, rows_of
 from .recent_records import SOON_MS, WrittenRecords
 from .segments import Segment, SegmentedLog
+from .tag_signature import tags_signature
+
+# A batch's messages share a few tag sets: each set's signature is worked out once.
+_signature_of = functools.lru_cache(maxsize=4096)(tags_signature)
 
 
 class Transaction:
@@ -153,7 +158,7 @@ class Transaction:
                 stored[i] = False
         at = np.flatnonzero(stored)
         tids = self._topic_ids(cols.topics, at)
-        sigs = cols.tag_sig_column()
+        sigs = self._tag_sigs(cols.tags, n)
         for hour in np.unique(slot_hours[at]).tolist():
             here = at[slot_hours[at] == hour]
             self.buckets_touched.add(hour)
@@ -193,6 +198,14 @@ class Transaction:
         ids = {t: self.topic_id(t) for t in dict.fromkeys(topics[i] for i in at.tolist())}
         return np.array([ids.get(t, 0) for t in topics], dtype=np.int64)
 
+    @staticmethod
+    def _tag_sigs(tags: dict[int, tuple[str, ...]], n: int) -> np.ndarray:
+        sigs = np.zeros(n, dtype=np.uint64)
+        if tags:
+            at = np.fromiter(tags, dtype=np.int64, count=len(tags))
+            sigs[at] = np.fromiter(map(_signature_of, tags.values()), dtype=np.uint64, count=len(tags))
+        return sigs
+
     def cancel(self, mid: MessageId) -> bool:
         """Tombstone a stored message; False when it already was one."""
         return self.cancel_many([mid])[0]
@@ -227,7 +240,9 @@ class Transaction:
         for kind, here, there in ((MOVED_TO, originals, copies), (COPY_OF, copies, originals)):
             for hour, ks in by_hour(here).items():
                 self.buckets_touched.add(hour)
-                self._bucket(hour).add_moves([here[k].global_index for k in ks], kind, [there[k] for k in ks])
+                self._bucket(hour).add_moves(
+                    [here[k].global_index for k in ks], kind, [there[k] for k in ks]
+                )
 
     def record_late(self, mid: MessageId, outcome: int, late_by_ms: int) -> None:
         """Record that ``mid`` fell due too late and was dropped or dead-lettered (late_policies)."""

@@ -103,30 +103,6 @@ def test_arrival_behind_a_watermark_ahead_of_the_clock_is_delivered_for_its_own_
     assert rows["deliver_at_ms"].tolist() == rows["delivered_at_ms"].tolist() == [T + 3_000]
 
 
-def test_a_batch_behind_the_watermark_goes_to_each_topics_ready_log_with_its_tags_and_attempt(tmp_path):
-    """Delivered on arrival: each message in its own topic's ready log, in batch order, its
-    row carrying its tags' signature and its attempt (both sparse in the entry)."""
-    from horologe.storage.tag_signature import tags_signature
-
-    sm = machine(tmp_path)
-    sm.apply(1, sync(Watermark(T + 1_000), T + 1_000))
-    msgs = [
-        Message("b", b"0", T + 100, T),
-        Message("a", b"1", T + 200, T, tags=("x",), attempt=2),
-        Message("b", b"2", T + 300, T, tags=("x", "y")),
-        Message("a", b"3", T + 400, T),
-        Message("b", b"4", T + 500, T, attempt=1),
-    ]
-    res = sm.apply(2, Entry(PRODUCE, Watermark(T + 1_000), T + 1_001, msgs).encode())
-    assert res.delivered == 5
-    for topic, want in (("a", [1, 3]), ("b", [0, 2, 4])):
-        rows = sm.store.read_ready(topic)
-        assert rows["deliver_at_ms"].tolist() == [msgs[i].deliver_at_ms for i in want]
-        assert rows["tag_sig"].tolist() == [tags_signature(msgs[i].tags) for i in want]
-        assert rows["attempt"].tolist() == [msgs[i].attempt for i in want]
-        assert rows["global_index"].tolist() == [res.ids[i].global_index for i in want]
-
-
 def test_cancel_states(tmp_path):
     sm = machine(tmp_path)
     ids = sm.apply(1, produce(T, T, [T + 10, T + 5_000], key=None)).ids
