@@ -167,7 +167,7 @@ def _check_keys(store: Storage, report: CheckReport) -> None:
         _fail(where, 0, f"key cursor {cursor} is past the end {end}")
     rows = log.read(cursor, end) if end > cursor else np.empty(0, dtype=KEY_ENTRY.dtype)
     seqs = np.arange(cursor, end, dtype=np.int64)
-    buckets = (rows["key_hash"] & np.uint64(index.heads.mask)).astype(np.int64)
+    buckets = index.heads.buckets_of(rows["key_hash"])
     order = np.lexsort((seqs, buckets))
     b_sorted, s_sorted = buckets[order], seqs[order]
     first_of_bucket = np.ones(len(order), dtype=bool)

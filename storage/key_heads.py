@@ -91,11 +91,15 @@ class KeyHeads:
         self.next_marks = sparse_zeros(buckets, MARKS)
         self.next_from = 0
 
+    def buckets_of(self, hashes: np.ndarray) -> np.ndarray:
+        """The bucket of each key hash (uint64): its low bits."""
+        return (hashes & np.uint64(self.mask)).astype(np.intp)
+
     def absorb(self, hashes: np.ndarray, first: int) -> None:
         """Account for entries numbered ``first ..`` whose key hashes are ``hashes``."""
         if len(hashes) == 0:
             return
-        buckets = (hashes & np.uint64(self.mask)).astype(np.intp)
+        buckets = self.buckets_of(hashes)
         np.maximum.at(self.heads, buckets, np.arange(first + 1, first + 1 + len(hashes), dtype="<i8"))
         bits = marks_of(hashes)
         np.bitwise_or.at(self.marks, buckets, bits)

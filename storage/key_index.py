@@ -272,7 +272,7 @@ class KeyIndex:
         # are new, their bucket empty, its chain older than the cursor, or its marks
         # without their bit, and need no look further.
         wanted = np.fromiter(hashes, np.uint64, len(hashes))
-        buckets = (wanted & np.uint64(heads.mask)).astype(np.intp)
+        buckets = heads.buckets_of(wanted)
         newest = heads.heads[buckets].astype(np.int64) - 1
         out: list[MessageId | None] = [None] * len(keys)
         for j in np.flatnonzero((newest >= cursor) & heads.may_hold(buckets, wanted)).tolist():
@@ -315,7 +315,7 @@ class KeyIndex:
         first = self.end
         hashes = np.asarray(hashes, dtype=np.uint64)
         nums = np.arange(first, first + len(hashes), dtype=np.int64)
-        buckets = (hashes & np.uint64(heads.mask)).astype(np.int64)
+        buckets = heads.buckets_of(hashes)
         below = heads.heads[buckets] - 1  # each bucket's newest entry before the batch
         _, pre = chain_links(buckets, nums, np.where(below >= cursor, below, -1))
         opened, firsts = np.unique(buckets, return_index=True)
