@@ -38,7 +38,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -173,7 +172,8 @@ class WheelDriver(LeaderTask):
                 self._check_leading()
         interval = cfg.sync_interval_ms / 1000
         half_lead = cfg.lead_ms // 2
-        last_sync = time.monotonic()
+        monotonic = asyncio.get_running_loop().time  # the loop's clock paces the S entries
+        last_sync = monotonic()
         # S entries proposed and not yet seen committed, oldest first. The next turn need
         # not wait for the last one: entries commit in order, and each carries the whole
         # watermark, so a later S delivers all an earlier one would.
@@ -202,15 +202,15 @@ class WheelDriver(LeaderTask):
                     )
                 due = self.wheel.advance_to(through, cfg.fire_batch_limit)
                 nxt = self.wheel.next_due_ms()
-                if len(due) or time.monotonic() - last_sync >= interval:
+                if len(due) or monotonic() - last_sync >= interval:
                     syncing.append(self._sync(now))
-                    last_sync = time.monotonic()
+                    last_sync = monotonic()
                 while syncing and (syncing[0].done() or len(syncing) >= cfg.syncs_in_flight):
                     await syncing.popleft()  # a refused S ends this run
                     self._check_leading()
                 if len(due) >= cfg.fire_batch_limit:
                     continue  # more is due: fast-forward without sleeping
-                wait = interval - (time.monotonic() - last_sync)
+                wait = interval - (monotonic() - last_sync)
                 if nxt is not None:  # woken once it is due within half the lead
                     wait = min(wait, (nxt - self._clock() - half_lead) / 1000)
                 if stretched_at is not None:  # or once a hot stretch's next batch is to be fired

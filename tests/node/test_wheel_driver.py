@@ -1,34 +1,41 @@
-"""The wheel driver built without a node: a view, a proposal function and a clock."""
+"""The wheel driver built without a node: a view, a proposal function and a clock, on virtual time."""
 
 from __future__ import annotations
 
 import asyncio
 import inspect
-import time
 from collections import deque
+
+import pytest
 
 from horologe.cluster import PRODUCE, SYNC
 from horologe.node.wheel_driver import WheelDriver, WheelSettings, _let_go
 from horologe.storage import Message, MessageLimits
 
 from .local_log import LocalLog
+from .virtual_time import VirtualLoop
 
 T = 1_767_225_600_000
 
 
-def _driver(tmp_path, lead_ms: int = 0, lead_max_ms: int = 0) -> tuple[LocalLog, WheelDriver]:
-    t0 = time.monotonic()
-    log = LocalLog(str(tmp_path / "s"), lambda: T + int((time.monotonic() - t0) * 1000))
+def _driver(
+    tmp_path, lead_ms: int = 0, lead_max_ms: int = 0, sync=None
+) -> tuple[VirtualLoop, LocalLog, WheelDriver]:
+    """A driver over a local log, on virtual time (tests/node/virtual_time.py): run the
+    test's coroutine with the loop's ``run``; the clock starts at ``T``. ``sync``: how the
+    driver's S entries are proposed, given the log (at once by default)."""
+    loop = VirtualLoop()
+    log = LocalLog(str(tmp_path / "s"), lambda: T + int(loop.time() * 1000))
     driver = WheelDriver(
         log.view.reads,
         lambda: log.view.ws,
-        lambda now: log.propose(SYNC, clock_ms=now),
+        (lambda now: sync(log, now)) if sync else (lambda now: log.propose(SYNC, clock_ms=now)),
         log.clock,
         WheelSettings(fire_batch_limit=1000, sync_interval_ms=50, lead_ms=lead_ms, lead_max_ms=lead_max_ms),
     )
     log.ws = lambda: driver.ws  # entries carry the live watermark, as the node stamps them
     log.listeners.append(lambda res: driver.on_append(res.pending_slots))
-    return log, driver
+    return loop, log, driver
 
 
 def _runs() -> list[asyncio.Task]:
@@ -45,7 +52,7 @@ async def _until(predicate, turns: int = 400) -> bool:
 
 
 def test_fires_what_is_stored_before_and_after_it_leads(tmp_path):
-    log, driver = _driver(tmp_path)
+    loop, log, driver = _driver(tmp_path)
 
     async def run() -> None:
         await log.propose(PRODUCE, messages=[Message("t", b"early", T + 30, T)])
@@ -63,13 +70,13 @@ def test_fires_what_is_stored_before_and_after_it_leads(tmp_path):
         assert driver.wheel is None
 
     try:
-        asyncio.run(run())
+        loop.run(run())
     finally:
         log.close()
 
 
 def test_losing_and_regaining_the_role_at_once_leaves_one_leader(tmp_path):
-    log, driver = _driver(tmp_path)
+    loop, log, driver = _driver(tmp_path)
 
     async def run() -> None:
         driver.start()
@@ -83,7 +90,7 @@ def test_losing_and_regaining_the_role_at_once_leaves_one_leader(tmp_path):
         assert driver.wheel is None and _runs() == []
 
     try:
-        asyncio.run(run())
+        loop.run(run())
     finally:
         log.close()
 
@@ -92,7 +99,7 @@ def test_stop_ends_a_run_whose_cancel_was_swallowed(tmp_path):
     """A stop while the run waits for an S ends the run, even when the proposal would
     swallow a cancel (asyncio.wait_for in 3.11 can return a result and drop the cancel
     that raced it): the run waits behind a shield, which the cancel ends at once."""
-    log, _ = _driver(tmp_path)
+    loop, log, _ = _driver(tmp_path)
 
     in_sync = asyncio.Event()
 
@@ -121,7 +128,7 @@ def test_stop_ends_a_run_whose_cancel_was_swallowed(tmp_path):
         assert driver.wheel is None and _runs() == []
 
     try:
-        asyncio.run(run())
+        loop.run(run())
     finally:
         log.close()
 
@@ -130,7 +137,7 @@ def test_the_next_turn_does_not_wait_for_the_last_sync_to_commit(tmp_path):
     """Commits that take 100 ms: what falls due meanwhile is proposed in the next S, with at
     most ``syncs_in_flight`` of them uncommitted at a time, and no S delivers a message
     stamped before it was due."""
-    log, _ = _driver(tmp_path)
+    loop, log, _ = _driver(tmp_path)
     in_flight, most = 0, 0
 
     def slow_sync(now: int):
@@ -168,7 +175,7 @@ def test_the_next_turn_does_not_wait_for_the_last_sync_to_commit(tmp_path):
         await driver.stop()
 
     try:
-        asyncio.run(run())
+        loop.run(run())
     finally:
         log.close()
     assert most == 2
@@ -178,7 +185,7 @@ def test_a_message_at_the_delay_limit_does_not_lose_its_entrys_others(tmp_path):
     """Found by the fuzz test: a deliver time 400 days after its producer's clock is valid,
     but the watermark trails that clock, so the wheel, bounded from the watermark, threw in
     on_append, and a message of the same entry due at once was never delivered."""
-    log, driver = _driver(tmp_path)
+    loop, log, driver = _driver(tmp_path)
     limit = MessageLimits().max_delay_ms
 
     async def run() -> None:
@@ -193,7 +200,7 @@ def test_a_message_at_the_delay_limit_does_not_lose_its_entrys_others(tmp_path):
         await driver.stop()
 
     try:
-        asyncio.run(run())
+        loop.run(run())
     finally:
         log.close()
 
@@ -203,7 +210,7 @@ def test_with_a_lead_the_wheel_commits_what_falls_due_that_far_ahead(tmp_path):
     lead ahead of it, so every message reaches the ready log before its time and is
     recorded as delivered at its own deliver time, never before. The wheel wakes once the
     first is due within half the lead, so one S delivers all five (80 ms apart at most)."""
-    log, driver = _driver(tmp_path, lead_ms=500)
+    loop, log, driver = _driver(tmp_path, lead_ms=500)
 
     async def run() -> None:
         driver.start()
@@ -219,17 +226,23 @@ def test_with_a_lead_the_wheel_commits_what_falls_due_that_far_ahead(tmp_path):
         await driver.stop()
 
     try:
-        asyncio.run(run())
+        loop.run(run())
     finally:
         log.close()
 
 
-def test_a_hot_millisecond_is_fired_a_batch_a_lead_apart_and_all_of_it_before_its_time(tmp_path):
-    """More than a batch due at once: the wheel fires the batches a lead apart, the last
-    one a lead ahead of its time (wheel/hot_lead.py), not from a lead ahead back to back,
-    which ended after the time once each batch took longer to commit; and never further
-    ahead than ``lead_max_ms``."""
-    log, driver = _driver(tmp_path, lead_ms=50, lead_max_ms=1000)
+def _hot_millisecond(tmp_path, lead_max_ms: int) -> None:
+    """Five batches due at one millisecond, on virtual time (tests/node/virtual_time.py).
+    Each S entry takes 20 ms to commit, one after the other: within the half lead (25 ms)
+    ahead of which the wheel fires the last batch, and five of them are not."""
+    commits = asyncio.Lock()
+
+    async def sync(log: LocalLog, now: int):
+        async with commits:
+            await asyncio.sleep(0.020)
+            return await log.propose(SYNC, clock_ms=now)
+
+    loop, log, driver = _driver(tmp_path, lead_ms=50, lead_max_ms=lead_max_ms, sync=sync)
 
     async def run() -> None:
         driver.start()
@@ -240,17 +253,39 @@ def test_a_hot_millisecond_is_fired_a_batch_a_lead_apart_and_all_of_it_before_it
                 PRODUCE, messages=[Message("t", b"%d" % i, due, T) for i in range(1000 * k, 1000 * k + 1000)]
             )
         assert await _until(lambda: log.view.reads.ready_count("t") == 5000, turns=300)
-        assert log.clock() < due  # all of it in the ready log before its time
+        assert all_ready_at[0] < due, "the last batch reached the ready log after its time"
         rows = log.view.reads.read_ready("t")
         assert set(rows["delivered_at_ms"].tolist()) == {due}  # recorded at its time, never before
         fired = [e.clock_ms for e in log.proposed if e.kind == SYNC and e.ws.ms >= due]
         assert due - 1_000 <= fired[0] <= due - 200  # four leads ahead at least, the cap at most
         await driver.stop()
 
+    all_ready_at: list[int] = []  # when the last message reached the ready log
+
+    def applied(_res) -> None:
+        if not all_ready_at and log.view.reads.ready_count("t") == 5000:
+            all_ready_at.append(log.clock())
+
+    log.listeners.append(applied)
     try:
-        asyncio.run(run())
+        loop.run(run())
     finally:
         log.close()
+
+
+def test_a_hot_millisecond_is_fired_a_batch_a_lead_apart_and_all_of_it_before_its_time(tmp_path):
+    """More than a batch due at once: the wheel fires the batches a lead apart, the last
+    one a lead ahead of its time (wheel/hot_lead.py), not from a lead ahead back to back,
+    which ended after the time once each batch took longer to commit; and never further
+    ahead than ``lead_max_ms``."""
+    _hot_millisecond(tmp_path, lead_max_ms=1000)
+
+
+def test_without_the_stretch_a_hot_millisecond_ends_after_its_time(tmp_path):
+    """The same with no room to stretch (``lead_max_ms`` 0): the batches go back to back
+    from a lead ahead, and the last reaches the ready log after its time."""
+    with pytest.raises(AssertionError, match="after its time"):
+        _hot_millisecond(tmp_path, lead_max_ms=0)
 
 
 def test_a_sync_let_go_before_its_wait_ran_still_takes_the_proposals_refusal():
