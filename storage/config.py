@@ -15,13 +15,17 @@ from .message import MessageLimits
 @dataclass(frozen=True)
 class StorageConfig:
     # Every applied batch a sync point (each touched file fsynced, then the journal). Off
-    # (the default), a sync point comes every ``sync_every_bytes`` of data, before any
-    # removal, before every checkpoint record (a Raft dump) and on close; the Raft journal,
-    # fsynced before an entry is acknowledged or applied, holds the batches after the
-    # last one, and open rolls the store back to it (commit_journal.py). Power loss loses
-    # nothing acknowledged either way; on costs an fsync of each file per batch.
+    # (the default), a sync point comes every ``sync_every_bytes`` of data or
+    # ``sync_every_batches`` batches, whichever is first, before any removal, before every
+    # checkpoint record (a Raft dump) and on close; the Raft journal, fsynced before an
+    # entry is acknowledged or applied, holds the batches after the last one, and open
+    # rolls the store back to it (commit_journal.py). Power loss loses nothing
+    # acknowledged either way; on costs an fsync of each file per batch. The batch count
+    # bounds what a node replays after a crash when batches are small: by bytes alone,
+    # a few minutes of single produces (thousands of batches) waited for the replay.
     fsync: bool = False
     sync_every_bytes: int = 8 * 1024 * 1024
+    sync_every_batches: int = 1_000
     limits: MessageLimits = field(default_factory=MessageLimits)
     # Layout: a producer key dedupes and cancels until its message's hour has been
     # delivered for this long (rounded up to whole hours), see key_index.

@@ -102,7 +102,7 @@ class Storage(StoreReads):
             shutil.rmtree(os.path.join(self.directory, BACKUP_DIR), ignore_errors=True)
         self.journal = CommitJournal(self.directory, self.config.journal_compact_bytes)
         self.journal.open(self.read_only)
-        self._unsynced_bytes = 0
+        self._unsynced_bytes = self._unsynced_batches = 0
         if self.journal.torn_tail and not self.read_only:
             at, n = self.journal.torn_tail
             self.recovered.append(f"commits.log: set aside a torn tail of {n} bytes at {at}")
@@ -249,19 +249,21 @@ class Storage(StoreReads):
                 "meta": tx.meta,
             }
             self._unsynced_bytes += self.files.batch_growth()
+            self._unsynced_batches += 1
             # A removal is a sync point: the files are unlinked once the frame is written,
             # and a frame that open could drop must not name a file that is gone.
             sync = (
                 self.config.fsync
                 or bool(record["removed"])
                 or self._unsynced_bytes >= self.config.sync_every_bytes
+                or self._unsynced_batches >= self.config.sync_every_batches
                 or self.journal.checkpoint_due
             )
             if sync:
                 # Durability rule: data bytes reach the disk before the sync point's frame,
                 # so the journal up to it never names bytes a crash could lose.
                 self.files.sync()
-                self._unsynced_bytes = 0
+                self._unsynced_bytes = self._unsynced_batches = 0
             self.journal.append(record, synced=sync)
         except BaseException:
             self._tx = None
@@ -348,7 +350,7 @@ class Storage(StoreReads):
         if self.read_only or not self.journal.unsynced:
             return
         self.files.sync()
-        self._unsynced_bytes = 0
+        self._unsynced_bytes = self._unsynced_batches = 0
         self.journal.append({"ri": self.applied_index}, synced=True)
 
     def checkpoint_record(self) -> dict:

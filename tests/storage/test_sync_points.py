@@ -14,7 +14,8 @@ from horologe.storage import Storage, StorageConfig, check_store
 
 from .helpers import H0, HOUR, msg, replica_state
 
-CFG = StorageConfig(sync_every_bytes=1 << 30)  # no sync point by size unless a test wants one
+# No sync point by size or count unless a test wants one.
+CFG = StorageConfig(sync_every_bytes=1 << 30, sync_every_batches=1 << 30)
 
 
 def _batch(ri: int) -> list:
@@ -24,6 +25,16 @@ def _batch(ri: int) -> list:
 def _apply(s: Storage, first: int, last: int) -> None:
     for ri in range(first, last + 1):
         s.apply(ri, lambda tx, ri=ri: tx.append(_batch(ri)))
+
+
+def _sync_points(s: Storage, first: int, last: int) -> list[int]:
+    """Apply batches ``first..last`` one by one; those that were sync points."""
+    synced_at = []
+    for ri in range(first, last + 1):
+        _apply(s, ri, ri)
+        if not s.journal.unsynced:
+            synced_at.append(ri)
+    return synced_at
 
 
 def _crash(s: Storage) -> None:
@@ -88,15 +99,30 @@ def test_a_sync_point_comes_every_so_many_bytes(tmp_path):
     root = str(tmp_path / "s")
     config = StorageConfig(sync_every_bytes=5_000)  # a batch appends 2.5–5 KB (keys included)
     s = Storage(root, config)
-    synced_at = []
-    for ri in range(1, 12):
-        _apply(s, ri, ri)
-        if not s.journal.unsynced:
-            synced_at.append(ri)
+    synced_at = _sync_points(s, 1, 11)
     assert synced_at == [2, 4, 6, 8, 10], synced_at  # every other batch crosses 5,000 bytes
     _crash(s)
     s = Storage(root, config)
     assert s.applied_index == synced_at[-1]
+    s.close()
+
+
+def test_a_sync_point_comes_every_so_many_batches_however_small(tmp_path):
+    """So that a crash after a long run of small batches (single produces, acks) replays
+    a bounded number of them, not every one since the last 8 MiB."""
+    root = str(tmp_path / "s")
+    config = StorageConfig(sync_every_bytes=1 << 30, sync_every_batches=4)
+    s = Storage(root, config)
+    synced_at = _sync_points(s, 1, 11)
+    assert synced_at == [4, 8], synced_at
+    s.sync()  # an explicit sync point starts the count again
+    _apply(s, 12, 14)
+    assert s.journal.unsynced
+    _apply(s, 15, 15)
+    assert not s.journal.unsynced
+    _crash(s)
+    s = Storage(root, config)
+    assert s.applied_index == 15
     s.close()
 
 
