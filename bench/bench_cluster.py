@@ -1,7 +1,8 @@
 """Cluster figures on 3 real node processes on this machine (issue #4's table).
 
-    python bench/bench_cluster.py [--only produce,single,lateness,hot,failover,release]
+    python bench/bench_cluster.py [--only produce,single,lateness,hot,failover,release,crash]
                                   [--pending 10000 1000000] [--kills 7] [--seconds 10]
+                                  [--load-s 120]
 
 * produce   acknowledged produce rate, batch endpoint, 1,000 x 200 B per request
 * single    single-message produce latency p50/p99
@@ -10,12 +11,17 @@
             rounds per ``--pending`` size of far-future backlog (no rebuild: should not grow)
 * release   forced release gap over 10 releases
 * hot       100,000 messages due in one second: when the last one is delivered
+* crash     a follower SIGKILLed after ``--load-s`` of single produces (four producers,
+            100-byte bodies, keyed), started again at once while they go on: how many
+            batches its store went back (past its last sync point) and how long from its
+            start until it had applied what the master had when it was killed
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import signal
 import tempfile
 import threading
@@ -252,12 +258,57 @@ def bench_hot(root: str, count: int = 100_000) -> None:
         c.stop_all()
 
 
+def bench_crash(root: str, load_s: float) -> None:
+    c = fresh(root, "crash")
+    try:
+        master = c.wait_leader()
+        victim = next(i for i in c.indexes if i != master)
+        stop = threading.Event()
+
+        def produce(k: int) -> None:
+            client, n = c.client(master), 0
+            while not stop.is_set():
+                client.produce("bench", "b" * 100, deliver_after="1d", key=f"{k}-{n}")
+                n += 1
+
+        producers = [threading.Thread(target=produce, args=(k,)) for k in range(4)]
+        for t in producers:
+            t.start()
+        try:
+            time.sleep(load_s)
+            c.signal(victim, signal.SIGKILL)
+            target = c.status(master)["applied_index"]
+            t0 = time.monotonic()
+            c.start(victim)
+            while True:
+                try:
+                    if c.status(victim)["applied_index"] >= target:
+                        break
+                except HorologeError:
+                    pass  # still starting
+                time.sleep(0.05)
+            took = time.monotonic() - t0
+        finally:
+            stop.set()
+            for t in producers:
+                t.join()
+        back = re.findall(r"(\d+) unsynced batch\(es\)", c.log(victim))
+        print(
+            f"crash    follower SIGKILLed after {load_s:g} s of single produces (entry {target:,}): "
+            f"went back {int(back[-1]) if back else 0:,} batches, caught up {took:.1f} s after its start",
+            flush=True,
+        )
+    finally:
+        c.stop_all()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--only", default="produce,single,lateness,hot,failover,release")
+    ap.add_argument("--only", default="produce,single,lateness,hot,failover,release,crash")
     ap.add_argument("--pending", type=int, nargs="+", default=[10_000, 1_000_000])
     ap.add_argument("--seconds", type=float, default=10.0)
     ap.add_argument("--kills", type=int, default=7, help="failover rounds per backlog size")
+    ap.add_argument("--load-s", type=float, default=120.0, help="crash: seconds of produces before the kill")
     args = ap.parse_args()
     which = set(args.only.split(","))
     with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_DIR")) as root:
@@ -275,6 +326,8 @@ def main() -> None:
                 print(f"failover median, largest / smallest backlog: {gaps[-1] / gaps[0]:.2f}x")
         if "release" in which:
             bench_release(root)
+        if "crash" in which:
+            bench_crash(root, args.load_s)
 
 
 if __name__ == "__main__":
