@@ -257,17 +257,20 @@ class Cluster:
     ) -> int:
         """Index of the master once every live node (or ``among``) agrees on one (not ``exclude``)."""
         deadline = time.monotonic() + timeout_s
+        last: object = "no status read"
         while time.monotonic() < deadline:
             try:
-                seen = {self.status(i)["leader"] for i in (among or self.alive())}
+                named = {i: self.status(i)["leader"] for i in (among or self.alive())}
+                last = ", ".join(f"n{i + 1}: {leader}" for i, leader in named.items())
+                seen = set(named.values())
                 if len(seen) == 1 and None not in seen:
                     leader = int(seen.pop()[1:]) - 1
                     if leader != exclude:
                         return leader
-            except HorologeError:
-                pass
+            except HorologeError as e:
+                last = e
             time.sleep(0.1)
-        raise TimeoutError("no agreed master")
+        raise TimeoutError(f"no agreed master in {timeout_s:g} s (last seen: {last})")
 
     def catch_up(
         self, i: int, timeout_s: float = 30.0, behind: int = 2, among: list[int] | None = None
@@ -275,15 +278,19 @@ class Cluster:
         """Until node i has applied all but ``behind`` entries of what the master has (the
         master every live node, or ``among``, agrees on)."""
         deadline = time.monotonic() + timeout_s
+        last: object = "no status read"
         while time.monotonic() < deadline:
             try:
-                m = self.status(self.wait_leader(among, timeout_s=max(0.1, deadline - time.monotonic())))
-                if self.status(i)["applied_index"] >= m["applied_index"] - behind:
+                leader = self.wait_leader(among, timeout_s=max(0.1, deadline - time.monotonic()))
+                m = self.status(leader)["applied_index"]
+                mine = self.status(i)["applied_index"]
+                if mine >= m - behind:
                     return
-            except (HorologeError, TimeoutError):  # a node still starting, or an election
-                pass
+                last = f"applied {mine}, master n{leader + 1} {m}"
+            except (HorologeError, TimeoutError) as e:  # a node still starting, or an election
+                last = e
             time.sleep(0.2)
-        raise TimeoutError(f"n{i + 1} did not catch up")
+        raise TimeoutError(f"n{i + 1} did not catch up in {timeout_s:g} s (last seen: {last})")
 
     def signal(self, i: int, sig: int) -> None:
         os.kill(self.procs[i].pid, sig)
