@@ -19,6 +19,13 @@ What pysyncobj lacks, the shell adds (``RaftNode``, node.py):
   when the log was compacted, and appends the change only once the learner holds the log
   up to the commit index it found when the catch-up began (:class:`Joining`). A 3-node
   cluster grown to 4 thus never waits for an empty node to make a majority.
+* **From a fresh dump.** Holding the log is not having applied it: a learner fed from a
+  dump taken up to ``log_compaction_min_entries`` (50,000) entries earlier, or fed the
+  whole log of a cluster that never took one, applies every one of those entries after
+  it was added, serving nothing meanwhile. So when the leader's last dump is more than
+  :data:`JOIN_FRESH_DUMP_ENTRIES` behind its commit index, it takes one first and feeds
+  the learner once it is written (the log cut there): the learner is shipped it and
+  applies only what came after.
 * **A node outside the membership has no say.** A node started to join stands for no
   election until its log holds the change that adds it, nor does a removed one once its
   log holds its removal (the leader drops its link when it appends the change, so it may
@@ -50,6 +57,9 @@ class Member:
     catch_up: tuple[int, int] | None = None
 
 
+JOIN_FRESH_DUMP_ENTRIES = 1_000  # a joiner is fed from a dump at most this far behind
+
+
 @dataclass
 class Joining:
     """A node being added: fed as a learner until it holds the log up to ``target``, then
@@ -60,6 +70,14 @@ class Joining:
     deadline: float  # monotonic s: give up catching up after this
     done: Callable[[tuple[str, str] | None], None]  # None once committed, else (code, why not)
     proposed: bool = False
+    fed: bool = False  # fed as a learner (after a fresh dump, when one was taken for it)
+    dump_after: int = 0  # the leader's last dump when the catch-up began (0: none)
+
+
+def needs_fresh_dump(dump_index: int | None, commit_index: int) -> bool:
+    """Whether a joiner fed now would apply more than :data:`JOIN_FRESH_DUMP_ENTRIES`
+    entries past the leader's last dump (``None``: none taken or loaded)."""
+    return commit_index - (dump_index or 0) > JOIN_FRESH_DUMP_ENTRIES
 
 
 def change_in_flight(commands: Iterable[bytes], change_of: Callable[[bytes], list | None]) -> bool:

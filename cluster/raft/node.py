@@ -51,7 +51,7 @@ from .dial_node import DialNode
 from .dump_file import DumpWriter, LocalDump, check_not_behind, read_local, read_shipped
 from .journal import DiskJournal
 from .loop_crossing import LoopCrossing
-from .membership import Joining, Member, change_in_flight, members_of, self_after
+from .membership import Joining, Member, change_in_flight, members_of, needs_fresh_dump, self_after
 from .monotonic_watch import MonotonicWatch, exit_for_step
 from .peer_clocks import PeerClock, keepalive, received
 from .seam import Parts, SyncObjSeam, check_pysyncobj
@@ -830,6 +830,19 @@ class RaftNode(SyncObjSeam):
             return
         if joining.proposed:
             return
+        if not joining.fed:
+            if (self._dump.index or 0) > joining.dump_after:
+                self._feed(joining)
+            elif monotonic_time() > joining.deadline:
+                self._end_join(
+                    (
+                        "catch_up_failed",
+                        f"no dump to feed {joining.node.node_id} from was written in time "
+                        f"(the last at index {joining.dump_after}): is this master halted?",
+                    ),
+                    joining,
+                )
+            return
         match = self.match_index.get(joining.node, 0)
         if match >= joining.target:
             joining.proposed = True
@@ -864,12 +877,26 @@ class RaftNode(SyncObjSeam):
         if node == self._self_node or node in members:
             done(("member_exists", f"{node.address} is a member already"))
             return
-        self.feed_learner(node)
         deadline = monotonic_time() + catch_up_s
-        self._joining = Joining(node, self.raftCommitIndex, deadline, done)
-        log.info(
-            "membership: feeding %s (%s) up to index %d", node.node_id, node.address, self.raftCommitIndex
+        joining = self._joining = Joining(
+            node, self.raftCommitIndex, deadline, done, dump_after=self._dump.index or 0
         )
+        if needs_fresh_dump(self._dump.index, self.raftCommitIndex):
+            log.info(
+                "membership: a dump first, to feed %s from (the last at index %d, committed %d)",
+                node.node_id,
+                joining.dump_after,
+                self.raftCommitIndex,
+            )
+            self._ask_for_dump()
+        else:
+            self._feed(joining)
+
+    def _feed(self, joining: Joining) -> None:  # tick thread
+        self.feed_learner(joining.node)
+        joining.fed = True
+        node = joining.node
+        log.info("membership: feeding %s (%s) up to index %d", node.node_id, node.address, joining.target)
 
     def _end_join(self, why: tuple[str, str] | None, joining: Joining) -> None:  # tick thread
         if self._joining is not joining:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -16,6 +17,7 @@ import sys
 import pytest
 
 from horologe.client import HorologeError
+from horologe.cluster.raft.membership import JOIN_FRESH_DUMP_ENTRIES
 from testkit.process_cluster import ENV, Cluster
 from testkit.waiting import wait_until
 
@@ -107,6 +109,26 @@ def test_the_masters_machine_is_replaced_online(cluster):
     }
     later = _produce_soon(cluster, left[0], 10, after_ms=500)
     _consume_all(cluster, left[1], later)
+
+
+def test_a_node_added_to_a_long_log_is_fed_from_a_fresh_dump(cluster):
+    """Fed the log from the last dump (here none: the cluster never took one), a joiner
+    would apply every entry after it was added, serving nothing meanwhile. The master
+    writes a dump first and ships that; the joiner applies only what came after."""
+    master = cluster.wait_connected()
+    client = cluster.client(master)
+    for n in range(JOIN_FRESH_DUMP_ENTRIES + 100):  # an entry each
+        client.produce(TOPIC, f"m{n}", deliver_after="1d")
+    before = cluster.status(master)["commit_index"]
+    assert before > JOIN_FRESH_DUMP_ENTRIES
+    k = cluster.joiner(cluster.indexes)
+    cluster.start(k)
+    cluster.wait_serving(k)
+    added = _add(cluster, k, via=master)
+    assert added.returncode == 0, added.stderr
+    installed = [int(i) for i in re.findall(r"installing snapshot at index (\d+)", cluster.log(k))]
+    assert installed and installed[0] >= before, installed
+    assert "membership: a dump first, to feed n4 from (the last at index 0" in cluster.log(master)
 
 
 def test_grown_to_five_the_cluster_survives_the_loss_of_two_then_shrinks(cluster):
