@@ -21,8 +21,8 @@ class StorageConfig:
     # entry is acknowledged or applied, holds the batches after the last one, and open
     # rolls the store back to it (commit_journal.py). Power loss loses nothing
     # acknowledged either way; on costs an fsync of each file per batch. The batch count
-    # bounds what a node replays after a crash when batches are small: by bytes alone,
-    # a few minutes of single produces (thousands of batches) waited for the replay.
+    # bounds what a node applies again after a crash when batches are small: by bytes
+    # alone, a node killed after minutes of single produces went back thousands of them.
     fsync: bool = False
     sync_every_bytes: int = 8 * 1024 * 1024
     sync_every_batches: int = 1_000

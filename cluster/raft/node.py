@@ -893,9 +893,9 @@ class RaftNode(SyncObjSeam):
             self._feed(joining)
 
     def _feed(self, joining: Joining) -> None:  # tick thread
-        self.feed_learner(joining.node)
-        joining.fed = True
         node = joining.node
+        self.feed_learner(node)
+        joining.fed = True
         log.info("membership: feeding %s (%s) up to index %d", node.node_id, node.address, joining.target)
 
     def _end_join(self, why: tuple[str, str] | None, joining: Joining) -> None:  # tick thread
