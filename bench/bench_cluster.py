@@ -32,6 +32,7 @@ import repo_root  # noqa: F401 - the repo root on sys.path, for testkit
 
 from horologe.client import Client, HorologeError
 from testkit.process_cluster import CLIENT, Cluster
+from testkit.waiting import wait_until
 
 BODY = "b" * 200
 
@@ -280,13 +281,12 @@ def bench_crash(root: str, load_s: float) -> None:
             target = c.status(master)["applied_index"]
             t0 = time.monotonic()
             c.start(victim)
-            while True:
-                try:
-                    if c.status(victim)["applied_index"] >= target:
-                        break
-                except HorologeError:
-                    pass  # still starting
-                time.sleep(0.05)
+
+            def caught_up() -> bool:
+                """the restarted follower applied what the master had at the kill"""
+                return c.status(victim)["applied_index"] >= target
+
+            wait_until(caught_up, timeout_s=600)
             took = time.monotonic() - t0
         finally:
             stop.set()
