@@ -262,8 +262,7 @@ class Storage(StoreReads):
             if sync:
                 # Durability rule: data bytes reach the disk before the sync point's frame,
                 # so the journal up to it never names bytes a crash could lose.
-                self.files.sync()
-                self._unsynced_bytes = self._unsynced_batches = 0
+                self._sync_files()
             self.journal.append(record, synced=sync)
         except BaseException:
             self._tx = None
@@ -349,9 +348,14 @@ class Storage(StoreReads):
             raise StorageError("sync() inside apply()")
         if self.read_only or not self.journal.unsynced:
             return
+        self._sync_files()
+        self.journal.append({"ri": self.applied_index}, synced=True)
+
+    def _sync_files(self) -> None:
+        """fsync every file written since the last sync point, the step before a sync
+        point's frame; the bytes and batches toward the next one count from zero."""
         self.files.sync()
         self._unsynced_bytes = self._unsynced_batches = 0
-        self.journal.append({"ri": self.applied_index}, synced=True)
 
     def checkpoint_record(self) -> dict:
         """The committed state as a journal checkpoint names it: every file and its committed
