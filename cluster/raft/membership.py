@@ -74,10 +74,10 @@ class Joining:
     dump_after: int = 0  # the leader's last dump when the catch-up began (0: none)
 
 
-def needs_fresh_dump(dump_index: int | None, commit_index: int) -> bool:
+def needs_fresh_dump(dump_index: int, commit_index: int) -> bool:
     """Whether a joiner fed now would apply more than :data:`JOIN_FRESH_DUMP_ENTRIES`
-    entries past the leader's last dump (``None``: none taken or loaded)."""
-    return commit_index - (dump_index or 0) > JOIN_FRESH_DUMP_ENTRIES
+    entries past the leader's last dump (0: none taken or loaded)."""
+    return commit_index - dump_index > JOIN_FRESH_DUMP_ENTRIES
 
 
 def change_in_flight(commands: Iterable[bytes], change_of: Callable[[bytes], list | None]) -> bool:

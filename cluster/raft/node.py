@@ -881,12 +881,12 @@ class RaftNode(SyncObjSeam):
         joining = self._joining = Joining(
             node, self.raftCommitIndex, deadline, done, dump_after=self._dump.index or 0
         )
-        if needs_fresh_dump(self._dump.index, self.raftCommitIndex):
+        if needs_fresh_dump(joining.dump_after, joining.target):
             log.info(
                 "membership: a dump first, to feed %s from (the last at index %d, committed %d)",
                 node.node_id,
                 joining.dump_after,
-                self.raftCommitIndex,
+                joining.target,
             )
             self._ask_for_dump()
         else:
