@@ -1,9 +1,10 @@
-"""How one API call goes over HTTP (httpx), for Client, AsyncClient and RawClient alike.
+"""How one API call goes over HTTP, for Client, AsyncClient and RawClient alike.
 
-A call is written once, as a plan: a generator that yields what to do next, either an
-``httpx.Request`` to send or a pause in seconds, and is sent back what came of it, the
-``httpx.Response`` or the error that says the node could not be reached.
-:func:`run_blocking` carries a plan out on an ``httpx.Client``, :func:`run_async` on an
+A call is written once, as a plan: a generator that yields what to do next, either a
+request to send (made by the client's ``build``) or a pause in seconds, and is sent back
+what came of it, the :class:`Reply` or the ``httpx.TransportError`` that says the node
+could not be reached. :func:`run_blocking` carries a plan out on the blocking clients'
+HTTP (:mod:`horologe.client.blocking_http`), :func:`run_async` on an
 ``httpx.AsyncClient``. So the blocking and the asyncio client build requests, follow the
 master, retry and map errors with the same code.
 
@@ -58,10 +59,6 @@ MAYBE_APPLIED = (httpx.ReadTimeout, httpx.WriteTimeout)
 # the entry may still commit), and a call that must not be resent is not.
 REFUSED_503 = frozenset({"no_master", "too_many_connections", "transfer_failed"})
 
-Build = Callable[..., httpx.Request]  # an httpx client's build_request: it adds the client's timeouts
-Sent = httpx.Response | httpx.TransportError | None
-Plan = Generator[httpx.Request | float, Sent, Any]
-
 
 _UNREAD = object()
 
@@ -106,6 +103,11 @@ class Reply:
         if 200 <= self.status < 300:
             return self.body
         raise error_for(self.status, self.body)
+
+
+Build = Callable[..., Any]  # makes a request the client's runner sends (it adds the client's timeouts)
+Sent = Reply | httpx.TransportError | None
+Plan = Generator[Any, Sent, Any]  # yields a request (of its Build) or a pause (float, s)
 
 
 def parse_body(raw: bytes | str, content_type: str = ""):
@@ -237,7 +239,7 @@ def api_call(
             if isinstance(sent, httpx.TransportError):
                 last = endpoints.unreachable(base, sent, resend=resend)
                 continue
-            reply = Reply.of(sent)
+            reply = sent
             location = reply.headers.get("location")
             if reply.status == 307 and location:
                 if redirects < MAX_REDIRECTS:
@@ -280,14 +282,15 @@ def single(
     if isinstance(sent, httpx.TransportError):
         check_certificate(url, sent)
         raise UnavailableError(f"{url}: {_reason(sent)}") from sent
-    return Reply.of(sent)
+    return sent
 
 
 class BlockingPool:
-    """For a blocking client holding one kept-alive ``httpx.Client`` as ``_http``: ``close``
-    it, or use the client in a ``with`` block."""
+    """For a blocking client holding its kept-alive connections as ``_http`` (a
+    :func:`horologe.client.blocking_http.blocking_http`): ``close`` it, or use the client
+    in a ``with`` block."""
 
-    _http: httpx.Client
+    _http: Any
 
     def __enter__(self):
         return self
@@ -299,20 +302,21 @@ class BlockingPool:
         self._http.close()
 
 
-def run_blocking(http: httpx.Client, plan: Plan):
-    """Carry ``plan`` out on ``http``; returns what the plan returns."""
+def run_blocking(http, plan: Plan):
+    """Carry ``plan`` out on ``http`` (its ``send`` answers a :class:`Reply`); returns what
+    the plan returns."""
     sent: Sent = None
     try:
         while True:
             step = plan.send(sent)
-            if isinstance(step, httpx.Request):
+            if isinstance(step, (int, float)):
+                time.sleep(step)
+                sent = None
+            else:
                 try:
                     sent = http.send(step)
                 except UNREACHABLE as e:
                     sent = e
-            else:
-                time.sleep(step)
-                sent = None
     except StopIteration as done:
         return done.value
 
@@ -323,14 +327,14 @@ async def run_async(http: httpx.AsyncClient, plan: Plan):
     try:
         while True:
             step = plan.send(sent)
-            if isinstance(step, httpx.Request):
-                try:
-                    sent = await http.send(step)
-                except UNREACHABLE as e:
-                    sent = e
-            else:
+            if isinstance(step, (int, float)):
                 await asyncio.sleep(step)
                 sent = None
+            else:
+                try:
+                    sent = Reply.of(await http.send(step))
+                except UNREACHABLE as e:
+                    sent = e
     except StopIteration as done:
         return done.value
 

@@ -9,6 +9,7 @@ import ssl
 import httpx
 
 from . import calls, tls
+from .blocking_http import DEFAULT, blocking_http
 from .calls import Reply
 
 
@@ -33,7 +34,7 @@ class RawClient(calls.BlockingPool):
         """``timeout``: seconds per request (None: no limit); ``ca`` and ``verify``: how
         certificates are checked on https:// URLs, as for :class:`horologe.client.Client`;
         ``transport``: an httpx transport."""
-        self._http = httpx.Client(timeout=timeout, verify=tls.verify_setting(ca, verify), transport=transport)
+        self._http = blocking_http(timeout, tls.verify_setting(ca, verify), transport)
 
     def request(
         self,
@@ -44,12 +45,12 @@ class RawClient(calls.BlockingPool):
         token: str | None = None,
         content: bytes | None = None,
         headers: dict[str, str] | None = None,
-        timeout=httpx.USE_CLIENT_DEFAULT,
+        timeout: float | None | object = DEFAULT,
     ) -> Reply:
         """``body`` goes as JSON, or ``content`` as bytes as they are; ``token`` as Bearer;
         ``timeout`` (s; None: no limit) for this request instead of the client's."""
         calls.check_token(token)
-        build = functools.partial(self._http.build_request, timeout=timeout)
+        build = functools.partial(self._http.build, timeout=timeout)
         plan = calls.single(build, method, url, body=body, content=content, token=token, headers=headers)
         return calls.run_blocking(self._http, plan)
 

@@ -5,9 +5,8 @@ from __future__ import annotations
 import functools
 from urllib.parse import quote, urlencode
 
-import httpx
-
 from . import calls, core
+from .blocking_http import blocking_http
 from .calls import Reply
 from .consuming import AHEAD_MS, Subscription, fetch_and_decode
 from .core import CHANGE_S
@@ -29,9 +28,10 @@ class Client(core.ClientSettings, calls.BlockingPool, ScheduleCalls, PushCalls):
         """``settings``: admin_token, timeout (s, per request; None: no limit), retry_s (s,
         across failover), ca (PEM file or directory of the CAs to trust on https:// URLs),
         verify (True, or an ``ssl.SSLContext`` that verifies; see :mod:`horologe.client.tls`),
-        transport (an httpx transport, e.g. ``httpx.MockTransport`` in tests)."""
+        transport (an httpx transport, e.g. ``httpx.MockTransport`` in tests: calls then go
+        through ``httpx.Client``; see :mod:`horologe.client.blocking_http`)."""
         super().__init__(urls, token, **settings)
-        self._http = httpx.Client(timeout=self.timeout, verify=self.verify, transport=self.transport)
+        self._http = blocking_http(self.timeout, self.verify, self.transport)
 
     def request(
         self,
@@ -49,7 +49,7 @@ class Client(core.ClientSettings, calls.BlockingPool, ScheduleCalls, PushCalls):
         answer raises its :class:`HorologeError`. ``admin`` sends the admin token;
         ``resend=False`` for a call that must not be repeated after a timeout; ``accept``
         asks for another answer type than JSON (``calls.MSGPACK``: its body comes decoded)."""
-        build = self._http.build_request
+        build = self._http.build
         if timeout is not core.CLIENT_TIMEOUT:  # this call's own (s; None: no limit)
             build = functools.partial(build, timeout=timeout)
         plan = self.plan(build, method, path, body, admin=admin, resend=resend, accept=accept)

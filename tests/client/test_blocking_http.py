@@ -1,0 +1,150 @@
+"""The blocking clients' HTTP (horologe/client/blocking_http.py) against a real socket: a
+small server here answers as told, so that kept-alive, closed, silent and absent nodes
+can each be met on purpose."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+
+import httpx
+import pytest
+
+from horologe.client import Client, RawClient, UnavailableError
+from horologe.client.blocking_http import StdlibBlocking
+
+CREATED = b'{"id": "0000000000000000000000000001", "topic": "t", "deliver_at": 1}'
+
+
+class Node:
+    """Answers each request with ``CREATED`` (201), then: ``keep`` the connection,
+    ``close`` it after the answer (no ``Connection: close`` said: a keep-alive that ran
+    out), ``say_close`` (the answer says ``Connection: close``), ``slow``: answer after a
+    second, or ``silent``: read the request and never answer."""
+
+    def __init__(self, mode: str = "keep") -> None:
+        self.mode = mode
+        self.connections = 0
+        self.requests: list[bytes] = []
+        self._sock = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self._sock.getsockname()[1]}"
+        self._open: list[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self._sock.accept()
+            except OSError:
+                return
+            self.connections += 1
+            self._open.append(conn)
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn: socket.socket) -> None:
+        buf = b""
+        with conn:
+            while True:
+                while b"\r\n\r\n" not in buf:
+                    chunk = conn.recv(65536)
+                    if not chunk:
+                        return
+                    buf += chunk
+                head, buf = buf.split(b"\r\n\r\n", 1)
+                length = next(
+                    (
+                        int(line.split(b":")[1])
+                        for line in head.split(b"\r\n")
+                        if line.lower().startswith(b"content-length")
+                    ),
+                    0,
+                )
+                while len(buf) < length:
+                    buf += conn.recv(65536)
+                self.requests.append(head + b"\r\n\r\n" + buf[:length])
+                buf = buf[length:]
+                if self.mode == "silent":
+                    time.sleep(5)
+                    return
+                if self.mode == "slow":
+                    time.sleep(1)
+                extra = b"Connection: close\r\n" if self.mode == "say_close" else b""
+                conn.sendall(
+                    b"HTTP/1.1 201 Created\r\nContent-Type: application/json\r\n"
+                    + extra
+                    + f"Content-Length: {len(CREATED)}\r\n\r\n".encode()
+                    + CREATED
+                )
+                if self.mode in ("close", "say_close"):
+                    conn.shutdown(socket.SHUT_RDWR)
+                    return
+
+    def stop(self) -> None:
+        self._sock.close()
+        for c in self._open:
+            c.close()
+
+
+@pytest.fixture
+def node():
+    n = Node()
+    yield n
+    n.stop()
+
+
+def test_one_connection_is_kept_alive_across_calls(node):
+    with Client([node.url], "token", retry_s=0) as c:
+        for _ in range(5):
+            c.produce("t", b"x", deliver_after=1000)
+    assert (node.connections, len(node.requests)) == (1, 5)
+    first = node.requests[0]
+    assert first.startswith(b"POST /v1/messages HTTP/1.1\r\n")
+    assert b"Authorization: Bearer token\r\n" in first
+    assert b"Content-Type: application/msgpack\r\n" in first
+
+
+def test_a_connection_the_node_closed_while_idle_is_not_sent_a_request(node):
+    node.mode = "close"
+    with Client([node.url], "token", retry_s=0) as c:
+        for _ in range(3):
+            c.produce("t", b"x", deliver_after=1000)
+            time.sleep(0.05)  # the node's close arrives before the next call
+    assert (node.connections, len(node.requests)) == (3, 3)
+
+
+def test_an_answer_that_says_close_ends_its_connection(node):
+    node.mode = "say_close"
+    http = StdlibBlocking(5.0, True)
+    for _ in range(3):
+        assert http.send(http.build("GET", node.url + "/x")).status == 201
+    assert node.connections == 3
+    http.close()
+
+
+def test_no_answer_in_time_is_a_read_timeout_and_a_call_not_to_be_resent_is_not(node):
+    node.mode = "silent"
+    http = StdlibBlocking(0.3, True)
+    with pytest.raises(httpx.ReadTimeout):
+        http.send(http.build("POST", node.url + "/v1/messages", content=b"{}"))
+    with Client([node.url], "token", timeout=0.3, retry_s=5) as c, pytest.raises(UnavailableError) as e:
+        c.request("POST", "/v1/messages/nack", {"receipts": []}, resend=False)
+    assert "may or may not have applied" in str(e.value)
+    assert len(node.requests) == 2  # sent once, not again
+
+
+def test_a_node_not_listening_is_passed_over_for_the_next(node):
+    gone = Node()
+    gone.stop()
+    with Client([gone.url, node.url], "token", retry_s=0) as c:
+        assert c.produce("t", b"x", deliver_after=1000).id
+    with RawClient() as raw, pytest.raises(UnavailableError):
+        raw.get(gone.url + "/healthz")
+
+
+def test_a_per_call_timeout_overrides_the_clients(node):
+    node.mode = "slow"
+    with RawClient(timeout=30.0) as raw:
+        with pytest.raises(UnavailableError, match="timed out"):
+            raw.get(node.url + "/healthz", timeout=0.2)
+        assert raw.get(node.url + "/healthz").status == 201
