@@ -31,16 +31,22 @@ keep-alive ran out) is readable, and is dropped before use rather than sent a re
 from __future__ import annotations
 
 import http.client
+import re
 import select
 import ssl
 import threading
 from typing import NamedTuple
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 import httpx
 
 from .calls import Reply
 
+# What httpx percent-encodes (and http.client refuses to send): in a path, controls, space,
+# the characters "<>`{} and anything past ASCII; in a query the same but `{} (WHATWG's
+# path and query sets). Escapes already there are kept.
+_UNSAFE_PATH = re.compile(r'[\x00-\x20\x7f"<>`{}]|[^\x00-\x7f]+')
+_UNSAFE_QUERY = re.compile(r'[\x00-\x20\x7f"<>]|[^\x00-\x7f]+')
 # Idle connections kept per origin (httpx keeps 20 in all by default); more are closed.
 KEEP_IDLE = 16
 DEFAULT = object()  # a request's timeout left to the client's
@@ -84,7 +90,9 @@ class StdlibBlocking:
     def send(self, out: Outgoing) -> Reply:
         parts = urlsplit(out.url)
         origin = (parts.scheme, parts.hostname or "", parts.port or (443 if parts.scheme == "https" else 80))
-        target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        target = _UNSAFE_PATH.sub(_escaped, parts.path or "/")
+        if parts.query:
+            target += "?" + _UNSAFE_QUERY.sub(_escaped, parts.query)
         timeout = self.timeout if out.timeout is DEFAULT else out.timeout
         conn = self._take(origin)
         try:
@@ -135,6 +143,10 @@ class StdlibBlocking:
                 stack.append(conn)
                 return
         conn.close()
+
+
+def _escaped(m: re.Match) -> str:
+    return quote(m.group(), safe="")
 
 
 def _still_open(conn: http.client.HTTPConnection) -> bool:

@@ -148,3 +148,12 @@ def test_a_per_call_timeout_overrides_the_clients(node):
         with pytest.raises(UnavailableError, match="timed out"):
             raw.get(node.url + "/healthz", timeout=0.2)
         assert raw.get(node.url + "/healthz").status == 201
+
+
+def test_a_url_is_sent_percent_encoded_as_httpx_sends_it(node):
+    url = node.url + '/v1/forë cast`{}?topic=bad topic&x=ü%zz%41&y="<`{|}>"'
+    with RawClient() as raw:
+        assert raw.get(url).status == 201
+    sent = node.requests[0].split(b"\r\n", 1)[0].split(b" ")[1]
+    assert sent == httpx.Request("GET", url).url.raw_path
+    assert sent == b"/v1/for%C3%AB%20cast%60%7B%7D?topic=bad%20topic&x=%C3%BC%zz%41&y=%22%3C`{|}%3E%22"
