@@ -14,6 +14,10 @@ Two threads run a node:
 Everything the tick thread tells the loop (an applied entry with the state it
 committed, a proposal's outcome, a change of role, a transfer's result) goes through
 :meth:`LoopCrossing.post`, which queues it on the loop in the order it was posted.
+Posts made before the loop took the last ones share one wake-up of the loop: each
+``call_soon_threadsafe`` writes to the loop's self-pipe, and the write hands the GIL to
+the loop while the tick thread is still busy (an applied produce posts its entry and its
+proposal's outcome, one after the other).
 
 Enforced: :meth:`LoopCrossing.require_off_loop` is called where the writer is used
 (``RaftNode.apply_entry``), and a ``StoreReader`` refuses to follow states on a second
@@ -23,6 +27,7 @@ thread.
 from __future__ import annotations
 
 import asyncio
+import collections
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -33,14 +38,31 @@ class LoopCrossing:
         """Made on the loop's own thread."""
         self._loop = loop
         self._loop_thread = threading.get_ident()
+        self._posted: collections.deque[tuple[Callable[..., Any], tuple]] = collections.deque()
+        self._woken = False  # a drain is queued on the loop and has not begun taking
 
     def post(self, fn: Callable[..., Any], *args: Any) -> None:
         """Run ``fn(*args)`` on the loop, after everything posted before; dropped once it closed."""
-        if not self._loop.is_closed():
+        self._posted.append((fn, args))  # before the flag is read: a drain that began takes it
+        if self._woken or self._loop.is_closed():
+            return
+        self._woken = True
+        try:
+            self._loop.call_soon_threadsafe(self._drain)
+        except RuntimeError:  # closed between the check and the call
+            pass
+
+    def _drain(self) -> None:  # on the loop
+        self._woken = False  # before taking: a post after this wakes the loop again
+        posted = self._posted
+        while posted:
+            fn, args = posted.popleft()
             try:
-                self._loop.call_soon_threadsafe(fn, *args)
-            except RuntimeError:  # closed between the check and the call
-                pass
+                fn(*args)
+            except Exception as e:  # noqa: BLE001 - as the loop would for a callback of its own
+                self._loop.call_exception_handler(
+                    {"message": f"Exception in a callback posted by the tick thread: {fn!r}", "exception": e}
+                )
 
     def require_off_loop(self, what: str) -> None:
         if threading.get_ident() == self._loop_thread:
