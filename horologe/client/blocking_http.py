@@ -23,9 +23,13 @@ pass over a node, never resend what may have applied) reads one set of errors:
   connection broke: ``httpx.ReadError``; it closed before an answer, or the answer was
   not HTTP: ``httpx.RemoteProtocolError``.
 
-A connection is kept only after its answer was read whole and did not ask to close; one
+An answer the node gave before it took the whole body (a body over its limit: 413) and
+closed is still the answer, though the rest of the body could not be written. A
+connection is kept only after its answer was read whole and did not ask to close; one
 that any error touched is closed. An idle connection the node has closed meanwhile (its
 keep-alive ran out) is readable, and is dropped before use rather than sent a request.
+Proxy variables are not read: the nodes are dialled directly. A closed client sends
+nothing more (``RuntimeError``).
 """
 
 from __future__ import annotations
@@ -100,8 +104,18 @@ class StdlibBlocking:
                 _connect(conn, timeout)
             else:
                 conn.sock.settimeout(timeout)
-            _write(conn, out.method, target, out.content, out.headers)
-            status, headers, content, keep = _read(conn)
+            try:
+                _write(conn, out.method.upper(), target, out.content, out.headers)
+            except httpx.WriteError as unwritten:
+                # The node may have answered before it closed (a body over its limit: 413),
+                # and that answer is the one to give, as httpx gives it.
+                try:
+                    answered = _read(conn)
+                except httpx.TransportError:
+                    raise unwritten from unwritten.__cause__
+                status, headers, content, keep = (*answered[:3], False)
+            else:
+                status, headers, content, keep = _read(conn)
         except BaseException:
             conn.close()
             raise
@@ -121,6 +135,8 @@ class StdlibBlocking:
 
     def _take(self, origin: Origin) -> http.client.HTTPConnection:
         with self._lock:
+            if self._closed:
+                raise RuntimeError("cannot send a request: the client has been closed")
             stack = self._idle.get(origin)
             while stack:
                 conn = stack.pop()
@@ -151,12 +167,14 @@ def _escaped(m: re.Match) -> str:
 
 def _still_open(conn: http.client.HTTPConnection) -> bool:
     """An idle connection has nothing to read: if it has, the node closed it (or sent what
-    no request asked for), and it is not to be used."""
+    no request asked for), and it is not to be used. (``poll``, not ``select``: a
+    descriptor past 1023 is fine.)"""
+    poller = select.poll()
     try:
-        readable, _, _ = select.select([conn.sock], [], [], 0)
+        poller.register(conn.sock, select.POLLIN)
+        return not poller.poll(0)
     except (OSError, ValueError):
         return False
-    return not readable
 
 
 def _connect(conn: http.client.HTTPConnection, timeout: float | None) -> None:
@@ -178,7 +196,7 @@ def _write(conn: http.client.HTTPConnection, method: str, target: str, content, 
         raise httpx.WriteError(str(e) or type(e).__name__) from e
 
 
-def _read(conn: http.client.HTTPConnection) -> tuple[int, list[tuple[str, str]], bytes, bool]:
+def _read(conn: http.client.HTTPConnection) -> tuple[int, list[tuple[bytes, bytes]], bytes, bool]:
     """The answer's status, headers and body, and whether the connection may be kept."""
     try:
         resp = conn.getresponse()
@@ -191,7 +209,9 @@ def _read(conn: http.client.HTTPConnection) -> tuple[int, list[tuple[str, str]],
         raise httpx.RemoteProtocolError(f"not an HTTP answer: {e!r}") from e
     except OSError as e:
         raise httpx.ReadError(str(e) or type(e).__name__) from e
-    return resp.status, resp.getheaders(), content, not resp.will_close
+    # As bytes: a header past ASCII (a proxy's) is kept as it came, as httpx keeps it.
+    headers = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in resp.getheaders()]
+    return resp.status, headers, content, not resp.will_close
 
 
 class HttpxBlocking:

@@ -4,6 +4,7 @@ can each be met on purpose."""
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import threading
 import time
@@ -21,7 +22,8 @@ class Node:
     """Answers each request with ``CREATED`` (201), then: ``keep`` the connection,
     ``close`` it after the answer (no ``Connection: close`` said: a keep-alive that ran
     out), ``say_close`` (the answer says ``Connection: close``), ``slow``: answer after a
-    second, or ``silent``: read the request and never answer."""
+    second, ``too_large``: answer 413 before reading the body and close, or ``silent``:
+    read the request and never answer."""
 
     def __init__(self, mode: str = "keep") -> None:
         self.mode = mode
@@ -43,47 +45,59 @@ class Node:
             threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
 
     def _serve(self, conn: socket.socket) -> None:
+        with conn, contextlib.suppress(OSError):  # the client went away, or stop() ended it
+            self._answer(conn)
+
+    def _answer(self, conn: socket.socket) -> None:
         buf = b""
-        with conn:
-            while True:
-                while b"\r\n\r\n" not in buf:
-                    chunk = conn.recv(65536)
-                    if not chunk:
-                        return
-                    buf += chunk
-                head, buf = buf.split(b"\r\n\r\n", 1)
-                length = next(
-                    (
-                        int(line.split(b":")[1])
-                        for line in head.split(b"\r\n")
-                        if line.lower().startswith(b"content-length")
-                    ),
-                    0,
-                )
-                while len(buf) < length:
-                    buf += conn.recv(65536)
-                self.requests.append(head + b"\r\n\r\n" + buf[:length])
-                buf = buf[length:]
-                if self.mode == "silent":
-                    time.sleep(5)
+        while True:
+            while b"\r\n\r\n" not in buf:
+                chunk = conn.recv(65536)
+                if not chunk:
                     return
-                if self.mode == "slow":
-                    time.sleep(1)
-                extra = b"Connection: close\r\n" if self.mode == "say_close" else b""
+                buf += chunk
+            head, buf = buf.split(b"\r\n\r\n", 1)
+            if self.mode == "too_large":  # answers before the body, and closes unread
+                self.requests.append(head)
                 conn.sendall(
-                    b"HTTP/1.1 201 Created\r\nContent-Type: application/json\r\n"
-                    + extra
-                    + f"Content-Length: {len(CREATED)}\r\n\r\n".encode()
-                    + CREATED
+                    b"HTTP/1.1 413 Payload Too Large\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"
                 )
-                if self.mode in ("close", "say_close"):
-                    conn.shutdown(socket.SHUT_RDWR)
-                    return
+                time.sleep(0.2)
+                return
+            length = next(
+                (
+                    int(line.split(b":")[1])
+                    for line in head.split(b"\r\n")
+                    if line.lower().startswith(b"content-length")
+                ),
+                0,
+            )
+            while len(buf) < length:
+                buf += conn.recv(65536)
+            self.requests.append(head + b"\r\n\r\n" + buf[:length])
+            buf = buf[length:]
+            if self.mode == "silent":
+                time.sleep(5)
+                return
+            if self.mode == "slow":
+                time.sleep(1)
+            extra = b"Connection: close\r\n" if self.mode == "say_close" else b""
+            extra += b"X-Via: caf\xe9\r\n"  # latin-1 past ASCII, as a proxy may add
+            conn.sendall(
+                b"HTTP/1.1 201 Created\r\nContent-Type: application/json\r\n"
+                + extra
+                + f"Content-Length: {len(CREATED)}\r\n\r\n".encode()
+                + CREATED
+            )
+            if self.mode in ("close", "say_close"):
+                conn.shutdown(socket.SHUT_RDWR)
+                return
 
     def stop(self) -> None:
         self._sock.close()
-        for c in self._open:
-            c.close()
+        for c in self._open:  # each is closed by its own thread, once this ends its wait
+            with contextlib.suppress(OSError):
+                c.shutdown(socket.SHUT_RDWR)
 
 
 @pytest.fixture
@@ -157,3 +171,27 @@ def test_a_url_is_sent_percent_encoded_as_httpx_sends_it(node):
     sent = node.requests[0].split(b"\r\n", 1)[0].split(b" ")[1]
     assert sent == httpx.Request("GET", url).url.raw_path
     assert sent == b"/v1/for%C3%AB%20cast%60%7B%7D?topic=bad%20topic&x=%C3%BC%zz%41&y=%22%3C`{|}%3E%22"
+
+
+def test_a_header_past_ascii_is_kept_and_a_method_goes_in_capitals(node):
+    with RawClient() as raw:
+        reply = raw.request("delete", node.url + "/v1/messages/x")
+    assert reply.status == 201 and reply.headers["x-via"] == "café"
+    assert node.requests[0].startswith(b"DELETE /v1/messages/x HTTP/1.1\r\n")
+
+
+def test_a_closed_client_refuses_to_send(node):
+    raw = RawClient()
+    assert raw.get(node.url + "/x").status == 201
+    raw.close()
+    with pytest.raises(RuntimeError, match="closed"):
+        raw.get(node.url + "/x")
+
+
+def test_an_answer_given_before_the_body_was_taken_is_the_answer(node):
+    """A node that refuses a body over its limit answers at once and closes; the write of
+    the rest fails, and the 413 is what the caller gets (as from httpx), not a node that
+    could not be reached."""
+    node.mode = "too_large"
+    with RawClient() as raw:
+        assert raw.post(node.url + "/v1/messages/batch", content=b"x" * 50_000_000).status == 413
