@@ -43,8 +43,10 @@ class LoopCrossing:
 
     def post(self, fn: Callable[..., Any], *args: Any) -> None:
         """Run ``fn(*args)`` on the loop, after everything posted before; dropped once it closed."""
+        if self._loop.is_closed():
+            return
         self._posted.append((fn, args))  # before the flag is read: a drain that began takes it
-        if self._woken or self._loop.is_closed():
+        if self._woken:
             return
         self._woken = True
         try:
@@ -55,11 +57,16 @@ class LoopCrossing:
     def _drain(self) -> None:  # on the loop
         self._woken = False  # before taking: a post after this wakes the loop again
         posted = self._posted
-        while posted:
+        # Only what is here now: what the tick thread posts meanwhile comes with the drain
+        # it queues, after the loop's other callbacks (a catch-up posting all along must
+        # not hold the loop in one drain).
+        for _ in range(len(posted)):
             fn, args = posted.popleft()
             try:
                 fn(*args)
-            except Exception as e:  # noqa: BLE001 - as the loop would for a callback of its own
+            except (SystemExit, KeyboardInterrupt):
+                raise
+            except BaseException as e:  # noqa: BLE001 - as the loop does for a callback of its own
                 self._loop.call_exception_handler(
                     {"message": f"Exception in a callback posted by the tick thread: {fn!r}", "exception": e}
                 )

@@ -57,3 +57,37 @@ async def test_a_post_that_raises_is_reported_and_the_rest_still_run():
     await asyncio.sleep(0)
     assert ran == ["a", "b"]
     assert [type(c["exception"]) for c in reported] == [ValueError]
+
+
+async def test_a_drain_runs_only_what_was_posted_before_it_began():
+    """What is posted while a drain runs waits for the next drain, behind the loop's other
+    callbacks: a tick thread posting all along (a catch-up) must not hold the loop."""
+    loop = asyncio.get_running_loop()
+    crossing = LoopCrossing(loop)
+    ran: list[str] = []
+
+    def first() -> None:
+        ran.append("first")
+        loop.call_soon(ran.append, "the loop's own")
+        crossing.post(ran.append, "posted meanwhile")
+
+    _on_another_thread(lambda: crossing.post(first))
+    for _ in range(3):
+        await asyncio.sleep(0)
+    assert ran == ["first", "the loop's own", "posted meanwhile"]
+
+
+async def test_a_post_that_raises_cancelled_error_is_reported_too():
+    loop = asyncio.get_running_loop()
+    reported: list[dict] = []
+    loop.set_exception_handler(lambda _loop, context: reported.append(context))
+    crossing = LoopCrossing(loop)
+    ran: list[str] = []
+
+    def cancelled() -> None:
+        raise asyncio.CancelledError
+
+    _on_another_thread(lambda: (crossing.post(cancelled), crossing.post(ran.append, "after")))
+    await asyncio.sleep(0)
+    assert ran == ["after"]
+    assert [type(c["exception"]) for c in reported] == [asyncio.CancelledError]
