@@ -104,18 +104,9 @@ class StdlibBlocking:
                 _connect(conn, timeout)
             else:
                 conn.sock.settimeout(timeout)
-            try:
-                _write(conn, out.method.upper(), target, out.content, out.headers)
-            except httpx.WriteError as unwritten:
-                # The node may have answered before it closed (a body over its limit: 413),
-                # and that answer is the one to give, as httpx gives it.
-                try:
-                    answered = _read(conn)
-                except httpx.TransportError:
-                    raise unwritten from unwritten.__cause__
-                status, headers, content, keep = (*answered[:3], False)
-            else:
-                status, headers, content, keep = _read(conn)
+            status, headers, content, keep = _exchange(
+                conn, out.method.upper(), target, out.content, out.headers
+            )
         except BaseException:
             conn.close()
             raise
@@ -194,6 +185,24 @@ def _write(conn: http.client.HTTPConnection, method: str, target: str, content, 
         raise httpx.WriteTimeout(str(e) or "timed out writing the request") from e
     except OSError as e:
         raise httpx.WriteError(str(e) or type(e).__name__) from e
+
+
+def _exchange(
+    conn: http.client.HTTPConnection, method: str, target: str, content, headers
+) -> tuple[int, list[tuple[bytes, bytes]], bytes, bool]:
+    """Write the request, read its answer: status, headers, body, and whether the
+    connection may be kept."""
+    try:
+        _write(conn, method, target, content, headers)
+    except httpx.WriteError as unwritten:
+        # The node may have answered before it closed (a body over its limit: 413), and
+        # that answer is the one to give, as httpx gives it.
+        try:
+            status, answered_headers, body, _ = _read(conn)
+        except httpx.TransportError:
+            raise unwritten from unwritten.__cause__
+        return status, answered_headers, body, False
+    return _read(conn)
 
 
 def _read(conn: http.client.HTTPConnection) -> tuple[int, list[tuple[bytes, bytes]], bytes, bool]:
