@@ -18,7 +18,7 @@ import time
 from collections.abc import Iterator
 
 from horologe import local_cluster as lc
-from horologe.client import Client, HorologeError, RawClient
+from horologe.client import Client, HorologeError, RawClient, Reply
 from horologe.storage import Storage
 
 from .tls import Pki, make_pki
@@ -291,6 +291,21 @@ class Cluster:
                 last = e
             time.sleep(0.2)
         raise TimeoutError(f"n{i + 1} did not catch up in {timeout_s:g} s (last seen: {last})")
+
+    def post_to_master(self, path: str, body: dict, token: str, timeout_s: float = 20.0) -> Reply:
+        """``body`` posted once to the master as it is (no SDK), its answer returned as sent.
+
+        Sent again only while the node asked is not, or no longer, the master (a 3xx, or 503
+        ``no_master``): an election under way, which a loaded machine can start at any time.
+        """
+        deadline = time.monotonic() + timeout_s
+        while True:
+            r = self.http.post(f"{self.url(self.wait_leader(timeout_s=timeout_s))}{path}", body, token=token)
+            code = r.body.get("error", {}).get("code") if isinstance(r.body, dict) else None
+            election = 300 <= r.status < 400 or (r.status == 503 and code == "no_master")
+            if not election or time.monotonic() > deadline:
+                return r
+            time.sleep(0.1)
 
     def signal(self, i: int, sig: int) -> None:
         os.kill(self.procs[i].pid, sig)
