@@ -120,8 +120,7 @@ def test_bad_input_is_sent_to_the_master_and_refused_there_in_the_error_shape(cl
         if field is not None:
             want["field"] = field
         assert r.body == {"error": want}, (path, body)
-    requeue = f"{cluster.url(master)}/admin/dlq/g/requeue"
-    bad_json = cluster.http.request("POST", requeue, content=b"{", token=ADMIN)
+    bad_json = cluster.to_master("POST", "/admin/dlq/g/requeue", content=b"{", token=ADMIN)
     assert bad_json.status == 400 and bad_json.body["error"]["code"] == "invalid_json"
 
 
@@ -130,7 +129,7 @@ def test_dlq_routes_take_the_admin_token(cluster):
     assert cluster.http.get(url).status == 401
     assert cluster.http.get(url, token=CLIENT).status == 403
     assert cluster.http.post(f"{url}/requeue", {"all": True}, token=CLIENT).status == 403
-    assert cluster.http.get(url, token=ADMIN).body["unacked"] == 0
+    assert cluster.to_master("GET", "/admin/dlq/g", token=ADMIN).body["unacked"] == 0
 
 
 def test_forward_header_reaches_the_named_node_or_the_master(cluster):
@@ -174,8 +173,5 @@ def test_forward_header_reaches_the_named_node_or_the_master(cluster):
 
 def test_requeue_of_an_id_no_store_could_hold_reports_it_missing(cluster):
     """Found by the fuzz test: an id whose hour is past year 9999 was a 500."""
-    master = cluster.wait_leader()
-    r = cluster.http.post(
-        f"{cluster.url(master)}/admin/dlq/g/requeue", {"ids": ["ffffffff00000000"]}, token=ADMIN
-    )
+    r = cluster.to_master("POST", "/admin/dlq/g/requeue", {"ids": ["ffffffff00000000"]}, token=ADMIN)
     assert (r.status, r.body["missing"], r.body["requeued"]) == (200, ["ffffffff00000000"], [])

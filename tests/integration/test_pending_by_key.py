@@ -108,7 +108,7 @@ REFUSALS = [
 def test_bad_key_queries_are_refused_with_the_error_shape(cluster):
     master = cluster.wait_leader()
     for query, status, code, field in REFUSALS:
-        r = cluster.http.get(f"{cluster.url(master)}/v1/topics/pk/pending?{query}", token=CLIENT)
+        r = cluster.to_master("GET", f"/v1/topics/pk/pending?{query}", token=CLIENT)
         err = r.body["error"]
         assert (r.status, err["code"], err.get("field")) == (status, code, field), query
     c = Client([cluster.url(i) for i in cluster.indexes], CLIENT, retry_s=20)

@@ -54,9 +54,7 @@ def test_pushes_are_signed_acked_and_counted_and_bad_targets_refused(make_cluste
     r = receiver()
     made = c.put_subscription("orders", "hooks", r.url, SECRET, max_in_flight=4)
     assert made.allowed and made.url == r.url and made.max_in_flight == 4 and made.tags == "*"
-    raw = cluster.http.get(
-        f"{cluster.url(cluster.wait_leader())}/v1/topics/orders/subscriptions/hooks", token=CLIENT
-    ).result()
+    raw = cluster.to_master("GET", "/v1/topics/orders/subscriptions/hooks", token=CLIENT).result()
     assert SECRET not in str(raw) and "secret" not in raw["push"]
     ids = produce(c, "orders", 30) + produce(c, "orders", 5, deliver_after="1s")
     wait_until(lambda: r.ids() >= set(ids), 30)

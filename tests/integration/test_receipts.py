@@ -11,7 +11,7 @@ from .test_consumers import SHORT_RETRIES, client, drain
 
 
 def _post(cluster, path: str, body: dict) -> Reply:
-    return cluster.post_to_master(path, body, token=CLIENT)
+    return cluster.to_master("POST", path, body, token=CLIENT)
 
 
 def _refused(cluster, path: str, body: dict) -> None:

@@ -45,20 +45,24 @@ def test_bad_input_is_refused_and_never_proposed(cluster):
     url = f"{cluster.url(master)}/v1/messages"
     before = _stored(cluster, master)
     for body, status, code, field in CASES:
-        r = cluster.http.post(url, body, token=CLIENT)
+        r = cluster.to_master("POST", "/v1/messages", body, token=CLIENT)
         err = r.body["error"]
         assert (r.status, err["code"], err.get("field")) == (status, code, field), body
     r = cluster.client(master).request(
         "POST", "/v1/messages/batch", {"messages": [CASES[0][0], {"topic": "t", "body": "ok"}]}
     )
     assert r.status == 200 and "error" in r.body["results"][0] and "id" in r.body["results"][1]
-    r = cluster.http.post(
-        url, content=b"{not json", token=CLIENT, headers={"Content-Type": "application/json"}
+    r = cluster.to_master(
+        "POST",
+        "/v1/messages",
+        content=b"{not json",
+        token=CLIENT,
+        headers={"Content-Type": "application/json"},
     )
     assert (r.status, r.body["error"]["code"]) == (400, "invalid_json")
     json_type = {"Content-Type": "application/json"}
     for not_json in (b'{"topic": "t", "body": "\\udc80"}', b'{"topic": "t", "body": "x", "deliver_at": NaN}'):
-        r = cluster.http.post(url, content=not_json, token=CLIENT, headers=json_type)
+        r = cluster.to_master("POST", "/v1/messages", content=not_json, token=CLIENT, headers=json_type)
         assert (r.status, r.body["error"]["code"]) == (400, "invalid_json"), not_json  # a lone surrogate, NaN
     r = cluster.http.post(url, content=b"{}")
     assert (r.status, r.body["error"]["code"]) == (401, "unauthorized")
@@ -82,7 +86,9 @@ def test_a_msgpack_produce_takes_raw_bytes_and_the_same_rules(cluster):
     packed = {"Content-Type": "application/msgpack"}
     before = _stored(cluster, master)
     for body, status, code, field in CASES:
-        r = cluster.http.post(url, content=msgpack.packb(body), token=CLIENT, headers=packed)
+        r = cluster.to_master(
+            "POST", "/v1/messages", content=msgpack.packb(body), token=CLIENT, headers=packed
+        )
         err = r.body["error"]
         assert (r.status, err["code"], err.get("field")) == (status, code, field), body
     nan = {"topic": "t", "body": "x", "deliver_at": float("nan")}
@@ -96,7 +102,7 @@ def test_a_msgpack_produce_takes_raw_bytes_and_the_same_rules(cluster):
         (msgpack.packb({"topic": "t", "body": "x", "headers": {"a": b"bytes"}}), "invalid_field", "headers"),
     ]
     for raw, code, field in refused:
-        r = cluster.http.post(url, content=raw, token=CLIENT, headers=packed)
+        r = cluster.to_master("POST", "/v1/messages", content=raw, token=CLIENT, headers=packed)
         assert (r.status, r.body["error"]["code"], r.body["error"].get("field")) == (400, code, field), raw
     assert _stored(cluster, master) == before
     binary = bytes(range(256))
@@ -124,12 +130,12 @@ def test_followers_redirect_writes_to_the_master(cluster):
 
 def test_requests_are_bounded_and_a_big_batch_is_split_across_entries(cluster):
     master = cluster.wait_leader()
-    url = f"{cluster.url(master)}/v1/messages/batch"
+    path = "/v1/messages/batch"
     before = _stored(cluster, master)
-    r = cluster.http.post(url, {"messages": [{"topic": "t", "body": "x"}] * 1001}, token=CLIENT)
+    r = cluster.to_master("POST", path, {"messages": [{"topic": "t", "body": "x"}] * 1001}, token=CLIENT)
     assert (r.status, r.body["error"]["code"], r.body["error"]["field"]) == (413, "too_large", "messages")
     huge = {"messages": [{"topic": "t", "body": "x" * 200_000} for _ in range(25)]}  # 5 MB
-    r = cluster.http.post(url, content=json.dumps(huge).encode(), token=CLIENT)
+    r = cluster.to_master("POST", path, content=json.dumps(huge).encode(), token=CLIENT)
     assert (r.status, r.body["error"]["code"]) == (413, "too_large")
     assert _stored(cluster, master) == before
 
@@ -177,7 +183,7 @@ def test_forecast_counts_pending_messages_and_refuses_bad_queries(cluster):
     assert [line.split()[-1] for line in shown.output.splitlines()[1:]] == ["1", "1"]
     applied = cluster.status(master)["applied_index"]
     for query, status, code, field in FORECAST_REFUSALS:
-        r = cluster.http.get(f"{cluster.url(master)}/v1/forecast?{query}", token=CLIENT)
+        r = cluster.to_master("GET", f"/v1/forecast?{query}", token=CLIENT)
         err = r.body["error"]
         assert (r.status, err["code"], err.get("field")) == (status, code, field), query
     assert cluster.status(master)["applied_index"] - applied <= 40  # wheel syncs only: no bad query proposes
@@ -235,7 +241,7 @@ def test_pending_lists_in_firing_order_a_page_at_a_time(cluster):
         m.id for m in seen
     ]
     for query, status, code, field in PENDING_REFUSALS:
-        r = cluster.http.get(f"{cluster.url(master)}/v1/topics/pl/pending?{query}", token=CLIENT)
+        r = cluster.to_master("GET", f"/v1/topics/pl/pending?{query}", token=CLIENT)
         err = r.body["error"]
         assert (r.status, err["code"], err.get("field")) == (status, code, field), query
 
@@ -245,9 +251,9 @@ def test_what_the_fuzz_test_found_is_answered_and_halts_nothing(cluster):
     master = cluster.wait_leader()
     url = cluster.url(master)
     for method in ("GET", "DELETE"):  # its hour is past year 9999: every replica halted
-        r = cluster.http.request(method, f"{url}/v1/messages/2000000000000000", None, token=CLIENT)
+        r = cluster.to_master(method, "/v1/messages/2000000000000000", token=CLIENT)
         assert (r.status, r.body["error"]["code"]) == (404, "not_found"), r.text
-    r = cluster.http.post(f"{url}/admin/release-master", {"to": {}}, token=ADMIN)  # a 500
+    r = cluster.to_master("POST", "/admin/release-master", {"to": {}}, token=ADMIN)  # a 500
     assert (r.status, r.body["error"]["code"], r.body["error"]["field"]) == (400, "invalid_field", "to")
     r = cluster.http.get(f"{url}/v1/messages/batch", token=CLIENT)  # was 404, as if "batch" were an id
     assert (r.status, r.body["error"]["code"], r.headers["Allow"]) == (405, "method_not_allowed", "POST")
