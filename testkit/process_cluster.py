@@ -19,6 +19,8 @@ from collections.abc import Iterator
 
 from horologe import local_cluster as lc
 from horologe.client import Client, HorologeError, RawClient, Reply
+from horologe.client.calls import REFUSED_503
+from horologe.client.errors import error_for
 from horologe.storage import Storage
 
 from .tls import Pki, make_pki
@@ -297,18 +299,16 @@ class Cluster:
         its answer returned as sent: for calls whose answer a test judges itself (refusals,
         reads), which the SDK would take apart or retry.
 
-        Sent again only while the node asked is not, or no longer, the master (a 3xx, or 503
-        ``no_master``): an election a loaded machine can start at any time. The master check
-        comes before a route reads the request (node/http/route_table.py), so such an answer
-        did nothing; a call that proposes may still have, so send those through the SDK.
+        Sent again only while the answer says nothing was done, by the SDK's rule: a 3xx (the
+        node asked is not, or no longer, the master: an election a loaded machine can start
+        at any time) or a 503 of ``REFUSED_503`` (``no_master`` among them).
         """
         deadline = time.monotonic() + 20.0
         while True:
             url = f"{self.url(self.wait_leader(timeout_s=max(0.1, deadline - time.monotonic())))}{path}"
             r = self.http.request(method, url, body, **options)
-            code = r.body.get("error", {}).get("code") if isinstance(r.body, dict) else None
-            election = 300 <= r.status < 400 or (r.status == 503 and code == "no_master")
-            if not election or time.monotonic() > deadline:
+            refused = r.status == 503 and error_for(r.status, r.body).code in REFUSED_503
+            if not (300 <= r.status < 400 or refused) or time.monotonic() > deadline:
                 return r
             time.sleep(0.1)
 
