@@ -22,13 +22,17 @@ from collections import Counter
 from dataclasses import dataclass, field
 from urllib.parse import quote, unquote, urlsplit
 
+import orjson
 import schemathesis
+from aiohttp.test_utils import make_mocked_request
 from hypothesis import HealthCheck, Phase, given, settings
 from schemathesis import AuthContext, Case, CheckContext, GenerationMode, Response
 from schemathesis.core.failures import FailureGroup
 from schemathesis.generation.meta import TestPhase
 from schemathesis.specs.openapi.checks import response_headers_conformance, status_code_conformance
 
+from horologe.node.config import NodeConfig
+from horologe.node.http.app import create_app
 from horologe.node.http.rules.messages import MAX_WAIT_MS
 from horologe.storage import check_store
 from testkit.process_cluster import ADMIN, CLIENT, Cluster
@@ -213,6 +217,11 @@ def adjust(case: Case) -> None:
     if case.operation.label == "DELETE /admin/cluster/members/{node_id}":
         if unquote(str((case.path_parameters or {}).get("node_id"))) in MEMBERS:
             case.path_parameters["node_id"] = "not-a-member"
+    for name, value in (case.path_parameters or {}).items():
+        if not isinstance(value, str):
+            # schemathesis percent-encodes only a string (quote_all); a wrong-typed value is put
+            # in the path with str() as it is, and a "?", "#" or "/" in it would end the path there
+            case.path_parameters[name] = quote(str(value), safe="")
     raw = (case.path_parameters or {}).get("topic")  # kept percent-encoded
     if positive and body is not None and isinstance(raw, str) and unquote(raw).startswith("%DLQ"):
         # A group pulls its own DLQ only, so the topic is made from the body's group. (Made
@@ -310,6 +319,22 @@ def fuzz_operation(fuzz: Fuzz, op, mode: GenerationMode, examples: int) -> None:
         fuzz.run(case)
 
     run()
+
+
+async def test_a_path_parameter_of_any_type_stays_in_its_segment(tmp_path):
+    """A negative case may give a path parameter a list; its text must not end the path."""
+    app = create_app(NodeConfig(node_id="n1", data_dir=str(tmp_path), http="127.0.0.1:1", raft="127.0.0.1:2"))
+    route = next(
+        r for r in app.router.routes() if r.method == "GET" and r.resource.canonical == "/openapi.json"
+    )
+    served = orjson.loads((await route.handler(make_mocked_request("GET", "/openapi.json", app=app))).body)
+    op = schemathesis.openapi.from_dict(served)["/v1/topics/{topic}/pending"]["GET"]
+    for topic in ([["a?b"]], {"c": "d#e"}, ["f/g"], 7):
+        case = op.Case(path_parameters={"topic": topic}, query={"limit": 1})
+        adjust(case)
+        path = case.formatted_path
+        assert urlsplit(path).path == path and path.count("/") == 4 and path.endswith("/pending"), path
+        assert unquote(path.split("/")[3]) == str(topic)
 
 
 def test_every_route_answers_as_its_document_says(make_cluster):
