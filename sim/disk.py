@@ -277,8 +277,10 @@ class SyncedDisk:
         elif self._write_failure is not None:
             folder, path = self._write_failure
             self._dead[folder] = (path, False)
-        else:
+        elif not self._exited:
             self._real_exit(status)  # not a node's failed fsync or write: nothing the simulator made
+        # else the node that exited in this step again: something caught its ProcessExit
+        # (pysyncobj's bare except around loading a dump) and it ran on to its next fsync
         raise ProcessExit(status)
 
     def lose_power(self, folder: str, rng: random.Random) -> list[str]:

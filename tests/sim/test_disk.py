@@ -76,6 +76,29 @@ def test_the_process_ends_at_the_failed_fsync_and_the_other_nodes_sync_on(disk):
     assert disk.take_exited() == []
 
 
+def test_a_process_whose_exit_was_caught_exits_again_at_its_next_fsync(disk):
+    """pysyncobj catches every exception of loading a dump, ProcessExit too, and the node
+    runs on in that step: its next fsync finds the failure sticky (storage/durable.py) and
+    exits again. That exit is the node's, not the simulator's (seed 113 with
+    ``--power-loss --membership`` ended the whole run with status 74)."""
+    disk, node = disk
+
+    def simulator_exit(status: int) -> None:
+        raise AssertionError(f"the simulator's own process would end with status {status}")
+
+    disk._real_exit = simulator_exit
+    fd = os.open(os.path.join(node, "journal.tmp"), os.O_RDWR | os.O_CREAT)
+    try:
+        disk.fail_fsync(node, 1, errno.EIO)
+        with pytest.raises(ProcessExit):
+            durable.fsync(fd, "journal.tmp")
+        with pytest.raises(ProcessExit):  # caught above, as pysyncobj's bare except does
+            durable.fsync(fd, "journal.tmp")
+        assert disk.take_exited() == [(os.path.realpath(node), "journal.tmp")]
+    finally:
+        os.close(fd)
+
+
 def test_after_a_power_loss_what_is_written_over_the_lost_pages_is_synced(disk):
     """The pages a failed fsync left clean go with the power: a restarted node's writes at
     those offsets reach the disk at its next fsync (a hole left there read as a corrupt
