@@ -7,7 +7,9 @@
 Either takes ``--canary NAME`` (a fix taken away, sim/canaries.py), ``--scenario NAME``
 (a scripted scenario's steps instead of the seed's drawn faults, sim/scenarios/) and
 ``--power-loss`` (seeds draw power losses of one node or all, and failed fsyncs, too,
-sim/disk.py: the same seed then draws other faults than without).
+sim/disk.py: the same seed then draws other faults than without), ``--service`` (every
+node a NodeService, with producers and consumers) and ``--membership`` (changes of the
+membership too, sim/membership.py).
 
 ``run`` prints a line per failing seed (with everything needed to replay it) and a
 summary; it exits 1 if any seed failed. Each seed runs in a child forked from a process
@@ -32,6 +34,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 
 from .canaries import CANARIES
 from .known import KNOWN
@@ -203,6 +206,11 @@ def run_many(
         f"{len(results) / took:.2f} seeds/s, {virtual / max(cpu, 1e-9):.1f} virtual s per CPU s; "
         f"{len(failures)} failed" + (f", {len(known_seen)} known (sim/known.py)" if known_seen else "")
     )
+    counts = Counter()
+    for r in results:
+        counts.update(r.get("counts", {}))
+    if counts:
+        print("what the seeds did: " + ", ".join(f"{what} {n}" for what, n in sorted(counts.items())))
     return 1 if failures else 0
 
 
@@ -310,47 +318,59 @@ def _keep(text: str) -> frozenset[int]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(prog="python -m sim", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m sim",
+        description=__doc__.split("\n\n")[0],
+        epilog="make sim wraps these: make sim SEEDS=200, make sim SEED=67 (docs/simulator.md).",
+    )
     sub = parser.add_subparsers(dest="cmd", required=True)
-    p_run = sub.add_parser("run", help="run many seeds")
-    p_run.add_argument("--seeds", type=int, default=None)
-    p_run.add_argument("--start", type=int, default=1)
-    p_run.add_argument("--seconds", type=float, default=None)
-    p_run.add_argument("--minutes", type=float, default=None)
-    p_run.add_argument("--nodes", type=int, default=3)
-    p_run.add_argument("--jobs", type=int, default=2)
-    p_run.add_argument("--canary", type=canary_names, help="take a fix away (sim/canaries.py); A,B: both")
-    p_run.add_argument("--scenario", choices=sorted(SCENARIOS), help="scripted faults (sim/scenarios/)")
-    p_run.add_argument(
-        "--power-loss", action="store_true", help="draw power losses and failed fsyncs too (sim/disk.py)"
+    world = argparse.ArgumentParser(add_help=False)  # what every command builds its world from
+    world.add_argument("--nodes", type=int, choices=(3, 5), default=3, help="cluster size (default 3)")
+    world.add_argument("--canary", type=canary_names, help="take a fix away (sim/canaries.py); A,B: both")
+    world.add_argument(
+        "--power-loss",
+        action="store_true",
+        help="draw power losses, failed fsyncs and failed writes too (sim/disk.py); other draws than without",
     )
-    p_run.add_argument(
-        "--service", action="store_true", help="every node a NodeService, with producers and consumers"
+    world.add_argument(
+        "--service",
+        action="store_true",
+        help="every node a NodeService, with producers and consumers; other draws than without",
     )
-    p_replay = sub.add_parser("replay", help="replay one seed, print its trace")
+    world.add_argument(
+        "--membership",
+        action="store_true",
+        help="draw changes of the membership too: add a spare, replace a member (sim/membership.py)",
+    )
+    scripted = argparse.ArgumentParser(add_help=False)
+    scripted.add_argument(
+        "--scenario", choices=sorted(SCENARIOS), help="scripted faults instead of drawn ones (sim/scenarios/)"
+    )
+    p_run = sub.add_parser("run", parents=[world, scripted], help="run many seeds")
+    p_run.add_argument(
+        "--seeds",
+        type=int,
+        default=None,
+        help="how many seeds (default 100; with --seconds or --minutes, as many as fit)",
+    )
+    p_run.add_argument("--start", type=int, default=1, help="the first seed (default 1)")
+    p_run.add_argument("--seconds", type=float, default=None, help="run seeds for this long, then stop")
+    p_run.add_argument("--minutes", type=float, default=None, help="the same, in minutes")
+    p_run.add_argument("--jobs", type=int, default=2, help="seeds run at once (default 2)")
+    p_replay = sub.add_parser("replay", parents=[world, scripted], help="replay one seed, print its trace")
     p_replay.add_argument("seed", type=int)
-    p_replay.add_argument("--nodes", type=int, default=3)
-    p_replay.add_argument("--tail", type=int, default=80)
-    p_replay.add_argument("--json", action="store_true")
-    p_replay.add_argument("--canary", type=canary_names)
-    p_replay.add_argument("--scenario", choices=sorted(SCENARIOS))
-    p_replay.add_argument("--power-loss", action="store_true")
-    p_replay.add_argument("--service", action="store_true")
+    p_replay.add_argument("--tail", type=int, default=80, help="trace steps printed (default 80)")
+    p_replay.add_argument("--json", action="store_true", help="the trace's steps as JSON lines")
     p_replay.add_argument("--keep", type=_keep, help="only these drawn faults, e.g. 0,2 (none: no fault)")
-    p_shrink = sub.add_parser("shrink", help="the fewest of a failing seed's faults that still fail")
+    p_shrink = sub.add_parser(
+        "shrink", parents=[world], help="the fewest of a failing seed's faults that still fail"
+    )
     p_shrink.add_argument("seed", type=int)
-    p_shrink.add_argument("--nodes", type=int, default=3)
-    p_shrink.add_argument("--canary", type=canary_names)
-    p_shrink.add_argument("--power-loss", action="store_true")
-    p_shrink.add_argument("--service", action="store_true")
-    p_zygote = sub.add_parser("zygote", help=argparse.SUPPRESS)
-    p_zygote.add_argument("--nodes", type=int, default=3)
-    p_zygote.add_argument("--canary", default=None)
-    p_zygote.add_argument("--scenario", default=None)
-    p_zygote.add_argument("--power-loss", action="store_true")
-    p_zygote.add_argument("--service", action="store_true")
+    sub.add_parser("zygote", parents=[world, scripted], help=argparse.SUPPRESS)
     args = parser.parse_args()
-    mode = Mode(args.power_loss, args.service)
+    if args.membership and getattr(args, "scenario", None):
+        parser.error("--membership draws changes of the membership; a --scenario scripts its own")
+    mode = Mode(args.power_loss, args.service, args.membership)
     if args.cmd == "zygote":
         zygote(args.nodes, args.canary, args.scenario, mode)
         return 0

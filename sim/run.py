@@ -99,18 +99,24 @@ class _TraceLog(logging.Handler):
 
 class Mode(NamedTuple):
     """What a run draws beyond the Raft core's faults: power losses and failed fsyncs
-    (sim/disk.py), node services with producers and consumers (sim/service.py)."""
+    (sim/disk.py), node services with producers and consumers (sim/service.py), changes of
+    the membership (sim/membership.py)."""
 
     power_loss: bool = False
     service: bool = False
+    membership: bool = False
 
     def options(self) -> list[str]:
         """As ``python -m sim`` options."""
-        return ["--power-loss"] * self.power_loss + ["--service"] * self.service
+        return (
+            ["--power-loss"] * self.power_loss
+            + ["--service"] * self.service
+            + ["--membership"] * self.membership
+        )
 
     def make_vars(self) -> str:
         """As ``make sim`` variables."""
-        return " POWER=1" * self.power_loss + " SERVICE=1" * self.service
+        return " POWER=1" * self.power_loss + " SERVICE=1" * self.service + " MEMBERS=1" * self.membership
 
 
 PLAIN = Mode()
@@ -151,7 +157,13 @@ def run_seed(
             service=mode.service or script.scenario.service,
         )
         if script
-        else Profile(nodes=nodes, power_loss=mode.power_loss, service=mode.service)
+        else Profile(
+            nodes=nodes,
+            spares=2 * mode.membership,
+            power_loss=mode.power_loss,
+            service=mode.service,
+            membership=mode.membership,
+        )
     )
     base = fresh_dir(os.path.join(sim_root(), f"{os.getpid()}-{seed}"))
     world = World(seed, base, profile, trace_lines=max(400, tail), script=script, keep=keep)

@@ -46,6 +46,7 @@ from . import service
 from .clock import MONOTONIC_START_S, Drift, VirtualClock
 from .disk import ProcessExit, SyncedDisk
 from .loop import SimLoop
+from .membership import MembershipChanges
 from .network import DROP, OPEN, REJECT, SimNetwork, transport_for
 from .scripted import Script
 from .workload import FRESH_S, Workload
@@ -91,6 +92,7 @@ class Profile:
     restart_all: bool = True  # at the end, crash and restart every node, then check again
     power_loss: bool = False  # draw power losses too (sim/disk.py): off, seeds draw as before
     service: bool = False  # every node a NodeService, with producers and consumers (sim/service.py)
+    membership: bool = False  # draw changes of the membership too (sim/membership.py; 2 spares)
 
 
 @dataclass
@@ -586,6 +588,8 @@ class World:
         self.keep = keep
         self.counts: dict[str, int] = {}
         self.workload = Workload(self, TOPICS) if self.profile.service else None
+        self.retired: set[str] = set()  # removed from the membership: never started again
+        self.changes = MembershipChanges(self, seed) if self.profile.membership else None
 
     def _draw_knobs(self) -> dict:
         rng = self.rng
@@ -749,6 +753,9 @@ class World:
         self._plan_clock_steps(names)
         if prof.service:
             self._plan_releases(names)
+        changes = self.changes
+        if changes is not None and changes.wanted:
+            self._fault(changes.start_s, 0, changes.describe(), (changes.begin, lambda: None))
 
     def _span(self, rng: random.Random) -> tuple[float, float]:
         """A fault's start, within the faults' time, and its length (0.2-3 s, ending by then)."""
@@ -858,7 +865,7 @@ class World:
     def restart_of(self, name: str) -> Callable:
         def restart() -> None:
             node = self.by_name[name]
-            if not node.alive:
+            if not node.alive and name not in self.retired:
                 node.start()
 
         return restart
@@ -1072,10 +1079,18 @@ class World:
 
     # -- membership ---------------------------------------------------------------------
 
-    def change_membership(self, kind: str, name: str, leader: SimNode, retire: bool = True) -> None:
+    def change_membership(
+        self,
+        kind: str,
+        name: str,
+        leader: SimNode,
+        retire: bool = True,
+        answered: Callable[[tuple[str, str] | None], None] | None = None,
+    ) -> None:
         """Ask ``leader`` to add the spare ``name`` (started now, to join) or to remove the
         member ``name``, as ``horologe cluster add/remove`` does. Once the change is made,
-        ``nodes`` follows it; a removed node is crashed for good (unless not ``retire``)."""
+        ``nodes`` follows it; a removed node is crashed for good (unless not ``retire``).
+        ``answered(why)`` then runs with the master's answer (None: made)."""
         node = self.by_name[name]
         if kind == "add" and not node.alive:
             node.start()
@@ -1084,14 +1099,18 @@ class World:
             if why is not None:
                 self.note(f"membership: {kind} {name} not made: {why}")
                 self.count(f"membership {why[0]}")
-                return
-            self.note(f"membership: {kind} {name} made")
-            if kind == "add":
-                self.nodes.append(node)
             else:
-                self.nodes.remove(node)
-                if retire:
-                    node.crash()
+                self.note(f"membership: {kind} {name} made")
+                self.count(f"membership {kind} made")
+                if kind == "add":
+                    self.nodes.append(node)
+                else:
+                    self.nodes.remove(node)
+                    if retire:
+                        self.retired.add(name)
+                        node.crash()
+            if answered is not None:
+                answered(why)
 
         target = DialNode(node.address, None, name, service.http_of(name))
         leader.raft.change_membership(kind, target, 10.0, settle)
@@ -1383,6 +1402,8 @@ class World:
             if len(applied) == 1 and applied == commits and not any(n.posted for n in self.nodes):
                 self.phase = "done"
                 self.check_end()
+            return
+        if self.changes is not None and not self.changes.settled():
             return
         final = self.client.final_index
         if final is None:
