@@ -107,7 +107,9 @@ class SimNetwork:
         conn = self.conn(src, dst)
         if state == REJECT:
             self.break_conn(conn, "reset by a reject partition", at_once=True)
-        elif old == DROP and state == OPEN:
+        elif state == OPEN and old != OPEN:
+            # What arrived under a DROP waits in the queue; a REJECT over it clears nothing
+            # of a connection already down (a FIN to a dead node), so it waits too.
             self._resume(conn, (src, dst))
 
     def _latency(self, src: str, dst: str) -> int:

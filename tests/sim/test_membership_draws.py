@@ -14,3 +14,14 @@ def test_a_spare_added_a_member_replaced_and_another_spare_added_under_faults():
     assert any("membership: add n4, then rem a non-leader, then add n5" in f for f in result["faults"])
     assert result["counts"].get("membership add made") == 2, result["counts"]
     assert result["counts"].get("membership rem made") == 1, result["counts"]
+
+
+def test_a_fin_to_a_removed_node_held_by_a_drop_then_a_reject_is_delivered_in_order():
+    """Seed 582 with ``--power-loss``: n3 is removed (down for good); a FIN from n2 to it
+    arrived while n2's paths were dropped, a reject partition over the drop cleared nothing
+    of a connection already down, and its end set the path open from REJECT: the FIN was
+    never sent on, and the next FIN found it at the head of the queue ("a direction
+    delivers in order", sim/network.py). Every path set open now sends on what waited."""
+    result = replay(582, "--power-loss", "--membership")
+    assert result["ok"], result["detail"]
+    assert result["counts"].get("membership rem made") == 1, result["counts"]
