@@ -18,7 +18,7 @@ import pytest
 
 from horologe.client import HorologeError
 from horologe.cluster.raft.membership import JOIN_FRESH_DUMP_ENTRIES
-from testkit.process_cluster import ENV, Cluster
+from testkit.process_cluster import ADMIN, ENV, Cluster
 from testkit.waiting import wait_until
 
 TOPIC, GROUP = "membership", "g"
@@ -207,3 +207,34 @@ def test_refused_changes_leave_the_membership_as_it_was(cluster):
     added = _add(cluster, k, via=master)
     assert added.returncode == 0, added.stderr
     assert _voters(cluster, master) == ["n1", "n2", "n3", "n4"]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a member whose log lacks an added node refuses its connections (pysyncobj's "
+    "transport): led by that node, it cannot catch up and deposes it by its elections "
+    '(docs/deploy.md, "A member that missed an add")',
+)
+def test_a_member_down_while_a_node_was_added_catches_up_from_it_as_master(cluster):
+    """n_f is down while n4 is added and made master; back, it must take the log from n4
+    while n4 goes on leading in the same term."""
+    master = cluster.wait_connected()
+    down = next(i for i in cluster.indexes if i != master)
+    cluster.stop(down)
+    k = cluster.joiner(cluster.indexes)
+    cluster.start(k)
+    cluster.wait_serving(k)
+    added = _add(cluster, k, via=master)
+    assert added.returncode == 0, added.stderr
+    released = cluster.to_master("POST", "/admin/release-master", {"to": f"n{k + 1}"}, token=ADMIN)
+    assert released.status == 200, released.body
+    term = cluster.status(k)["term"]
+    cluster.start(down)
+    cluster.wait_serving(down)
+
+    def caught_up() -> bool:
+        lead = cluster.status(k)
+        assert (lead["role"], lead["term"]) == ("master", term), f"n{k + 1} deposed: {lead['term']}"
+        return cluster.status(down)["applied_index"] >= lead["commit_index"]
+
+    wait_until(caught_up, 15.0)
