@@ -360,7 +360,11 @@ def main() -> int:
     p_replay = sub.add_parser("replay", parents=[world, scripted], help="replay one seed, print its trace")
     p_replay.add_argument("seed", type=int)
     p_replay.add_argument("--tail", type=int, default=80, help="trace steps printed (default 80)")
-    p_replay.add_argument("--json", action="store_true", help="the trace's steps as JSON lines")
+    p_replay.add_argument(
+        "--json",
+        action="store_true",
+        help="the result as one JSON line (faults, counts, answers, the last --tail steps)",
+    )
     p_replay.add_argument("--keep", type=_keep, help="only these drawn faults, e.g. 0,2 (none: no fault)")
     p_shrink = sub.add_parser(
         "shrink", parents=[world], help="the fewest of a failing seed's faults that still fail"

@@ -62,12 +62,9 @@ class MembershipChanges:
 
     def ask(self) -> None:
         world = self.world
-        if self.asking is not None:
-            node, incarnation = self.asking
-            if node.incarnation == incarnation:
-                world.at(RETRY_NS, "fault", None, self.ask)
-                return
-            self.asking, self.unsure = None, True  # the master went down with the ask
+        if self._awaiting():
+            world.at(RETRY_NS, "fault", None, self.ask)
+            return
         if world.phase != "faults" or self.done == len(self.plan):
             return
         lead = self.leader()
@@ -95,7 +92,20 @@ class MembershipChanges:
             if why[0] != "not_committed":  # an earlier ask of this change was made somewhere
                 self.done += 1
 
+    def _awaiting(self) -> bool:
+        """Whether an ask waits for its answer: not once the master asked went down (its
+        answer never comes, and the change may have been made)."""
+        if self.asking is None:
+            return False
+        node, incarnation = self.asking
+        if node.incarnation == incarnation:
+            return True
+        self.asking, self.unsure = None, True
+        return False
+
     def leader(self) -> SimNode | None:
+        """The live node that leads at the highest term, of every node made: a spare the
+        world does not count as a member yet may lead too."""
         leading = [n for n in self.world.all_nodes if n.raft is not None and n.raft._isLeader()]
         return max(leading, key=lambda n: n.raft.current_term(), default=None)
 
@@ -104,11 +114,8 @@ class MembershipChanges:
     def settled(self) -> bool:
         """Whether the world's members are known: no ask unanswered and, if an answer left
         them unsure, the world's members made the committed ones (True once they are)."""
-        if self.asking is not None:
-            node, incarnation = self.asking
-            if node.incarnation == incarnation:
-                return False
-            self.asking, self.unsure = None, True
+        if self._awaiting():
+            return False
         if not self.unsure:
             return True
         lead = self.leader()
