@@ -7,7 +7,6 @@ import re
 from pathlib import Path
 
 import jsonschema
-import orjson
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import make_mocked_request
@@ -21,6 +20,7 @@ from horologe.node.http.middleware import errors_and_auth
 from horologe.storage import InvalidFieldError
 from horologe.storage.message import MessageLimits
 from horologe.storage.message_json import parse_message
+from testkit.openapi_document import served_document
 
 API_MD = Path(__file__).resolve().parents[2] / "docs" / "api.md"
 METHODS = "GET|POST|PUT|PATCH|DELETE"
@@ -76,14 +76,8 @@ def app(tmp_path):
 
 @pytest.fixture
 async def served(app) -> dict:
-    """The body the registered GET /openapi.json route answers (the app is not started: the
-    route needs no service)."""
-    route = next(
-        r for r in app.router.routes() if r.method == "GET" and r.resource.canonical == "/openapi.json"
-    )
-    response = await route.handler(make_mocked_request("GET", "/openapi.json", app=app))
-    assert response.status == 200 and response.content_type == "application/json"
-    return orjson.loads(response.body)
+    """The body the registered GET /openapi.json route answers (the app is not started)."""
+    return await served_document(app)
 
 
 def test_the_served_document_is_valid_openapi_3_1(served):
