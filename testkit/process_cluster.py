@@ -42,10 +42,26 @@ def free_ports(n: int) -> list[int]:
     pytest-xdist worker takes from a share of its own, so two workers never hand out the
     same port.
     """
-    ports = list(itertools.islice(filter(_free, _candidates()), n))
+    ports = list(itertools.islice((p for p in _candidates() if p not in _handed_out and _free(p)), n))
     if len(ports) < n:
         raise RuntimeError("no free port left below the ephemeral range")
+    _handed_out.update(ports)
     return ports
+
+
+def free_port_beside(port: int, above: bool) -> int:
+    """A port free now above (or below) ``port``, of this process's share as
+    :func:`free_ports` hands them out, and not handed out before (by either)."""
+    start, size = _share()
+    side = range(port + 1, start + size) if above else range(port - 1, start - 1, -1)
+    for candidate in side:
+        if start <= candidate and candidate not in _handed_out and _free(candidate):
+            _handed_out.add(candidate)
+            return candidate
+    raise RuntimeError(f"no free port {'above' if above else 'below'} {port} in [{start}, {start + size})")
+
+
+_handed_out: set[int] = set()
 
 
 def free_port_run(n: int) -> int:
@@ -73,6 +89,14 @@ def _free(port: int) -> bool:
 def _candidates() -> Iterator[int]:
     """This process's ports to try, one iterator for its life: its worker's share of
     [PORTS_FROM, the ephemeral range's start), from a random place, each port once."""
+    start, size = _share()
+    first = random.randrange(size)
+    return (start + (first + i) % size for i in range(size))
+
+
+@functools.cache
+def _share() -> tuple[int, int]:
+    """This process's share of [PORTS_FROM, the ephemeral range's start): first port, count."""
     with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
         ephemeral = int(f.read().split()[0])
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
@@ -84,8 +108,7 @@ def _candidates() -> Iterator[int]:
             f"the ephemeral ports start at {ephemeral} (net.ipv4.ip_local_port_range): too few ports "
             f"from {PORTS_FROM} below them for {workers} worker(s)"
         )
-    start, first = PORTS_FROM + worker * size, random.randrange(size)
-    return (start + (first + i) % size for i in range(size))
+    return PORTS_FROM + worker * size, size
 
 
 PORTS_FROM = 20_000  # above the fixed ports of make run (7081, 8081) and the compose test (17xxx, 18xxx)
@@ -172,13 +195,15 @@ class Cluster:
     def indexes(self) -> list[int]:
         return list(range(len(self.configs)))
 
-    def joiner(self, peers: list[int]) -> int:
+    def joiner(self, peers: list[int], raft_port: int | None = None) -> int:
         """Write the config of one more node, ``n<k>``, started to join a running cluster
-        (``join = true``) with the nodes ``peers`` as its peers; its index (``start`` it,
-        then add it: ``horologe cluster add``). Not with TLS (no certificate is made for it)."""
+        (``join = true``) with the nodes ``peers`` as its peers, at ``raft_port`` if given;
+        its index (``start`` it, then add it: ``horologe cluster add``). Not with TLS (no
+        certificate is made for it)."""
         if self.pki is not None:
             raise ValueError("a joining node gets no certificate here")
-        http, raft = free_ports(2)
+        (http,) = free_ports(1)
+        raft = raft_port or free_ports(1)[0]
         i = len(self.configs)
         self.http_ports.append(http)
         self.raft_ports.append(raft)

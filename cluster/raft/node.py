@@ -29,7 +29,7 @@ from typing import NamedTuple, TypeVar
 from pysyncobj import FAIL_REASON, SyncObjConf, replicated
 from pysyncobj.monotonic import monotonic as monotonic_time
 from pysyncobj.syncobj import _RAFT_STATE
-from pysyncobj.transport import TCPTransport, Transport
+from pysyncobj.transport import Transport
 
 from horologe.storage import Storage
 from horologe.storage.commit_journal import CommitJournal
@@ -93,7 +93,7 @@ class RaftNode(SyncObjSeam):
         observe_fsync: Callable[[float], None] = lambda seconds: None,
         auto_tick: bool = True,
         on_monotonic_step: Callable[[float], None] = exit_for_step,
-        transport_class: type[Transport] = TCPTransport,
+        transport_class: type[Transport] | None = None,
     ) -> None:
         """``on_applied`` and ``on_role`` (True: this node leads now) run on the event loop,
         through ``crossing``. ``clock`` (wall ms) is sent to peers on every keep-alive; see
@@ -214,6 +214,11 @@ class RaftNode(SyncObjSeam):
         self._next_halted_transfer = 0.0
         self.addOnTickCallback(self._tick_halted)
         self._next_keepalive = 0.0
+        # A leader the members name that this node's membership lacks (it was added while
+        # this node was down or cut off), linked to outside the membership; and the
+        # leaders so named already, each holding this node's elections off once (tick thread).
+        self._named_leader: DialNode | None = None
+        self._leaders_named: set[str] = set()
         self._clock = clock or (lambda: time.time_ns() // 1_000_000)
         self.addOnTickCallback(self._tick_keepalive)
         self.addOnTickCallback(self._tick_leader)
@@ -461,22 +466,66 @@ class RaftNode(SyncObjSeam):
         It keeps links read (``ClusterSettings.link_keepalive_s``) and lets each node know
         the others' clocks (node/quorum_clock.py). Only to peers whose link finished its
         handshake: a message sent earlier would be taken for the encryption key exchange.
+        It names the leader this node follows (or itself, leading): a member back from
+        being down learns of a leader added meanwhile (:meth:`_link_named_leader`).
         """
         now = monotonic_time()
         if now < self._next_keepalive:
             return
         self._next_keepalive = now + self.settings.link_keepalive_s
         clock_ms = self._clock()
+        leader = self.leader_address()
         for node in self.otherNodes:
             if self.isNodeConnected(node):
                 last = self._peer_clocks.get(node.address)
-                self.transport.send(node, {"type": KEEPALIVE, **keepalive(clock_ms, now, last)})
+                clock = keepalive(clock_ms, now, last)
+                self.transport.send(node, {"type": KEEPALIVE, "leader": leader, **clock})
+
+    def _link_named_leader(self, address: object) -> None:
+        """A member names the leader it follows. One outside this node's membership was
+        added while this node was down or cut off: pysyncobj's transport dials only the
+        nodes it knows and refuses the others' calls, so its appends, which bring the
+        change, would never arrive, and this node would stand for election again and again,
+        each new term deposing that leader (its members take the term). It is linked to
+        as a learner is, outside the membership, and its appends are taken as any
+        leader's (Raft's rule); this node asks it for no vote. Named the first time, it
+        holds this node's election off for an election timeout, for its link to come up.
+        The link goes once the leader this node follows is another (:meth:`_tick_leader`);
+        taken as a member, it stays (``TransportSeam.addNode``)."""
+        if not isinstance(address, str) or address == self.settings.raft or self._isLeader():
+            return
+        named = self._named_leader
+        if named is not None and named.address == address:
+            return
+        if any(node.address == address for node in self.otherNodes | self.readonly_nodes):
+            return
+        peer = self._configured.get(address)
+        try:
+            node = DialNode(address, peer.dial if peer else None)
+        except ValueError:
+            return  # not host:port
+        self._forget_named_leader()
+        self._named_leader = node
+        self.transport.addNode(node)
+        if address not in self._leaders_named:
+            self._leaders_named.add(address)
+            held_off = monotonic_time() + self.settings.raft_max_timeout
+            self.election_deadline = max(self.election_deadline, held_off)
+        log.info("the members follow %s, which this node's membership lacks: linking to it", address)
+
+    def _forget_named_leader(self) -> None:
+        """Drop the link to the leader :meth:`_link_named_leader` made, unless it has
+        become a member (or a learner) since."""
+        node, self._named_leader = self._named_leader, None
+        if node is not None and node not in self.otherNodes and node not in self.readonly_nodes:
+            self.forget_link(node)
 
     def _on_message(self, node, message) -> None:
         """Every message from a peer: keep-alives are this shell's own; appends and answers
         are taken as Raft has it; the rest goes to pysyncobj as it came."""
         kind = message.get("type") if isinstance(message, dict) else None
-        if kind == "request_vote" and node not in self.otherNodes:
+        outside = node not in self.otherNodes
+        if kind == "request_vote" and outside:
             # A candidate outside the membership this node has in its log: a removed node,
             # or one whose addition this node has yet to hear of (the members that have
             # elect). Its term is not taken either: a removed node would depose leaders.
@@ -496,8 +545,10 @@ class RaftNode(SyncObjSeam):
             self._transfer_election = (self.raftCurrentTerm + 1, until)
         if kind == KEEPALIVE:
             clock = received(message, monotonic_time(), self._peer_clocks.get(node.address))
-            if clock is not None and node in self.otherNodes:  # a learner's clock counts for nothing
-                self._peer_clocks[node.address] = clock
+            if not outside:  # a learner's clock counts for nothing, nor does it name leaders
+                if clock is not None:
+                    self._peer_clocks[node.address] = clock
+                self._link_named_leader(message.get("leader"))
             return
         if kind == "append_entries":
             self._heard_leader(node, message)
@@ -682,11 +733,15 @@ class RaftNode(SyncObjSeam):
 
     def _tick_leader(self) -> None:
         """Count changes of the leader this node knows: one lost, or another heard of
-        (``onStateChanged`` tells only of this node's own role)."""
+        (``onStateChanged`` tells only of this node's own role). A leader the members
+        named (:meth:`_link_named_leader`) loses its link once another is followed."""
         leader = self.leader_address()
         if leader != self._known_leader:
             self._known_leader = leader
             self.leader_changes += 1
+            named = self._named_leader
+            if named is not None and leader is not None and leader != named.address:
+                self._forget_named_leader()
 
     # Methods, not properties: SyncObj.__init__ calls getattr on every attribute.
     def is_master(self) -> bool:

@@ -14,6 +14,8 @@ nowhere else in cluster/raft/ (tests/cluster/test_raft_seam.py checks it):
   Raft link's connection: ``WireConnection`` (wire.py, the sealed frames and bytearray
   buffers) and ``BoundedTcpConnection`` (bounded_frames.py, the frame bounds), the class
   pysyncobj is made to build.
+* :class:`TransportSeam`, pysyncobj's TCP transport with ``addNode`` made safe to call for
+  a node that already has a connection.
 * The module globals: the parts ``SyncObj.__init__`` builds (:class:`Parts`: the journal,
   the serializer, the link's cipher), the connection class of both places that make
   connections (:func:`install_connection_class`) and the pickle protocol.
@@ -241,10 +243,11 @@ class SyncObjSeam(SyncObj):
     _parse_change = _Method("_SyncObj__parseChangeClusterRequest", "syncobj.py:1415")
 
     def __init__(
-        self, self_node, other_nodes, conf: SyncObjConf, parts: Parts, transport_class: type = TCPTransport
+        self, self_node, other_nodes, conf: SyncObjConf, parts: Parts, transport_class: type | None = None
     ) -> None:
         """``SyncObj.__init__`` (syncobj.py:96) building ``parts`` instead of its own, over
-        ``transport_class`` (pysyncobj's ``transportClass``: TCP, unless simulated).
+        ``transport_class`` (pysyncobj's ``transportClass``: :class:`TransportSeam` unless
+        simulated).
 
         The connection class is installed first, before any connection is made or accepted.
         A node that fails to build closes the journal it made; one built without the parts is
@@ -265,6 +268,7 @@ class SyncObjSeam(SyncObj):
             with _pysyncobj_parts(
                 createJournal=create_journal, Serializer=create_serializer, getEncryptor=parts.encryptor
             ):
+                transport_class = transport_class or TransportSeam
                 SyncObj.__init__(self, self_node, other_nodes, conf, transportClass=transport_class)
             built = True
             check_node(self, journals[-1] if journals else None, parts.serializer)
@@ -553,8 +557,8 @@ class SyncObjSeam(SyncObj):
         """Wraps ``__doChangeCluster`` (syncobj.py:1374), where pysyncobj takes a change of
         the membership as this node's own (or undoes one, ``reverse``) when it appends it
         (:526, :1011), cuts it (:997) or applies it (:889, a restart). A learner about to
-        become a member loses its link first (``addNode`` would replace the live one and
-        leave it open); :meth:`_membership_changed` runs after."""
+        become a member stops being fed as one first (:meth:`drop_learner`, its link with
+        it; ``addNode`` makes the member's); :meth:`_membership_changed` runs after."""
         node = request[2] if len(request) >= 3 else None
         if not reverse and request[0] == "add" and node is not None and node in self.readonly_nodes:
             self.drop_learner(node)
@@ -583,6 +587,25 @@ class SyncObjSeam(SyncObj):
     @_hook
     def _membership_applied(self, change) -> None:
         """Hook: a committed change of the membership was applied (its index is applied)."""
+
+
+# -- TCPTransport -------------------------------------------------------------------------
+
+
+class TransportSeam(TCPTransport):
+    """pysyncobj's TCP transport, the one a node is built with unless simulated."""
+
+    @_replaces("transport.py:511")
+    def addNode(self, node) -> None:  # noqa: N802 - pysyncobj's name
+        """Replaces ``addNode`` (transport.py:511), which pysyncobj calls for every member
+        it takes (a change, a dump's membership) and the shell for a node it links to
+        outside the membership (a learner it feeds, a leader its log lacks: node.py). For
+        a node that already has a connection, TCP's would make a new one in its place and
+        leave the old, perhaps live, open and unowned for good: that one is kept."""
+        if node in self._nodes and node in self._connections:
+            self._nodeAddrToNode[node.address] = node
+            return
+        TCPTransport.addNode(self, node)
 
 
 # -- TcpConnection ------------------------------------------------------------------------
@@ -709,6 +732,7 @@ METHODS: dict[type, tuple[str, ...]] = {
     Serializer: _SERIALIZER_API,
     TCPNode: _NODE_API,
     TcpConnection: (*replaced(ConnectionSeam), *reached(ConnectionSeam, _Method), *_CONNECTION_API),
+    TCPTransport: tuple(replaced(TransportSeam)),
 }
 
 # Members the shell reads or sets, by the class whose objects must hold them.

@@ -13,12 +13,13 @@ import re
 import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
 from horologe.client import HorologeError
 from horologe.cluster.raft.membership import JOIN_FRESH_DUMP_ENTRIES
-from testkit.process_cluster import ADMIN, ENV, Cluster
+from testkit.process_cluster import ADMIN, ENV, Cluster, free_port_beside
 from testkit.waiting import wait_until
 
 TOPIC, GROUP = "membership", "g"
@@ -209,19 +210,18 @@ def test_refused_changes_leave_the_membership_as_it_was(cluster):
     assert _voters(cluster, master) == ["n1", "n2", "n3", "n4"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a member whose log lacks an added node refuses its connections (pysyncobj's "
-    "transport): led by that node, it cannot catch up and deposes it by its elections "
-    '(docs/deploy.md, "A member that missed an add")',
-)
-def test_a_member_down_while_a_node_was_added_catches_up_from_it_as_master(cluster):
-    """n_f is down while n4 is added and made master; back, it must take the log from n4
-    while n4 goes on leading in the same term."""
+@pytest.mark.parametrize("dialler", ["added", "returning"])
+def test_a_member_down_while_a_node_was_added_catches_up_from_it_as_master(cluster, dialler):
+    """n_f is down while n4 is added and made master; back, its log lacks n4, and it must
+    take the log from n4 while n4 goes on leading in the same term. The members name n4 in
+    their keep-alives, so n_f links to it: whichever of the two dials (``dialler``), which
+    the order of their addresses decides."""
     master = cluster.wait_connected()
-    down = next(i for i in cluster.indexes if i != master)
+    above = dialler == "added"  # the added node's address above n_f's: it dials
+    followers = sorted((i for i in cluster.indexes if i != master), key=lambda i: cluster.raft_ports[i])
+    down = followers[0] if above else followers[-1]
     cluster.stop(down)
-    k = cluster.joiner(cluster.indexes)
+    k = cluster.joiner(cluster.indexes, raft_port=free_port_beside(cluster.raft_ports[down], above))
     cluster.start(k)
     cluster.wait_serving(k)
     added = _add(cluster, k, via=master)
@@ -238,3 +238,35 @@ def test_a_member_down_while_a_node_was_added_catches_up_from_it_as_master(clust
         return cluster.status(down)["applied_index"] >= lead["commit_index"]
 
     wait_until(caught_up, 15.0)
+    assert _voters(cluster, down) == ["n1", "n2", "n3", "n4"]  # it took the change from n4's log
+    assert cluster.status(k)["term"] == term
+    # The link made before the change is the one kept: taking n4 as a member opens no second
+    # (pysyncobj's addNode would, and leave the first open for good).
+    for _ in range(30):
+        assert _raft_links(cluster, down, k) == 1
+        time.sleep(0.1)
+
+
+def _raft_links(cluster: Cluster, i: int, j: int) -> int:
+    """Established TCP connections between nodes ``i`` and ``j`` to either one's Raft port,
+    counted at the end that dialled (the socket of the process whose remote end it is)."""
+    return _connections_to(cluster.procs[i].pid, cluster.raft_ports[j]) + _connections_to(
+        cluster.procs[j].pid, cluster.raft_ports[i]
+    )
+
+
+def _connections_to(pid: int, port: int) -> int:
+    """Established TCP connections of process ``pid`` to ``port`` (Linux /proc)."""
+    sockets = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            sockets.add(os.readlink(f"/proc/{pid}/fd/{fd}"))
+        except FileNotFoundError:
+            continue  # closed meanwhile
+    with open(f"/proc/{pid}/net/tcp") as f:
+        rows = [line.split() for line in f.readlines()[1:]]
+    established = "01"
+    return sum(
+        r[3] == established and int(r[2].rsplit(":", 1)[1], 16) == port and f"socket:[{r[9]}]" in sockets
+        for r in rows
+    )

@@ -25,3 +25,14 @@ def test_a_fin_to_a_removed_node_held_by_a_drop_then_a_reject_is_delivered_in_or
     result = replay(582, "--power-loss", "--membership")
     assert result["ok"], result["detail"]
     assert result["counts"].get("membership rem made") == 1, result["counts"]
+
+
+def test_a_member_that_missed_an_add_links_to_the_added_node_leading():
+    """Seed 546 with ``--power-loss``: n1 is cut off while n4 is added (then n2 removed and
+    n5 added), and n4 leads after the heal. n1's membership lacks n4, and pysyncobj's
+    transport refuses a node it does not know: n1 stood for election again and again,
+    each new term deposing n4 (term 38 and n1 at commit 50 of 719, 12 s after the heal).
+    The members name n4 in their keep-alives, so n1 links to it and takes its log."""
+    result = replay(546, "--power-loss", "--membership")
+    assert result["ok"], result["detail"]
+    assert result["counts"].get("membership add made") == 1, result["counts"]
