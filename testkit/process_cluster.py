@@ -55,7 +55,7 @@ def free_port_beside(port: int, above: bool) -> int:
     start, size = _share()
     side = range(port + 1, start + size) if above else range(port - 1, start - 1, -1)
     for candidate in side:
-        if start <= candidate and candidate not in _handed_out and _free(candidate):
+        if candidate not in _handed_out and _free(candidate):
             _handed_out.add(candidate)
             return candidate
     raise RuntimeError(f"no free port {'above' if above else 'below'} {port} in [{start}, {start + size})")

@@ -2,7 +2,8 @@
 (``horologe cluster``; cluster/raft/membership.py): the master's machine replaced, a
 cluster grown from 3 to 5 that then loses two, and the refusals. Messages produced before
 each change are delivered after it, each once and none early; a restarted node knows the
-membership from its log, whatever its config file lists.
+membership from its log, whatever its config file lists; a member down while a node was
+added takes the log from that node leading, without deposing it.
 """
 
 from __future__ import annotations
