@@ -392,6 +392,40 @@ def replace_master_machine(run: Run) -> None:
     c.wait_connected()
 
 
+def replace_master_while_follower_down(run: Run) -> None:
+    """The master's machine is replaced while a follower is down: the new node is added
+    and made master, the old master removed and stopped. Back, the follower's log lacks
+    the new master; it catches up from it without deposing it (docs/deploy.md, "A member
+    that missed an add"): a new term while it returns fails the run. The nodes replaced
+    and stopped are never those whose clocks other scenarios step, as in
+    ``replace_master_machine``."""
+    c = run.cluster
+    old = c.wait_leader()
+    if old in (FOLLOWER, SKEWED):
+        run.release(next(i for i in run.members() if i not in (FOLLOWER, SKEWED) and i in c.alive()))
+        old = c.wait_leader()
+    down = run.rng.choice([i for i in run.others(old) if i in c.alive()])
+    with run.fault(f"n{down + 1} down while n{old + 1}'s machine is replaced by a node made master"):
+        c.stop(down)
+        new = run.add_node()
+        run.release(new)
+        run.remove_node(old)
+        c.stop(old)
+        leader = c.wait_leader(run.others(down))
+        term = c.status(leader)["term"]
+    with run.fault(f"n{down + 1} back, its log without n{new + 1}"):
+        c.start(down)
+        c.catch_up(down, behind=LOADED_SLACK)
+    after = c.status(leader)
+    if (after["role"], after["term"]) != ("master", term):
+        run.violations.append(
+            f"n{leader + 1} ({after['role']}) went from term {term} to {after['term']} "
+            f"while n{down + 1}, which missed its add, came back"
+        )
+    run.note(f"n{down + 1} caught up; n{leader + 1} is {after['role']} in term {after['term']}")
+    c.wait_connected()
+
+
 def _grow_to_five(run: Run) -> None:
     with run.fault("grown from 3 to 5 nodes, one add after the other"):
         run.add_node()
@@ -591,6 +625,7 @@ SCENARIOS = {
     ),
     "crash_mid_write": Scenario(crash_mid_write),
     "replace_master_machine": Scenario(replace_master_machine),
+    "replace_master_while_follower_down": Scenario(replace_master_while_follower_down),
     "grow_to_five_kill_two": Scenario(grow_to_five_kill_two),
     "shrink_while_down": Scenario(shrink_while_down),
     "reschedule_sigkill_master": Scenario(
