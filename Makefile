@@ -142,10 +142,10 @@ sim: install
 ifdef SEED
 	$(PY) -m sim replay $(SEED) $(if $(NODES),--nodes $(NODES)) $(if $(CANARY),--canary $(CANARY)) \
 		$(if $(SCENARIO),--scenario $(SCENARIO)) $(if $(POWER),--power-loss) $(if $(SERVICE),--service) \
-		$(if $(MEMBERS),--membership) $(if $(KEEP),--keep $(KEEP))
+		$(if $(MEMBERS),--membership) $(if $(SPARES_FIRST),--spares-first) $(if $(KEEP),--keep $(KEEP))
 else
 	$(PY) -m sim run $(if $(SEEDS),--seeds $(SEEDS)) $(if $(MINUTES),--minutes $(MINUTES)) \
 		$(if $(START),--start $(START)) $(if $(NODES),--nodes $(NODES)) $(if $(CANARY),--canary $(CANARY)) \
 		$(if $(SCENARIO),--scenario $(SCENARIO)) $(if $(POWER),--power-loss) $(if $(SERVICE),--service) \
-		$(if $(MEMBERS),--membership)
+		$(if $(MEMBERS),--membership) $(if $(SPARES_FIRST),--spares-first)
 endif

@@ -342,6 +342,12 @@ def main() -> int:
         action="store_true",
         help="draw changes of the membership too: add a spare, replace a member (sim/membership.py)",
     )
+    world.add_argument(
+        "--spares-first",
+        action="store_true",
+        help="with --membership: the spares' addresses sort before the members' (the larger address "
+        "dials, so the added nodes are called rather than calling)",
+    )
     scripted = argparse.ArgumentParser(add_help=False)
     scripted.add_argument(
         "--scenario", choices=sorted(SCENARIOS), help="scripted faults instead of drawn ones (sim/scenarios/)"
@@ -374,7 +380,9 @@ def main() -> int:
     args = parser.parse_args()
     if args.membership and getattr(args, "scenario", None):
         parser.error("--membership draws changes of the membership; a --scenario scripts its own")
-    mode = Mode(args.power_loss, args.service, args.membership)
+    if args.spares_first and not args.membership:
+        parser.error("--spares-first orders the spares' addresses: it needs --membership")
+    mode = Mode(args.power_loss, args.service, args.membership, args.spares_first)
     if args.cmd == "zygote":
         zygote(args.nodes, args.canary, args.scenario, mode)
         return 0

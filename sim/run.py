@@ -105,6 +105,7 @@ class Mode(NamedTuple):
     power_loss: bool = False
     service: bool = False
     membership: bool = False
+    spares_first: bool = False  # the spares' addresses sort before the members' (they dial less)
 
     def options(self) -> list[str]:
         """As ``python -m sim`` options."""
@@ -112,11 +113,17 @@ class Mode(NamedTuple):
             ["--power-loss"] * self.power_loss
             + ["--service"] * self.service
             + ["--membership"] * self.membership
+            + ["--spares-first"] * self.spares_first
         )
 
     def make_vars(self) -> str:
         """As ``make sim`` variables."""
-        return " POWER=1" * self.power_loss + " SERVICE=1" * self.service + " MEMBERS=1" * self.membership
+        return (
+            " POWER=1" * self.power_loss
+            + " SERVICE=1" * self.service
+            + " MEMBERS=1" * self.membership
+            + " SPARES_FIRST=1" * self.spares_first
+        )
 
 
 PLAIN = Mode()
@@ -163,6 +170,7 @@ def run_seed(
             power_loss=mode.power_loss,
             service=mode.service,
             membership=mode.membership,
+            spares_first=mode.spares_first,
         )
     )
     base = fresh_dir(os.path.join(sim_root(), f"{os.getpid()}-{seed}"))

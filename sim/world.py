@@ -93,6 +93,9 @@ class Profile:
     power_loss: bool = False  # draw power losses too (sim/disk.py): off, seeds draw as before
     service: bool = False  # every node a NodeService, with producers and consumers (sim/service.py)
     membership: bool = False  # draw changes of the membership too (sim/membership.py; 2 spares)
+    # The spares' addresses sort before the members' rather than after. Of two nodes the one
+    # with the larger address dials (pysyncobj), so a spare then waits for the members' calls.
+    spares_first: bool = False
 
 
 @dataclass
@@ -550,6 +553,8 @@ class World:
         n, spares = self.profile.nodes, self.profile.spares
         names = [f"n{i + 1}" for i in range(n + spares)]
         addresses = [f"10.0.0.{i + 1}:7000" for i in range(n + spares)]
+        if self.profile.spares_first:
+            addresses = addresses[spares:] + addresses[:spares]
         self.by_address: dict[str, SimNode] = {}
         self.network = SimNetwork(self, addresses)
         if script is not None:

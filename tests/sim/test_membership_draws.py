@@ -36,3 +36,14 @@ def test_a_member_that_missed_an_add_links_to_the_added_node_leading():
     result = replay(546, "--power-loss", "--membership")
     assert result["ok"], result["detail"]
     assert result["counts"].get("membership add made") == 1, result["counts"]
+
+
+def test_a_member_that_missed_an_add_calls_the_added_node_leading():
+    """Seed 39 with ``--power-loss --spares-first``: the spares' addresses sort first, so a
+    member calls them (the larger address dials). n2 misses the adds under the seed's
+    faults, and n4 leads after the heal: before the keep-alives named it, n2 never called
+    n4 and stood for election again and again (n2 a candidate at term 39 with commit 89 of
+    742, 12 s after the heal). Now it calls n4 and takes its log."""
+    result = replay(39, "--power-loss", "--membership", "--spares-first")
+    assert result["ok"], result["detail"]
+    assert result["counts"].get("membership add made") == 2, result["counts"]
