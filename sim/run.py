@@ -105,7 +105,7 @@ class Mode(NamedTuple):
     power_loss: bool = False
     service: bool = False
     membership: bool = False
-    spares_first: bool = False  # the spares' addresses sort before the members' (they dial less)
+    spares_first: bool = False  # the spares' addresses sort before the members' (the members dial them)
 
     def options(self) -> list[str]:
         """As ``python -m sim`` options."""
