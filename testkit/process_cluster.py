@@ -42,7 +42,7 @@ def free_ports(n: int) -> list[int]:
     pytest-xdist worker takes from a share of its own, so two workers never hand out the
     same port.
     """
-    ports = list(itertools.islice((p for p in _candidates() if p not in _handed_out and _free(p)), n))
+    ports = list(itertools.islice(filter(_available, _candidates()), n))
     if len(ports) < n:
         raise RuntimeError("no free port left below the ephemeral range")
     _handed_out.update(ports)
@@ -51,17 +51,14 @@ def free_ports(n: int) -> list[int]:
 
 def free_port_beside(port: int, above: bool) -> int:
     """A port free now above (or below) ``port``, of this process's share as
-    :func:`free_ports` hands them out, and not handed out before (by either)."""
+    :func:`free_ports` hands them out, and none handed out before by this process."""
     start, size = _share()
     side = range(port + 1, start + size) if above else range(port - 1, start - 1, -1)
     for candidate in side:
-        if candidate not in _handed_out and _free(candidate):
+        if _available(candidate):
             _handed_out.add(candidate)
             return candidate
     raise RuntimeError(f"no free port {'above' if above else 'below'} {port} in [{start}, {start + size})")
-
-
-_handed_out: set[int] = set()
 
 
 def free_port_run(n: int) -> int:
@@ -70,10 +67,19 @@ def free_port_run(n: int) -> int:
     for port in _candidates():
         if run and port != run[-1] + 1:
             run = []  # the share wrapped around
-        run = [*run, port] if _free(port) else []
+        run = [*run, port] if _available(port) else []
         if len(run) == n:
+            _handed_out.update(run)
             return run[0]
     raise RuntimeError(f"no {n} consecutive free ports left below the ephemeral range")
+
+
+_handed_out: set[int] = set()  # every port handed out by this process
+
+
+def _available(port: int) -> bool:
+    """Not handed out before, and free now."""
+    return port not in _handed_out and _free(port)
 
 
 def _free(port: int) -> bool:
