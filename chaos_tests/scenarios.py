@@ -374,16 +374,24 @@ def rolling_restart(run: Run) -> None:
             c.wait_connected()
 
 
+def _master_not_stepped(run: Run) -> int:
+    """The master, once it is not a node whose clock other scenarios step (``FOLLOWER``,
+    ``SKEWED``): such a master hands over to another member first."""
+    c = run.cluster
+    master = c.wait_leader()
+    if master in (FOLLOWER, SKEWED):
+        run.release(next(i for i in run.members() if i not in (FOLLOWER, SKEWED) and i in c.alive()))
+        master = c.wait_leader()
+    return master
+
+
 def replace_master_machine(run: Run) -> None:
     """The master's machine is replaced under load: a new node joins and is added, then the
     master is removed (it hands over first) and stopped for good. A node whose clock other
     scenarios step (``FOLLOWER``, ``SKEWED``) is never the one replaced: the soak runs them
     after this one, so such a master first hands over to another member."""
     c = run.cluster
-    old = c.wait_leader()
-    if old in (FOLLOWER, SKEWED):
-        run.release(next(i for i in run.members() if i not in (FOLLOWER, SKEWED) and i in c.alive()))
-        old = c.wait_leader()
+    old = _master_not_stepped(run)
     with run.fault(f"n{old + 1}'s machine replaced: one node added, then n{old + 1} removed and stopped"):
         run.add_node()
         run.remove_node(old)
@@ -400,10 +408,7 @@ def replace_master_while_follower_down(run: Run) -> None:
     and stopped are never those whose clocks other scenarios step, as in
     ``replace_master_machine``."""
     c = run.cluster
-    old = c.wait_leader()
-    if old in (FOLLOWER, SKEWED):
-        run.release(next(i for i in run.members() if i not in (FOLLOWER, SKEWED) and i in c.alive()))
-        old = c.wait_leader()
+    old = _master_not_stepped(run)
     down = run.rng.choice([i for i in run.others(old) if i in c.alive()])
     with run.fault(f"n{down + 1} down while n{old + 1}'s machine is replaced by a node made master"):
         c.stop(down)
