@@ -28,19 +28,15 @@ from horologe.storage.message_json import (
     MAX_HEADERS,
     MAX_KEY,
     MAX_TAGS,
-    RESERVED_HEADER_PREFIX,
     TIME_FIELDS,
 )
 
 from ..rules.cluster import NewMember
 from ..rules.messages import Extend, Group, Nack, NewTime, Pull, Receipts, Release, Requeue, RescheduleItem
-from ..rules.model import MAX_INT64, MessageId, Name, Tag
+from ..rules.model import MAX_INT64, RESERVED_HEADER, MessageId, Name, Tag
 from ..rules.push import NewSubscription
 from ..rules.schedules import NewSchedule
 from .answers import ANSWERS, BucketSize
-
-# A header name the node keeps for its copies, in any case (message_json checks it lowered).
-_RESERVED_HEADER = "^" + "".join(f"[{c}{c.upper()}]" if c.isalpha() else c for c in RESERVED_HEADER_PREFIX)
 
 LIMITS = MessageLimits()
 REQUESTS = (
@@ -204,7 +200,7 @@ SCHEMAS: dict[str, dict] = {
             "headers": {
                 "type": "object",
                 "maxProperties": MAX_HEADERS,
-                "propertyNames": {"maxLength": MAX_HEADER_NAME, "not": {"pattern": _RESERVED_HEADER}},
+                "propertyNames": {"maxLength": MAX_HEADER_NAME, "not": {"pattern": RESERVED_HEADER}},
                 "additionalProperties": {"type": "string", "maxLength": MAX_HEADER_VALUE},
             },
         },

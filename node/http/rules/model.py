@@ -23,10 +23,12 @@ from horologe.storage.message_id import ID_PATTERN
 from horologe.storage.message_json import (
     BASE64_PATTERN,
     DURATION_PATTERN,
+    MAX_HEADER_NAME,
     MAX_HEADER_VALUE,
     MAX_KEY,
     MAX_TAGS,
     NAME_PATTERN,
+    RESERVED_HEADER_PREFIX,
     TAG_PATTERN,
     json_object,
     refusal,
@@ -126,3 +128,15 @@ Tags = Annotated[
     Tag | Annotated[list[Tag], Meta(max_length=MAX_TAGS)], Meta(description="one tag, or a list of them")
 ]
 HeaderValue = Annotated[str, Meta(max_length=MAX_HEADER_VALUE)]
+
+
+def any_case(text: str) -> str:
+    """A pattern matching ``text`` in any letter case (JSON Schema patterns take no flags)."""
+    return "".join(f"[{c.lower()}{c.upper()}]" if c.isalpha() else re.escape(c) for c in text)
+
+
+# A name the node keeps for the copies it makes, in any case (message_json refuses it lowered).
+RESERVED_HEADER = "^" + any_case(RESERVED_HEADER_PREFIX)
+HeaderName = Annotated[
+    str, Meta(max_length=MAX_HEADER_NAME, extra_json_schema={"not": {"pattern": RESERVED_HEADER}})
+]

@@ -10,7 +10,6 @@ follow the very rules of ``POST /v1/messages`` (storage/message_json.py), which 
 
 from __future__ import annotations
 
-import re
 from typing import Annotated
 
 from msgspec import UNSET, Meta, UnsetType
@@ -26,31 +25,20 @@ from horologe.cluster.schedule_times import (
 )
 from horologe.storage import message_json
 from horologe.storage.message import MessageLimits
-from horologe.storage.message_json import MAX_HEADER_NAME, MAX_HEADERS, TOPIC_RE, parse_instant, refusal
+from horologe.storage.message_json import MAX_HEADERS, TOPIC_RE, parse_instant, refusal
 
 from .messages import answered_over_http
-from .model import Body, BodyB64, DateTime, HeaderValue, MessageBody, Name, Tags, decode, whole
+from .model import Body, BodyB64, DateTime, HeaderName, HeaderValue, MessageBody, Name, Tags, decode, whole
 
 MESSAGE_FIELDS = ("topic", "body", "body_b64", "tags", "headers")
 MAX_SCHEDULE_HEADERS = MAX_HEADERS - 1  # room for SCHEDULE_HEADER
 NAME_RULE = "1-128 of A-Z a-z 0-9 . _ - (not starting with . _ -)"
 
 
-def _any_case(text: str) -> str:
-    """A pattern matching ``text`` in any letter case (JSON Schema patterns take no flags)."""
-    return "".join(f"[{c.lower()}{c.upper()}]" if c.isalpha() else re.escape(c) for c in text)
-
-
 Instant = (
     Annotated[int, Meta(ge=0, le=LAST_INSTANT_MS, description="Unix epoch milliseconds, up to year 9999")]
     | DateTime
 )
-HeaderName = Annotated[
-    str,
-    Meta(
-        max_length=MAX_HEADER_NAME, extra_json_schema={"not": {"pattern": f"^{_any_case(SCHEDULE_HEADER)}$"}}
-    ),
-]
 
 
 class NewSchedule(Body):
