@@ -13,7 +13,7 @@ import asyncio
 from collections.abc import Callable
 
 from horologe.cluster.errors import StoreBehindDumpError
-from horologe.cluster.raft import node
+from horologe.cluster.raft import node, peer_clocks
 from horologe.cluster.raft.append_rule import trim_append
 from horologe.cluster.raft.journal import DiskJournal
 from horologe.cluster.raft.node import RaftNode
@@ -136,7 +136,15 @@ def _no_held_readings() -> None:
     aged from its arrival only, so quorum time lagged the true time by the wait, and
     leases stamped by it ended early (found by the simulator's node services,
     ``--service``)."""
-    PeerClock.age_s = lambda self, now: now - self.arrived + self.transit_s()
+    PeerClock.held_s = lambda self: 0.0
+
+
+def _no_unvouched_readings() -> None:
+    """Every keep-alive's reading was taken, aged against the window's quickest: a node
+    that started while its link to a peer was cut had only held keep-alives in its window
+    at the heal, so quorum time lagged by their wait and leases ended early (found by the
+    simulator's node services with power losses and membership changes)."""
+    peer_clocks._level = lambda delays: True
 
 
 def _no_applied_term() -> None:
@@ -333,6 +341,7 @@ CANARIES: dict[str, Callable[[], None]] = {
     "no-fsync-exit": _no_fsync_exit,
     "no-fresh-quorum": _no_fresh_quorum,
     "no-held-readings": _no_held_readings,
+    "no-unvouched-readings": _no_unvouched_readings,
     "no-applied-term": _no_applied_term,
     "no-noop-sync": _no_noop_sync,
     "no-leader-sync": _no_leader_sync,

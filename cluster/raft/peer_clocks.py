@@ -26,7 +26,27 @@ new level (within ``MAX_HELD_S``), sent at least ``STEP_SPAN_S`` apart, are that
 window starts again from them. Held keep-alives cannot look like it: released together,
 each arrives as much less late as it was sent later. Without this, a step of an hour aged
 every reading by an hour until the keep-alives from before it left the window (3.5 s in
-which the stepped node had no fresh readings of a majority: docs/chaos.md).
+which the stepped node had no fresh readings of a majority: docs/chaos.md). A link whose
+delay one way rose and stays up looks the same, so the transit is measured again from
+there too: with the quick round trips from before kept, each reading would be aged by
+them and lag by the whole rise, not half of it as on any link slower one way (the
+simulator's node services, seed 1397: a rise of 250 ms, leases that much short).
+
+Both corrections take the window's quickest keep-alive for one that did not wait. A
+window of nothing but keep-alives that waited (a node that started while its link to a
+peer was cut, and then got the held ones in a burst at the heal) has no such reference,
+and each of its readings would lag by its wait. So a reading is *taken* only when one of
+these holds, and otherwise the last one taken stands, aged by this node's monotonic clock
+(stale 1.5 s after it was read: node/quorum_clock.py):
+
+- its keep-alive's own round trip (``arrived - echoed send - held``) is under
+  ``TRUSTED_ROUND_TRIP_S``: its transit is under that, and the window's quickest
+  ``arrived - sent`` is no later than its own, so its age errs late by less than that;
+- or the window's two quickest keep-alives arrived within ``MAX_HELD_S`` of each other's
+  lateness: a level, which keep-alives released together never make (each arrives as much
+  less late as it was sent later), as on a link slow both ways.
+
+The first keep-alive heard from a peer, which echoes nothing, gives no reading.
 
 Pure: monotonic times are arguments. node/quorum_clock.py uses the readings.
 """
@@ -39,11 +59,13 @@ SAMPLES = 8  # round trips the transit is taken over (4 s of keep-alives)
 MAX_ROUND_TRIP_S = 0.5
 MAX_HELD_S = 0.05  # two waits that differ by less are one level of ``arrived - sent``
 STEP_SPAN_S = 0.2  # sent at least this far apart: not one burst of held keep-alives
+TRUSTED_ROUND_TRIP_S = 0.05  # a round trip this short vouches for its keep-alive's reading
 
 
 class PeerClock(NamedTuple):
-    ms: int  # the peer's clock reading
-    arrived: float  # when it arrived, by this node's monotonic clock (s)
+    ms: int | None  # the peer's last clock reading taken (None: none yet)
+    read: float  # when the peer read it, by this node's monotonic clock (s)
+    arrived: float  # when the latest keep-alive arrived, by this node's monotonic clock (s)
     sent: float | None  # when the peer sent it, by the peer's monotonic clock (echoed back)
     transits: tuple[float, ...] = ()  # the last one-way transit samples (s)
     delays: tuple[float, ...] = ()  # the last ``arrived - sent`` (two monotonic clocks, s)
@@ -52,13 +74,12 @@ class PeerClock(NamedTuple):
         return min(self.transits, default=0.0)
 
     def held_s(self) -> float:
-        """How much later than the quickest recent keep-alive this one arrived."""
+        """How much later than the quickest recent keep-alive the latest one arrived."""
         return self.delays[-1] - min(self.delays) if self.delays else 0.0
 
     def age_s(self, now: float) -> float:
-        """Seconds since the peer read its clock: since the reading arrived, plus the
-        transit, plus how long it waited on the way beyond the quickest recent one."""
-        return now - self.arrived + self.transit_s() + self.held_s()
+        """Seconds since the peer read the clock reading taken."""
+        return now - self.read
 
 
 def keepalive(clock_ms: int, now: float, last: PeerClock | None) -> dict:
@@ -81,14 +102,29 @@ def received(message: dict, arrived: float, last: PeerClock | None) -> PeerClock
     if sent is not None:
         delay = arrived - sent
         if _stepped(last, sent, delay):
-            delays = delays[-1:]
+            delays, transits = delays[-1:], ()
         delays = (*delays, delay)[-SAMPLES:]
     echo = message.get("echo")
+    round_trip = None
     if isinstance(echo, (list, tuple)) and len(echo) == 2 and all(isinstance(x, (int, float)) for x in echo):
         round_trip = arrived - echo[0] - echo[1]
         if 0 <= round_trip <= MAX_ROUND_TRIP_S:
             transits = (*transits, round_trip / 2)[-SAMPLES:]
-    return PeerClock(ms, arrived, sent, transits, delays)
+    heard = PeerClock(ms, arrived, arrived, sent, transits, delays)
+    if (round_trip is not None and 0 <= round_trip <= TRUSTED_ROUND_TRIP_S) or _level(delays):
+        # read its transit before it arrived, and as much later as it waited on the way
+        return heard._replace(read=arrived - heard.transit_s() - heard.held_s())
+    if last is None:
+        return heard._replace(ms=None)
+    return heard._replace(ms=last.ms, read=last.read)
+
+
+def _level(delays: tuple[float, ...]) -> bool:
+    """Whether the window's two quickest keep-alives arrived about as late as each other."""
+    if len(delays) < 2:
+        return False
+    quickest, next_quickest = sorted(delays)[:2]
+    return next_quickest - quickest <= MAX_HELD_S
 
 
 def _stepped(last: PeerClock | None, sent: float, delay: float) -> bool:

@@ -32,7 +32,7 @@ class RaftStatus(NamedTuple):
     term: int
     leader: str | None  # the leader's Raft address, as this node knows it
     linked: frozenset[str]  # Raft addresses of the peers with a live, handshaken link
-    peer_clocks: tuple[PeerClock, ...]  # each peer's latest clock reading heard
+    peer_clocks: tuple[PeerClock, ...]  # each peer's keep-alives heard, with its last reading taken
     leader_changes: int  # changes of the leader this node knew of, since it started
     stale_answers: int  # followers' answers dropped for naming another term
     last_dump: DumpFigures | None  # the last snapshot this process wrote
@@ -56,7 +56,7 @@ class RaftStatus(NamedTuple):
 
     def clock_readings(self, now: float) -> list[tuple[int, float]]:
         """Each peer's reading: (ms, seconds since the peer read it) at monotonic ``now``."""
-        return [(c.ms, c.age_s(now)) for c in self.peer_clocks]
+        return [(c.ms, c.age_s(now)) for c in self.peer_clocks if c.ms is not None]
 
 
 STARTING = RaftStatus(Role.FOLLOWER, 0, None, frozenset(), (), 0, 0, None, 0.0, (), 0, 0)

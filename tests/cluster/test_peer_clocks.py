@@ -41,59 +41,119 @@ def test_the_smallest_recent_half_round_trip_counts():
 
 
 @pytest.mark.parametrize("jump", [3600.0, -3600.0])
-def test_a_round_trip_across_a_monotonic_jump_is_no_sample(jump):
+def test_a_round_trip_across_a_monotonic_jump_is_no_sample_and_no_reading(jump):
     _, b_view = _exchange(10.0, 0.0, one_way=0.002, back=0.002, hold=0.1)
     a_view = received(keepalive(2000, 10.2 + jump, b_view), 10.3, None)  # B's clock jumped meanwhile
-    assert a_view.transit_s() == 0.0 and a_view.ms == 2000
+    assert a_view.transit_s() == 0.0 and a_view.ms is None
 
 
-def test_a_keepalive_without_the_new_fields_is_a_reading_without_transit():
+def test_a_keepalive_without_a_round_trip_gives_no_reading():
     c = received({"type": "horologe_keepalive", "clock_ms": 5}, 3.0, None)
-    assert (c.ms, c.sent, c.transit_s(), c.age_s(3.5)) == (5, None, 0.0, 0.5)
+    assert (c.ms, c.sent, c.transit_s()) == (None, None, 0.0)
     assert keepalive(7, 4.0, c) == {"clock_ms": 7, "sent": 4.0}  # nothing to echo
     assert received({"clock_ms": "x"}, 3.0, None) is None
+
+
+class Link:
+    """Keep-alives both ways between A and B, each echoing the other's last. Times are true
+    ones; B's monotonic clock is ``offset`` s off them, A's ``a_clock`` s at the moment."""
+
+    def __init__(self, offset: float) -> None:
+        self.offset = offset
+        self.a_view = self.b_view = None  # A's view of B, B's of A
+
+    def to_b(self, sent: float, transit: float, a_clock: float = 0.0) -> None:
+        msg = keepalive(0, sent + a_clock, self.a_view)
+        self.b_view = received(msg, sent + transit + self.offset, self.b_view)
+
+    def to_a(self, ms: int, sent: float, transit: float, a_clock: float = 0.0):
+        """B sends ``ms`` at ``sent``, and it arrives ``transit`` later: A's view of B."""
+        msg = keepalive(ms, sent + self.offset, self.b_view)
+        self.a_view = received(msg, sent + transit + a_clock, self.a_view)
+        return self.a_view
 
 
 def test_a_reading_that_waited_on_the_way_is_aged_by_the_wait():
     """A keep-alive held in a cut link arrives in a burst once it heals: aged from its
     arrival only it would lag the sender's clock by the hold (a lease stamped by it ends
     early)."""
-    b_offset = 5_000.0  # B's monotonic clock, off A's
-    last = None
-    for k in range(4):  # B hears A's keep-alives, each 2 ms on the way
-        last = received(
-            keepalive(1000 + 500 * k, 10.0 + 0.5 * k, None), 10.0 + 0.5 * k + 0.002 + b_offset, last
-        )
-    assert last.age_s(last.arrived) == pytest.approx(0.0)
-    held = received(keepalive(3000, 12.0, None), 12.0 + 0.002 + 0.3 + b_offset, last)  # held 300 ms
-    assert held.held_s() == pytest.approx(0.3)
-    assert held.age_s(held.arrived + 0.1) == pytest.approx(0.4)
-    on_time = received(keepalive(3500, 12.5, None), 12.5 + 0.002 + b_offset, held)
-    assert on_time.age_s(on_time.arrived) == pytest.approx(0.0)
+    link = Link(5_000.0)
+    for k in range(4):  # keep-alives 2 ms on the way, each way
+        link.to_b(10.0 + 0.5 * k, 0.002)
+        last = link.to_a(1000 + 500 * k, 10.25 + 0.5 * k, 0.002)
+    assert last.age_s(last.arrived) == pytest.approx(0.002)
+    link.to_b(12.0, 0.002)
+    held = link.to_a(3000, 12.25, 0.002 + 0.3)  # held 300 ms
+    assert held.ms == 3000 and held.held_s() == pytest.approx(0.3)
+    assert held.age_s(held.arrived + 0.1) == pytest.approx(0.402)
+    link.to_b(12.5, 0.002)
+    on_time = link.to_a(3500, 12.75, 0.002)
+    assert on_time.age_s(on_time.arrived) == pytest.approx(0.002)
+
+
+def test_a_window_of_held_keepalives_alone_gives_no_reading():
+    """A node started while its link to a peer was cut: the first keep-alives it hears,
+    released together at the heal, all waited, and there is no quick one to measure their
+    wait against. Taken, the last lagged B's clock by 375 ms, and a master stamped leases
+    that ended that much early (simulator, ``--service --power-loss --membership``, seed
+    409). The first quick keep-alive after gives the reading."""
+    link = Link(5_000.0)
+    link.to_b(10.0, 0.002)  # A's keep-alive reaches B; B's answers wait in the cut link
+    first = link.to_a(1000, 10.1, 0.9)
+    link.to_b(10.5, 0.002)
+    second = link.to_a(1500, 10.6, 0.4)  # released with the first: round trip 0.4 s
+    assert first.ms is None and second.ms is None
+    link.to_b(11.0, 0.002)
+    quick = link.to_a(2000, 11.1, 0.002)
+    assert quick.ms == 2000 and quick.age_s(quick.arrived) == pytest.approx(0.002)
 
 
 def test_a_monotonic_clock_that_stepped_ages_one_keepalive_by_the_step_not_the_window():
     """libfaketime steps the monotonic clock with the wall clock. ``arrived - sent`` then
     moves by the step for good: the second keep-alive at the new level starts the window
     again, and its reading is fresh (before, the step aged readings for 3.5 s)."""
-    last, ages = None, []
+    link, ages = Link(5_000.0), []
     for k in range(8):
-        step = 3600.0 if k >= 4 else 0.0  # this node's monotonic clock steps an hour
-        arrived = 5_000.0 + 0.5 * k + 0.002 + step
-        last = received(keepalive(1000 + 500 * k, 10.0 + 0.5 * k, None), arrived, last)
+        link.to_b(10.0 + 0.5 * k, 0.002, a_clock=3600.0 if k >= 5 else 0.0)
+        last = link.to_a(1000 + 500 * k, 10.25 + 0.5 * k, 0.002, a_clock=3600.0 if k >= 4 else 0.0)
         ages.append(round(last.age_s(last.arrived), 3))
-    assert ages == [0.0, 0.0, 0.0, 0.0, 3600.0, 0.0, 0.0, 0.0]
+    assert ages == [0.002, 0.002, 0.002, 0.002, 3600.002, 0.002, 0.002, 0.002]
 
 
 def test_held_keepalives_released_together_are_not_a_step():
     """A link held three keep-alives sent 0.5 s apart and let them go at once: each is
     aged by its own wait, as before; none starts the window again."""
-    last = None
+    link = Link(5_000.0)
     for k in range(4):
-        last = received(keepalive(1000 + 500 * k, 10.0 + 0.5 * k, None), 5_010.0 + 0.5 * k + 0.002, last)
-    released = 5_013.5 + 0.002
-    ages = []
+        link.to_b(10.0 + 0.5 * k, 0.002)
+        link.to_a(1000 + 500 * k, 10.25 + 0.5 * k, 0.002)
+    released, ages = 13.75 + 0.002, []
     for k in range(4, 7):
-        last = received(keepalive(1000 + 500 * k, 10.0 + 0.5 * k, None), released, last)
-        ages.append(round(last.age_s(released), 3))
-    assert ages == [1.5, 1.0, 0.5]
+        link.to_b(10.0 + 0.5 * k, 0.002)
+        held = link.to_a(1000 + 500 * k, 10.25 + 0.5 * k, released - (10.25 + 0.5 * k))
+        ages.append(round(held.age_s(released), 3))
+    assert ages == [1.502, 1.002, 0.502]
+
+
+def test_a_link_slow_both_ways_gives_readings_from_its_second_keepalive():
+    """100 ms each way: no round trip vouches for a reading, but two keep-alives as late as
+    each other make a level, and each reading is aged by the transit."""
+    link, taken = Link(5_000.0), []
+    for k in range(3):
+        link.to_b(10.0 + 0.5 * k, 0.1)
+        last = link.to_a(1000 + 500 * k, 10.25 + 0.5 * k, 0.1)
+        taken.append(last.ms)
+    assert taken == [None, 1500, 2000]
+    assert last.age_s(last.arrived) == pytest.approx(0.1)
+
+
+def test_a_delay_that_rose_one_way_and_stays_lags_by_half_of_it():
+    """B -> A rises from 2 to 252 ms and stays: two keep-alives at the new level start the
+    window again, as a step would, and the transit is measured again from there, so a
+    reading errs by half the rise, as on any link slower one way (kept, the quick round
+    trips from before aged it by 2 ms, and it lagged by the whole rise)."""
+    link = Link(5_000.0)
+    for k in range(6):
+        link.to_b(10.0 + 0.5 * k, 0.002)
+        last = link.to_a(1000 + 500 * k, 10.25 + 0.5 * k, 0.002 if k < 4 else 0.252)
+    assert last.age_s(last.arrived) == pytest.approx(0.127)
