@@ -1,10 +1,11 @@
 """The cluster's time: never ahead of what a majority's fresh clock readings say.
 
 Every node sends each peer its clock reading twice a second, on the Raft keep-alive
-(``cluster/raft/node.py``), and keeps the latest of each with its age: how long ago it
-arrived, by this node's monotonic clock, plus the link's transit measured from the
-keep-alives' round trips (``cluster/raft/peer_clocks.py``: half the smallest recent one, so
-the error is lateness, give or take half the link's asymmetry). A reading under
+(``cluster/raft/node.py``), and keeps the latest it takes of each with its age: how long
+ago it arrived, by this node's monotonic clock, plus the link's transit measured from the
+keep-alives' round trips and any wait on the way (``cluster/raft/peer_clocks.py``, which
+also says when a reading is taken: the error is lateness, give or take half the link's
+asymmetry). A reading under
 ``fresh_s`` old is *aged* forward by its age: the sender's clock now. An older reading
 counts for nothing (its sender may be dead, its clock an hour off). One that arrived
 "later" than now (a monotonic clock stepped back, as libfaketime steps it; Linux never
