@@ -104,19 +104,25 @@ def received(message: dict, arrived: float, last: PeerClock | None) -> PeerClock
         if _stepped(last, sent, delay):
             delays, transits = delays[-1:], ()
         delays = (*delays, delay)[-SAMPLES:]
-    echo = message.get("echo")
-    round_trip = None
-    if isinstance(echo, (list, tuple)) and len(echo) == 2 and all(isinstance(x, (int, float)) for x in echo):
-        round_trip = arrived - echo[0] - echo[1]
-        if 0 <= round_trip <= MAX_ROUND_TRIP_S:
-            transits = (*transits, round_trip / 2)[-SAMPLES:]
+    round_trip = _round_trip(message.get("echo"), arrived)
+    if round_trip is not None:
+        transits = (*transits, round_trip / 2)[-SAMPLES:]
     heard = PeerClock(ms, arrived, arrived, sent, transits, delays)
-    if (round_trip is not None and 0 <= round_trip <= TRUSTED_ROUND_TRIP_S) or _level(delays):
+    if (round_trip is not None and round_trip <= TRUSTED_ROUND_TRIP_S) or _level(delays):
         # read its transit before it arrived, and as much later as it waited on the way
         return heard._replace(read=arrived - heard.transit_s() - heard.held_s())
     if last is None:
         return heard._replace(ms=None)
     return heard._replace(ms=last.ms, read=last.read)
+
+
+def _round_trip(echo: object, arrived: float) -> float | None:
+    """The round trip ``echo`` gives: None without one, or outside [0, ``MAX_ROUND_TRIP_S``]."""
+    numbers = isinstance(echo, (list, tuple)) and all(isinstance(x, (int, float)) for x in echo)
+    if not numbers or len(echo) != 2:
+        return None
+    round_trip = arrived - echo[0] - echo[1]
+    return round_trip if 0 <= round_trip <= MAX_ROUND_TRIP_S else None
 
 
 def _level(delays: tuple[float, ...]) -> bool:
