@@ -188,6 +188,19 @@ def _no_open_unsynced() -> None:
     DiskJournal._open = open_
 
 
+def _no_dump_held_journal() -> None:
+    """A journal's first frame torn after a snapshot install was taken for damage: entries
+    up to the stored commit index were thought to be in the journal, though the dump held
+    them, so a follower that lost its power just after an install could not restart."""
+    original = DiskJournal._open
+
+    def open_(self) -> None:
+        self.held_to = 0
+        original(self)
+
+    DiskJournal._open = open_
+
+
 def _no_leader_sync() -> None:
     """b10ca26: the leader synced the entries it appended only before applying them, after
     it had counted its own copy towards their commit."""
@@ -347,6 +360,7 @@ CANARIES: dict[str, Callable[[], None]] = {
     "no-leader-sync": _no_leader_sync,
     "no-answer-sync": _no_answer_sync,
     "no-open-unsynced": _no_open_unsynced,
+    "no-dump-held-journal": _no_dump_held_journal,
     "no-proposal-fail": _no_proposal_fail,
     "no-lease-fail": _no_lease_fail,
     "no-answer-check": _no_answer_check,

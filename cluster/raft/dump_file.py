@@ -175,6 +175,15 @@ class DumpWriter:
             self.index = dump.index
         return dump
 
+    def held_to(self) -> int:
+        """The Raft index up to which the local dump holds the log: 0 without one, or with
+        one that cannot be read (loading it halts the replica, and says why)."""
+        try:
+            dump = read_local(self.dump_path) if os.path.exists(self.dump_path) else None
+        except CorruptLogError:
+            return 0
+        return dump.index if dump is not None else 0
+
     def start(self, tmp_path: str, raft_data) -> None:
         """pysyncobj's serializer: write the manifest to ``tmp_path``.
 

@@ -58,7 +58,8 @@ Recovery on open: every frame is read (in chunks) and checked. A torn last frame
 that runs past the end, or a bad one followed by nothing but zero bytes, which a crash
 can leave after an unsynced append) is copied aside to ``journal.torn-<offset>`` and
 cut; a bad frame followed by other data raises :class:`CorruptLogError`, and so does a
-"torn" frame at or below the stored commit index, which names synced entries only. A ``journal``
+"torn" frame at or below the stored commit index, which names synced entries only (or
+entries the node's dump holds: ``held_to``). A ``journal``
 in pysyncobj's format (it starts with ``PYSYNCOBJ``) is converted once, read with
 pysyncobj's ``FileJournal``.
 
@@ -105,8 +106,11 @@ class DiskJournal(Journal):
     Items are ``(command, idx, term)`` tuples; ``journal[a:b]`` is an :class:`EntriesView`.
     """
 
-    def __init__(self, path: str, recent_bytes: int = RECENT_BYTES) -> None:
+    def __init__(self, path: str, recent_bytes: int = RECENT_BYTES, held_to: int = 0) -> None:
+        """``held_to``: the Raft index up to which the node's dump holds the log (0 without
+        one): a torn frame may name those entries, as they need not be on disk here."""
         self.path = path
+        self.held_to = held_to
         self.folder = os.path.dirname(os.path.abspath(path))
         self.meta_path = path + ".meta"
         self.recent_bytes = recent_bytes
@@ -147,13 +151,16 @@ class DiskJournal(Journal):
             # Only what was never synced can be torn, and the stored commit index names
             # synced entries only: a "torn" frame at or below it is damage (a length field
             # hit on the medium, say), and cutting there would drop acknowledged entries.
+            # Unless the dump holds them: after a snapshot install the journal is cleared
+            # and begins again with the dump's last two entries, added unsynced.
             committed = self._meta.get("raftCommitIndex", 0)
-            if self.last_idx < committed:
+            if max(self.last_idx, self.held_to) < committed:
                 raise CorruptLogError(
                     self.path,
                     end,
-                    f"the frame of entry {self.last_idx + 1} is damaged, though entries up to "
-                    f"{committed} were synced and committed: not a torn tail",
+                    f"a frame past entry {self.last_idx} is damaged, though entries up to "
+                    f"{committed} were synced and committed (the dump holds up to "
+                    f"{self.held_to}): not a torn tail",
                 )
             self._set_aside(fd, end, size)
             self._file.truncate(end)

@@ -191,7 +191,7 @@ class RaftNode(SyncObjSeam):
 
         def create_journal(path: str) -> DiskJournal:
             # Set before the tick thread starts, so the tick thread's hooks below find it.
-            self._journal = DiskJournal(path)
+            self._journal = DiskJournal(path, held_to=self._dump.held_to())
             return self._journal
 
         parts = Parts(

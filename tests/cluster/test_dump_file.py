@@ -191,6 +191,20 @@ def test_a_damaged_manifest_is_refused(tmp_path):
         read_local(str(tmp_path / "raft" / "snapshot"))
 
 
+def test_the_journal_is_told_how_far_the_local_dump_holds_the_log(tmp_path):
+    """What a torn frame of the journal may name (DiskJournal ``held_to``): the local dump's
+    index; nothing without a dump, or with one that cannot be read (its load halts)."""
+    with _store(tmp_path / "store") as store:
+        writer = _writer(tmp_path, store)
+        assert writer.held_to() == 0
+        _dump(writer, index=42)
+    assert DumpWriter(writer.dump_path, store.checkpoint_record).held_to() == 42
+    data = bytearray((tmp_path / "raft" / "snapshot").read_bytes())
+    data[20] ^= 0xFF
+    (tmp_path / "raft" / "snapshot").write_bytes(bytes(data))
+    assert writer.held_to() == 0
+
+
 def test_a_store_behind_its_dump_is_refused():
     dump = LocalDump(9, None, {})
     check_not_behind(dump, 9, "/data")

@@ -469,6 +469,38 @@ def test_a_torn_tail_past_the_stored_commit_index_is_still_set_aside(tmp_path):
     j.close()
 
 
+def _tear_first_frame_after_clear(tmp_path, committed: int) -> str:
+    """A follower installs a snapshot at index 649: the journal is cleared and pysyncobj adds
+    the dump's last two entries, unsynced; a power loss tears the first of them."""
+    j = _journal(tmp_path, _entries(600))
+    j.setRaftCommitIndex(committed)
+    j.onOneSecondTimer()  # syncs, then stores the commit index
+    j.clear()
+    j.add(_command(648, 300), 648, 7)
+    j.add(_command(649, 300), 649, 7)
+    j.close()
+    with open(j.path, "r+b") as f:
+        f.truncate(MAGIC_SIZE + 140)  # 44 % of the first frame reached the disk
+    return j.path
+
+
+def test_a_torn_first_entry_after_a_snapshot_install_is_set_aside(tmp_path):
+    """The stored commit index (600) names entries the dump holds (up to 649), not the
+    journal: a torn frame there is an unsynced append, so the node starts (the sim's seed 8
+    with --service --power-loss --membership --spares-first was refused a restart)."""
+    path = _tear_first_frame_after_clear(tmp_path, committed=600)
+    j = DiskJournal(path, held_to=649)
+    assert len(j) == 0 and j.torn_tail == (MAGIC_SIZE, 140)
+    j.close()
+
+
+def test_a_torn_first_entry_is_damage_when_the_dump_ends_below_the_commit_index(tmp_path):
+    path = _tear_first_frame_after_clear(tmp_path, committed=600)
+    with pytest.raises(CorruptLogError, match="not a torn tail"):
+        DiskJournal(path, held_to=500)
+    assert not os.path.exists(f"{path}.torn-{MAGIC_SIZE}")
+
+
 def test_entries_a_crashed_process_left_unsynced_are_synced_before_they_are_reported(tmp_path, monkeypatch):
     """A process that died between writing entries and syncing them (SIGKILL, or a crash
     in the write) leaves them in the page cache: the restarted node reads them back, and a
