@@ -3,9 +3,10 @@
 Most are made by msgspec from the typed models that validate the requests
 (node/http/rules/) and from those of the answers (answers.py), so the document cannot drift
 from what the server accepts. A rule across fields (exactly one of `body` and `body_b64`)
-is checked by hand after decoding, and added here (``ACROSS``). ``Message`` is written out by
-hand: its rules are storage/message_json.py's, shared with the pipeline and tuned for the
-produce path; each rule is taken from the constant that enforces it. The schemas say
+is checked by hand after decoding, and added here (``ACROSS``). ``Message`` is put together
+here, as no model decodes it (storage/message_json.py does, shared with the pipeline and
+tuned for the produce path): its fields are the models' field types (rules/model.py), and
+its other rules are taken from the constants that enforce them. The schemas say
 exactly what a request must be to pass validation: the fuzz test
 (tests/integration/test_fuzz_api.py) sends data valid by them and expects it accepted,
 and data invalid by them and expects it refused. What JSON Schema cannot say (a body's
@@ -20,20 +21,27 @@ import msgspec
 from horologe.storage.late_policies import ON_LATE
 from horologe.storage.message import MessageLimits
 from horologe.storage.message_json import (
-    BASE64_PATTERN,
     DELAY_LEVELS_MS,
-    DURATION_PATTERN,
-    MAX_HEADER_NAME,
-    MAX_HEADER_VALUE,
     MAX_HEADERS,
-    MAX_KEY,
     MAX_TAGS,
     TIME_FIELDS,
 )
 
 from ..rules.cluster import NewMember
 from ..rules.messages import Extend, Group, Nack, NewTime, Pull, Receipts, Release, Requeue, RescheduleItem
-from ..rules.model import MAX_INT64, RESERVED_HEADER, MessageId, Name, Tag
+from ..rules.model import (
+    BodyB64,
+    DateTime,
+    Duration,
+    EpochMs,
+    HeaderName,
+    HeaderValue,
+    Key,
+    MessageBody,
+    MessageId,
+    Name,
+    Tag,
+)
 from ..rules.push import NewSubscription
 from ..rules.schedules import NewSchedule
 from .answers import ANSWERS, BucketSize
@@ -43,20 +51,6 @@ REQUESTS = (
     Pull, Group, Receipts, Nack, Extend, Requeue, Release, NewTime, RescheduleItem, NewSubscription,
     NewSchedule, NewMember,
 )  # fmt: skip
-EPOCH_MS = {"type": "integer", "minimum": 0, "maximum": MAX_INT64, "description": "Unix epoch milliseconds"}
-DELIVER_AT = {
-    "oneOf": [EPOCH_MS, {"type": "string", "format": "date-time", "description": "RFC 3339, with a zone"}],
-}
-DELIVER_AFTER = {
-    "oneOf": [
-        {"type": "integer", "minimum": 0, "maximum": LIMITS.max_delay_ms, "description": "ms"},
-        {
-            "type": "string",
-            "pattern": f"^{DURATION_PATTERN}$",
-            "description": "a count and a unit: `500ms`, `90s`, `5m`, `2h`, `3d`",
-        },
-    ],
-}
 
 
 def ref(name: str) -> dict:
@@ -158,22 +152,14 @@ SCHEMAS: dict[str, dict] = {
         "required": ["topic"],
         "properties": {
             "topic": ref("Name"),
-            "body": {
-                "type": "string",
-                "description": f"UTF-8 text; at most {LIMITS.max_body_bytes} bytes encoded (413 beyond)",
-            },
-            "body_b64": {
-                "type": "string",
-                "pattern": f"^{BASE64_PATTERN}$",
-                "description": f"standard base64 with padding; at most {LIMITS.max_body_bytes} bytes decoded "
-                "(413 beyond)",
-            },
+            "body": _named(MessageBody),
+            "body_b64": _named(BodyB64),
             "tags": {
                 "oneOf": [ref("Tag"), {"type": "array", "maxItems": MAX_TAGS, "items": ref("Tag")}],
                 "description": "one tag, or a list of them",
             },
-            "deliver_at": DELIVER_AT,
-            "deliver_after": DELIVER_AFTER,
+            "deliver_at": _named(EpochMs | DateTime),
+            "deliver_after": _named(Duration),
             "delay_level": {
                 "type": "integer",
                 "minimum": 1,
@@ -181,14 +167,12 @@ SCHEMAS: dict[str, dict] = {
                 "description": "RocketMQ's: 1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h",
             },
             "key": {
-                "type": "string",
-                "minLength": 1,
-                "maxLength": MAX_KEY,
+                **_named(Key),
                 "description": "idempotency key: the same (topic, key) names the same message while it is "
                 "kept, and cancels by key",
             },
             "max_lateness": {
-                **DELIVER_AFTER,
+                **_named(Duration),
                 "description": "how late it may fall due (ms or `90s`-style); past that, `on_late` applies",
             },
             "on_late": {
@@ -200,8 +184,8 @@ SCHEMAS: dict[str, dict] = {
             "headers": {
                 "type": "object",
                 "maxProperties": MAX_HEADERS,
-                "propertyNames": {"maxLength": MAX_HEADER_NAME, "not": {"pattern": RESERVED_HEADER}},
-                "additionalProperties": {"type": "string", "maxLength": MAX_HEADER_VALUE},
+                "propertyNames": _named(HeaderName),
+                "additionalProperties": _named(HeaderValue),
             },
         },
         "additionalProperties": False,
