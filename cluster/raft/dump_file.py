@@ -176,13 +176,15 @@ class DumpWriter:
         return dump
 
     def held_to(self) -> int:
-        """The Raft index up to which the local dump holds the log: 0 without one, or with
-        one that cannot be read (loading it halts the replica, and says why)."""
+        """The Raft index up to which the local dump holds the log, as pysyncobj loads it
+        (its last entry's: an installed dump's ``index`` is the store's, which may be past
+        it). 0 without a local dump, or with one that cannot be read (loading it halts the
+        replica and says why: this read must not end the process first)."""
         try:
             dump = read_local(self.dump_path) if os.path.exists(self.dump_path) else None
-        except CorruptLogError:
+            return dump.raft_data[0][1] if dump is not None else 0
+        except Exception:  # noqa: BLE001 - a damaged or foreign dump: the journal assumes none
             return 0
-        return dump.index if dump is not None else 0
 
     def start(self, tmp_path: str, raft_data) -> None:
         """pysyncobj's serializer: write the manifest to ``tmp_path``.

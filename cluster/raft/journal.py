@@ -58,8 +58,8 @@ Recovery on open: every frame is read (in chunks) and checked. A torn last frame
 that runs past the end, or a bad one followed by nothing but zero bytes, which a crash
 can leave after an unsynced append) is copied aside to ``journal.torn-<offset>`` and
 cut; a bad frame followed by other data raises :class:`CorruptLogError`, and so does a
-"torn" frame at or below the stored commit index, which names synced entries only (or
-entries the node's dump holds: ``held_to``). A ``journal``
+"torn" frame at or below the stored commit index, which names synced entries only, unless
+the node's dump holds the log up to that index (``held_to``). A ``journal``
 in pysyncobj's format (it starts with ``PYSYNCOBJ``) is converted once, read with
 pysyncobj's ``FileJournal``.
 

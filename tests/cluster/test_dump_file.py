@@ -10,6 +10,7 @@ import struct
 import sys
 import tarfile
 
+import msgpack
 import pytest
 from pysyncobj import SERIALIZER_STATE
 
@@ -27,6 +28,8 @@ from horologe.cluster.raft.dump_file import (
 from horologe.cluster.raft.snapshot_stream import SHIP_CHUNK, ShippingSerializer, tar_chunks
 from horologe.storage import Message, Storage, StorageConfig, check_store
 from horologe.storage.errors import CorruptLogError
+from horologe.storage.framing import frame
+from horologe.storage.magic import RAFT_DUMP, magic
 
 T = 1_767_225_600_000
 
@@ -192,16 +195,27 @@ def test_a_damaged_manifest_is_refused(tmp_path):
 
 
 def test_the_journal_is_told_how_far_the_local_dump_holds_the_log(tmp_path):
-    """What a torn frame of the journal may name (DiskJournal ``held_to``): the local dump's
-    index; nothing without a dump, or with one that cannot be read (its load halts)."""
+    """What a torn frame of the journal may name (DiskJournal ``held_to``): the dump's last
+    Raft entry, as pysyncobj loads it; nothing without a dump, or with one that cannot be
+    read (its load halts the replica, with the reason)."""
     with _store(tmp_path / "store") as store:
         writer = _writer(tmp_path, store)
         assert writer.held_to() == 0
         _dump(writer, index=42)
-    assert DumpWriter(writer.dump_path, store.checkpoint_record).held_to() == 42
+        assert DumpWriter(writer.dump_path, store.checkpoint_record).held_to() == 42
+        # A shipped dump at 30 installed on a store already at 42 (a stale reset): the
+        # manifest's index is the store's, the log pysyncobj loads ends at 30.
+        writer.replace(LocalDump(42, ((b"cmd", 30, 1), (b"before", 29, 1), set()), store.checkpoint_record()))
+        assert writer.held_to() == 30
     data = bytearray((tmp_path / "raft" / "snapshot").read_bytes())
     data[20] ^= 0xFF
     (tmp_path / "raft" / "snapshot").write_bytes(bytes(data))
+    assert writer.held_to() == 0
+    # Raft data naming a class this release does not have (a dump of a later one, say).
+    record = {"index": 9, "raft": b"cnomodule\nNoClass\n.", "store": {}}
+    (tmp_path / "raft" / "snapshot").write_bytes(magic(RAFT_DUMP) + frame(msgpack.packb(record)))
+    with pytest.raises(ModuleNotFoundError):
+        read_local(writer.dump_path)
     assert writer.held_to() == 0
 
 

@@ -480,24 +480,25 @@ def _tear_first_frame_after_clear(tmp_path, committed: int) -> str:
     j.add(_command(649, 300), 649, 7)
     j.close()
     with open(j.path, "r+b") as f:
-        f.truncate(MAGIC_SIZE + 140)  # 44 % of the first frame reached the disk
+        f.truncate(MAGIC_SIZE + 140)  # the first frame's first 140 bytes reached the disk
     return j.path
 
 
-def test_a_torn_first_entry_after_a_snapshot_install_is_set_aside(tmp_path):
-    """The stored commit index (600) names entries the dump holds (up to 649), not the
-    journal: a torn frame there is an unsynced append, so the node starts (the sim's seed 8
-    with --service --power-loss --membership --spares-first was refused a restart)."""
-    path = _tear_first_frame_after_clear(tmp_path, committed=600)
+@pytest.mark.parametrize("committed", [600, 649])
+def test_a_torn_first_entry_after_a_snapshot_install_is_set_aside(tmp_path, committed):
+    """The stored commit index names entries the dump holds (up to 649), not the journal:
+    a torn frame there is an unsynced append, so the node starts (the sim's seed 8 with
+    --service --power-loss --membership --spares-first was refused a restart)."""
+    path = _tear_first_frame_after_clear(tmp_path, committed)
     j = DiskJournal(path, held_to=649)
     assert len(j) == 0 and j.torn_tail == (MAGIC_SIZE, 140)
     j.close()
 
 
 def test_a_torn_first_entry_is_damage_when_the_dump_ends_below_the_commit_index(tmp_path):
-    path = _tear_first_frame_after_clear(tmp_path, committed=600)
+    path = _tear_first_frame_after_clear(tmp_path, committed=649)
     with pytest.raises(CorruptLogError, match="not a torn tail"):
-        DiskJournal(path, held_to=500)
+        DiskJournal(path, held_to=648)
     assert not os.path.exists(f"{path}.torn-{MAGIC_SIZE}")
 
 
