@@ -201,6 +201,13 @@ def _no_dump_held_journal() -> None:
     DiskJournal._open = open_
 
 
+def _no_own_dump_kept() -> None:
+    """A follower shipped a snapshot older than its own dump (a stale reset) loaded the
+    shipped one, and pysyncobj cleared its journal, which no longer held that dump's
+    entries: entries the follower had acknowledged were gone from its log."""
+    RaftNode._own_dump_is_newer = lambda self, shipped_raft_data: False
+
+
 def _no_leader_sync() -> None:
     """b10ca26: the leader synced the entries it appended only before applying them, after
     it had counted its own copy towards their commit."""
@@ -361,6 +368,7 @@ CANARIES: dict[str, Callable[[], None]] = {
     "no-answer-sync": _no_answer_sync,
     "no-open-unsynced": _no_open_unsynced,
     "no-dump-held-journal": _no_dump_held_journal,
+    "no-own-dump-kept": _no_own_dump_kept,
     "no-proposal-fail": _no_proposal_fail,
     "no-lease-fail": _no_lease_fail,
     "no-answer-check": _no_answer_check,

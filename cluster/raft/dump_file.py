@@ -164,15 +164,18 @@ class DumpWriter:
         self.folder = os.path.dirname(dump_path)
         self._checkpoint = checkpoint
         self._done: int | None = None  # SUCCESS or FAILED, reported once by state()
-        self._pending: int | None = None
+        self._pending: LocalDump | None = None
         self._remove_leftovers()
         self.index: int | None = None  # the current dump's, once one is written or read
+        # The current dump, once written or read: still this node's own after pysyncobj
+        # renamed a shipped one over its file, until that one is installed (replace()).
+        self.in_place: LocalDump | None = None
         self.last: DumpFigures | None = None  # of the last dump written (any thread reads)
 
     def current(self) -> LocalDump | None:
         dump = read_local(self.dump_path) if os.path.exists(self.dump_path) else None
         if dump is not None:
-            self.index = dump.index
+            self.index, self.in_place = dump.index, dump
         return dump
 
     def held_to(self) -> int:
@@ -181,7 +184,7 @@ class DumpWriter:
         it). 0 without a local dump, or with one that cannot be read (loading it halts the
         replica and says why: this read must not end the process first)."""
         try:
-            dump = read_local(self.dump_path) if os.path.exists(self.dump_path) else None
+            dump = self.current()
             return dump.raft_data[0][1] if dump is not None else 0
         except Exception:  # noqa: BLE001 - a damaged or foreign dump: the journal assumes none
             return 0
@@ -203,7 +206,7 @@ class DumpWriter:
                 os.unlink(tmp_path)
             self._done = SERIALIZER_STATE.FAILED
             return
-        self._done, self._pending = SERIALIZER_STATE.SUCCESS, dump.index
+        self._done, self._pending = SERIALIZER_STATE.SUCCESS, dump
         took = time.monotonic() - began
         files = dump.store["files"]
         self.last = DumpFigures(dump.index, took, os.path.getsize(tmp_path), sum(files.values()))
@@ -221,7 +224,7 @@ class DumpWriter:
             return SERIALIZER_STATE.NOT_SERIALIZING
         if done == SERIALIZER_STATE.SUCCESS:
             fsync_dir(self.folder)  # pysyncobj's rename, before the journal is cut
-            self.index = self._pending
+            self.index, self.in_place = self._pending.index, self._pending
         return done
 
     def replace(self, dump: LocalDump) -> None:
@@ -229,7 +232,7 @@ class DumpWriter:
         write_local(self.dump_path + ".tmp", dump)
         os.replace(self.dump_path + ".tmp", self.dump_path)
         fsync_dir(self.folder)
-        self.index = dump.index
+        self.index, self.in_place = dump.index, dump
 
     def _remove_leftovers(self) -> None:
         for name in os.listdir(self.folder):

@@ -48,7 +48,7 @@ from .append_rule import trim_append
 from .backup_point import BackupPoint, take_point
 from .bounded_frames import BoundedTcpConnection
 from .dial_node import DialNode
-from .dump_file import DumpWriter, LocalDump, check_not_behind, read_local, read_shipped
+from .dump_file import DumpWriter, LocalDump, check_not_behind, read_shipped
 from .journal import DiskJournal
 from .loop_crossing import LoopCrossing
 from .membership import Joining, Member, change_in_flight, members_of, needs_fresh_dump, self_after
@@ -1080,7 +1080,7 @@ class RaftNode(SyncObjSeam):
         is not sent (``_answer_leader``).
         """
         try:
-            local = read_local(filename)
+            local = self._dump.current()  # ``filename`` is the dump's: None if a shipped one
             raft_data = self._load_own(local) if local is not None else self._install_shipped(filename)
             self._finish_cut(raft_data)
             raft_data = self._with_membership(raft_data)
@@ -1141,10 +1141,32 @@ class RaftNode(SyncObjSeam):
             store.restore(src)
             self.state.cache.clear()
             self._publish(None)
+        elif self._own_dump_is_newer(raft_data):
+            own = self._dump.in_place.raft_data
+            log.info(
+                "a snapshot at index %d was shipped to this node, whose own dump is at %d: its own kept",
+                raft_data[0][1],
+                own[0][1],
+            )
+            raft_data = own
         shutil.rmtree(staging, ignore_errors=True)
         # The shipped file holds the whole store: keep only a manifest of it.
         self._dump.replace(LocalDump(store.applied_index, raft_data, store.checkpoint_record()))
         return raft_data
+
+    def _own_dump_is_newer(self, shipped_raft_data) -> bool:
+        """Whether this node's own dump (still in memory: pysyncobj renamed the shipped file
+        over it) ends past the shipped one and its journal begins with that dump's last two
+        entries. A stale reset can ship a follower a snapshot older than its own; its own
+        then holds the same history further (a dump covers applied, so committed, entries),
+        and pysyncobj, loading the shipped one, would clear a journal that does not hold the
+        shipped dump's entries, dropping entries the follower acknowledged."""
+        own = self._dump.in_place
+        if own is None or own.raft_data[0][1] <= shipped_raft_data[0][1]:
+            return False
+        last, before = own.raft_data[0], own.raft_data[1]
+        journal = self._journal
+        return journal.term_at(before[1]) == before[2] and journal.term_at(last[1]) == last[2]
 
     def _clears_journal_on_load(self, after_install: bool) -> bool:
         """Never. pysyncobj loads a dump at start and after an install (``after_install``),

@@ -78,32 +78,73 @@ def test_a_long_install_leaves_a_whole_election_timeout_after_it(pair, monkeypat
     assert left >= follower.settings.raft_min_timeout * 0.5
 
 
-def test_an_install_keeps_the_entries_the_follower_holds_after_the_snapshot(tmp_path):
+@pytest.fixture
+def stale_install(tmp_path):
+    """A leader alone whose dump is at 5 and whose log goes on to ``last``, and a follower
+    handed every entry up to ``last`` (committed): the follower, then the leader's history."""
+    nodes = []
+
+    def make(last: int):
+        leader = ticked_node(tmp_path / "leader")
+        nodes.append(leader)
+        lead_alone(leader)
+        commit_alone(leader, 1_000, 3)  # 3..5
+        early = journal_entries(leader)
+        leader.forceLogCompaction()
+        tick(leader, 2)
+        assert leader._dump.current().index == 5
+        commit_alone(leader, 2_000, last - 5)  # 6..last
+        history = early + [e for e in journal_entries(leader) if e[1] > 5]
+        follower = ticked_node(tmp_path / "follower", peers=PEERS)
+        nodes.append(follower)
+        message = {
+            "type": "append_entries",
+            "term": 1,
+            "commit_index": last,
+            "prevLogIdx": 1,
+            "prevLogTerm": 0,
+        }
+        follower._on_message(peer(follower, 0), message | {"entries": history[1:]})
+        tick(follower)
+        assert follower.raftLastApplied == last
+        return leader, follower, history
+
+    yield make
+    for node in nodes:
+        crash(node)
+
+
+def test_an_install_keeps_the_entries_the_follower_holds_after_the_snapshot(stale_install):
     """A stale reset can make a leader ship a snapshot at S to a follower that has already
     acknowledged entries past S. pysyncobj's install cleared the journal, dropping those
     entries, which the leader still counts as the follower's. A follower that holds S with
     the snapshot's term holds the leader's log up to S (Log Matching): it keeps what
     follows, and answers from S + 1, so that the leader checks that suffix before counting it."""
-    leader = ticked_node(tmp_path / "leader")
-    lead_alone(leader)
-    commit_alone(leader, 1_000, 3)  # 3..5
-    early = journal_entries(leader)
-    leader.forceLogCompaction()
-    tick(leader, 2)
-    assert leader._dump.current().index == 5
-    commit_alone(leader, 2_000, 3)  # 6..8
-    history = early + [e for e in journal_entries(leader) if e[1] > 5]
-    follower = ticked_node(tmp_path / "follower", peers=PEERS)
-    try:
-        message = {"type": "append_entries", "term": 1, "commit_index": 8, "prevLogIdx": 1, "prevLogTerm": 0}
-        follower._on_message(peer(follower, 0), message | {"entries": history[1:]})
-        tick(follower)
-        assert follower.raftLastApplied == 8
-        follower.sent.clear()
-        ship(leader, follower, peer(follower, 0), term=1)
-        assert journal_entries(follower) == history[3:]  # from 4: the snapshot's two, then 6..8
-        assert [m["next_node_idx"] for m in successes(follower)] == [6]
-        assert follower.state.store.applied_index == 8
-    finally:
-        crash(leader)
-        crash(follower)
+    leader, follower, history = stale_install(8)
+    follower.sent.clear()
+    ship(leader, follower, peer(follower, 0), term=1)
+    assert journal_entries(follower) == history[3:]  # from 4: the snapshot's two, then 6..8
+    assert [m["next_node_idx"] for m in successes(follower)] == [6]
+    assert follower.state.store.applied_index == 8
+
+
+def test_an_install_older_than_the_followers_own_dump_keeps_its_journal(stale_install):
+    """A stale reset can ship a snapshot at S to a follower that has applied past S and
+    compacted its own log past it, so that its journal no longer holds S. pysyncobj cleared
+    that journal and began it again at S: the entries after S that the follower had
+    acknowledged were gone from its log (a vote it then gives could elect a node without
+    them). The follower's own dump is newer and holds the same history (its entries up to
+    it were committed): it is loaded instead, its journal kept, and it answers from its
+    own dump's index + 1."""
+    leader, follower, _ = stale_install(11)
+    follower.forceLogCompaction()
+    tick(follower, 2)
+    assert follower._dump.current().index == 11
+    kept = journal_entries(follower)
+    assert kept[0][1] == 10  # its journal begins with its own dump's two entries
+    follower.sent.clear()
+    ship(leader, follower, peer(follower, 0), term=1)  # the leader's dump at 5
+    assert journal_entries(follower) == kept
+    assert follower.raftLastApplied == 11
+    assert [m["next_node_idx"] for m in successes(follower)] == [12]
+    assert follower.state.store.applied_index == 11

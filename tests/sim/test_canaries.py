@@ -92,6 +92,13 @@ random seeds (the ones below; tests/sim/test_scenarios.py has the scripted catch
   ``--service --power-loss``. tests/node/test_wheel_driver.py holds the fix
   (``test_a_sync_let_go_before_its_wait_ran_still_takes_the_proposals_refusal``).
 
+* ``no-own-dump-kept`` (a follower shipped a snapshot older than its own dump loads the
+  shipped one, and its journal is cleared) is not pinned: no seed ships a follower a
+  snapshot older than its own dump (0 of seeds 1..300 with ``--power-loss``, 1..200 with
+  ``--service --membership``, counted by instrumenting the install).
+  tests/cluster/test_snapshot_install.py holds the fix
+  (``test_an_install_older_than_the_followers_own_dump_keeps_its_journal``).
+
 Found by ``python -m sim run --seeds 100 --canary NAME``, each seed's faults then shrunk
 (``python -m sim shrink SEED --canary NAME``) to the few that still catch it, replayed
 here with ``--keep``. Each pair of tests is the regression: the first fails if a fix is
