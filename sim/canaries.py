@@ -12,12 +12,15 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
+from pysyncobj.serializer import Serializer
+
 from horologe.cluster.errors import StoreBehindDumpError
 from horologe.cluster.raft import node, peer_clocks
 from horologe.cluster.raft.append_rule import trim_append
 from horologe.cluster.raft.journal import DiskJournal
 from horologe.cluster.raft.node import RaftNode
 from horologe.cluster.raft.peer_clocks import PeerClock
+from horologe.cluster.raft.snapshot_stream import ShippingSerializer
 from horologe.node import wheel_driver
 from horologe.node.consumers.service import Consumers
 from horologe.node.group_commit import GroupCommit
@@ -205,7 +208,14 @@ def _no_own_dump_kept() -> None:
     """A follower shipped a snapshot older than its own dump (a stale reset) loaded the
     shipped one, and pysyncobj cleared its journal, which no longer held that dump's
     entries: entries the follower had acknowledged were gone from its log."""
-    RaftNode._own_dump_is_newer = lambda self, shipped_raft_data: False
+    RaftNode._newer_own_dump = lambda self, shipped_raft_data: None
+
+
+def _no_durable_receipt() -> None:
+    """pysyncobj received a shipped dump into a temp file that it renamed over the node's
+    own dump unsynced: a power loss during the install left a torn dump there, and the
+    node halted at restart."""
+    ShippingSerializer.setTransmissionData = Serializer.setTransmissionData
 
 
 def _no_leader_sync() -> None:
@@ -369,6 +379,7 @@ CANARIES: dict[str, Callable[[], None]] = {
     "no-open-unsynced": _no_open_unsynced,
     "no-dump-held-journal": _no_dump_held_journal,
     "no-own-dump-kept": _no_own_dump_kept,
+    "no-durable-receipt": _no_durable_receipt,
     "no-proposal-fail": _no_proposal_fail,
     "no-lease-fail": _no_lease_fail,
     "no-answer-check": _no_answer_check,

@@ -20,14 +20,18 @@ to a follower that is too far behind for the log. Ours never holds the data itse
   that is refused (:class:`StoreBehindDumpError`) rather than served.
 
 * **The shipped dump**, which a follower receives (``snapshot_stream.py`` makes it from
-  the manifest and the live files, chunk by chunk) and pysyncobj stores under the same
-  name::
+  the manifest and the live files, chunk by chunk) into ``raft/snapshot.incoming``,
+  fsynced whole before it is installed::
 
       magic "HZSHIP" v1 | frame(pickled raft data) | tar of a store folder (arcname "store")
 
-  Installing it unpacks the tar (O(data): it is a catch-up), restores the store from it,
-  then replaces the shipped file with a local dump. A file without a magic is the
-  previous version's shipped format (``u64 n | pickle, n bytes | tar``), read as one.
+  Installing it unpacks the tar (O(data): it is a catch-up) into ``raft/snapshot.restore``,
+  restores the store from it, then puts a local dump in place of the node's own and
+  removes the shipped file. Until then the node's own dump stays: a stop during the
+  install leaves the node its own dump and journal (the leftovers are removed at start).
+  A previous version received the shipped dump under the dump's own name; such a file is
+  installed at start. One without a magic is an older shipped format (``u64 n | pickle,
+  n bytes | tar``), read as one.
 
 Both pickle pysyncobj's node objects, our :class:`~horologe.cluster.raft.dial_node.DialNode`,
 by module and class name. Dumps written before the module moved into ``cluster/raft/``
@@ -75,8 +79,9 @@ def load_raft_data(data: bytes):
     return _RaftDataUnpickler(io.BytesIO(data)).load()
 
 
-# What the previous version left beside the dump: a linked store folder, a tar being written.
-LEFTOVERS = ("snapshot.dir", "snapshot.next", "snapshot.restore")
+# What a stop can leave beside the dump: a linked store folder and a tar being written (a
+# previous version's), a shipped dump being received or installed, pysyncobj's own temp file.
+LEFTOVERS = ("snapshot.dir", "snapshot.next", "snapshot.restore", "snapshot.incoming", "snapshot.1.tmp")
 
 
 class DumpFigures(NamedTuple):
@@ -161,21 +166,21 @@ class DumpWriter:
     def __init__(self, dump_path: str, checkpoint: Callable[[], dict]) -> None:
         """``checkpoint()`` is the store's ``checkpoint_record()`` (tick thread)."""
         self.dump_path = dump_path
+        # A dump the leader ships is received here, beside this node's own, which it
+        # replaces only once installed (snapshot_stream.py, ShippingSerializer).
+        self.incoming_path = dump_path + ".incoming"
         self.folder = os.path.dirname(dump_path)
         self._checkpoint = checkpoint
         self._done: int | None = None  # SUCCESS or FAILED, reported once by state()
-        self._pending: LocalDump | None = None
+        self._pending: int | None = None
         self._remove_leftovers()
         self.index: int | None = None  # the current dump's, once one is written or read
-        # The current dump, once written or read: still this node's own after pysyncobj
-        # renamed a shipped one over its file, until that one is installed (replace()).
-        self.in_place: LocalDump | None = None
         self.last: DumpFigures | None = None  # of the last dump written (any thread reads)
 
     def current(self) -> LocalDump | None:
         dump = read_local(self.dump_path) if os.path.exists(self.dump_path) else None
         if dump is not None:
-            self.index, self.in_place = dump.index, dump
+            self.index = dump.index
         return dump
 
     def held_to(self) -> int:
@@ -206,7 +211,7 @@ class DumpWriter:
                 os.unlink(tmp_path)
             self._done = SERIALIZER_STATE.FAILED
             return
-        self._done, self._pending = SERIALIZER_STATE.SUCCESS, dump
+        self._done, self._pending = SERIALIZER_STATE.SUCCESS, dump.index
         took = time.monotonic() - began
         files = dump.store["files"]
         self.last = DumpFigures(dump.index, took, os.path.getsize(tmp_path), sum(files.values()))
@@ -224,15 +229,18 @@ class DumpWriter:
             return SERIALIZER_STATE.NOT_SERIALIZING
         if done == SERIALIZER_STATE.SUCCESS:
             fsync_dir(self.folder)  # pysyncobj's rename, before the journal is cut
-            self.index, self.in_place = self._pending.index, self._pending
+            self.index = self._pending
         return done
 
     def replace(self, dump: LocalDump) -> None:
-        """Put ``dump`` in place of the current file (a shipped one, just installed)."""
+        """Put ``dump`` in place of the current file (a shipped one, just installed), and
+        drop the shipped file it came from."""
         write_local(self.dump_path + ".tmp", dump)
         os.replace(self.dump_path + ".tmp", self.dump_path)
         fsync_dir(self.folder)
-        self.index, self.in_place = dump.index, dump
+        self.index = dump.index
+        if os.path.exists(self.incoming_path):
+            os.unlink(self.incoming_path)  # a stop before this leaves it, removed at start
 
     def _remove_leftovers(self) -> None:
         for name in os.listdir(self.folder):

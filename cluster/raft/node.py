@@ -1080,8 +1080,12 @@ class RaftNode(SyncObjSeam):
         is not sent (``_answer_leader``).
         """
         try:
-            local = self._dump.current()  # ``filename`` is the dump's: None if a shipped one
-            raft_data = self._load_own(local) if local is not None else self._install_shipped(filename)
+            incoming = self._dump.incoming_path
+            if os.path.exists(incoming):  # a shipped dump, received whole (snapshot_stream.py)
+                local, raft_data = None, self._install_shipped(incoming)
+            else:  # None: ``filename`` holds a dump a previous version received in its place
+                local = self._dump.current()
+                raft_data = self._load_own(local) if local is not None else self._install_shipped(filename)
             self._finish_cut(raft_data)
             raft_data = self._with_membership(raft_data)
         except Exception as e:
@@ -1128,7 +1132,7 @@ class RaftNode(SyncObjSeam):
         already holds the same history at least as far (same last index and term, or past
         it: a follower applies only committed entries, which every later leader holds)."""
         store: Storage = self.state.store
-        staging = filename + ".restore"
+        staging = self._dump.dump_path + ".restore"  # removed at start if a stop leaves it
         raft_data = read_shipped(filename, staging)
         src = os.path.join(staging, "store")
         probe = CommitJournal(src, 1 << 30)
@@ -1141,8 +1145,7 @@ class RaftNode(SyncObjSeam):
             store.restore(src)
             self.state.cache.clear()
             self._publish(None)
-        elif self._own_dump_is_newer(raft_data):
-            own = self._dump.in_place.raft_data
+        elif (own := self._newer_own_dump(raft_data)) is not None:
             log.info(
                 "a snapshot at index %d was shipped to this node, whose own dump is at %d: its own kept",
                 raft_data[0][1],
@@ -1154,19 +1157,21 @@ class RaftNode(SyncObjSeam):
         self._dump.replace(LocalDump(store.applied_index, raft_data, store.checkpoint_record()))
         return raft_data
 
-    def _own_dump_is_newer(self, shipped_raft_data) -> bool:
-        """Whether this node's own dump (still in memory: pysyncobj renamed the shipped file
-        over it) ends past the shipped one and its journal begins with that dump's last two
-        entries. A stale reset can ship a follower a snapshot older than its own; its own
-        then holds the same history further (a dump covers applied, so committed, entries),
-        and pysyncobj, loading the shipped one, would clear a journal that does not hold the
-        shipped dump's entries, dropping entries the follower acknowledged."""
-        own = self._dump.in_place
+    def _newer_own_dump(self, shipped_raft_data):
+        """This node's own dump's raft data, if that dump ends past the shipped one and the
+        journal begins with its last two entries; else None. A stale reset can ship a
+        follower a snapshot older than its own; its own then holds the same history further
+        (a dump covers applied, so committed, entries), and pysyncobj, loading the shipped
+        one, would clear a journal that does not hold the shipped dump's entries, dropping
+        entries the follower acknowledged."""
+        own = self._dump.current()
         if own is None or own.raft_data[0][1] <= shipped_raft_data[0][1]:
-            return False
+            return None
         last, before = own.raft_data[0], own.raft_data[1]
         journal = self._journal
-        return journal.term_at(before[1]) == before[2] and journal.term_at(last[1]) == last[2]
+        if journal.term_at(before[1]) == before[2] and journal.term_at(last[1]) == last[2]:
+            return own.raft_data
+        return None
 
     def _clears_journal_on_load(self, after_install: bool) -> bool:
         """Never. pysyncobj loads a dump at start and after an install (``after_install``),

@@ -25,11 +25,12 @@ import logging
 import os
 import pickle
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 
 from pysyncobj.serializer import Serializer
 
 from horologe.storage.commit_journal import JOURNAL_NAME, checkpoint_file
+from horologe.storage.durable import fsync
 
 from . import tar_stream
 from .dump_file import DumpWriter, LocalDump, shipped_head
@@ -86,6 +87,7 @@ class ShippingSerializer(Serializer):
         self._shipments: dict[object, Shipment] = {}
         self._paused: frozenset = frozenset()
         self._stale: dict[object, int] = {}  # follower -> index of the dump that failed it
+        self._incoming = None  # the shipped dump being received (a follower's), open to write
 
     @contextmanager
     def paused(self, nodes: frozenset):
@@ -121,6 +123,43 @@ class ShippingSerializer(Serializer):
                 shipment.sent,
             )
         return data
+
+    def setTransmissionData(self, data):  # noqa: N802 - pysyncobj's name
+        """A follower's receipt of a shipped dump, chunk by chunk: True once it is whole.
+
+        pysyncobj wrote the chunks to a temp file that it renamed over this node's own dump
+        unsynced: a power loss before the install ended left that name holding a torn or
+        empty file, and the node halted at restart. The chunks go to the dump's
+        ``incoming_path`` instead, fsynced whole before it is taken; the own dump stays in
+        place until the installed one replaces it (``DumpWriter.replace``)."""
+        if data is None:
+            return False
+        chunk, first, last = data
+        path = self._dumps.incoming_path
+        if first:
+            self._close_incoming()
+        elif self._incoming is None:
+            return False  # a chunk of a receipt that failed or was never begun
+        try:
+            if first:
+                self._incoming = open(path, "wb")  # noqa: SIM115 - open across messages
+            self._incoming.write(chunk)
+            if not last:
+                return False
+            self._incoming.flush()
+        except OSError as e:  # a disk full, say: the leader ships again from the first chunk
+            log.warning("receiving a shipped snapshot failed: %s", e)
+            self._close_incoming()
+            return False
+        fsync(self._incoming.fileno(), path)
+        self._close_incoming()
+        return True
+
+    def _close_incoming(self) -> None:
+        incoming, self._incoming = self._incoming, None
+        if incoming is not None:
+            with suppress(OSError):  # what it holds is dropped or already fsynced
+                incoming.close()
 
     def cancelTransmisstion(self, id):  # noqa: N802, A002 - pysyncobj's names (and spelling)
         if id not in self._paused:

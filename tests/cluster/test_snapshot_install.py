@@ -8,10 +8,17 @@ follower's old last index, whose entries nothing had checked against the leader'
 
 from __future__ import annotations
 
+import os
+import random
 import time
+from pathlib import Path
 
 import pytest
 from pysyncobj.monotonic import monotonic
+
+from sim.disk import SyncedDisk
+from sim.run import sim_root
+from sim.world import fresh_dir
 
 from .test_snapshot_messages import PEERS, leader_in_term_two
 from .ticked import commit_alone, crash, journal_entries, lead_alone, peer, ship, tick, ticked_node
@@ -148,3 +155,46 @@ def test_an_install_older_than_the_followers_own_dump_keeps_its_journal(stale_in
     assert follower.raftLastApplied == 11
     assert [m["next_node_idx"] for m in successes(follower)] == [12]
     assert follower.state.store.applied_index == 11
+
+
+@pytest.fixture
+def power_disk():
+    """A folder on the simulator's disk (sim/disk.py): a power loss keeps what was fsynced."""
+    folder = fresh_dir(os.path.join(sim_root(), f"install-test-{os.getpid()}"))
+    disk = SyncedDisk()
+    disk.install(folder)
+    try:
+        yield disk, Path(folder)
+    finally:
+        disk.uninstall()
+        fresh_dir(folder)
+        os.rmdir(folder)
+
+
+def test_a_power_loss_during_an_install_leaves_a_node_that_starts(power_disk, monkeypatch):
+    """pysyncobj received a shipped dump into a temp file it renamed over the node's own
+    dump unsynced. A power loss before the install ended left that name holding a torn or
+    empty file, and the restarted node halted: it could not load its Raft dump. The
+    shipped dump is received beside the node's own, fsynced whole before it is taken, and
+    the own dump is replaced only by the installed manifest."""
+    disk, folder = power_disk
+    leader = leader_in_term_two(folder / "leader")
+    follower = ticked_node(folder / "follower", peers=PEERS)
+    store = follower.state.store
+
+    def power_goes(src):
+        raise OSError(5, "the power went during the install")
+
+    monkeypatch.setattr(store, "restore", power_goes)
+    ship(leader, follower, peer(follower, 1), term=2)
+    crash(follower)
+    crash(leader)
+    for part in ("raft", "store"):  # the test's raft-port file is no node's
+        disk.lose_power(str(folder / "follower" / part), random.Random(3))
+    again = ticked_node(folder / "follower", peers=PEERS)
+    try:
+        tick(again)
+        assert again.state.halted is None
+        assert not (folder / "follower" / "raft" / "snapshot.incoming").exists()  # shipped again
+    finally:
+        crash(again)
