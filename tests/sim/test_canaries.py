@@ -102,11 +102,10 @@ random seeds (the ones below; tests/sim/test_scenarios.py has the scripted catch
   tests/cluster/test_snapshot_install.py holds the fix
   (``test_an_install_older_than_the_followers_own_dump_keeps_its_journal``).
 * ``no-durable-receipt`` (a shipped dump received as pysyncobj does, into a temp file
-  renamed over the node's own dump unsynced) is not pinned: no seed loses the power during
-  an install (0 of seeds 1..902 with ``--power-loss --membership``, 1..303 with
-  ``--service --power-loss --membership --spares-first``). tests/cluster/test_snapshot_install.py
-  holds the fix, on the simulator's disk
-  (``test_a_power_loss_during_an_install_leaves_a_node_that_starts``).
+  renamed over the node's own dump unsynced) is not pinned: no random seed loses the power
+  during an install (0 of seeds 1..902 with ``--power-loss --membership``, 1..303 with
+  ``--service --power-loss --membership --spares-first``). The scripted scenario
+  ``power-in-install`` catches it (tests/sim/test_scenarios.py).
 
 Found by ``python -m sim run --seeds 100 --canary NAME``, each seed's faults then shrunk
 (``python -m sim shrink SEED --canary NAME``) to the few that still catch it, replayed

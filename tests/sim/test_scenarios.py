@@ -30,6 +30,10 @@ in place it passes, every step fired (the window was reached); with the fix take
   writing the client's produce and its fsync; restarted, it reads the entry back from the
   page cache. A journal that took what it read as durable told the leader it held the
   entry without syncing it (answer-from-its-disk, by what the disk model holds).
+* ``power-in-install`` / ``no-durable-receipt``: a follower shipped a snapshot loses its
+  power at the fsync of the manifest that ends the install. A shipped dump received as
+  pysyncobj did, into a temp file renamed over the node's own dump unsynced, was torn or
+  empty at restart, and the node halted (no-halt, checked as it restarts).
 * ``fsync-fails`` / ``no-fsync-exit``: the master's fsync of the client's produce fails,
   then every node loses power; a master that passed over the failure (as a retried fsync
   succeeds once Linux dropped the pages) applied an entry its disk never held
@@ -85,6 +89,7 @@ CAUGHT = [
     ),
     ("fsync-fails", "no-fsync-exit", ("applied-is-durable",), SEEDS),
     ("crash-before-fsync", "no-open-unsynced", ("answer-from-its-disk",), SEEDS),
+    ("power-in-install", "no-durable-receipt", ("no-halt",), SEEDS),
     ("ack-before-noop", "no-applied-term", ("acked-handed-out-again", "handed-out-inside-a-lease"), SEEDS),
     ("answer-after-handover", "no-answer-check", ("handed-out-inside-a-lease",), (6, 8)),
     ("long-silence", "no-stale-refusal-skip", ("liveness",), (12, 14)),
