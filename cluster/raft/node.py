@@ -1167,11 +1167,14 @@ class RaftNode(SyncObjSeam):
         own = self._dump.current()
         if own is None or own.raft_data[0][1] <= shipped_raft_data[0][1]:
             return None
-        last, before = own.raft_data[0], own.raft_data[1]
+        return own.raft_data if self._journal_holds(own.raft_data) else None
+
+    def _journal_holds(self, raft_data) -> bool:
+        """Whether the journal holds the dump's last two entries (same index, same term:
+        the same entries, by Log Matching), so the leader's log up to the dump."""
+        last, before = raft_data[0], raft_data[1]  # (command, index, term) each
         journal = self._journal
-        if journal.term_at(before[1]) == before[2] and journal.term_at(last[1]) == last[2]:
-            return own.raft_data
-        return None
+        return journal.term_at(before[1]) == before[2] and journal.term_at(last[1]) == last[2]
 
     def _clears_journal_on_load(self, after_install: bool) -> bool:
         """Never. pysyncobj loads a dump at start and after an install (``after_install``),
@@ -1187,14 +1190,13 @@ class RaftNode(SyncObjSeam):
 
         At start, this finishes a compaction that a crash interrupted: pysyncobj renames a
         dump into place on one tick and cuts the journal on the next. After an install, it
-        keeps what the follower holds past the snapshot. A journal holding those two
-        entries (same index, same term: the same entries, by Log Matching) holds the
-        leader's log up to the dump; one that does not is left to pysyncobj's clear.
+        keeps what the follower holds past the snapshot. A journal that does not hold
+        those two entries (:meth:`_journal_holds`) is left to pysyncobj's clear.
         """
+        if not self._journal_holds(raft_data):
+            return
         last, before = raft_data[0], raft_data[1]  # (command, index, term) each
         journal = self._journal
-        if journal.term_at(before[1]) != before[2] or journal.term_at(last[1]) != last[2]:
-            return
         first = journal[0][1]
         if before[1] > first:
             # At start: a compaction that a stop interrupted (chaos_tests: power_loss_at_dump).
