@@ -131,6 +131,14 @@ def first_index(node: SimNode) -> int:
     return journal[0][1] if len(journal) else 0
 
 
+def compacted_past(world: World, name: str) -> bool:
+    """Every other node is up and its log begins past ``name``'s last entry + 1, so that
+    ``name``, back, is caught up by a snapshot shipment."""
+    last = last_index(world.by_name[name])
+    others = [n for n in world.nodes if n.name != name]
+    return all(n.alive and first_index(n) > last + 1 for n in others)
+
+
 def cut(world: World, a: str, b: str, how: str = REJECT) -> None:
     """Both directions between ``a`` and ``b``: ``reject`` (reset, connects refused) or ``drop``."""
     for x, y in ((a, b), (b, a)):

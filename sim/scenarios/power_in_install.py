@@ -12,7 +12,7 @@ until the install ends, so F restarts on them and is shipped the snapshot again.
 
 from __future__ import annotations
 
-from ..scripted import Scenario, Step, cut, first_index, join, last_index, leader, settled
+from ..scripted import Scenario, Step, compacted_past, cut, join, leader, settled
 from ..world import MS, Violation
 
 
@@ -29,12 +29,6 @@ def plan() -> list[Step]:
         world.client.believed = lead.name
         for name in others(world):
             cut(world, follower.name, name)
-
-    def compacted_past_it(world) -> bool:
-        f_last = last_index(world.by_name[cast["f"]])
-        return all(
-            world.by_name[n].alive and first_index(world.by_name[n]) > f_last + 1 for n in others(world)
-        )
 
     def arm_and_heal(world) -> None:
         follower = world.by_name[cast["f"]]
@@ -66,7 +60,7 @@ def plan() -> list[Step]:
         ),
         Step(
             "the others compacted past its last entry: its next install's manifest fsync ends it; heal",
-            compacted_past_it,
+            lambda w: compacted_past(w, cast["f"]),
             arm_and_heal,
             within_s=8.0,
         ),

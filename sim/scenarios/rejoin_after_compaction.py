@@ -11,7 +11,7 @@ cluster, here the shipped snapshot's.
 
 from __future__ import annotations
 
-from ..scripted import Scenario, Step, cut, first_index, join, last_index, leader, settled
+from ..scripted import Scenario, Step, compacted_past, cut, join, last_index, leader, settled
 
 
 def plan() -> list[Step]:
@@ -34,12 +34,6 @@ def plan() -> list[Step]:
     def propose_to_the_new_master(world) -> None:
         world.client.believed = leader(world, others(world)).name
 
-    def compacted_past_the_old_suffix(world) -> bool:
-        old_last = last_index(world.by_name[cast["old"]])
-        return all(
-            world.by_name[n].alive and first_index(world.by_name[n]) > old_last + 1 for n in others(world)
-        )
-
     def bring_it_back(world) -> None:
         for name in others(world):
             join(world, cast["old"], name)
@@ -58,7 +52,7 @@ def plan() -> list[Step]:
         ),
         Step(
             "the others compacted past its last entry: heal",
-            compacted_past_the_old_suffix,
+            lambda w: compacted_past(w, cast["old"]),
             bring_it_back,
             within_s=8.0,
         ),
