@@ -174,9 +174,11 @@ class SimNode:
         self.stop_token = 0
         self.crashes = 0
         self.crash_at_dump = False
-        self.restart_check: tuple[int, list[int]] | None = None
+        self.restart_check = False  # its first tick since it started is still to come
+        self.write_errors_at_start = 0  # the disk's count of failed writes as it started
         # What this node's Raft log held when it went down: (first index, terms)
         self.down_holds: tuple[int, list[int]] | None = None
+        self.held_before: tuple[int, list[int]] | None = None  # down_holds as it last started
         self.synced = 0  # the last index its journal holds on disk (_watch_commits)
         self.stepped_back = False  # a fault stepped its clocks back: its process ends itself
         self.stepped_ahead_ms = 0  # the largest step ahead of its clocks so far, under FRESH_S
@@ -195,7 +197,7 @@ class SimNode:
     def start(self) -> None:
         clock = self.world.clock
         saved, clock.drift = clock.drift, self.drift  # a fault's step starts it: its own clock
-        errors = self.world.disk.write_errors
+        errors = self.write_errors_at_start = self.world.disk.write_errors
         try:
             self._start()
         except Exception as e:
@@ -214,7 +216,7 @@ class SimNode:
         self.incarnation += 1
         self.posted.clear()
         self.stepped_back = False  # a new process: its watch starts from the clock as it is
-        held_before = self.down_holds
+        self.held_before = self.down_holds  # for check_restart, after the first tick
         name = self.name
         crossing = SimCrossing(self)
         if world.profile.service:
@@ -257,7 +259,7 @@ class SimNode:
         _watch_commits(self, journal)
         world.durability_dirty = True
         world.note(f"{name} started (incarnation {self.incarnation}), journal last {journal.last_idx}")
-        self.restart_check = held_before  # after the first tick, which loads the dump
+        self.restart_check = True  # after the first tick, which loads the dump
         self.down_holds = None
         self.schedule_tick(world.rng.randrange(0, int(self.settings.tick_s * S)))
 
@@ -339,9 +341,9 @@ class SimNode:
             return False
         raft = self.raft
         raft.doTick(0)
-        if self.restart_check is not None and self.raft is raft:
-            held_before, self.restart_check = self.restart_check, None
-            self.world.check_restart(self, held_before)
+        if self.restart_check and self.raft is raft:
+            self.restart_check = False
+            self.world.check_restart(self)
         tick_ns = int(self.settings.tick_s * S)
         self.schedule_tick(tick_ns + self.world.rng.randrange(-tick_ns // 5, tick_ns // 5))
         return True
@@ -1355,10 +1357,15 @@ class World:
         k = index - first
         return k < 0 or (k < len(terms) and terms[k] == term)
 
-    def check_restart(self, node: SimNode, held_before: tuple[int, list[int]]) -> None:
-        """A restart keeps every committed entry the node's log held when it went down
-        (after a power loss: what its disk held, sim/disk.py)."""
-        first, terms = held_before
+    def check_restart(self, node: SimNode) -> None:
+        """After a node's first tick, which loads its dump: it is not halted, unless a write
+        failed since it started (a disk full, or failing: the product halts a replica it
+        cannot stage a restore for); and it keeps every committed entry its log held when
+        it went down (after a power loss: what its disk held, sim/disk.py)."""
+        halted = node.raft.state.halted
+        if halted and self.disk.write_errors == node.write_errors_at_start:
+            raise Violation("no-halt", f"{node.name} halted at restart: {halted}")
+        first, terms = node.held_before or (0, [])
         for k, term in enumerate(terms):
             index = first + k
             committed = self.applied.get(index)

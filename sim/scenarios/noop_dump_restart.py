@@ -36,7 +36,7 @@ def plan() -> list[Step]:
 
     def restarted(world) -> bool:
         new = world.by_name[cast["new"]]
-        return new.crashes > 0 and new.alive and new.restart_check is None
+        return new.crashes > 0 and new.alive and not new.restart_check
 
     def heal(world) -> None:
         world.client.paused = False

@@ -57,7 +57,7 @@ def lose_power(world) -> None:
 
 
 def all_back(world) -> bool:
-    return all(n.alive and n.restart_check is None for n in world.nodes) and leader(world) is not None
+    return all(n.alive and not n.restart_check for n in world.nodes) and leader(world) is not None
 
 
 def resume(world) -> None:
