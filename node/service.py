@@ -45,11 +45,7 @@ from .config import NodeConfig
 from .consumers.dead_letters import DeadLetters
 from .consumers.receipts import Receipts
 from .consumers.service import Consumers
-from .errors import (
-    ApplyFailed,
-    EntryTooLarge,
-    Halted,
-)
+from .errors import ApplyFailed, EntryTooLarge
 from .group_commit import MAX_ENTRY_BYTES, MAX_ITEMS_BYTES, GroupCommit
 from .handover import Handover
 from .membership import Membership
@@ -61,6 +57,7 @@ from .push.worker import PushWorker
 from .quorum_clock import QuorumClock, majority
 from .retention_driver import RetentionDriver
 from .schedules.service import Schedules
+from .store_damage import StoreDamage
 from .tls import client_context
 from .wheel_driver import WheelDriver, WheelSettings
 
@@ -123,6 +120,8 @@ class NodeService:
         # The writer: handed to the tick thread at start, never used here again.
         self._writer = StateMachine(store)
         self.view = CommittedView(StoreReader(store.directory, store.config, store.published()))
+        # A read here that meets damaged files halts this replica (store_damage.py).
+        self.damage = StoreDamage(lambda why: self.raft.halt_damaged(why))
         self.driver = WheelDriver(
             self.view.reads,
             lambda: self.view.ws,
@@ -137,6 +136,7 @@ class NodeService:
             ),
             clock_known=self.quorum_clock.known,
             each_turn=self._check_clock,
+            damaged=self.damage.seen,
         )
         self.produce_commit = GroupCommit(
             self._propose_produce,
@@ -182,6 +182,7 @@ class NodeService:
             self.consumers.give_back,
             self.clock,
             PushAllow(config.push_allow),
+            damaged=self.damage.seen,
         )
         self.subscriptions = Subscriptions(self.view, self.propose, self.push)
         # What the master alone runs: started on becoming master, cancelled on stepping down.
@@ -408,7 +409,9 @@ class NodeService:
             # it serves nothing until it has applied an entry of its term: 503, a moment.
             raise NotMasterError(None)
         if self.view.halted:
-            raise Halted(f"this node stopped applying: {self.view.halted}")
+            # A halted master hands its place over at once (RaftNode._tick_halted): 503 for
+            # the moment, clients retry; /readyz and /admin/status say why it halted.
+            raise NotMasterError(None)
 
     def _applied_own_term(self) -> bool:
         """Whether this node has applied an entry of the term it leads."""

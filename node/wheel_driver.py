@@ -74,9 +74,12 @@ class WheelDriver(LeaderTask):
         *,
         clock_known: Callable[[], bool] = lambda: True,
         each_turn: Callable[[], None] = lambda: None,
+        damaged: Callable[[BaseException], bool] = lambda e: False,
     ) -> None:
         """``clock_known``: whether the clock may be trusted yet (the wheel waits for it);
-        ``each_turn``: called at the top of every turn (the node checks its clock there)."""
+        ``each_turn``: called at the top of every turn (the node checks its clock there);
+        ``damaged(e)``: whether a failed turn met damaged files (node/store_damage.py: the
+        node halts, and hands over)."""
         super().__init__(self._run, "wheel")
         self._reads = reads
         self._committed_ws = committed_ws
@@ -85,6 +88,7 @@ class WheelDriver(LeaderTask):
         self._settings = settings
         self._clock_known = clock_known
         self._each_turn = each_turn
+        self._damaged = damaged
         self.wheel: TimeWheel | None = None
         # S entries this process proposed as master that were committed (one proposed just
         # before the role was lost may count once it commits), and the clock reading (ms)
@@ -115,8 +119,9 @@ class WheelDriver(LeaderTask):
                 await self._lead()
             except ClusterError as e:
                 log.info("wheel turn failed (%s); leading again", e)
-            except Exception:
-                log.exception("wheel driver failed; leading again")
+            except Exception as e:
+                if not self._damaged(e):
+                    log.exception("wheel driver failed; leading again")
             finally:
                 self.wheel = None
             await asyncio.sleep(0.1)

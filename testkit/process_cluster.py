@@ -325,6 +325,15 @@ class Cluster:
             time.sleep(0.2)
         raise TimeoutError(f"n{i + 1} did not catch up in {timeout_s:g} s (last seen: {last})")
 
+    def make_master(self, i: int, tries: int = 5) -> None:
+        """Hand the master's place to node i (``release-master`` to it), until it holds it."""
+        for _ in range(tries):
+            master = self.wait_connected()
+            if master == i:
+                return
+            self.client(master).release_master(f"n{i + 1}")
+        assert self.wait_connected() == i
+
     def to_master(self, method: str, path: str, body=None, **options) -> Reply:
         """One raw call (``self.http.request``'s arguments, a path for the URL) to the master,
         its answer returned as sent: for calls whose answer a test judges itself (refusals,

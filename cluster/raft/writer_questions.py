@@ -29,11 +29,14 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from ..errors import WriterTimeoutError
 from .loop_crossing import LoopCrossing
+
+log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 W = TypeVar("W")
@@ -44,8 +47,10 @@ class WriterQuestions:
         """``wake()`` (any thread) makes the tick thread run its callbacks soon."""
         self._crossing = crossing
         self._wake = wake
-        # (question, future): appended on the loop, popped on the tick thread (both atomic)
-        self._asked: collections.deque[tuple[Callable[[Any], Any], asyncio.Future]] = collections.deque()
+        # (question, future; None for an action told): appended on the loop, popped on the
+        # tick thread (both atomic)
+        self._asked: collections.deque[tuple[Callable[[Any], Any], asyncio.Future | None]]
+        self._asked = collections.deque()
 
     def ask(self, question: Callable[[W], T], timeout_s: float) -> Awaitable[T]:
         """On the loop: ``question(writer)``'s answer, computed on the tick thread."""
@@ -53,6 +58,12 @@ class WriterQuestions:
         self._asked.append((question, fut))
         self._wake()
         return self._answered(fut, timeout_s)
+
+    def tell(self, action: Callable[[W], object]) -> None:
+        """On the loop: run ``action(writer)`` on the tick thread, between applies; nothing
+        waits for it, and what it raises is logged there."""
+        self._asked.append((action, None))
+        self._wake()
 
     @staticmethod
     async def _answered(fut: asyncio.Future[T], timeout_s: float) -> T:
@@ -69,7 +80,10 @@ class WriterQuestions:
                 answer, error = question(writer), None
             except Exception as e:  # noqa: BLE001 - handed to the asker, never raised on the tick thread
                 answer, error = None, e
-            self._crossing.post(_settle, fut, answer, error)
+            if fut is not None:
+                self._crossing.post(_settle, fut, answer, error)
+            elif error is not None:
+                log.error("an action told to the writer failed: %r", error)
 
 
 def _settle(fut: asyncio.Future, answer: Any, error: BaseException | None) -> None:  # on the loop

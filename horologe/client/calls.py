@@ -55,9 +55,10 @@ UNREACHABLE = (httpx.NetworkError, httpx.TimeoutException, httpx.RemoteProtocolE
 # Timed out after the request went out: the node may have applied it.
 MAYBE_APPLIED = (httpx.ReadTimeout, httpx.WriteTimeout)
 # The 503s that say nothing was done (no master for a moment, no room for the connection, a
-# release whose transfer failed: still master); any other may have taken effect (``timeout``:
+# release whose transfer failed: still master, a node that found its store damaged and
+# halted); any other may have taken effect (``timeout``:
 # the entry may still commit), and a call that must not be resent is not.
-REFUSED_503 = frozenset({"no_master", "too_many_connections", "transfer_failed"})
+REFUSED_503 = frozenset({"no_master", "too_many_connections", "transfer_failed", "store_damaged"})
 
 
 _UNREAD = object()

@@ -19,7 +19,7 @@ from ..service import NodeService
 from ..tls import client_context
 from . import admin, consumers, dashboard, health, messages, pending, schedules, subscriptions
 from .access_log import request_ids
-from .common import CONFIG, FORWARDER, LOOP_LAG, METRICS, OPENAPI_JSON, SCOPES, SERVICE
+from .common import CONFIG, DAMAGE, FORWARDER, LOOP_LAG, METRICS, OPENAPI_JSON, SCOPES, SERVICE
 from .forwarding import Forwarder, cluster_target, forward_middleware
 from .middleware import errors_and_auth
 from .openapi.spec import document_json
@@ -46,6 +46,7 @@ def create_app(config: NodeConfig, *, clock: Clock | None = None) -> web.Applica
         )
         await svc.start()
         app[SERVICE] = svc
+        app[DAMAGE] = svc.damage
         m.read_from(
             Sources(
                 svc.admin_status,

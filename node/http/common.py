@@ -14,6 +14,7 @@ from ..consumers import wire as pull_wire
 from ..ops.loop_lag import LoopLag
 from ..ops.metrics import NodeMetrics
 from ..service import NodeService
+from ..store_damage import StoreDamage
 from .errors import ApiError
 from .forwarding import Forwarder
 
@@ -24,6 +25,7 @@ METRICS = web.AppKey("metrics", NodeMetrics)
 LOOP_LAG = web.AppKey("loop_lag", LoopLag)
 FORWARDER = web.AppKey("forwarder", Forwarder)
 OPENAPI_JSON = web.AppKey("openapi_json", bytes)  # the document, built from the app's route tables
+DAMAGE = web.AppKey("damage", StoreDamage)  # what a read that met damaged files does
 SCOPES = web.AppKey("scopes", dict)  # each route -> its operation's token scope (route_table.scopes)
 
 

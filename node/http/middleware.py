@@ -9,11 +9,11 @@ import hmac
 from aiohttp import web
 
 from horologe.cluster import ClusterError, NotMasterError, ProposalTimeoutError
-from horologe.storage import StorageFullError
+from horologe.storage import CorruptLogError, StorageFullError
 
 from ..config import NodeConfig
 from ..errors import Refused
-from .common import CONFIG, SCOPES, answer
+from .common import CONFIG, DAMAGE, SCOPES, answer
 from .errors import ApiError, error_body
 from .openapi.operations import ADMIN, CLIENT
 
@@ -76,6 +76,10 @@ async def errors_and_auth(request: web.Request, handler):
         return answer(503, error_body("timeout", str(e), leader=None))
     except StorageFullError as e:
         return answer(507, error_body("disk_full", str(e)))
+    except CorruptLogError as e:  # this replica halts (node/store_damage.py); nothing was done
+        request.app[DAMAGE].seen(e)
+        why = "this node found its store damaged and stopped serving; another node serves"
+        return answer(503, error_body("store_damaged", why, leader=None))
     except ClusterError as e:
         return answer(503, error_body("unavailable", str(e), leader=None))
     except web.HTTPRequestEntityTooLarge:

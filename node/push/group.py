@@ -77,6 +77,8 @@ class Consumer:
     nack: Nack
     clock: Callable[[], int]  # ms
     give_back: GiveBack  # leases of messages not sent, handed out again at once
+    # Whether a failed lease met damaged files (node/store_damage.py: the node halts).
+    damaged: Callable[[BaseException], bool] = lambda e: False
 
 
 async def serve(http: PushHttp, sub: PushDef, consumer: Consumer, flow: Flow, stats: PushStats) -> None:
@@ -136,8 +138,9 @@ class _Group:
                 log.info("push %s/%s: lease failed (%s); trying again", sub.topic, sub.group, e)
                 await asyncio.sleep(RETRY_PAUSE_S)
                 continue
-            except Exception:  # a read failed, or a bug: try again rather than stop pushing
-                log.exception("push %s/%s: lease failed; trying again", sub.topic, sub.group)
+            except Exception as e:  # a read failed, or a bug: try again rather than stop pushing
+                if not self.consumer.damaged(e):  # damaged: the node halts and stops leading
+                    log.exception("push %s/%s: lease failed; trying again", sub.topic, sub.group)
                 await asyncio.sleep(RETRY_PAUSE_S)
                 continue
             messages = pulled.messages

@@ -59,11 +59,12 @@ class PushWorker(LeaderTask):
         clock: Callable[[], int],
         allow: PushAllow,
         monotonic: Callable[[], float] = time.monotonic,
+        damaged: Callable[[BaseException], bool] = lambda e: False,
     ) -> None:
         super().__init__(self._run, "push")
         self._subscriptions = subscriptions
         self._barrier = barrier
-        self._consumer = Consumer(pull, ack, nack, clock, give_back)
+        self._consumer = Consumer(pull, ack, nack, clock, give_back, damaged)
         self._monotonic = monotonic
         self.allow = allow
         self.stats: dict[tuple[str, str], PushStats] = {}  # (topic, group)

@@ -71,6 +71,19 @@ async def test_a_question_that_raises_answers_with_its_error_and_the_thread_goes
     assert await tick.questions.ask(lambda w: "still here", 5) == "still here"
 
 
+async def test_an_action_told_runs_on_the_tick_thread_and_what_it_raises_is_logged_there(tick, caplog):
+    ran_on: list[int] = []
+
+    def bad(_w):
+        raise KeyError("no such thing")
+
+    tick.questions.tell(lambda w: ran_on.append(threading.get_ident()))
+    tick.questions.tell(bad)
+    assert await tick.questions.ask(lambda w: "still here", 5) == "still here"  # answered after both
+    assert ran_on and ran_on[0] in tick.threads and ran_on[0] != threading.get_ident()
+    assert "an action told to the writer failed: KeyError('no such thing')" in caplog.text
+
+
 async def test_a_writer_that_does_not_answer_times_out_without_blocking_the_loop():
     crossing = LoopCrossing(asyncio.get_running_loop())
     questions = WriterQuestions(crossing)  # no tick thread answers

@@ -17,15 +17,6 @@ DAY_MS = 86_400_000
 BODY = "x" * 32_000
 
 
-def _make_master(cluster, i: int) -> None:
-    for _ in range(5):
-        master = cluster.wait_connected()
-        if master == i:
-            return
-        cluster.client(master).release_master(f"n{i + 1}")
-    assert cluster.wait_connected() == i
-
-
 def _small_disk_cluster(make_cluster, mount_tmpfs, i: int, extra_toml: str = ""):
     """A cluster (not started) whose node i keeps its store on a 3 MB tmpfs; and that store."""
     cluster = make_cluster(start=False, extra_toml=extra_toml)
@@ -56,7 +47,7 @@ def test_a_full_disk_halts_the_master_which_steps_down_then_replays(make_cluster
     cluster, store = _small_disk_cluster(make_cluster, mount_tmpfs, 0, "log_compaction_min_entries = 40")
     try:
         cluster.start_all()
-        _make_master(cluster, 0)
+        cluster.make_master(0)
         far = int(time.time() * 1000) + 2 * DAY_MS
         for k in range(200):  # 32 KB x 10 a request: the 3 MB fill up within ~10 requests
             batch = [{"topic": "full", "body": BODY, "deliver_at": far + k} for _ in range(10)]
@@ -91,7 +82,7 @@ def test_a_follower_whose_disk_fills_halts_alone_and_catches_up_once_it_has_room
     cluster, store = _small_disk_cluster(make_cluster, mount_tmpfs, 2)
     try:
         cluster.start_all()
-        _make_master(cluster, 0)
+        cluster.make_master(0)
         master = 0
         far = int(time.time() * 1000) + 2 * DAY_MS
         acked = 0

@@ -13,8 +13,8 @@ from horologe.cluster.push_state import PushDef
 from horologe.node.consumers.service import Pulled, Taken
 from horologe.node.push.client import PushHttp
 from horologe.node.push.flow import Flow
-from horologe.node.push.group import AHEAD_MS, Consumer, PushStats, serve
-from horologe.storage import Message, MessageId
+from horologe.node.push.group import AHEAD_MS, RETRY_PAUSE_S, Consumer, PushStats, serve
+from horologe.storage import CorruptLogError, Message, MessageId
 from horologe.storage.message import encode_record
 
 from ..integration.push_receiver import Push, Receiver, Reply
@@ -102,3 +102,31 @@ def test_a_message_still_held_when_the_group_stops_is_given_back_unsent():
         assert h.given_back == ["r1"] and h.arrived == [] and h.acked == []
 
     asyncio.run(run())
+
+
+def test_a_lease_that_meets_damaged_files_says_so_and_tries_again(caplog):
+    """A pull that meets damaged files (CorruptLogError) is reported to the node, which
+    halts and stops leading (node/store_damage.py): the group tries again meanwhile, with
+    no stack trace for each try."""
+    seen: list[BaseException] = []
+
+    async def pull(*_args):
+        raise CorruptLogError("/data/store/delay/2026120110.log", 1604)
+
+    def damaged(e: BaseException) -> bool:
+        seen.append(e)
+        return isinstance(e, CorruptLogError)
+
+    async def run() -> None:
+        http = PushHttp(1)
+        consumer = Consumer(pull, None, None, lambda: 0, None, damaged)
+        sub = PushDef("orders", "hooks", "http://127.0.0.1:9/", SECRET, 1_000, 4, 0, "*")
+        task = asyncio.create_task(serve(http, sub, consumer, Flow(4, 0, time.monotonic), PushStats()))
+        await asyncio.sleep(RETRY_PAUSE_S * 2.5)
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        await http.close()
+
+    asyncio.run(run())
+    assert len(seen) >= 2 and all(isinstance(e, CorruptLogError) for e in seen)
+    assert "lease failed" not in caplog.text

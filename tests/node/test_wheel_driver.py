@@ -10,7 +10,7 @@ import pytest
 
 from horologe.cluster import PRODUCE, SYNC
 from horologe.node.wheel_driver import WheelDriver, WheelSettings, _let_go
-from horologe.storage import Message, MessageLimits
+from horologe.storage import CorruptLogError, Message, MessageLimits
 
 from .local_log import LocalLog
 from .virtual_time import VirtualLoop
@@ -19,11 +19,12 @@ T = 1_767_225_600_000
 
 
 def _driver(
-    tmp_path, lead_ms: int = 0, lead_max_ms: int = 0, sync=None
+    tmp_path, lead_ms: int = 0, lead_max_ms: int = 0, sync=None, damaged=lambda e: False
 ) -> tuple[VirtualLoop, LocalLog, WheelDriver]:
     """A driver over a local log, on virtual time (tests/node/virtual_time.py): run the
     test's coroutine with the loop's ``run``; the clock starts at ``T``. ``sync``: how the
-    driver's S entries are proposed, given the log (at once by default)."""
+    driver's S entries are proposed, given the log (at once by default); ``damaged``: the
+    driver's."""
     loop = VirtualLoop()
     log = LocalLog(str(tmp_path / "s"), lambda: T + int(loop.time() * 1000))
     driver = WheelDriver(
@@ -32,6 +33,7 @@ def _driver(
         (lambda now: sync(log, now)) if sync else (lambda now: log.propose(SYNC, clock_ms=now)),
         log.clock,
         WheelSettings(fire_batch_limit=1000, sync_interval_ms=50, lead_ms=lead_ms, lead_max_ms=lead_max_ms),
+        damaged=damaged,
     )
     log.ws = lambda: driver.ws  # entries carry the live watermark, as the node stamps them
     log.listeners.append(lambda res: driver.on_append(res.pending_slots))
@@ -313,3 +315,31 @@ def test_a_sync_let_go_before_its_wait_ran_still_takes_the_proposals_refusal():
         return state, reported
 
     assert asyncio.run(run()) == (inspect.CORO_CLOSED, [])
+
+
+def test_a_turn_that_meets_damaged_files_says_so_and_leads_again(tmp_path, caplog):
+    """A turn that meets damaged files (CorruptLogError) is reported to the node, which
+    halts and stops leading (node/store_damage.py); meanwhile the driver leads again, with
+    no stack trace for each try."""
+    seen: list[BaseException] = []
+
+    def damaged_sync(_log, now: int) -> None:
+        raise CorruptLogError("/data/store/delay/2026120110.log", 1604)
+
+    def damaged(e: BaseException) -> bool:
+        seen.append(e)
+        return isinstance(e, CorruptLogError)
+
+    loop, log, driver = _driver(tmp_path, sync=damaged_sync, damaged=damaged)
+
+    async def run() -> None:
+        driver.start()
+        assert await _until(lambda: len(seen) >= 2)
+        await driver.stop()
+
+    try:
+        loop.run(run())
+    finally:
+        log.close()
+    assert all(isinstance(e, CorruptLogError) for e in seen)
+    assert "wheel driver failed" not in caplog.text

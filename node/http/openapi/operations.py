@@ -97,11 +97,16 @@ RESPONSES = {
         "more than 400 days ahead of its clock or before the epoch."
     ),
     "Unavailable": _error(
-        "No master can serve it now (`no_master` during an election, `timeout`, `unavailable`); retry. "
-        "Also `too_many_connections` past `http_max_connections`.",
+        "No master can serve it now (`no_master` during an election or while a halted master hands "
+        "its place over, `timeout`, `unavailable`); retry. Also `too_many_connections` past "
+        "`http_max_connections`, and `store_damaged`: a read found this node's store damaged, and "
+        "the node halted; another node serves.",
         "Unavailable",
     ),
-    "Halted": _error("`halted`: the master stopped applying, or `disk_full`: its disk is full."),
+    "Halted": _error(
+        "`disk_full`: the master's disk is full (it halts, and hands its place over), or `halted`: "
+        "this node stopped applying."
+    ),
     "NotCompleted": _error(
         "A change of the membership did not complete in time: `catch_up_failed` or `lost_lead` (nothing "
         "changed), `not_committed` (it may still be made: list the members before asking again)."
@@ -155,7 +160,7 @@ def operation(
     names = set(errors)
     if scope:
         names |= {"Unauthorized", "Forbidden"}
-    if master:  # require_master(): a follower redirects, and no master or a halted one refuses
+    if master:  # require_master(): a follower redirects, no master refuses; a full disk halts
         names |= {"Redirect", "Unavailable", "Halted"}
     if body is not None:
         names |= {"BadRequest", "TooLarge"}
