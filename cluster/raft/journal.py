@@ -59,7 +59,12 @@ that runs past the end, or a bad one followed by nothing but zero bytes, which a
 can leave after an unsynced append) is copied aside to ``journal.torn-<offset>`` and
 cut; a bad frame followed by other data raises :class:`CorruptLogError`, and so does a
 "torn" frame at or below the stored commit index, which names synced entries only, unless
-the node's dump holds the log up to that index (``held_to``). A ``journal``
+the node's dump holds the log up to that index (``held_to``). So does a last frame that
+no torn write leaves: one whose lengths agree and none of whose sectors (``SECTOR``)
+reads back empty, yet which fails its checksum. A write lost at a power cut leaves whole
+sectors as they were, and past the journal's synced end that is zeros; bit rot in an
+entry synced and acknowledged after the last stored commit index leaves none, and was
+cut as torn. A ``journal``
 in pysyncobj's format (it starts with ``PYSYNCOBJ``) is converted once, read with
 pysyncobj's ``FileJournal``.
 
@@ -95,6 +100,7 @@ ENTRY_OVERHEAD = FRAME_OVERHEAD + ENTRY_HEAD.size  # file bytes of an entry beyo
 JOURNAL_MAGIC = magic(RAFT_LOG)
 PYSYNCOBJ_MAGIC = b"PYSYNCOBJ"
 READ_CHUNK = 1 << 20  # bytes read at once when scanning or iterating
+SECTOR = 512  # what a disk writes whole or not at all at a power cut (its smallest, so far)
 RECENT_BYTES = 2 << 20  # commands of the latest entries kept for pysyncobj's next reads
 
 Entry = tuple[bytes, int, int]  # (command, idx, term), as pysyncobj has it
@@ -184,9 +190,18 @@ class DiskJournal(Journal):
             payload = buf[at + FRAME_HEAD.size : at + FRAME_HEAD.size + n]
             crc, n2 = FRAME_TAIL.unpack_from(buf, at + FRAME_HEAD.size + n)
             if n2 != n or crc != zlib.crc32(payload) or n < ENTRY_HEAD.size:
-                if _only_zeros(fd, stop + FRAME_TAIL.size, size):
-                    break  # torn: the last frame was half-written (a crash may leave zeros after it)
-                raise CorruptLogError(self.path, pos, "bad frame or entry shorter than its index and term")
+                end = stop + FRAME_TAIL.size
+                if not _only_zeros(fd, end, size):
+                    why = "bad frame or entry shorter than its index and term"
+                    raise CorruptLogError(self.path, pos, why)
+                if n2 == n >= ENTRY_HEAD.size and not _empty_sector(fd, pos, end):
+                    raise CorruptLogError(
+                        self.path,
+                        pos,
+                        "the last frame fails its checksum, though its lengths agree and none of its "
+                        "sectors reads back empty: damaged, not torn",
+                    )
+                break  # torn: the last frame was half-written (a crash may leave zeros after it)
             idx, term = ENTRY_HEAD.unpack_from(payload)
             self._offsets.append(pos)
             self._idx.append(idx)
@@ -500,6 +515,18 @@ class EntriesView(Sequence):
 
 def _frame(command: bytes, idx: int, term: int) -> bytes:
     return frame(ENTRY_HEAD.pack(idx, term) + command)
+
+
+def _empty_sector(fd: int, start: int, end: int) -> bool:
+    """Whether a whole sector between ``start`` and ``end`` holds nothing but zero bytes:
+    a write of it that never reached the disk (the journal only appends, and a file's new
+    blocks read back as zeros)."""
+    first = -(-start // SECTOR) * SECTOR
+    for pos in range(first, end - SECTOR + 1, READ_CHUNK):
+        chunk = os.pread(fd, min(READ_CHUNK, end - pos) // SECTOR * SECTOR, pos)
+        if any(not chunk[k : k + SECTOR].strip(b"\0") for k in range(0, len(chunk), SECTOR)):
+            return True
+    return False
 
 
 def _only_zeros(fd: int, start: int, size: int) -> bool:

@@ -9,6 +9,7 @@ from horologe.cluster.raft.seam import check_pysyncobj
 from horologe.node.config import load_config
 from horologe.node.errors import ConfigError
 from horologe.node.main import run_node
+from horologe.storage import CorruptLogError
 
 
 @click.command()
@@ -70,4 +71,10 @@ def node(config_path, node_id, data_dir, http_addr, raft_addr, insecure_dev, joi
             dial = p.dial or p.raft
             click.echo(f"  peer {p.node_id}: raft {p.raft} dialled at {dial}, http {cfg.http_url(p.http)}")
         return
-    run_node(cfg)
+    try:
+        run_node(cfg)
+    except CorruptLogError as e:  # its journal, its store's commit log or another file it opens
+        raise click.ClickException(
+            f"refusing to start: {e}. Committed data that fails its check is never read past or "
+            'repaired by guess: replace this node (docs/cluster.md, "Damaged files").'
+        ) from e

@@ -16,7 +16,7 @@ from pysyncobj.journal import FileJournal, MetaStorer
 
 from horologe.cluster import SYNC, ClusterSettings, Entry, StateMachine
 from horologe.cluster.errors import StaleJournalViewError
-from horologe.cluster.raft.journal import ENTRY_HEAD, ENTRY_OVERHEAD, DiskJournal
+from horologe.cluster.raft.journal import ENTRY_HEAD, ENTRY_OVERHEAD, SECTOR, DiskJournal
 from horologe.cluster.raft.loop_crossing import LoopCrossing
 from horologe.cluster.raft.node import RaftNode
 from horologe.storage import Storage, durable
@@ -186,14 +186,37 @@ def test_a_torn_last_entry_is_set_aside(tmp_path, cut):
 
 def test_a_half_written_last_entry_is_set_aside(tmp_path):
     expected = _entries(10)
-    j = _journal(tmp_path, [*expected, (b"z" * 300, 11, 5)])
+    j = _journal(tmp_path, [*expected, (b"z" * 3000, 11, 5)])
+    at = j._offsets[-1]
     j.close()
     with open(j.path, "r+b") as f:
-        f.seek(-100, os.SEEK_END)
-        f.write(b"\0" * 50)  # its length is whole, its bytes are not
+        f.seek((at // SECTOR + 2) * SECTOR)
+        f.write(b"\0" * SECTOR)  # its lengths are whole, a sector inside it never reached the disk
     j = DiskJournal(j.path)
     assert list(j) == expected and j.torn_tail is not None
     j.close()
+
+
+@pytest.mark.parametrize("where", [0.5, 0.99], ids=["its middle", "its last sector"])
+def test_a_flipped_bit_in_the_whole_last_entry_is_refused_not_cut(tmp_path, where):
+    """Bit rot in the last entry, which a follower synced and acknowledged before the
+    one-second timer stored a commit index past it: its lengths agree and no sector of it
+    reads back empty, as no torn write leaves a frame (a write lost at a power cut leaves
+    whole sectors empty). Cut as a torn tail, it dropped an acknowledged entry."""
+    expected = _entries(10)
+    j = _journal(tmp_path, [*expected, (_command(11, 3000), 11, 5)])
+    at, end = j._offsets[-1], os.path.getsize(j.path)
+    j.close()
+    flip = at + int((end - at) * where) - 8
+    with open(j.path, "r+b") as f:
+        f.seek(flip)
+        byte = f.read(1)[0]
+        f.seek(flip)
+        f.write(bytes([byte ^ 0x10]))
+    with pytest.raises(CorruptLogError, match="damaged, not torn") as caught:
+        DiskJournal(j.path)
+    assert caught.value.offset == at
+    assert not os.path.exists(f"{j.path}.torn-{at}")
 
 
 @pytest.mark.parametrize("kept", [0, 10], ids=["zeros only", "a frame's head, then zeros"])

@@ -66,3 +66,23 @@ def test_a_damaged_record_on_the_master_halts_it_and_another_node_delivers_it(cl
         time.sleep(0.1)
     log = cluster.log(damaged)
     assert "a read found this replica's store damaged" in log and "Traceback" not in log
+
+
+def test_a_node_whose_raft_journal_is_damaged_refuses_to_start_in_one_line(cluster):
+    """A committed entry of a follower's Raft journal damaged while it is down: the node
+    refuses to start, says which file and where in one line, and the others serve on."""
+    c = Client([cluster.url(i) for i in cluster.indexes], CLIENT, retry_s=20)
+    later = int(time.time() * 1000) + 3_600_000
+    c.produce_batch([{"topic": "rot", "body": f"m{k:03d}-{BODY}", "deliver_at": later} for k in range(COUNT)])
+    follower = next(i for i in cluster.indexes if i != cluster.wait_leader())
+    cluster.catch_up(follower, behind=0)
+    cluster.stop(follower)
+    raft = os.path.join(cluster.data_root, f"n{follower + 1}", "raft")
+    journal = _flip_a_byte_of(raft, f"m007-{BODY}".encode())
+    cluster.start(follower)
+    assert cluster.procs[follower].wait(30) == 1
+    log = cluster.log(follower)
+    refusal = [line for line in log.splitlines() if line.startswith("Error: refusing to start:")]
+    assert len(refusal) == 1 and journal in refusal[0] and "replace this node" in refusal[0], log[-2000:]
+    assert "Traceback" not in log
+    c.produce("rot", "after", deliver_at=later)  # two of three serve on
