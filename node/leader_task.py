@@ -69,10 +69,16 @@ class LeaderTask:
         await self.stop()
 
 
-async def every(interval_ms: int, turn: Callable[[], Awaitable[bool]], what: str) -> None:
+async def every(
+    interval_ms: int,
+    turn: Callable[[], Awaitable[bool]],
+    what: str,
+    damaged: Callable[[BaseException], bool] = lambda e: False,
+) -> None:
     """Each ``interval_ms``, run ``turn`` until it says nothing more waits (False). A turn
     refused for the moment (no master, no quorum, a refusal) or failed is logged and
-    tried again the next time."""
+    tried again the next time; one that met damaged files is reported to ``damaged``
+    (node/store_damage.py: the node halts and stops leading)."""
     while True:
         await asyncio.sleep(interval_ms / 1000)
         try:
@@ -80,5 +86,6 @@ async def every(interval_ms: int, turn: Callable[[], Awaitable[bool]], what: str
                 pass
         except (Refused, NotMasterError, ClusterError) as e:
             log.info("%s turn skipped: %s", what, e)
-        except Exception:  # a read failed (say a file cut meanwhile), or a bug: try next turn
-            log.exception("%s turn failed; trying again next turn", what)
+        except Exception as e:  # a read failed (say a file cut meanwhile), or a bug: try next turn
+            if not damaged(e):
+                log.exception("%s turn failed; trying again next turn", what)

@@ -30,7 +30,9 @@ class RetentionDriver(LeaderTask):
         retention_ms: int,
         interval_ms: int,
         may_lead: Callable[[], bool],
+        damaged: Callable[[BaseException], bool] = lambda e: False,
     ) -> None:
+        """``damaged(e)``: whether a failed turn met damaged files (node/store_damage.py)."""
         super().__init__(self._run, "retention")
         self._reads = reads
         self._propose_cut = propose_cut
@@ -38,6 +40,7 @@ class RetentionDriver(LeaderTask):
         self.retention_ms = retention_ms
         self.interval_ms = interval_ms
         self._may_lead = may_lead
+        self._damaged = damaged
         self.cuts_proposed = 0
 
     async def _run(self) -> None:
@@ -48,7 +51,7 @@ class RetentionDriver(LeaderTask):
             await self.turn()
             return False  # the next cut waits for the next turn
 
-        await every(self.interval_ms, one_cut, "retention")
+        await every(self.interval_ms, one_cut, "retention", self._damaged)
 
     async def turn(self) -> Cut | None:
         """Propose the cut due now, if this node may lead and there is one; return it."""

@@ -121,7 +121,10 @@ class NodeService:
         self._writer = StateMachine(store)
         self.view = CommittedView(StoreReader(store.directory, store.config, store.published()))
         # A read here that meets damaged files halts this replica (store_damage.py).
-        self.damage = StoreDamage(lambda why: self.raft.halt_damaged(why))
+        self.damage = StoreDamage(
+            lambda why, generation: self.raft.halt_damaged(why, generation),
+            lambda: self.view.reads.generation,
+        )
         self.driver = WheelDriver(
             self.view.reads,
             lambda: self.view.ws,
@@ -164,6 +167,7 @@ class NodeService:
             config.retention_ms,
             config.retention_check_ms,
             self._may_lead,
+            damaged=self.damage.seen,
         )
         self.schedules = Schedules(
             self.view,

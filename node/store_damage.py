@@ -27,18 +27,22 @@ log = logging.getLogger(__name__)
 
 
 class StoreDamage:
-    """Loop thread only. ``halt(why)`` halts this replica (``RaftNode.halt_damaged``)."""
+    """Loop thread only. ``halt(why, generation)`` halts this replica unless the store's
+    files were replaced since ``generation`` (``RaftNode.halt_damaged``); ``generation()``
+    is that of the state the loop reads at."""
 
-    def __init__(self, halt: Callable[[str], None]) -> None:
+    def __init__(self, halt: Callable[[str, int], None], generation: Callable[[], int]) -> None:
         self._halt = halt
-        self.found: str | None = None  # the first damage a read met
+        self._generation = generation
+        self.found: str | None = None  # the last damage a read met
 
     def seen(self, e: BaseException) -> bool:
-        """Whether ``e`` says this replica's files are damaged; the first time, halt it."""
+        """Whether ``e`` says this replica's files are damaged; if it is news, halt it."""
         if not isinstance(e, CorruptLogError):
             return False
-        if self.found is None:
-            self.found = str(e)
+        why = f"store damaged: {e}"
+        if why != self.found:
+            self.found = why
             log.critical("a read found this replica's store damaged: %s: halting this replica", e)
-            self._halt(f"store damaged: {e}")
+            self._halt(why, self._generation())
         return True

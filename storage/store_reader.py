@@ -40,6 +40,12 @@ class StoreReader(StoreReads):
     def _state(self) -> CommittedState:
         return self._committed
 
+    @property
+    def generation(self) -> int:
+        """The generation of the state read at (a new one each time the writer installs a
+        snapshot)."""
+        return self._committed.generation
+
     def follow(self, state: CommittedState, keep_written: bool = True) -> None:
         """Read at ``state`` from now on (a later one than the current, from the same writer),
         keeping the records it says its batch wrote when ``keep_written`` (recent_records.py)."""

@@ -240,9 +240,7 @@ class Transaction:
         for kind, here, there in ((MOVED_TO, originals, copies), (COPY_OF, copies, originals)):
             for hour, ks in by_hour(here).items():
                 self.buckets_touched.add(hour)
-                self._bucket(hour).add_moves(
-                    [here[k].global_index for k in ks], kind, [there[k] for k in ks]
-                )
+                self._bucket(hour).add_moves([here[k].global_index for k in ks], kind, [there[k] for k in ks])
 
     def record_late(self, mid: MessageId, outcome: int, late_by_ms: int) -> None:
         """Record that ``mid`` fell due too late and was dropped or dead-lettered (late_policies)."""

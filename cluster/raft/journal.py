@@ -170,7 +170,10 @@ class DiskJournal(Journal):
                 )
             self._set_aside(fd, end, size)
             self._file.truncate(end)
-            self._dirty = True
+            # Durable before anything is appended in the torn tail's place, as a cut is
+            # (deleteEntriesFrom); the entries read back are then on disk too.
+            self._file.fsync()
+            self._dirty = False
 
     def _scan(self, fd: int, size: int) -> int:
         """Index every good frame (commands are checked, not kept); return where they end."""

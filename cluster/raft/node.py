@@ -268,17 +268,22 @@ class RaftNode(SyncObjSeam):
     def _halted_outside_apply(self) -> None:  # on the loop
         self._halted_on_loop = True
 
-    def halt_damaged(self, why: str) -> None:
-        """On the loop: a read there found this replica's files damaged. It proposes nothing
-        from now on, and the tick thread halts it between applies, as an apply that met the
+    def halt_damaged(self, why: str, generation: int) -> None:
+        """On the loop: a read there, at the store's ``generation``, found this replica's
+        files damaged. The tick thread halts it between applies, as an apply that met the
         damage would: it hands leadership over and never campaigns (:meth:`_tick_halted`)."""
-        self._halted_on_loop = True
-        self._questions.tell(lambda _store: self._halt_damaged(why))
+        self._questions.tell(lambda store: self._halt_damaged(why, generation, store))
 
-    def _halt_damaged(self, why: str) -> None:  # tick thread
-        if self.state.halted is None:
-            self.state.halt(why)
-            self._publish(None)  # the loop's view says halted (/readyz, /admin/status)
+    def _halt_damaged(self, why: str, generation: int, store: Storage) -> None:  # tick thread
+        if self.state.halted is not None:
+            return
+        if store.generation != generation:
+            # A shipped snapshot replaced the files since: the loop read new files at the
+            # old state's offsets before it followed the new state. Nothing is damaged.
+            log.warning("not halting for a read during a snapshot install: %s", why)
+            return
+        self.state.halt(why)
+        self._publish(None)  # the loop's view says halted, and it proposes nothing
 
     def _tick_status(self) -> None:
         """Post this node's :class:`RaftStatus` to the loop when it changed (tick thread)."""

@@ -290,6 +290,23 @@ def test_a_cut_is_fsynced_before_anything_is_appended_in_its_place(tmp_path, mon
     j.close()
 
 
+def test_a_torn_tail_cut_on_open_is_fsynced_before_anything_is_appended_in_its_place(tmp_path, monkeypatch):
+    """As a cut: the torn tail's bytes must not come back under the entries appended in
+    its place, a bad frame followed by old non-zero bytes that open refuses."""
+    expected = _entries(10)
+    j = _journal(tmp_path, [*expected, (_command(11, 2000), 11, 5)])
+    good = j._offsets[-1]
+    j.close()
+    with open(j.path, "r+b") as f:
+        f.truncate(good + 1000)  # the last write cut short
+    fsynced_sizes = _record_fsyncs(monkeypatch)
+    j = DiskJournal(j.path)
+    assert j.torn_tail is not None and fsynced_sizes == [good]
+    assert not j.sync()  # what was read back is on disk: nothing left to sync
+    monkeypatch.undo()
+    j.close()
+
+
 def test_a_failed_fsync_ends_the_process_and_a_retry_does_not_report_success(tmp_path, monkeypatch, caplog):
     """fsyncgate: the journal kept its dirty flag after a failed fsync and fsynced again at
     the next sync, which Linux may answer with success after dropping the pages: the node

@@ -57,6 +57,28 @@ def test_a_damaged_dump_at_start_halts_the_node(tmp_path):
         crash(again)
 
 
+def test_a_damaged_read_on_the_loop_halts_the_replica_unless_an_install_replaced_its_files(tmp_path):
+    """A read on the loop that met damage (node/store_damage.py) halts the replica on the
+    tick thread, which tells the loop. One made at an older generation of the store than
+    the writer's may have read a shipped snapshot's new files at the old state's offsets,
+    in the moment before the loop followed the install: nothing is damaged, no halt."""
+    node = ticked_node(tmp_path / "n")
+    try:
+        lead_alone(node)
+        generation = node.state.store.generation
+        node._crossing.posted.clear()
+        node.halt_damaged("store damaged: read before the install", generation - 1)
+        tick(node)
+        assert node.state.halted is None and node._crossing.posted == []
+        node.halt_damaged("store damaged: x.log: corrupt at offset 7", generation)
+        tick(node)
+        assert node.state.halted == "store damaged: x.log: corrupt at offset 7"
+        told = [args[0] for fn, args in node._crossing.posted if fn == node._applied_on_loop]
+        assert told and told[-1].halted == node.state.halted
+    finally:
+        crash(node)
+
+
 def test_a_shipped_dump_that_cannot_be_installed_halts_the_follower_unanswered(pair, monkeypatch):
     leader, follower = pair
 

@@ -8,6 +8,7 @@ import logging
 
 from horologe.cluster import NotMasterError
 from horologe.node.leader_task import LeaderTask, every
+from horologe.storage import CorruptLogError
 
 
 async def test_a_run_begins_only_after_the_cancelled_one_let_go():
@@ -73,3 +74,21 @@ async def test_every_goes_on_after_a_refused_or_failed_turn(caplog):
             await asyncio.sleep(0.005)
         loop.cancel()
     assert "probe turn skipped" in caplog.text and "probe turn failed" in caplog.text
+
+
+async def test_every_reports_a_turn_that_met_damaged_files(caplog):
+    seen: list[BaseException] = []
+
+    async def turn() -> bool:
+        raise CorruptLogError("/data/store/ready/t.log", 64)
+
+    def damaged(e: BaseException) -> bool:
+        seen.append(e)
+        return isinstance(e, CorruptLogError)
+
+    loop = asyncio.create_task(every(1, turn, "probe", damaged))
+    while len(seen) < 2:
+        await asyncio.sleep(0.005)
+    loop.cancel()
+    assert all(isinstance(e, CorruptLogError) for e in seen)
+    assert "probe turn failed" not in caplog.text  # reported: no stack trace each turn

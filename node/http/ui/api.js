@@ -25,12 +25,13 @@ export class ApiError extends Error {
 }
 
 // These 503s say nothing was done: no master for a moment (an election, a handover, a master
-// whose read lease lapsed), no room for the connection, a release whose transfer failed. They
+// whose read lease lapsed), no room for the connection, a release whose transfer failed, a
+// node that found its store damaged and halted (another serves). They
 // are asked again for this long, as the SDK does (horologe/client/calls.py). Other 503s (a
 // timeout, a peer that did not answer, a handover not confirmed) may have taken effect, and
 // are shown at once.
 const RETRY_503_MS = 10000;
-const REFUSED_503 = new Set(["no_master", "too_many_connections", "transfer_failed"]);
+const REFUSED_503 = new Set(["no_master", "too_many_connections", "transfer_failed", "store_damaged"]);
 
 // call("/admin/status", {to: "n2"}); the token by the path: /admin/* admin, /v1/* client.
 export async function call(path, options = {}) {
