@@ -8,7 +8,9 @@ reads, pending lists, the dead-letter peek and the wheel; each such read would f
 again on every try while the node went on leading, so that consumers got errors for as
 long as it led, though the other replicas hold sound copies.
 
-So the first damaged read on the loop halts the replica (``RaftNode.halt_damaged``):
+So a damaged read on the loop halts the replica (``RaftNode.halt_damaged``; not when
+a shipped snapshot replaced the store's files since the read began, which a read in
+that moment may take for damage):
 it hands leadership over and never campaigns, still stores and acknowledges entries in
 its journal (which checks its own frames), and serves nothing but its status until it
 is restarted; the node is then best replaced (docs/cluster.md, "Damaged files"). The

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pysyncobj.serializer import Serializer
 
 from horologe.cluster.errors import StoreBehindDumpError
+from horologe.cluster.raft import journal as raft_journal
 from horologe.cluster.raft import node, peer_clocks
 from horologe.cluster.raft.append_rule import trim_append
 from horologe.cluster.raft.journal import DiskJournal
@@ -218,6 +219,13 @@ def _no_durable_receipt() -> None:
     ShippingSerializer.setTransmissionData = Serializer.setTransmissionData
 
 
+def _no_whole_frame_check() -> None:
+    """A bad last journal frame was a torn tail whatever it looked like: one whose lengths
+    agree and no sector of which reads back empty, as bit rot leaves and no torn write
+    does, was cut, with the committed entry a follower had synced and answered for."""
+    raft_journal._empty_sector = lambda fd, start, end: True
+
+
 def _no_leader_sync() -> None:
     """b10ca26: the leader synced the entries it appended only before applying them, after
     it had counted its own copy towards their commit."""
@@ -380,6 +388,7 @@ CANARIES: dict[str, Callable[[], None]] = {
     "no-dump-held-journal": _no_dump_held_journal,
     "no-own-dump-kept": _no_own_dump_kept,
     "no-durable-receipt": _no_durable_receipt,
+    "no-whole-frame-check": _no_whole_frame_check,
     "no-proposal-fail": _no_proposal_fail,
     "no-lease-fail": _no_lease_fail,
     "no-answer-check": _no_answer_check,

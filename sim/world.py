@@ -39,7 +39,15 @@ from horologe.cluster.raft.dump_file import read_local
 from horologe.cluster.raft.journal import DiskJournal
 from horologe.cluster.raft.node import RaftNode
 from horologe.node.service import NodeService
-from horologe.storage import MessageColumns, MessageId, Storage, StorageConfig, check_store, id_strings
+from horologe.storage import (
+    CorruptLogError,
+    MessageColumns,
+    MessageId,
+    Storage,
+    StorageConfig,
+    check_store,
+    id_strings,
+)
 from horologe.wheel import Watermark
 
 from . import service
@@ -176,6 +184,7 @@ class SimNode:
         self.crash_at_dump = False
         self.restart_check = False  # its first tick since it started is still to come
         self.write_errors_at_start = 0  # the disk's count of failed writes as it started
+        self.starts_refused = 0  # starts that refused a file a step damaged (world.damaged)
         # What this node's Raft log held when it went down: (first index, terms)
         self.down_holds: tuple[int, list[int]] | None = None
         self.held_before: tuple[int, list[int]] | None = None  # down_holds as it last started
@@ -200,6 +209,15 @@ class SimNode:
         errors = self.write_errors_at_start = self.world.disk.write_errors
         try:
             self._start()
+        except CorruptLogError as e:
+            if self.name not in self.world.damaged:
+                raise
+            # A file a step damaged: the node refuses to start, as `horologe node` exits
+            # with one line; it stays down (an operator replaces it).
+            self.world.note(f"{self.name} refused to start: {e}")
+            self.starts_refused += 1
+            self.raft = None
+            _close_fds_under(self.data_dir)
         except Exception as e:
             if self.world.disk.write_errors == errors:
                 raise
@@ -596,6 +614,7 @@ class World:
         self.counts: dict[str, int] = {}
         self.workload = Workload(self, TOPICS) if self.profile.service else None
         self.retired: set[str] = set()  # removed from the membership: never started again
+        self.damaged: set[str] = set()  # nodes whose files a scenario's step damaged
         self.changes = MembershipChanges(self, seed) if self.profile.membership else None
 
     def _draw_knobs(self) -> dict:

@@ -14,6 +14,7 @@ from . import (
     power_after_ack,
     power_in_install,
     rejoin_after_compaction,
+    rot_in_journal,
     step_back,
     two_changes,
 )
@@ -34,5 +35,6 @@ SCENARIOS: dict[str, Scenario] = {
         answer_after_handover.SCENARIO,
         answer_after_handover.LONG_SILENCE,
         step_back.SCENARIO,
+        rot_in_journal.SCENARIO,
     )
 }

@@ -34,6 +34,11 @@ in place it passes, every step fired (the window was reached); with the fix take
   power at the fsync of the manifest that ends the install. A shipped dump received as
   pysyncobj did, into a temp file renamed over the node's own dump unsynced, was torn or
   empty at restart, and the node halted (no-halt, checked as it restarts).
+* ``rot-in-journal`` / ``no-whole-frame-check``: a bit flips in the last entry of a
+  follower's journal, committed and synced but past its stored commit index, while it is
+  down. Cut as a torn tail, the follower lost a committed entry it held
+  (restart-keeps-committed); with the fix it refuses to start and is replaced (a spare
+  added, it removed), under every invariant.
 * ``fsync-fails`` / ``no-fsync-exit``: the master's fsync of the client's produce fails,
   then every node loses power; a master that passed over the failure (as a retried fsync
   succeeds once Linux dropped the pages) applied an entry its disk never held
@@ -90,6 +95,7 @@ CAUGHT = [
     ("fsync-fails", "no-fsync-exit", ("applied-is-durable",), SEEDS),
     ("crash-before-fsync", "no-open-unsynced", ("answer-from-its-disk",), SEEDS),
     ("power-in-install", "no-durable-receipt", ("no-halt",), SEEDS),
+    ("rot-in-journal", "no-whole-frame-check", ("restart-keeps-committed",), SEEDS),
     ("ack-before-noop", "no-applied-term", ("acked-handed-out-again", "handed-out-inside-a-lease"), SEEDS),
     ("answer-after-handover", "no-answer-check", ("handed-out-inside-a-lease",), (6, 8)),
     ("long-silence", "no-stale-refusal-skip", ("liveness",), (12, 14)),
