@@ -136,6 +136,7 @@ class Workload:
         self.slack_ms = BASE_SLACK_MS
         self.behind_ms = 0  # the most any node's clock has been behind the true time so far
         self.asymmetry_ms = 0  # half the worst asymmetry of a link's delays so far
+        self.slow_aged_ms = 0  # the most a slow oscillator ages a fresh reading short so far
         self._ahead_seen: dict[str, deque[tuple[int, int]]] = {}  # node -> (true ms, ahead ms)
         self.sent = 0
         self.handed = 0
@@ -315,11 +316,13 @@ class Workload:
                         f"{where}: {h.consumer} holds it until {h.lease_until} (slack {slack} ms)",
                     )
             until = lease_end(m["receipt"])
-            if until < sent_ms + visibility_ms - LEASE_LAG_MS - self.behind_ms - self.asymmetry_ms:
+            lag = self.behind_ms + self.asymmetry_ms + self.slow_aged_ms
+            if until < sent_ms + visibility_ms - LEASE_LAG_MS - lag:
                 world.violate(
                     "lease-as-asked",
                     f"{where}: leased until {until}, pulled at {sent_ms} for {visibility_ms} ms "
-                    f"(a clock behind by up to {self.behind_ms} ms, links' asymmetry {self.asymmetry_ms} ms)",
+                    f"(a clock behind by up to {self.behind_ms} ms, links' asymmetry {self.asymmetry_ms} ms, "
+                    f"a slow oscillator's ageing {self.slow_aged_ms} ms)",
                 )
             self.handouts.setdefault(key, []).append(Handout(c.name, until, now))
             self.handed += 1
@@ -542,8 +545,12 @@ class Workload:
         self.asymmetry_ms = max(self.asymmetry_ms, skew // (2 * MS))
         # a reading is aged on the receiver's monotonic clock, for up to FRESH_S, and by its
         # wait beyond the quickest of the last samples (4 s of them: two monotonic clocks'
-        # difference): a drifting oscillator ages it ahead (cluster/raft/peer_clocks.py)
+        # difference): a drifting oscillator ages it ahead (cluster/raft/peer_clocks.py),
+        # and a slow one ages it short, by its rate times the age (a master whose
+        # oscillator runs 20% slow stamps leases by a quorum time that lags that much)
         drift = max(abs(n.drift.rate) for n in world.nodes)
+        slow = max(0.0, -min(n.drift.rate for n in world.nodes))
+        self.slow_aged_ms = max(self.slow_aged_ms, int(slow * FRESH_S * 1000))
         # a monotonic clock stepped ahead (libfaketime; Linux never steps one) by less than
         # the freshness window ages every reading it holds by the step, as a pause would
         # (docs/cluster.md, Known limits); a larger step leaves them stale (sim/world.py)
