@@ -58,6 +58,7 @@ def test_metrics_pass_promtool_and_count_what_happened(make_cluster):
         assert s[("horologe_applied_index", ())] > 0
         assert s[("horologe_commit_index", ())] >= s[("horologe_applied_index", ())] - 2
         assert s[("horologe_is_master", ())] == (1 if i == master else 0)
+        assert s[("horologe_halted", ())] == 0
         assert s[("horologe_leader_changes_total", ())] >= 1
         assert ("horologe_raft_stale_answers_total", ()) in s  # counted in test_follower_answers
         assert s[("horologe_apply_seconds_count", ())] > 0

@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 import time
 
+import httpx
+
 from horologe.client import Client
 from testkit.process_cluster import CLIENT
 
@@ -59,6 +61,7 @@ def test_a_damaged_record_on_the_master_halts_it_and_another_node_delivers_it(cl
     assert sorted(got) == [f"m{k:03d}-{BODY}".encode() for k in range(COUNT)]
     st = cluster.status(damaged)
     assert st["halted"] and "checksum mismatch" in st["halted"], st["halted"]
+    assert "horologe_halted 1.0" in httpx.get(f"{cluster.url(damaged)}/metrics").text  # for an alert
     assert st["role"] != "master"
     assert cluster.wait_leader(exclude=damaged) != damaged
     for _ in range(20):  # for 2 s, over several election timeouts: it must not campaign
