@@ -17,6 +17,10 @@ class ConfigError(NodeError):
     """Raised when the node configuration is missing, malformed or inconsistent."""
 
 
+class ListenError(NodeError):
+    """Raised when the node cannot listen on its HTTP address (taken, or not this host's)."""
+
+
 class Refused(NodeError):
     """Raised when the node refuses a request; ``field`` names the part of it at fault, and
     ``extra`` holds what the answer adds beside the error (a subclass names ``code``)."""

@@ -96,7 +96,6 @@ def run_node(config: NodeConfig) -> None:
     app.on_shutdown.append(_release_if_master)
     host, _, port = config.http.rpartition(":")
     ssl_context = server_context(config.tls_cert, config.tls_key) if config.tls_cert else None
-    log.info("serving the HTTP API on %s://%s", config.scheme, config.http)
     serve(
         app,
         host=host,

@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import resource
 import ssl
 import time
@@ -31,6 +32,7 @@ from aiohttp import web
 
 from horologe.storage.config import StorageConfig
 
+from ..errors import ListenError
 from .errors import error_body
 
 log = logging.getLogger(__name__)
@@ -185,15 +187,20 @@ async def _serve(
     await runner.setup()
     try:
         handshake_s = HANDSHAKE_S if ssl_context else None
-        listener = await asyncio.get_running_loop().create_server(
-            ConnectionGate(runner.server, max_connections, handshake_s),
-            host,
-            port,
-            ssl=ssl_context,
-            ssl_handshake_timeout=handshake_s,
-            reuse_address=True,
-            backlog=BACKLOG,
-        )
+        try:
+            listener = await asyncio.get_running_loop().create_server(
+                ConnectionGate(runner.server, max_connections, handshake_s),
+                host,
+                port,
+                ssl=ssl_context,
+                ssl_handshake_timeout=handshake_s,
+                reuse_address=True,
+                backlog=BACKLOG,
+            )
+        except OSError as e:
+            why = os.strerror(e.errno) if e.errno else str(e)
+            raise ListenError(f"cannot listen for HTTP on {host}:{port}: {why}") from e
+        log.info("serving the HTTP API on %s://%s:%s", "https" if ssl_context else "http", host, port)
         try:
             await asyncio.Future()  # until GracefulExit or cancellation
         finally:
