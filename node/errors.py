@@ -17,6 +17,10 @@ class ConfigError(NodeError):
     """Raised when the node configuration is missing, malformed or inconsistent."""
 
 
+class DataDirInUseError(NodeError):
+    """Raised when another process holds the node's data folder (node/data_lock.py)."""
+
+
 class ListenError(NodeError):
     """Raised when the node cannot listen on its HTTP address (taken, or not this host's)."""
 

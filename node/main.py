@@ -10,6 +10,7 @@ import signal
 import sys
 
 from .config import NodeConfig
+from .data_lock import lock_data_dir
 from .http.app import create_app
 from .http.common import METRICS, SERVICE, Application
 from .http.server import connection_bound, serve, stop_serving
@@ -87,6 +88,7 @@ async def _release_if_master(app: Application) -> None:
 
 
 def run_node(config: NodeConfig) -> None:
+    lock_data_dir(config.data_dir)  # held until the process ends (node/data_lock.py)
     configure_logging(config.node_id, config.log_format)
     sys.setswitchinterval(SWITCH_INTERVAL_S)
     app = create_app(config)

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
+import time
 
+from horologe.node.data_lock import lock_data_dir
 from testkit.process_cluster import free_ports
 
 
@@ -28,3 +31,32 @@ def test_a_taken_http_address_is_refused_in_one_line(tmp_path):
     why = f"cannot listen for HTTP on {http}: Address already in use (http in the node config, or --http)"
     assert errors == [f"Error: {why}"]
     assert "Traceback" not in run.stderr and "serving the HTTP API" not in run.stderr
+
+
+def test_a_second_node_process_on_a_data_dir_in_use_is_refused_in_one_line(tmp_path):
+    """Two processes on one folder would both append to its journal and store: the second
+    is refused (node/data_lock.py), the first serves on; once it ends, the folder is free."""
+    data = tmp_path / "n1"
+
+    def node(*more: str) -> list[str]:
+        http, raft = (f"127.0.0.1:{p}" for p in free_ports(2))
+        args = ["--data-dir", str(data), "--http", http, "--raft", raft, *more]
+        return [sys.executable, "-m", "horologe", "node", "--insecure-dev", "--node-id", "n1", *args]
+
+    first = subprocess.Popen(node(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while not (data / "lock").exists() or (data / "lock").read_text().strip() != str(first.pid):
+            assert time.monotonic() < deadline and first.poll() is None, "the first node did not start"
+            time.sleep(0.05)
+        second = subprocess.run(node(), capture_output=True, text=True, timeout=60)
+        assert second.returncode == 1, second.stderr
+        errors = [line for line in second.stderr.splitlines() if line.startswith("Error: ")]
+        assert errors == [
+            f"Error: refusing to start: data_dir {data} is in use by another node process (pid {first.pid})"
+        ]
+        assert "Traceback" not in second.stderr and first.poll() is None
+    finally:
+        first.kill()  # SIGKILL: nothing cleaned up, and the kernel lets go of the lock
+        first.wait(30)
+    os.close(lock_data_dir(str(data)))
