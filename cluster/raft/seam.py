@@ -15,7 +15,7 @@ nowhere else in cluster/raft/ (tests/cluster/test_raft_seam.py checks it):
   buffers) and ``BoundedTcpConnection`` (bounded_frames.py, the frame bounds), the class
   pysyncobj is made to build.
 * :class:`TransportSeam`, pysyncobj's TCP transport with ``addNode`` made safe to call for
-  a node that already has a connection.
+  a node that already has a connection, and a failed bind of the Raft address logged.
 * The module globals: the parts ``SyncObj.__init__`` builds (:class:`Parts`: the journal,
   the serializer, the link's cipher), the connection class of both places that make
   connections (:func:`install_connection_class`) and the pickle protocol.
@@ -46,6 +46,7 @@ that builds the node, before the tick thread starts), as pysyncobj's own code do
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable
 from contextlib import contextmanager
@@ -67,6 +68,8 @@ from pysyncobj.transport import TCPTransport
 from pysyncobj.version import VERSION
 
 from ..errors import UnsupportedPysyncobjError
+
+log = logging.getLogger(__name__)
 
 TESTED_VERSIONS = frozenset({"0.3.17"})
 
@@ -607,6 +610,31 @@ class TransportSeam(TCPTransport):
             return
         TCPTransport.addNode(self, node)
 
+    @_replaces("transport.py:258")
+    def _createServer(self) -> None:  # noqa: N802 - pysyncobj's name
+        """Wraps ``_createServer`` (transport.py:258), which makes the server of the Raft
+        address. pysyncobj binds it again every second until it succeeds and swallows each
+        failure (transport.py:284), so a node whose Raft address is taken (another process
+        on it) waited, never linked, without a word. The server's bind now logs a failure,
+        once for each kind, and the bind that succeeds after one."""
+        TCPTransport._createServer(self)
+        server = self._server
+        bind, failed = server.bind, set()
+        address = self._syncObj.conf.bindAddress or self._selfNode.address
+
+        def bind_and_say() -> None:
+            try:
+                bind()
+            except OSError as e:
+                if e.errno not in failed:
+                    failed.add(e.errno)
+                    log.error("cannot listen for Raft on %s: %s; trying again every second", address, e)
+                raise
+            if failed:
+                log.warning("listening for Raft on %s", address)
+
+        server.bind = bind_and_say
+
 
 # -- TcpConnection ------------------------------------------------------------------------
 
@@ -724,7 +752,7 @@ _SERIALIZER_API = ("cancelTransmisstion", "getTransmissionData", "setTransmissio
 # dial_node.py's DialNode overrides the first two (a peer dialled at another address).
 _NODE_API = ("ip", "port", "address")
 # Members of the transport: send_backlog reads the connections.
-_TRANSPORT_MEMBERS = ("_connections",)
+_TRANSPORT_MEMBERS = ("_connections", "_server", "_syncObj", "_selfNode")
 
 # Methods the shell overrides or calls, by the class that must define them.
 METHODS: dict[type, tuple[str, ...]] = {

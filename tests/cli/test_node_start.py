@@ -60,3 +60,41 @@ def test_a_second_node_process_on_a_data_dir_in_use_is_refused_in_one_line(tmp_p
         first.kill()  # SIGKILL: nothing cleaned up, and the kernel lets go of the lock
         first.wait(30)
     os.close(lock_data_dir(str(data)))
+
+
+def test_a_taken_raft_address_is_said_and_taken_once_free(tmp_path):
+    """pysyncobj binds the Raft address again every second and kept each failure to
+    itself: the node waited, never linked, without a word (cluster/raft/seam.py)."""
+    http, raft_port = free_ports(2)
+    raft = f"127.0.0.1:{raft_port}"
+    log = tmp_path / "n1.log"
+
+    def said(text: str) -> bool:
+        deadline = time.monotonic() + 20
+        while text not in log.read_text():
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.05)
+        return True
+
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", raft_port))
+    taken.listen()
+    args = ["--data-dir", str(tmp_path / "n1"), "--http", f"127.0.0.1:{http}", "--raft", raft]
+    with open(log, "w") as out:
+        node = subprocess.Popen(
+            [sys.executable, "-m", "horologe", "node", "--insecure-dev", "--node-id", "n1", *args],
+            stdout=out,
+            stderr=out,
+        )
+    try:
+        assert said(f"cannot listen for Raft on {raft}: [Errno 98] Address already in use; trying again"), (
+            log.read_text()
+        )
+        taken.close()
+        assert said(f"listening for Raft on {raft}"), log.read_text()
+        assert log.read_text().count("cannot listen for Raft") == 1  # once for each kind of failure
+    finally:
+        taken.close()
+        node.kill()
+        node.wait(30)
