@@ -209,21 +209,17 @@ class SimNode:
         errors = self.write_errors_at_start = self.world.disk.write_errors
         try:
             self._start()
-        except CorruptLogError as e:
-            if self.name not in self.world.damaged:
-                raise
-            # A file a step damaged: the node refuses to start, as `horologe node` exits
-            # with one line; it stays down (an operator replaces it).
-            self.world.note(f"{self.name} refused to start: {e}")
-            self.starts_refused += 1
-            self.raft = None
-            _close_fds_under(self.data_dir)
         except Exception as e:
-            if self.world.disk.write_errors == errors:
+            # A file a step damaged: the node refuses to start, as `horologe node` exits
+            # with one line, and stays down (an operator replaces it). A start that a failed
+            # write ended: the process exits with the error, and the next restart (the
+            # fault's end, or the heal) tries again. Either way its files are closed.
+            refused = isinstance(e, CorruptLogError) and self.name in self.world.damaged
+            if not refused and self.world.disk.write_errors == errors:
                 raise
-            # A start that a failed write ended: the process exits with the error, its
-            # files closed; the next restart (the fault's end, or the heal) tries again.
-            self.world.note(f"{self.name} start failed: {self.world.described(e)}")
+            what = "refused to start" if refused else "start failed"
+            self.world.note(f"{self.name} {what}: {self.world.described(e)}")
+            self.starts_refused += refused
             self.raft = None
             _close_fds_under(self.data_dir)
         finally:
