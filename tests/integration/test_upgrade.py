@@ -263,7 +263,8 @@ def test_rolling_upgrade_from_an_older_release(upgrade_cluster, release):
         )
 
     wait_until(dumped, 20)
-    for i in c.indexes:
+    for i in c.indexes:  # a follower's dump can come before it applied the deliveries
+        c.catch_up(i, behind=0)
         release.formats(os.path.join(c.data_root, f"n{i + 1}"))
 
     # Followers first, one at a time, the master last, under load.
