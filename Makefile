@@ -136,16 +136,18 @@ clean:
 # SCENARIO=name runs a scripted scenario's steps instead of the drawn faults (sim/scenarios/).
 # POWER=1: seeds draw power losses of one node or all, and failed fsyncs, too (sim/disk.py).
 # SERVICE=1: every node runs the whole NodeService, with a producer and consumers (sim/service.py).
+# COMMIT_AT_ONCE=1: a leader sends its new commit index right after each apply (pysyncobj's way).
 # SEED=S replays one seed in a fresh process and prints the last steps of its trace; KEEP=0,2
 # makes only those of its drawn faults (`python -m sim shrink SEED` finds the fewest that fail).
 sim: install
 ifdef SEED
 	$(PY) -m sim replay $(SEED) $(if $(NODES),--nodes $(NODES)) $(if $(CANARY),--canary $(CANARY)) \
 		$(if $(SCENARIO),--scenario $(SCENARIO)) $(if $(POWER),--power-loss) $(if $(SERVICE),--service) \
-		$(if $(MEMBERS),--membership) $(if $(SPARES_FIRST),--spares-first) $(if $(KEEP),--keep $(KEEP))
+		$(if $(MEMBERS),--membership) $(if $(SPARES_FIRST),--spares-first) \
+		$(if $(COMMIT_AT_ONCE),--commit-at-once) $(if $(KEEP),--keep $(KEEP))
 else
 	$(PY) -m sim run $(if $(SEEDS),--seeds $(SEEDS)) $(if $(MINUTES),--minutes $(MINUTES)) \
 		$(if $(START),--start $(START)) $(if $(NODES),--nodes $(NODES)) $(if $(CANARY),--canary $(CANARY)) \
 		$(if $(SCENARIO),--scenario $(SCENARIO)) $(if $(POWER),--power-loss) $(if $(SERVICE),--service) \
-		$(if $(MEMBERS),--membership) $(if $(SPARES_FIRST),--spares-first)
+		$(if $(MEMBERS),--membership) $(if $(SPARES_FIRST),--spares-first) $(if $(COMMIT_AT_ONCE),--commit-at-once)
 endif

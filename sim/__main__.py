@@ -348,6 +348,12 @@ def main() -> int:
         help="with --membership: the spares' addresses sort before the members' (the larger address "
         "dials, so the added nodes are called rather than calling)",
     )
+    world.add_argument(
+        "--commit-at-once",
+        action="store_true",
+        help="a leader sends its new commit index at once after each apply, as pysyncobj does, "
+        "rather than with its next append (ClusterSettings.commit_told_within_s = 0)",
+    )
     scripted = argparse.ArgumentParser(add_help=False)
     scripted.add_argument(
         "--scenario", choices=sorted(SCENARIOS), help="scripted faults instead of drawn ones (sim/scenarios/)"
@@ -382,7 +388,7 @@ def main() -> int:
         parser.error("--membership draws changes of the membership; a --scenario scripts its own")
     if args.spares_first and not args.membership:
         parser.error("--spares-first orders the spares' addresses: it needs --membership")
-    mode = Mode(args.power_loss, args.service, args.membership, args.spares_first)
+    mode = Mode(args.power_loss, args.service, args.membership, args.spares_first, args.commit_at_once)
     if args.cmd == "zygote":
         zygote(args.nodes, args.canary, args.scenario, mode)
         return 0

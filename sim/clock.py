@@ -12,9 +12,9 @@ One process runs one simulation, single-threaded; its clocks are the world's:
 
 pysyncobj binds its monotonic clock (``pysyncobj.monotonic.monotonic``, a lambda over
 ``time.clock_gettime``) into several modules under other names (``monotonicTime`` in
-syncobj, transport, tcp_connection; ``monotonic_time`` in cluster/raft/node.py): every
-module attribute bound to that function is rebound too, so the patch does not depend on
-``clock_gettime`` being looked up at call time.
+syncobj, transport, tcp_connection and cluster/raft/seam.py; ``monotonic_time`` in
+cluster/raft/node.py): every module attribute bound to that function is rebound too, so
+the patch does not depend on ``clock_gettime`` being looked up at call time.
 """
 
 from __future__ import annotations

@@ -106,6 +106,7 @@ class Mode(NamedTuple):
     service: bool = False
     membership: bool = False
     spares_first: bool = False  # the spares' addresses sort before the members' (the members dial them)
+    commit_at_once: bool = False  # a leader tells its new commit index at once (pysyncobj's way)
 
     def options(self) -> list[str]:
         """As ``python -m sim`` options."""
@@ -114,6 +115,7 @@ class Mode(NamedTuple):
             + ["--service"] * self.service
             + ["--membership"] * self.membership
             + ["--spares-first"] * self.spares_first
+            + ["--commit-at-once"] * self.commit_at_once
         )
 
     def make_vars(self) -> str:
@@ -123,6 +125,7 @@ class Mode(NamedTuple):
             + " SERVICE=1" * self.service
             + " MEMBERS=1" * self.membership
             + " SPARES_FIRST=1" * self.spares_first
+            + " COMMIT_AT_ONCE=1" * self.commit_at_once
         )
 
 
@@ -162,6 +165,7 @@ def run_seed(
             script.scenario.spares,
             mode.power_loss,
             service=mode.service or script.scenario.service,
+            commit_at_once=mode.commit_at_once,
         )
         if script
         else Profile(
@@ -171,6 +175,7 @@ def run_seed(
             service=mode.service,
             membership=mode.membership,
             spares_first=mode.spares_first,
+            commit_at_once=mode.commit_at_once,
         )
     )
     base = fresh_dir(os.path.join(sim_root(), f"{os.getpid()}-{seed}"))

@@ -104,6 +104,9 @@ class Profile:
     # The spares' addresses sort before the members' rather than after. Of two nodes the one
     # with the larger address dials (pysyncobj), so a spare then waits for the members' calls.
     spares_first: bool = False
+    # A leader sends its new commit index at once after each apply, as pysyncobj does
+    # (ClusterSettings.commit_told_within_s = 0), not with its next append.
+    commit_at_once: bool = False
 
 
 @dataclass
@@ -559,6 +562,8 @@ class World:
         self.notes: list[str] = []
         self.graveyard: list = []
         self.knobs = self._draw_knobs()
+        if self.profile.commit_at_once:
+            self.knobs["commit_told_within_s"] = 0.0
         self.script = script  # a scripted scenario's steps instead of the drawn faults
         if script is not None:
             self.knobs.update(script.scenario.knobs)

@@ -1053,6 +1053,13 @@ class RaftNode(SyncObjSeam):
             log.warning("halted: handing leadership over (%s)", self.state.halted)
             self.transferLeadership(None)
 
+    def _commit_told_within(self) -> float:
+        """A leader's new commit index travels with its next append: a proposal's, sent at
+        once, or one due ``commit_told_within_s`` after the apply (a tick), rather than in
+        an append of its own after each apply. Followers apply that much later."""
+        within = self.settings.commit_told_within_s
+        return self.settings.tick_s if within is None else within
+
     def _may_compact(self) -> bool:
         """Compaction, also when the log's commands pass ``log_compaction_bytes``.
 

@@ -59,6 +59,7 @@ import pysyncobj.syncobj as syncobj_module
 import pysyncobj.tcp_server as tcp_server_module
 import pysyncobj.transport as transport_module
 from pysyncobj import FAIL_REASON, SyncObj, SyncObjConf
+from pysyncobj.monotonic import monotonic as monotonicTime
 from pysyncobj.node import TCPNode
 from pysyncobj.poller import POLL_EVENT_TYPE
 from pysyncobj.serializer import Serializer
@@ -190,6 +191,7 @@ def install_connection_class(connection: type[TcpConnection]) -> None:
 
 _PIPE_NOTIFIER = "_SyncObj__pipeNotifier"  # syncobj.py:264, see SyncObjSeam.wake_tick_thread
 _COMMANDS_QUEUE = "_SyncObj__commandsQueue"  # syncobj.py:262, see SyncObjSeam.fail_waiting_proposals
+_NEXT_APPEND_AT = "_SyncObj__newAppendEntriesTime"  # syncobj.py:268, see _SyncObj__applyLogEntries
 
 
 class SyncObjSeam(SyncObj):
@@ -207,6 +209,7 @@ class SyncObjSeam(SyncObj):
     ``_noop_appended()``                    ``__onBecomeLeader``, syncobj.py:1215
     ``_followers_held_back()``              ``__sendAppendEntries``, syncobj.py:1251
     ``_may_compact()``                      ``__tryLogCompaction``, syncobj.py:1421
+    ``_commit_told_within()``               ``__applyLogEntries``, syncobj.py:708
     ``_clears_journal_on_load(install)``    ``__loadDumpFile``, syncobj.py:1472
     ``_may_change_membership()``            ``__changeCluster``, syncobj.py:1356
     ``_membership_changed(change, back)``   ``__doChangeCluster``, syncobj.py:1374
@@ -500,6 +503,29 @@ class SyncObjSeam(SyncObj):
         """Hook: the connected followers this leader sends nothing to this tick."""
         return frozenset()
 
+    @_replaces("syncobj.py:708")
+    def _SyncObj__applyLogEntries(self):  # noqa: N802 - pysyncobj's name
+        """Wraps ``__applyLogEntries`` (syncobj.py:708), which applies the committed entries
+        and, with ``appendEntriesUseBatch`` off, has a leader that applied any send every
+        follower an append at once (:731, sent at :691), only to tell the new commit index.
+        Unless :meth:`_commit_told_within` says 0, the leader's next append is due within
+        that many seconds instead (``__newAppendEntriesTime``, set at :268, read at :691);
+        an append sent sooner (a proposal's, :540) carries the commit index and puts the
+        next one a heartbeat on (:1252)."""
+        applied = SyncObj._SyncObj__applyLogEntries(self)
+        within = self._commit_told_within()
+        if not applied or within <= 0:
+            return applied
+        told_by = monotonicTime() + within
+        setattr(self, _NEXT_APPEND_AT, min(getattr(self, _NEXT_APPEND_AT), told_by))
+        return False
+
+    @_hook
+    def _commit_told_within(self) -> float:
+        """Hook: how long after it applied entries a leader sends the followers its new
+        commit index, unless an append carried it sooner (seconds; 0: at once)."""
+        return 0.0
+
     @_replaces("syncobj.py:1421")
     def _SyncObj__tryLogCompaction(self):  # noqa: N802 - pysyncobj's name
         """Wraps ``__tryLogCompaction`` (syncobj.py:1421), pysyncobj's compaction step, every
@@ -768,7 +794,7 @@ METHODS: dict[type, tuple[str, ...]] = {
 
 # Members the shell reads or sets, by the class whose objects must hold them.
 MEMBERS: dict[type, tuple[str, ...]] = {
-    SyncObj: (*reached(SyncObjSeam, _Member), _COMMANDS_QUEUE),
+    SyncObj: (*reached(SyncObjSeam, _Member), _COMMANDS_QUEUE, _NEXT_APPEND_AT),
     TcpConnection: tuple(reached(ConnectionSeam, _Member)),
     TCPTransport: _TRANSPORT_MEMBERS,
 }

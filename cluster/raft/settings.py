@@ -39,6 +39,12 @@ class ClusterSettings:
     # master's loss they stood in the same 50 ms step (11 of 30 kills), split the vote, and
     # the cluster waited a second election timeout (failover 0.9-1.1 s instead of 0.3-0.5).
     tick_s: float = 0.005
+    # How soon after an apply a leader sends its new commit index, unless a proposal's
+    # append (sent at once) carried it sooner; None: a tick (``tick_s``). pysyncobj sends it
+    # at once (0), in an append of its own after every apply: two appends, two follower
+    # wake-ups and two answers more per sequential produce (docs/cluster.md, pysyncobj
+    # settings).
+    commit_told_within_s: float | None = None
     # A refused connect answers at once on a LAN, so retrying often costs one SYN. At
     # pysyncobj's 5 s a link that missed its peer's start stayed down for seconds, and a
     # release could pick a master that a follower could not hear (docs/cluster.md).
