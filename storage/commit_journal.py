@@ -24,6 +24,13 @@ before any entry is acknowledged or applied, holds every entry after it and repl
 them (a Raft dump always follows a sync point, so compaction never cuts them away).
 Anything on disk past the lengths the kept state names is an uncommitted tail.
 
+A power loss can also keep those frames out of order: the disk and the kernel write
+pages back in no order, so a later frame may be on disk and an earlier one zeros. A bad
+frame with more after it is taken for that, and dropped with everything after the last
+sync point before it, only when it looks like a lost write (``framing.lost_write``) and
+no sync point past it has a frame after it (that frame was written once the sync point's
+fsync returned, which made the damage's bytes durable). Any other is corruption.
+
 The state is the fold of the frames. When the journal grows past a threshold it is
 rewritten, at a sync point, as one ``full`` checkpoint (temp file, fsync, ``os.replace``).
 """
@@ -40,7 +47,7 @@ import msgpack
 from .append_file import AppendFile
 from .durable import fsync, fsync_dir
 from .errors import CorruptLogError, StorageError
-from .framing import frame, scan_frames
+from .framing import frame, frames_past, lost_write, scan_frames
 from .magic import COMMIT_JOURNAL, MAGIC_SIZE, check_magic, magic
 
 JOURNAL_NAME = "commits.log"
@@ -108,14 +115,16 @@ class CommitJournal:
         self.state = JournalState()
         self.torn_tail: tuple[int, int] | None = None  # (offset, bytes) set aside on open
         self.rolled_back: RolledBack | None = None  # unsynced frames dropped on open
+        self.lost_at: int | None = None  # where open met writes a power cut lost out of order
         self.unsynced = False  # whether the last frame appended is not a sync point
         self._file: AppendFile | None = None
 
     def open(self, read_only: bool = False) -> None:
         """Fold the journal up to its last sync point. A torn last frame is set aside;
         unsynced frames after the sync point are dropped (their files are named in
-        ``rolled_back``). ``read_only`` (a reader beside a running writer) folds every
-        frame, as the writer sees them, and changes nothing on disk."""
+        ``rolled_back``), and so are writes lost out of order past it (``lost_at``) and
+        the frames after them. ``read_only`` (a reader beside a running writer) folds
+        every frame, as the writer sees them, and changes nothing on disk."""
         if not os.path.exists(self.path):
             if read_only:
                 raise StorageError(f"{self.directory} is not a Horologe store (no {JOURNAL_NAME})")
@@ -124,13 +133,20 @@ class CommitJournal:
         with open(self.path, "rb") as f:
             buf = f.read()
         check_magic(buf, COMMIT_JOURNAL, self.path)
-        frames: list[tuple[int, dict]] = []  # (end offset, record)
-        for offset, payload in scan_frames(buf, MAGIC_SIZE, self.path):
-            try:
-                rec = msgpack.unpackb(payload, raw=False)
-            except (ValueError, TypeError, msgpack.UnpackException) as e:
-                raise CorruptLogError(self.path, offset, f"undecodable commit: {e}") from e
-            frames.append((offset + len(payload) + 12, rec))
+        found: list[tuple[int, bytes]] = []
+        past: list[dict] = []  # records past writes lost out of order
+        try:
+            for offset, payload in scan_frames(buf, MAGIC_SIZE, self.path):
+                found.append((offset, payload))
+        except CorruptLogError as damage:
+            if read_only:
+                raise
+            past = self._past_lost_writes(buf, damage)
+            self.lost_at = damage.offset
+        records = self._decoded(found)
+        frames = [
+            (offset + len(payload) + 12, rec) for (offset, payload), rec in zip(found, records, strict=True)
+        ]
         synced = len(frames) - 1
         if not read_only:
             synced = max((i for i, (_, rec) in enumerate(frames) if not rec.get("u")), default=-1)
@@ -140,7 +156,7 @@ class CommitJournal:
             except (ValueError, TypeError, KeyError) as e:
                 raise CorruptLogError(self.path, offset_end, f"undecodable commit: {e}") from e
         end = frames[synced][0] if synced >= 0 else MAGIC_SIZE
-        dropped = [rec for _, rec in frames[synced + 1 :]]
+        dropped = [rec for _, rec in frames[synced + 1 :]] + past
         if dropped:
             self.rolled_back = RolledBack(
                 len(dropped), dropped[-1]["ri"], {rel for rec in dropped for rel in rec.get("files", {})}
@@ -155,6 +171,29 @@ class CommitJournal:
         self._file = AppendFile(self.path, end)
         if end < len(buf):
             self._file.truncate(end)
+
+    def _past_lost_writes(self, buf: bytes, damage: CorruptLogError) -> list[dict]:
+        """The records of the frames past ``damage``, when it is writes a power cut lost
+        out of order (its disk and the kernel write pages back in no order): the damage
+        looks like a lost write (``framing.lost_write``), and no sync point past it has a
+        frame after it. Such a frame is written once the sync point's fsync returned, and
+        that fsync made every byte before it durable: damage there is not a lost write.
+        Otherwise ``damage`` is raised."""
+        if not lost_write(buf, damage.offset):
+            raise damage
+        past = self._decoded(frames_past(buf, damage.offset + 1))
+        if any(not rec.get("u") for rec in past[:-1]):
+            raise damage
+        return past
+
+    def _decoded(self, frames: list[tuple[int, bytes]]) -> list[dict]:
+        out = []
+        for offset, payload in frames:
+            try:
+                out.append(msgpack.unpackb(payload, raw=False))
+            except (ValueError, TypeError, msgpack.UnpackException) as e:
+                raise CorruptLogError(self.path, offset, f"undecodable commit: {e}") from e
+        return out
 
     @property
     def checkpoint_due(self) -> bool:

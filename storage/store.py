@@ -103,6 +103,11 @@ class Storage(StoreReads):
         self.journal = CommitJournal(self.directory, self.config.journal_compact_bytes)
         self.journal.open(self.read_only)
         self._unsynced_bytes = self._unsynced_batches = 0
+        if self.journal.lost_at is not None:
+            self.recovered.append(
+                f"commits.log: writes lost at {self.journal.lost_at}, past the last sync point, with later "
+                "ones on disk (a power cut keeps unsynced pages in no order)"
+            )
         if self.journal.torn_tail and not self.read_only:
             at, n = self.journal.torn_tail
             self.recovered.append(f"commits.log: set aside a torn tail of {n} bytes at {at}")

@@ -87,7 +87,7 @@ from pysyncobj.pickle import dumps, loads, to_bytes
 from horologe.storage.append_file import AppendFile
 from horologe.storage.durable import fsync, fsync_dir, write_failed
 from horologe.storage.errors import CorruptLogError, StorageError
-from horologe.storage.framing import FRAME_HEAD, FRAME_OVERHEAD, FRAME_TAIL, frame
+from horologe.storage.framing import FRAME_HEAD, FRAME_OVERHEAD, FRAME_TAIL, SECTOR, frame
 from horologe.storage.magic import MAGIC_SIZE, RAFT_LOG, check_magic, magic
 
 from ..errors import StaleJournalViewError
@@ -100,7 +100,6 @@ ENTRY_OVERHEAD = FRAME_OVERHEAD + ENTRY_HEAD.size  # file bytes of an entry beyo
 JOURNAL_MAGIC = magic(RAFT_LOG)
 PYSYNCOBJ_MAGIC = b"PYSYNCOBJ"
 READ_CHUNK = 1 << 20  # bytes read at once when scanning or iterating
-SECTOR = 512  # what a disk writes whole or not at all at a power cut (its smallest, so far)
 RECENT_BYTES = 2 << 20  # commands of the latest entries kept for pysyncobj's next reads
 
 Entry = tuple[bytes, int, int]  # (command, idx, term), as pysyncobj has it

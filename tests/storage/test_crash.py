@@ -6,9 +6,11 @@ import os
 import random
 import shutil
 
+import msgpack
 import pytest
 
 from horologe.storage import ReadyEntry, Storage, StorageConfig, StorageError, check_store
+from horologe.storage.framing import frame
 
 from .helpers import H0, msg
 
@@ -138,17 +140,32 @@ def test_a_journal_tail_of_zeros_is_torn_not_corrupt(tmp_path, tail):
         check_store(s)
 
 
-def test_zeros_followed_by_a_frame_are_corruption(tmp_path):
-    """Zeros in the middle, a frame after them: not a tail a crash leaves."""
+def test_zeros_followed_by_a_sync_point_and_a_frame_are_corruption(tmp_path):
+    """Zeros in the middle, then a sync point with a frame after it: that frame was written
+    once the sync point's fsync returned, so the zeros were on disk. Not what a crash leaves."""
     root = str(tmp_path / "store")
     build(root)
     journal = os.path.join(root, "commits.log")
-    with open(journal, "rb") as f:
-        whole = f.read()
     with open(journal, "ab") as f:
-        f.write(bytes(24) + whole[-40:])
+        f.write(bytes(24) + frame(msgpack.packb({"ri": 14})) + frame(msgpack.packb({"ri": 14, "u": True})))
     with pytest.raises(StorageError):
         Storage(root).close()
+
+
+def test_zeros_followed_by_unsynced_frames_are_writes_lost_out_of_order(tmp_path):
+    """Past the last sync point a power cut keeps pages in no order: zeros, then frames
+    that were not synced either. Open goes back to the sync point."""
+    root = str(tmp_path / "store")
+    written = build(root)
+    journal = os.path.join(root, "commits.log")
+    size = os.path.getsize(journal)
+    with open(journal, "ab") as f:
+        f.write(bytes(24) + frame(msgpack.packb({"ri": 15, "u": True})) + frame(msgpack.packb({"ri": 16})))
+    with Storage(root) as s:
+        assert s.applied_index == 14 and os.path.getsize(journal) == size
+        assert any(f"writes lost at {size}" in line for line in s.recovered), s.recovered
+        check_store(s)
+    assert verify_never_wrong(root, written) == "recovered"
 
 
 def test_uncommitted_batch_is_rolled_back_on_open(tmp_path):

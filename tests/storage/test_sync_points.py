@@ -10,7 +10,14 @@ from __future__ import annotations
 
 import os
 
+import msgpack
+import pytest
+
 from horologe.storage import Storage, StorageConfig, check_store
+from horologe.storage.commit_journal import JOURNAL_NAME
+from horologe.storage.errors import CorruptLogError
+from horologe.storage.framing import FRAME_OVERHEAD, scan_frames
+from horologe.storage.magic import MAGIC_SIZE
 
 from .helpers import H0, HOUR, msg, replica_state
 
@@ -159,3 +166,96 @@ def test_a_reader_beside_the_writer_sees_unsynced_batches(tmp_path):
     with Storage(root, read_only=True) as r:
         assert r.applied_index == 3
     s.close()
+
+
+# -- writes lost out of order ----------------------------------------------------------
+# A power loss keeps whatever the disk wrote back of what was not fsynced, in no order
+# (its cache and the kernel's write-back reorder pages): a frame past the last sync point
+# can survive while an earlier one comes back as zeros.
+
+SECTOR = 512
+
+
+def _frames(root: str) -> list[tuple[int, int, int, bool]]:
+    """(ri, offset, end, sync point) of each frame of the store's commits.log."""
+    path = os.path.join(root, JOURNAL_NAME)
+    with open(path, "rb") as f:
+        buf = f.read()
+    out = []
+    for offset, payload in scan_frames(buf, MAGIC_SIZE, path):
+        rec = msgpack.unpackb(payload)
+        out.append((rec["ri"], offset, offset + FRAME_OVERHEAD + len(payload), not rec.get("u")))
+    return out
+
+
+def _frame_of(root: str, ri: int) -> tuple[int, int]:
+    return next((offset, end) for i, offset, end, _ in _frames(root) if i == ri)
+
+
+def _zero(root: str, start: int, stop: int) -> None:
+    with open(os.path.join(root, JOURNAL_NAME), "r+b") as f:
+        f.seek(start)
+        f.write(bytes(stop - start))
+
+
+def _crash_past_a_sync_point(root: str, last: int) -> None:
+    """Batches 1..5, a sync point, batches 6..``last``, then a crash."""
+    s = Storage(root, CFG)
+    _apply(s, 1, 5)
+    s.sync()
+    _apply(s, 6, last)
+    _crash(s)
+
+
+def test_unsynced_frames_lost_out_of_order_go_back_to_the_last_sync_point(tmp_path):
+    """The sector holding batch 8's frame comes back as it was before (zeros from where
+    batch 8 began), later sectors as written. Nothing past the sync point was fsynced, so
+    open goes back to it, as after any crash, and the Raft log replays the rest."""
+    crashed, clean = str(tmp_path / "crashed"), str(tmp_path / "clean")
+    _crash_past_a_sync_point(crashed, 14)
+    start, _ = _frame_of(crashed, 8)
+    stop = (start // SECTOR + 1) * SECTOR
+    assert any(offset >= stop for _, offset, _, _ in _frames(crashed))  # whole frames after it
+    _zero(crashed, start, stop)
+    s = Storage(crashed, CFG)
+    assert s.applied_index == 5
+    assert any("back at the last sync point, index 5" in line for line in s.recovered), s.recovered
+    assert any(f"writes lost at {start}" in line for line in s.recovered), s.recovered
+    check_store(s)
+    _apply(s, 6, 14)  # what the Raft log replays
+    s.close()
+    with Storage(clean, CFG) as c:
+        _apply(c, 1, 14)
+    assert replica_state(crashed, CFG) == replica_state(clean, CFG)
+
+
+def test_a_lost_write_before_a_sync_point_that_another_frame_follows_is_corruption(tmp_path):
+    """A frame after a sync point was written once that sync point's fsync returned, and
+    that fsync made every byte before it durable: damage there is not a lost write."""
+    root = str(tmp_path / "s")
+    s = Storage(root, CFG)
+    _apply(s, 1, 5)
+    s.sync()
+    _apply(s, 6, 8)
+    s.sync()
+    _apply(s, 9, 9)
+    _crash(s)
+    _zero(root, *_frame_of(root, 7))
+    with pytest.raises(CorruptLogError):
+        Storage(root, CFG)
+
+
+def test_a_bad_checksum_past_the_last_sync_point_with_whole_lengths_is_corruption(tmp_path):
+    """A lost write leaves zeros (a sector as it was before, or never written); a frame
+    whose lengths agree and none of whose sectors is empty, yet whose checksum fails, is
+    damage a crash does not leave."""
+    root = str(tmp_path / "s")
+    _crash_past_a_sync_point(root, 9)
+    start, _ = _frame_of(root, 7)
+    with open(os.path.join(root, JOURNAL_NAME), "r+b") as f:
+        f.seek(start + 8)
+        b = f.read(1)
+        f.seek(start + 8)
+        f.write(bytes([b[0] ^ 0x10]))
+    with pytest.raises(CorruptLogError):
+        Storage(root, CFG)
