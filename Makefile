@@ -134,7 +134,8 @@ clean:
 # The deterministic simulator (sim/, docs/simulator.md): SEEDS=N seeds from START (default 1),
 # or MINUTES=M of seeds; NODES=5 for five nodes; CANARY=name takes a fix away (sim/canaries.py);
 # SCENARIO=name runs a scripted scenario's steps instead of the drawn faults (sim/scenarios/).
-# POWER=1: seeds draw power losses of one node or all, and failed fsyncs, too (sim/disk.py).
+# POWER=1: seeds draw power losses of one node or all, and failed fsyncs, too (sim/disk.py);
+# OUT_OF_ORDER=1: a power loss may keep unsynced sectors in no order.
 # SERVICE=1: every node runs the whole NodeService, with a producer and consumers (sim/service.py).
 # COMMIT_AT_ONCE=1: a leader sends its new commit index right after each apply (pysyncobj's way).
 # SEED=S replays one seed in a fresh process and prints the last steps of its trace; KEEP=0,2
@@ -144,10 +145,11 @@ ifdef SEED
 	$(PY) -m sim replay $(SEED) $(if $(NODES),--nodes $(NODES)) $(if $(CANARY),--canary $(CANARY)) \
 		$(if $(SCENARIO),--scenario $(SCENARIO)) $(if $(POWER),--power-loss) $(if $(SERVICE),--service) \
 		$(if $(MEMBERS),--membership) $(if $(SPARES_FIRST),--spares-first) \
-		$(if $(COMMIT_AT_ONCE),--commit-at-once) $(if $(KEEP),--keep $(KEEP))
+		$(if $(COMMIT_AT_ONCE),--commit-at-once) $(if $(OUT_OF_ORDER),--out-of-order) $(if $(KEEP),--keep $(KEEP))
 else
 	$(PY) -m sim run $(if $(SEEDS),--seeds $(SEEDS)) $(if $(MINUTES),--minutes $(MINUTES)) \
 		$(if $(START),--start $(START)) $(if $(NODES),--nodes $(NODES)) $(if $(CANARY),--canary $(CANARY)) \
 		$(if $(SCENARIO),--scenario $(SCENARIO)) $(if $(POWER),--power-loss) $(if $(SERVICE),--service) \
-		$(if $(MEMBERS),--membership) $(if $(SPARES_FIRST),--spares-first) $(if $(COMMIT_AT_ONCE),--commit-at-once)
+		$(if $(MEMBERS),--membership) $(if $(SPARES_FIRST),--spares-first) $(if $(COMMIT_AT_ONCE),--commit-at-once) \
+		$(if $(OUT_OF_ORDER),--out-of-order)
 endif

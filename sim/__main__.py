@@ -354,6 +354,12 @@ def main() -> int:
         help="a leader sends its new commit index at once after each apply, as pysyncobj does, "
         "rather than with its next append (ClusterSettings.commit_told_within_s = 0)",
     )
+    world.add_argument(
+        "--out-of-order",
+        action="store_true",
+        help="with --power-loss: what was not synced may be kept sector by sector, in no order "
+        "(a later sector on disk, an earlier one zeros), as a disk's cache and write-back leave it",
+    )
     scripted = argparse.ArgumentParser(add_help=False)
     scripted.add_argument(
         "--scenario", choices=sorted(SCENARIOS), help="scripted faults instead of drawn ones (sim/scenarios/)"
@@ -388,7 +394,16 @@ def main() -> int:
         parser.error("--membership draws changes of the membership; a --scenario scripts its own")
     if args.spares_first and not args.membership:
         parser.error("--spares-first orders the spares' addresses: it needs --membership")
-    mode = Mode(args.power_loss, args.service, args.membership, args.spares_first, args.commit_at_once)
+    if args.out_of_order and not args.power_loss:
+        parser.error("--out-of-order says what a power loss keeps: it needs --power-loss")
+    mode = Mode(
+        args.power_loss,
+        args.service,
+        args.membership,
+        args.spares_first,
+        args.commit_at_once,
+        args.out_of_order,
+    )
     if args.cmd == "zygote":
         zygote(args.nodes, args.canary, args.scenario, mode)
         return 0

@@ -12,8 +12,10 @@ creating, renaming and removing files are durable at once.
 (empty if it was never fsynced), in place, so the inode and its hard links stay. What was
 written past them is, per file, drawn from the seed: dropped, torn (a prefix of it kept,
 as a write cut mid-sector may leave) or zeroed (its length kept, its bytes zero, as a
-file system that extended the file but never wrote the block leaves). A file rewritten
-below its synced length goes back to its synced bytes whole.
+file system that extended the file but never wrote the block leaves); with
+``--out-of-order`` also kept sector by sector, a draw each (a disk's cache and the
+kernel's write-back keep no order: a later sector on disk, an earlier one zeros). A file
+rewritten below its synced length goes back to its synced bytes whole.
 
 :meth:`fail_fsync` arms a node's folder so that its k-th fsync from now fails (EIO or
 ENOSPC), once, as Linux reports a failed write-back once ("fsyncgate"): the file's dirty
@@ -50,7 +52,8 @@ from dataclasses import dataclass
 
 from horologe.storage import durable
 
-DROP, TEAR, ZERO = "drop", "tear", "zero"
+DROP, TEAR, ZERO, SECTORS = "drop", "tear", "zero", "sectors"
+SECTOR = 512  # what a disk writes whole or not at all
 
 
 class ProcessExit(BaseException):  # noqa: N818 - as SystemExit: not an error of the caller's
@@ -283,11 +286,14 @@ class SyncedDisk:
         # (pysyncobj's bare except around loading a dump) and it ran on to its next fsync
         raise ProcessExit(status)
 
-    def lose_power(self, folder: str, rng: random.Random) -> list[str]:
+    def lose_power(self, folder: str, rng: random.Random, out_of_order: bool = False) -> list[str]:
         """Every regular file under ``folder`` back to its durable bytes (the process that
         wrote them is gone); what changed, one line per file, in path order. The page cache
         goes too: pages a failed fsync left marked clean are no longer there to be skipped,
-        and what a restart writes over them reaches the disk at its next fsync."""
+        and what a restart writes over them reaches the disk at its next fsync.
+        ``out_of_order``: what was written past them may also be kept sector by sector, each
+        drawn (``SECTORS``: a disk's cache and the kernel's write-back keep no order), its
+        length kept and the sectors not kept zero."""
         changed = []
         for path in sorted(_files_under(folder)):
             st = os.stat(path)
@@ -299,12 +305,14 @@ class SyncedDisk:
                     continue
                 kept, how = synced, DROP
                 if len(now) > len(synced) and now.startswith(synced):
-                    how = rng.choice((DROP, TEAR, ZERO))
+                    how = rng.choice((DROP, TEAR, ZERO, SECTORS) if out_of_order else (DROP, TEAR, ZERO))
                     extra = len(now) - len(synced)
                     if how == TEAR:
                         kept = now[: len(synced) + rng.randrange(0, extra)]
                     elif how == ZERO:
                         kept = synced + bytes(extra)
+                    elif how == SECTORS:
+                        kept = _some_sectors(now, len(synced), rng)
                 f.seek(0)
                 f.write(kept)
                 f.truncate(len(kept))
@@ -312,6 +320,17 @@ class SyncedDisk:
                 self._synced[(st.st_dev, st.st_ino)] = kept
             changed.append(f"{os.path.relpath(path, folder)}: {len(now)} -> {len(kept)} bytes ({how})")
         return changed
+
+
+def _some_sectors(now: bytes, synced: int, rng: random.Random) -> bytes:
+    """``now`` with each sector past ``synced`` bytes kept or zeroed, one draw each (the
+    synced bytes of the first stay)."""
+    kept = bytearray(now)
+    for lo in range(synced // SECTOR * SECTOR, len(now), SECTOR):
+        if rng.random() < 0.5:
+            start = max(lo, synced)
+            kept[start : lo + SECTOR] = bytes(min(lo + SECTOR, len(now)) - start)
+    return bytes(kept)
 
 
 class _WatchedFile(io.FileIO):

@@ -107,6 +107,7 @@ class Mode(NamedTuple):
     membership: bool = False
     spares_first: bool = False  # the spares' addresses sort before the members' (the members dial them)
     commit_at_once: bool = False  # a leader tells its new commit index at once (pysyncobj's way)
+    out_of_order: bool = False  # a power loss keeps unsynced sectors in no order
 
     def options(self) -> list[str]:
         """As ``python -m sim`` options."""
@@ -116,6 +117,7 @@ class Mode(NamedTuple):
             + ["--membership"] * self.membership
             + ["--spares-first"] * self.spares_first
             + ["--commit-at-once"] * self.commit_at_once
+            + ["--out-of-order"] * self.out_of_order
         )
 
     def make_vars(self) -> str:
@@ -126,6 +128,7 @@ class Mode(NamedTuple):
             + " MEMBERS=1" * self.membership
             + " SPARES_FIRST=1" * self.spares_first
             + " COMMIT_AT_ONCE=1" * self.commit_at_once
+            + " OUT_OF_ORDER=1" * self.out_of_order
         )
 
 
@@ -166,6 +169,7 @@ def run_seed(
             mode.power_loss,
             service=mode.service or script.scenario.service,
             commit_at_once=mode.commit_at_once,
+            out_of_order=mode.out_of_order,
         )
         if script
         else Profile(
@@ -176,6 +180,7 @@ def run_seed(
             membership=mode.membership,
             spares_first=mode.spares_first,
             commit_at_once=mode.commit_at_once,
+            out_of_order=mode.out_of_order,
         )
     )
     base = fresh_dir(os.path.join(sim_root(), f"{os.getpid()}-{seed}"))

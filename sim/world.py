@@ -107,6 +107,8 @@ class Profile:
     # A leader sends its new commit index at once after each apply, as pysyncobj does
     # (ClusterSettings.commit_told_within_s = 0), not with its next append.
     commit_at_once: bool = False
+    # A power loss may keep what was not synced sector by sector, in no order (sim/disk.py).
+    out_of_order: bool = False
 
 
 @dataclass
@@ -242,6 +244,10 @@ class SimNode:
             state = self.service._writer
         else:
             state = StateMachine(Storage(os.path.join(self.data_dir, "store"), STORAGE))
+        for line in state.store.recovered:
+            world.note(f"{name} store opened: {line}")
+        if state.store.journal.lost_at is not None:
+            world.count("writes lost out of order")
         real_apply = state.apply
 
         def apply(index: int, blob: bytes, term: int | None = None):
@@ -326,7 +332,7 @@ class SimNode:
         world = self.world
         applied = None if self.raft is None else self.raft.raftLastApplied
         self.crash()
-        for line in world.disk.lose_power(self.data_dir, world.rng):
+        for line in world.disk.lose_power(self.data_dir, world.rng, world.profile.out_of_order):
             world.note(f"{self.name} power lost: {line}")
         raft_dir = os.path.join(self.data_dir, "raft")
         self.down_holds = durable_journal(os.path.join(raft_dir, "journal"), world.scratch())

@@ -242,3 +242,33 @@ def test_a_store_reopens_whole_whichever_write_of_an_apply_fails(disk, err):
         again.close()
     else:
         pytest.fail("the batch made 40 writes or more")
+
+
+def test_out_of_order_a_power_loss_keeps_unsynced_sectors_each_by_its_own_draw(disk):
+    """A disk's cache and the kernel's write-back keep no order: past the synced bytes,
+    each sector is on disk whole or is zeros, a later one kept where an earlier is not."""
+    disk, node = disk
+    written = bytes(range(1, 256)) * 40  # 10,200 bytes past the synced 6, no zero byte
+    now = b"synced" + written
+    paths = []
+    for seed in range(24):
+        path, fd = _synced(node, f"log{seed:02}")
+        os.write(fd, written)
+        os.close(fd)
+        paths.append(path)
+    lines = disk.lose_power(node, random.Random(5), out_of_order=True)
+    sectors_kept = [p for p, line in zip(paths, lines, strict=True) if line.endswith("(sectors)")]
+    assert sectors_kept, lines
+    gaps = 0
+    for path in sectors_kept:
+        kept = open(path, "rb").read()
+        assert len(kept) == len(now) and kept.startswith(b"synced")
+        lost = []
+        for lo in range(0, len(now), 512):
+            start = max(lo, 6)  # the synced bytes stay
+            part = kept[start : lo + 512]
+            assert part == now[start : lo + 512] or not part.strip(b"\0"), lo
+            if not part.strip(b"\0"):
+                lost.append(lo)
+        gaps += bool(lost) and min(lost) < max(set(range(0, len(now), 512)) - set(lost))
+    assert gaps  # a later sector on disk, an earlier one not
