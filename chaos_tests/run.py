@@ -88,9 +88,10 @@ def run_scenario(
             disk.stop()
     write_scenario(out, name, result)
     history.save(os.path.join(out, f"{name}.history.json"))
+    p99 = result["lateness_ms"]["p99"]
     print(
         f"  {name}: {'pass' if not result['violations'] else 'FAIL ' + '; '.join(result['violations'])}"
-        f" ({result['acknowledged']} acked, lateness p99 {result['lateness_ms']['p99']} ms,"
+        f" ({result['acknowledged']} acked, lateness p99 {'-' if p99 is None else f'{p99:.1f}'} ms,"
         f" recover {result['time_to_recover_ms']} ms)",
         flush=True,
     )
