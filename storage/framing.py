@@ -125,22 +125,22 @@ def scan_frames(buf: bytes | memoryview, start: int, path: str) -> Iterator[tupl
         offset = stop + FRAME_TAIL.size
 
 
-def lost_write(buf: bytes, offset: int) -> bool:
+def lost_write(buf: bytes | memoryview, offset: int, file_at: int = 0) -> bool:
     """Whether the bad frame at ``offset`` is what a write lost at a power cut leaves: a
     disk writes a sector whole or not at all, and one it did not write reads as it was
     before, which past an append-only file's synced end is zeros. So the frame's length
     is zero, or its two lengths disagree (the tail lies in such a sector), or a whole
     sector within it is empty. A frame whose lengths agree, none of whose sectors is
-    empty, yet whose checksum fails, is damage of another kind."""
-    end = len(buf)
+    empty, yet which fails its checksum (or is too short for what it frames), is damage
+    of another kind. ``file_at``: where ``buf`` starts in the file (sectors are the
+    file's)."""
     (n,) = FRAME_HEAD.unpack_from(buf, offset)
     stop = offset + FRAME_HEAD.size + n
-    if n == 0 or stop + FRAME_TAIL.size > end or FRAME_TAIL.unpack_from(buf, stop)[1] != n:
+    if n == 0 or stop + FRAME_TAIL.size > len(buf) or FRAME_TAIL.unpack_from(buf, stop)[1] != n:
         return True
-    first = -(-offset // SECTOR) * SECTOR
-    return any(
-        not bytes(buf[k : k + SECTOR]).strip(b"\0") for k in range(first, stop + 8 - SECTOR + 1, SECTOR)
-    )
+    first = -(-(file_at + offset) // SECTOR) * SECTOR - file_at
+    sectors = range(first, stop + FRAME_TAIL.size - SECTOR + 1, SECTOR)
+    return any(not bytes(buf[k : k + SECTOR]).strip(b"\0") for k in sectors)
 
 
 def frames_past(buf: bytes, start: int) -> list[tuple[int, bytes]]:

@@ -54,17 +54,18 @@ tick thread would catch a mere exception and run the tick again. So does a faile
 of an entry, of a rewrite or of the meta (disk full, EIO, a short write): pysyncobj has
 changed its state in memory around it (storage/durable.py ``write_failed``).
 
-Recovery on open: every frame is read (in chunks) and checked. A torn last frame (one
-that runs past the end, or a bad one followed by nothing but zero bytes, which a crash
-can leave after an unsynced append) is copied aside to ``journal.torn-<offset>`` and
-cut; a bad frame followed by other data raises :class:`CorruptLogError`, and so does a
-"torn" frame at or below the stored commit index, which names synced entries only, unless
-the node's dump holds the log up to that index (``held_to``). So does a last frame that
-no torn write leaves: one whose lengths agree and none of whose sectors (``SECTOR``)
-reads back empty, yet which fails its checksum. A write lost at a power cut leaves whole
-sectors as they were, and past the journal's synced end that is zeros; bit rot in an
-entry synced and acknowledged after the last stored commit index leaves none, and was
-cut as torn. A ``journal``
+Recovery on open: every frame is read (in chunks) and checked. A torn frame is copied
+aside to ``journal.torn-<offset>`` with everything after it, and cut: one that runs past
+the end, or a bad one that a write lost at a power cut leaves. Such a write leaves whole
+sectors as they were, and past the journal's synced end that is zeros: the frame's
+length is zero, its two lengths disagree, or a sector (``SECTOR``) within it reads back
+empty. Whole frames may follow it (the disk and the kernel write pages back in no order),
+and none of them was synced, or the lost write would be on disk too. A bad frame whose
+lengths agree and none of whose sectors reads back empty, yet which fails its checksum,
+raises :class:`CorruptLogError`: bit rot in an entry synced and acknowledged after the
+last stored commit index leaves that, and was cut as torn. So does a "torn" frame at or
+below the stored commit index, which names synced entries only, unless the node's dump
+holds the log up to that index (``held_to``). A ``journal``
 in pysyncobj's format (it starts with ``PYSYNCOBJ``) is converted once, read with
 pysyncobj's ``FileJournal``.
 
@@ -87,7 +88,7 @@ from pysyncobj.pickle import dumps, loads, to_bytes
 from horologe.storage.append_file import AppendFile
 from horologe.storage.durable import fsync, fsync_dir, write_failed
 from horologe.storage.errors import CorruptLogError, StorageError
-from horologe.storage.framing import FRAME_HEAD, FRAME_OVERHEAD, FRAME_TAIL, SECTOR, frame
+from horologe.storage.framing import FRAME_HEAD, FRAME_OVERHEAD, FRAME_TAIL, frame, lost_write
 from horologe.storage.magic import MAGIC_SIZE, RAFT_LOG, check_magic, magic
 
 from ..errors import StaleJournalViewError
@@ -192,18 +193,17 @@ class DiskJournal(Journal):
             payload = buf[at + FRAME_HEAD.size : at + FRAME_HEAD.size + n]
             crc, n2 = FRAME_TAIL.unpack_from(buf, at + FRAME_HEAD.size + n)
             if n2 != n or crc != zlib.crc32(payload) or n < ENTRY_HEAD.size:
-                end = stop + FRAME_TAIL.size
-                if not _only_zeros(fd, end, size):
-                    why = "bad frame or entry shorter than its index and term"
-                    raise CorruptLogError(self.path, pos, why)
-                if n2 == n >= ENTRY_HEAD.size and not _empty_sector(fd, pos, end):
+                if not lost_write(buf, at, buf_at):
                     raise CorruptLogError(
                         self.path,
                         pos,
-                        "the last frame fails its checksum, though its lengths agree and none of its "
-                        "sectors reads back empty: damaged, not torn",
+                        "the frame fails its checksum or is shorter than an entry's index and term, though "
+                        "its lengths agree and none of its sectors reads back empty: damaged, not torn",
                     )
-                break  # torn: the last frame was half-written (a crash may leave zeros after it)
+                # Torn: a write lost at a power cut. Whole frames may follow it: the disk
+                # and the kernel write pages back in no order. None of them was synced,
+                # or the lost write would be on disk too.
+                break
             idx, term = ENTRY_HEAD.unpack_from(payload)
             self._offsets.append(pos)
             self._idx.append(idx)
@@ -517,26 +517,6 @@ class EntriesView(Sequence):
 
 def _frame(command: bytes, idx: int, term: int) -> bytes:
     return frame(ENTRY_HEAD.pack(idx, term) + command)
-
-
-def _empty_sector(fd: int, start: int, end: int) -> bool:
-    """Whether a whole sector between ``start`` and ``end`` holds nothing but zero bytes:
-    a write of it that never reached the disk (the journal only appends, and a file's new
-    blocks read back as zeros)."""
-    first = -(-start // SECTOR) * SECTOR
-    for pos in range(first, end - SECTOR + 1, READ_CHUNK):
-        chunk = os.pread(fd, min(READ_CHUNK, end - pos) // SECTOR * SECTOR, pos)
-        if any(not chunk[k : k + SECTOR].strip(b"\0") for k in range(0, len(chunk), SECTOR)):
-            return True
-    return False
-
-
-def _only_zeros(fd: int, start: int, size: int) -> bool:
-    """Whether the file holds nothing but zero bytes from ``start`` to ``size``."""
-    for pos in range(start, size, READ_CHUNK):
-        if os.pread(fd, min(READ_CHUNK, size - pos), pos).strip(b"\0"):
-            return False
-    return True
 
 
 def _starts_with(path: str, prefix: bytes) -> bool:

@@ -16,12 +16,12 @@ from pysyncobj.journal import FileJournal, MetaStorer
 
 from horologe.cluster import SYNC, ClusterSettings, Entry, StateMachine
 from horologe.cluster.errors import StaleJournalViewError
-from horologe.cluster.raft.journal import ENTRY_HEAD, ENTRY_OVERHEAD, SECTOR, DiskJournal
+from horologe.cluster.raft.journal import ENTRY_HEAD, ENTRY_OVERHEAD, DiskJournal
 from horologe.cluster.raft.loop_crossing import LoopCrossing
 from horologe.cluster.raft.node import RaftNode
 from horologe.storage import Storage, durable
 from horologe.storage.errors import CorruptLogError, FsyncFailedError
-from horologe.storage.framing import FRAME_HEAD, frame
+from horologe.storage.framing import FRAME_HEAD, SECTOR, frame
 from horologe.storage.magic import MAGIC_SIZE
 from horologe.wheel import Watermark
 from testkit.process_cluster import free_ports
@@ -231,6 +231,40 @@ def test_zeros_after_the_last_entry_are_a_torn_tail(tmp_path, kept):
     j = DiskJournal(j.path)
     assert list(j) == expected and j.torn_tail == (good, len(tail))
     j.close()
+
+
+def _lose_sector_of_entry(tmp_path, k: int, commit: int) -> tuple[DiskJournal, int]:
+    """Entries 1..20, the commit index ``commit`` stored; then a power cut kept later
+    sectors of the journal and not the one where entry ``k`` begins (zeros from there)."""
+    j = _journal(tmp_path, _entries(20))
+    j.setRaftCommitIndex(commit)
+    j.onOneSecondTimer()  # syncs, then stores the commit index
+    at = j._offsets[k - 1]
+    j.close()
+    with open(j.path, "r+b") as f:
+        f.seek(at)
+        f.write(bytes(SECTOR - at % SECTOR))
+    assert at // SECTOR + 1 < os.path.getsize(j.path) // SECTOR  # whole entries past it
+    return j, at
+
+
+def test_a_write_lost_out_of_order_past_the_stored_commit_index_is_torn(tmp_path):
+    """Entries added but not yet synced, and a power cut that kept a later sector and not
+    an earlier one (the disk and the kernel write pages back in no order). The entries
+    past the lost write were not synced either, or it would be on disk: all are cut, as
+    a torn tail is (the sim's seed 1303 with --service --power-loss --membership
+    --out-of-order was refused a restart)."""
+    j, at = _lose_sector_of_entry(tmp_path, 15, commit=10)
+    j = DiskJournal(j.path)
+    assert list(j) == _entries(14) and j.torn_tail is not None and j.torn_tail[0] == at
+    j.close()
+
+
+def test_a_write_lost_out_of_order_at_or_below_the_stored_commit_index_is_refused(tmp_path):
+    j, at = _lose_sector_of_entry(tmp_path, 8, commit=10)
+    with pytest.raises(CorruptLogError, match="not a torn tail"):
+        DiskJournal(j.path)
+    assert not os.path.exists(f"{j.path}.torn-{at}")
 
 
 def _damage(path: str, at: int) -> None:

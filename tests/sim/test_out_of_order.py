@@ -1,6 +1,6 @@
 """A power loss that keeps what was not synced sector by sector, in no order
-(sim/disk.py, ``--out-of-order``): a later sector of the store's commit journal on disk,
-an earlier one zeros."""
+(sim/disk.py, ``--out-of-order``): a later sector of a journal on disk, an earlier one
+zeros."""
 
 from __future__ import annotations
 
@@ -17,3 +17,12 @@ def test_unsynced_commits_kept_out_of_order_go_back_to_the_last_sync_point():
     assert first["ok"], first["detail"]
     assert first["counts"].get("writes lost out of order") == 2, first["counts"]
     assert first["trace_hash"] == second["trace_hash"]
+
+
+def test_raft_entries_kept_out_of_order_are_a_torn_tail():
+    """Seed 1303 with --service --membership: a power loss keeps a later sector of a
+    node's Raft journal and not an earlier one, past its last sync. The journal refused to
+    open (CorruptLogError: a bad frame with data after it); it now cuts there as at a torn
+    tail (cluster/raft/journal.py), none of what follows having been synced."""
+    result = replay(1303, "--power-loss", "--service", "--membership", "--out-of-order")
+    assert result["ok"], result["detail"]

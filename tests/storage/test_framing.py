@@ -41,3 +41,11 @@ def test_what_a_lost_write_leaves_and_what_it_does_not():
     big = bytearray(frame(b"y" * 3 * SECTOR))
     big[SECTOR : 2 * SECTOR] = bytes(SECTOR)  # a whole sector inside it never written
     assert lost_write(bytes(big) + good, 0)
+
+
+def test_a_lost_sector_is_the_file_s_not_the_buffer_s():
+    """A buffer read from the middle of a file: the sectors are counted from the file's start."""
+    big = bytearray(frame(b"y" * 3 * SECTOR))
+    big[SECTOR - 100 : 2 * SECTOR - 100] = bytes(SECTOR)  # the file's sector 1, if big starts at 100
+    assert lost_write(bytes(big), 0, file_at=100)
+    assert not lost_write(bytes(big), 0)  # from the start of a file, no whole sector of it is empty
