@@ -220,10 +220,10 @@ def _no_durable_receipt() -> None:
 
 
 def _no_whole_frame_check() -> None:
-    """A bad last journal frame was a torn tail whatever it looked like: one whose lengths
+    """A bad Raft journal frame was a torn tail whatever it looked like: one whose lengths
     agree and no sector of which reads back empty, as bit rot leaves and no torn write
     does, was cut, with the committed entry a follower had synced and answered for."""
-    raft_journal._empty_sector = lambda fd, start, end: True
+    raft_journal.lost_write = lambda buf, offset, file_at=0: True
 
 
 def _no_leader_sync() -> None:
