@@ -21,6 +21,11 @@ Held in memory until ``fsync`` (lost on power loss):
 ``fsync``/``fdatasync``/``msync(MS_SYNC)`` on a file applies its pending data to the backing file
 and ``os.fsync``'s it. ``close()`` (FUSE ``flush``/``release``) makes nothing durable.
 
+With ``--out-of-order SEED`` a power loss does not drop all of it: each unsynced sector (512
+bytes) reaches the backing file or not, a draw each, as a disk's cache and the kernel's
+write-back leave them (a later sector on disk, an earlier one zeros). A file truncated since its
+last fsync still loses all of it.
+
 Durable at once (a leniency: a real file system may lose these too unless the directory is
 fsynced): creating files, ``mkdir``, ``rmdir``, ``unlink``, ``rename`` (``os.replace`` included),
 hard and symbolic links, ``chmod``/``chown``/``utime``. So after a power loss a file that was
@@ -77,6 +82,7 @@ import errno
 import functools
 import logging
 import os
+import random
 import re
 import resource
 import signal
@@ -93,6 +99,7 @@ import trio
 log = logging.getLogger("lazyfs")
 
 BLOCK = 4096  # granularity of the in-memory overlay: the page size, the unit of mmap writeback
+SECTOR = 512  # what a disk writes whole or not at all: the unit of --out-of-order
 CACHE_SECONDS = 1.0  # how long the kernel may cache names and attributes
 SIG_POWER_OFF = signal.SIGUSR1
 SIG_STOP = signal.SIGTERM
@@ -173,13 +180,34 @@ class Overlay:
         os.ftruncate(self.fd, self.floor)  # the truncations first: blocks past floor are rewritten
         written = 0
         for i in sorted(self.blocks):
-            chunk = memoryview(self.blocks[i])[: min(BLOCK, self.size - i * BLOCK)]
-            pos = i * BLOCK
-            while chunk:  # pwrite may write less than asked
-                n = os.pwrite(self.fd, chunk, pos)
-                chunk, pos, written = chunk[n:], pos + n, written + n
+            written += self._write_back(i * BLOCK, min((i + 1) * BLOCK, self.size))
         os.ftruncate(self.fd, self.size)
         os.fsync(self.fd)
+        return written
+
+    def keep_some(self, rng: random.Random) -> int:
+        """At a power cut, write each unsynced sector to the backing file or not, a draw
+        each (``--out-of-order``: a disk's cache and the kernel's write-back keep no order).
+        A sector written past the backing file's end extends it, the sectors before it not
+        written reading as zeros. A file truncated since its last fsync keeps nothing: its
+        size and the data around it are not drawn apart. Returns the bytes written."""
+        if self.floor < os.fstat(self.fd).st_size:
+            return 0
+        written = 0
+        for i in sorted(self.blocks):
+            for lo in range(i * BLOCK, min((i + 1) * BLOCK, self.size), SECTOR):
+                if rng.random() < 0.5:
+                    written += self._write_back(lo, min(lo + SECTOR, self.size))
+        return written
+
+    def _write_back(self, start: int, stop: int) -> int:
+        """Bytes ``start:stop`` (within one block) from the overlay to the backing file."""
+        i = start // BLOCK
+        chunk = memoryview(self.blocks[i])[start - i * BLOCK : stop - i * BLOCK]
+        pos, written = start, 0
+        while chunk:  # pwrite may write less than asked
+            n = os.pwrite(self.fd, chunk, pos)
+            chunk, pos, written = chunk[n:], pos + n, written + n
         return written
 
 
@@ -236,10 +264,18 @@ class LazyOperations(pyfuse3.Operations):
     enable_writeback_cache = False
     supports_dot_lookup = False  # the kernel then never asks us for "." or ".."
 
-    def __init__(self, backing: str, cut_on_rename_to: str | None = None, cut_marker: str | None = None):
+    def __init__(
+        self,
+        backing: str,
+        cut_on_rename_to: str | None = None,
+        cut_marker: str | None = None,
+        out_of_order: int | None = None,
+    ):
         """``cut_on_rename_to``: once armed (SIG_ARM_CUT), the power goes right after a rename
-        onto a file of that name, and ``cut_marker`` is created to say so."""
+        onto a file of that name, and ``cut_marker`` is created to say so. ``out_of_order``:
+        a seed; a power cut then keeps some unsynced sectors (:meth:`Overlay.keep_some`)."""
         super().__init__()
+        self.out_of_order = out_of_order
         self.cut_on_rename_to = cut_on_rename_to
         self.cut_marker = cut_marker
         self.cut_armed = False
@@ -356,6 +392,10 @@ class LazyOperations(pyfuse3.Operations):
         self.powered_off = True
         files, nbytes = self.pending()
         log.info("power off: dropping unsynced data (%d files, ~%d bytes)", files, nbytes)
+        if self.out_of_order is not None:
+            rng = random.Random(self.out_of_order)
+            kept = sum(f.overlay.keep_some(rng) for _, f in sorted(self._files.items()) if f.overlay)
+            log.info("out of order: %d bytes of unsynced sectors kept, each by its own draw", kept)
 
     def drop_everything(self) -> None:
         for file in self._files.values():
@@ -616,7 +656,13 @@ async def _serve(ops: LazyOperations, mountpoint: str) -> None:
         nursery.cancel_scope.cancel()
 
 
-def serve(backing: str, mountpoint: str, cut_on_rename_to: str | None = None, cut_marker: str | None = None):
+def serve(
+    backing: str,
+    mountpoint: str,
+    cut_on_rename_to: str | None = None,
+    cut_marker: str | None = None,
+    out_of_order: int | None = None,
+):
     """Mount, serve until a signal or an unmount, then drop everything unsynced."""
     # One O_PATH descriptor per inode the kernel knows, one more per open or unsynced file.
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
@@ -624,7 +670,7 @@ def serve(backing: str, mountpoint: str, cut_on_rename_to: str | None = None, cu
         resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     except (ValueError, OSError):
         log.warning("open-file limit stays at %d", soft)
-    ops = LazyOperations(backing, cut_on_rename_to, cut_marker)
+    ops = LazyOperations(backing, cut_on_rename_to, cut_marker, out_of_order)
     options = set(pyfuse3.default_options) | {"fsname=lazyfs", "subtype=lazyfs"}
     pyfuse3.init(ops, mountpoint, options)
     log.info("mounted %s on %s (pid %d)", backing, mountpoint, os.getpid())
@@ -670,6 +716,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--cut-marker", metavar="PATH", help="holds 'armed' once armed, then 'cut: OLD -> NEW' once it cut"
     )
+    parser.add_argument(
+        "--out-of-order",
+        metavar="SEED",
+        type=int,
+        help="at a power loss, write each unsynced sector (512 bytes) to BACKING or not, a draw each from "
+        "SEED, as a disk's cache and write-back leave them: a later sector on disk, an earlier one not",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(
         level=logging.DEBUG if args.debug else logging.INFO,
@@ -678,7 +731,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.debug:
         logging.getLogger("pyfuse3").setLevel(logging.INFO)
     backing, mountpoint = os.path.abspath(args.backing), os.path.abspath(args.mountpoint)
-    serve(backing, mountpoint, args.cut_on_rename_to, args.cut_marker)
+    serve(backing, mountpoint, args.cut_on_rename_to, args.cut_marker, args.out_of_order)
     return 0
 
 
@@ -713,9 +766,12 @@ class LazyFS:
         *,
         log_path=None,
         cut_on_rename_to: str | None = None,
+        out_of_order: int | None = None,
     ):
-        """``cut_on_rename_to``: see :meth:`arm_cut`."""
+        """``cut_on_rename_to``: see :meth:`arm_cut`. ``out_of_order``: a seed; a power loss
+        then keeps some unsynced sectors (``--out-of-order``)."""
         self.backing = os.path.realpath(backing)
+        self.out_of_order = out_of_order
         self.cut_on_rename_to = cut_on_rename_to
         self.cut_marker = os.path.join(os.path.dirname(self.backing), os.path.basename(self.backing) + ".cut")
         # realpath of the parent only: resolving the mount point itself would ask the mount.
@@ -745,7 +801,8 @@ class LazyFS:
         with open(self.log_path, "ab") as log_file:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "chaos_tests.lazyfs", self.backing, self.mountpoint]
-                + (cut if self.cut_on_rename_to else []),
+                + (cut if self.cut_on_rename_to else [])
+                + (["--out-of-order", str(self.out_of_order)] if self.out_of_order is not None else []),
                 stdin=subprocess.DEVNULL,
                 stdout=log_file,
                 stderr=subprocess.STDOUT,

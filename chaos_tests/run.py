@@ -17,8 +17,10 @@ import tempfile
 import time
 
 import click
+import numpy as np
 
-from horologe.storage import MessageId, check_store
+from horologe.storage import MessageId, StorageError, check_store
+from horologe.storage.ready_log import READY
 from testkit.process_cluster import CLIENT
 
 from .checker import check, violations
@@ -55,6 +57,7 @@ def run_scenario(
             os.path.join(root, "data"),
             log_path=os.path.join(root, "lazyfs.log"),
             cut_on_rename_to=scenario.power_cut_on_rename,
+            out_of_order=seed if scenario.out_of_order else None,
         )
         disk.start()
     try:
@@ -136,7 +139,13 @@ def read_ready_logs(
     members = [i for i in cluster.indexes if i not in retired]
     for i in members:
         node = f"n{i + 1}"
-        with cluster.store(i) as store:
+        try:
+            store = cluster.store(i)
+        except StorageError as e:  # a node that could not start on it either: a violation
+            errors[node] = f"cannot open: {type(e).__name__}: {e}"
+            ready[node] = np.empty(0, dtype=READY.dtype)
+            continue
+        with store:
             try:
                 check_store(store)
                 errors[node] = None

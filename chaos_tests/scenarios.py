@@ -511,6 +511,15 @@ def power_loss(run: Run) -> None:
         c.start_all()
 
 
+def power_loss_out_of_order(run: Run) -> None:
+    """The same power loss, on a disk that keeps some of the unsynced sectors, each by its
+    own draw (LazyFS ``--out-of-order``): a journal may come back with a later frame on
+    disk and an earlier one zeros. Each node opens at what its journals hold before the
+    damage (docs/storage.md, "Recovery on open"; docs/cluster.md, the Raft journal) and
+    the cluster still delivers every acknowledged message, once."""
+    power_loss(run)
+
+
 # A dump every 100 entries: one every few hundred milliseconds under the workload.
 DUMP_OFTEN_TOML = "log_compaction_min_entries = 100\n"
 # What a node logs when its Raft journal is cleared (cluster/raft/journal.py).
@@ -597,6 +606,7 @@ class Scenario:
     steppable: tuple[int, ...] = ()  # nodes whose clocks the scenario steps while they run
     power_loss: bool = False  # node data on chaos_tests/lazyfs.py, which run.disk controls
     power_cut_on_rename: str | None = None  # a rename run.disk.arm_cut() cuts the power after
+    out_of_order: bool = False  # a power loss keeps some unsynced sectors (lazyfs --out-of-order)
     early_allowance_ms: int = 0
     node_toml: str = ""  # node settings beyond the harness's
 
@@ -625,6 +635,7 @@ SCENARIOS = {
     "forced_release_x10": Scenario(forced_release_x10, quick=True),
     "rolling_restart": Scenario(rolling_restart),
     "power_loss": Scenario(power_loss, quick=True, power_loss=True),
+    "power_loss_out_of_order": Scenario(power_loss_out_of_order, power_loss=True, out_of_order=True),
     "power_loss_at_dump": Scenario(
         power_loss_at_dump, power_loss=True, power_cut_on_rename="snapshot", node_toml=DUMP_OFTEN_TOML
     ),
