@@ -51,9 +51,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from horologe.storage import durable
+from horologe.storage.framing import SECTOR
 
 DROP, TEAR, ZERO, SECTORS = "drop", "tear", "zero", "sectors"
-SECTOR = 512  # what a disk writes whole or not at all
 
 
 class ProcessExit(BaseException):  # noqa: N818 - as SystemExit: not an error of the caller's
