@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import os
 import sys
+from collections.abc import Iterator
 
 import click
 
 from horologe.cluster.backup import manifest as backup_manifest
 from horologe.cluster.backup.manifest import MANIFEST_NAME
 from horologe.cluster.store_report import storage_report
+from horologe.node.data_lock import lock_data_dir
+from horologe.node.errors import DataDirInUseError
 from horologe.storage import InvalidFieldError, Storage, StorageError, check_store
 from horologe.storage.hour_names import hour_name
 from horologe.storage.message_json import parse_duration
@@ -18,12 +22,15 @@ from horologe.storage.message_json import parse_duration
 
 @click.group()
 def storage() -> None:
-    """Inspect and verify a node's store folder (stop the node first) or a backup."""
+    """Inspect and verify a stopped node's store folder, or a backup of a running one."""
 
 
-def _open_store(data_dir: str) -> Storage:
+@contextlib.contextmanager
+def _open_store(data_dir: str) -> Iterator[Storage]:
     """The store in DATA_DIR, or, for a backup's folder, its store (read-only: a backup
-    stays as it was), once the backup's files are checked against their SHA-256."""
+    stays as it was), once the backup's files are checked against their SHA-256. A node's
+    store is opened as its node opens it (a torn tail set aside), so only while no node
+    process holds its data folder's lock (node/data_lock.py), which it holds meanwhile."""
     if os.path.isfile(os.path.join(data_dir, MANIFEST_NAME)):
         try:
             manifest = backup_manifest.read(data_dir)
@@ -45,10 +52,21 @@ def _open_store(data_dir: str) -> Storage:
         raise click.ClickException(
             f"{data_dir} is not a Horologe store (no commits.log): name <data_dir>/store, or a backup"
         )
-    try:
-        return Storage(data_dir, read_only=read_only)
-    except StorageError as e:
-        raise click.ClickException(str(e)) from e
+    with contextlib.ExitStack() as held:
+        node_dir = os.path.dirname(os.path.abspath(data_dir))
+        if not read_only and os.path.isfile(os.path.join(node_dir, "lock")):
+            try:
+                held.callback(os.close, lock_data_dir(node_dir))
+            except DataDirInUseError as e:
+                raise click.ClickException(
+                    f"{e}: stop that node first, or check a backup of it (horologe backup)"
+                ) from e
+        try:
+            store = Storage(data_dir, read_only=read_only)
+        except StorageError as e:
+            raise click.ClickException(str(e)) from e
+        with store:
+            yield store
 
 
 @storage.command()
@@ -60,16 +78,14 @@ def check(data_dir: str) -> None:
     are first checked against their SHA-256. Opening a node's store sets aside any torn
     tail (an uncommitted write cut short by a crash) into DATA_DIR/torn/ and says so.
     """
-    store = _open_store(data_dir)
-    try:
+    with _open_store(data_dir) as store:
         for line in store.recovered:
             click.echo(f"recovered: {line}")
-        with click.progressbar(length=len(store.hours()), label="checking hours", file=sys.stderr) as bar:
-            report = check_store(store, on_hour=lambda _hour: bar.update(1))
-    except StorageError as e:
-        raise click.ClickException(f"corrupt: {e}") from e
-    finally:
-        store.close()
+        try:
+            with click.progressbar(length=len(store.hours()), label="checking hours", file=sys.stderr) as bar:
+                report = check_store(store, on_hour=lambda _hour: bar.update(1))
+        except StorageError as e:
+            raise click.ClickException(f"corrupt: {e}") from e
     click.echo(
         f"ok: {report.messages:,} messages in {report.hours} hours, {report.cancelled:,} cancelled, "
         f"{sum(report.ready_entries.values()):,} delivered, {report.keys:,} keys"
@@ -109,11 +125,8 @@ def inspect(data_dir: str, retention: str, now_ms: int | None) -> None:
     except InvalidFieldError as e:
         why = f"{retention!r}: want ms, or like 90s, 36h, 7d"
         raise click.BadParameter(why, param_hint="--retention") from e
-    store = _open_store(data_dir)
-    try:
+    with _open_store(data_dir) as store:
         r = storage_report(store, now_ms, retention_ms)
-    finally:
-        store.close()
     click.echo(f"applied index  {r.applied_index}")
     click.echo(f"sealed before  {hour_name(r.sealed_before_hour)}")
     retained = hour_name(r.retained_from_hour) if r.retained_from_hour else "(nothing removed yet)"

@@ -107,3 +107,39 @@ def test_inspect_and_check_of_a_backup_check_its_files_then_report_and_leave_it_
         f.write(b"[")
     r = CliRunner().invoke(main, ["storage", "check", str(tmp_path / "backup")])
     assert r.exit_code == 1 and "not a Horologe backup manifest" in r.output
+
+
+def test_check_and_inspect_refuse_a_store_whose_node_runs_and_leave_it_as_it_was(tmp_path):
+    """Opening a node's store sets a torn tail aside and cuts files back: done under a
+    running node, it took away what the node had written and halted it for good."""
+    import subprocess
+    import sys
+
+    store = tmp_path / "n1" / "store"
+    make_store(str(store))
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; from horologe.node.data_lock import lock_data_dir; "
+            f"lock_data_dir({str(tmp_path / 'n1')!r}); print('held', flush=True); time.sleep(60)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout.readline() == "held\n"
+        with open(store / "commits.log", "ab") as f:
+            f.write(b"\0" * 100)  # what a node has written past its last sync point, so far
+        before = {p: p.read_bytes() for p in store.rglob("*") if p.is_file()}
+        for command in ("check", "inspect"):
+            r = CliRunner().invoke(main, ["storage", command, str(store)])
+            assert r.exit_code == 1, r.output
+            assert f"in use by another node process (pid {holder.pid})" in r.output
+            assert "stop that node first" in r.output
+        assert {p: p.read_bytes() for p in store.rglob("*") if p.is_file()} == before
+    finally:
+        holder.kill()
+        holder.wait()
+    r = CliRunner().invoke(main, ["storage", "check", str(store)])
+    assert r.exit_code == 0 and "ok: 3 messages" in r.output, r.output
