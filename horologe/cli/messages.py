@@ -65,32 +65,36 @@ def produce(
 @click.option("--topic", required=True, help="Topic to consume (or %DLQ%<group>).")
 @click.option("--group", required=True, help="Consumer group: its consumers share the messages.")
 @click.option("--tags", default="*", show_default=True, help='Tag filter: "a||b" or "*".')
-@click.option("--max", "max_messages", default=32, show_default=True, help="Messages per pull.")
-@click.option("--count", type=int, help="Stop after this many messages (default: run until Ctrl-C).")
+@click.option(
+    "--max",
+    "max_messages",
+    type=click.IntRange(1, 1000),
+    default=32,
+    show_default=True,
+    help="Messages per pull.",
+)
+@click.option(
+    "--count",
+    type=click.IntRange(min=1),
+    help="Take, print and ack this many messages, then stop (default: run until Ctrl-C).",
+)
 @click.option("--nack", is_flag=True, help="Nack instead of ack (exercise retries and the DLQ).")
 @_sdk_errors
 def consume(url, token, ca, topic, group, tags, max_messages, count, nack) -> None:
-    """Print messages as they arrive, one JSON line each, and ack them."""
+    """Print messages as they arrive, one JSON line each, and ack them.
+
+    A body that is not UTF-8 is printed as ``body_b64``. A pull takes no more than --count
+    still wants: what is not printed is not acked, so it stays for the group."""
     client = _client(url, token, ca=ca)
     seen = 0
     try:
         while count is None or seen < count:
-            batch = client.pull(topic, group, tags=tags, max=max_messages, wait_ms=5_000)
+            want = max_messages if count is None else min(max_messages, count - seen)
+            batch = client.pull(topic, group, tags=tags, max=want, wait_ms=5_000)
             for m in batch:
-                body = m.body.decode(errors="replace")
-                click.echo(
-                    json.dumps(
-                        {
-                            "id": m.id,
-                            "topic": m.topic,
-                            "tags": list(m.tags),
-                            "body": body,
-                            "deliver_at": m.deliver_at,
-                            "delivered_at": m.delivered_at,
-                            "attempt": m.attempt,
-                        }
-                    )
-                )
+                line = {"id": m.id, "topic": m.topic, "tags": list(m.tags)} | _body(m.body)
+                line |= {"deliver_at": m.deliver_at, "delivered_at": m.delivered_at, "attempt": m.attempt}
+                click.echo(json.dumps(line))
             if batch:
                 receipts = [m.receipt for m in batch]
                 (client.nack if nack else client.ack)(topic, group, receipts)
@@ -218,14 +222,19 @@ def pending(url, token, ca, topic, start, end, limit, with_body, key) -> None:
             break
 
 
+def _body(body: bytes) -> dict[str, str]:
+    """``body`` as text, or ``body_b64`` when it is not UTF-8."""
+    try:
+        return {"body": body.decode()}
+    except UnicodeDecodeError:
+        return {"body_b64": base64.b64encode(body).decode()}
+
+
 def _echo_pending(messages) -> None:
     """One JSON line per pending message (``body`` or ``body_b64`` when it was asked for)."""
     for m in messages:
         line = {"id": m.id, "deliver_at": m.deliver_at, "fires_at": m.fires_at, "tags": list(m.tags)}
         line |= {"key": m.key, "headers": m.headers}
         if m.body is not None:
-            try:
-                line["body"] = m.body.decode()
-            except UnicodeDecodeError:
-                line["body_b64"] = base64.b64encode(m.body).decode()
+            line |= _body(m.body)
         click.echo(json.dumps(line))

@@ -185,6 +185,36 @@ def test_cli_produce_consume_cancel(cluster):
     assert r.exit_code == 2  # id or topic+key, not both
 
 
+def test_cli_consume_takes_no_more_than_its_count_and_prints_any_body_whole(cluster):
+    """``consume --count 2`` pulled a batch of up to --max and acked it all, printing more
+    than asked; a script reading two lines lost the rest. A body not UTF-8 came out with
+    replacement characters."""
+    import base64
+    import json
+
+    from click.testing import CliRunner
+
+    from horologe.cli import main
+
+    c = client(cluster)
+    c.produce("cli-count", b"\x89PNG\r\n", deliver_after=0)
+    for k in range(4):
+        c.produce("cli-count", f"m{k}", deliver_after=0)
+    env = {"HOROLOGE_CLIENT_TOKEN": CLIENT, "HOROLOGE_URL": ",".join(cluster.url(i) for i in cluster.indexes)}
+    wait_delivered(cluster)
+    r = CliRunner(env=env).invoke(main, ["consume", "--topic", "cli-count", "--group", "g", "--count", "2"])
+    assert r.exit_code == 0, r.output
+    printed = [json.loads(line) for line in r.output.splitlines()]
+    assert len(printed) == 2
+    assert (
+        printed[0].get("body_b64") == base64.b64encode(b"\x89PNG\r\n").decode() and "body" not in printed[0]
+    )
+    rest = drain(c, "cli-count", "g", idle_s=0.5)
+    assert sorted(m.body for m in rest) == sorted(
+        f"m{k}".encode() for k in range(4) if f"m{k}" != printed[1]["body"]
+    )
+
+
 def test_produce_retried_across_failover_is_stored_once(cluster):
     """A producer that never heard back retries with the same key on the new master."""
     c = client(cluster)
