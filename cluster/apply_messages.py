@@ -110,7 +110,7 @@ def store_messages(
     same messages, pending already: only those delivered at once leave the count."""
     slots, now = _slots(cols.deliver_at_ms, w)
     res.id_hours, res.id_gis = tx.append_columns(cols, slots, copies)
-    fresh = tx.fresh
+    fresh = res.stored = tx.fresh
     res.pending_slots = slots[fresh & ~now]
     # Counted in C (Counter over the flagged topics): no Python work per message.
     if copies:

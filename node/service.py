@@ -14,6 +14,8 @@ import logging
 import os
 from collections.abc import Awaitable, Callable
 
+import numpy as np
+
 from horologe.cluster import (
     CANCEL,
     MOVE,
@@ -35,7 +37,15 @@ from horologe.cluster.raft.loop_crossing import LoopCrossing
 from horologe.cluster.raft.membership import Member
 from horologe.cluster.raft.node import Applied, RaftNode
 from horologe.cluster.retention import Cut
-from horologe.storage import MessageColumns, MessageId, Storage, StorageConfig, id_strings
+from horologe.storage import (
+    MessageColumns,
+    MessageExpiredError,
+    MessageId,
+    Storage,
+    StorageConfig,
+    UnknownMessageError,
+    id_strings,
+)
 from horologe.storage.store_reader import StoreReader
 
 from .backups import Backups
@@ -463,9 +473,10 @@ class NodeService:
     async def _propose_produce(self, messages: MessageColumns) -> ApplyResult:
         return await self.propose(PRODUCE, messages=messages)
 
-    async def produce(self, messages: MessageColumns) -> list[str]:
+    async def produce(self, messages: MessageColumns) -> tuple[list[str], list[int]]:
         """Propose messages (each part of a big batch may share a P entry with others); their
-        ids, in order.
+        ids and deliver times, in order. One whose key named a message already there has
+        that message's id, and its deliver time as the committed view holds it now.
 
         A Raft entry stays under ``MAX_ENTRY_BYTES`` (DESIGN §5: commands of a quarter of
         the append batch or more crawl), so a big batch is split across entries. Each part
@@ -475,9 +486,15 @@ class NodeService:
         parts = _entry_parts(messages)
         committed = await asyncio.gather(*(self.produce_commit.submit(p, size) for p, size in parts))
         ids: list[str] = []
+        named: list[int] = []  # positions whose key named a message already there
         for (res, at), (part, _) in zip(committed, parts, strict=True):
+            named += (len(ids) + np.flatnonzero(~res.stored[at : at + len(part)])).tolist()
             ids += id_strings(res.id_hours[at : at + len(part)], res.id_gis[at : at + len(part)])
-        return ids
+        deliver_at = messages.deliver_at_ms.tolist()
+        for i in named:
+            with contextlib.suppress(MessageExpiredError, UnknownMessageError):  # gone by now
+                deliver_at[i] = self.view.status(MessageId.parse(ids[i])).deliver_at_ms
+        return ids, deliver_at
 
     async def cancel(self, ids: list[str], keys: list[tuple[str, str]]) -> list[tuple[str, str | None]]:
         """Cancel by id and by (topic, key): each one's state and the id it names (None: unknown)."""

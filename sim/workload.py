@@ -244,7 +244,8 @@ class Workload:
 
         async def produce(service: NodeService) -> list[str]:
             service.require_master()
-            return await service.produce(cols)
+            ids, _ = await service.produce(cols)
+            return ids
 
         def answered(ids) -> None:
             made = list(zip(ids, topics, deliver, strict=True))

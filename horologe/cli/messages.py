@@ -26,7 +26,11 @@ from horologe.cli._common import (
 @click.option("--topic", required=True)
 @click.option("--body", required=True, help="Message body (text).")
 @click.option("--tag", "tags", multiple=True, help="A tag; repeat for more.")
-@click.option("--key", help="Producer key: a retry with the same key returns the first id.")
+@click.option(
+    "--key",
+    help="Producer key: while its message is kept, the same key stores nothing new and prints that "
+    "message's id and deliver time.",
+)
 @click.option("--at", "deliver_at", help="Deliver at: epoch ms or ISO-8601 with a zone.")
 @click.option("--after", "deliver_after", help="Deliver after: ms, or 500ms / 90s / 5m / 2h / 3d.")
 @click.option("--level", "delay_level", type=int, help="RocketMQ delay level 1..18 (1s .. 2h).")

@@ -46,7 +46,13 @@ def _mid(text: str) -> MessageId:
         MESSAGES,
         "Schedule one message",
         CLIENT,
-        {"201": response_doc("Stored on a majority; it will be delivered at `deliver_at`.", "Scheduled")},
+        {
+            "201": response_doc(
+                "Stored on a majority, or its key named a message already there: "
+                "the id and `deliver_at` are that message's.",
+                "Scheduled",
+            )
+        },
         body="Message",
         errors=("Unprocessable",),
         description=MSGPACK_BODY,
@@ -61,9 +67,9 @@ async def post_message(request: web.Request) -> web.Response:
     msg = plain_message(await read_body(request), msgpack, now, svc.limits)
     if msg is None:  # each rule, each refusal as documented (the body is read once)
         msg = parse_message(await produce_body(request), now, svc.limits)
-    (mid,) = await svc.produce(MessageColumns.from_messages([msg]))
+    (mid,), (deliver_at,) = await svc.produce(MessageColumns.from_messages([msg]))
     request.app[METRICS].produce_seconds.observe(time.perf_counter() - started)
-    return answer(201, {"id": mid, "topic": msg.topic, "deliver_at": msg.deliver_at_ms})
+    return answer(201, {"id": mid, "topic": msg.topic, "deliver_at": deliver_at})
 
 
 @routes.post(
@@ -87,8 +93,7 @@ async def post_batch(request: web.Request) -> web.Response:
     msgpack = request.content_type == pull_wire.MSGPACK
     cols = plain_batch(await read_body(request), msgpack, now, svc.limits, limit)
     if cols is not None:  # what the SDK sends: every item plain and good
-        ids = await svc.produce(cols) if len(cols) else []
-        at = cols.deliver_at_ms.tolist()
+        ids, at = await svc.produce(cols) if len(cols) else ([], [])
         results = [{"id": mid, "deliver_at": d} for mid, d in zip(ids, at, strict=True)]
     else:  # each item by every rule, each refusal as documented (the body is read once)
         body = await produce_body(request)
@@ -118,9 +123,9 @@ async def _produce_each(svc, items: list, now: int) -> list[dict]:
         except ApiError as e:
             results.append(e.body())
     if good:
-        ids = await svc.produce(MessageColumns.from_messages([m for _, m in good]))
-        for (i, m), mid in zip(good, ids, strict=True):
-            results[i] = {"id": mid, "deliver_at": m.deliver_at_ms}
+        ids, at = await svc.produce(MessageColumns.from_messages([m for _, m in good]))
+        for (i, _), mid, d in zip(good, ids, at, strict=True):
+            results[i] = {"id": mid, "deliver_at": d}
     return results
 
 

@@ -150,6 +150,28 @@ def test_idempotent_produce_and_cancel_through_the_sdk(cluster):
         c.cancel(now.id)
 
 
+def test_a_produce_whose_key_names_a_message_answers_that_messages_time(cluster):
+    """The answer gave the time asked for, though nothing new was stored: a message at
+    +1 h, produced again with its key for +10 s, said +10 s and came at +1 h."""
+    c = client(cluster)
+    first = c.produce("o", "x", key="order-10", deliver_after="1h")
+    again = c.produce("o", "x again", key="order-10", deliver_after="10s")
+    assert (again.id, again.deliver_at) == (first.id, first.deliver_at)
+    moved = first.deliver_at + 60_000
+    c.reschedule(first.id, deliver_at=moved)
+    (res,) = c.produce_batch([{"topic": "o", "body": "x", "key": "order-10", "deliver_after": "10s"}])
+    assert (res.id, res.deliver_at) == (first.id, moved)
+    c.cancel(first.id)
+    mixed = c.produce_batch(
+        [
+            {"topic": "o", "body": "x", "key": "order-10"},
+            {"topic": "o", "body": "y", "key": "order-11", "deliver_after": "2h"},
+        ]
+    )
+    assert (mixed[0].id, mixed[0].deliver_at) == (first.id, moved)  # the cancelled one's own time
+    assert mixed[1].id != first.id and mixed[1].deliver_at == c.status(mixed[1].id).deliver_at
+
+
 def test_async_client(cluster):
     async def run():
         async with AsyncClient([cluster.url(i) for i in cluster.indexes], CLIENT) as c:
