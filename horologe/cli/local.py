@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import time
@@ -23,9 +24,15 @@ from horologe.local_supervisor import Supervisor
     help="Where configs, data and logs go.",
 )
 @click.option(
-    "--http-port", default=8081, show_default=True, help="First HTTP port; nodes take consecutive ones."
+    "--http-port",
+    default=8081,
+    show_default=True,
+    type=click.IntRange(1, 65535),
+    help="First HTTP port; nodes take consecutive ones.",
 )
-@click.option("--raft-port", default=7081, show_default=True, help="First Raft port.")
+@click.option(
+    "--raft-port", default=7081, show_default=True, type=click.IntRange(1, 65535), help="First Raft port."
+)
 @click.option("--demo/--no-demo", default=False, help="Schedule a few messages and show them delivered.")
 @click.option("--exit-after-demo", is_flag=True, help="Stop the cluster when the demo is done.")
 @click.option(
@@ -36,7 +43,13 @@ from horologe.local_supervisor import Supervisor
     help="When a node dies: leave it down until a SIGHUP to local-cluster, or restart it by "
     "itself when it exited with an error or by a signal.",
 )
-@click.option("--restart-delay", default=3.0, show_default=True, help="Seconds before an on-failure restart.")
+@click.option(
+    "--restart-delay",
+    default=3.0,
+    show_default=True,
+    type=click.FloatRange(min=0),
+    help="Seconds before an on-failure restart.",
+)
 @click.option(
     "--make-run-began",
     type=float,
@@ -56,6 +69,9 @@ def local_cluster(
     Node logs go to DATA/n<i>.log.
     """
     began = time.monotonic()
+    for option, first in (("--http-port", http_port), ("--raft-port", raft_port)):
+        if first + nodes - 1 > 65535:
+            raise click.BadParameter(f"{nodes} nodes from port {first} go past 65535", param_hint=option)
     http_ports, raft_ports = [http_port + i for i in range(nodes)], [raft_port + i for i in range(nodes)]
     if taken := lc.taken_ports(http_ports + raft_ports):
         raise click.ClickException(
@@ -109,5 +125,6 @@ def local_cluster(
         lc.stop(supervisor.procs)
         raise click.ClickException(f"{e} (see {data}/n*.log)") from e
     finally:
-        click.echo("stopping nodes...")
+        with contextlib.suppress(OSError):  # output closed (`| head`): the nodes stop all the same
+            click.echo("stopping nodes...")
         lc.stop(supervisor.procs)

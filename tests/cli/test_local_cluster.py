@@ -7,6 +7,7 @@ on-failure``) or on a SIGHUP, and says when it is back. Ctrl-C (SIGTERM) stops t
 
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
 import re
@@ -167,3 +168,58 @@ def test_ports_in_use_are_named_before_any_node_starts(tmp_path):
     assert out.returncode == 1
     assert f"already in use on 127.0.0.1: port {port} (another local-cluster?)" in out.stderr
     assert not (tmp_path / "local").exists()  # nothing written, nothing started
+
+
+def test_a_closed_output_does_not_leave_the_nodes_running(tmp_path):
+    """``local-cluster | head -2``, then Ctrl-C: its goodbye ("stopping nodes...") hit the
+    closed pipe before it stopped the nodes, and they ran on without it."""
+    http, raft = free_port_run(1), free_port_run(1)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "horologe", "local-cluster", "--data", str(tmp_path / "local"), "--nodes", "1"]
+        + ["--http-port", str(http), "--raft-port", str(raft)],
+        env={**os.environ, **ENV},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    node_pid = None
+    try:
+        for line in proc.stdout:
+            if m := re.search(r"  n1  \S+   pid (\d+)", line):
+                node_pid = int(m[1])
+                break
+        assert node_pid, "local-cluster never named its node"
+        proc.stdout.close()  # as `head` exits
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(30)
+
+        def node_gone() -> bool:
+            """the node process ended"""
+            try:
+                os.kill(node_pid, 0)
+            except ProcessLookupError:
+                return True
+            return False
+
+        wait_until(node_gone, 15.0)
+    finally:
+        if node_pid is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(node_pid, signal.SIGKILL)
+        if proc.poll() is None:
+            proc.kill()
+
+
+def test_ports_past_65535_are_refused_before_anything_starts(tmp_path):
+    """A traceback (OverflowError from bind) before, once the nodes had been written."""
+    from click.testing import CliRunner
+
+    from horologe.cli import main
+
+    for args, why in (
+        (["--http-port", "70000"], "70000 is not in the range 1<=x<=65535"),
+        (["--raft-port", "65534"], "3 nodes from port 65534 go past 65535"),
+    ):
+        r = CliRunner().invoke(main, ["local-cluster", "--data", str(tmp_path / "local"), *args])
+        assert r.exit_code == 2 and why in r.output, r.output
+    assert not (tmp_path / "local").exists()
