@@ -43,7 +43,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "spark": ("spark", "Batch jobs on Spark: bulk scheduling from files, audits of a node's store."),
     "status": ("admin", "Show MESSAGE_ID's state, or the node's status when no id is given."),
-    "storage": ("storage", "Inspect and verify a node's store folder (stop the node first) or a backup."),
+    "storage": ("storage", "Inspect and verify a stopped node's store folder, or a backup of a running one."),
     "subscription": (
         "subscriptions",
         "Push subscriptions: the master POSTs a group's messages, signed, to a URL of yours.",
