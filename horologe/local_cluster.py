@@ -44,6 +44,7 @@ def write_configs(
             f'data_dir = "{os.path.abspath(os.path.join(data_root or data, f"n{i}"))}"',
             f'http = "127.0.0.1:{http_ports[i - 1]}"',
             f'raft = "127.0.0.1:{raft_ports[i - 1]}"',
+            f'raft_bind = "127.0.0.1:{raft_ports[i - 1]}"',  # on this machine only, as HTTP
             extra,
             node_extra(i - 1) if node_extra else "",
         ]

@@ -137,6 +137,15 @@ class NodeConfig:
         )
 
     @property
+    def raft_listen(self) -> str:
+        """Where Raft listens: ``raft_bind``, else every interface at the ``raft`` address's
+        port, as pysyncobj binds with no bind address (transport.py:266)."""
+        if self.raft_bind:
+            return self.raft_bind
+        host, _, port = self.raft.rpartition(":")
+        return f"{'[::]' if ':' in host else '0.0.0.0'}:{port}"
+
+    @property
     def scheme(self) -> str:
         """How this node serves its HTTP API: ``https`` with a certificate, else ``http``."""
         return "https" if self.tls_cert else "http"

@@ -60,7 +60,7 @@ def node(config_path, node_id, data_dir, http_addr, raft_addr, insecure_dev, joi
     if check_config:
         click.echo(
             f"{cfg.node_id}: {cfg.scheme} {cfg.http}, raft {cfg.raft} "
-            f"(listening on {cfg.raft_bind or cfg.raft}), data {cfg.data_dir}"
+            f"(listening on {cfg.raft_listen}), data {cfg.data_dir}"
         )
         if cfg.join:
             click.echo("  joins a running cluster: no vote until `horologe cluster add` makes it a member")

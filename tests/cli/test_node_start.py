@@ -9,7 +9,7 @@ import sys
 import time
 
 from horologe.node.data_lock import lock_data_dir
-from testkit.process_cluster import free_ports
+from testkit.process_cluster import ENV, free_ports
 
 
 def test_a_taken_http_address_is_refused_in_one_line(tmp_path):
@@ -96,5 +96,68 @@ def test_a_taken_raft_address_is_said_and_taken_once_free(tmp_path):
         assert log.read_text().count("cannot listen for Raft") == 1  # once for each kind of failure
     finally:
         taken.close()
+        node.kill()
+        node.wait(30)
+
+
+def _listening(port: int) -> set[str]:
+    """The local addresses something listens on at TCP ``port`` (IPv4, /proc/net/tcp)."""
+    found = set()
+    with open("/proc/net/tcp") as f:
+        for line in f.readlines()[1:]:
+            local, state = line.split()[1], line.split()[3]
+            host, at = local.split(":")
+            if state == "0A" and int(at, 16) == port:  # 0A: LISTEN
+                found.add(socket.inet_ntoa(bytes.fromhex(host)[::-1]))
+    return found
+
+
+def test_where_raft_listens_is_said_and_a_local_cluster_listens_on_loopback_only(tmp_path):
+    """With no raft_bind, pysyncobj listens on every interface, and --check-config said
+    the raft address; local-cluster, which says it runs on 127.0.0.1, listened on all."""
+    from horologe import local_cluster
+
+    http, raft = free_ports(2)
+    (config,) = local_cluster.write_configs(str(tmp_path), [http], [raft])
+    check = subprocess.run(
+        [sys.executable, "-m", "horologe", "node", "--config", config, "--check-config"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, **ENV},
+    )
+    assert check.returncode == 0, check.stderr
+    assert f"raft 127.0.0.1:{raft} (listening on 127.0.0.1:{raft})" in check.stdout
+    args = ["--data-dir", str(tmp_path / "n9"), "--http", f"127.0.0.1:{http}", "--raft", f"127.0.0.1:{raft}"]
+    bare = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "horologe",
+            "node",
+            "--insecure-dev",
+            "--node-id",
+            "n9",
+            *args,
+            "--check-config",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert f"raft 127.0.0.1:{raft} (listening on 0.0.0.0:{raft})" in bare.stdout, bare.stdout + bare.stderr
+    node = subprocess.Popen(
+        [sys.executable, "-m", "horologe", "node", "--config", config],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, **ENV},
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not _listening(raft):
+            assert time.monotonic() < deadline and node.poll() is None, "the node did not listen"
+            time.sleep(0.05)
+        assert _listening(raft) == {"127.0.0.1"}
+    finally:
         node.kill()
         node.wait(30)
