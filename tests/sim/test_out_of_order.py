@@ -26,3 +26,15 @@ def test_raft_entries_kept_out_of_order_are_a_torn_tail():
     tail (cluster/raft/journal.py), none of what follows having been synced."""
     result = replay(1303, "--power-loss", "--service", "--membership", "--out-of-order")
     assert result["ok"], result["detail"]
+
+
+def test_a_cut_of_the_commit_journal_is_durable_before_anything_is_written_in_its_place():
+    """Seed 7069 with --service --membership --spares-first: a power loss tears n3's
+    commits.log inside a frame, and open cuts it back to the last sync point. The Raft
+    log replays the same batches, so the same bytes are written again up to the old end,
+    and a second power loss keeps some sectors of them: the frame across the old end came
+    back whole up to it and zeros past it, which no lost write leaves, and n3 refused to
+    start (CorruptLogError). The cut is now fsynced at once, as the Raft journal's is."""
+    result = replay(7069, "--power-loss", "--service", "--membership", "--spares-first", "--out-of-order")
+    assert result["ok"], result["detail"]
+    assert result["counts"].get("writes lost out of order", 0) >= 1, result["counts"]
