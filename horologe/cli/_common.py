@@ -58,3 +58,14 @@ def _sdk_errors(fn):
 def _ms_or_text(value: str | None) -> int | str | None:
     """A time option as the API takes it: a number of ms, or text ("90s", ISO-8601)."""
     return int(value) if value is not None and value.isdigit() else value
+
+
+def _instant(value: str | None, option: str) -> int | str | None:
+    """A point in time as the API takes it: epoch ms, or ISO-8601 text. A number that reads
+    as epoch seconds (the years 2001 to 5138) is refused rather than taken for epoch ms
+    of 1970 to 1973, which would deliver at once."""
+    at = _ms_or_text(value)
+    if isinstance(at, int) and 10**9 <= at < 10**11:
+        why = f"{value} looks like epoch seconds; give epoch ms ({at * 1000}) or ISO-8601"
+        raise click.BadParameter(why, param_hint=option)
+    return at

@@ -11,6 +11,7 @@ import click
 from horologe.cli._common import (
     _client,
     _echo_json,
+    _instant,
     _ms_or_text,
     _sdk_errors,
     ca_option,
@@ -53,7 +54,7 @@ def produce(
             body,
             tags=tags,
             key=key,
-            deliver_at=_ms_or_text(deliver_at),
+            deliver_at=_instant(deliver_at, "--at"),
             deliver_after=_ms_or_text(deliver_after),
             delay_level=delay_level,
             max_lateness=_ms_or_text(max_lateness),
@@ -141,7 +142,7 @@ def reschedule(url, token, ca, message_id, topic, key, deliver_at, deliver_after
     _one_message(message_id, topic, key)
     if (deliver_at is None) == (deliver_after is None):
         raise click.UsageError("give exactly one of --at and --after")
-    when = {"deliver_at": _ms_or_text(deliver_at), "deliver_after": _ms_or_text(deliver_after)}
+    when = {"deliver_at": _instant(deliver_at, "--at"), "deliver_after": _ms_or_text(deliver_after)}
     client = _client(url, token, ca=ca)
     if message_id:
         _echo_json(client.reschedule(message_id, **when))

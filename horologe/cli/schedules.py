@@ -9,7 +9,7 @@ import json
 
 import click
 
-from horologe.cli._common import _client, _ms_or_text, _sdk_errors, ca_option, token_option, url_option
+from horologe.cli._common import _client, _instant, _sdk_errors, ca_option, token_option, url_option
 
 
 @click.group()
@@ -75,8 +75,8 @@ def schedule_create(url, token, ca, name, topic, cron, timezone, body, tags, hea
         timezone,
         tags=tags,
         headers=pairs,
-        start_at=_ms_or_text(start_at),
-        end_at=_ms_or_text(end_at),
+        start_at=_instant(start_at, "--start-at"),
+        end_at=_instant(end_at, "--end-at"),
     )
     click.echo(json.dumps(_schedule_json(made), indent=2))
 
