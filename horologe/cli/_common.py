@@ -5,10 +5,12 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import re
 
 import click
 
 from horologe.client import Client, HorologeError
+from horologe.storage.message_id import ID_PATTERN
 
 DEFAULT_URL = "http://127.0.0.1:8081"
 url_option = click.option(
@@ -29,6 +31,18 @@ ca_option = click.option(
     help="For https:// URLs: PEM file (or directory) of the CA that signed the nodes' "
     "certificates. Default: certifi's bundle, or SSL_CERT_FILE's. Certificates are always verified.",
 )
+
+
+def _message_id(_ctx, _param, value: str | None) -> str | None:
+    """MESSAGE_ID as the API names it (lower case), or a usage error that says what one is."""
+    if value is None:
+        return None
+    if not re.fullmatch(ID_PATTERN, value.lower()):
+        raise click.BadParameter(f"{value!r} is not a message id: 16 hex digits, as produce prints it")
+    return value.lower()
+
+
+message_id_argument = click.argument("message_id", required=False, callback=_message_id)
 
 
 def _client(url: str, token: str | None, admin_token: str | None = None, ca: str | None = None) -> Client:

@@ -10,6 +10,7 @@ from horologe.cli._common import (
     _sdk_errors,
     admin_option,
     ca_option,
+    message_id_argument,
     token_option,
     url_option,
 )
@@ -20,7 +21,7 @@ from horologe.cli._common import (
 @token_option
 @admin_option
 @ca_option
-@click.argument("message_id", required=False)
+@message_id_argument
 @_sdk_errors
 def status(url, token, admin_token, ca, message_id) -> None:
     """Show MESSAGE_ID's state, or the node's status when no id is given."""

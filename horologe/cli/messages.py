@@ -15,6 +15,7 @@ from horologe.cli._common import (
     _ms_or_text,
     _sdk_errors,
     ca_option,
+    message_id_argument,
     token_option,
     url_option,
 )
@@ -112,7 +113,7 @@ def _by_id_or_key(fn):
     """MESSAGE_ID, or --topic and --key: the ways a command names one message."""
     for option in reversed(
         (
-            click.argument("message_id", required=False),
+            message_id_argument,
             click.option("--topic", help="With --key: name the message by its producer key instead of id."),
             click.option("--key", help="Producer key (with --topic)."),
         )
@@ -122,7 +123,9 @@ def _by_id_or_key(fn):
 
 
 def _one_message(message_id, topic, key) -> None:
-    if bool(message_id) == bool(topic and key):
+    if message_id and (topic or key):
+        raise click.UsageError("give MESSAGE_ID, or --topic and --key: not both")
+    if not message_id and not (topic and key):
         raise click.UsageError("give MESSAGE_ID, or --topic and --key")
 
 

@@ -1,4 +1,4 @@
-"""Time options of the message and schedule commands, refused before any request is sent."""
+"""Options and arguments of the message and schedule commands, refused before any request is sent."""
 
 from __future__ import annotations
 
@@ -42,3 +42,24 @@ def test_epoch_seconds_where_epoch_ms_are_taken_are_refused(args, option):
         f"Invalid value for {option}: {SECONDS} looks like epoch seconds; give epoch ms ({SECONDS}000)"
         in r.output
     )
+
+
+@pytest.mark.parametrize("command", [["status"], ["cancel"], ["reschedule", "--after", "1m"]])
+def test_a_malformed_message_id_is_said_to_be_one(command):
+    """It went out and came back 404 "Not Found: GET /v1/messages/xyz" (the route did not match)."""
+    r = CliRunner().invoke(main, [*command, "xyz", "--url", "http://127.0.0.1:9"])
+    assert r.exit_code == 2, r.output
+    assert "'xyz' is not a message id: 16 hex digits, as produce prints it" in r.output
+
+
+def test_an_id_and_a_key_together_are_refused_and_so_is_half_a_key():
+    for args, why in (
+        (["0000000100000001", "--topic", "t"], "give MESSAGE_ID, or --topic and --key: not both"),
+        (
+            ["0000000100000001", "--topic", "t", "--key", "k"],
+            "give MESSAGE_ID, or --topic and --key: not both",
+        ),
+        (["--topic", "t"], "give MESSAGE_ID, or --topic and --key"),
+    ):
+        r = CliRunner().invoke(main, ["cancel", *args, "--url", "http://127.0.0.1:9"])
+        assert r.exit_code == 2 and why in r.output, r.output
