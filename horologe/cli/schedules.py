@@ -130,6 +130,8 @@ _schedule_action(
 _schedule_action(
     "resume",
     "Resume the schedule NAME: planned again from now; fire times that passed while it "
-    "was paused are skipped.",
+    "was paused are skipped. Resumed within a minute of its pause, it fires again only "
+    "past where its planning had reached (planned_until, at most a minute after the pause): "
+    "the firings the pause cancelled stay cancelled.",
 )
 _schedule_action("delete", "Delete the schedule NAME; its firings not yet delivered are cancelled.")
