@@ -26,7 +26,12 @@ from horologe.cli._common import (
 @token_option
 @ca_option
 @click.option("--topic", required=True)
-@click.option("--body", required=True, help="Message body (text).")
+@click.option("--body", help="Message body (text); or --body-file.")
+@click.option(
+    "--body-file",
+    type=click.File("rb"),
+    help="Message body: the bytes of this file, or of standard input for - (up to 256 KiB, binary too).",
+)
 @click.option("--tag", "tags", multiple=True, help="A tag; repeat for more.")
 @click.option(
     "--key",
@@ -46,9 +51,25 @@ from horologe.cli._common import (
 )
 @_sdk_errors
 def produce(
-    url, token, ca, topic, body, tags, key, deliver_at, deliver_after, delay_level, max_lateness, on_late
+    url,
+    token,
+    ca,
+    topic,
+    body,
+    body_file,
+    tags,
+    key,
+    deliver_at,
+    deliver_after,
+    delay_level,
+    max_lateness,
+    on_late,
 ) -> None:
     """Schedule one message; prints its id and deliver time (epoch ms)."""
+    if (body is None) == (body_file is None):
+        raise click.UsageError("give exactly one of --body and --body-file")
+    if body_file is not None:
+        body = body_file.read()
     _echo_json(
         _client(url, token, ca=ca).produce(
             topic,

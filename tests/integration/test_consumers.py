@@ -237,6 +237,32 @@ def test_cli_consume_takes_no_more_than_its_count_and_prints_any_body_whole(clus
     )
 
 
+def test_cli_produces_a_body_from_a_file_or_standard_input_bytes_and_all(cluster, tmp_path):
+    """A body could only be --body text: none binary, and none over what an argument
+    list takes (about 128 KiB), though a message may be 256 KiB."""
+    import base64
+    import json
+
+    from click.testing import CliRunner
+
+    from horologe.cli import main
+
+    env = {"HOROLOGE_CLIENT_TOKEN": CLIENT, "HOROLOGE_URL": ",".join(cluster.url(i) for i in cluster.indexes)}
+    run = CliRunner(env=env).invoke
+    big = bytes(range(256)) * 800  # 200 KiB, not UTF-8
+    (tmp_path / "body").write_bytes(big)
+    assert run(main, ["produce", "--topic", "cli-file", "--body-file", str(tmp_path / "body")]).exit_code == 0
+    r = run(main, ["produce", "--topic", "cli-file", "--body-file", "-"], input=b"from stdin")
+    assert r.exit_code == 0, r.output
+    r = run(main, ["produce", "--topic", "cli-file", "--body", "x", "--body-file", "-"], input=b"")
+    assert r.exit_code == 2 and "give exactly one of --body and --body-file" in r.output
+    r = run(main, ["consume", "--topic", "cli-file", "--group", "g", "--count", "2"])
+    assert r.exit_code == 0, r.output
+    got = [json.loads(line) for line in r.output.splitlines()]
+    bodies = {base64.b64decode(m["body_b64"]) if "body_b64" in m else m["body"].encode() for m in got}
+    assert bodies == {big, b"from stdin"}
+
+
 def test_produce_retried_across_failover_is_stored_once(cluster):
     """A producer that never heard back retries with the same key on the new master."""
     c = client(cluster)
