@@ -9,7 +9,7 @@ import re
 
 import click
 
-from horologe.client import Client, HorologeError
+from horologe.client import AuthError, Client, HorologeError, UnavailableError
 from horologe.storage.message_id import ID_PATTERN
 
 DEFAULT_URL = "http://127.0.0.1:8081"
@@ -18,11 +18,17 @@ url_option = click.option(
     default=DEFAULT_URL,
     show_default=True,
     envvar="HOROLOGE_URL",
+    show_envvar=True,
     help="Node URLs, comma-separated: http://host:port, or https://host:port for nodes "
     "serving TLS (writes are redirected to the master).",
 )
-token_option = click.option("--token", envvar="HOROLOGE_CLIENT_TOKEN", help="Client token.")
-admin_option = click.option("--admin-token", envvar="HOROLOGE_ADMIN_TOKEN", help="Admin token.")
+token_option = click.option("--token", envvar="HOROLOGE_CLIENT_TOKEN", show_envvar=True, help="Client token.")
+admin_option = click.option(
+    "--admin-token",
+    envvar="HOROLOGE_ADMIN_TOKEN",
+    show_envvar=True,
+    help="Admin token (status, cluster, release).",
+)
 ca_option = click.option(
     "--ca",
     envvar="HOROLOGE_CA",
@@ -63,6 +69,11 @@ def _sdk_errors(fn):
     def wrapper(*args, **kwargs):
         try:
             return fn(*args, **kwargs)
+        except AuthError as e:
+            hint = "the client token: --token or HOROLOGE_CLIENT_TOKEN; the admin API's: --admin-token"
+            raise click.ClickException(f"{e} ({hint} or HOROLOGE_ADMIN_TOKEN)") from e
+        except UnavailableError as e:
+            raise click.ClickException(f"{e} (is the cluster running, and at --url / HOROLOGE_URL?)") from e
         except HorologeError as e:
             raise click.ClickException(str(e)) from e
 

@@ -205,6 +205,14 @@ def test_cli_produce_consume_cancel(cluster):
     assert json.loads(r.output)["state"] == "cancelled"
     r = run(main, ["cancel", json.loads(later.output)["id"], "--topic", "cli", "--key", "k1"])
     assert r.exit_code == 2  # id or topic+key, not both
+    for token, said in (("", "missing Authorization"), ("wrong", "wrong token for this API")):
+        r = CliRunner(env={**env, "HOROLOGE_CLIENT_TOKEN": token}).invoke(
+            main, ["status", json.loads(later.output)["id"]]
+        )
+        assert r.exit_code == 1 and said in r.output, r.output
+        assert (
+            "(the client token: --token or HOROLOGE_CLIENT_TOKEN; the admin API's: --admin-token" in r.output
+        )
 
 
 def test_cli_consume_takes_no_more_than_its_count_and_prints_any_body_whole(cluster):
