@@ -18,8 +18,8 @@ class ApplyResult:
     id_hours: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # PRODUCE:
     id_gis: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # each one's id
     pending_slots: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # wheel.on_append
-    # PRODUCE: whether each one was stored by this entry (False: its key named a message
-    # already there, whose id it has)
+    # PRODUCE (and the copies a MOVE or F entry files): whether each one was stored by
+    # this entry (False: its key named a message already there, whose id it has)
     stored: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
     # CANCEL and MOVE: one state per id / key asked (as it was: SCHEDULED for a message moved
     # now), and the id each one resolved to (the id it answers to, once rescheduled)

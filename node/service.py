@@ -473,28 +473,41 @@ class NodeService:
     async def _propose_produce(self, messages: MessageColumns) -> ApplyResult:
         return await self.propose(PRODUCE, messages=messages)
 
-    async def produce(self, messages: MessageColumns) -> tuple[list[str], list[int]]:
+    async def produce(self, messages: MessageColumns) -> list[str]:
         """Propose messages (each part of a big batch may share a P entry with others); their
-        ids and deliver times, in order. One whose key named a message already there has
-        that message's id, and its deliver time as the committed view holds it now.
+        ids, in order. One whose key named a message already there has that message's id.
 
         A Raft entry stays under ``MAX_ENTRY_BYTES`` (DESIGN §5: commands of a quarter of
         the append batch or more crawl), so a big batch is split across entries. Each part
         commits on its own: if one fails the caller gets the error and, retrying, relies on
         keys for idempotency.
         """
+        ids, _ = await self._produce(messages)
+        return ids
+
+    async def produce_answered(self, messages: MessageColumns) -> tuple[list[str], list[int]]:
+        """:meth:`produce`, with each one's deliver time as a produce answers it: the time
+        asked, or for one whose key named a message already there, that message's time as
+        the committed view holds it now (moved, if it was rescheduled)."""
+        ids, named = await self._produce(messages)
+        times = messages.deliver_at_ms.tolist()
+        reads = self.view.reads
+        for i in named:
+            with contextlib.suppress(MessageExpiredError, UnknownMessageError):  # gone by now
+                place = reads.current_place(MessageId.parse(ids[i]))
+                times[i] = reads.read_message(place).message.deliver_at_ms
+        return ids, times
+
+    async def _produce(self, messages: MessageColumns) -> tuple[list[str], list[int]]:
+        """The ids, and the positions whose key named a message already there."""
         parts = _entry_parts(messages)
         committed = await asyncio.gather(*(self.produce_commit.submit(p, size) for p, size in parts))
         ids: list[str] = []
-        named: list[int] = []  # positions whose key named a message already there
+        named: list[int] = []
         for (res, at), (part, _) in zip(committed, parts, strict=True):
             named += (len(ids) + np.flatnonzero(~res.stored[at : at + len(part)])).tolist()
             ids += id_strings(res.id_hours[at : at + len(part)], res.id_gis[at : at + len(part)])
-        deliver_at = messages.deliver_at_ms.tolist()
-        for i in named:
-            with contextlib.suppress(MessageExpiredError, UnknownMessageError):  # gone by now
-                deliver_at[i] = self.view.status(MessageId.parse(ids[i])).deliver_at_ms
-        return ids, deliver_at
+        return ids, named
 
     async def cancel(self, ids: list[str], keys: list[tuple[str, str]]) -> list[tuple[str, str | None]]:
         """Cancel by id and by (topic, key): each one's state and the id it names (None: unknown)."""

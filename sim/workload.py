@@ -244,8 +244,7 @@ class Workload:
 
         async def produce(service: NodeService) -> list[str]:
             service.require_master()
-            ids, _ = await service.produce(cols)
-            return ids
+            return await service.produce(cols)
 
         def answered(ids) -> None:
             made = list(zip(ids, topics, deliver, strict=True))

@@ -67,7 +67,7 @@ async def post_message(request: web.Request) -> web.Response:
     msg = plain_message(await read_body(request), msgpack, now, svc.limits)
     if msg is None:  # each rule, each refusal as documented (the body is read once)
         msg = parse_message(await produce_body(request), now, svc.limits)
-    (mid,), (deliver_at,) = await svc.produce(MessageColumns.from_messages([msg]))
+    (mid,), (deliver_at,) = await svc.produce_answered(MessageColumns.from_messages([msg]))
     request.app[METRICS].produce_seconds.observe(time.perf_counter() - started)
     return answer(201, {"id": mid, "topic": msg.topic, "deliver_at": deliver_at})
 
@@ -93,7 +93,7 @@ async def post_batch(request: web.Request) -> web.Response:
     msgpack = request.content_type == pull_wire.MSGPACK
     cols = plain_batch(await read_body(request), msgpack, now, svc.limits, limit)
     if cols is not None:  # what the SDK sends: every item plain and good
-        ids, at = await svc.produce(cols) if len(cols) else ([], [])
+        ids, at = await svc.produce_answered(cols) if len(cols) else ([], [])
         results = [{"id": mid, "deliver_at": d} for mid, d in zip(ids, at, strict=True)]
     else:  # each item by every rule, each refusal as documented (the body is read once)
         body = await produce_body(request)
@@ -123,7 +123,7 @@ async def _produce_each(svc, items: list, now: int) -> list[dict]:
         except ApiError as e:
             results.append(e.body())
     if good:
-        ids, at = await svc.produce(MessageColumns.from_messages([m for _, m in good]))
+        ids, at = await svc.produce_answered(MessageColumns.from_messages([m for _, m in good]))
         for (i, _), mid, d in zip(good, ids, at, strict=True):
             results[i] = {"id": mid, "deliver_at": d}
     return results

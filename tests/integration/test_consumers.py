@@ -170,6 +170,36 @@ def test_a_produce_whose_key_names_a_message_answers_that_messages_time(cluster)
     )
     assert (mixed[0].id, mixed[0].deliver_at) == (first.id, moved)  # the cancelled one's own time
     assert mixed[1].id != first.id and mixed[1].deliver_at == c.status(mixed[1].id).deliver_at
+    # a key twice in one batch: stored once, and both answered by the first one's time
+    twice = c.produce_batch(
+        [
+            {"topic": "o", "body": "a", "key": "order-12", "deliver_after": "3h"},
+            {"topic": "o", "body": "b", "key": "order-12", "deliver_after": "4h"},
+        ]
+    )
+    assert twice[0].id == twice[1].id and twice[0].deliver_at == twice[1].deliver_at
+    assert c.status(twice[0].id).deliver_at == twice[0].deliver_at
+
+
+def test_keyed_produces_sharing_entries_each_answer_their_own_message(cluster):
+    """Many callers at once share P entries (group commit): each answer's id and time
+    are its own message's, whichever position its items took in the entry."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    c = client(cluster)
+    firsts = [c.produce("share", f"m{k}", key=f"s{k}", deliver_after=f"{k + 1}h") for k in range(8)]
+
+    def again(k: int):
+        return c.produce_batch(
+            [{"topic": "share", "body": "x", "key": f"new{k}", "deliver_after": "5h"}]
+            + [{"topic": "share", "body": "x", "key": f"s{k}", "deliver_after": "10s"}]
+        )
+
+    with ThreadPoolExecutor(8) as pool:
+        answers = list(pool.map(again, range(8)))
+    for k, (fresh, named) in enumerate(answers):
+        assert (named.id, named.deliver_at) == (firsts[k].id, firsts[k].deliver_at)
+        assert fresh.id not in {f.id for f in firsts} and c.status(fresh.id).deliver_at == fresh.deliver_at
 
 
 def test_async_client(cluster):

@@ -40,7 +40,7 @@ class Scheduled(Answer):
 
 
 class BatchScheduled(Answer):
-    """An item of a batch, stored."""
+    """An item of a batch, stored, or named by its key already: the id and `deliver_at` are that message's."""
 
     id: MessageId
     deliver_at: EpochMs
