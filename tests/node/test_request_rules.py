@@ -98,3 +98,22 @@ def test_a_lowercase_z_is_utc_as_rfc_3339_allows():
     for text in ("2026-01-01T00:00:00Z", "2026-01-01t00:00:00z", "2026-01-01T01:00:00+01:00"):
         msg = parse_message({"topic": "t", "body": "x", "deliver_at": text}, NOW, MessageLimits())
         assert msg.deliver_at_ms == 1_767_225_600_000
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "said"),
+    [
+        (
+            "group",
+            "bad group",
+            "group: want a topic or group name: 1-128 of `A-Z a-z 0-9 . _ -`, not starting",
+        ),
+        ("tags", "a b", 'tags: want `"a||b"`: messages with tag a or b; `"*"` or empty: all'),
+    ],
+)
+def test_a_string_refused_by_its_pattern_is_told_the_rule_in_words(field, value, said):
+    """It was told msgspec's "Expected `str` matching regex '^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$'"."""
+    with pytest.raises(ApiError) as e:
+        parse_consumer_request("t", {"group": "g", field: value}, "pull")
+    assert e.value.body()["error"]["message"].startswith(said), e.value.body()
+    assert "regex" not in e.value.body()["error"]["message"]

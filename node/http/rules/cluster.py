@@ -8,21 +8,21 @@ from typing import Annotated
 from msgspec import Meta
 
 from .messages import answered_over_http
-from .model import Body, decode, whole
+from .model import Body, decode, matching
 
 # A DNS name or an IPv4 address, or an IPv6 one in brackets, then a port. Spelled out
 # rather than "no space": JSON Schema's \s (ECMA-262) and Python's differ (\x1c-\x1f).
-HOST_PORT = whole(r"(?:[A-Za-z0-9._-]+|\[[0-9A-Fa-f:.]+\]):[0-9]{1,5}")
-NODE_ID = whole(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+HOST_PORT = r"(?:[A-Za-z0-9._-]+|\[[0-9A-Fa-f:.]+\]):[0-9]{1,5}"
+NODE_ID = r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}"
 
 
 class NewMember(Body):
     """A node to add: started first with `join = true` and the members as its peers."""
 
-    node_id: Annotated[str, Meta(pattern=NODE_ID, description="the new node's id, unused by any member")]
-    raft: Annotated[str, Meta(pattern=HOST_PORT, description="its Raft address, host:port: its identity")]
+    node_id: Annotated[str, matching(NODE_ID, description="the new node's id, unused by any member")]
+    raft: Annotated[str, matching(HOST_PORT, description="its Raft address, host:port: its identity")]
     http: Annotated[
-        str, Meta(pattern=HOST_PORT, description="its HTTP address, host:port, as the members reach it")
+        str, matching(HOST_PORT, description="its HTTP address, host:port, as the members reach it")
     ]
     catch_up_s: Annotated[
         float,

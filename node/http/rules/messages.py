@@ -22,7 +22,7 @@ from horologe.storage.message import MessageLimits
 from horologe.storage.message_json import MAX_KEY, RESCHEDULE_FIELDS, TAG_PATTERN, TOPIC_RE, refusal
 
 from ..errors import ApiError
-from .model import Body, DateTime, Duration, EpochMs, Key, MessageId, Name, decode, whole
+from .model import Body, DateTime, Duration, EpochMs, Key, MessageId, Name, decode, matching
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -52,8 +52,8 @@ MIN_VISIBILITY_MS, MAX_VISIBILITY_MS = 100, 12 * 3_600_000
 TAG_FILTER_PATTERN = rf"(?:\*|{TAG_PATTERN}(?:\|\|{TAG_PATTERN})*)?"
 TagFilter = Annotated[
     str,
-    Meta(
-        pattern=whole(TAG_FILTER_PATTERN),
+    matching(
+        TAG_FILTER_PATTERN,
         description='`"a||b"`: messages with tag a or b; `"*"` or empty: all',
     ),
 ]
@@ -86,8 +86,8 @@ class Pull(Body):
     pull_id: (
         Annotated[
             str,
-            Meta(
-                pattern=whole("[A-Za-z0-9_.-]{1,64}"),
+            matching(
+                "[A-Za-z0-9_.-]{1,64}",
                 description="the pull's name, the same each time it is sent: a pull sent again after "
                 "its answer was lost gets the messages that pull leased, on any master (the SDK names "
                 "every pull)",

@@ -36,6 +36,7 @@ from horologe.storage.message_json import (
 
 T = TypeVar("T", bound=msgspec.Struct)
 OUT_OF_RANGE = re.compile(r"Expected `int` [<>]=? |Integer value out of range")
+UNMATCHED = re.compile(r"Expected `str` matching regex '(?P<pattern>.*)'", re.DOTALL)
 ERROR = re.compile(r"(?P<why>.*?)(?: - at (?:`key` in )?`\$(?P<path>[^`]*)`)?", re.DOTALL)
 FIELD_OF = re.compile(r"Object (?:contains unknown|missing required) field `(?P<name>[^`]*)`")
 
@@ -50,6 +51,16 @@ def whole(pattern: str) -> str:
     return f"^{pattern}\\Z"
 
 
+RULE_OF: dict[str, str] = {}  # a pattern as a refusal shows it -> what it asks, in words
+
+
+def matching(pattern: str, description: str, **meta) -> Meta:
+    """A string's rule: ``pattern``, matched whole, and what it asks in words: the field's
+    description in the document, and what a refusal says rather than the pattern."""
+    RULE_OF.setdefault(f"^{pattern}$", description)  # a pattern shared: its first words, the rule's own
+    return Meta(pattern=whole(pattern), description=description, **meta)
+
+
 def decode(model: type[T], obj, what: str = "body") -> T:
     """``obj`` (parsed JSON) as ``model``, or the refusal naming the field at fault."""
     obj = json_object(obj, set(model.__struct_fields__), what)  # unknown fields first, by name
@@ -62,6 +73,10 @@ def decode(model: type[T], obj, what: str = "body") -> T:
 def refusal_of(e: msgspec.ValidationError) -> InvalidFieldError:
     m = ERROR.fullmatch(str(e).replace("\\\\Z'", "$'"))  # the pattern as the document shows it
     why, path = m["why"], (m["path"] or "").lstrip(".").split("[", 1)[0]
+    shown = (unmatched := UNMATCHED.fullmatch(why)) and unmatched["pattern"].replace("\\\\", "\\")
+    if shown in RULE_OF:  # the pattern is shown as a repr: its backslashes doubled
+        rule = RULE_OF[shown].rstrip(".")
+        why = f"want {rule[0].lower()}{rule[1:]}"
     code = "out_of_range" if OUT_OF_RANGE.match(why) else "invalid_field"
     if named := FIELD_OF.match(why):  # the message names the field
         path = f"{path}.{named['name']}" if path else named["name"]
@@ -85,16 +100,16 @@ def _ints(value: Any) -> Any:
 MAX_INT64 = (1 << 63) - 1  # a larger JSON integer is read as a float, and refused by its bounds
 Name = Annotated[
     str,
-    Meta(
-        pattern=whole(NAME_PATTERN),
+    matching(
+        NAME_PATTERN,
         description="A topic or group name: 1-128 of `A-Z a-z 0-9 . _ -`, not starting with `. _ -`.",
     ),
 ]
-Tag = Annotated[str, Meta(pattern=whole(TAG_PATTERN), description="1-64 of `A-Z a-z 0-9 . _ -`")]
+Tag = Annotated[str, matching(TAG_PATTERN, description="1-64 of `A-Z a-z 0-9 . _ -`")]
 MessageId = Annotated[
     str,
-    Meta(
-        pattern=whole(ID_PATTERN),
+    matching(
+        ID_PATTERN,
         description="16 lowercase hex digits: the delivery hour, then the index in that hour.",
     ),
 ]
@@ -107,8 +122,8 @@ Duration = (
     Annotated[int, Meta(ge=0, le=MessageLimits().max_delay_ms, description="ms")]
     | Annotated[
         str,
-        Meta(
-            pattern=whole(DURATION_PATTERN),
+        matching(
+            DURATION_PATTERN,
             description="a count and a unit: `500ms`, `90s`, `5m`, `2h`, `3d`",
         ),
     ]

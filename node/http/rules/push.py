@@ -19,7 +19,7 @@ from horologe.storage.message_json import TOPIC_RE, refusal
 
 from ...push.allow import CONFIG_KEY, PushAllow
 from .messages import TAG_FILTER_PATTERN, answered_over_http
-from .model import Body, decode, whole
+from .model import Body, decode, matching
 
 MAX_URL = 2048
 URL_PATTERN = r"https?://[^\s/?#@]+(?:[/?#][^\s]*)?"  # no "@" before the path: no user or password
@@ -30,17 +30,17 @@ NOT_ALLOWED = "push_target_not_allowed"
 class Push(Body):
     url: Annotated[
         str,
-        Meta(
+        matching(
+            URL_PATTERN,
             max_length=MAX_URL,
-            pattern=whole(URL_PATTERN),
             description="http:// or https://, no user or password; its host must be allowed by the master's "
             "`push_allow` (422 `push_target_not_allowed` otherwise)",
         ),
     ]
     secret: Annotated[
         str,
-        Meta(
-            pattern=whole(SECRET_PATTERN),
+        matching(
+            SECRET_PATTERN,
             description="16-256 printable ASCII characters: the key of `Horologe-Signature`. "
             "Never answered back",
         ),
@@ -54,8 +54,8 @@ class Push(Body):
     ] = 0
     tags: Annotated[
         str,
-        Meta(
-            pattern=whole(TAG_FILTER_PATTERN),
+        matching(
+            TAG_FILTER_PATTERN,
             description='as a pull takes it: `"a||b"`, or `"*"` (the default) for every message',
         ),
     ] = "*"

@@ -28,7 +28,18 @@ from horologe.storage.message import MessageLimits
 from horologe.storage.message_json import MAX_HEADERS, TOPIC_RE, parse_instant, refusal
 
 from .messages import answered_over_http
-from .model import Body, BodyB64, DateTime, HeaderName, HeaderValue, MessageBody, Name, Tags, decode, whole
+from .model import (
+    Body,
+    BodyB64,
+    DateTime,
+    HeaderName,
+    HeaderValue,
+    MessageBody,
+    Name,
+    Tags,
+    decode,
+    matching,
+)
 
 MESSAGE_FIELDS = ("topic", "body", "body_b64", "tags", "headers")
 MAX_SCHEDULE_HEADERS = MAX_HEADERS - 1  # room for SCHEDULE_HEADER
@@ -50,9 +61,9 @@ class NewSchedule(Body):
     topic: Name
     cron: Annotated[
         str,
-        Meta(
+        matching(
+            CRON_PATTERN,
             max_length=MAX_CRON_LENGTH,
-            pattern=whole(CRON_PATTERN),
             description="5 fields (minute hour day-of-month month day-of-week), or 6 with seconds first, one "
             "space apart; croniter's syntax, without `H` and `R`",
             examples=["*/5 * * * *", "0 30 9 * * MON-FRI"],
