@@ -139,7 +139,7 @@ class NodeConfig:
     @property
     def raft_listen(self) -> str:
         """Where Raft listens: ``raft_bind``, else every interface at the ``raft`` address's
-        port, as pysyncobj binds with no bind address (transport.py:266)."""
+        port, as pysyncobj binds with no bind address (transport.py:268-273)."""
         if self.raft_bind:
             return self.raft_bind
         host, _, port = self.raft.rpartition(":")

@@ -219,6 +219,7 @@ class Cluster:
             f'data_dir = "{os.path.abspath(os.path.join(self.data_root, f"n{i + 1}"))}"',
             f'http = "127.0.0.1:{http}"',
             f'raft = "127.0.0.1:{raft}"',
+            f'raft_bind = "127.0.0.1:{raft}"',
             "join = true",
             self._extra_toml,
         ]

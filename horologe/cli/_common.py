@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import functools
 import json
@@ -73,6 +74,8 @@ def _sdk_errors(fn):
             hint = "the client token: --token or HOROLOGE_CLIENT_TOKEN; the admin API's: --admin-token"
             raise click.ClickException(f"{e} ({hint} or HOROLOGE_ADMIN_TOKEN)") from e
         except UnavailableError as e:
+            if "may or may not have applied" in str(e):  # it was sent: the answer is what is missing
+                raise click.ClickException(str(e)) from e
             raise click.ClickException(f"{e} (is the cluster running, and at --url / HOROLOGE_URL?)") from e
         except HorologeError as e:
             raise click.ClickException(str(e)) from e
@@ -83,6 +86,14 @@ def _sdk_errors(fn):
 def _ms_or_text(value: str | None) -> int | str | None:
     """A time option as the API takes it: a number of ms, or text ("90s", ISO-8601)."""
     return int(value) if value is not None and value.isdigit() else value
+
+
+def _body(body: bytes) -> dict[str, str]:
+    """``body`` as text, or ``body_b64`` when it is not UTF-8."""
+    try:
+        return {"body": body.decode()}
+    except UnicodeDecodeError:
+        return {"body_b64": base64.b64encode(body).decode()}
 
 
 def _instant(value: str | None, option: str) -> int | str | None:

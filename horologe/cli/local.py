@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import sys
 import time
 
 import click
@@ -121,10 +122,12 @@ def local_cluster(
             supervisor.run()
     except KeyboardInterrupt:
         pass
+    except BrokenPipeError:  # output closed (`| head`): stop the nodes, and say nothing more
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     except (TimeoutError, HorologeError, click.ClickException) as e:
         lc.stop(supervisor.procs)
         raise click.ClickException(f"{e} (see {data}/n*.log)") from e
     finally:
-        with contextlib.suppress(OSError):  # output closed (`| head`): the nodes stop all the same
+        with contextlib.suppress(BrokenPipeError):  # output closed: the nodes stop all the same
             click.echo("stopping nodes...")
         lc.stop(supervisor.procs)

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import base64
 import datetime as dt
 import json
 
 import click
 
 from horologe.cli._common import (
+    _body,
     _client,
     _echo_json,
     _instant,
@@ -249,14 +249,6 @@ def pending(url, token, ca, topic, start, end, limit, with_body, key) -> None:
         cursor = page.next_cursor
         if cursor is None:
             break
-
-
-def _body(body: bytes) -> dict[str, str]:
-    """``body`` as text, or ``body_b64`` when it is not UTF-8."""
-    try:
-        return {"body": body.decode()}
-    except UnicodeDecodeError:
-        return {"body_b64": base64.b64encode(body).decode()}
 
 
 def _echo_pending(messages) -> None:

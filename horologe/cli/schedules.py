@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import base64
 import dataclasses
 import datetime as dt
 import json
 
 import click
 
-from horologe.cli._common import _client, _instant, _sdk_errors, ca_option, token_option, url_option
+from horologe.cli._common import _body, _client, _instant, _sdk_errors, ca_option, token_option, url_option
 
 
 @click.group()
@@ -28,11 +27,8 @@ def schedule() -> None:
 def _schedule_json(s) -> dict:
     """A schedule as the API shows it, with its next fire times in UTC as well."""
     out = dataclasses.asdict(s)
-    try:
-        out["body"] = s.body.decode()
-    except UnicodeDecodeError:
-        del out["body"]
-        out["body_b64"] = base64.b64encode(s.body).decode()
+    del out["body"]
+    out |= _body(s.body)
     out["tags"] = list(s.tags)
     out["next_fires_utc"] = [dt.datetime.fromtimestamp(t / 1000, dt.UTC).isoformat() for t in s.next_fires]
     return out

@@ -170,16 +170,18 @@ def test_ports_in_use_are_named_before_any_node_starts(tmp_path):
     assert not (tmp_path / "local").exists()  # nothing written, nothing started
 
 
-def test_a_closed_output_does_not_leave_the_nodes_running(tmp_path):
+@pytest.mark.parametrize("kill_node_first", [False, True])
+def test_a_closed_output_does_not_leave_the_nodes_running(tmp_path, kill_node_first):
     """``local-cluster | head -2``, then Ctrl-C: its goodbye ("stopping nodes...") hit the
-    closed pipe before it stopped the nodes, and they ran on without it."""
+    closed pipe before it stopped the nodes, and they ran on without it. Or a node dies:
+    what local-cluster says of it hit the closed pipe, with a traceback."""
     http, raft = free_port_run(1), free_port_run(1)
     proc = subprocess.Popen(
         [sys.executable, "-m", "horologe", "local-cluster", "--data", str(tmp_path / "local"), "--nodes", "1"]
         + ["--http-port", str(http), "--raft-port", str(raft)],
         env={**os.environ, **ENV},
         stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
         text=True,
     )
     node_pid = None
@@ -190,8 +192,12 @@ def test_a_closed_output_does_not_leave_the_nodes_running(tmp_path):
                 break
         assert node_pid, "local-cluster never named its node"
         proc.stdout.close()  # as `head` exits
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(30)
+        if kill_node_first:  # local-cluster says so, into the closed pipe, and ends
+            os.kill(node_pid, signal.SIGKILL)
+        else:
+            proc.send_signal(signal.SIGTERM)
+        assert proc.wait(30) == 0
+        assert "Traceback" not in proc.stderr.read()
 
         def node_gone() -> bool:
             """the node process ended"""
