@@ -53,9 +53,8 @@ def _open_store(data_dir: str) -> Iterator[Storage]:
             f"{data_dir} is not a Horologe store (no commits.log): name <data_dir>/store, or a backup"
         )
     with contextlib.ExitStack() as held:
-        node_dir = os.path.dirname(
-            os.path.realpath(data_dir)
-        )  # a node's folder holds no lock before it first ran
+        # Where the link leads, if it is one. A node's folder holds no lock before it first ran.
+        node_dir = os.path.dirname(os.path.realpath(data_dir))
         if not read_only and os.path.isfile(os.path.join(node_dir, "lock")):
             try:
                 held.callback(os.close, lock_data_dir(node_dir))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import glob
 import os
 
+import pytest
 from click.testing import CliRunner
 
 from horologe.cli import main
@@ -109,9 +110,11 @@ def test_inspect_and_check_of_a_backup_check_its_files_then_report_and_leave_it_
     assert r.exit_code == 1 and "not a Horologe backup manifest" in r.output
 
 
-def test_check_and_inspect_refuse_a_store_whose_node_runs_and_leave_it_as_it_was(tmp_path):
+@pytest.mark.parametrize("via_symlink", [False, True])
+def test_check_and_inspect_refuse_a_store_whose_node_runs_and_leave_it_as_it_was(tmp_path, via_symlink):
     """Opening a node's store sets a torn tail aside and cuts files back: done under a
-    running node, it took away what the node had written and halted it for good."""
+    running node, it took away what the node had written and halted it for good. Named
+    through a symlink, the store's node folder is where the link leads."""
     import subprocess
     import sys
 
@@ -132,8 +135,13 @@ def test_check_and_inspect_refuse_a_store_whose_node_runs_and_leave_it_as_it_was
         with open(store / "commits.log", "ab") as f:
             f.write(b"\0" * 100)  # what a node has written past its last sync point, so far
         before = {p: p.read_bytes() for p in store.rglob("*") if p.is_file()}
+        named = store
+        if via_symlink:
+            named = tmp_path / "elsewhere" / "store"
+            named.parent.mkdir()
+            named.symlink_to(store)
         for command in ("check", "inspect"):
-            r = CliRunner().invoke(main, ["storage", command, str(store)])
+            r = CliRunner().invoke(main, ["storage", command, str(named)])
             assert r.exit_code == 1, r.output
             assert f"in use by another node process (pid {holder.pid})" in r.output
             assert "stop that node first" in r.output
