@@ -203,6 +203,7 @@ def cancel(url, token, ca, message_id, topic, key) -> None:
 @_sdk_errors
 def forecast(url, token, ca, topic, bucket, start, end, as_json) -> None:
     """How many pending messages fall due in each minute, hour or day."""
+    start, end = _instant(start, "--from"), _instant(end, "--to")
     f = _client(url, token, ca=ca).forecast(topic, bucket, start, end)
     if as_json:
         _echo_json(f)
@@ -230,6 +231,7 @@ def forecast(url, token, ca, topic, bucket, start, end, as_json) -> None:
 @_sdk_errors
 def pending(url, token, ca, topic, start, end, limit, with_body, key) -> None:
     """List a topic's pending messages in the order they will fire, one JSON line each."""
+    start, end = _instant(start, "--from"), _instant(end, "--to")
     client = _client(url, token, ca=ca)
     if key is not None:
         if start is not None or end is not None:

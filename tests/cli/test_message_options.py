@@ -15,6 +15,8 @@ SECONDS = "1796160000"  # 2026-12-01T...Z in epoch seconds; as epoch ms, 1970-01
     [
         (["produce", "--topic", "t", "--body", "b", "--at", SECONDS], "--at"),
         (["reschedule", "0000000100000001", "--at", SECONDS], "--at"),
+        (["pending", "--topic", "t", "--from", SECONDS], "--from"),
+        (["forecast", "--to", SECONDS], "--to"),
         (
             [
                 "schedule",
