@@ -75,6 +75,8 @@ def schedule_create(url, token, ca, name, topic, cron, timezone, body, tags, hea
         end_at=_instant(end_at, "--end-at"),
     )
     click.echo(json.dumps(_schedule_json(made), indent=2))
+    if made.state == "ended":
+        click.echo(f"warning: {name} has ended already (--end-at is past): it will never fire", err=True)
 
 
 @schedule.command("list")

@@ -111,3 +111,33 @@ def test_help_says_what_each_command_does():
     for verb in ("create", "list", "get", "pause", "resume", "delete"):
         assert verb in out.output
     assert "first occurrence" in out.output
+
+
+def test_a_schedule_made_ended_is_warned_of(monkeypatch):
+    """``--end-at`` in the past made a schedule that never fires, with exit 0 and no word."""
+
+    def node(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, json={**SCHEDULE, "state": "ended", "end_at": 1, "next_fires": []})
+
+    def client(url, token, admin_token=None, ca=None):
+        return Client([url], token or "", transport=httpx.MockTransport(node), retry_s=0)
+
+    monkeypatch.setattr(schedules, "_client", client)
+    r = CliRunner().invoke(
+        cli.main,
+        [
+            "schedule",
+            "create",
+            "nightly",
+            "--topic",
+            "t",
+            "--cron",
+            "0 2 * * *",
+            "--body",
+            "b",
+            "--end-at",
+            "1",
+        ],
+    )
+    assert r.exit_code == 0, r.output
+    assert "warning: nightly has ended already (--end-at is past): it will never fire" in r.stderr
