@@ -6,6 +6,7 @@ import base64
 import dataclasses
 import functools
 import json
+import logging
 import re
 
 import click
@@ -52,7 +53,19 @@ def _message_id(_ctx, _param, value: str | None) -> str | None:
 message_id_argument = click.argument("message_id", required=False, callback=_message_id)
 
 
+class _SaidOnStderr(logging.Handler):
+    """The SDK's word that a call is being tried again (no node answered yet), shown as it
+    happens: else an unreachable cluster is 15 s of silence, then the error."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        click.echo(f"{self.format(record)}...", err=True)
+
+
 def _client(url: str, token: str | None, admin_token: str | None = None, ca: str | None = None) -> Client:
+    retries = logging.getLogger("horologe.client.calls")
+    if not any(isinstance(h, _SaidOnStderr) for h in retries.handlers):
+        retries.setLevel(logging.INFO)
+        retries.addHandler(_SaidOnStderr())
     try:
         return Client([u.strip() for u in url.split(",")], token or "", admin_token=admin_token, ca=ca)
     except ValueError as e:  # a URL, a token or a CA file the client cannot use

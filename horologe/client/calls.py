@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import time
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
@@ -45,6 +46,7 @@ from .tls import certificate_failure
 MSGPACK = "application/msgpack"
 PULL_COLUMNS = MSGPACK + "; layout=columns"  # a pull's answer by columns (node/consumers/wire.py)
 RETRY_PAUSE_S = 0.2
+log = logging.getLogger(__name__)
 # More 307s in a row than this means the nodes do not agree on a master yet: pause, retry.
 MAX_REDIRECTS = 3
 
@@ -234,6 +236,7 @@ def api_call(
     content, headers = request_body(body), request_headers(token, body, accept)
     last: HorologeError = UnavailableError("no node answered")
     redirects = 0
+    told = False  # that it retries: once a call, at INFO (the CLI shows it)
     while True:
         for base in endpoints.order():
             sent = yield build(method, base + path, content=content, headers=headers)
@@ -260,6 +263,9 @@ def api_call(
         else:
             if time.monotonic() > deadline:
                 raise last
+            if not told:
+                log.info("%s; trying again for up to %.0f s", last, deadline - time.monotonic())
+                told = True
             redirects = 0
             yield RETRY_PAUSE_S
 

@@ -65,3 +65,20 @@ def test_an_id_and_a_key_together_are_refused_and_so_is_half_a_key():
     ):
         r = CliRunner().invoke(main, ["cancel", *args, "--url", "http://127.0.0.1:9"])
         assert r.exit_code == 2 and why in r.output, r.output
+
+
+def test_a_cluster_that_does_not_answer_is_said_to_be_tried_again_at_once(monkeypatch):
+    """It was the SDK's 15 s of retries in silence, then the error."""
+    import functools
+
+    from horologe.cli import _common
+    from horologe.client import Client
+
+    monkeypatch.setattr(_common, "Client", functools.partial(Client, retry_s=0.5))
+    r = CliRunner().invoke(main, ["produce", "--topic", "t", "--body", "b", "--url", "http://127.0.0.1:9"])
+    assert r.exit_code == 1
+    said = r.stderr.splitlines()
+    assert said[0].startswith("http://127.0.0.1:9: ") and said[0].endswith("trying again for up to 0 s..."), (
+        said
+    )
+    assert said[-1].endswith("(is the cluster running, and at --url / HOROLOGE_URL?)"), said
