@@ -84,7 +84,18 @@ class LazyGroup(click.Group):
 
 @click.group(cls=LazyGroup, lazy=COMMANDS, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="horologe")
-def main() -> None:
+@click.option(
+    "--retry-for",
+    type=click.FloatRange(min=0),
+    default=15.0,
+    show_default=True,
+    envvar="HOROLOGE_RETRY_FOR",
+    show_envvar=True,
+    metavar="SECONDS",
+    help="How long a command that reaches the cluster keeps trying while no node answers "
+    "or there is no master; 0: once. Give it before the command: horologe --retry-for 2 status.",
+)
+def main(retry_for: float) -> None:
     """Horologe: a replicated delayed-message service.
 
     Start a local cluster with `horologe local-cluster`, then use produce, status and

@@ -66,8 +66,12 @@ def _client(url: str, token: str | None, admin_token: str | None = None, ca: str
     if not any(isinstance(h, _SaidOnStderr) for h in retries.handlers):
         retries.setLevel(logging.INFO)
         retries.addHandler(_SaidOnStderr())
+    # `horologe --retry-for S` (the root command's option); 15 s, the SDK's, when run without it.
+    root = click.get_current_context(silent=True)
+    retry_s = root.find_root().params.get("retry_for", 15.0) if root else 15.0
     try:
-        return Client([u.strip() for u in url.split(",")], token or "", admin_token=admin_token, ca=ca)
+        urls = [u.strip() for u in url.split(",")]
+        return Client(urls, token or "", admin_token=admin_token, ca=ca, retry_s=retry_s)
     except ValueError as e:  # a URL, a token or a CA file the client cannot use
         raise click.UsageError(str(e)) from e
 

@@ -67,18 +67,28 @@ def test_an_id_and_a_key_together_are_refused_and_so_is_half_a_key():
         assert r.exit_code == 2 and why in r.output, r.output
 
 
-def test_a_cluster_that_does_not_answer_is_said_to_be_tried_again_at_once(monkeypatch):
+def test_a_cluster_that_does_not_answer_is_said_to_be_tried_again_at_once():
     """It was the SDK's 15 s of retries in silence, then the error."""
-    import functools
-
-    from horologe.cli import _common
-    from horologe.client import Client
-
-    monkeypatch.setattr(_common, "Client", functools.partial(Client, retry_s=0.5))
-    r = CliRunner().invoke(main, ["produce", "--topic", "t", "--body", "b", "--url", "http://127.0.0.1:9"])
+    args = ["--retry-for", "0.5", "produce", "--topic", "t", "--body", "b", "--url", "http://127.0.0.1:9"]
+    r = CliRunner().invoke(main, args)
     assert r.exit_code == 1
     said = r.stderr.splitlines()
     assert said[0].startswith("http://127.0.0.1:9: ") and said[0].endswith("trying again for up to 0 s..."), (
         said
     )
     assert said[-1].endswith("(is the cluster running, and at --url / HOROLOGE_URL?)"), said
+
+
+def test_how_long_a_command_tries_is_the_root_option_or_its_variable(monkeypatch):
+    """It was the SDK's 15 s, with no way to shorten it from the command line."""
+    from horologe.cli import _common
+
+    made = []
+    monkeypatch.setattr(_common, "Client", lambda *a, **kw: made.append(kw["retry_s"]) or 1 / 0)
+    status = ["status", "--url", "http://127.0.0.1:9"]
+    CliRunner().invoke(main, status)
+    CliRunner().invoke(main, ["--retry-for", "0", *status])
+    CliRunner().invoke(main, status, env={"HOROLOGE_RETRY_FOR": "2.5"})
+    assert made == [15.0, 0.0, 2.5]
+    r = CliRunner().invoke(main, ["--retry-for", "-1", *status])
+    assert r.exit_code == 2 and "--retry-for" in r.output, r.output
