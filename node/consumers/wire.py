@@ -67,11 +67,16 @@ def message_fields(record, deliver_at: int, delivered_at: int) -> dict:
     }
     if rec["key"] is not None:
         out["key"] = rec["key"]
-    try:
-        out["body"] = rec["body"].decode()
-    except UnicodeDecodeError:
-        out["body_b64"] = base64.b64encode(rec["body"]).decode()
+    out.update(body_json(rec["body"]))
     return out
+
+
+def body_json(body: bytes) -> dict[str, str]:
+    """``body`` as the API shows it: ``body`` when it is UTF-8, else ``body_b64``."""
+    try:
+        return {"body": body.decode()}
+    except UnicodeDecodeError:
+        return {"body_b64": base64.b64encode(body).decode()}
 
 
 def as_msgpack(pulled: Pulled, clock_ms: int) -> bytes:

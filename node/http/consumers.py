@@ -24,10 +24,10 @@ from .openapi.schemas import ref
 from .route_table import RouteTable
 from .rules.messages import (
     MAX_POSITION,
-    parse_backlog,
     parse_consumer_request,
     parse_dlq_group,
     parse_dlq_peek,
+    parse_names,
     parse_requeue,
 )
 
@@ -173,7 +173,7 @@ async def extend(request: web.Request) -> web.Response:
 async def backlog(request: web.Request) -> web.Response:
     """A group's backlog on a topic: unacked, of those leased, and waiting for a pull."""
     svc = request.app[SERVICE]
-    topic, group = parse_backlog(request.match_info["topic"], request.match_info["group"])
+    topic, group = parse_names(request.match_info["topic"], request.match_info["group"])
     return answer(200, await svc.consumers.backlog(group, topic))
 
 

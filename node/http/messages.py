@@ -26,7 +26,7 @@ from .openapi.operations import (
     response_doc,
 )
 from .route_table import RouteTable
-from .rules.messages import parse_message, parse_new_time, parse_reschedules
+from .rules.messages import batch_items, parse_message, parse_new_time, parse_reschedules
 from .rules.plain_batch import plain_batch, plain_message
 
 routes = RouteTable()
@@ -96,17 +96,8 @@ async def post_batch(request: web.Request) -> web.Response:
         ids, at = await svc.produce_answered(cols) if len(cols) else ([], [])
         results = [{"id": mid, "deliver_at": d} for mid, d in zip(ids, at, strict=True)]
     else:  # each item by every rule, each refusal as documented (the body is read once)
-        body = await produce_body(request)
-        if not isinstance(body, dict) or set(body) != {"messages"} or not isinstance(body["messages"], list):
-            raise ApiError(400, "invalid_body", 'body must be {"messages": [...]}', "messages")
-        if len(body["messages"]) > limit:
-            raise ApiError(
-                413,
-                "too_large",
-                f"{len(body['messages'])} messages in one batch; at most {limit}",
-                "messages",
-            )
-        results = await _produce_each(svc, body["messages"], now)
+        items = batch_items(await produce_body(request), limit, "messages")
+        results = await _produce_each(svc, items, now)
     request.app[METRICS].produce_seconds.observe(time.perf_counter() - started)
     return answer(200, {"results": results})
 

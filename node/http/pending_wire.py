@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import base64
-
 from horologe.cluster.consumer_groups import ID_HEADER
 from horologe.storage.message import StoredMessage
+
+from ..consumers.wire import body_json
 
 
 def pending_json(stored: StoredMessage, slot_ms: int, with_body: bool) -> dict:
@@ -18,9 +18,4 @@ def pending_json(stored: StoredMessage, slot_ms: int, with_body: bool) -> dict:
     if m.key is not None:
         out["key"] = m.key
     out["headers"] = m.headers
-    if with_body:
-        try:
-            out["body"] = m.body.decode()
-        except UnicodeDecodeError:
-            out["body_b64"] = base64.b64encode(m.body).decode()
-    return out
+    return out | body_json(m.body) if with_body else out

@@ -19,7 +19,8 @@ from .openapi.operations import (
     subscription_operation,
 )
 from .route_table import RouteTable
-from .rules.push import parse_names, parse_subscription
+from .rules.messages import parse_names
+from .rules.push import parse_subscription
 
 routes = RouteTable()
 PATH = "/v1/topics/{topic}/subscriptions/{group}"

@@ -8,7 +8,6 @@ another, 404 no such schedule.
 
 from __future__ import annotations
 
-import base64
 from collections.abc import Awaitable, Callable
 
 from horologe.cluster import ApplyResult
@@ -26,6 +25,7 @@ from horologe.cluster.schedule_state import (
 )
 
 from ..committed_view import CommittedView
+from ..consumers.wire import body_json
 from ..errors import NotFound, ScheduleExists, TooManySchedules
 from .driver import ScheduleDriver
 
@@ -107,11 +107,7 @@ def schedule_json(d: ScheduleDef, m: ScheduleMark | None, now_ms: int) -> dict:
     fires = next_fires(d, m, now_ms, NEXT_FIRES)
     state = "paused" if d.paused else "ended" if d.end_at is not None and not fires else "active"
     out: dict = {"name": d.name, "topic": d.topic, "cron": d.cron, "timezone": d.timezone, "state": state}
-    try:
-        out["body"] = d.body.decode()
-    except UnicodeDecodeError:
-        out["body_b64"] = base64.b64encode(d.body).decode()
-    out |= {
+    out |= body_json(d.body) | {
         "tags": list(d.tags),
         "headers": d.headers,
         "start_at": d.start_at,

@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 
 from horologe.node.http.errors import ApiError
-from horologe.node.http.rules.push import parse_names, parse_subscription
+from horologe.node.http.rules.messages import parse_names
+from horologe.node.http.rules.push import parse_subscription
 from horologe.node.push.allow import PushAllow
 
 SECRET = "0123456789abcdef"

@@ -151,18 +151,15 @@ MAX_POSITION = (1 << 63) - 1  # a ready-log position an ack entry can carry
 @answered_over_http
 def parse_dlq_group(group: str) -> str:
     """The group of ``/admin/dlq/{group}``: a group name (not ``%DLQ%...``)."""
-    if not TOPIC_RE.fullmatch(group):
-        raise refusal("group must be 1-128 of A-Z a-z 0-9 . _ - (not starting with . _ -)", "group")
-    return group
+    return message_json.name_field({"group": group}, "group")
 
 
 @answered_over_http
-def parse_backlog(topic: str, group: str) -> tuple[str, str]:
-    """The topic and group of ``/v1/topics/{topic}/groups/{group}``: two names."""
-    for field, value in (("topic", topic), ("group", group)):
-        if not TOPIC_RE.fullmatch(value):
-            raise refusal(f"{field} must be 1-128 of A-Z a-z 0-9 . _ - (not starting with . _ -)", field)
-    return topic, group
+def parse_names(topic: str, group: str) -> tuple[str, str]:
+    """The topic and group of a path (``/v1/topics/{topic}/groups/{group}``, a push
+    subscription's): two names, as a pull takes them."""
+    names = {"topic": topic, "group": group}
+    return message_json.name_field(names, "topic"), message_json.name_field(names, "group")
 
 
 @answered_over_http
@@ -245,17 +242,22 @@ class Reschedule(NamedTuple):
     at: int
 
 
-def parse_reschedules(obj, now_ms: int, limits: MessageLimits, max_items: int) -> list[Reschedule | ApiError]:
-    """``{"messages": [{id | topic+key, deliver_at | deliver_after}, ...]}``: each item
-    parsed, or the refusal that answers for it alone."""
+def batch_items(obj, max_items: int, what: str) -> list:
+    """The items of ``{"messages": [...]}``, at most ``max_items`` (``what`` names them in the 413)."""
     if not isinstance(obj, dict) or set(obj) != {"messages"} or not isinstance(obj["messages"], list):
         raise ApiError(400, "invalid_body", 'body must be {"messages": [...]}', "messages")
     if len(obj["messages"]) > max_items:
         raise ApiError(
-            413, "too_large", f"{len(obj['messages'])} items in one batch; at most {max_items}", "messages"
+            413, "too_large", f"{len(obj['messages'])} {what} in one batch; at most {max_items}", "messages"
         )
+    return obj["messages"]
+
+
+def parse_reschedules(obj, now_ms: int, limits: MessageLimits, max_items: int) -> list[Reschedule | ApiError]:
+    """``{"messages": [{id | topic+key, deliver_at | deliver_after}, ...]}``: each item
+    parsed, or the refusal that answers for it alone."""
     out: list[Reschedule | ApiError] = []
-    for item in obj["messages"]:
+    for item in batch_items(obj, max_items, "items"):
         try:
             out.append(_reschedule_item(item, now_ms, limits))
         except ApiError as e:

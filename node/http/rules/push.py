@@ -15,7 +15,7 @@ from msgspec import Meta
 from yarl import URL
 
 from horologe.cluster.push_state import PushDef
-from horologe.storage.message_json import TOPIC_RE, refusal
+from horologe.storage.message_json import refusal
 
 from ...push.allow import CONFIG_KEY, PushAllow
 from .messages import TAG_FILTER_PATTERN, answered_over_http
@@ -63,15 +63,6 @@ class Push(Body):
 
 class NewSubscription(Body):
     push: Push
-
-
-@answered_over_http
-def parse_names(topic: str, group: str) -> tuple[str, str]:
-    """The topic and group of the path: names, as a pull takes them."""
-    for field, value in (("topic", topic), ("group", group)):
-        if not TOPIC_RE.fullmatch(value):
-            raise refusal(f"{field} must be 1-128 of A-Z a-z 0-9 . _ - (not starting with . _ -)", field)
-    return topic, group
 
 
 @answered_over_http

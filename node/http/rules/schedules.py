@@ -25,7 +25,7 @@ from horologe.cluster.schedule_times import (
 )
 from horologe.storage import message_json
 from horologe.storage.message import MessageLimits
-from horologe.storage.message_json import MAX_HEADERS, TOPIC_RE, parse_instant, refusal
+from horologe.storage.message_json import MAX_HEADERS, name_field, parse_instant, refusal
 
 from .messages import answered_over_http
 from .model import (
@@ -43,7 +43,6 @@ from .model import (
 
 MESSAGE_FIELDS = ("topic", "body", "body_b64", "tags", "headers")
 MAX_SCHEDULE_HEADERS = MAX_HEADERS - 1  # room for SCHEDULE_HEADER
-NAME_RULE = "1-128 of A-Z a-z 0-9 . _ - (not starting with . _ -)"
 
 
 Instant = (
@@ -119,9 +118,7 @@ def parse_schedule(obj, now_ms: int, limits: MessageLimits) -> ScheduleDef:
 @answered_over_http
 def parse_name(name) -> str:
     """A schedule's name: the rule of topic names."""
-    if not isinstance(name, str) or not TOPIC_RE.fullmatch(name):
-        raise refusal(f"name must be {NAME_RULE}", "name")
-    return name
+    return name_field({"name": name}, "name")
 
 
 def _instant(value, field: str) -> int | None:
