@@ -29,8 +29,10 @@ from __future__ import annotations
 import asyncio
 import collections
 import threading
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 
 class LoopCrossing:
@@ -74,3 +76,21 @@ class LoopCrossing:
     def require_off_loop(self, what: str) -> None:
         if threading.get_ident() == self._loop_thread:
             raise RuntimeError(f"{what} runs on the tick thread, never on the event loop")
+
+
+def settle(fut: asyncio.Future, result: Any = None, error: BaseException | None = None) -> None:
+    """On the loop: ``fut``'s outcome, unless it has one already (its waiter gave up: a timeout)."""
+    if fut.done():
+        return
+    if error is None:
+        fut.set_result(result)
+    else:
+        fut.set_exception(error)
+
+
+async def within(fut: Awaitable[T], timeout_s: float, error: type[Exception], why: str) -> T:
+    """``fut``'s result, or ``error(why)`` once ``timeout_s`` passed first."""
+    try:
+        return await asyncio.wait_for(fut, timeout_s)
+    except TimeoutError as e:
+        raise error(why) from e

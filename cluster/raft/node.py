@@ -50,7 +50,7 @@ from .bounded_frames import BoundedTcpConnection
 from .dial_node import DialNode
 from .dump_file import DumpWriter, LocalDump, check_not_behind, read_shipped
 from .journal import DiskJournal
-from .loop_crossing import LoopCrossing
+from .loop_crossing import LoopCrossing, settle, within
 from .membership import Joining, Member, change_in_flight, members_of, needs_fresh_dump, self_after
 from .monotonic_watch import MonotonicWatch, exit_for_step
 from .peer_clocks import PeerClock, keepalive, received
@@ -348,26 +348,17 @@ class RaftNode(SyncObjSeam):
         has applied it. Proposals submitted one after another are in the log in that order."""
         fut: asyncio.Future[ApplyResult] = asyncio.get_running_loop().create_future()
 
-        def settle(res, err) -> None:  # on the loop
-            if fut.done():
-                return
-            if err == FAIL_REASON.SUCCESS:
-                fut.set_result(res)
-            else:
-                fut.set_exception(ProposalRejectedError(f"entry not committed: reason {err}"))
-
         def done(res, err) -> None:  # on the tick thread (or at once, here, when refused)
-            self._crossing.post(settle, res, err)
+            refused = (
+                None
+                if err == FAIL_REASON.SUCCESS
+                else ProposalRejectedError(f"entry not committed: reason {err}")
+            )
+            self._crossing.post(settle, fut, res, refused)
 
         self.apply_entry(blob, callback=done)
-        return self._settled(fut, timeout or self.settings.proposal_timeout_s)
-
-    @staticmethod
-    async def _settled(fut: asyncio.Future[ApplyResult], timeout: float) -> ApplyResult:
-        try:
-            return await asyncio.wait_for(fut, timeout)
-        except TimeoutError as e:
-            raise ProposalTimeoutError("entry neither committed nor rejected in time") from e
+        why = "entry neither committed nor rejected in time"
+        return within(fut, timeout or self.settings.proposal_timeout_s, ProposalTimeoutError, why)
 
     def _refuses_proposal(self, forwarded: bool) -> bool:
         """Refuse every proposal forwarded by another node, and this node's own while it
@@ -851,16 +842,7 @@ class RaftNode(SyncObjSeam):
     @staticmethod
     def _awaited(ask: Callable[[Callable], None]) -> Awaitable[None]:
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-
-        def settle(why: tuple[str, str] | None) -> None:  # on the loop
-            if fut.done():
-                return
-            if why is None:
-                fut.set_result(None)
-            else:
-                fut.set_exception(MembershipChangeError(why[1], why[0]))
-
-        ask(settle)
+        ask(lambda why: settle(fut, None, None if why is None else MembershipChangeError(why[1], why[0])))
         return fut
 
     def change_membership(

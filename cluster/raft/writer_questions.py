@@ -34,7 +34,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from ..errors import WriterTimeoutError
-from .loop_crossing import LoopCrossing
+from .loop_crossing import LoopCrossing, settle, within
 
 log = logging.getLogger(__name__)
 
@@ -57,20 +57,13 @@ class WriterQuestions:
         fut: asyncio.Future[T] = asyncio.get_running_loop().create_future()
         self._asked.append((question, fut))
         self._wake()
-        return self._answered(fut, timeout_s)
+        return within(fut, timeout_s, WriterTimeoutError, f"the writer did not answer within {timeout_s:g} s")
 
     def tell(self, action: Callable[[W], object]) -> None:
         """On the loop: run ``action(writer)`` on the tick thread, between applies; nothing
         waits for it, and what it raises is logged there."""
         self._asked.append((action, None))
         self._wake()
-
-    @staticmethod
-    async def _answered(fut: asyncio.Future[T], timeout_s: float) -> T:
-        try:
-            return await asyncio.wait_for(fut, timeout_s)
-        except TimeoutError as e:
-            raise WriterTimeoutError(f"the writer did not answer within {timeout_s:g} s") from e
 
     def answer_all(self, writer: Any) -> None:
         """On the tick thread, between applies: answer every question asked so far."""
@@ -81,15 +74,6 @@ class WriterQuestions:
             except Exception as e:  # noqa: BLE001 - handed to the asker, never raised on the tick thread
                 answer, error = None, e
             if fut is not None:
-                self._crossing.post(_settle, fut, answer, error)
+                self._crossing.post(settle, fut, answer, error)
             elif error is not None:
                 log.error("an action told to the writer failed: %r", error)
-
-
-def _settle(fut: asyncio.Future, answer: Any, error: BaseException | None) -> None:  # on the loop
-    if fut.done():  # the asker stopped waiting (timeout)
-        return
-    if error is None:
-        fut.set_result(answer)
-    else:
-        fut.set_exception(error)
