@@ -29,9 +29,10 @@ from horologe.storage.late_policies import DEAD_LETTERED, DLQ_AFTER, DROPPED
 from horologe.wheel import Watermark
 
 from .apply_result import ApplyResult
-from .committed_reads import CANCELLED, GROUP_PREFIX, SCHEDULED, message_state, pending_key
+from .committed_reads import CANCELLED, SCHEDULED, message_state, pending_key
 from .consumer_groups import dlq_topic
 from .entries import Entry
+from .retention import groups_of
 
 
 def bump(store: Storage, tx: Transaction, key: str, n: int) -> None:
@@ -67,7 +68,7 @@ def within_allowance(
         (topic, tag_sig), gi, by = named(k), int(gis[k]), int(late_by[k])
         if kinds[k] == DLQ_AFTER:
             if topic not in readers:
-                readers[topic] = _groups_reading(store, topic)
+                readers[topic] = groups_of(store.meta_keys(), topic)
             entry = ReadyEntry(hour, gi, tag_sig, int(deliver_at[k]), clock_ms, 0)
             for group in readers[topic]:
                 dead[dlq_topic(group)].append(entry)
@@ -79,12 +80,6 @@ def within_allowance(
     for topic, entries in sorted(dead.items()):
         tx.append_ready(topic, entries)
     return ~over
-
-
-def _groups_reading(store: Storage, topic: str) -> list[str]:
-    """The consumer groups that have pulled from ``topic``: they hold progress in it."""
-    keys = (key[len(GROUP_PREFIX) :] for key in store.meta_keys() if key.startswith(GROUP_PREFIX))
-    return [group for group, _, t in (k.rpartition("/") for k in keys) if t == topic]
 
 
 def _slots(deliver_at_ms: np.ndarray, w: Watermark) -> tuple[np.ndarray, np.ndarray]:

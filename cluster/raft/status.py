@@ -49,11 +49,6 @@ class RaftStatus(NamedTuple):
         """What a change of publishes at once (all but the running figures)."""
         return self[:-2]
 
-    @property
-    def voters(self) -> tuple[Member, ...]:
-        """The members that vote (learners left out), this node first if it votes."""
-        return tuple(m for m in self.members if m.voter)
-
     def clock_readings(self, now: float) -> list[tuple[int, float]]:
         """Each peer's reading: (ms, seconds since the peer read it) at monotonic ``now``."""
         return [(c.ms, c.age_s(now)) for c in self.peer_clocks if c.ms is not None]

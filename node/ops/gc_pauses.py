@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import bisect
 import gc
+import itertools
 import time
 from collections.abc import Iterator
 
@@ -54,10 +55,7 @@ class GcPauses(Collector):
         )
         les = [*(repr(b) for b in BUCKETS), "+Inf"]
         for g, name in enumerate(GENERATIONS):
-            cumulative, total = 0, []
-            for count in list(self._counts[g]):
-                cumulative += count
-                total.append(cumulative)
+            total = list(itertools.accumulate(list(self._counts[g])))
             family.add_metric([name], list(zip(les, total, strict=True)), sum_value=self._sums[g])
         yield family
         yield GaugeMetricFamily(

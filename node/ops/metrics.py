@@ -203,36 +203,32 @@ class NodeMetrics:
     def __init__(self, topic_cap: int) -> None:
         self.registry = CollectorRegistry()
         ProcessCollector(registry=self.registry)  # process_resident_memory_bytes, cpu, fds
-        self.produce_seconds = Histogram(
+        registry = self.registry
+
+        def latency(name: str, doc: str) -> Histogram:
+            return Histogram(name, doc, buckets=LATENCY_BUCKETS, registry=registry)
+
+        def lateness(name: str, doc: str) -> BatchHistogram:
+            registry.register(histogram := BatchHistogram(name, doc, LATENESS_BUCKETS))
+            return histogram
+
+        self.produce_seconds = latency(
             "horologe_produce_seconds",
             "time to answer a produce request (POST /v1/messages and /v1/messages/batch) on the master",
-            buckets=LATENCY_BUCKETS,
-            registry=self.registry,
         )
-        self.apply_seconds = Histogram(
-            "horologe_apply_seconds",
-            "time to apply one Raft entry to storage",
-            buckets=LATENCY_BUCKETS,
-            registry=self.registry,
-        )
-        self.journal_fsync_seconds = Histogram(
+        self.apply_seconds = latency("horologe_apply_seconds", "time to apply one Raft entry to storage")
+        self.journal_fsync_seconds = latency(
             "horologe_journal_fsync_seconds",
             "time of one fsync of the Raft journal (before an entry is acknowledged or applied)",
-            buckets=LATENCY_BUCKETS,
-            registry=self.registry,
         )
-        self.handout_lateness = BatchHistogram(
+        self.handout_lateness = lateness(
             "horologe_handout_lateness_seconds",
             "how long after its deliver_at a message was handed to a consumer by a pull (each hand-out)",
-            LATENESS_BUCKETS,
         )
-        self.registry.register(self.handout_lateness)
-        self.ready_lateness = BatchHistogram(
+        self.ready_lateness = lateness(
             "horologe_ready_lateness_seconds",
             "how long after its slot the wheel put a message in its topic's ready log, by the master's clock",
-            LATENESS_BUCKETS,
         )
-        self.registry.register(self.ready_lateness)
         self._node = _NodeCollector(topic_cap)
         self.registry.register(self._node)
         self.gc_pauses = GcPauses()  # node/main.py installs it: a node process's, not a test's

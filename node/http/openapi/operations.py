@@ -222,31 +222,17 @@ SUBSCRIPTION = (
     path_param("topic", ref("Name"), "a topic"),
     path_param("group", ref("Name"), "the consumer group pushed to the URL"),
 )
-
-
-def named_operation(
-    operation_id: str, tag: str, summary: str, ok: dict[str, dict], path: tuple[dict, ...]
-) -> dict:
-    """An operation on one schedule or push subscription, named by ``path``."""
-    return operation(
-        operation_id,
-        tag,
-        summary,
-        CLIENT,
-        ok,
-        parameters=path,
-        errors=("BadRequest", "NotFound"),
-    )
+NAMED = ("BadRequest", "NotFound")  # what an operation on a named schedule or subscription adds
 
 
 def subscription_operation(operation_id: str, summary: str, ok: dict[str, dict]) -> dict:
     """An operation on one push subscription, named in the path."""
-    return named_operation(operation_id, SUBSCRIPTIONS, summary, ok, SUBSCRIPTION)
+    return operation(operation_id, SUBSCRIPTIONS, summary, CLIENT, ok, parameters=SUBSCRIPTION, errors=NAMED)
 
 
 def by_name_operation(operation_id: str, summary: str, ok: dict[str, dict]) -> dict:
     """An operation on one schedule, named in the path."""
-    return named_operation(operation_id, SCHEDULES, summary, ok, (SCHEDULE,))
+    return operation(operation_id, SCHEDULES, summary, CLIENT, ok, parameters=(SCHEDULE,), errors=NAMED)
 
 
 def reschedule_operation(operation_id: str, summary: str, parameters: tuple[dict, ...]) -> dict:
