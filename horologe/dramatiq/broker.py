@@ -6,7 +6,9 @@ produces the message with ``deliver_after``, under the key ``dramatiq:{message i
 (a retry is a message of its own), so the worker declares no delay queue and holds
 nothing until it is due. A consumer pulls what is due, at most its prefetch, each leased
 (``visibility_ms``, replicated: no other worker gets it while it is held, even across a
-failover of the cluster's master). ``ack`` acks (in the background, gathered);
+failover of the cluster's master), and renews the leases of what it holds, waiting or
+running, every third of ``visibility_ms`` (horologe/client/lease_keeper.py): the
+visibility is how long a worker that died keeps its messages. ``ack`` acks (in the background, gathered);
 ``nack`` (a message that failed for good) moves it to ``%DLQ%<queue>`` now; ``requeue``
 and closing the consumer release the leases of what was not processed.
 """
@@ -22,6 +24,7 @@ from dramatiq.errors import QueueJoinTimeout
 
 from horologe.client import AlreadyDeliveredError, Client, HorologeError, NotFoundError, UnavailableError
 from horologe.client.acker import Acker
+from horologe.client.lease_keeper import LeaseKeeper
 from horologe.client.task_keys import task_key, topic_name
 
 log = logging.getLogger(__name__)
@@ -118,6 +121,7 @@ class _Consumer(Consumer):
         self.prefetch = min(max(prefetch, 1), MAX_PULL)
         self.timeout_ms = timeout_ms
         self.acker = Acker(broker.client)
+        self.leases = LeaseKeeper(broker.client, broker.visibility_ms)
         self.held: list = []  # pulled, not yet handed to the worker
         self.open: dict[str, object] = {}  # message id -> the receipt of what the worker has
 
@@ -137,13 +141,16 @@ class _Consumer(Consumer):
                 return None  # the SDK retried across a failover for its retry_s: poll again
             if not self.held:
                 return None
+            self.leases.hold(self.topic, self.topic, [m.receipt for m in self.held])
         m = self.held.pop(0)
         message = dramatiq.Message.decode(m.body)
         self.open[message.message_id] = m.receipt
         return MessageProxy(message)
 
     def _receipt(self, message) -> str:
-        return self.open.pop(message.message_id)
+        receipt = self.open.pop(message.message_id)
+        self.leases.let_go(self.topic, self.topic, [receipt])
+        return receipt
 
     def ack(self, message) -> None:
         self.acker.ack(self.topic, self.topic, self._receipt(message))
@@ -156,6 +163,7 @@ class _Consumer(Consumer):
         self._release(receipts)
 
     def _release(self, receipts: list[str]) -> None:
+        self.leases.let_go(self.topic, self.topic, receipts)
         if receipts:
             try:
                 self.broker.client.release(self.topic, self.topic, receipts)
@@ -164,6 +172,7 @@ class _Consumer(Consumer):
 
     def close(self) -> None:
         """Release what was pulled and not handed to the worker; flush the acks."""
+        self.leases.close()
         self._release([m.receipt for m in self.held])
         self.held = []
         self.acker.close(10)

@@ -7,13 +7,17 @@ its ``deliver_at`` (to the ms; none, or past: now), under the key
 retry is a message of its own. The whole kombu message is the body. Workers pull only
 what is due and only as many as Celery's prefetch allows; each hand-out is leased
 (``visibility_timeout``), and the lease is replicated, so no other worker gets the task
-while it holds it, even across a failover of the cluster's master.
+while it holds it, even across a failover of the cluster's master. The worker renews the
+leases of every task it holds, prefetched or running, every third of the visibility
+timeout (horologe/client/lease_keeper.py): the timeout is how long a worker that died
+keeps its tasks, not a bound on how long a task may wait in the worker and run.
 
 ``basic_ack`` acks (in the background, gathered: horologe/client/acker.py);
 ``basic_reject(requeue=True)`` and closing a channel release the leases (the task goes to
 another worker at once, no attempt counted), never publishing a copy as kombu's base class
 would; ``basic_reject(requeue=False)`` moves the task to the group's dead-letter queue
-``%DLQ%<queue>``. Fanout exchanges (remote control, broadcast) are not supported.
+``%DLQ%<queue>``. Fanout exchanges (remote control, broadcast) are not supported: what is
+published to one is dropped, with a warning (once per exchange), rather than in silence.
 """
 
 from __future__ import annotations
@@ -25,10 +29,12 @@ from queue import Empty
 from urllib.parse import unquote
 
 from kombu.transport import virtual
+from kombu.transport.virtual.exchange import FanoutExchange
 
 from horologe.client import Client, HorologeError
 from horologe.client.acker import Acker
 from horologe.client.errors import CertificateError, InvalidRequestError, NotFoundError, UnavailableError
+from horologe.client.lease_keeper import LeaseKeeper
 from horologe.client.task_keys import eta_ms, task_key, topic_name
 
 log = logging.getLogger(__name__)
@@ -102,8 +108,29 @@ class QoS(virtual.QoS):
         return []
 
 
+class DroppedBroadcast(FanoutExchange):
+    """A fanout exchange, which this transport has not: Celery's remote control
+    (``app.control.revoke``, ``inspect``, ``ping``) and broadcasts publish to one and would
+    see their message vanish without a word."""
+
+    def __init__(self, channel) -> None:
+        super().__init__(channel)
+        self.warned: set[str] = set()
+
+    def deliver(self, message, exchange, routing_key, **kwargs) -> None:
+        if exchange not in self.warned:
+            self.warned.add(exchange)
+            log.warning(
+                "dropped what was published to the fanout exchange %r: the Horologe transport has "
+                "no remote control or broadcast (app.control.revoke does nothing here; cancel a task "
+                "that waits for its eta or countdown with horologe.kombu.revoke_scheduled(app, task_id))",
+                exchange,
+            )
+
+
 class Channel(virtual.Channel):
     QoS = QoS
+    exchange_types = {**virtual.Channel.exchange_types, "fanout": DroppedBroadcast}
     _next_queue = 0
 
     def __init__(self, connection, **kwargs) -> None:
@@ -115,6 +142,8 @@ class Channel(virtual.Channel):
         client = self.connection.client
         self.client = client_for(client.hostname or "", options)
         self.acker = Acker(self.client)
+        self.leases = LeaseKeeper(self.client, self.visibility_ms)
+        self._no_ack: set[str] = set()  # queues consumed with no_ack (basic_consume)
 
     def _topic(self, queue: str) -> str:
         return topic_name(queue, self.prefix)
@@ -157,11 +186,48 @@ class Channel(virtual.Channel):
             raise Empty() from None  # the SDK retried for retry_s: Celery polls again
         if not batch:
             raise Empty()
+        self._taken(topic, batch, queue in self._no_ack)
         for m in batch:
             self.connection._deliver(self._payload(m, queue, topic), queue)
 
+    def basic_consume(self, queue, no_ack, callback, consumer_tag, **kwargs):
+        (self._no_ack.add if no_ack else self._no_ack.discard)(queue)
+        return super().basic_consume(queue, no_ack, callback, consumer_tag, **kwargs)
+
+    def basic_get(self, queue, no_ack=False, **kwargs):
+        """One message of ``queue`` if one is due, else None (``SimpleQueue.get``, the
+        ``rpc://`` result backend's look at a queue): kombu's, with ``no_ack`` passed on."""
+        try:
+            message = self.Message(self._get_one(queue, no_ack), channel=self)
+        except Empty:
+            return None
+        if not no_ack:
+            self.qos.append(message, message.delivery_tag)
+        return message
+
     def _get(self, queue, timeout=None):
-        raise NotImplementedError("the Horologe transport delivers through _get_many")
+        return self._get_one(queue, no_ack=False)
+
+    def _get_one(self, queue, no_ack: bool) -> dict:
+        topic = self._topic(queue)
+        try:
+            batch = self.client.pull(topic, topic, max=1, wait_ms=0, visibility_ms=self.visibility_ms)
+        except UnavailableError:
+            raise Empty() from None
+        if not batch:
+            raise Empty()
+        self._taken(topic, batch, no_ack)
+        return self._payload(batch[0], queue, topic)
+
+    def _taken(self, topic: str, batch, no_ack: bool) -> None:
+        """What a pull handed this channel: acked at once for a consumer that acks nothing
+        (``no_ack``: taken as delivered), else its leases kept until it is acked."""
+        receipts = [m.receipt for m in batch]
+        if no_ack:
+            for receipt in receipts:
+                self.acker.ack(topic, topic, receipt)
+        else:
+            self.leases.hold(topic, topic, receipts)
 
     def _payload(self, m, queue: str, topic: str) -> dict:
         payload = json.loads(m.body)
@@ -188,7 +254,9 @@ class Channel(virtual.Channel):
         return info["topic"], info["group"], message.delivery_tag
 
     def _ack(self, message) -> None:
-        self.acker.ack(*self._where(message))
+        topic, group, receipt = self._where(message)
+        self.leases.let_go(topic, group, [receipt])
+        self.acker.ack(topic, group, receipt)
 
     def _restore(self, message) -> None:
         """kombu's requeue: release the lease."""
@@ -202,6 +270,7 @@ class Channel(virtual.Channel):
             topic, group, receipt = self._where(message)
             by.setdefault((topic, group), []).append(receipt)
         for (topic, group), receipts in by.items():
+            self.leases.let_go(topic, group, receipts)
             try:
                 self.client.release(topic, group, receipts)
             except HorologeError as e:
@@ -209,6 +278,7 @@ class Channel(virtual.Channel):
 
     def _dead_letter(self, message) -> None:
         topic, group, receipt = self._where(message)
+        self.leases.let_go(topic, group, [receipt])
         self.client.nack(topic, group, [receipt], dead_letter=True)
 
     def _size(self, queue) -> int:
@@ -237,6 +307,7 @@ class Channel(virtual.Channel):
         if not self.closed:
             self.acker.flush(10)
         super().close()  # gives back what was not acked (_restore)
+        self.leases.close()
         self.acker.close(10)
         self.client.close()
 

@@ -5,10 +5,13 @@ once, none early, and no worker holds a task before its time."""
 
 from __future__ import annotations
 
+import logging
 import random
 import sys
 import time
 from datetime import UTC, datetime
+
+import pytest
 
 from testkit.process_cluster import CLIENT
 from testkit.task_queues import (
@@ -100,6 +103,57 @@ def test_revoke_scheduled_cancels_a_waiting_task_with_no_worker_running(cluster,
     assert list(cluster.client(0).pending("rv").messages) == []
 
 
+def test_revoke_scheduled_cancels_the_retry_that_waits_of_a_task_that_ran(cluster, monkeypatch):
+    """It tried attempt 0 alone, and said a task whose retry waited out its countdown was
+    already delivered."""
+    from celery import Celery
+
+    import horologe.kombu
+    from horologe.client import AlreadyDeliveredError
+
+    monkeypatch.setenv("HOROLOGE_CLIENT_TOKEN", CLIENT)
+    nodes = ",".join(cluster.url(i).removeprefix("http://") for i in cluster.indexes)
+    app = Celery("rr", broker=f"horologe://{nodes}")
+    app.conf.task_default_queue = "rr"
+    client = cluster.client(0)
+    for task_id in ("retried", "ran-once"):  # attempt 0 of each handed to a worker and acked
+        client.produce("rr", "{}", key=f"celery:{task_id}:0")
+    handed = []
+    deadline = time.monotonic() + 10
+    while len(handed) < 2:
+        assert time.monotonic() < deadline
+        batch = client.pull("rr", "rr", max=10, wait_ms=500)
+        client.ack("rr", "rr", batch.receipts())
+        handed += batch
+    client.produce("rr", "{}", key="celery:retried:1", deliver_after=60_000)  # its retry, 60 s later
+    assert horologe.kombu.revoke_scheduled(app, "retried") is True
+    assert horologe.kombu.revoke_scheduled(app, "retried") is True  # cancelled, as before
+    assert list(client.pending("rr").messages) == []
+    with pytest.raises(AlreadyDeliveredError):
+        horologe.kombu.revoke_scheduled(app, "ran-once")  # ran, and no retry of it waits
+    with pytest.raises(AlreadyDeliveredError):
+        horologe.kombu.revoke_scheduled(app, "retried", retries=0)  # that attempt, as asked
+
+
+def test_remote_control_says_it_was_dropped_and_names_what_cancels(cluster, monkeypatch, caplog):
+    """app.control.revoke returned None and the task still ran, without a word."""
+    from celery import Celery
+
+    import horologe.kombu  # noqa: F401 - registers the transport
+
+    monkeypatch.setenv("HOROLOGE_CLIENT_TOKEN", CLIENT)
+    nodes = ",".join(cluster.url(i).removeprefix("http://") for i in cluster.indexes)
+    app = Celery("rc", broker=f"horologe://{nodes}")
+    app.conf.task_default_queue = "rc"
+    task = app.send_task("rc.later", countdown=60)
+    with caplog.at_level(logging.WARNING, logger="horologe.kombu.transport"):
+        app.control.revoke(task.id)
+        app.control.revoke(task.id)
+    said = [r.getMessage() for r in caplog.records if "fanout exchange" in r.getMessage()]
+    assert len(said) == 1 and "horologe.kombu.revoke_scheduled(app, task_id)" in said[0], said
+    assert [m.key for m in cluster.client(0).pending("rc").messages] == [f"celery:{task.id}:0"]  # not revoked
+
+
 def test_celery_purge_drops_the_due_tasks_waiting_and_keeps_the_scheduled_ones(cluster, monkeypatch):
     from celery import Celery
 
@@ -123,3 +177,39 @@ def test_celery_purge_drops_the_due_tasks_waiting_and_keeps_the_scheduled_ones(c
     assert client.backlog("pg", "pg").waiting == 0
     assert client.pull("pg", "pg", max=10) == []  # no worker will get them
     assert [m.key for m in client.pending("pg").messages] == [f"celery:{later.id}:0"]  # still scheduled
+
+
+def test_basic_get_takes_one_message_and_no_ack_takes_it_for_good(cluster, monkeypatch):
+    """kombu's basic_get (SimpleQueue.get_nowait, the rpc:// result backend's look at a
+    queue) raised the transport's NotImplementedError; and what a no_ack consumer took
+    stayed leased, to be handed out again when the lease ended."""
+    from celery import Celery
+
+    import horologe.kombu  # noqa: F401 - registers the transport
+
+    monkeypatch.setenv("HOROLOGE_CLIENT_TOKEN", CLIENT)
+    nodes = ",".join(cluster.url(i).removeprefix("http://") for i in cluster.indexes)
+    app = Celery("bg", broker=f"horologe://{nodes}")
+    client = cluster.client(0)
+    with app.connection_for_write() as conn:
+        queue = conn.SimpleQueue("bg")
+        queue.put({"n": 1})
+        queue.put({"n": 2})
+        channel = conn.default_channel
+        taken = []
+        deadline = time.monotonic() + 10
+        while len(taken) < 2:  # due at the wheel's next tick
+            assert time.monotonic() < deadline
+            message = channel.basic_get("bg", no_ack=bool(taken))  # the second: no_ack
+            if message is None:
+                time.sleep(0.05)
+                continue
+            taken.append(message)
+        taken[0].ack()
+        assert sorted(m.decode()["n"] for m in taken) == [1, 2]
+        deadline = time.monotonic() + 10
+        while client.backlog("bg", "bg").unacked:  # both acked: the no_ack one at once
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        assert channel.basic_get("bg") is None
+        queue.close()

@@ -1,0 +1,100 @@
+"""Leases renewed for as long as a worker holds their messages (Celery, Dramatiq).
+
+A task queue's worker pulls more than it runs at once (Celery's prefetch, Dramatiq's),
+and each message's lease starts at the pull: a task that waits its turn behind others in
+the worker, then runs, may outlast its lease, and the cluster then hands it to another
+worker while this one still runs it. :class:`LeaseKeeper` renews every lease the worker
+holds (pulled, not yet acked, released or dead-lettered) every third of the visibility,
+one ``extend`` call per (topic, group): the visibility timeout is then how long a worker
+that stopped (killed, frozen, cut off) keeps its tasks from the others, not how long a
+task may wait and run.
+
+``hold(topic, group, receipts)`` after a pull (the first starts the thread),
+``let_go(...)`` once a message is acked, released or dead-lettered; ``close()`` stops. The
+thread only renews: a renewal that fails
+is logged and tried again at the next round, while a third of the lease is still left.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import defaultdict
+
+from .errors import HorologeError
+
+log = logging.getLogger(__name__)
+
+MAX_RECEIPTS = 1000  # receipts in one extend call (as in one pull)
+MIN_EVERY_S = 0.2  # however short the visibility, no busier than this
+
+
+class LeaseKeeper:
+    def __init__(self, client, visibility_ms: int, every_s: float | None = None) -> None:
+        """``client``: a :class:`horologe.client.Client` (thread-safe), shared with the
+        caller; ``visibility_ms``: the leases' length, as pulled and as renewed; ``every_s``:
+        how often to renew (default a third of the visibility)."""
+        self._client = client
+        self._visibility_ms = visibility_ms
+        self._every_s = every_s if every_s is not None else max(MIN_EVERY_S, visibility_ms / 3000)
+        self._held: dict[tuple[str, str], set[str]] = defaultdict(set)
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None  # started by the first hold: none for a publisher
+
+    def hold(self, topic: str, group: str, receipts) -> None:
+        with self._lock:
+            self._held[(topic, group)].update(receipts)
+            if self._thread is None and not self._stop.is_set():
+                self._thread = threading.Thread(target=self._run, name="horologe-leases", daemon=True)
+                self._thread.start()
+
+    def let_go(self, topic: str, group: str, receipts) -> None:
+        with self._lock:
+            held = self._held.get((topic, group))
+            if held is not None:
+                held.difference_update(receipts)
+
+    def held(self) -> int:
+        with self._lock:
+            return sum(len(receipts) for receipts in self._held.values())
+
+    def renew(self) -> int:
+        """One round: every lease held, renewed to the visibility from now; how many were."""
+        with self._lock:
+            rounds = [(key, sorted(receipts)) for key, receipts in self._held.items() if receipts]
+        renewed = 0
+        for (topic, group), receipts in rounds:
+            for i in range(0, len(receipts), MAX_RECEIPTS):
+                chunk = receipts[i : i + MAX_RECEIPTS]
+                try:
+                    extended = self._client.extend(topic, group, chunk, self._visibility_ms)["extended"]
+                except HorologeError as e:
+                    why = "%d leases on %s/%s not renewed (tried again soon): %s"
+                    log.warning(why, len(chunk), topic, group, e)
+                    continue
+                renewed += extended
+                with self._lock:  # those let go meanwhile (acked) were not to be renewed
+                    still = len(self._held.get((topic, group), set()).intersection(chunk))
+                if extended < still:
+                    log.warning(
+                        "%d of %d leases held on %s/%s had ended before they were renewed: the "
+                        "cluster may have handed those messages to another worker",
+                        still - extended,
+                        still,
+                        topic,
+                        group,
+                    )
+        return renewed
+
+    def close(self, timeout_s: float = 10.0) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout_s)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._every_s):
+            try:
+                self.renew()
+            except Exception:  # noqa: BLE001 - the thread must go on renewing whatever one round met
+                log.exception("renewing leases failed")

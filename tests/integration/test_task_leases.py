@@ -1,0 +1,104 @@
+"""A worker keeps the leases of the tasks it holds, waiting in its prefetch or running,
+for as long as it holds them: a task that waits and runs longer than the visibility
+timeout runs once. Real ``celery`` and ``dramatiq`` workers, one each, on a 3-node
+cluster; leases of 2 s, tasks of 1.5 s (Celery, four prefetched: the last starts 4.5 s
+after its pull) and 3 s (Dramatiq: longer than a lease on their own)."""
+
+from __future__ import annotations
+
+import collections
+import sys
+import textwrap
+import time
+
+from testkit.task_queues import app_module, executions, start_workers, stop_workers, wait_executed
+
+N = 4
+
+CELERY_APP = textwrap.dedent(
+    """
+    import json, os, time
+
+    from celery import Celery
+
+    import horologe.kombu
+
+    app = Celery("lk", broker=os.environ["BROKER"])
+    app.conf.update(
+        task_default_queue="lk",
+        worker_enable_remote_control=False,
+        worker_send_task_events=False,
+        broker_connection_retry_on_startup=True,
+        broker_transport_options={"visibility_timeout": 2},
+        task_acks_late=True,
+    )
+
+
+    @app.task
+    def slow(seq):
+        with open(os.path.join(os.environ["OUT"], f"{os.getpid()}.jsonl"), "a") as f:
+            f.write(json.dumps({"id": seq, "start_ms": time.time() * 1000}) + "\\n")
+        time.sleep(1.5)
+    """
+)
+
+DRAMATIQ_APP = textwrap.dedent(
+    """
+    import json, os, time
+
+    import dramatiq
+    from horologe.dramatiq import HorologeBroker
+
+    broker = HorologeBroker(os.environ["NODES"].split(","), os.environ["HOROLOGE_CLIENT_TOKEN"],
+                            visibility_ms=2_000)
+    dramatiq.set_broker(broker)
+
+
+    @dramatiq.actor(queue_name="lkd", max_retries=0)
+    def slow(seq):
+        with open(os.path.join(os.environ["OUT"], f"{os.getpid()}.jsonl"), "a") as f:
+            f.write(json.dumps({"id": seq, "start_ms": time.time() * 1000}) + "\\n")
+        time.sleep(3)
+    """
+)
+
+
+def _runs(out: str) -> dict[int, int]:
+    return dict(collections.Counter(r["id"] for r in executions(out)))
+
+
+def test_a_celery_task_held_longer_than_its_lease_runs_once(cluster, tmp_path, monkeypatch):
+    """Without the renewals the last two tasks ran twice (their leases ended in the prefetch)."""
+    broker = "horologe://" + ",".join(cluster.url(i).removeprefix("http://") for i in cluster.indexes)
+    env, out = app_module(cluster, tmp_path, monkeypatch, "lk_app", CELERY_APP, BROKER=broker)
+    worker = [sys.executable, "-m", "celery", "-A", "lk_app", "worker", "--pool", "prefork", "-c", "1"]
+    procs = start_workers(
+        [[*worker, "--without-heartbeat", "--without-mingle", "--without-gossip"]], env, str(tmp_path)
+    )
+    try:
+        import lk_app
+
+        for seq in range(N):
+            lk_app.slow.delay(seq)
+        wait_executed(out, N, 60)
+        time.sleep(4)  # twice the lease: a copy handed out again would have started by now
+    finally:
+        stop_workers(procs)
+    assert _runs(out) == dict.fromkeys(range(N), 1)
+
+
+def test_a_dramatiq_message_held_longer_than_its_lease_runs_once(cluster, tmp_path, monkeypatch):
+    """Without the renewals a message that ran 3 s on a 2 s lease was pulled again and ran twice."""
+    env, out = app_module(cluster, tmp_path, monkeypatch, "lk_dram", DRAMATIQ_APP)
+    worker = [sys.executable, "-m", "dramatiq", "lk_dram", "--processes", "1", "--threads", "1"]
+    procs = start_workers([worker], env, str(tmp_path))
+    try:
+        import lk_dram
+
+        for seq in range(N):
+            lk_dram.slow.send(seq)
+        wait_executed(out, N, 60)
+        time.sleep(4)
+    finally:
+        stop_workers(procs)
+    assert _runs(out) == dict.fromkeys(range(N), 1)
