@@ -31,6 +31,13 @@ What pysyncobj lacks, the shell adds (``RaftNode``, node.py):
   log holds its removal (the leader drops its link when it appends the change, so it may
   never learn of it: its connections are refused); vote requests from a node outside the
   membership are dropped.
+* **A joiner's own elections are forgotten.** A node started once without ``join`` by
+  mistake stands for election with the members as its peers, who refuse it, and its
+  term climbs past theirs; started again to join, it would refuse every append of the
+  master that feeds it (a lower term) and never catch up. A node started to join whose
+  Raft files hold no entry a leader appended and no dump (:func:`only_own_elections`)
+  has been no cluster's member: its term and vote are its alone, and it starts at term
+  0, no vote.
 * **The latest membership in the log, at start too.** pysyncobj takes a change at start
   only when it applies it (committed), over the dump's membership it loaded just before;
   the shell takes the changes in the log past the dump whenever a dump is loaded (the
@@ -58,6 +65,13 @@ class Member:
 
 
 JOIN_FRESH_DUMP_ENTRIES = 1_000  # a joiner is fed from a dump at most this far behind
+
+
+def only_own_elections(term: int, entry_terms: Iterable[int], dumped: bool) -> bool:
+    """Whether Raft files at ``term``, whose log's entries are of ``entry_terms``, with a
+    dump or not, hold only what elections the node stood in alone left: a term, no entry
+    of any leader (pysyncobj's first entry is of term 0), no dump."""
+    return term > 0 and not dumped and all(t == 0 for t in entry_terms)
 
 
 @dataclass

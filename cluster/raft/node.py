@@ -51,7 +51,15 @@ from .dial_node import DialNode
 from .dump_file import DumpWriter, LocalDump, check_not_behind, read_shipped
 from .journal import DiskJournal
 from .loop_crossing import LoopCrossing, settle, within
-from .membership import Joining, Member, change_in_flight, members_of, needs_fresh_dump, self_after
+from .membership import (
+    Joining,
+    Member,
+    change_in_flight,
+    members_of,
+    needs_fresh_dump,
+    only_own_elections,
+    self_after,
+)
 from .monotonic_watch import MonotonicWatch, exit_for_step
 from .peer_clocks import PeerClock, keepalive, received
 from .seam import Parts, SyncObjSeam, check_pysyncobj
@@ -191,8 +199,12 @@ class RaftNode(SyncObjSeam):
 
         def create_journal(path: str) -> DiskJournal:
             # Set before the tick thread starts, so the tick thread's hooks below find it.
-            self._journal = DiskJournal(path, held_to=self._dump.held_to())
-            return self._journal
+            self._journal = journal = DiskJournal(path, held_to=self._dump.held_to())
+            term, dumped = journal.getCurrentTerm(), os.path.exists(conf.fullDumpFile)
+            if settings.join and only_own_elections(term, (entry[2] for entry in journal), dumped):
+                log.warning("joining: term %d is of elections this node stood in alone; starting at 0", term)
+                journal.setCurrentTerm(0, None)
+            return journal
 
         parts = Parts(
             journal=create_journal,
@@ -906,9 +918,9 @@ class RaftNode(SyncObjSeam):
             self._end_join(
                 (
                     "catch_up_failed",
-                    f"{joining.node.node_id} holds the log up to {match} of {joining.target} "
-                    f"in time: is it running, started to join, and reachable from this node at "
-                    f"{joining.node.address}?",
+                    f"{joining.node.node_id} held the log only up to {match} of {joining.target} "
+                    f"when the time to catch up ran out: is it running, started to join, with "
+                    f"this cluster's secret, and reachable from this node at {joining.node.address}?",
                 ),
                 joining,
             )

@@ -132,12 +132,29 @@ def test_a_node_whose_disk_was_lost_restores_from_a_backup_and_catches_up(make_c
     after = [client.produce("orders", f"late{k}", deliver_after=HOUR_MS).id for k in range(5)]
 
     cluster.stop(lost)
-    data = os.path.join(cluster.data_root, f"n{lost + 1}")
+    # Its vote and term went with its disk: it comes back as a new member (docs/deploy.md,
+    # "Replace one node's lost disk"), taken out first, then added with the backup's data.
+    via, name = cluster.url(cluster.wait_leader()), f"n{lost + 1}"
+    removed = _horologe("cluster", "remove", name, "--url", via)
+    assert removed.returncode == 0, removed.stderr
+    data = os.path.join(cluster.data_root, name)
     refused = _horologe("restore", backup, data)
     assert refused.returncode != 0 and "already holds a node's data" in refused.stderr
     shutil.rmtree(data)
     assert _horologe("restore", backup, data).returncode == 0
+    with open(cluster.configs[lost]) as f:
+        config = f.read()
+    with open(cluster.configs[lost], "w") as f:
+        f.write("join = true\n" + config)  # before the [peers.*] tables
     cluster.start(lost)
+    cluster.wait_serving(lost)
+    added = _horologe(
+        "cluster", "add", name,
+        "--raft", f"127.0.0.1:{cluster.raft_ports[lost]}",
+        "--http", f"127.0.0.1:{cluster.http_ports[lost]}",
+        "--url", via,
+    )  # fmt: skip
+    assert added.returncode == 0, added.stderr
     # The master keeps committing its wheel's syncs, so no two nodes stop at one index: the
     # restored node is held to everything the master had applied once it was back.
     applied = cluster.status(cluster.wait_leader())["applied_index"]

@@ -271,3 +271,30 @@ def _connections_to(pid: int, port: int) -> int:
         r[3] == established and int(r[2].rsplit(":", 1)[1], 16) == port and f"socket:[{r[9]}]" in sockets
         for r in rows
     )
+
+
+def test_a_node_started_once_without_join_is_still_added_once_started_to_join(cluster):
+    """A new node started by mistake without ``join`` stands for election with the members
+    as its peers; they refuse it and its term climbs past theirs. Started again to join, it
+    refused every append of the master that fed it (a lower term): the add failed with
+    ``catch_up_failed``, holding the log up to 0, however long it was given."""
+    master = cluster.wait_connected()
+    k = cluster.joiner(cluster.indexes)
+    with open(cluster.configs[k]) as f:
+        joining = f.read()
+    with open(cluster.configs[k], "w") as f:
+        f.write(joining.replace("join = true\n", ""))
+    cluster.start(k)
+    cluster.wait_serving(k)
+    members_term = cluster.status(master)["term"]
+    wait_until(lambda: cluster.status(k)["term"] > members_term + 2, 30.0)
+    cluster.stop(k)
+    with open(cluster.configs[k], "w") as f:
+        f.write(joining)
+    cluster.start(k)
+    cluster.wait_serving(k)
+    added = _add(cluster, k, via=master, catch_up_s=15.0)
+    assert added.returncode == 0, added.stderr
+    assert _voters(cluster, master) == ["n1", "n2", "n3", "n4"]
+    assert cluster.status(master)["term"] == members_term  # its elections reached no member
+    assert "term" in cluster.log(k) and "elections this node stood in alone; starting at 0" in cluster.log(k)
