@@ -41,7 +41,7 @@ class BoundedTcpConnection(WireConnection):
     def _refused(self) -> bool:
         why = self._out_of_bounds()
         if why is not None:
-            log.warning("dropped a Raft connection: %s", why)
+            log.warning("dropped a Raft connection from %s: %s", self.peer(), why)
             self.disconnect()
         return why is not None
 

@@ -105,7 +105,9 @@ class RaftCipher:
         try:
             data = opener.decrypt(_nonce(counter), frame[_SEALED_HEAD.size :], frame[:9])
         except InvalidTag:
-            raise RefusedFrame("sealed with another secret, or altered") from None
+            raise RefusedFrame(
+                "sealed with another secret (is cluster_secret the same there?), or altered"
+            ) from None
         if not known:  # kept once a frame opened with it: forged salts cannot evict a peer's
             if len(self._openers) >= _KNOWN_SENDERS:
                 self._openers.clear()
@@ -188,11 +190,19 @@ class WireConnection(ConnectionSeam):
         try:
             message = self._opened(bytes(buf[HEAD.size : HEAD.size + n]))
         except Exception as e:  # noqa: BLE001 - whatever a frame holds, it only drops the connection
-            log.warning("dropped a Raft connection: %s", e)
+            log.warning("dropped a Raft connection from %s: %s", self.peer(), e)
             self.disconnect()
             return None
         del buf[: HEAD.size + n]
         return message
+
+    def peer(self) -> str:
+        """The other end's address, for a log line: which machine to look at."""
+        try:
+            host, port = self.sock.getpeername()[:2]
+        except (OSError, AttributeError):  # gone already
+            return "a peer no longer connected"
+        return f"{host}:{port}"
 
     def _opened(self, frame: bytes):
         if self.encryptor:

@@ -58,6 +58,8 @@ def test_a_peer_without_the_cluster_secret_runs_nothing_and_stops_nothing(cluste
                     pass
     time.sleep(0.5)
     assert not os.path.exists(marker), "a node unpickled a payload from a peer without the secret"
+    said = "dropped a Raft connection from 127.0.0.1:"
+    assert said in cluster.log(master) and "is cluster_secret the same there?" in cluster.log(master)
     assert cluster.wait_connected() == master
     assert {cluster.status(i)["term"] for i in cluster.indexes} == {term}
     res = cluster.produce(master, [{"topic": "after", "body": "still serving"}])
@@ -79,6 +81,7 @@ def test_a_frame_claiming_a_gibibyte_is_refused_before_it_is_buffered(cluster):
     chunk = b"\0" * (1 << 20)
     deadline = time.monotonic() + 10
     with socket.create_connection(("127.0.0.1", cluster.raft_ports[master]), timeout=5) as s:
+        me = ":".join(map(str, s.getsockname()[:2]))  # the log names who to look at
         s.settimeout(1)
         s.sendall(struct.pack("<i", (1 << 30) - 1))
         try:
@@ -91,5 +94,5 @@ def test_a_frame_claiming_a_gibibyte_is_refused_before_it_is_buffered(cluster):
             pass  # the node reads ever slower (pysyncobj grows its buffer by copying): not dropped
     assert dropped, f"the node kept reading a frame it can never decrypt ({sent >> 20} MiB sent)"
     assert _rss_kb(pid) - before < 64 * 1024
-    assert "dropped a Raft connection: a frame claims 1073741823 bytes" in cluster.log(master)
+    assert f"dropped a Raft connection from {me}: a frame claims 1073741823 bytes" in cluster.log(master)
     assert {cluster.status(i)["term"] for i in cluster.indexes} == {cluster.status(master)["term"]}
