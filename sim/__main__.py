@@ -392,6 +392,12 @@ def main() -> int:
     args = parser.parse_args()
     if args.membership and getattr(args, "scenario", None):
         parser.error("--membership draws changes of the membership; a --scenario scripts its own")
+    scenario = getattr(args, "scenario", None)
+    if args.service and scenario and SCENARIOS[scenario].client_alone:
+        parser.error(
+            f"--service: the steps of {scenario} wait for the scripted client's entries alone "
+            "(under the workload's they may never come: script-stuck); it runs without node services"
+        )
     if args.spares_first and not args.membership:
         parser.error("--spares-first orders the spares' addresses: it needs --membership")
     if args.out_of_order and not args.power_loss:

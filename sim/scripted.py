@@ -49,6 +49,10 @@ class Scenario:
     spares: int = 0
     power_loss: bool = False  # a step loses power (sim/disk.py records every fsync)
     service: bool = False  # node services and the workload's clients (sim/service.py)
+    # Its steps wait for the scripted client's entries alone (a quiet log, a count of
+    # entries held): under the workload's clients they may never come, so ``--service``
+    # is refused for it.
+    client_alone: bool = False
 
 
 class Script:

@@ -225,7 +225,11 @@ class SimNode:
             what = "refused to start" if refused else "start failed"
             self.world.note(f"{self.name} {what}: {self.world.described(e)}")
             self.starts_refused += refused
-            self.raft = None
+            # The process is gone: no service answers (a service kept here with no Raft
+            # node answered the workload's calls with AttributeError, and a client that
+            # took this node for master stayed with it instead of looking elsewhere).
+            self.world.graveyard.append((None, self.service, self.loop))
+            self.raft = self.service = self.loop = None
             _close_fds_under(self.data_dir)
         finally:
             clock.drift = saved

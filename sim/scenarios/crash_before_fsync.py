@@ -56,4 +56,4 @@ def plan() -> list[Step]:
     ]
 
 
-SCENARIO = Scenario("crash-before-fsync", nodes=3, plan=plan, power_loss=True)
+SCENARIO = Scenario("crash-before-fsync", nodes=3, plan=plan, power_loss=True, client_alone=True)

@@ -48,4 +48,4 @@ def plan() -> list[Step]:
     ]
 
 
-SCENARIO = Scenario("fsync-fails", nodes=3, plan=plan, power_loss=True)
+SCENARIO = Scenario("fsync-fails", nodes=3, plan=plan, power_loss=True, client_alone=True)

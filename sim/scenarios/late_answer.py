@@ -108,4 +108,5 @@ SCENARIO = Scenario(
     # back one entry a round trip while the client proposes; the refusals of the leader's
     # earlier sends must not set its next index back up (no-refusal-floor), or it never
     # catches up (liveness).
+    client_alone=True,
 )

@@ -65,4 +65,4 @@ def resume(world) -> None:
     world.heal()
 
 
-SCENARIO = Scenario("power-after-ack", nodes=3, plan=plan, power_loss=True)
+SCENARIO = Scenario("power-after-ack", nodes=3, plan=plan, power_loss=True, client_alone=True)

@@ -67,4 +67,5 @@ SCENARIO = Scenario(
     # run, sim/world.py: named here so that the scenario keeps them).
     knobs={"log_compaction_min_entries": 30, "tick_s": 0.005, "ship_chunk_bytes": 4096},
     bytes_per_s=1_000_000,
+    client_alone=True,
 )

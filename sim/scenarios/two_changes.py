@@ -51,4 +51,4 @@ def plan() -> list[Step]:
     ]
 
 
-SCENARIO = Scenario("two-changes", nodes=5, plan=plan)
+SCENARIO = Scenario("two-changes", nodes=5, plan=plan, client_alone=True)
