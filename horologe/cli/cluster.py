@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 
 import click
 
@@ -10,6 +11,7 @@ from horologe.cli._common import _client, _echo_json, _sdk_errors, admin_option,
 from horologe.client import Client, HorologeError
 
 PROGRESS_S = 2.0  # how often `cluster add` looks at the new node's catch-up
+STILL_S = 10.0  # a catch-up that did not move is said again this often, with how long
 
 
 @click.group()
@@ -89,14 +91,17 @@ def remove(url, admin_token, ca, node_id) -> None:
 
 
 class _Progress:
-    """Prints a learner's catch-up as the master reports it, when it moved. Its calls are
-    quick and never retried: a look that fails is skipped, the add goes on."""
+    """Prints a learner's catch-up as the master reports it when it moved, and every
+    ``STILL_S`` with how long it has not: a stuck add is not silent until it gives up. Its
+    calls are quick and never retried: a look that fails is skipped, the add goes on."""
 
-    def __init__(self, url: str, admin_token, ca, node_id: str) -> None:
+    def __init__(self, url: str, admin_token, ca, node_id: str, clock=time.monotonic) -> None:
         self._url, self._admin_token, self._ca, self._node_id = url, admin_token, ca, node_id
         self._clients: list[Client] = []
         self._master: Client | None = None
+        self._clock = clock
         self._shown = None
+        self._moved_at = self._said_at = clock()
 
     def __enter__(self) -> _Progress:
         return self
@@ -117,11 +122,16 @@ class _Progress:
             self._master = None  # another master, perhaps: look for it again next time
             return
         held = learner.get("catch_up")
-        if held and held != self._shown:
-            self._shown = held
-            click.echo(
-                f"{self._node_id} holds the log up to {held['held']:,} of {held['target']:,}", err=True
-            )
+        if not held:
+            return
+        now = self._clock()
+        line = f"{self._node_id} holds the log up to {held['held']:,} of {held['target']:,}"
+        if held != self._shown:
+            self._shown, self._moved_at, self._said_at = held, now, now
+            click.echo(line, err=True)
+        elif now - self._said_at >= STILL_S:
+            self._said_at = now
+            click.echo(f"{line}, no further for {now - self._moved_at:.0f} s", err=True)
 
     def _on_master(self) -> Client:
         """A client of the master's own URL: only the master reports a learner."""

@@ -13,7 +13,12 @@ from horologe.storage import CorruptLogError
 
 
 @click.command()
-@click.option("--config", "config_path", type=click.Path(dir_okay=False), help="Node TOML file (DESIGN §6).")
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False),
+    help='Node TOML file (docs/api.md, "Node config").',
+)
 @click.option("--node-id", help="Overrides node_id.")
 @click.option("--data-dir", help="Overrides data_dir.")
 @click.option("--http", "http_addr", help="Overrides http (host:port).")
@@ -66,7 +71,8 @@ def node(config_path, node_id, data_dir, http_addr, raft_addr, insecure_dev, joi
             click.echo("  joins a running cluster: no vote until `horologe cluster add` makes it a member")
         if cfg.tls_cert:
             click.echo(f"  tls: certificate {cfg.tls_cert}, key {cfg.tls_key}")
-        click.echo(f"  peers' certificates verified against {cfg.tls_ca or 'the system CAs'}")
+        if cfg.tls_cert or cfg.tls_ca or any(cfg.http_url(p.http).startswith("https:") for p in cfg.peers):
+            click.echo(f"  peers' certificates verified against {cfg.tls_ca or 'the system CAs'}")
         for p in cfg.peers:
             dial = p.dial or p.raft
             click.echo(f"  peer {p.node_id}: raft {p.raft} dialled at {dial}, http {cfg.http_url(p.http)}")

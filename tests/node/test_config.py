@@ -211,3 +211,22 @@ def test_the_node_command_refuses_the_offset_outside_test_mode(tmp_path, monkeyp
     monkeypatch.setenv(TEST_MODE_ENV, "1")
     r = CliRunner().invoke(main, ["node", "--config", str(path), "--check-config"])
     assert r.exit_code == 0 and "n1: http 127.0.0.1:1" in r.output, r.output
+
+
+def test_check_config_speaks_of_certificates_only_where_tls_is_used(tmp_path, pki):
+    """It said "peers' certificates verified against the system CAs" of a node without TLS."""
+    from click.testing import CliRunner
+
+    from horologe.cli import main
+
+    path = tmp_path / "n.toml"
+    said = "peers' certificates verified against"
+    for extra, shown in (
+        ('[peers.n2]\nraft = "127.0.0.1:3"\nhttp = "127.0.0.1:4"\n', None),
+        (_tls(ca=pki.ca), f"{said} {pki.ca}"),
+        ('[peers.n2]\nraft = "127.0.0.1:3"\nhttp = "https://h:4"\n', f"{said} the system CAs"),
+    ):
+        path.write_text(BASE + extra)
+        r = CliRunner().invoke(main, ["node", "--config", str(path), "--check-config"])
+        assert r.exit_code == 0, r.output
+        assert (shown in r.output) if shown else (said not in r.output), r.output
