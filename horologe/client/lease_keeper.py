@@ -10,15 +10,20 @@ that stopped (killed, frozen, cut off) keeps its tasks from the others, not how 
 task may wait and run.
 
 ``hold(topic, group, receipts)`` after a pull (the first starts the thread),
-``let_go(...)`` once a message is acked, released or dead-lettered; ``close()`` stops. The
-thread only renews: a renewal that fails
-is logged and tried again at the next round, while a third of the lease is still left.
+``let_go(...)`` once a message is acked, released or dead-lettered; ``beat()`` from the
+worker's consumer loop each time round; ``close()`` stops. The leases are renewed only
+while that loop goes on: a worker whose loop stopped (a deadlock, a main process stuck)
+for ``STALE_S`` (or a third of the visibility, if longer) holds its tasks no longer, and
+they go to other workers once their leases end. A renewal that fails is logged and tried
+again at the next round: a lease survives one failed round (a third of it), so a short
+visibility also wants a short ``retry_s`` on the client.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections import defaultdict
 
 from .errors import HorologeError
@@ -27,16 +32,23 @@ log = logging.getLogger(__name__)
 
 MAX_RECEIPTS = 1000  # receipts in one extend call (as in one pull)
 MIN_EVERY_S = 0.2  # however short the visibility, no busier than this
+STALE_S = 30.0  # a consumer loop silent this long holds its tasks no longer
 
 
 class LeaseKeeper:
-    def __init__(self, client, visibility_ms: int, every_s: float | None = None) -> None:
+    def __init__(
+        self, client, visibility_ms: int, every_s: float | None = None, clock=time.monotonic
+    ) -> None:
         """``client``: a :class:`horologe.client.Client` (thread-safe), shared with the
         caller; ``visibility_ms``: the leases' length, as pulled and as renewed; ``every_s``:
         how often to renew (default a third of the visibility)."""
         self._client = client
         self._visibility_ms = visibility_ms
         self._every_s = every_s if every_s is not None else max(MIN_EVERY_S, visibility_ms / 3000)
+        self._clock = clock
+        self._stale_s = max(STALE_S, visibility_ms / 3000)
+        self._beat_at = clock()
+        self._said_stale = False
         self._held: dict[tuple[str, str], set[str]] = defaultdict(set)
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -55,12 +67,29 @@ class LeaseKeeper:
             if held is not None:
                 held.difference_update(receipts)
 
+    def beat(self) -> None:
+        """The worker's consumer loop went round: it is alive (any thread; one float)."""
+        self._beat_at = self._clock()
+
     def held(self) -> int:
         with self._lock:
             return sum(len(receipts) for receipts in self._held.values())
 
     def renew(self) -> int:
-        """One round: every lease held, renewed to the visibility from now; how many were."""
+        """One round: every lease held, renewed to the visibility from now; how many were
+        (none while the consumer loop has been silent past the stale time)."""
+        silent_s = self._clock() - self._beat_at
+        if silent_s > self._stale_s:
+            if not self._said_stale:
+                self._said_stale = True
+                log.warning(
+                    "the worker's consumer loop has not run for %.0f s: the %d leases it holds are "
+                    "no longer renewed, and their tasks go to other workers as the leases end",
+                    silent_s,
+                    self.held(),
+                )
+            return 0
+        self._said_stale = False
         with self._lock:
             rounds = [(key, sorted(receipts)) for key, receipts in self._held.items() if receipts]
         renewed = 0

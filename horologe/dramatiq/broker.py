@@ -3,12 +3,15 @@
 ``dramatiq.set_broker(HorologeBroker(["http://n1:8081", ...], token))``. A queue is a topic,
 consumed by one group named after it that every worker shares. ``send_with_options(delay=ms)``
 produces the message with ``deliver_after``, under the key ``dramatiq:{message id}:{retries}``
-(a retry is a message of its own), so the worker declares no delay queue and holds
-nothing until it is due. A consumer pulls what is due, at most its prefetch, each leased
-(``visibility_ms``, replicated: no other worker gets it while it is held, even across a
-failover of the cluster's master), and renews the leases of what it holds, waiting or
-running, every third of ``visibility_ms`` (horologe/client/lease_keeper.py): the
-visibility is how long a worker that died keeps its messages. ``ack`` acks (in the background, gathered);
+(a retry is a message of its own; a delay below 0 is now), so the worker declares no
+delay queue and holds nothing until it is due. A send that no node answers (for the
+client's ``retry_s``) raises Dramatiq's ``ConnectionFailed``.
+
+A consumer pulls what is due, at most its prefetch, each leased (``visibility_ms``,
+replicated: no other worker gets it while it is held, even across a failover of the
+cluster's master), and renews the leases of what it holds, waiting or running, every
+third of ``visibility_ms`` (horologe/client/lease_keeper.py): the visibility is how long
+a worker that died keeps its messages. ``ack`` acks (in the background, gathered);
 ``nack`` (a message that failed for good) moves it to ``%DLQ%<queue>`` now; ``requeue``
 and closing the consumer release the leases of what was not processed.
 """
@@ -20,7 +23,7 @@ import time
 
 import dramatiq
 from dramatiq.broker import Broker, Consumer, MessageProxy
-from dramatiq.errors import QueueJoinTimeout
+from dramatiq.errors import ConnectionFailed, QueueJoinTimeout
 
 from horologe.client import AlreadyDeliveredError, Client, HorologeError, NotFoundError, UnavailableError
 from horologe.client.acker import Acker
@@ -31,6 +34,7 @@ log = logging.getLogger(__name__)
 
 MAX_PULL = 1000
 JOIN_POLL_S = 0.1
+FULL_WAIT_MS = 100  # a consumer whose worker holds its prefetch looks again this much later
 
 
 class HorologeBroker(Broker):
@@ -64,13 +68,16 @@ class HorologeBroker(Broker):
     def enqueue(self, message: dramatiq.Message, *, delay: int | None = None) -> dramatiq.Message:
         self.declare_queue(message.queue_name)
         self.emit_before("enqueue", message, delay)
-        self.client.produce(
-            self.topic(message.queue_name),
-            message.encode(),
-            deliver_after=int(delay or 0),
-            key=task_key("dramatiq", message.message_id, message.options.get("retries")),
-            headers={"dramatiq-actor": message.actor_name, "dramatiq-id": message.message_id},
-        )
+        try:
+            self.client.produce(
+                self.topic(message.queue_name),
+                message.encode(),
+                deliver_after=max(0, int(delay or 0)),  # a delay below 0: now, as on other brokers
+                key=task_key("dramatiq", message.message_id, message.options.get("retries")),
+                headers={"dramatiq-actor": message.actor_name, "dramatiq-id": message.message_id},
+            )
+        except UnavailableError as e:  # no node answered for retry_s: Dramatiq's own error for it
+            raise ConnectionFailed(str(e)) from e
         self.emit_after("enqueue", message, delay)
         return message
 
@@ -126,13 +133,18 @@ class _Consumer(Consumer):
         self.open: dict[str, object] = {}  # message id -> the receipt of what the worker has
 
     def __next__(self) -> MessageProxy | None:
+        self.leases.beat()  # the consumer's loop goes on: what it holds is renewed
         if not self.held:
+            room = self.prefetch - len(self.open)
+            if room <= 0:  # the worker holds its prefetch: take no more (others may)
+                time.sleep(min(self.timeout_ms, FULL_WAIT_MS) / 1000)
+                return None
             try:
                 self.held = list(
                     self.broker.client.pull(
                         self.topic,
                         self.topic,
-                        max=max(1, self.prefetch - len(self.open)),
+                        max=room,
                         wait_ms=self.timeout_ms,
                         visibility_ms=self.broker.visibility_ms,
                     )

@@ -17,7 +17,8 @@ keeps its tasks, not a bound on how long a task may wait in the worker and run.
 another worker at once, no attempt counted), never publishing a copy as kombu's base class
 would; ``basic_reject(requeue=False)`` moves the task to the group's dead-letter queue
 ``%DLQ%<queue>``. Fanout exchanges (remote control, broadcast) are not supported: what is
-published to one is dropped, with a warning (once per exchange), rather than in silence.
+published to one is dropped, with a warning (once per exchange and channel), rather than
+in silence.
 """
 
 from __future__ import annotations
@@ -187,8 +188,20 @@ class Channel(virtual.Channel):
         if not batch:
             raise Empty()
         self._taken(topic, batch, queue in self._no_ack)
-        for m in batch:
-            self.connection._deliver(self._payload(m, queue, topic), queue)
+        handed = 0
+        try:
+            for m in batch:
+                if queue not in self.connection._callbacks:
+                    break  # its consumer was cancelled (kombu would reject it on another channel)
+                self.connection._deliver(self._payload(m, queue, topic), queue)
+                handed += 1
+        finally:  # a consumer cancelled meanwhile, a body that is no kombu message: given back
+            if handed < len(batch):
+                self._give_back(topic, [m.receipt for m in batch[handed:]])
+
+    def drain_events(self, timeout=None, callback=None):
+        self.leases.beat()  # the worker's loop goes on (its prefetch full or not): renew
+        return super().drain_events(timeout, callback)
 
     def basic_consume(self, queue, no_ack, callback, consumer_tag, **kwargs):
         (self._no_ack.add if no_ack else self._no_ack.discard)(queue)
@@ -270,11 +283,17 @@ class Channel(virtual.Channel):
             topic, group, receipt = self._where(message)
             by.setdefault((topic, group), []).append(receipt)
         for (topic, group), receipts in by.items():
-            self.leases.let_go(topic, group, receipts)
-            try:
-                self.client.release(topic, group, receipts)
-            except HorologeError as e:
-                log.warning("%d leases not released (handed out again when they end): %s", len(receipts), e)
+            self._give_back(topic, receipts, group)
+
+    def _give_back(self, topic: str, receipts: list[str], group: str | None = None) -> None:
+        """Release these leases (of ``group``, the topic's own by default): their tasks go
+        to another worker at once."""
+        group = group or topic
+        self.leases.let_go(topic, group, receipts)
+        try:
+            self.client.release(topic, group, receipts)
+        except HorologeError as e:
+            log.warning("%d leases not released (handed out again when they end): %s", len(receipts), e)
 
     def _dead_letter(self, message) -> None:
         topic, group, receipt = self._where(message)
@@ -304,12 +323,14 @@ class Channel(virtual.Channel):
         pass
 
     def close(self):
-        if not self.closed:
-            self.acker.flush(10)
-        super().close()  # gives back what was not acked (_restore)
-        self.leases.close()
-        self.acker.close(10)
-        self.client.close()
+        self.leases.close()  # first: no renewal under what follows
+        try:
+            if not self.closed:
+                self.acker.flush(10)
+            super().close()  # gives back what was not acked (_restore)
+        finally:
+            self.acker.close(10)
+            self.client.close()
 
 
 class Transport(virtual.Transport):

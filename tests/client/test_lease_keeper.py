@@ -6,7 +6,7 @@ import logging
 import time
 
 from horologe.client.errors import UnavailableError
-from horologe.client.lease_keeper import MAX_RECEIPTS, LeaseKeeper
+from horologe.client.lease_keeper import MAX_RECEIPTS, STALE_S, LeaseKeeper
 
 
 class _Cluster:
@@ -68,7 +68,7 @@ def test_a_lease_that_ended_is_said_and_a_failed_call_tried_again(caplog):
     keeper.close()
 
 
-def test_the_thread_renews_every_third_of_the_visibility_and_starts_with_the_first_hold():
+def test_the_thread_renews_while_leases_are_held_and_starts_with_the_first_hold():
     cluster = _Cluster()
     keeper = LeaseKeeper(cluster, 600)  # every 0.2 s
     time.sleep(0.5)
@@ -82,3 +82,21 @@ def test_the_thread_renews_every_third_of_the_visibility_and_starts_with_the_fir
     after = len(cluster.calls)
     time.sleep(0.5)
     assert len(cluster.calls) == after  # closed: no more
+
+
+def test_a_consumer_loop_silent_past_the_stale_time_has_its_leases_left_to_end(caplog):
+    """A worker whose main loop is stuck (a deadlock) must not keep its tasks for good."""
+    now = [0.0]
+    cluster = _Cluster()
+    keeper = LeaseKeeper(cluster, 9_000, every_s=3600, clock=lambda: now[0])
+    keeper.hold("q", "q", ["a"])
+    now[0] = STALE_S - 1
+    assert keeper.renew() == 1
+    now[0] = STALE_S + 1  # no beat since the start
+    with caplog.at_level(logging.WARNING, logger="horologe.client.lease_keeper"):
+        assert keeper.renew() == 0 and keeper.renew() == 0
+    said = [r.getMessage() for r in caplog.records]
+    assert len(said) == 1 and "consumer loop has not run for 31 s: the 1 leases" in said[0], said
+    keeper.beat()
+    assert keeper.renew() == 1 and len(cluster.calls) == 2
+    keeper.close()

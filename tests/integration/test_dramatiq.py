@@ -111,3 +111,61 @@ def test_flush_drops_waiting_and_scheduled_messages_and_join_waits_for_the_rest(
         worker.stop()
         broker.close()
     assert sorted(ran) == [9, 10]
+
+
+def test_a_delay_below_zero_is_now_and_an_unreachable_cluster_is_dramatiqs_connection_error(cluster):
+    """A delay of -5000 was refused (422), where Celery takes a past eta as now; a send that
+    reached no node raised Horologe's UnavailableError, which `except dramatiq.errors.
+    ConnectionError` (Dramatiq's own) did not catch."""
+    import dramatiq
+    from dramatiq.errors import BrokerConnectionError
+
+    from horologe.dramatiq import HorologeBroker
+
+    broker = HorologeBroker([cluster.url(i) for i in cluster.indexes], CLIENT)
+    job = dramatiq.actor(lambda n: None, broker=broker, actor_name="past", queue_name="past")
+    job.send_with_options(args=(1,), delay=-5_000)
+    client = cluster.client(0)
+    deadline = time.monotonic() + 10
+    while client.backlog("past", "past").waiting < 1:  # due at once
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    broker.close()
+    nowhere = HorologeBroker(["http://127.0.0.1:9"], CLIENT, retry_s=0)
+    job = dramatiq.actor(lambda n: None, broker=nowhere, actor_name="lost", queue_name="lost")
+    with pytest.raises(BrokerConnectionError, match="127.0.0.1:9"):
+        job.send(1)
+    nowhere.close()
+
+
+def test_a_consumer_holding_its_prefetch_takes_no_more(cluster):
+    """It pulled one more on every turn while its worker was busy, and so took the whole
+    queue from the other workers (and now renews what it holds)."""
+    import dramatiq
+
+    from horologe.dramatiq import HorologeBroker
+
+    broker = HorologeBroker([cluster.url(i) for i in cluster.indexes], CLIENT)
+    job = dramatiq.actor(lambda n: None, broker=broker, actor_name="pf", queue_name="pf")
+    for n in range(5):
+        job.send(n)
+    client = cluster.client(0)
+    deadline = time.monotonic() + 10
+    while client.backlog("pf", "pf").waiting < 5:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    consumer = broker.consume("pf", prefetch=2, timeout=200)
+    taken = []
+    while len(taken) < 2:
+        assert time.monotonic() < deadline
+        message = next(consumer)
+        if message is not None:
+            taken.append(message)
+    for _ in range(5):  # the worker runs both: nothing more is pulled
+        assert next(consumer) is None
+    backlog = client.backlog("pf", "pf")
+    assert (backlog.leased, backlog.waiting) == (2, 3), backlog
+    consumer.ack(taken[0])
+    assert next(consumer) is not None  # room for one again
+    consumer.close()
+    broker.close()

@@ -1,8 +1,8 @@
 """A worker keeps the leases of the tasks it holds, waiting in its prefetch or running,
 for as long as it holds them: a task that waits and runs longer than the visibility
 timeout runs once. Real ``celery`` and ``dramatiq`` workers, one each, on a 3-node
-cluster; leases of 2 s, tasks of 1.5 s (Celery, four prefetched: the last starts 4.5 s
-after its pull) and 3 s (Dramatiq: longer than a lease on their own)."""
+cluster; leases of 6 s, tasks of 3 s (Celery, four prefetched: the last starts 9 s after
+its pull) and 4 s (Dramatiq, two prefetched: the second ends 8 s after its pull)."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ CELERY_APP = textwrap.dedent(
         worker_enable_remote_control=False,
         worker_send_task_events=False,
         broker_connection_retry_on_startup=True,
-        broker_transport_options={"visibility_timeout": 2},
+        broker_transport_options={"visibility_timeout": 6},
         task_acks_late=True,
     )
 
@@ -38,7 +38,7 @@ CELERY_APP = textwrap.dedent(
     def slow(seq):
         with open(os.path.join(os.environ["OUT"], f"{os.getpid()}.jsonl"), "a") as f:
             f.write(json.dumps({"id": seq, "start_ms": time.time() * 1000}) + "\\n")
-        time.sleep(1.5)
+        time.sleep(3)
     """
 )
 
@@ -50,7 +50,7 @@ DRAMATIQ_APP = textwrap.dedent(
     from horologe.dramatiq import HorologeBroker
 
     broker = HorologeBroker(os.environ["NODES"].split(","), os.environ["HOROLOGE_CLIENT_TOKEN"],
-                            visibility_ms=2_000)
+                            visibility_ms=6_000)
     dramatiq.set_broker(broker)
 
 
@@ -58,7 +58,7 @@ DRAMATIQ_APP = textwrap.dedent(
     def slow(seq):
         with open(os.path.join(os.environ["OUT"], f"{os.getpid()}.jsonl"), "a") as f:
             f.write(json.dumps({"id": seq, "start_ms": time.time() * 1000}) + "\\n")
-        time.sleep(3)
+        time.sleep(4)
     """
 )
 
@@ -68,7 +68,7 @@ def _runs(out: str) -> dict[int, int]:
 
 
 def test_a_celery_task_held_longer_than_its_lease_runs_once(cluster, tmp_path, monkeypatch):
-    """Without the renewals the last two tasks ran twice (their leases ended in the prefetch)."""
+    """Without the renewals the last tasks ran twice (their leases ended in the prefetch)."""
     broker = "horologe://" + ",".join(cluster.url(i).removeprefix("http://") for i in cluster.indexes)
     env, out = app_module(cluster, tmp_path, monkeypatch, "lk_app", CELERY_APP, BROKER=broker)
     worker = [sys.executable, "-m", "celery", "-A", "lk_app", "worker", "--pool", "prefork", "-c", "1"]
@@ -81,14 +81,14 @@ def test_a_celery_task_held_longer_than_its_lease_runs_once(cluster, tmp_path, m
         for seq in range(N):
             lk_app.slow.delay(seq)
         wait_executed(out, N, 60)
-        time.sleep(4)  # twice the lease: a copy handed out again would have started by now
+        time.sleep(7)  # past a lease: a copy handed out again would have started by now
     finally:
         stop_workers(procs)
     assert _runs(out) == dict.fromkeys(range(N), 1)
 
 
 def test_a_dramatiq_message_held_longer_than_its_lease_runs_once(cluster, tmp_path, monkeypatch):
-    """Without the renewals a message that ran 3 s on a 2 s lease was pulled again and ran twice."""
+    """Without the renewals a message held 8 s on a 6 s lease was pulled again and ran twice."""
     env, out = app_module(cluster, tmp_path, monkeypatch, "lk_dram", DRAMATIQ_APP)
     worker = [sys.executable, "-m", "dramatiq", "lk_dram", "--processes", "1", "--threads", "1"]
     procs = start_workers([worker], env, str(tmp_path))
@@ -98,7 +98,7 @@ def test_a_dramatiq_message_held_longer_than_its_lease_runs_once(cluster, tmp_pa
         for seq in range(N):
             lk_dram.slow.send(seq)
         wait_executed(out, N, 60)
-        time.sleep(4)
+        time.sleep(7)
     finally:
         stop_workers(procs)
     assert _runs(out) == dict.fromkeys(range(N), 1)
