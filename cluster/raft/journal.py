@@ -336,6 +336,11 @@ class DiskJournal(Journal):
     def __len__(self) -> int:
         return len(self._offsets)
 
+    @property
+    def entry_terms(self):
+        """Each entry's term, in log order (read without the commands)."""
+        return self._terms
+
     def __getitem__(self, item):
         if isinstance(item, slice):
             return EntriesView(self, 0, len(self._offsets))[item]

@@ -35,9 +35,12 @@ What pysyncobj lacks, the shell adds (``RaftNode``, node.py):
   mistake stands for election with the members as its peers, who refuse it, and its
   term climbs past theirs; started again to join, it would refuse every append of the
   master that feeds it (a lower term) and never catch up. A node started to join whose
-  Raft files hold no entry a leader appended and no dump (:func:`only_own_elections`)
-  has been no cluster's member: its term and vote are its alone, and it starts at term
-  0, no vote.
+  Raft files hold no entry a leader appended and no dump (:func:`only_own_elections`),
+  and no vote but its own, has been no running cluster's member: its term and vote are
+  its alone, and it starts at term 0, no vote. (A member of a cluster too young to have
+  appended anything, started with ``join`` by mistake, could have voted for itself in its
+  last term and for a peer in an earlier one; that election ended within an election
+  timeout, long before a process restarts.)
 * **The latest membership in the log, at start too.** pysyncobj takes a change at start
   only when it applies it (committed), over the dump's membership it loaded just before;
   the shell takes the changes in the log past the dump whenever a dump is loaded (the

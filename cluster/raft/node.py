@@ -200,8 +200,10 @@ class RaftNode(SyncObjSeam):
         def create_journal(path: str) -> DiskJournal:
             # Set before the tick thread starts, so the tick thread's hooks below find it.
             self._journal = journal = DiskJournal(path, held_to=self._dump.held_to())
-            term, dumped = journal.getCurrentTerm(), os.path.exists(conf.fullDumpFile)
-            if settings.join and only_own_elections(term, (entry[2] for entry in journal), dumped):
+            term, vote = journal.getCurrentTerm(), journal.getVotedForNodeId()
+            dumped = os.path.exists(conf.fullDumpFile)
+            own = vote in (None, self._self_node.id)
+            if settings.join and own and only_own_elections(term, journal.entry_terms, dumped):
                 log.warning("joining: term %d is of elections this node stood in alone; starting at 0", term)
                 journal.setCurrentTerm(0, None)
             return journal

@@ -86,7 +86,7 @@ def test_how_long_a_command_tries_is_the_root_option_or_its_variable(monkeypatch
     made = []
     monkeypatch.setattr(_common, "Client", lambda *a, **kw: made.append(kw["retry_s"]) or 1 / 0)
     status = ["status", "--url", "http://127.0.0.1:9"]
-    CliRunner().invoke(main, status)
+    CliRunner().invoke(main, status, env={"HOROLOGE_RETRY_FOR": None})  # the default
     CliRunner().invoke(main, ["--retry-for", "0", *status])
     CliRunner().invoke(main, status, env={"HOROLOGE_RETRY_FOR": "2.5"})
     assert made == [15.0, 0.0, 2.5]

@@ -288,6 +288,7 @@ def test_a_node_started_once_without_join_is_still_added_once_started_to_join(cl
     cluster.wait_serving(k)
     members_term = cluster.status(master)["term"]
     wait_until(lambda: cluster.status(k)["term"] > members_term + 2, 30.0)
+    its_term = cluster.status(k)["term"]
     cluster.stop(k)
     with open(cluster.configs[k], "w") as f:
         f.write(joining)
@@ -296,5 +297,5 @@ def test_a_node_started_once_without_join_is_still_added_once_started_to_join(cl
     added = _add(cluster, k, via=master, catch_up_s=15.0)
     assert added.returncode == 0, added.stderr
     assert _voters(cluster, master) == ["n1", "n2", "n3", "n4"]
-    assert cluster.status(master)["term"] == members_term  # its elections reached no member
+    assert cluster.status(master)["term"] < its_term  # its elections reached no member
     assert "term" in cluster.log(k) and "elections this node stood in alone; starting at 0" in cluster.log(k)
