@@ -187,7 +187,9 @@ class Channel(virtual.Channel):
             raise Empty() from None  # the SDK retried for retry_s: Celery polls again
         if not batch:
             raise Empty()
-        self._taken(topic, batch, queue in self._no_ack)
+        no_ack = queue in self._no_ack
+        if not no_ack:  # before any is handed over: it may be acked at once
+            self.leases.hold(topic, topic, [m.receipt for m in batch])
         handed = 0
         try:
             for m in batch:
@@ -195,6 +197,8 @@ class Channel(virtual.Channel):
                     break  # its consumer was cancelled (kombu would reject it on another channel)
                 self.connection._deliver(self._payload(m, queue, topic), queue)
                 handed += 1
+                if no_ack:  # a consumer that acks nothing: taken as handed over
+                    self.acker.ack(topic, topic, m.receipt)
         finally:  # a consumer cancelled meanwhile, a body that is no kombu message: given back
             if handed < len(batch):
                 self._give_back(topic, [m.receipt for m in batch[handed:]])
@@ -229,18 +233,17 @@ class Channel(virtual.Channel):
             raise Empty() from None
         if not batch:
             raise Empty()
-        self._taken(topic, batch, no_ack)
-        return self._payload(batch[0], queue, topic)
-
-    def _taken(self, topic: str, batch, no_ack: bool) -> None:
-        """What a pull handed this channel: acked at once for a consumer that acks nothing
-        (``no_ack``: taken as delivered), else its leases kept until it is acked."""
-        receipts = [m.receipt for m in batch]
-        if no_ack:
-            for receipt in receipts:
-                self.acker.ack(topic, topic, receipt)
+        (m,) = batch
+        try:
+            payload = self._payload(m, queue, topic)
+        except ValueError:  # a body that is no kombu message
+            self._give_back(topic, [m.receipt])
+            raise
+        if no_ack:  # taken as handed over
+            self.acker.ack(topic, topic, m.receipt)
         else:
-            self.leases.hold(topic, topic, receipts)
+            self.leases.hold(topic, topic, [m.receipt])
+        return payload
 
     def _payload(self, m, queue: str, topic: str) -> dict:
         payload = json.loads(m.body)

@@ -214,3 +214,32 @@ def test_basic_get_takes_one_message_and_no_ack_takes_it_for_good(cluster, monke
             time.sleep(0.05)
         assert channel.basic_get("bg") is None
         queue.close()
+
+
+def test_what_a_pull_took_for_a_consumer_cancelled_meanwhile_is_given_back(cluster, monkeypatch):
+    """kombu gave such messages back through the connection's first channel: the channel
+    that pulled them kept their leases, renewing released leases for as long as it lived."""
+    from celery import Celery
+
+    import horologe.kombu  # noqa: F401 - registers the transport
+
+    monkeypatch.setenv("HOROLOGE_CLIENT_TOKEN", CLIENT)
+    nodes = ",".join(cluster.url(i).removeprefix("http://") for i in cluster.indexes)
+    app = Celery("gb", broker=f"horologe://{nodes}")
+    app.conf.task_default_queue = "gb"
+    client = cluster.client(0)
+    for _ in range(3):
+        app.send_task("gb.now")
+    deadline = time.monotonic() + 10
+    while client.backlog("gb", "gb").waiting < 3:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    with app.connection_for_write() as conn:
+        assert conn.default_channel is not None  # the first channel: kombu's for rejects
+        channel = conn.channel()
+        channel.basic_consume("gb", False, lambda message: None, "tag")
+        channel.basic_cancel("tag")  # cancelled while its pull was under way
+        channel._get_many(["gb"], timeout=1)
+        backlog = client.backlog("gb", "gb")
+        assert (backlog.leased, backlog.waiting) == (0, 3), backlog
+        assert channel.leases.held() == 0
