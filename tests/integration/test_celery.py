@@ -87,15 +87,23 @@ def test_celery_tasks_run_once_on_time_across_a_release_and_a_sigkilled_master(
     assert held == [], "a worker was handed a task before its time"
 
 
-def test_revoke_scheduled_cancels_a_waiting_task_with_no_worker_running(cluster, monkeypatch):
+def _app(cluster, monkeypatch, name: str):
+    """A Celery app on the cluster whose default queue is ``name``, sending from here."""
     from celery import Celery
 
-    import horologe.kombu
+    import horologe.kombu  # noqa: F401 - registers the transport
 
     monkeypatch.setenv("HOROLOGE_CLIENT_TOKEN", CLIENT)
     nodes = ",".join(cluster.url(i).removeprefix("http://") for i in cluster.indexes)
-    app = Celery("rv", broker=f"horologe://{nodes}")
-    app.conf.task_default_queue = "rv"
+    app = Celery(name, broker=f"horologe://{nodes}")
+    app.conf.task_default_queue = name
+    return app
+
+
+def test_revoke_scheduled_cancels_a_waiting_task_with_no_worker_running(cluster, monkeypatch):
+    import horologe.kombu
+
+    app = _app(cluster, monkeypatch, "rv")
     task = app.send_task("rv.later", countdown=60)
     assert horologe.kombu.revoke_scheduled(app, task.id) is True
     assert horologe.kombu.revoke_scheduled(app, task.id) is True  # cancelled, as before
@@ -106,15 +114,10 @@ def test_revoke_scheduled_cancels_a_waiting_task_with_no_worker_running(cluster,
 def test_revoke_scheduled_cancels_the_retry_that_waits_of_a_task_that_ran(cluster, monkeypatch):
     """It tried attempt 0 alone, and said a task whose retry waited out its countdown was
     already delivered."""
-    from celery import Celery
-
     import horologe.kombu
     from horologe.client import AlreadyDeliveredError
 
-    monkeypatch.setenv("HOROLOGE_CLIENT_TOKEN", CLIENT)
-    nodes = ",".join(cluster.url(i).removeprefix("http://") for i in cluster.indexes)
-    app = Celery("rr", broker=f"horologe://{nodes}")
-    app.conf.task_default_queue = "rr"
+    app = _app(cluster, monkeypatch, "rr")
     client = cluster.client(0)
     for task_id in ("retried", "ran-once"):  # attempt 0 of each handed to a worker and acked
         client.produce("rr", "{}", key=f"celery:{task_id}:0")
@@ -138,14 +141,7 @@ def test_revoke_scheduled_cancels_the_retry_that_waits_of_a_task_that_ran(cluste
 
 def test_remote_control_says_it_was_dropped_and_names_what_cancels(cluster, monkeypatch, caplog):
     """app.control.revoke returned None and the task still ran, without a word."""
-    from celery import Celery
-
-    import horologe.kombu  # noqa: F401 - registers the transport
-
-    monkeypatch.setenv("HOROLOGE_CLIENT_TOKEN", CLIENT)
-    nodes = ",".join(cluster.url(i).removeprefix("http://") for i in cluster.indexes)
-    app = Celery("rc", broker=f"horologe://{nodes}")
-    app.conf.task_default_queue = "rc"
+    app = _app(cluster, monkeypatch, "rc")
     task = app.send_task("rc.later", countdown=60)
     with caplog.at_level(logging.WARNING, logger="horologe.kombu.transport"):
         app.control.revoke(task.id)
@@ -156,14 +152,7 @@ def test_remote_control_says_it_was_dropped_and_names_what_cancels(cluster, monk
 
 
 def test_celery_purge_drops_the_due_tasks_waiting_and_keeps_the_scheduled_ones(cluster, monkeypatch):
-    from celery import Celery
-
-    import horologe.kombu  # noqa: F401 - registers the transport
-
-    monkeypatch.setenv("HOROLOGE_CLIENT_TOKEN", CLIENT)
-    nodes = ",".join(cluster.url(i).removeprefix("http://") for i in cluster.indexes)
-    app = Celery("pg", broker=f"horologe://{nodes}")
-    app.conf.task_default_queue = "pg"
+    app = _app(cluster, monkeypatch, "pg")
     client = cluster.client(0)
     for _ in range(5):
         app.send_task("pg.now")
@@ -184,13 +173,7 @@ def test_basic_get_takes_one_message_and_no_ack_takes_it_for_good(cluster, monke
     """kombu's basic_get (SimpleQueue.get_nowait, the rpc:// result backend's look at a
     queue) raised the transport's NotImplementedError; and what a no_ack consumer took
     stayed leased, to be handed out again when the lease ended."""
-    from celery import Celery
-
-    import horologe.kombu  # noqa: F401 - registers the transport
-
-    monkeypatch.setenv("HOROLOGE_CLIENT_TOKEN", CLIENT)
-    nodes = ",".join(cluster.url(i).removeprefix("http://") for i in cluster.indexes)
-    app = Celery("bg", broker=f"horologe://{nodes}")
+    app = _app(cluster, monkeypatch, "bg")
     client = cluster.client(0)
     with app.connection_for_write() as conn:
         queue = conn.SimpleQueue("bg")
@@ -219,14 +202,7 @@ def test_basic_get_takes_one_message_and_no_ack_takes_it_for_good(cluster, monke
 def test_what_a_pull_took_for_a_consumer_cancelled_meanwhile_is_given_back(cluster, monkeypatch):
     """kombu gave such messages back through the connection's first channel: the channel
     that pulled them kept their leases, renewing released leases for as long as it lived."""
-    from celery import Celery
-
-    import horologe.kombu  # noqa: F401 - registers the transport
-
-    monkeypatch.setenv("HOROLOGE_CLIENT_TOKEN", CLIENT)
-    nodes = ",".join(cluster.url(i).removeprefix("http://") for i in cluster.indexes)
-    app = Celery("gb", broker=f"horologe://{nodes}")
-    app.conf.task_default_queue = "gb"
+    app = _app(cluster, monkeypatch, "gb")
     client = cluster.client(0)
     for _ in range(3):
         app.send_task("gb.now")
