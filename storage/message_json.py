@@ -56,6 +56,15 @@ MAX_HEADER_VALUE = 896  # so that a pair stays within 1 KiB
 MAX_KEY = 256
 
 
+def body_json(body: bytes) -> dict[str, str]:
+    """``body`` as the API shows it, the inverse of a request's rule: ``body`` when it is
+    UTF-8, else ``body_b64``."""
+    try:
+        return {"body": body.decode()}
+    except UnicodeDecodeError:
+        return {"body_b64": base64.b64encode(body).decode()}
+
+
 def refusal(message: str, field: str, code: str = "invalid_field") -> InvalidFieldError:
     return InvalidFieldError(code, message, field)
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 import dataclasses
 import functools
 import json
@@ -103,14 +102,6 @@ def _sdk_errors(fn):
 def _ms_or_text(value: str | None) -> int | str | None:
     """A time option as the API takes it: a number of ms, or text ("90s", ISO-8601)."""
     return int(value) if value is not None and value.isdigit() else value
-
-
-def _body(body: bytes) -> dict[str, str]:
-    """``body`` as text, or ``body_b64`` when it is not UTF-8."""
-    try:
-        return {"body": body.decode()}
-    except UnicodeDecodeError:
-        return {"body_b64": base64.b64encode(body).decode()}
 
 
 def _instant(value: str | None, option: str) -> int | str | None:

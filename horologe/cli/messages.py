@@ -8,7 +8,6 @@ import json
 import click
 
 from horologe.cli._common import (
-    _body,
     _client,
     _echo_json,
     _instant,
@@ -19,6 +18,7 @@ from horologe.cli._common import (
     token_option,
     url_option,
 )
+from horologe.storage.message_json import body_json
 
 
 @click.command()
@@ -119,7 +119,7 @@ def consume(url, token, ca, topic, group, tags, max_messages, count, nack) -> No
             want = max_messages if count is None else min(max_messages, count - seen)
             batch = client.pull(topic, group, tags=tags, max=want, wait_ms=5_000)
             for m in batch:
-                line = {"id": m.id, "topic": m.topic, "tags": list(m.tags)} | _body(m.body)
+                line = {"id": m.id, "topic": m.topic, "tags": list(m.tags)} | body_json(m.body)
                 line |= {"deliver_at": m.deliver_at, "delivered_at": m.delivered_at, "attempt": m.attempt}
                 click.echo(json.dumps(line))
             if batch:
@@ -259,5 +259,5 @@ def _echo_pending(messages) -> None:
         line = {"id": m.id, "deliver_at": m.deliver_at, "fires_at": m.fires_at, "tags": list(m.tags)}
         line |= {"key": m.key, "headers": m.headers}
         if m.body is not None:
-            line |= _body(m.body)
+            line |= body_json(m.body)
         click.echo(json.dumps(line))

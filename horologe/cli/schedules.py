@@ -8,7 +8,8 @@ import json
 
 import click
 
-from horologe.cli._common import _body, _client, _instant, _sdk_errors, ca_option, token_option, url_option
+from horologe.cli._common import _client, _instant, _sdk_errors, ca_option, token_option, url_option
+from horologe.storage.message_json import body_json
 
 
 @click.group()
@@ -28,7 +29,7 @@ def _schedule_json(s) -> dict:
     """A schedule as the API shows it, with its next fire times in UTC as well."""
     out = dataclasses.asdict(s)
     del out["body"]
-    out |= _body(s.body)
+    out |= body_json(s.body)
     out["tags"] = list(s.tags)
     out["next_fires_utc"] = [dt.datetime.fromtimestamp(t / 1000, dt.UTC).isoformat() for t in s.next_fires]
     return out

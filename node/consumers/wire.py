@@ -26,13 +26,12 @@ asked for): ``{"messages": [[record, receipt, deliver_at, delivered_at], ...],
 
 from __future__ import annotations
 
-import base64
-
 import msgpack
 import numpy as np
 
 from horologe.cluster.consumer_groups import ID_HEADER, ORIGIN_HEADER
 from horologe.storage.message import FLAT_RECORD_HEAD, RECORD_MAP_HEAD, unpack_record
+from horologe.storage.message_json import body_json
 
 from .service import Handed, Pulled
 
@@ -69,14 +68,6 @@ def message_fields(record, deliver_at: int, delivered_at: int) -> dict:
         out["key"] = rec["key"]
     out.update(body_json(rec["body"]))
     return out
-
-
-def body_json(body: bytes) -> dict[str, str]:
-    """``body`` as the API shows it: ``body`` when it is UTF-8, else ``body_b64``."""
-    try:
-        return {"body": body.decode()}
-    except UnicodeDecodeError:
-        return {"body_b64": base64.b64encode(body).decode()}
 
 
 def as_msgpack(pulled: Pulled, clock_ms: int) -> bytes:

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from horologe.cluster.consumer_groups import ID_HEADER
 from horologe.storage.message import StoredMessage
-
-from ..consumers.wire import body_json
+from horologe.storage.message_json import body_json
 
 
 def pending_json(stored: StoredMessage, slot_ms: int, with_body: bool) -> dict:

@@ -23,9 +23,9 @@ from horologe.cluster.schedule_state import (
     mark,
     names,
 )
+from horologe.storage.message_json import body_json
 
 from ..committed_view import CommittedView
-from ..consumers.wire import body_json
 from ..errors import NotFound, ScheduleExists, TooManySchedules
 from .driver import ScheduleDriver
 
