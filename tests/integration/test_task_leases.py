@@ -11,33 +11,24 @@ import sys
 import textwrap
 import time
 
-from testkit.task_queues import app_module, executions, start_workers, stop_workers, wait_executed
+from testkit.task_queues import (
+    CELERY_PROBE_APP,
+    app_module,
+    executions,
+    start_workers,
+    stop_workers,
+    wait_executed,
+)
 
 N = 4
 
-CELERY_APP = textwrap.dedent(
+# The Celery app of the task-queue tests, with a slow task acked once it has run.
+CELERY_APP = CELERY_PROBE_APP + textwrap.dedent(
     """
-    import json, os, time
 
-    from celery import Celery
-
-    import horologe.kombu
-
-    app = Celery("lk", broker=os.environ["BROKER"])
-    app.conf.update(
-        task_default_queue="lk",
-        worker_enable_remote_control=False,
-        worker_send_task_events=False,
-        broker_connection_retry_on_startup=True,
-        broker_transport_options={"visibility_timeout": 6},
-        task_acks_late=True,
-    )
-
-
-    @app.task
+    @app.task(acks_late=True)
     def slow(seq):
-        with open(os.path.join(os.environ["OUT"], f"{os.getpid()}.jsonl"), "a") as f:
-            f.write(json.dumps({"id": seq, "start_ms": time.time() * 1000}) + "\\n")
+        _write("jsonl", {"id": seq, "start_ms": time.time() * 1000})
         time.sleep(3)
     """
 )
@@ -70,7 +61,9 @@ def _runs(out: str) -> dict[int, int]:
 def test_a_celery_task_held_longer_than_its_lease_runs_once(cluster, tmp_path, monkeypatch):
     """Without the renewals the last tasks ran twice (their leases ended in the prefetch)."""
     broker = "horologe://" + ",".join(cluster.url(i).removeprefix("http://") for i in cluster.indexes)
-    env, out = app_module(cluster, tmp_path, monkeypatch, "lk_app", CELERY_APP, BROKER=broker)
+    env, out = app_module(
+        cluster, tmp_path, monkeypatch, "lk_app", CELERY_APP, BROKER=broker, VISIBILITY_S="6"
+    )
     worker = [sys.executable, "-m", "celery", "-A", "lk_app", "worker", "--pool", "prefork", "-c", "1"]
     procs = start_workers(
         [[*worker, "--without-heartbeat", "--without-mingle", "--without-gossip"]], env, str(tmp_path)
