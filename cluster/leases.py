@@ -15,6 +15,14 @@ that named itself, and its runs keep that name (a fifth column), so the pull sen
 after its answer was lost finds them on any master. An ack or a nack of a position ends its lease.
 Runs whose ``until_ms`` has passed by the entry's clock are dropped whenever the value is
 written, so it holds only what consumers may still hold.
+
+A lease's time does not run while no master serves: between the last entry of one term and
+the first entry of the next, no consumer could extend it. The first entry of a term moves
+every lease still running at the clock of the last entry before it on by the gap between
+the two clocks (``LeaseTable.pause``), keeping its token, so each has the time it had left
+when the old master fell silent. A lease ends later, never earlier: its message waits at
+most that long more after a failover, and a consumer whose renewals found no master keeps
+what it holds.
 """
 
 from __future__ import annotations
@@ -94,6 +102,11 @@ class LeaseTable:
         live = [run for run in self if run[2] > now_ms]
         if len(live) < len(self):
             self._hold(live)
+
+    def pause(self, from_ms: int, gap_ms: int) -> None:
+        """Move every lease still running at ``from_ms`` on by ``gap_ms``: no master served
+        in between, so none could be extended (a new term's first entry)."""
+        self.until = [until + gap_ms if until > from_ms else until for until in self.until]
 
     def to_wire(self) -> list[list] | None:
         """The meta value; None (the key removed) when nothing is leased. A run of an

@@ -59,12 +59,14 @@ from .entries import (
     decode,
 )
 from .errors import BadEntryError
-from .leases import LeaseTable, lease_key
+from .leases import LEASE_PREFIX, LeaseTable, lease_key
 from .push_apply import apply_subscription
 from .retention import passed_by_groups
 from .schedule_apply import apply_fires, apply_schedule
 
 log = logging.getLogger(__name__)
+
+APPLIED_CLOCK = "applied_clock_ms"  # the clock of the last entry applied
 
 
 class StateMachine:
@@ -137,7 +139,11 @@ class StateMachine:
     def _apply(self, tx: Transaction, entry: Entry, raft_index: int, term: int | None) -> ApplyResult:
         res = ApplyResult(kind=entry.kind, raft_index=raft_index)
         if term is not None:
+            last_term, last_clock = tx.current_meta("applied_term"), tx.current_meta(APPLIED_CLOCK)
+            if last_term is not None and term > last_term and last_clock is not None:
+                self._pause_leases(tx, last_clock, entry.clock_ms)
             tx.set_meta("applied_term", term)
+        tx.set_meta(APPLIED_CLOCK, entry.clock_ms)
         w_old = self.ws
         w = max(w_old, entry.ws)
         if w > w_old:
@@ -239,6 +245,17 @@ class StateMachine:
             tables[key].put(lo, hi, until, token, pull)
         for key, table in sorted(tables.items()):
             _write_leases(tx, key, table, clock_ms)
+
+    def _pause_leases(self, tx: Transaction, last_clock_ms: int, clock_ms: int) -> None:
+        """A new term's first entry: leases running at the last entry's clock get the gap
+        between the two entries back (cluster/leases.py)."""
+        if clock_ms <= last_clock_ms:
+            return  # the new master's clock is behind: no time lost
+        for key in tx.meta_keys():
+            if key.startswith(LEASE_PREFIX):
+                table = LeaseTable(tx.current_meta(key))
+                table.pause(last_clock_ms, clock_ms - last_clock_ms)
+                _write_leases(tx, key, table, clock_ms)
 
     def _retry(self, tx: Transaction, entry: Entry, w: Watermark, res: ApplyResult) -> None:
         """Nacks: a copy for the group's retry topic at the given time, or the DLQ."""

@@ -122,3 +122,25 @@ def test_a_named_run_keeps_its_name_through_cuts_and_the_wire():
     assert LeaseTable(table.to_wire()).of_pull("p1", T) == table.of_pull("p1", T)
     assert table.to_wire()[-1] == [20, 30, T + 9, T + 9]  # unnamed: four fields, as before names
     assert table.of_pull("p1", T + 9) == []  # ended
+
+
+def test_a_new_terms_first_entry_gives_running_leases_the_time_no_master_served(tmp_path):
+    """A lease could not be extended while no master served: without the pause every lease
+    below was lost to a 30 s gap between two terms, and the message went to a second
+    consumer as soon as the new master served."""
+    sm = StateMachine(Storage(str(tmp_path), StorageConfig(fsync=False)))
+
+    def at(index: int, term: int, clock_ms: int, **kw) -> None:
+        assert sm.apply(index, Entry(ACK, WS, clock_ms, **kw).encode(), term).error is None
+
+    at(1, 1, T, leases=[("g", "t", 0, 4, T + 6000), ("g", "t", 4, 6, T + 1000), ("h", "t", 0, 1, T + 9000)])
+    at(2, 1, T + 2000, leases=[("g", "t", 0, 2, T + 8000, T + 6000)])  # an extend keeps its token
+    # Same term: nothing moves (4..6 ended at T + 1000 and is dropped as the value is written).
+    assert leases(sm) == [(0, 2, T + 8000, T + 6000), (2, 4, T + 6000, T + 6000)]
+    at(3, 2, T + 32_000)  # the next master's first entry, 30 s after the last one
+    assert leases(sm) == [(0, 2, T + 38_000, T + 6000), (2, 4, T + 36_000, T + 6000)]
+    assert leases(sm, "h") == [(0, 1, T + 39_000, T + 9000)]
+    at(4, 2, T + 33_000)
+    at(5, 3, T + 32_500)  # a master whose clock is behind the last entry's: nothing to give back
+    assert leases(sm) == [(0, 2, T + 38_000, T + 6000), (2, 4, T + 36_000, T + 6000)]
+    sm.store.close()

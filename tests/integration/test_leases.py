@@ -74,3 +74,31 @@ def test_release_and_extend_through_the_sdk_and_across_a_failover(cluster):
     c.ack("long", "g", [kept.receipt])
     other.ack("long", "g", [again.receipt, taken.receipt])
     assert other.pull("long", "g", max=3, wait_ms=500, visibility_ms=100) == []
+
+
+def test_a_lease_keeps_the_time_no_master_served(cluster):
+    """The whole cluster frozen past a lease's end (a paused VM), then the old master stays
+    down: its consumer could renew nothing meanwhile, and still holds the message after
+    the failover. Without the pause of leases between terms (cluster/leases.py) the lease
+    had ended by the new master's clock: the extend renewed nothing and the message went
+    to a second consumer."""
+    lease_ms = 5_000
+    c = client(cluster)
+    c.produce_batch([{"topic": "frozen", "body": "f"}])
+    wait_delivered(cluster)
+    old = cluster.wait_leader()
+    (held,) = c.pull("frozen", "g", max=1, wait_ms=3_000, visibility_ms=lease_ms)
+    for i in cluster.indexes:
+        cluster.signal(i, signal.SIGSTOP)
+    try:
+        time.sleep(lease_ms / 1000 + 2)
+        rest = [i for i in cluster.indexes if i != old]
+        for i in rest:
+            cluster.signal(i, signal.SIGCONT)
+        cluster.wait_leader(rest, exclude=old)
+        live = Client([cluster.url(i) for i in rest], CLIENT, retry_s=20)  # none waits on the frozen one
+        assert live.extend("frozen", "g", [held.receipt], LEASE_MS)["extended"] == 1
+        assert live.pull("frozen", "g", max=1, wait_ms=1_000) == []
+        live.ack("frozen", "g", [held.receipt])
+    finally:
+        cluster.signal(old, signal.SIGCONT)
