@@ -13,12 +13,16 @@ cluster's master), and renews the leases of what it holds, waiting or running, e
 third of ``visibility_ms`` (horologe/client/lease_keeper.py): the visibility is how long
 a worker that died keeps its messages. ``ack`` acks (in the background, gathered);
 ``nack`` (a message that failed for good) moves it to ``%DLQ%<queue>`` now; ``requeue``
-and closing the consumer release the leases of what was not processed.
+and closing the consumer release the leases of what was not processed. What the worker
+runs belongs to the broker's queue, not to one consumer: a consumer the worker restarts
+(after an error of its loop) takes over the messages its predecessor handed out, their
+renewals and their acks.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 import time
 
 import dramatiq
@@ -54,6 +58,10 @@ class HorologeBroker(Broker):
         self.prefix = topic_prefix
         self.visibility_ms = visibility_ms
         self.queues: set[str] = set()
+        # Per topic, what the worker holds (message id -> receipt), across its consumers.
+        self.running: dict[str, dict[str, str]] = {}
+        self._acker: Acker | None = None  # the consumers' acks, across consumers too
+        self._acker_lock = threading.Lock()  # one consumer thread per queue may ask at once
 
     def topic(self, queue_name: str) -> str:
         return topic_name(queue_name, self.prefix)
@@ -117,7 +125,17 @@ class HorologeBroker(Broker):
                 raise QueueJoinTimeout(queue_name)
             time.sleep(JOIN_POLL_S)
 
+    @property
+    def acker(self) -> Acker:
+        """The consumers' acks (started by the first consumer: none for a publisher)."""
+        with self._acker_lock:
+            if self._acker is None:
+                self._acker = Acker(self.client)
+            return self._acker
+
     def close(self) -> None:
+        if self._acker is not None:
+            self._acker.close(10)
         self.client.close()
 
 
@@ -127,10 +145,12 @@ class _Consumer(Consumer):
         self.topic = broker.topic(queue_name)
         self.prefetch = min(max(prefetch, 1), MAX_PULL)
         self.timeout_ms = timeout_ms
-        self.acker = Acker(broker.client)
+        self.acker = broker.acker
         self.leases = LeaseKeeper(broker.client, broker.visibility_ms)
         self.held: list = []  # pulled, not yet handed to the worker
-        self.open: dict[str, object] = {}  # message id -> the receipt of what the worker has
+        self.open = broker.running.setdefault(self.topic, {})  # handed to the worker, not settled
+        if self.open:  # a predecessor's, still running: renewed from here on
+            self.leases.hold(self.topic, self.topic, list(self.open.values()))
 
     def __next__(self) -> MessageProxy | None:
         self.leases.beat()  # the consumer's loop goes on: what it holds is renewed
@@ -183,8 +203,9 @@ class _Consumer(Consumer):
                 log.warning("%d leases not released (handed out again when they end): %s", len(receipts), e)
 
     def close(self) -> None:
-        """Release what was pulled and not handed to the worker; flush the acks."""
+        """Release what was pulled and not handed to the worker; flush the acks. What the
+        worker still runs stays the queue's: a consumer made next renews it and acks it."""
         self.leases.close()
         self._release([m.receipt for m in self.held])
         self.held = []
-        self.acker.close(10)
+        self.acker.flush(10)

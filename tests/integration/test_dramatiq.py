@@ -7,6 +7,7 @@ from __future__ import annotations
 import random
 import sys
 import textwrap
+import threading
 import time
 
 import pytest
@@ -169,3 +170,47 @@ def test_a_consumer_holding_its_prefetch_takes_no_more(cluster):
     assert next(consumer) is not None  # room for one again
     consumer.close()
     broker.close()
+
+
+def test_a_consumer_the_worker_restarts_takes_over_what_its_predecessor_handed_out(cluster):
+    """Dramatiq's worker closes a consumer whose loop raised and makes a new one a second
+    later. Here one pull raises (an error injected into the SDK's pull, the one fault not
+    made real) while the only message runs. The new consumer did not know it: its ack
+    raised KeyError, the lease ran out, and the message ran again."""
+    import dramatiq
+
+    from horologe.client import HorologeError
+    from horologe.dramatiq import HorologeBroker
+
+    broker = HorologeBroker([cluster.url(i) for i in cluster.indexes], CLIENT, visibility_ms=3_000)
+    ran: list[int] = []
+    failed = threading.Event()
+
+    def slow(n: int) -> None:
+        ran.append(n)
+        time.sleep(2.5)  # past the consumer's restart
+
+    job = dramatiq.actor(slow, broker=broker, actor_name="restarted", queue_name="rs", max_retries=0)
+    pull = broker.client.pull
+
+    def pull_failing_once_it_runs(*args, **kw):
+        if ran and not failed.is_set():
+            failed.set()
+            raise HorologeError("injected: the pull failed")
+        return pull(*args, **kw)
+
+    broker.client.pull = pull_failing_once_it_runs
+    job.send(1)
+    worker = dramatiq.Worker(broker, worker_threads=1, worker_timeout=200)
+    worker.start()
+    client = cluster.client(0)
+    try:
+        deadline = time.monotonic() + 30
+        while not (failed.is_set() and client.backlog("rs", "rs").unacked == 0):
+            assert time.monotonic() < deadline, (ran, client.backlog("rs", "rs"))
+            time.sleep(0.1)
+        time.sleep(4)  # past a lease: a copy handed out again would have run by now
+    finally:
+        worker.stop()
+        broker.close()
+    assert ran == [1]
