@@ -78,6 +78,7 @@ TESTED_VERSIONS = frozenset({"0.3.17"})
 # the field notes measured protocol 4 at twice the throughput. Set once, when the shell is
 # imported, for the whole process (the journal's meta file is written with it).
 PICKLE_PROTOCOL = 4
+UNANSWERED_WARN = 3  # dialled handshakes a peer closed unanswered in a row, then a warning
 setattr(raft_pickle, "__protocol", PICKLE_PROTOCOL)
 
 
@@ -624,6 +625,14 @@ class SyncObjSeam(SyncObj):
 class TransportSeam(TCPTransport):
     """pysyncobj's TCP transport, the one a node is built with unless simulated."""
 
+    @_replaces("transport.py:189")
+    def __init__(self, syncObj, selfNode, otherNodes) -> None:  # noqa: N803 - pysyncobj's names
+        """Wraps ``__init__`` (transport.py:189), which connects at once: the handshakes'
+        bookkeeping (``_onOutgoingConnected``) is made before."""
+        self._unanswered: set = set()  # dialled connections whose handshake has no answer yet
+        self._closed_unanswered: dict = {}  # per dialled connection: closed unanswered in a row
+        TCPTransport.__init__(self, syncObj, selfNode, otherNodes)
+
     @_replaces("transport.py:511")
     def addNode(self, node) -> None:  # noqa: N802 - pysyncobj's name
         """Replaces ``addNode`` (transport.py:511), which pysyncobj calls for every member
@@ -660,6 +669,43 @@ class TransportSeam(TCPTransport):
                 log.warning("listening for Raft on %s", address)
 
         server.bind = bind_and_say
+
+    # A peer that closes every connection this node dials before answering its handshake
+    # cannot read it: another cluster secret (or another program on that port). It logs
+    # the refusal; without this, the node with the wrong secret logged nothing.
+    @_replaces("transport.py:443")
+    def _onOutgoingConnected(self, conn) -> None:  # noqa: N802 - pysyncobj's name
+        """Wraps ``_onOutgoingConnected`` (transport.py:443), where a dialled connection
+        sends its handshake: noted until the peer answers."""
+        if self._syncObj.encryptor:
+            self._unanswered.add(conn)
+        TCPTransport._onOutgoingConnected(self, conn)
+
+    @_replaces("transport.py:462")
+    def _onOutgoingMessageReceived(self, conn, message) -> None:  # noqa: N802 - pysyncobj's name
+        """Wraps ``_onOutgoingMessageReceived`` (transport.py:462): the peer answered."""
+        self._unanswered.discard(conn)
+        self._closed_unanswered.pop(conn, None)
+        TCPTransport._onOutgoingMessageReceived(self, conn, message)
+
+    @_replaces("transport.py:481")
+    def _onDisconnected(self, conn) -> None:  # noqa: N802 - pysyncobj's name
+        """Wraps ``_onDisconnected`` (transport.py:481): a dialled connection closed before
+        its handshake was answered counts; at ``UNANSWERED_WARN`` in a row, a warning."""
+        if conn in self._unanswered:
+            self._unanswered.discard(conn)
+            closed = self._closed_unanswered
+            closed[conn] = closed.get(conn, 0) + 1
+            if closed[conn] == UNANSWERED_WARN:
+                node = self._connToNode(conn)
+                log.warning(
+                    "%s closed the last %d Raft connections this node opened without answering "
+                    "its handshake: is cluster_secret the same on both nodes (and is it a node "
+                    "of this cluster on that address)?",
+                    getattr(node, "address", "a peer"),
+                    UNANSWERED_WARN,
+                )
+        TCPTransport._onDisconnected(self, conn)
 
 
 # -- TcpConnection ------------------------------------------------------------------------

@@ -96,3 +96,20 @@ def test_a_frame_claiming_a_gibibyte_is_refused_before_it_is_buffered(cluster):
     assert _rss_kb(pid) - before < 64 * 1024
     assert f"dropped a Raft connection from {me}: a frame claims 1073741823 bytes" in cluster.log(master)
     assert {cluster.status(i)["term"] for i in cluster.indexes} == {cluster.status(master)["term"]}
+
+
+def test_a_node_with_another_secret_says_so_itself(make_cluster):
+    """A node started with another secret dials its peers (pysyncobj dials the members
+    whose address sorts below its own), and each drops the connection at its handshake.
+    The peers logged why; the node itself logged nothing, though it is the one to fix."""
+    c = make_cluster(start=False)
+    odd = max(c.indexes, key=lambda i: f"127.0.0.1:{c.raft_ports[i]}")  # it dials both others
+    c.env = {odd: {"HOROLOGE_CLUSTER_SECRET": "not the cluster secret"}}
+    for i in c.indexes:
+        c.start(i)
+    c.wait_leader([i for i in c.indexes if i != odd])
+    deadline = time.monotonic() + 20
+    while "Raft connections this node opened without answering" not in c.log(odd):
+        assert time.monotonic() < deadline, c.log(odd)[-3000:]
+        time.sleep(0.2)
+    assert "is cluster_secret the same on both nodes" in c.log(odd)
