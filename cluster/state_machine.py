@@ -66,7 +66,7 @@ from .schedule_apply import apply_fires, apply_schedule
 
 log = logging.getLogger(__name__)
 
-APPLIED_CLOCK = "applied_clock_ms"  # the clock of the last entry applied
+APPLIED_CLOCK = "applied_clock_ms"  # the latest clock of the entries applied
 
 
 class StateMachine:
@@ -143,7 +143,8 @@ class StateMachine:
             if last_term is not None and term > last_term and last_clock is not None:
                 self._pause_leases(tx, last_clock, entry.clock_ms)
             tx.set_meta("applied_term", term)
-        tx.set_meta(APPLIED_CLOCK, entry.clock_ms)
+            # The latest entry clock: quorum time may fall back a little within a term.
+            tx.set_meta(APPLIED_CLOCK, max(entry.clock_ms, last_clock or 0))
         w_old = self.ws
         w = max(w_old, entry.ws)
         if w > w_old:

@@ -424,7 +424,7 @@ class Consumers:
         for ready in readys:
             mine = self._leases_of(group, ready)
             table = LeaseTable(reads.meta(lease_key(group, ready)))
-            for lo, hi, run_until, _, _ in table.of_pull(pull_id, now):
+            for lo, hi, run_until, token, _ in table.of_pull(pull_id, now):
                 # not acked or released since
                 offsets = [o for o in range(lo, hi) if mine.get(o) == run_until]
                 if not offsets:
@@ -434,7 +434,9 @@ class Consumers:
                 out.deliver_at += rows["deliver_at_ms"].tolist()
                 out.delivered_at += rows["delivered_at_ms"].tolist()
                 leased.setdefault(ready, []).extend(offsets)
-                until = run_until
+                # The receipts carry the token, as the lost answer's did: extend and release
+                # look for it. A lease moved on between terms (cluster/leases.py) ends later.
+                until = token
         if not leased:
             return None
         return self._handed(group, leased, out, until)

@@ -25,6 +25,7 @@ class LocalLog:
         self.clock = clock
         self.ws: Callable[[], Watermark] = lambda: self.view.ws  # the driver's, once it leads
         self.index = 0
+        self.term: int | None = None  # the Raft term entries are applied in (None: not known)
         self.applied: list[ApplyResult] = []
         self.proposed: list[Entry] = []
         self.listeners: list[Callable[[ApplyResult], None]] = []
@@ -37,7 +38,7 @@ class LocalLog:
         now = self.clock() if clock_ms is None else clock_ms
         self.index += 1
         self.proposed.append(Entry(kind, self.ws() if ws is None else ws, now, **fields))
-        res = self.machine.apply(self.index, self.proposed[-1].encode())
+        res = self.machine.apply(self.index, self.proposed[-1].encode(), self.term)
         self.view.follow(Applied(res, self.machine.store.published(), self.machine.halted, 0))
         self.applied.append(res)
         for listener in self.listeners:

@@ -384,6 +384,27 @@ def test_a_named_pull_sent_again_after_its_master_died_gets_what_it_leased(log):
     asyncio.run(run())
 
 
+def test_a_named_pull_sent_again_across_a_new_term_can_still_be_extended_and_released(log):
+    """The next master's first entry moved the pull's lease on by the time no master served
+    (cluster/leases.py); the pull sent again was answered with receipts naming the lease's
+    new end, not its token, and extend and release then found nothing held under them."""
+
+    async def run() -> None:
+        log.term = 1
+        await _deliver(log, 3)
+        await consumers_over(log).pull("g", "t", None, 3, 0, 30_000, pull_id="p1")  # answer lost
+        log.term, log.now[0] = 2, T + 20_000
+        await log.propose(SYNC)  # the next master's first entry, 20 s on
+        successor = consumers_over(log)
+        again = await successor.pull("g", "t", None, 3, 0, 30_000, pull_id="p1")
+        assert len(again.taken) == 3
+        extended, until = await successor.extend("g", again.batch_receipts, 10_000)
+        assert extended == 3 and until == T + 50_000  # as moved on (30 s from T + 1, and 19,999 ms)
+        assert await successor.release("g", again.batch_receipts) == 3
+
+    asyncio.run(run())
+
+
 def test_a_named_pull_sent_again_while_it_still_runs_on_the_same_master_gets_its_answer(log):
     """The SDK timed out on a long poll and sent the same pull again to the same master
     while the first still waited there. The second waits for the first, then answers with
