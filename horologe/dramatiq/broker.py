@@ -14,9 +14,8 @@ third of ``visibility_ms`` (horologe/client/lease_keeper.py): the visibility is 
 a worker that died keeps its messages. ``ack`` acks (in the background, gathered);
 ``nack`` (a message that failed for good) moves it to ``%DLQ%<queue>`` now; ``requeue``
 and closing the consumer release the leases of what was not processed. What the worker
-runs belongs to the broker's queue, not to one consumer: a consumer the worker restarts
-(after an error of its loop) takes over the messages its predecessor handed out, their
-renewals and their acks.
+runs belongs to the broker, not to one consumer: the renewals go on, and a consumer the
+worker makes after an error of the last one's loop acks what that one handed out.
 """
 
 from __future__ import annotations
@@ -58,10 +57,12 @@ class HorologeBroker(Broker):
         self.prefix = topic_prefix
         self.visibility_ms = visibility_ms
         self.queues: set[str] = set()
-        # Per topic, what the worker holds (message id -> receipt), across its consumers.
+        # What the worker holds outlives a consumer (Dramatiq's worker makes a new one after
+        # an error): per topic, message id -> receipt; their renewals; the acks.
         self.running: dict[str, dict[str, str]] = {}
-        self._acker: Acker | None = None  # the consumers' acks, across consumers too
-        self._acker_lock = threading.Lock()  # one consumer thread per queue may ask at once
+        self._keeper: LeaseKeeper | None = None
+        self._acker: Acker | None = None
+        self._lock = threading.Lock()  # one consumer thread per queue may make them at once
 
     def topic(self, queue_name: str) -> str:
         return topic_name(queue_name, self.prefix)
@@ -125,16 +126,18 @@ class HorologeBroker(Broker):
                 raise QueueJoinTimeout(queue_name)
             time.sleep(JOIN_POLL_S)
 
-    @property
-    def acker(self) -> Acker:
-        """The consumers' acks (started by the first consumer: none for a publisher)."""
-        with self._acker_lock:
-            if self._acker is None:
+    def holding(self) -> tuple[LeaseKeeper, Acker]:
+        """The consumers' renewals and acks (made for the first consumer: a publisher has
+        neither)."""
+        with self._lock:
+            if self._keeper is None:
+                self._keeper = LeaseKeeper(self.client, self.visibility_ms)
                 self._acker = Acker(self.client)
-            return self._acker
+            return self._keeper, self._acker
 
     def close(self) -> None:
-        if self._acker is not None:
+        if self._keeper is not None:
+            self._keeper.close()
             self._acker.close(10)
         self.client.close()
 
@@ -145,12 +148,9 @@ class _Consumer(Consumer):
         self.topic = broker.topic(queue_name)
         self.prefetch = min(max(prefetch, 1), MAX_PULL)
         self.timeout_ms = timeout_ms
-        self.acker = broker.acker
-        self.leases = LeaseKeeper(broker.client, broker.visibility_ms)
+        self.leases, self.acker = broker.holding()
         self.held: list = []  # pulled, not yet handed to the worker
         self.open = broker.running.setdefault(self.topic, {})  # handed to the worker, not settled
-        if self.open:  # a predecessor's, still running: renewed from here on
-            self.leases.hold(self.topic, self.topic, list(self.open.values()))
 
     def __next__(self) -> MessageProxy | None:
         self.leases.beat()  # the consumer's loop goes on: what it holds is renewed
@@ -204,8 +204,7 @@ class _Consumer(Consumer):
 
     def close(self) -> None:
         """Release what was pulled and not handed to the worker; flush the acks. What the
-        worker still runs stays the queue's: a consumer made next renews it and acks it."""
-        self.leases.close()
+        worker still runs stays the broker's, renewed: a consumer made next acks it."""
         self._release([m.receipt for m in self.held])
         self.held = []
         self.acker.flush(10)

@@ -173,10 +173,11 @@ def test_a_consumer_holding_its_prefetch_takes_no_more(cluster):
 
 
 def test_a_consumer_the_worker_restarts_takes_over_what_its_predecessor_handed_out(cluster):
-    """Dramatiq's worker closes a consumer whose loop raised and makes a new one a second
-    later. Here one pull raises (an error injected into the SDK's pull, the one fault not
-    made real) while the only message runs. The new consumer did not know it: its ack
-    raised KeyError, the lease ran out, and the message ran again."""
+    """Dramatiq's worker closes a consumer whose loop raised and makes a new one 3 s later.
+    Here one pull raises (an error injected into the SDK's pull, the one fault not made
+    real) as the only message starts, and it runs past the new consumer and two leases.
+    The closed consumer's renewals stopped and the new one did not know the message: the
+    lease ran out, the message ran again, and its ack raised KeyError."""
     import dramatiq
 
     from horologe.client import HorologeError
@@ -188,7 +189,7 @@ def test_a_consumer_the_worker_restarts_takes_over_what_its_predecessor_handed_o
 
     def slow(n: int) -> None:
         ran.append(n)
-        time.sleep(2.5)  # past the consumer's restart
+        time.sleep(7)  # past the consumer's restart (3 s) and two leases
 
     job = dramatiq.actor(slow, broker=broker, actor_name="restarted", queue_name="rs", max_retries=0)
     pull = broker.client.pull
