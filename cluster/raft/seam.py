@@ -671,8 +671,9 @@ class TransportSeam(TCPTransport):
         server.bind = bind_and_say
 
     # A peer that closes every connection this node dials before answering its handshake
-    # cannot read it: another cluster secret (or another program on that port). It logs
-    # the refusal; without this, the node with the wrong secret logged nothing.
+    # cannot read it: another cluster secret, most likely. It logs the refusal; without
+    # this, the node with the wrong secret logged nothing. A connection this node gives up
+    # on (the peer stopped, its kernel still accepting) counts too: the warning says so.
     @_replaces("transport.py:443")
     def _onOutgoingConnected(self, conn) -> None:  # noqa: N802 - pysyncobj's name
         """Wraps ``_onOutgoingConnected`` (transport.py:443), where a dialled connection
@@ -690,8 +691,9 @@ class TransportSeam(TCPTransport):
 
     @_replaces("transport.py:481")
     def _onDisconnected(self, conn) -> None:  # noqa: N802 - pysyncobj's name
-        """Wraps ``_onDisconnected`` (transport.py:481): a dialled connection closed before
-        its handshake was answered counts; at ``UNANSWERED_WARN`` in a row, a warning."""
+        """Wraps ``_onDisconnected`` (transport.py:481): a dialled connection that ended
+        before its handshake was answered counts; at ``UNANSWERED_WARN`` in a row, a
+        warning (once, until one is answered)."""
         if conn in self._unanswered:
             self._unanswered.discard(conn)
             closed = self._closed_unanswered
@@ -699,11 +701,11 @@ class TransportSeam(TCPTransport):
             if closed[conn] == UNANSWERED_WARN:
                 node = self._connToNode(conn)
                 log.warning(
-                    "%s closed the last %d Raft connections this node opened without answering "
-                    "its handshake: is cluster_secret the same on both nodes (and is it a node "
-                    "of this cluster on that address)?",
-                    getattr(node, "address", "a peer"),
+                    "the last %d Raft connections this node opened to %s ended before the peer answered "
+                    "their handshake: is cluster_secret the same on both nodes? (Or the node there "
+                    "is not answering: stopped, overloaded, not a node of this cluster.)",
                     UNANSWERED_WARN,
+                    getattr(node, "address", "a peer"),
                 )
         TCPTransport._onDisconnected(self, conn)
 
