@@ -10,7 +10,8 @@ that stopped (killed, frozen, cut off) keeps its tasks from the others, not how 
 task may wait and run.
 
 ``hold(topic, group, receipts)`` after a pull (the first starts the thread),
-``let_go(...)`` once a message is acked, released or dead-lettered; ``beat()`` from the
+``let_go(...)`` once a message is acked or dead-lettered, ``give_back(...)`` to release
+leases (the messages go to another worker at once); ``beat()`` from the
 worker's consumer loop each time round; ``close()`` stops. The leases are renewed only
 while that loop goes on: a worker whose loop stopped (a deadlock, a main process stuck)
 for ``STALE_S`` (or a third of the visibility, if longer) holds its tasks no longer, and
@@ -66,6 +67,17 @@ class LeaseKeeper:
             held = self._held.get((topic, group))
             if held is not None:
                 held.difference_update(receipts)
+
+    def give_back(self, topic: str, group: str, receipts: list[str]) -> None:
+        """Release these leases now (a requeue, a consumer closing): no longer renewed, their
+        messages go to another worker at once. A release that fails is logged: they are
+        handed out again when their leases end."""
+        self.let_go(topic, group, receipts)
+        if receipts:
+            try:
+                self._client.release(topic, group, receipts)
+            except HorologeError as e:
+                log.warning("%d leases not released (handed out again when they end): %s", len(receipts), e)
 
     def beat(self) -> None:
         """The worker's consumer loop went round: it is alive (any thread; one float)."""

@@ -20,7 +20,6 @@ worker makes after an error of the last one's loop acks what that one handed out
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 
@@ -28,12 +27,10 @@ import dramatiq
 from dramatiq.broker import Broker, Consumer, MessageProxy
 from dramatiq.errors import ConnectionFailed, QueueJoinTimeout
 
-from horologe.client import AlreadyDeliveredError, Client, HorologeError, NotFoundError, UnavailableError
+from horologe.client import AlreadyDeliveredError, Client, NotFoundError, UnavailableError
 from horologe.client.acker import Acker
 from horologe.client.lease_keeper import LeaseKeeper
 from horologe.client.task_keys import task_key, topic_name
-
-log = logging.getLogger(__name__)
 
 MAX_PULL = 1000
 JOIN_POLL_S = 0.1
@@ -192,19 +189,11 @@ class _Consumer(Consumer):
 
     def requeue(self, messages) -> None:
         receipts = [self.open.pop(m.message_id) for m in messages if m.message_id in self.open]
-        self._release(receipts)
-
-    def _release(self, receipts: list[str]) -> None:
-        self.leases.let_go(self.topic, self.topic, receipts)
-        if receipts:
-            try:
-                self.broker.client.release(self.topic, self.topic, receipts)
-            except HorologeError as e:
-                log.warning("%d leases not released (handed out again when they end): %s", len(receipts), e)
+        self.leases.give_back(self.topic, self.topic, receipts)
 
     def close(self) -> None:
         """Release what was pulled and not handed to the worker; flush the acks. What the
         worker still runs stays the broker's, renewed: a consumer made next acks it."""
-        self._release([m.receipt for m in self.held])
+        self.leases.give_back(self.topic, self.topic, [m.receipt for m in self.held])
         self.held = []
         self.acker.flush(10)

@@ -32,7 +32,7 @@ from urllib.parse import unquote
 from kombu.transport import virtual
 from kombu.transport.virtual.exchange import FanoutExchange
 
-from horologe.client import Client, HorologeError
+from horologe.client import Client
 from horologe.client.acker import Acker
 from horologe.client.errors import CertificateError, InvalidRequestError, NotFoundError, UnavailableError
 from horologe.client.lease_keeper import LeaseKeeper
@@ -201,7 +201,7 @@ class Channel(virtual.Channel):
                     self.acker.ack(topic, topic, m.receipt)
         finally:  # a consumer cancelled meanwhile, a body that is no kombu message: given back
             if handed < len(batch):
-                self._give_back(topic, [m.receipt for m in batch[handed:]])
+                self.leases.give_back(topic, topic, [m.receipt for m in batch[handed:]])
 
     def drain_events(self, timeout=None, callback=None):
         self.leases.beat()  # the worker's loop goes on (its prefetch full or not): renew
@@ -237,7 +237,7 @@ class Channel(virtual.Channel):
         try:
             payload = self._payload(m, queue, topic)
         except ValueError:  # a body that is no kombu message
-            self._give_back(topic, [m.receipt])
+            self.leases.give_back(topic, topic, [m.receipt])
             raise
         if no_ack:  # taken as handed over
             self.acker.ack(topic, topic, m.receipt)
@@ -286,17 +286,7 @@ class Channel(virtual.Channel):
             topic, group, receipt = self._where(message)
             by.setdefault((topic, group), []).append(receipt)
         for (topic, group), receipts in by.items():
-            self._give_back(topic, receipts, group)
-
-    def _give_back(self, topic: str, receipts: list[str], group: str | None = None) -> None:
-        """Release these leases (of ``group``, the topic's own by default): their tasks go
-        to another worker at once."""
-        group = group or topic
-        self.leases.let_go(topic, group, receipts)
-        try:
-            self.client.release(topic, group, receipts)
-        except HorologeError as e:
-            log.warning("%d leases not released (handed out again when they end): %s", len(receipts), e)
+            self.leases.give_back(topic, group, receipts)
 
     def _dead_letter(self, message) -> None:
         topic, group, receipt = self._where(message)
