@@ -33,6 +33,8 @@ class ApplyResult:
     dead_lettered: int = 0  # RETRY: entries moved to a DLQ (the copies made are ``ids``)
     schedule: str | None = None  # SCHEDULE: what it did (schedule_apply.ScheduleOutcome)
     subscription: str | None = None  # SUBSCRIBE: what it did (push_apply.PushOutcome)
+    # (from_ms, gap_ms): leases running at from_ms were moved on by gap_ms (no master served)
+    leases_paused: tuple[int, int] | None = None
     error: str | None = None
     skipped: bool = False
 

@@ -17,12 +17,17 @@ Runs whose ``until_ms`` has passed by the entry's clock are dropped whenever the
 written, so it holds only what consumers may still hold.
 
 A lease's time does not run while no master serves: between the last entry of one term and
-the first entry of the next, no consumer could extend it. The first entry of a term moves
-every lease still running at the clock of the last entry before it on by the gap between
-the two clocks (``LeaseTable.pause``), keeping its token, so each has the time it had left
-when the old master fell silent. A lease ends later, never earlier: its message waits at
-most that long more after a failover, and a consumer whose renewals found no master keeps
-what it holds.
+the first entry of the next, no consumer could extend it; nor between two entries of one
+term whose clocks lie more than ``SILENCE_MS`` apart (a master writes one at least every
+``sync_interval_ms``, so it was stopped, or its clock held at the last quorum time while
+the readings of a majority were stale: it served nothing then). Such an entry, the first
+of a term or the first after a silence, moves every lease still running at the clock of
+the last entry before it on by the gap between the two clocks (``LeaseTable.pause``),
+keeping its token, so each has the time it had left when the master fell silent. A lease
+ends later, never earlier: its message waits at most that long more, and a consumer whose
+renewals found no master keeps what it holds. The master judges its leases by the same
+clock, the latest entry's it applied, not its own (node/consumers/service.py): its clock
+may already be past a silence whose entry has not applied yet.
 """
 
 from __future__ import annotations
@@ -31,6 +36,10 @@ import bisect
 from collections.abc import Iterator
 
 LEASE_PREFIX = "lease/"
+APPLIED_CLOCK = "applied_clock_ms"  # meta: the latest clock of the entries applied
+# A longer gap between two entries' clocks is time no master served (it writes one at
+# least every sync_interval_ms, at most 500 ms: node/config.py): leases do not run then.
+SILENCE_MS = 1_000
 
 Lease = tuple[int, int, int, int, str]  # lo, hi, until_ms, token, pull_id ("": none)
 
@@ -105,7 +114,7 @@ class LeaseTable:
 
     def pause(self, from_ms: int, gap_ms: int) -> None:
         """Move every lease still running at ``from_ms`` on by ``gap_ms``: no master served
-        in between, so none could be extended (a new term's first entry)."""
+        in between, so none could be extended."""
         self.until = [until + gap_ms if until > from_ms else until for until in self.until]
 
     def to_wire(self) -> list[list] | None:

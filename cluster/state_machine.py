@@ -59,14 +59,12 @@ from .entries import (
     decode,
 )
 from .errors import BadEntryError
-from .leases import LEASE_PREFIX, LeaseTable, lease_key
+from .leases import APPLIED_CLOCK, LEASE_PREFIX, SILENCE_MS, LeaseTable, lease_key
 from .push_apply import apply_subscription
 from .retention import passed_by_groups
 from .schedule_apply import apply_fires, apply_schedule
 
 log = logging.getLogger(__name__)
-
-APPLIED_CLOCK = "applied_clock_ms"  # the latest clock of the entries applied
 
 
 class StateMachine:
@@ -140,8 +138,11 @@ class StateMachine:
         res = ApplyResult(kind=entry.kind, raft_index=raft_index)
         if term is not None:
             last_term, last_clock = tx.current_meta("applied_term"), tx.current_meta(APPLIED_CLOCK)
-            if last_term is not None and term > last_term and last_clock is not None:
-                self._pause_leases(tx, last_clock, entry.clock_ms)
+            if last_clock is not None and entry.clock_ms > last_clock:
+                gap = entry.clock_ms - last_clock
+                if gap > SILENCE_MS or (last_term is not None and term > last_term):
+                    self._pause_leases(tx, last_clock, entry.clock_ms)
+                    res.leases_paused = (last_clock, gap)
             tx.set_meta("applied_term", term)
             # The latest entry clock: quorum time may fall back a little within a term.
             tx.set_meta(APPLIED_CLOCK, max(entry.clock_ms, last_clock or 0))
@@ -248,10 +249,8 @@ class StateMachine:
             _write_leases(tx, key, table, clock_ms)
 
     def _pause_leases(self, tx: Transaction, last_clock_ms: int, clock_ms: int) -> None:
-        """A new term's first entry: leases running at the last entry's clock get the gap
-        between the two entries back (cluster/leases.py)."""
-        if clock_ms <= last_clock_ms:
-            return  # the new master's clock is behind: no time lost
+        """A new term's first entry, or one after a silence: leases running at the last
+        entry's clock get the gap between the two entries back (cluster/leases.py)."""
         for key in tx.meta_keys():
             if key.startswith(LEASE_PREFIX):
                 table = LeaseTable(tx.current_meta(key))

@@ -20,6 +20,7 @@ from horologe.cluster.committed_reads import (
     watermark,
 )
 from horologe.cluster.consumer_groups import GroupProgress
+from horologe.cluster.leases import APPLIED_CLOCK
 from horologe.cluster.pending_by_key import pending_by_key
 from horologe.cluster.pending_forecast import Forecast, forecast, pending_due
 from horologe.cluster.pending_list import PendingPage, list_pending
@@ -50,6 +51,11 @@ class CommittedView:
     @property
     def ws(self) -> Watermark:
         return watermark(self.reads)
+
+    @property
+    def applied_clock_ms(self) -> int | None:
+        """The latest clock of the entries applied (None: none of a known term yet)."""
+        return self.reads.meta(APPLIED_CLOCK)
 
     def counters(self) -> dict[str, int]:
         return counters(self.reads)

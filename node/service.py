@@ -278,6 +278,8 @@ class NodeService:
             self.driver.on_append(res.pending_slots)
         if res.kind == SYNC:
             self.handover.sync_applied()
+        if res.leases_paused:
+            self.consumers.pause_leases(*res.leases_paused)
         if res.delivered:
             self.consumers.notify()
         if res.kind == SUBSCRIBE:

@@ -184,6 +184,25 @@ class Consumers:
         self.entry_commit.fail_waiting(NotMasterError(None))
         self.notify()
 
+    def pause_leases(self, from_ms: int, gap_ms: int) -> None:
+        """An entry just applied moved the leases running at ``from_ms`` on by ``gap_ms``
+        (no master served in between: cluster/leases.py); this master's move alike, and
+        keep their tokens (a lease not extended has its expiry as its token)."""
+        for key, leases in self.leases.items():
+            extended = self._extended.setdefault(key, {})
+            for o, until in leases.items():
+                if until > from_ms:
+                    extended.setdefault(o, until)
+                    leases[o] = until + gap_ms
+
+    def _lease_now(self, now: int) -> int:
+        """The time leases end by: ``now``, but never past the latest entry applied. A
+        master back from a silence (stopped, or its clock held) is past it before the
+        entry that gives its leases the silence back has applied: by its own clock they
+        would have ended, and gone to a second consumer."""
+        applied = self.view.applied_clock_ms
+        return now if applied is None else min(now, applied)
+
     def _leases_of(self, group: str, topic: str) -> dict[int, int]:
         """This master's leases of a ready log: position -> expiry (ms)."""
         leases = self.leases.get((group, topic))
@@ -242,6 +261,7 @@ class Consumers:
         end = min(reads.ready_count(topic), floor + SCAN_LIMIT)
         chunk = max(4 * want, 1024)  # most pulls find what they want right at the cursor
         lease = now + visibility_ms
+        lease_now = self._lease_now(now)
         exact = bool(filt.tags) or origin is not None  # checks that read the record
         leased: list[int] = []
         passed: list[int] = []  # filtered out for this group, or removed by retention
@@ -269,7 +289,7 @@ class Consumers:
                 if leases:
                     looked = offsets[take].tolist()
                     ends = np.fromiter((leases.get(o, 0) for o in looked), np.int64, len(take))
-                    held = ends > now
+                    held = ends > lease_now
                     if held.any():
                         until = min(until, int(ends[held].min()))
                         take = take[~held]
@@ -424,7 +444,7 @@ class Consumers:
         for ready in readys:
             mine = self._leases_of(group, ready)
             table = LeaseTable(reads.meta(lease_key(group, ready)))
-            for lo, hi, run_until, token, _ in table.of_pull(pull_id, now):
+            for lo, hi, run_until, token, _ in table.of_pull(pull_id, self._lease_now(now)):
                 # not acked or released since
                 offsets = [o for o in range(lo, hi) if mine.get(o) == run_until]
                 if not offsets:
@@ -531,6 +551,7 @@ class Consumers:
         """The positions ``receipts`` name whose lease is still the one their pull handed
         out, and live: ``(group, topic, lo, hi, token)`` runs; and this clock."""
         now = self._clock()
+        lease_now = self._lease_now(now)
         held: list[tuple[str, str, int, int, int]] = []
         for topic, ranges, token in self.receipts.open_leases(group, receipts):
             leases = self._leases_of(group, topic)
@@ -539,7 +560,7 @@ class Consumers:
                 o
                 for lo, hi in ranges
                 for o in range(lo, hi)
-                if leases.get(o, 0) > now and extended.get(o, leases[o]) == token
+                if leases.get(o, 0) > lease_now and extended.get(o, leases[o]) == token
             ]
             held += [(group, topic, lo, hi, token) for lo, hi in to_ranges(mine)]
         return merge_held(held), now
@@ -579,7 +600,8 @@ class Consumers:
         self._require_master()
         now = self._clock()
         unacked = self.view.unacked_count(group, topic)
-        leased = sum(1 for until in self._leases_of(group, topic).values() if until > now)
+        lease_now = self._lease_now(now)
+        leased = sum(1 for until in self._leases_of(group, topic).values() if until > lease_now)
         waiting = await self._unheld(group, topic, now)
         return {"topic": topic, "group": group, "unacked": unacked, "leased": leased, "waiting": len(waiting)}
 
@@ -602,8 +624,9 @@ class Consumers:
         progress = self.view.group_progress(group, topic)
         start = max(progress.committed, reads.ready_base(topic))
         end = reads.ready_count(topic)
+        lease_now = self._lease_now(now)
         held = np.fromiter(
-            (o for o, until in self._leases_of(group, topic).items() if until > now), dtype=np.int64
+            (o for o, until in self._leases_of(group, topic).items() if until > lease_now), dtype=np.int64
         )
         out: list[int] = []
         while start < end:

@@ -5,8 +5,9 @@ from __future__ import annotations
 import random
 
 from horologe.cluster import StateMachine
+from horologe.cluster.apply_result import ApplyResult
 from horologe.cluster.entries import ACK, RETRY, Entry, decode
-from horologe.cluster.leases import LeaseTable, lease_key
+from horologe.cluster.leases import SILENCE_MS, LeaseTable, lease_key
 from horologe.storage import Storage, StorageConfig
 from horologe.wheel import Watermark
 
@@ -130,17 +131,45 @@ def test_a_new_terms_first_entry_gives_running_leases_the_time_no_master_served(
     consumer as soon as the new master served."""
     sm = StateMachine(Storage(str(tmp_path), StorageConfig(fsync=False)))
 
-    def at(index: int, term: int, clock_ms: int, **kw) -> None:
-        assert sm.apply(index, Entry(ACK, WS, clock_ms, **kw).encode(), term).error is None
+    def at(index: int, term: int, clock_ms: int, **kw) -> ApplyResult:
+        res = sm.apply(index, Entry(ACK, WS, clock_ms, **kw).encode(), term)
+        assert res.error is None
+        return res
 
     at(1, 1, T, leases=[("g", "t", 0, 4, T + 6000), ("g", "t", 4, 6, T + 1000), ("h", "t", 0, 1, T + 9000)])
-    at(2, 1, T + 2000, leases=[("g", "t", 0, 2, T + 8000, T + 6000)])  # an extend keeps its token
-    # Same term: nothing moves (4..6 ended at T + 1000 and is dropped as the value is written).
+    at(2, 1, T + 500)
+    at(3, 1, T + 1500, leases=[("g", "t", 0, 2, T + 8000, T + 6000)])  # an extend keeps its token
+    # Same term, entries under SILENCE_MS apart: nothing moves (4..6 ended at T + 1000 and
+    # is dropped as the value is written).
     assert leases(sm) == [(0, 2, T + 8000, T + 6000), (2, 4, T + 6000, T + 6000)]
-    at(3, 2, T + 32_000)  # the next master's first entry, 30 s after the last one
+    res = at(4, 2, T + 31_500)  # the next master's first entry, 30 s after the last one
+    assert res.leases_paused == (T + 1500, 30_000)  # the master moves its own leases alike
     assert leases(sm) == [(0, 2, T + 38_000, T + 6000), (2, 4, T + 36_000, T + 6000)]
     assert leases(sm, "h") == [(0, 1, T + 39_000, T + 9000)]
-    at(4, 2, T + 33_000)
-    at(5, 3, T + 32_500)  # a master whose clock is behind the last entry's: nothing to give back
+    at(5, 2, T + 32_500)
+    assert at(6, 3, T + 32_000).leases_paused is None  # a master whose clock is behind: nothing to give back
     assert leases(sm) == [(0, 2, T + 38_000, T + 6000), (2, 4, T + 36_000, T + 6000)]
+    sm.store.close()
+
+
+def test_a_silence_within_a_term_gives_running_leases_their_time_back(tmp_path):
+    """The whole cluster stopped past a lease's end and the old master leading on: its first
+    entry after the silence, of the same term, stamped with the time it resumed at (or its
+    clock held at the last quorum time, then moving on once a majority's readings are
+    fresh again). No consumer could extend a lease meanwhile: without the pause the lease
+    below had ended by that entry, and the message went to a second consumer."""
+    sm = StateMachine(Storage(str(tmp_path), StorageConfig(fsync=False)))
+
+    def at(index: int, clock_ms: int, **kw) -> ApplyResult:
+        res = sm.apply(index, Entry(ACK, WS, clock_ms, **kw).encode(), 1)
+        assert res.error is None
+        return res
+
+    at(1, T, leases=[("g", "t", 0, 4, T + 4000)])
+    at(2, T + 50)  # the master held its time: stale readings, nothing served
+    assert at(3, T + SILENCE_MS + 50).leases_paused is None  # a gap of SILENCE_MS is not a silence
+    assert leases(sm) == [(0, 4, T + 4000, T + 4000)]
+    res = at(4, T + 8000)  # fresh readings again: 6,950 ms on
+    assert res.leases_paused == (T + SILENCE_MS + 50, 8000 - SILENCE_MS - 50)
+    assert leases(sm) == [(0, 4, T + 4000 + 8000 - SILENCE_MS - 50, T + 4000)]
     sm.store.close()

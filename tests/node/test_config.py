@@ -36,6 +36,7 @@ def _load(tmp_path, extra: str):
     [
         ("fire_batch_limit = 0", "fire_batch_limit"),
         ("sync_interval_ms = -5", "sync_interval_ms"),
+        ("sync_interval_ms = 1000", "sync_interval_ms"),  # its gaps would pause leases (cluster/leases.py)
         ('max_batch_items = "many"', "max_batch_items"),
         ("clock_tolerance_ms = true", "clock_tolerance_ms"),
         ("max_request_bytes = 1", "max_request_bytes"),

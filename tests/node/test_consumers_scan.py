@@ -317,6 +317,38 @@ def test_a_waiting_pull_ends_when_its_node_stops_leading(log):
     asyncio.run(run())
 
 
+def test_the_leases_a_pull_queued_are_never_proposed_once_its_node_stops_leading(log):
+    """A pull's leases wait in the group commit behind the entry in flight when the role
+    goes: they are failed (the pull answers 503), not proposed once the node leads again,
+    when its new scans, which no longer know them, hand the same messages to another pull
+    (the simulator's canary no-lease-fail)."""
+    gate = asyncio.Event()
+
+    async def slow_propose(kind, **fields):
+        await gate.wait()  # the entry in flight: its commit takes a while
+        return await log.propose(kind, **fields)
+
+    async def run() -> None:
+        await _deliver(log, 2)
+        consumers = Consumers(log.view, slow_propose, log.clock, (1000,), 0, Receipts("secret"))
+        committer = asyncio.create_task(consumers.run())
+        first = asyncio.create_task(consumers.pull("g", "t", None, 1, 0, 30_000))
+        await asyncio.sleep(0.02)  # its leases in flight
+        queued = asyncio.create_task(consumers.pull("g", "t", None, 1, 0, 30_000))
+        await asyncio.sleep(0.02)  # its leases queued behind
+        consumers.forget_leases()  # the role went (NodeService._on_role)
+        gate.set()
+        assert len((await first).taken) == 1
+        with pytest.raises(NotMasterError):
+            await queued
+        await asyncio.sleep(0.05)
+        leased = [item[2] for entry in log.proposed if entry.kind == ACK for item in entry.leases]
+        assert leased == [0]
+        committer.cancel()
+
+    asyncio.run(run())
+
+
 def test_a_new_master_honours_the_committed_leases_and_a_failed_commit_leases_nothing(log):
     async def run() -> None:
         await _deliver(log, 3)
@@ -401,6 +433,35 @@ def test_a_named_pull_sent_again_across_a_new_term_can_still_be_extended_and_rel
         extended, until = await successor.extend("g", again.batch_receipts, 10_000)
         assert extended == 3 and until == T + 50_000  # as moved on (30 s from T + 1, and 19,999 ms)
         assert await successor.release("g", again.batch_receipts) == 3
+
+    asyncio.run(run())
+
+
+def test_a_master_back_from_a_silence_keeps_its_leases_for_the_time_nobody_served(log):
+    """The whole cluster stopped past a 4 s lease; the master resumed leading in the same
+    term. Its clock is 7 s on before the entry that gives the leases the silence back has
+    applied: by that clock the lease had ended, and a pull handed the message to a second
+    consumer while the first could still extend it. Once the entry applied, the master's
+    own leases (taken before they commit) move on with the committed ones."""
+
+    async def run() -> None:
+        log.term = 1
+        await _deliver(log, 2)
+        consumers = consumers_over(log)
+        log.listeners.append(lambda res: res.leases_paused and consumers.pause_leases(*res.leases_paused))
+        first = await consumers.pull("g", "t", None, 2, 0, 4_000)
+        assert len(first.taken) == 2
+        log.now[0] = T + 8_000  # resumed: 7 s past the last entry, nothing applied since
+        assert (await consumers.pull("g", "t", None, 2, 0, 4_000)).taken.records == []
+        await log.propose(SYNC)  # the first entry after the silence
+        assert (await consumers.pull("g", "t", None, 2, 0, 4_000)).taken.records == []
+        extended, until = await consumers.extend("g", first.batch_receipts, 4_000)
+        assert (extended, until) == (2, T + 12_000)
+        for now in range(T + 8_500, T + 12_001, 500):  # a master serving: an entry every 500 ms
+            log.now[0] = now
+            await log.propose(SYNC)
+            taken = (await consumers.pull("g", "t", None, 2, 0, 4_000)).taken
+            assert len(taken) == (2 if now == T + 12_000 else 0)  # once the extended lease ended
 
     asyncio.run(run())
 
