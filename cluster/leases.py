@@ -26,8 +26,10 @@ the last entry before it on by the gap between the two clocks (``LeaseTable.paus
 keeping its token, so each has the time it had left when the master fell silent. A lease
 ends later, never earlier: its message waits at most that long more, and a consumer whose
 renewals found no master keeps what it holds. The master judges its leases by the same
-clock, the latest entry's it applied, not its own (node/consumers/service.py): its clock
-may already be past a silence whose entry has not applied yet.
+clock, the latest entry's it applied, or its own if that is behind
+(node/consumers/service.py): its own may already be past a silence whose entry has not
+applied yet. A gap arises too when entries take over a second to commit, or a majority's
+clocks step forward: leases then run slower, never faster.
 """
 
 from __future__ import annotations

@@ -279,7 +279,7 @@ class NodeService:
         if res.kind == SYNC:
             self.handover.sync_applied()
         if res.leases_paused:
-            self.consumers.pause_leases(*res.leases_paused)
+            self.consumers.pause_leases()
         if res.delivered:
             self.consumers.notify()
         if res.kind == SUBSCRIBE:

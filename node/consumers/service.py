@@ -184,16 +184,19 @@ class Consumers:
         self.entry_commit.fail_waiting(NotMasterError(None))
         self.notify()
 
-    def pause_leases(self, from_ms: int, gap_ms: int) -> None:
-        """An entry just applied moved the leases running at ``from_ms`` on by ``gap_ms``
-        (no master served in between: cluster/leases.py); this master's move alike, and
-        keep their tokens (a lease not extended has its expiry as its token)."""
-        for key, leases in self.leases.items():
-            extended = self._extended.setdefault(key, {})
-            for o, until in leases.items():
-                if until > from_ms:
-                    extended.setdefault(o, until)
-                    leases[o] = until + gap_ms
+    def pause_leases(self) -> None:
+        """An entry just applied moved committed leases on by a time no master served
+        (cluster/leases.py): this master's leases that committed take their new ends and
+        keep their tokens (a lease not extended has its expiry as its token). Those still
+        committing are left as they are: their entries come after the pause and do not move."""
+        for (group, topic), leases in self.leases.items():
+            extended = self._extended.setdefault((group, topic), {})
+            for lo, hi, until, token, _ in LeaseTable(self.view.reads.meta(lease_key(group, topic))):
+                for o in range(lo, hi):
+                    held = leases.get(o)
+                    if held is not None and held < until and extended.get(o, held) == token:
+                        extended[o] = token
+                        leases[o] = until
 
     def _lease_now(self, now: int) -> int:
         """The time leases end by: ``now``, but never past the latest entry applied. A
@@ -291,7 +294,10 @@ class Consumers:
                     ends = np.fromiter((leases.get(o, 0) for o in looked), np.int64, len(take))
                     held = ends > lease_now
                     if held.any():
-                        until = min(until, int(ends[held].min()))
+                        first = int(ends[held].min())
+                        # Ended by this clock, not yet by the applied clock: look again as
+                        # much later as the applied clock lags (a wait of 0 scans on and on).
+                        until = min(until, first if first > now else first + now - lease_now)
                         take = take[~held]
                 part = rows[take]
                 offs = offsets[take].tolist()

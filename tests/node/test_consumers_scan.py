@@ -441,27 +441,51 @@ def test_a_master_back_from_a_silence_keeps_its_leases_for_the_time_nobody_serve
     """The whole cluster stopped past a 4 s lease; the master resumed leading in the same
     term. Its clock is 7 s on before the entry that gives the leases the silence back has
     applied: by that clock the lease had ended, and a pull handed the message to a second
-    consumer while the first could still extend it. Once the entry applied, the master's
-    own leases (taken before they commit) move on with the committed ones."""
+    consumer while the first could still extend it. Once that entry applied, the master's
+    leases that had committed before it take their new ends; a lease taken after the
+    silence, whose entry comes after the pause (here it is the pausing entry), keeps its
+    end, or the pull sent again found nothing under its name."""
 
     async def run() -> None:
         log.term = 1
-        await _deliver(log, 2)
+        await _deliver(log, 3)
         consumers = consumers_over(log)
-        log.listeners.append(lambda res: res.leases_paused and consumers.pause_leases(*res.leases_paused))
+        log.listeners.append(lambda res: res.leases_paused and consumers.pause_leases())
         first = await consumers.pull("g", "t", None, 2, 0, 4_000)
         assert len(first.taken) == 2
         log.now[0] = T + 8_000  # resumed: 7 s past the last entry, nothing applied since
-        assert (await consumers.pull("g", "t", None, 2, 0, 4_000)).taken.records == []
-        await log.propose(SYNC)  # the first entry after the silence
-        assert (await consumers.pull("g", "t", None, 2, 0, 4_000)).taken.records == []
-        extended, until = await consumers.extend("g", first.batch_receipts, 4_000)
-        assert (extended, until) == (2, T + 12_000)
+        (later,) = as_json(await consumers.pull("g", "t", None, 3, 0, 4_000, pull_id="p2"), T)["messages"]
+        assert later["body"] == "m2"  # its entry, the first after the silence, paused the first two
+        (again,) = as_json(await consumers.pull("g", "t", None, 3, 0, 4_000, pull_id="p2"), T)["messages"]
+        assert again["body"] == "m2"  # its answer lost: sent again, answered alike
+        extended, until = await consumers.extend("g", first.batch_receipts, 1_000)
+        assert (extended, until) == (2, T + 12_000)  # as paused, never shorter
         for now in range(T + 8_500, T + 12_001, 500):  # a master serving: an entry every 500 ms
             log.now[0] = now
             await log.propose(SYNC)
-            taken = (await consumers.pull("g", "t", None, 2, 0, 4_000)).taken
-            assert len(taken) == (2 if now == T + 12_000 else 0)  # once the extended lease ended
+            taken = (await consumers.pull("g", "t", None, 3, 0, 4_000)).taken
+            assert len(taken) == (3 if now == T + 12_000 else 0)  # once the leases ended
+
+    asyncio.run(run())
+
+
+def test_a_pull_waits_for_a_lease_the_applied_clock_has_not_ended_without_spinning(log):
+    """A lease ended by the master's clock but not yet by the clock of the entries it
+    applied holds (the lease above). A pull waiting meanwhile woke at the lease's end by
+    its own clock, already past, and scanned again at once, over and over, until an
+    entry past it applied: it waits as long as the applied clock lags instead."""
+
+    async def run() -> None:
+        log.term = 1
+        await _deliver(log, 1)
+        consumers = consumers_over(log)
+        assert len((await consumers.pull("g", "t", None, 1, 0, 1_000)).taken) == 1
+        log.now[0] = T + 1_500  # nothing applied since T + 1
+        scans = []
+        scan = consumers._scan
+        consumers._scan = lambda *a, **kw: scans.append(1) or scan(*a, **kw)
+        assert len((await consumers.pull("g", "t", None, 1, 300, 1_000)).taken) == 0
+        assert len(scans) <= 4  # twice per look (the topic and its retry topic); not hundreds
 
     asyncio.run(run())
 
