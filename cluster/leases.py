@@ -1,20 +1,27 @@
-"""Consumer leases, replicated: which ready-log positions a group has handed out, until when.
+"""Consumer leases, replicated: which ready-log positions a group has handed out, until when,
+and how often.
 
 A pull's leases are committed (in an ``A`` entry's ``leases``: cluster/entries.py) before
 it answers, so a new master knows them and hands none of those messages out again before
 its lease ends. Per (group, ready topic) one meta value, ``lease/<group>/<topic>``: sorted,
-disjoint ``[lo, hi, until_ms, token]`` runs of positions. ``token`` names the hand-out:
-the ``until_ms`` it was first leased with, which its receipts carry. An extend moves
-``until_ms`` and keeps the token, so the consumer's receipts stay good; a later hand-out of
-the same position comes after the lease ended, so its token is later.
+disjoint ``[lo, hi, until_ms, token, pull_id, deliveries]`` runs of positions. ``token``
+names the hand-out: the ``until_ms`` it was first leased with, which its receipts carry.
+An extend moves ``until_ms`` and keeps the token, so the consumer's receipts stay good; a
+later hand-out of the same position comes after the lease ended, so its token is later.
+``deliveries`` counts the hand-outs of those positions (1: the first), which a pull's
+answer carries with each message (a consumer's hint that another may have had it).
+Trailing fields at their defaults are left off the wire (``pull_id`` "", ``deliveries``
+1): a run of an unnamed pull handed out once has four fields, as before pulls had names.
 
 The entry's items, applied in order: ``[group, topic, lo, hi, until_ms]`` leases the
 positions (a pull: the token is ``until_ms``), ``[..., until_ms, token]`` extends them,
 ``until_ms`` 0 gives them back (a release); ``[..., until_ms, token, pull_id]`` is a pull
-that named itself, and its runs keep that name (a fifth column), so the pull sent again
-after its answer was lost finds them on any master. An ack or a nack of a position ends its lease.
-Runs whose ``until_ms`` has passed by the entry's clock are dropped whenever the value is
-written, so it holds only what consumers may still hold.
+that named itself, and its runs keep that name, so the pull sent again after its answer
+was lost finds them on any master. A position put under a token other than its run's is
+handed out anew: its count goes up by one. An ack or a nack of a position ends its run.
+A run whose lease ended (its ``until_ms`` passed, or 0 after a release) stays, holding
+nothing but its count, until its positions are acked, leased again or fall below the
+ready log's base (retention).
 
 A lease's time does not run while no master serves: between the last entry of one term and
 the first entry of the next, no consumer could extend it; nor between two entries of one
@@ -43,7 +50,7 @@ APPLIED_CLOCK = "applied_clock_ms"  # meta: the latest clock of the entries appl
 # least every sync_interval_ms, at most 500 ms: node/config.py): leases do not run then.
 SILENCE_MS = 1_000
 
-Lease = tuple[int, int, int, int, str]  # lo, hi, until_ms, token, pull_id ("": none)
+Lease = tuple[int, int, int, int, str, int]  # lo, hi, until_ms, token, pull_id ("": none), deliveries
 
 
 def lease_key(group: str, topic: str) -> str:
@@ -72,47 +79,80 @@ class LeaseTable:
         self.until = [int(run[2]) for run in runs]
         self.token = [int(run[3]) for run in runs]
         self.pull = [str(run[4]) if len(run) > 4 else "" for run in runs]
+        self.deliveries = [int(run[5]) if len(run) > 5 else 1 for run in runs]
+
+    def _columns(self) -> tuple[list, ...]:
+        return self.lo, self.hi, self.until, self.token, self.pull, self.deliveries
 
     def __iter__(self) -> Iterator[Lease]:
-        return iter(zip(self.lo, self.hi, self.until, self.token, self.pull, strict=True))
+        return iter(zip(*self._columns(), strict=True))
 
     def __len__(self) -> int:
         return len(self.lo)
 
+    def _overlapping(self, lo: int, hi: int) -> tuple[int, int]:
+        """Runs ``[i, j)`` hold a position ``lo <= o < hi``."""
+        return bisect.bisect_right(self.hi, lo), bisect.bisect_left(self.lo, hi)
+
     def cut(self, lo: int, hi: int) -> None:
-        """End every lease of positions ``lo <= o < hi``."""
-        i = bisect.bisect_right(self.hi, lo)  # the first run ending after lo
-        j = bisect.bisect_left(self.lo, hi)  # runs [i, j) start before hi: they overlap
+        """Forget every run's positions ``lo <= o < hi``."""
+        i, j = self._overlapping(lo, hi)
         if i >= j:
             return
         keep = []
         if self.lo[i] < lo:
-            keep.append((self.lo[i], lo, self.until[i], self.token[i], self.pull[i]))
+            keep.append((self.lo[i], lo, *(c[i] for c in self._columns()[2:])))
         if self.hi[j - 1] > hi:
-            keep.append((hi, self.hi[j - 1], self.until[j - 1], self.token[j - 1], self.pull[j - 1]))
-        columns = (self.lo, self.hi, self.until, self.token, self.pull)
-        for k, column in enumerate(columns):
+            keep.append((hi, self.hi[j - 1], *(c[j - 1] for c in self._columns()[2:])))
+        for k, column in enumerate(self._columns()):
             column[i:j] = [run[k] for run in keep]
 
     def put(self, lo: int, hi: int, until: int, token: int, pull: str = "") -> None:
         """Lease ``lo <= o < hi`` until ``until`` (0: give them back) under ``token``, for
-        the pull named ``pull`` ("": unnamed, or an extend)."""
+        the pull named ``pull`` ("": unnamed, or an extend). A position whose run has
+        another token is handed out anew (its count goes up by one), one in no run for the
+        first time; a position given back keeps its count and leases nothing."""
+        if lo >= hi:
+            return
+        i, j = self._overlapping(lo, hi)
+        parts, at = [], lo
+        for k in range(i, j):
+            start, end = max(lo, self.lo[k]), min(hi, self.hi[k])
+            if at < start and until > 0:
+                parts.append((at, start, 1))
+            count = self.deliveries[k] + (self.token[k] != token and until > 0)
+            parts.append((start, end, count))
+            at = end
+        if at < hi and until > 0:
+            parts.append((at, hi, 1))
+        merged: list[tuple[int, int, int]] = []
+        for part in parts:  # one run for adjacent positions alike
+            if merged and merged[-1][1] == part[0] and merged[-1][2] == part[2]:
+                merged[-1] = (merged[-1][0], part[1], part[2])
+            else:
+                merged.append(part)
         self.cut(lo, hi)
-        if until > 0 and lo < hi:
-            i = bisect.bisect_left(self.lo, lo)
-            columns = (self.lo, self.hi, self.until, self.token, self.pull)
-            for column, value in zip(columns, (lo, hi, until, token, pull), strict=True):
-                column.insert(i, value)
+        i = bisect.bisect_left(self.lo, lo)
+        runs = [(a, b, until, token if until > 0 else 0, pull if until > 0 else "", n) for a, b, n in merged]
+        for k, column in enumerate(self._columns()):
+            column[i:i] = [run[k] for run in runs]
 
     def of_pull(self, pull: str, now_ms: int) -> list[Lease]:
         """The runs still leased by ``now_ms`` to the pull named ``pull``."""
         return [run for run in self if run[4] == pull and run[2] > now_ms]
 
-    def expire(self, now_ms: int) -> None:
-        """Drop the leases that ended by ``now_ms``."""
-        live = [run for run in self if run[2] > now_ms]
-        if len(live) < len(self):
-            self._hold(live)
+    def deliveries_of(self, offsets: list[int]) -> list[int]:
+        """How often each of ``offsets`` has been handed out (0: never)."""
+        out = []
+        for o in offsets:
+            k = bisect.bisect_right(self.lo, o) - 1
+            out.append(self.deliveries[k] if k >= 0 and o < self.hi[k] else 0)
+        return out
+
+    def trim(self, base: int) -> None:
+        """Forget the positions below ``base``: the ready log no longer holds them."""
+        if self.lo and self.lo[0] < base:
+            self.cut(self.lo[0], base)
 
     def pause(self, from_ms: int, gap_ms: int) -> None:
         """Move every lease still running at ``from_ms`` on by ``gap_ms``: no master served
@@ -120,6 +160,10 @@ class LeaseTable:
         self.until = [until + gap_ms if until > from_ms else until for until in self.until]
 
     def to_wire(self) -> list[list] | None:
-        """The meta value; None (the key removed) when nothing is leased. A run of an
-        unnamed pull has four fields, as before pulls had names."""
-        return [list(run) if run[4] else list(run[:4]) for run in self] or None
+        """The meta value (trailing fields at their defaults left off); None (the key
+        removed) when no run is left."""
+        wire = []
+        for run in self:
+            n = 6 if run[5] != 1 else 5 if run[4] else 4
+            wire.append(list(run[:n]))
+        return wire or None

@@ -161,8 +161,8 @@ class StateMachine:
         elif entry.kind == MOVE:
             self._move(tx, entry, w, res)
         elif entry.kind == ACK:
-            self._lease(tx, entry.leases, entry.clock_ms)
-            self._ack(tx, entry.acks, entry.clock_ms)
+            self._lease(tx, entry.leases)
+            self._ack(tx, entry.acks)
         elif entry.kind == RETRY:
             self._retry(tx, entry, w, res)
         elif entry.kind == RELEASE:
@@ -219,7 +219,7 @@ class StateMachine:
             return GroupProgress.from_wire(tx.meta[key])
         return group_progress(self.store, group, topic)
 
-    def _ack(self, tx: Transaction, acks: Iterable[tuple[str, str, int, int]], clock_ms: int) -> None:
+    def _ack(self, tx: Transaction, acks: Iterable[tuple[str, str, int, int]]) -> None:
         by_group: dict[tuple[str, str], list[tuple[int, int]]] = defaultdict(list)
         for group, topic, lo, hi in acks:
             by_group[(group, topic)].append((lo, hi))
@@ -235,18 +235,23 @@ class StateMachine:
                 table = LeaseTable(held)
                 for lo, hi in ranges:
                     table.cut(lo, hi)
-                _write_leases(tx, key, table, clock_ms)
+                self._write_leases(tx, key, table, topic)
 
-    def _lease(self, tx: Transaction, items: list[tuple], clock_ms: int) -> None:
+    def _lease(self, tx: Transaction, items: list[tuple]) -> None:
         """Leases taken, extended or given back, in order (cluster/leases.py)."""
-        tables: dict[str, LeaseTable] = {}
+        tables: dict[tuple[str, str], LeaseTable] = {}
         for group, topic, lo, hi, until, token, pull in items:
-            key = lease_key(group, topic)
-            if key not in tables:
-                tables[key] = LeaseTable(tx.current_meta(key))
-            tables[key].put(lo, hi, until, token, pull)
-        for key, table in sorted(tables.items()):
-            _write_leases(tx, key, table, clock_ms)
+            if (group, topic) not in tables:
+                tables[(group, topic)] = LeaseTable(tx.current_meta(lease_key(group, topic)))
+            tables[(group, topic)].put(lo, hi, until, token, pull)
+        for (group, topic), table in sorted(tables.items()):
+            self._write_leases(tx, lease_key(group, topic), table, topic)
+
+    def _write_leases(self, tx: Transaction, key: str, table: LeaseTable, topic: str | None) -> None:
+        """A lease table's new value, without what the ready log ``topic`` no longer holds."""
+        if topic is not None:
+            table.trim(self.store.ready_base(topic))
+        tx.set_meta(key, table.to_wire())
 
     def _pause_leases(self, tx: Transaction, last_clock_ms: int, clock_ms: int) -> None:
         """A new term's first entry, or one after a silence: leases running at the last
@@ -255,7 +260,7 @@ class StateMachine:
             if key.startswith(LEASE_PREFIX):
                 table = LeaseTable(tx.current_meta(key))
                 table.pause(last_clock_ms, clock_ms - last_clock_ms)
-                _write_leases(tx, key, table, clock_ms)
+                self._write_leases(tx, key, table, None)
 
     def _retry(self, tx: Transaction, entry: Entry, w: Watermark, res: ApplyResult) -> None:
         """Nacks: a copy for the group's retry topic at the given time, or the DLQ."""
@@ -308,9 +313,7 @@ class StateMachine:
         for topic, entries in sorted(dead.items()):
             tx.append_ready(topic, entries)
             res.dead_lettered += len(entries)
-        self._ack(
-            tx, [(group, topic, offset, offset + 1) for group, topic, offset in sorted(done)], entry.clock_ms
-        )
+        self._ack(tx, [(group, topic, offset, offset + 1) for group, topic, offset in sorted(done)])
 
     def _trim(self, tx: Transaction, entry: Entry, res: ApplyResult) -> None:
         """Retention, as the master proposed it, clamped to what the committed state allows:
@@ -354,9 +357,3 @@ class StateMachine:
             new_places = list(map(MessageId, res.id_hours.tolist(), res.id_gis.tolist()))
             tx.link_moves([targets[k] for k in moving], new_places)
         bump(self.store, tx, "rescheduled", len(copies))
-
-
-def _write_leases(tx: Transaction, key: str, table: LeaseTable, clock_ms: int) -> None:
-    """A lease table's new value, without the leases that ended by the entry's clock."""
-    table.expire(clock_ms)
-    tx.set_meta(key, table.to_wire())

@@ -310,6 +310,7 @@ def pull_answer(content: bytes, content_type: str) -> PullAnswer:
         at, at_d = pull_columns.int64s(res["deliver_at"]), pull_columns.int64s(res["delivered_at"])
         columns = zip(res["records"], res["receipts"], at, at_d, strict=True)
         messages = [ReceivedMessage.from_record(*m) for m in columns]
+        messages = pull_columns.with_deliveries(messages, res.get("deliveries", b""))
     else:
         messages = [
             ReceivedMessage.from_json(d) if isinstance(d, dict) else ReceivedMessage.from_record(*d)

@@ -113,6 +113,9 @@ class ReceivedMessage(msgspec.Struct, frozen=True, gc=False):
     attempt: int
     headers: dict[str, str] = {}
     key: str | None = None  # the producer's key, when it gave one
+    # How often this attempt has been handed out, this time counted: above 1, a lease of
+    # it ended or was released before, and another consumer may have had it.
+    deliveries: int = 1
 
     @property
     def text(self) -> str:
@@ -132,6 +135,7 @@ class ReceivedMessage(msgspec.Struct, frozen=True, gc=False):
             d["attempt"],
             d.get("headers", {}),
             d.get("key"),
+            d.get("deliveries", 1),
         )
 
     @classmethod

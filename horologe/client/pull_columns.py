@@ -2,7 +2,7 @@
 the fields of its messages.
 
 The answer is ``{"records", "receipts", "deliver_at", "delivered_at", "batch_receipts",
-"clock_ms"}``; each record the flat array of a stored record's 9 keys and values in the
+"clock_ms", "deliveries"?}``; each record the flat array of a stored record's 9 keys and values in the
 order the node writes them (storage/message.py's RECORD_ORDER), or a map for one written
 another way. The keys of a flat record are literals of its type, so a record whose keys
 come in another order fails the decode, and the caller reads that answer the general way
@@ -61,6 +61,7 @@ class _Columns(msgspec.Struct, gc=False):
     delivered_at: bytes
     batch_receipts: list[str] = []
     clock_ms: int | None = None
+    deliveries: bytes = b""  # little-endian uint32 each; left off when every one is 1
 
 
 _decoder = msgspec.msgpack.Decoder(_Columns)
@@ -81,7 +82,7 @@ def decode(raw: bytes) -> PullAnswer | None:
         else _renamed(r, receipt, at, at_d)
         for r, receipt, at, at_d in zip(a.records, a.receipts, deliver_at, delivered_at, strict=True)
     ]
-    return PullAnswer(messages, a.batch_receipts, a.clock_ms)
+    return PullAnswer(with_deliveries(messages, a.deliveries), a.batch_receipts, a.clock_ms)
 
 
 def _renamed(r: _FlatRecord | dict, receipt: str, deliver_at: int, delivered_at: int) -> ReceivedMessage:
@@ -90,6 +91,15 @@ def _renamed(r: _FlatRecord | dict, receipt: str, deliver_at: int, delivered_at:
         return ReceivedMessage.from_record(r, receipt, deliver_at, delivered_at)
     fields = (r.body, r.tags, deliver_at, delivered_at, r.attempt, r.headers, r.key)
     return ReceivedMessage.renamed(r.id, receipt, r.topic, *fields)
+
+
+def with_deliveries(messages: list[ReceivedMessage], raw: bytes) -> list[ReceivedMessage]:
+    """``messages`` with the counts of hand-outs of a ``deliveries`` column (empty: all 1)."""
+    if not raw:
+        return messages
+    counts = struct.unpack(f"<{len(raw) // 4}I", raw)
+    again = msgspec.structs.replace
+    return [m if n == 1 else again(m, deliveries=n) for m, n in zip(messages, counts, strict=True)]
 
 
 def int64s(raw: bytes) -> tuple[int, ...]:

@@ -174,7 +174,11 @@ class _Consumer(Consumer):
         m = self.held.pop(0)
         message = dramatiq.Message.decode(m.body)
         self.open[message.message_id] = m.receipt
-        return MessageProxy(message)
+        proxy = MessageProxy(message)
+        # As the RabbitMQ broker's proxy says it: handed out before (a lease that ended, or
+        # given back), so it may have run already.
+        proxy.redelivered = m.deliveries > 1
+        return proxy
 
     def _receipt(self, message) -> str:
         receipt = self.open.pop(message.message_id)

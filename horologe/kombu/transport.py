@@ -250,18 +250,23 @@ class Channel(virtual.Channel):
         props = payload.setdefault("properties", {})
         props["delivery_tag"] = m.receipt  # one per hand-out, as SQS's ReceiptHandle
         info = props.setdefault("delivery_info", {})
+        # Handed out before: nacked (a retry), or its lease ended or was given back. Celery
+        # reads it here (worker_deduplicate_successful_tasks), as kombu's Redis transport sets it.
+        redelivered = m.attempt > 0 or m.deliveries > 1
         info.update(
             routing_key=queue,
+            redelivered=redelivered,
             horologe={
                 "topic": topic,
                 "group": topic,
                 "id": m.id,
                 "attempt": m.attempt,
+                "deliveries": m.deliveries,
                 "deliver_at": m.deliver_at,
                 "delivered_at": m.delivered_at,
             },
         )
-        payload["redelivered"] = m.attempt > 0
+        payload["redelivered"] = redelivered
         return payload
 
     @staticmethod

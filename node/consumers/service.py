@@ -78,12 +78,14 @@ class TagFilter:
 
 class Handed(NamedTuple):
     """One message a pull leased: its delay-log record as stored (decoded only for the
-    JSON answer: pull_wire), the receipt, and the deliver times of its ready entry."""
+    JSON answer: pull_wire), the receipt, the deliver times of its ready entry, and how
+    often it has been handed out (1: this is the first time)."""
 
     record: bytes | memoryview
     receipt: str
     deliver_at: int
     delivered_at: int
+    deliveries: int
 
 
 @dataclass
@@ -103,11 +105,13 @@ class Pulled:
     taken: Taken
     receipts: list[str]  # each message's
     batch_receipts: list[str]  # one per ready log read, naming all it leased there
+    deliveries: list[int]  # each message's hand-outs, this one counted (cluster/leases.py)
 
     @property
     def messages(self) -> list[Handed]:
         t = self.taken
-        return [Handed(*m) for m in zip(t.records, self.receipts, t.deliver_at, t.delivered_at, strict=True)]
+        columns = (t.records, self.receipts, t.deliver_at, t.delivered_at, self.deliveries)
+        return [Handed(*m) for m in zip(*columns, strict=True)]
 
 
 class Consumers:
@@ -191,7 +195,7 @@ class Consumers:
         committing are left as they are: their entries come after the pause and do not move."""
         for (group, topic), leases in self.leases.items():
             extended = self._extended.setdefault((group, topic), {})
-            for lo, hi, until, token, _ in LeaseTable(self.view.reads.meta(lease_key(group, topic))):
+            for lo, hi, until, token, *_ in LeaseTable(self.view.reads.meta(lease_key(group, topic))):
                 for o in range(lo, hi):
                     held = leases.get(o)
                     if held is not None and held < until and extended.get(o, held) == token:
@@ -212,7 +216,10 @@ class Consumers:
         if leases is None:
             leases = self.leases[(group, topic)] = {}
             extended = self._extended.setdefault((group, topic), {})
-            for lo, hi, until, token, _ in LeaseTable(self.view.reads.meta(lease_key(group, topic))):
+            lease_now = self._lease_now(self._clock())
+            for lo, hi, until, token, *_ in LeaseTable(self.view.reads.meta(lease_key(group, topic))):
+                if until <= lease_now:
+                    continue  # ended: its run keeps only how often they were handed out
                 leases.update(dict.fromkeys(range(lo, hi), until))
                 if token != until:
                     extended.update(dict.fromkeys(range(lo, hi), token))
@@ -450,7 +457,7 @@ class Consumers:
         for ready in readys:
             mine = self._leases_of(group, ready)
             table = LeaseTable(reads.meta(lease_key(group, ready)))
-            for lo, hi, run_until, token, _ in table.of_pull(pull_id, self._lease_now(now)):
+            for lo, hi, run_until, token, *_ in table.of_pull(pull_id, self._lease_now(now)):
                 # not acked or released since
                 offsets = [o for o in range(lo, hi) if mine.get(o) == run_until]
                 if not offsets:
@@ -499,14 +506,17 @@ class Consumers:
 
     def _handed(self, group: str, leased: dict[str, list[int]], out: Taken, lease_until: int) -> Pulled:
         """What a pull answers: a batch receipt per ready log it leased from, and each
-        message with a receipt of its own (``leased``'s positions are ``out``'s, in order)."""
-        batch, each = [], []
+        message with a receipt of its own (``leased``'s positions are ``out``'s, in order),
+        and how often it has been handed out, as the committed leases count."""
+        batch, each, deliveries = [], [], []
         for ready, offsets in leased.items():
             if offsets:
                 receipt, members = self.receipts.issue_batch(group, ready, offsets, lease_until)
                 batch.append(receipt)
                 each += members
-        return Pulled(out, each, batch)
+                table = LeaseTable(self.view.reads.meta(lease_key(group, ready)))
+                deliveries += [max(n, 1) for n in table.deliveries_of(offsets)]
+        return Pulled(out, each, batch, deliveries)
 
     # -- ack / nack ---------------------------------------------------------------
 

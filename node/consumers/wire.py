@@ -1,14 +1,17 @@
 """A pull's answer on the wire: JSON, or msgpack for a client that accepts it.
 
 JSON (the default): ``{"messages": [{id, receipt, topic, tags, deliver_at, delivered_at,
-attempt, key?, headers, body | body_b64}, ...], "batch_receipts": [...], "clock_ms"}``
-(``key``: the producer's, when it gave one; ``clock_ms``: the master's clock as it
+attempt, deliveries, key?, headers, body | body_b64}, ...], "batch_receipts": [...],
+"clock_ms"}`` (``deliveries``: how often the message has been handed out, this time
+counted, cluster/leases.py; ``key``: the producer's, when it gave one; ``clock_ms``: the master's clock as it
 answers, no earlier than when it leased them: a consumer holding messages it got ahead
 of their time learns the master's clock from it, horologe/client/holding.py).
 
 msgpack by columns (``Accept: application/msgpack; layout=columns``, what the SDK asks
 for): ``{"records": [record, ...], "receipts": [...], "deliver_at": bin, "delivered_at":
-bin, "batch_receipts": [...], "clock_ms"}``, the two times as little-endian int64 each.
+bin, "batch_receipts": [...], "clock_ms", "deliveries"?: bin}``, the two times as
+little-endian int64 each; ``deliveries``, as little-endian uint32 each, only when some
+message has been handed out before (left off, every count is 1).
 ``record`` is the message's delay-log record as stored (storage/message.py: a map of
 ``id, topic, tags, body`` (bin), ``deliver_at_ms, key, headers, attempt,
 produced_at_ms``); one that is a map of those 9 keys travels as the flat array of its
@@ -21,7 +24,7 @@ record's new head.
 
 msgpack by messages (``Accept: application/msgpack``, what SDKs before the columns
 asked for): ``{"messages": [[record, receipt, deliver_at, delivered_at], ...],
-"batch_receipts", "clock_ms"}``, each record a map as stored.
+"batch_receipts", "clock_ms"}``, each record a map as stored (no count of hand-outs).
 """
 
 from __future__ import annotations
@@ -49,7 +52,11 @@ def as_json(pulled: Pulled, clock_ms: int) -> dict:
 
 
 def _json_message(h: Handed) -> dict:
-    return {"receipt": h.receipt, **message_fields(h.record, h.deliver_at, h.delivered_at)}
+    return {
+        "receipt": h.receipt,
+        **message_fields(h.record, h.deliver_at, h.delivered_at),
+        "deliveries": h.deliveries,
+    }
 
 
 def message_fields(record, deliver_at: int, delivered_at: int) -> dict:
@@ -88,9 +95,11 @@ def as_columns(pulled: Pulled, clock_ms: int) -> bytes:
     packer = msgpack.Packer(use_bin_type=True)
     pack = packer.pack
     t = pulled.taken
-    if not len(t) == len(pulled.receipts) == len(t.deliver_at) == len(t.delivered_at):
+    columns = (t.records, pulled.receipts, t.deliver_at, t.delivered_at, pulled.deliveries)
+    if len({len(column) for column in columns}) > 1:
         raise ValueError("a pull's columns differ in length")
-    parts = [b"\x86", pack("records"), packer.pack_array_header(len(t))]
+    again = any(n != 1 for n in pulled.deliveries)
+    parts = [b"\x87" if again else b"\x86", pack("records"), packer.pack_array_header(len(t))]
     for record in t.records:
         if record[0] == _RECORD_MAP:
             parts += (FLAT_RECORD_HEAD, record[1:])
@@ -108,4 +117,6 @@ def as_columns(pulled: Pulled, clock_ms: int) -> bytes:
         pack("clock_ms"),
         pack(clock_ms),
     )
+    if again:
+        parts += (pack("deliveries"), pack(np.asarray(pulled.deliveries, dtype="<u4").tobytes()))
     return b"".join(parts)

@@ -92,7 +92,7 @@ def plan(handed_on: bool) -> list[Step]:
                 continue
             for group, topic, lo, hi, _until, token, _pull in cast["leases"]:
                 runs = LeaseTable(service.view.reads.meta(lease_key(group, topic)))
-                for r_lo, r_hi, r_until, r_token, _ in runs:
+                for r_lo, r_hi, r_until, r_token, *_ in runs:
                     if r_token == token and r_lo < hi and lo < r_hi:
                         cast["until"] = max(cast["until"], r_until)
         return cast["until"]

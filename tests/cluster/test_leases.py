@@ -6,21 +6,26 @@ import random
 
 from horologe.cluster import StateMachine
 from horologe.cluster.apply_result import ApplyResult
-from horologe.cluster.entries import ACK, RETRY, Entry, decode
+from horologe.cluster.entries import ACK, Entry, decode
 from horologe.cluster.leases import SILENCE_MS, LeaseTable, lease_key
 from horologe.storage import Storage, StorageConfig
+from horologe.storage.delay_index import MS_PER_HOUR
 from horologe.wheel import Watermark
+
+from .test_retention import H, delivered, trim
 
 T = 1_767_225_600_000
 WS = Watermark(T)
 
 
-def table_of(runs) -> dict[int, tuple[int, int]]:
-    """position -> (until, token)."""
-    return {o: (until, token) for lo, hi, until, token, _ in runs for o in range(lo, hi)}
+def table_of(runs) -> dict[int, tuple[int, int, int]]:
+    """position -> (until, token, deliveries)."""
+    return {o: (until, token, n) for lo, hi, until, token, _, n in runs for o in range(lo, hi)}
 
 
-def test_puts_and_cuts_agree_with_a_map_of_positions():
+def test_puts_cuts_and_trims_agree_with_a_map_of_positions():
+    """A put under another token is a new hand-out (its count goes up), under the same
+    token an extend (kept), with until 0 a release (the count stays, nothing is held)."""
     rng = random.Random(7)
     for _ in range(200):
         table, model = LeaseTable(), {}
@@ -33,18 +38,23 @@ def test_puts_and_cuts_agree_with_a_map_of_positions():
                     model.pop(o, None)
             else:
                 until = rng.choice([0, rng.randrange(1, 100)])
-                table.put(lo, hi, until, until + 1)
+                token = rng.choice([until, 7])  # 7: an extend of what a pull leased at 7
+                table.put(lo, hi, until, token)
                 for o in range(lo, hi):
-                    model.pop(o, None)
+                    old = model.get(o)
                     if until:
-                        model[o] = (until, until + 1)
+                        model[o] = (until, token, 1 if old is None else old[2] + (old[1] != token))
+                    elif old is not None:
+                        model[o] = (0, 0, old[2])
             runs = list(table)
             assert all(a[1] <= b[0] for a, b in zip(runs, runs[1:], strict=False))  # sorted, disjoint
             assert all(lo < hi for lo, hi, *_ in runs)
             assert table_of(runs) == model
-        table.expire(50)
-        assert table_of(table) == {o: v for o, v in model.items() if v[0] > 50}
+            assert table.deliveries_of(list(range(50))) == [model.get(o, (0, 0, 0))[2] for o in range(50)]
+        table.trim(20)
+        assert table_of(table) == {o: v for o, v in model.items() if o >= 20}
         assert LeaseTable(table.to_wire()).to_wire() == table.to_wire()
+        assert table_of(LeaseTable(table.to_wire())) == table_of(table)
 
 
 def test_the_entry_round_trips_its_leases_and_older_entries_have_none():
@@ -66,14 +76,15 @@ def leases(sm: StateMachine, group="g", topic="t") -> list:
     return [tuple(run) for run in sm.store.meta(lease_key(group, topic)) or ()]
 
 
-def test_every_node_applies_leases_acks_and_expiry_alike(tmp_path):
+def test_every_node_applies_leases_acks_releases_and_hand_outs_alike(tmp_path):
     def run(path) -> list:
         sm = StateMachine(Storage(str(path), StorageConfig(fsync=False)))
         seen = []
         apply(sm, 1, Entry(ACK, WS, T, leases=[("g", "t", 0, 10, T + 1000), ("h", "t", 0, 4, T + 50)]))
         seen.append((leases(sm), leases(sm, "h")))
-        # An ack ends its messages' leases; a release (until 0) gives them back; an extend
-        # keeps the token; another group's first run has ended by this entry's clock: dropped.
+        # An ack ends its messages' runs; a release (until 0) gives them back and keeps
+        # their count; an extend keeps the token; another group's first run has ended by
+        # this entry's clock: it stays, holding nothing but its count.
         apply(
             sm,
             2,
@@ -90,12 +101,9 @@ def test_every_node_applies_leases_acks_and_expiry_alike(tmp_path):
             ),
         )
         seen.append((leases(sm), leases(sm, "h")))
-        # A nack acks the position (then retries it): its lease ends too.
-        apply(sm, 3, Entry(RETRY, WS, T + 200, retries=[("g", "t", 0, T + 9000)]))
-        seen.append(leases(sm))
-        # Past every lease's end, the next write of the value empties it: the key goes.
-        apply(sm, 4, Entry(ACK, WS, T + 6000, acks=[("g", "t", 9, 10)]))
-        seen.append((sm.store.meta(lease_key("g", "t")), sm.store.meta(lease_key("h", "t"))))
+        # Past every lease's end: what was not acked is handed out again, counted.
+        apply(sm, 3, Entry(ACK, WS, T + 6000, acks=[("g", "t", 9, 10)], leases=[("g", "t", 4, 9, T + 9000)]))
+        seen.append((leases(sm), leases(sm, "h")))
         sm.store.close()
         return seen
 
@@ -106,12 +114,30 @@ def test_every_node_applies_leases_acks_and_expiry_alike(tmp_path):
         [
             (0, 2, T + 1000, T + 1000),
             (4, 5, T + 1000, T + 1000),
+            (5, 6, 0, 0),
             (6, 8, T + 1000, T + 1000),
             (8, 10, T + 5000, T + 1000),
         ],
-        [(9, 10, T + 600, T + 600)],
+        [(0, 4, T + 50, T + 50), (9, 10, T + 600, T + 600)],
     )
-    assert a[3] == (None, [[9, 10, T + 600, T + 600]])  # h's value was not written since
+    assert a[2] == (
+        [(0, 2, T + 1000, T + 1000), (4, 9, T + 9000, T + 9000, "", 2)],
+        [(0, 4, T + 50, T + 50), (9, 10, T + 600, T + 600)],  # h's value was not written since
+    )
+    assert LeaseTable(a[2][0]).deliveries_of([0, 2, 4, 8, 9]) == [1, 0, 2, 2, 0]
+
+
+def test_a_run_below_the_ready_logs_base_is_forgotten(tmp_path):
+    """Retention took positions a group that never acked had leased: their runs go when
+    its value is next written, and it holds no count for what the log no longer has."""
+    sm = delivered(tmp_path, 10, 6)  # group g acked six: the first segment [0, 4) may go
+    ws = T + 2 * MS_PER_HOUR
+    apply(sm, 4, Entry(ACK, Watermark(ws), ws, leases=[("h", "t", 0, 10, ws + 50)]))
+    sm.apply(5, trim(ws, H, 10))
+    assert sm.store.ready_base("t") == 4
+    apply(sm, 6, Entry(ACK, Watermark(ws + 100), ws + 100, leases=[("h", "t", 4, 5, 0)]))
+    assert leases(sm, "h") == [(4, 5, 0, 0), (5, 10, ws + 50, ws + 50)]
+    sm.store.close()
 
 
 def test_a_named_run_keeps_its_name_through_cuts_and_the_wire():
@@ -119,7 +145,7 @@ def test_a_named_run_keeps_its_name_through_cuts_and_the_wire():
     table.put(0, 10, T + 9, T + 9, "p1")
     table.put(20, 30, T + 9, T + 9)
     table.cut(3, 5)
-    assert table.of_pull("p1", T) == [(0, 3, T + 9, T + 9, "p1"), (5, 10, T + 9, T + 9, "p1")]
+    assert table.of_pull("p1", T) == [(0, 3, T + 9, T + 9, "p1", 1), (5, 10, T + 9, T + 9, "p1", 1)]
     assert LeaseTable(table.to_wire()).of_pull("p1", T) == table.of_pull("p1", T)
     assert table.to_wire()[-1] == [20, 30, T + 9, T + 9]  # unnamed: four fields, as before names
     assert table.of_pull("p1", T + 9) == []  # ended
@@ -139,16 +165,17 @@ def test_a_new_terms_first_entry_gives_running_leases_the_time_no_master_served(
     at(1, 1, T, leases=[("g", "t", 0, 4, T + 6000), ("g", "t", 4, 6, T + 1000), ("h", "t", 0, 1, T + 9000)])
     at(2, 1, T + 500)
     at(3, 1, T + 1500, leases=[("g", "t", 0, 2, T + 8000, T + 6000)])  # an extend keeps its token
-    # Same term, entries under SILENCE_MS apart: nothing moves (4..6 ended at T + 1000 and
-    # is dropped as the value is written).
-    assert leases(sm) == [(0, 2, T + 8000, T + 6000), (2, 4, T + 6000, T + 6000)]
+    # Same term, entries under SILENCE_MS apart: nothing moves (4..6 ended at T + 1000,
+    # and stays ended).
+    ended = (4, 6, T + 1000, T + 1000)
+    assert leases(sm) == [(0, 2, T + 8000, T + 6000), (2, 4, T + 6000, T + 6000), ended]
     res = at(4, 2, T + 31_500)  # the next master's first entry, 30 s after the last one
     assert res.leases_paused == (T + 1500, 30_000)  # the master moves its own leases alike
-    assert leases(sm) == [(0, 2, T + 38_000, T + 6000), (2, 4, T + 36_000, T + 6000)]
+    assert leases(sm) == [(0, 2, T + 38_000, T + 6000), (2, 4, T + 36_000, T + 6000), ended]
     assert leases(sm, "h") == [(0, 1, T + 39_000, T + 9000)]
     at(5, 2, T + 32_500)
     assert at(6, 3, T + 32_000).leases_paused is None  # a master whose clock is behind: nothing to give back
-    assert leases(sm) == [(0, 2, T + 38_000, T + 6000), (2, 4, T + 36_000, T + 6000)]
+    assert leases(sm) == [(0, 2, T + 38_000, T + 6000), (2, 4, T + 36_000, T + 6000), ended]
     sm.store.close()
 
 

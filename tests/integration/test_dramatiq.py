@@ -172,6 +172,33 @@ def test_a_consumer_holding_its_prefetch_takes_no_more(cluster):
     broker.close()
 
 
+def test_a_message_given_back_comes_again_marked_redelivered(cluster):
+    """As the RabbitMQ broker's messages say it: ``redelivered`` once handed out before."""
+    import dramatiq
+
+    from horologe.dramatiq import HorologeBroker
+
+    broker = HorologeBroker([cluster.url(i) for i in cluster.indexes], CLIENT)
+    job = dramatiq.actor(lambda n: None, broker=broker, actor_name="rd", queue_name="rd")
+    job.send(1)
+    consumer = broker.consume("rd", prefetch=1, timeout=200)
+
+    def taken():
+        deadline = time.monotonic() + 10
+        while (message := next(consumer)) is None:
+            assert time.monotonic() < deadline
+        return message
+
+    first = taken()
+    assert not first.redelivered
+    consumer.requeue([first])
+    again = taken()
+    assert again.message_id == first.message_id and again.redelivered
+    consumer.ack(again)
+    consumer.close()
+    broker.close()
+
+
 def test_a_consumer_the_worker_restarts_takes_over_what_its_predecessor_handed_out(cluster):
     """Dramatiq's worker closes a consumer whose loop raised and makes a new one 3 s later.
     Here one pull raises (an error injected into the SDK's pull, the one fault not made

@@ -2,11 +2,15 @@
 for as long as it holds them: a task that waits and runs longer than the visibility
 timeout runs once. Real ``celery`` and ``dramatiq`` workers, one each, on a 3-node
 cluster; leases of 6 s, tasks of 3 s (Celery, four prefetched: the last starts 9 s after
-its pull) and 4 s (Dramatiq, two prefetched: the second ends 8 s after its pull)."""
+its pull) and 4 s (Dramatiq, two prefetched: the second ends 8 s after its pull).
+
+A lease that ended with its worker hands the task out again marked redelivered, so a
+Celery worker that deduplicates finds the result and does not run it twice."""
 
 from __future__ import annotations
 
 import collections
+import os
 import sys
 import textwrap
 import time
@@ -15,10 +19,12 @@ from testkit.task_queues import (
     CELERY_PROBE_APP,
     app_module,
     executions,
+    received,
     start_workers,
     stop_workers,
     wait_executed,
 )
+from testkit.waiting import wait_until
 
 N = 4
 
@@ -30,6 +36,34 @@ CELERY_APP = CELERY_PROBE_APP + textwrap.dedent(
     def slow(seq):
         _write("jsonl", {"id": seq, "start_ms": time.time() * 1000})
         time.sleep(3)
+    """
+)
+
+# A task whose worker dies once its result is stored, before it acks (the main process
+# SIGKILLed from the pool's child, in the task's success signal), and workers that look
+# a redelivered task's result up before they run it.
+CELERY_DEDUP_APP = CELERY_PROBE_APP + textwrap.dedent(
+    """
+    import signal
+    from celery.signals import task_success
+
+    app.conf.update(
+        result_backend="file://" + os.path.join(OUT, "results"),
+        worker_deduplicate_successful_tasks=True,
+    )
+
+
+    @app.task(acks_late=True)
+    def once(seq):
+        _write("jsonl", {"id": seq, "start_ms": time.time() * 1000})
+        return seq
+
+
+    @task_success.connect
+    def die_before_the_ack(**kw):
+        if os.environ.get("DIE_AFTER_SUCCESS"):
+            os.kill(os.getppid(), signal.SIGKILL)
+            os._exit(0)
     """
 )
 
@@ -78,6 +112,38 @@ def test_a_celery_task_held_longer_than_its_lease_runs_once(cluster, tmp_path, m
     finally:
         stop_workers(procs)
     assert _runs(out) == dict.fromkeys(range(N), 1)
+
+
+def test_a_celery_task_whose_worker_died_before_its_ack_is_redelivered_and_not_run_again(
+    cluster, tmp_path, monkeypatch
+):
+    """Celery's ``worker_deduplicate_successful_tasks`` looks a task's result up only when
+    its ``delivery_info["redelivered"]`` says it was handed out before: without it, the
+    task whose lease ended with its worker ran a second time."""
+    broker = "horologe://" + ",".join(cluster.url(i).removeprefix("http://") for i in cluster.indexes)
+    env, out = app_module(
+        cluster, tmp_path, monkeypatch, "dd_app", CELERY_DEDUP_APP, BROKER=broker, VISIBILITY_S="2"
+    )
+    os.makedirs(os.path.join(out, "results"))
+    worker = [sys.executable, "-m", "celery", "-A", "dd_app", "worker", "--pool", "prefork", "-c", "1"]
+    worker += ["--without-heartbeat", "--without-mingle", "--without-gossip", "-l", "info"]
+    dying = start_workers([worker], {**env, "DIE_AFTER_SUCCESS": "1"}, str(tmp_path))
+    procs = []
+    try:
+        import dd_app
+
+        dd_app.once.delay(7)
+        wait_executed(out, 1, 60)
+        assert dying[0].wait(30) == -9  # killed before it acked: the task's lease ends with it
+        (tmp_path / "next").mkdir()
+        procs = start_workers([worker], env, str(tmp_path / "next"))
+        wait_until(lambda: len(received(out)) >= 2, 60)  # handed out again, past the lease
+        time.sleep(2)  # what the second worker does with it
+    finally:
+        stop_workers(dying + procs)
+    assert _runs(out) == {7: 1}
+    log = (tmp_path / "next" / "worker0.log").read_text()
+    assert "Task already completed successfully" in log, log[-3000:]
 
 
 def test_a_dramatiq_message_held_longer_than_its_lease_runs_once(cluster, tmp_path, monkeypatch):

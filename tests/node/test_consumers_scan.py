@@ -6,10 +6,11 @@ import asyncio
 
 import pytest
 
+from horologe.client import pull_columns
 from horologe.cluster import ACK, PRODUCE, SYNC, NotMasterError
 from horologe.node.consumers.receipts import Receipts
 from horologe.node.consumers.service import SCAN_LIMIT, Consumers, TagFilter, Taken
-from horologe.node.consumers.wire import as_json
+from horologe.node.consumers.wire import as_columns, as_json
 from horologe.storage import Message, ReadyEntry
 from horologe.wheel import ALL, Watermark
 
@@ -288,6 +289,42 @@ def test_leases_given_back_are_handed_out_again_at_once_with_no_attempt_counted(
         assert [(m["body"], m["attempt"]) for m in again] == [("m1", 0), ("m2", 0)]
         assert len((await consumers.pull("g", "t", None, 10, 0, 30_000)).taken) == 0  # m0 still leased
         assert [r.kind for r in log.applied].count("R") == 0  # nothing retried, nothing proposed
+
+    asyncio.run(run())
+
+
+def test_each_message_says_how_often_it_was_handed_out_on_any_master(log):
+    """A message whose lease ended, or was given back or released, is handed out again
+    counted; the count is the committed leases', so a new master and a named pull sent
+    again give the same; an ack ends it, a nack's retry starts its own."""
+
+    async def run() -> None:
+        await _deliver(log, 4)
+        consumers = consumers_over(log)
+
+        async def counts(c: Consumers, want: int, visibility_ms: int = 1_000, **kw) -> list[tuple]:
+            got = as_json(await c.pull("g", "t", None, want, 0, visibility_ms, **kw), log.now[0])
+            return [(m["body"], m["deliveries"]) for m in got["messages"]]
+
+        first = await consumers.pull("g", "t", None, 4, 0, 1_000)
+        assert first.deliveries == [1, 1, 1, 1]
+        assert consumers.give_back("g", first.receipts[:1]) == 1
+        assert await consumers.release("g", first.receipts[1:2]) == 1
+        assert await counts(consumers, 2) == [("m0", 2), ("m1", 2)]
+        log.now[0] += 1_001  # every lease ended: m2 and m3 for the first time
+        successor = consumers_over(log)  # another master over the same committed state
+        got = await counts(successor, 4, 30_000, pull_id="p1")
+        assert got == [("m0", 3), ("m1", 3), ("m2", 2), ("m3", 2)]
+        again = await consumers_over(log).pull("g", "t", None, 4, 0, 30_000, pull_id="p1")
+        assert again.deliveries == [3, 3, 2, 2]  # the lost answer's, not counted twice
+        raw = as_columns(again, log.now[0])
+        assert [m.deliveries for m in pull_columns.decode(raw).messages] == [3, 3, 2, 2]
+        assert b"deliveries" not in as_columns(first, log.now[0])  # all first hand-outs: left off
+        assert await successor.ack("g", again.receipts[:1]) == 1
+        assert await successor.nack("g", again.receipts[1:2]) == {"retried": 1, "dead_lettered": 0}
+        log.now[0] += 31_000  # the leases ended again (m1 went to its retry topic: acked here)
+        assert await counts(successor, 4) == [("m2", 3), ("m3", 3)]
+        assert len((await successor.pull("g", "t", None, 4, 0, 1_000)).taken) == 0
 
     asyncio.run(run())
 

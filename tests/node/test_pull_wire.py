@@ -21,6 +21,16 @@ from .test_consumers_scan import T, consumers_over
 log = test_consumers_scan.log  # the same fixture: a LocalLog whose clock the test sets
 
 
+async def delivered(log, messages: list[Message]) -> tuple:
+    """``messages`` stored, due and delivered; consumers over them, their committer running."""
+    await log.propose(PRODUCE, messages=messages)
+    log.now[0] = T + 1
+    log.ws = lambda: Watermark(T, ALL)
+    await log.propose(SYNC)
+    consumers = consumers_over(log)
+    return consumers, asyncio.create_task(consumers.run())
+
+
 def both(pulled) -> tuple[list[ReceivedMessage], list[ReceivedMessage], list[str], list[str]]:
     js = as_json(pulled, 5)
     mp_raw, cols_raw = as_msgpack(pulled, 5), as_columns(pulled, 5)
@@ -49,12 +59,7 @@ def test_msgpack_and_json_answers_name_the_same_messages(log):
     ]
 
     async def run() -> None:
-        await log.propose(PRODUCE, messages=messages)
-        log.now[0] = T + 1
-        log.ws = lambda: Watermark(T, ALL)
-        await log.propose(SYNC)
-        consumers = consumers_over(log)
-        task = asyncio.create_task(consumers.run())
+        consumers, task = await delivered(log, messages)
         pulled = await consumers.pull("g", "t", None, 10, 0, 30_000)
         from_json, from_msgpack, json_batch, msgpack_batch = both(pulled)
         assert from_msgpack == from_json
@@ -84,3 +89,18 @@ def test_a_flat_record_in_another_key_order_or_a_map_reads_the_same():
     from_map = ReceivedMessage.from_record(fields, "r", 10, 11)
     assert ReceivedMessage.from_record(flat, "r", 10, 11) == from_map
     assert (from_map.id, from_map.topic, from_map.tags, from_map.attempt) == ("0" * 32, "t", ("a",), 2)
+
+
+def test_a_message_handed_out_again_carries_its_count_in_json_and_by_columns(log):
+    async def run() -> None:
+        consumers, task = await delivered(log, [Message("t", b"a", T, T), Message("t", b"b", T, T)])
+        first = await consumers.pull("g", "t", None, 10, 0, 30_000)
+        assert await consumers.release("g", first.receipts[1:]) == 1
+        again = await consumers.pull("g", "t", None, 10, 0, 30_000)
+        from_json = [ReceivedMessage.from_json(d) for d in as_json(again, 5)["messages"]]
+        by_columns = list(to_pulled(pull_answer(as_columns(again, 5), MSGPACK), None)[0])
+        assert by_columns == from_json and [(m.body, m.deliveries) for m in by_columns] == [(b"b", 2)]
+        assert [m.deliveries for m in both(first)[1]] == [1, 1]
+        task.cancel()
+
+    asyncio.run(run())

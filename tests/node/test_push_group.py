@@ -61,9 +61,9 @@ class Harness:
     async def _pull(self, group, topic, tags, most, wait_ms, lease_ms, ahead_ms):
         self.asked_ahead.append(ahead_ms)
         if len(self.asked_ahead) == 1:
-            return Pulled(Taken([self.record], [self.due], [self.due]), ["r1"], [])
+            return Pulled(Taken([self.record], [self.due], [self.due]), ["r1"], [], [1])
         await asyncio.sleep(wait_ms / 1000)
-        return Pulled(Taken(), [], [])
+        return Pulled(Taken(), [], [], [])
 
     async def _ack(self, group, receipts):
         self.acked.extend(receipts)

@@ -107,6 +107,14 @@ class PulledMessage(Content):
     deliver_at: EpochMs
     delivered_at: EpochMs
     attempt: Count
+    deliveries: Annotated[
+        int,
+        Meta(
+            ge=1,
+            description="how often this attempt has been handed out, this time counted: above 1, a lease "
+            "of it ended or was released before, and another consumer may have had it",
+        ),
+    ]
     key: ProducerKey | UnsetType = UNSET
 
 
