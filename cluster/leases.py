@@ -9,7 +9,9 @@ names the hand-out: the ``until_ms`` it was first leased with, which its receipt
 An extend moves ``until_ms`` and keeps the token, so the consumer's receipts stay good; a
 later hand-out of the same position comes after the lease ended, so its token is later.
 ``deliveries`` counts the hand-outs of those positions (1: the first), which a pull's
-answer carries with each message (a consumer's hint that another may have had it).
+answer carries with each message (a consumer's hint that another may have had it). A
+hand-out whose answer never reached its consumer (lost on the way, or the pull scanned
+again: node/consumers/service.py) counts too, as SQS counts a receive.
 Trailing fields at their defaults are left off the wire (``pull_id`` "", ``deliveries``
 1): a run of an unnamed pull handed out once has four fields, as before pulls had names.
 
@@ -17,11 +19,13 @@ The entry's items, applied in order: ``[group, topic, lo, hi, until_ms]`` leases
 positions (a pull: the token is ``until_ms``), ``[..., until_ms, token]`` extends them,
 ``until_ms`` 0 gives them back (a release); ``[..., until_ms, token, pull_id]`` is a pull
 that named itself, and its runs keep that name, so the pull sent again after its answer
-was lost finds them on any master. A position put under a token other than its run's is
-handed out anew: its count goes up by one. An ack or a nack of a position ends its run.
-A run whose lease ended (its ``until_ms`` passed, or 0 after a release) stays, holding
-nothing but its count, until its positions are acked, leased again or fall below the
-ready log's base (retention).
+was lost finds them on any master. An extend moves only positions still under its
+token: an ack or a release applied before it stands. A position leased under a token
+other than its run's is handed out anew: its count goes up by one. An ack or a nack of
+a position ends its run. A run whose lease ended (its ``until_ms`` passed, or 0 after a
+release) stays, holding nothing but its count, until its positions are acked, or leased
+again (the count goes on), or the value is written once they are below the ready log's
+base (retention took them).
 
 A lease's time does not run while no master serves: between the last entry of one term and
 the first entry of the next, no consumer could extend it; nor between two entries of one
@@ -108,34 +112,43 @@ class LeaseTable:
             column[i:j] = [run[k] for run in keep]
 
     def put(self, lo: int, hi: int, until: int, token: int, pull: str = "") -> None:
-        """Lease ``lo <= o < hi`` until ``until`` (0: give them back) under ``token``, for
-        the pull named ``pull`` ("": unnamed, or an extend). A position whose run has
-        another token is handed out anew (its count goes up by one), one in no run for the
-        first time; a position given back keeps its count and leases nothing."""
+        """Lease ``lo <= o < hi`` until ``until`` under ``token``, for the pull named
+        ``pull`` ("": unnamed). ``until`` 0 gives them back: each keeps its count and
+        leases nothing. A token other than ``until`` extends: only positions whose run
+        has that token move (their name and count kept); an ack or a release applied
+        before the extend stands. Otherwise a hand-out: a position whose run has another
+        token counts one more, one in no run its first."""
         if lo >= hi:
             return
+        extend = until > 0 and token != until
         i, j = self._overlapping(lo, hi)
-        parts, at = [], lo
+        runs, at = [], lo
         for k in range(i, j):
             start, end = max(lo, self.lo[k]), min(hi, self.hi[k])
-            if at < start and until > 0:
-                parts.append((at, start, 1))
-            count = self.deliveries[k] + (self.token[k] != token and until > 0)
-            parts.append((start, end, count))
-            at = end
-        if at < hi and until > 0:
-            parts.append((at, hi, 1))
-        merged: list[tuple[int, int, int]] = []
-        for part in parts:  # one run for adjacent positions alike
-            if merged and merged[-1][1] == part[0] and merged[-1][2] == part[2]:
-                merged[-1] = (merged[-1][0], part[1], part[2])
+            if at < start and until > 0 and not extend:
+                runs.append((at, start, until, token, pull, 1))
+            old = (self.until[k], self.token[k], self.pull[k], self.deliveries[k])
+            if until == 0:
+                runs.append((start, end, 0, 0, "", old[3]))
+            elif not extend:
+                runs.append((start, end, until, token, pull, old[3] + (old[1] != token)))
+            elif old[1] == token:
+                runs.append((start, end, until, token, old[2], old[3]))
             else:
-                merged.append(part)
+                runs.append((start, end, *old))
+            at = end
+        if at < hi and until > 0 and not extend:
+            runs.append((at, hi, until, token, pull, 1))
+        merged: list[tuple] = []
+        for run in runs:  # one run for adjacent positions alike
+            if merged and merged[-1][1] == run[0] and merged[-1][2:] == run[2:]:
+                merged[-1] = (merged[-1][0], *run[1:])
+            else:
+                merged.append(run)
         self.cut(lo, hi)
         i = bisect.bisect_left(self.lo, lo)
-        runs = [(a, b, until, token if until > 0 else 0, pull if until > 0 else "", n) for a, b, n in merged]
         for k, column in enumerate(self._columns()):
-            column[i:i] = [run[k] for run in runs]
+            column[i:i] = [run[k] for run in merged]
 
     def of_pull(self, pull: str, now_ms: int) -> list[Lease]:
         """The runs still leased by ``now_ms`` to the pull named ``pull``."""

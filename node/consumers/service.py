@@ -193,9 +193,12 @@ class Consumers:
         (cluster/leases.py): this master's leases that committed take their new ends and
         keep their tokens (a lease not extended has its expiry as its token). Those still
         committing are left as they are: their entries come after the pause and do not move."""
+        lease_now = self._lease_now(self._clock())
         for (group, topic), leases in self.leases.items():
             extended = self._extended.setdefault((group, topic), {})
             for lo, hi, until, token, *_ in LeaseTable(self.view.reads.meta(lease_key(group, topic))):
+                if until <= lease_now:
+                    continue  # ended, not moved: the pause moves leases past the entry's clock
                 for o in range(lo, hi):
                     held = leases.get(o)
                     if held is not None and held < until and extended.get(o, held) == token:

@@ -24,8 +24,9 @@ def table_of(runs) -> dict[int, tuple[int, int, int]]:
 
 
 def test_puts_cuts_and_trims_agree_with_a_map_of_positions():
-    """A put under another token is a new hand-out (its count goes up), under the same
-    token an extend (kept), with until 0 a release (the count stays, nothing is held)."""
+    """A put whose token is its until is a hand-out (under another token than the run's,
+    its count goes up); one whose token differs an extend, of the positions leased under
+    that token only; one with until 0 a release (the count stays, nothing is held)."""
     rng = random.Random(7)
     for _ in range(200):
         table, model = LeaseTable(), {}
@@ -42,7 +43,10 @@ def test_puts_cuts_and_trims_agree_with_a_map_of_positions():
                 table.put(lo, hi, until, token)
                 for o in range(lo, hi):
                     old = model.get(o)
-                    if until:
+                    if until and token != until:
+                        if old is not None and old[1] == token:
+                            model[o] = (until, token, old[2])
+                    elif until:
                         model[o] = (until, token, 1 if old is None else old[2] + (old[1] != token))
                     elif old is not None:
                         model[o] = (0, 0, old[2])
@@ -125,6 +129,18 @@ def test_every_node_applies_leases_acks_releases_and_hand_outs_alike(tmp_path):
         [(0, 4, T + 50, T + 50), (9, 10, T + 600, T + 600)],  # h's value was not written since
     )
     assert LeaseTable(a[2][0]).deliveries_of([0, 2, 4, 8, 9]) == [1, 0, 2, 2, 0]
+
+
+def test_an_extend_moves_only_what_its_hand_out_still_leases_and_keeps_its_name(tmp_path):
+    """A worker's renewal may be applied after the ack or the release of what it names
+    (sent before either was applied): the ack and the release stand. Without that check
+    the extend leased acked positions again, and their run stayed for good."""
+    sm = StateMachine(Storage(str(tmp_path), StorageConfig(fsync=False)))
+    apply(sm, 1, Entry(ACK, WS, T, leases=[("g", "t", 0, 6, T + 1000, T + 1000, "p1")]))
+    apply(sm, 2, Entry(ACK, WS, T + 10, acks=[("g", "t", 0, 2)], leases=[("g", "t", 2, 3, 0)]))
+    apply(sm, 3, Entry(ACK, WS, T + 20, leases=[("g", "t", 0, 6, T + 5000, T + 1000)]))
+    assert leases(sm) == [(2, 3, 0, 0), (3, 6, T + 5000, T + 1000, "p1")]
+    sm.store.close()
 
 
 def test_a_run_below_the_ready_logs_base_is_forgotten(tmp_path):
