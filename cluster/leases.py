@@ -154,13 +154,16 @@ class LeaseTable:
         """The runs still leased by ``now_ms`` to the pull named ``pull``."""
         return [run for run in self if run[4] == pull and run[2] > now_ms]
 
+    def at(self, offset: int) -> Lease | None:
+        """The run holding ``offset``, if any."""
+        k = bisect.bisect_right(self.lo, offset) - 1
+        if k < 0 or offset >= self.hi[k]:
+            return None
+        return tuple(column[k] for column in self._columns())
+
     def deliveries_of(self, offsets: list[int]) -> list[int]:
         """How often each of ``offsets`` has been handed out (0: never)."""
-        out = []
-        for o in offsets:
-            k = bisect.bisect_right(self.lo, o) - 1
-            out.append(self.deliveries[k] if k >= 0 and o < self.hi[k] else 0)
-        return out
+        return [0 if (run := self.at(o)) is None else run[5] for o in offsets]
 
     def trim(self, base: int) -> None:
         """Forget the positions below ``base``: the ready log no longer holds them."""

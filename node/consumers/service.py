@@ -415,7 +415,7 @@ class Consumers:
             if out or remaining <= 0:
                 until = self._lease_until(group, leased, out, now, visibility_ms)
                 await self._commit_leases(group, leased, until, pull_id)
-                if out and not self._may_answer(until):
+                if out and not self._may_answer(group, leased, until):
                     continue  # the leases ended while they committed: scan again
                 return self._handed(group, leased, out, until)
             wait = min(remaining, 1.0)  # leases expire too
@@ -426,14 +426,18 @@ class Consumers:
             except TimeoutError:
                 pass
 
-    def _may_answer(self, until: int) -> bool:
-        """Whether a pull whose leases (ending at ``until``) just committed may hand them
-        out. The commit may have taken long (a master cut off, whose entries a later master
-        committed): a node that no longer leads answers nothing (NotMasterError), and
-        leases that ended meanwhile go to nobody, since another pull may hold those
-        messages now (the simulator's node services, seed 98)."""
+    def _may_answer(self, group: str, leased: dict[str, list[int]], until: int) -> bool:
+        """Whether a pull whose leases (taken to end at ``until``, their token) just
+        committed may hand them out. The commit may have taken long (a master cut off,
+        whose entries a later master committed): a node that no longer leads answers
+        nothing (NotMasterError), and leases that ended meanwhile go to nobody, since
+        another pull may hold those messages now (the simulator's node services, seed 98).
+        They end where the committed leases say: the entry of a silence that applied right
+        after theirs moved them on (cluster/leases.py), and the messages are theirs till then."""
         self._require_master()
-        return until > self._clock()
+        ready, offsets = next((r, o) for r, o in leased.items() if o)
+        run = LeaseTable(self.view.reads.meta(lease_key(group, ready))).at(offsets[0])
+        return run is not None and run[3] == until and run[2] > self._clock()
 
     def _lease_until(
         self, group: str, leased: dict[str, list[int]], out: Taken, now: int, visibility_ms: int

@@ -506,6 +506,35 @@ def test_a_master_back_from_a_silence_keeps_its_leases_for_the_time_nobody_serve
     asyncio.run(run())
 
 
+def test_a_pull_whose_leases_a_silence_moved_on_as_they_committed_answers_with_them(log):
+    """The whole cluster stood still just after a pull's entry applied; the entry after the
+    silence applied before the pull looked again, moving its lease on. By its own end the
+    lease had ended: the pull scanned again, found the messages held, and answered nothing,
+    while the lease kept them from every consumer for the time the silence gave it."""
+
+    async def run() -> None:
+        log.term = 1
+        await _deliver(log, 1)
+        consumers = consumers_over(log)
+        log.listeners.append(lambda res: res.leases_paused and consumers.pause_leases())
+        propose = log.propose
+
+        async def then_a_silence(kind, **fields):
+            done = await propose(kind, **fields)
+            if fields.get("leases"):
+                log.now[0] += 5_000
+                await propose(SYNC)  # the first entry after it: leases get the 5 s back
+            return done
+
+        consumers._propose = then_a_silence
+        pulled = await consumers.pull("g", "t", None, 1, 0, 4_000)
+        consumers._propose = propose
+        assert [bytes(r) for r in pulled.taken.records] != []
+        assert (await consumers.extend("g", pulled.receipts, 1_000))[0] == 1  # still its lease
+
+    asyncio.run(run())
+
+
 def test_a_pull_waits_for_a_lease_the_applied_clock_has_not_ended_without_spinning(log):
     """A lease ended by the master's clock but not yet by the clock of the entries it
     applied holds (the lease above). A pull waiting meanwhile woke at the lease's end by
