@@ -22,13 +22,14 @@ DROP_OLD_STAMPS := find $(VENV) -maxdepth 1 -name '.installed-*' ! -name '*-$(HA
 DEB_PACKAGES := faketime fuse3 libfuse3-dev pkg-config docker.io debootstrap docker-compose prometheus \
 	chromium chromium-driver
 
-.PHONY: help install test lint unit bench bench-parts run chaos task-queues soak sim compose-check compose-test deb-tools clean
+.PHONY: help install test lint unit bench bench-parts run fuzz chaos task-queues soak sim compose-check compose-test deb-tools clean
 
 help:
 	@echo "make run    - start a local 3-node cluster, show messages scheduled and delivered; Ctrl-C stops it"
 	@echo "make test   - install everything the tests need, then lint and run the default suite"
 	@echo "make bench  - Horologe against a Redis sorted-set queue at the user's edge (~20 min); ratios"
 	@echo "make bench-parts - the component benchmarks (bench/bench_*.py) that explain edge figures"
+	@echo "make fuzz   - the API fuzzed against a live cluster, 300 cases per operation (FUZZ_EXAMPLES=N)"
 	@echo "make chaos  - every chaos scenario (~15 min), then make task-queues; reports in chaos-report/"
 	@echo "make task-queues - Celery and Dramatiq at full size with faults, beside Redis (~15 min)"
 	@echo "make soak   - 30 min of mixed load, a fault every 2 min; report in soak-report/"
@@ -85,6 +86,12 @@ lint: install
 test: deb-tools install lint
 	$(VENV)/bin/pytest -q -n 3 --dist worksteal -m "not solo" --durations=25
 	$(VENV)/bin/pytest -q -m solo --durations=5
+
+# The API fuzzed deeper than in the default suite: 300 generated cases per operation and mode
+# (FUZZ_EXAMPLES=N to choose), against a live 3-node cluster.
+fuzz: deb-tools install
+	HOROLOGE_FUZZ_EXAMPLES=$(or $(FUZZ_EXAMPLES),300) $(VENV)/bin/pytest -q -s \
+		tests/integration/test_fuzz_api.py::test_every_route_answers_as_its_document_says
 
 # Every fault scenario, each on a fresh cluster; CHAOS_SEED=N repeats a run.
 chaos: deb-tools install

@@ -18,6 +18,7 @@ them at the end (or as soon as the cluster stops being ready).
 from __future__ import annotations
 
 import json
+import os
 from collections import Counter
 from dataclasses import dataclass, field
 from urllib.parse import quote, unquote, urlsplit
@@ -40,7 +41,9 @@ from testkit.process_cluster import ADMIN, CLIENT, Cluster
 MIN_CASES = 1000
 MAX_HOPS = 3
 MODES = [GenerationMode.POSITIVE, GenerationMode.NEGATIVE]
-DEFAULT_EXAMPLES = 40  # per operation and mode, beside the coverage phase's cases
+# Per operation and mode, beside the coverage phase's cases; each run draws new ones.
+# `make fuzz` sends many more (HOROLOGE_FUZZ_EXAMPLES).
+DEFAULT_EXAMPLES = int(os.environ.get("HOROLOGE_FUZZ_EXAMPLES", "25"))
 EXAMPLES = {"POST /admin/release-master": 4}  # each release moves the master: a second or so
 NO_SHRINK = [Phase.explicit, Phase.generate]  # a failure is recorded, not raised: nothing to shrink
 WAIT_MS_SENT = 100  # a valid wait_ms above this is sent as this: an empty topic waits all of it
