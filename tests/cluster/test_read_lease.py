@@ -73,12 +73,14 @@ def test_an_answer_of_another_term_gives_no_lease(node):
     assert not node.lease_held()
 
 
-def test_a_follower_that_heard_its_leader_refuses_its_vote_and_echoes_the_append(node):
+def test_a_follower_that_heard_its_leader_refuses_its_vote_and_echoes_the_append(node, monkeypatch):
     leader, candidate = peer(node, 0), peer(node, 1)
     node._on_message(leader, _heartbeat(1, 123.0))
     tick(node)
     answers = _sent(node, leader, "next_node_idx")
     assert answers and answers[-1]["echo"] == 123.0
+    last = node._leader_contact_at + node.settings.raft_min_timeout - 0.001  # the window's end
+    monkeypatch.setattr(raft_node, "monotonic_time", lambda: last)
     node._on_message(candidate, VOTE | {"term": 2})
     assert not _sent(node, candidate, "response_vote")
     assert node.votes_withheld == 1
@@ -117,8 +119,9 @@ def leader(node):
     return node
 
 
-def test_a_leader_that_stepped_down_refuses_votes_until_its_lease_ran_out(leader):
+def test_a_leader_that_stepped_down_refuses_votes_until_its_lease_ran_out(leader, monkeypatch):
     lease = leader._lease_until()
+    monkeypatch.setattr(raft_node, "monotonic_time", lambda: lease - 0.001)  # its lease's end
     candidate = peer(leader, 1)
     vote = VOTE | {"last_log_term": 99, "last_log_index": 10_000}
     leader._on_message(candidate, vote | {"term": leader.raftCurrentTerm + 1})
@@ -148,7 +151,11 @@ def test_a_follower_votes_for_the_leader_it_last_heard_standing_again(node):
     assert _sent(node, leader, "response_vote")
 
 
-def test_a_node_just_started_grants_no_vote_within_the_election_timeout(node):
+def test_a_node_just_started_grants_no_vote_within_the_election_timeout(node, monkeypatch):
+    """By the node's clock, read at the last moment of the window: the fixture itself may
+    take longer than the window on a loaded machine (a clean-clone run granted the vote)."""
     candidate = peer(node, 1)
+    last = node._leader_contact_at + node.settings.raft_min_timeout - 0.001
+    monkeypatch.setattr(raft_node, "monotonic_time", lambda: last)
     node._on_message(candidate, VOTE | {"term": 1})
     assert _sent(node, candidate, "response_vote") == [] and node.votes_withheld == 1
