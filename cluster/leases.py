@@ -127,15 +127,15 @@ class LeaseTable:
             start, end = max(lo, self.lo[k]), min(hi, self.hi[k])
             if at < start and until > 0 and not extend:
                 runs.append((at, start, until, token, pull, 1))
-            old = (self.until[k], self.token[k], self.pull[k], self.deliveries[k])
+            was_token, was_pull, count = self.token[k], self.pull[k], self.deliveries[k]
             if until == 0:
-                runs.append((start, end, 0, 0, "", old[3]))
+                runs.append((start, end, 0, 0, "", count))
             elif not extend:
-                runs.append((start, end, until, token, pull, old[3] + (old[1] != token)))
-            elif old[1] == token:
-                runs.append((start, end, until, token, old[2], old[3]))
-            else:
-                runs.append((start, end, *old))
+                runs.append((start, end, until, token, pull, count + (was_token != token)))
+            elif was_token == token:
+                runs.append((start, end, until, token, was_pull, count))
+            else:  # another hand-out's: the extend leaves it
+                runs.append((start, end, self.until[k], was_token, was_pull, count))
             at = end
         if at < hi and until > 0 and not extend:
             runs.append((at, hi, until, token, pull, 1))

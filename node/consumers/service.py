@@ -30,7 +30,7 @@ from horologe.cluster.consumer_groups import (
     to_ranges,
 )
 from horologe.cluster.entries import ack_bytes
-from horologe.cluster.leases import LeaseTable, lease_key
+from horologe.cluster.leases import Lease, LeaseTable, lease_key
 from horologe.storage import MessageId, ReadyTrimmedError, UnknownMessageError, tag_signature
 from horologe.storage.message import unpack_record
 
@@ -193,17 +193,24 @@ class Consumers:
         (cluster/leases.py): this master's leases that committed take their new ends and
         keep their tokens (a lease not extended has its expiry as its token). Those still
         committing are left as they are: their entries come after the pause and do not move."""
-        lease_now = self._lease_now(self._clock())
         for (group, topic), leases in self.leases.items():
             extended = self._extended.setdefault((group, topic), {})
-            for lo, hi, until, token, *_ in LeaseTable(self.view.reads.meta(lease_key(group, topic))):
-                if until <= lease_now:
-                    continue  # ended, not moved: the pause moves leases past the entry's clock
+            for lo, hi, until, token, *_ in self._running(group, topic):  # an ended one was not moved
                 for o in range(lo, hi):
                     held = leases.get(o)
                     if held is not None and held < until and extended.get(o, held) == token:
                         extended[o] = token
                         leases[o] = until
+
+    def _committed(self, group: str, topic: str) -> LeaseTable:
+        """The leases of a ready log as the entries applied so far left them."""
+        return LeaseTable(self.view.reads.meta(lease_key(group, topic)))
+
+    def _running(self, group: str, topic: str) -> list[Lease]:
+        """Its committed leases not ended by :meth:`_lease_now` (an ended run keeps only
+        how often its positions were handed out)."""
+        lease_now = self._lease_now(self._clock())
+        return [run for run in self._committed(group, topic) if run[2] > lease_now]
 
     def _lease_now(self, now: int) -> int:
         """The time leases end by: ``now``, but never past the latest entry applied. A
@@ -219,10 +226,7 @@ class Consumers:
         if leases is None:
             leases = self.leases[(group, topic)] = {}
             extended = self._extended.setdefault((group, topic), {})
-            lease_now = self._lease_now(self._clock())
-            for lo, hi, until, token, *_ in LeaseTable(self.view.reads.meta(lease_key(group, topic))):
-                if until <= lease_now:
-                    continue  # ended: its run keeps only how often they were handed out
+            for lo, hi, until, token, *_ in self._running(group, topic):
                 leases.update(dict.fromkeys(range(lo, hi), until))
                 if token != until:
                     extended.update(dict.fromkeys(range(lo, hi), token))
@@ -436,7 +440,7 @@ class Consumers:
         after theirs moved them on (cluster/leases.py), and the messages are theirs till then."""
         self._require_master()
         ready, offsets = next((r, o) for r, o in leased.items() if o)
-        run = LeaseTable(self.view.reads.meta(lease_key(group, ready))).at(offsets[0])
+        run = self._committed(group, ready).at(offsets[0])
         return run is not None and run[3] == until and run[2] > self._clock()
 
     def _lease_until(
@@ -463,8 +467,9 @@ class Consumers:
         readys = [topic] if topic.startswith(DLQ_PREFIX) else [topic, retry_topic(group)]
         for ready in readys:
             mine = self._leases_of(group, ready)
-            table = LeaseTable(reads.meta(lease_key(group, ready)))
-            for lo, hi, run_until, token, *_ in table.of_pull(pull_id, self._lease_now(now)):
+            for lo, hi, run_until, token, *_ in self._committed(group, ready).of_pull(
+                pull_id, self._lease_now(now)
+            ):
                 # not acked or released since
                 offsets = [o for o in range(lo, hi) if mine.get(o) == run_until]
                 if not offsets:
@@ -521,8 +526,7 @@ class Consumers:
                 receipt, members = self.receipts.issue_batch(group, ready, offsets, lease_until)
                 batch.append(receipt)
                 each += members
-                table = LeaseTable(self.view.reads.meta(lease_key(group, ready)))
-                deliveries += [max(n, 1) for n in table.deliveries_of(offsets)]
+                deliveries += [max(n, 1) for n in self._committed(group, ready).deliveries_of(offsets)]
         return Pulled(out, each, batch, deliveries)
 
     # -- ack / nack ---------------------------------------------------------------
