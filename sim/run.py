@@ -25,16 +25,12 @@ from horologe.cluster.raft.dump_file import DumpWriter
 
 from . import canaries
 from .clock import patched
+from .hash_seeds import hashseed_for
 from .scenarios import SCENARIOS
 from .scripted import Script
 from .world import Profile, S, Violation, World, fresh_dir
 
-HASHSEEDS = 4
 BURIED: list = []  # what crashed nodes left, kept to the process's end (os._exit)
-
-
-def hashseed_for(seed: int) -> int:
-    return seed % HASHSEEDS
 
 
 def sim_root() -> str:
