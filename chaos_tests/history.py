@@ -53,6 +53,10 @@ class History:
         with self._lock:
             getattr(self, kind).append(event)
 
+    def count(self, kind: str) -> int:
+        with self._lock:
+            return len(getattr(self, kind))
+
     def snapshot(self, kind: str) -> list[dict]:
         with self._lock:
             return list(getattr(self, kind))

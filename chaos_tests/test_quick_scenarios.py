@@ -11,7 +11,7 @@ import random
 
 import pytest
 
-from .run import run_scenario
+from .run import PHASE_ACKED, run_scenario
 from .scenarios import SCENARIOS
 
 SEED = int(os.environ.get("CHAOS_SEED") or random.SystemRandom().randrange(1, 1_000_000))
@@ -21,6 +21,6 @@ SEED = int(os.environ.get("CHAOS_SEED") or random.SystemRandom().randrange(1, 1_
 def test_quick_scenario(name, toxiproxy, tmp_path):
     print(f"chaos seed {SEED} (CHAOS_SEED={SEED} repeats it); report in {tmp_path}")
     result = run_scenario(name, SEED, str(tmp_path / "work"), str(tmp_path), toxiproxy, quick=True)
-    assert result["acknowledged"] > 500, "the workload hardly ran"
+    assert result["acknowledged"] >= 2 * PHASE_ACKED, "the workload hardly ran"
     assert result["faults"], "no fault was injected"
     assert result["violations"] == []
