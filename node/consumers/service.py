@@ -193,9 +193,11 @@ class Consumers:
         (cluster/leases.py): this master's leases that committed take their new ends and
         keep their tokens (a lease not extended has its expiry as its token). Those still
         committing are left as they are: their entries come after the pause and do not move."""
+        lease_now = self._lease_now(self._clock())
         for (group, topic), leases in self.leases.items():
             extended = self._extended.setdefault((group, topic), {})
-            for lo, hi, until, token, *_ in self._running(group, topic):  # an ended one was not moved
+            # an ended lease was not moved
+            for lo, hi, until, token, *_ in self._running(group, topic, lease_now):
                 for o in range(lo, hi):
                     held = leases.get(o)
                     if held is not None and held < until and extended.get(o, held) == token:
@@ -206,10 +208,9 @@ class Consumers:
         """The leases of a ready log as the entries applied so far left them."""
         return LeaseTable(self.view.reads.meta(lease_key(group, topic)))
 
-    def _running(self, group: str, topic: str) -> list[Lease]:
-        """Its committed leases not ended by :meth:`_lease_now` (an ended run keeps only
-        how often its positions were handed out)."""
-        lease_now = self._lease_now(self._clock())
+    def _running(self, group: str, topic: str, lease_now: int) -> list[Lease]:
+        """Its committed leases not ended by ``lease_now`` (:meth:`_lease_now`; an ended
+        run keeps only how often its positions were handed out)."""
         return [run for run in self._committed(group, topic) if run[2] > lease_now]
 
     def _lease_now(self, now: int) -> int:
@@ -226,7 +227,7 @@ class Consumers:
         if leases is None:
             leases = self.leases[(group, topic)] = {}
             extended = self._extended.setdefault((group, topic), {})
-            for lo, hi, until, token, *_ in self._running(group, topic):
+            for lo, hi, until, token, *_ in self._running(group, topic, self._lease_now(self._clock())):
                 leases.update(dict.fromkeys(range(lo, hi), until))
                 if token != until:
                     extended.update(dict.fromkeys(range(lo, hi), token))

@@ -60,9 +60,19 @@ def test_a_leader_serves_while_a_majority_heard_it_and_stops_when_none_has(node,
     assert node.status.lease_until == sent_at + node.settings.raft_min_timeout - raft_node.LEASE_MARGIN_S
     assert node.lease_held()
     # Cut off: nobody answers; once the lease from that append ran out, it serves nothing.
-    later = node.status.lease_until + 0.001
-    monkeypatch.setattr(raft_node, "monotonic_time", lambda: later)
+    _clock_at(monkeypatch, node.status.lease_until + 0.001)
     assert not node.lease_held()
+
+
+def _clock_at(monkeypatch, at: float) -> None:
+    """The node's monotonic clock reads ``at`` from now on."""
+    monkeypatch.setattr(raft_node, "monotonic_time", lambda: at)
+
+
+def _window_end(node) -> float:
+    """The last moment of the election timeout since the node last heard a leader (or
+    started): a vote asked then is still refused."""
+    return node._leader_contact_at + node.settings.raft_min_timeout - 0.001
 
 
 def test_an_answer_of_another_term_gives_no_lease(node):
@@ -79,8 +89,7 @@ def test_a_follower_that_heard_its_leader_refuses_its_vote_and_echoes_the_append
     tick(node)
     answers = _sent(node, leader, "next_node_idx")
     assert answers and answers[-1]["echo"] == 123.0
-    last = node._leader_contact_at + node.settings.raft_min_timeout - 0.001  # the window's end
-    monkeypatch.setattr(raft_node, "monotonic_time", lambda: last)
+    _clock_at(monkeypatch, _window_end(node))
     node._on_message(candidate, VOTE | {"term": 2})
     assert not _sent(node, candidate, "response_vote")
     assert node.votes_withheld == 1
@@ -93,9 +102,7 @@ def test_a_follower_that_heard_its_leader_refuses_its_vote_and_echoes_the_append
 def test_once_the_election_timeout_passed_without_the_leader_the_follower_votes(node, monkeypatch):
     leader, candidate = peer(node, 0), peer(node, 1)
     node._on_message(leader, _heartbeat(1, 123.0))
-    heard = node._leader_contact_at
-    timeout = node.settings.raft_min_timeout
-    monkeypatch.setattr(raft_node, "monotonic_time", lambda: heard + timeout + 1e-6)
+    _clock_at(monkeypatch, node._leader_contact_at + node.settings.raft_min_timeout + 1e-6)
     node._on_message(candidate, VOTE | {"term": 2})
     assert _sent(node, candidate, "response_vote")
 
@@ -121,7 +128,7 @@ def leader(node):
 
 def test_a_leader_that_stepped_down_refuses_votes_until_its_lease_ran_out(leader, monkeypatch):
     lease = leader._lease_until()
-    monkeypatch.setattr(raft_node, "monotonic_time", lambda: lease - 0.001)  # its lease's end
+    _clock_at(monkeypatch, lease - 0.001)  # its lease's end
     candidate = peer(leader, 1)
     vote = VOTE | {"last_log_term": 99, "last_log_index": 10_000}
     leader._on_message(candidate, vote | {"term": leader.raftCurrentTerm + 1})
@@ -155,7 +162,6 @@ def test_a_node_just_started_grants_no_vote_within_the_election_timeout(node, mo
     """By the node's clock, read at the last moment of the window: the fixture itself may
     take longer than the window on a loaded machine (a clean-clone run granted the vote)."""
     candidate = peer(node, 1)
-    last = node._leader_contact_at + node.settings.raft_min_timeout - 0.001
-    monkeypatch.setattr(raft_node, "monotonic_time", lambda: last)
+    _clock_at(monkeypatch, _window_end(node))
     node._on_message(candidate, VOTE | {"term": 1})
     assert _sent(node, candidate, "response_vote") == [] and node.votes_withheld == 1
