@@ -15,10 +15,11 @@ def subscription() -> None:
     """Push subscriptions: the master POSTs a group's messages, signed, to a URL of yours.
 
     Each push is a JSON POST with Horologe-Signature (check it with the SDK's
-    verify_signature), Horologe-Message-Id and Horologe-Attempt; a 2xx acks it, anything
-    else retries it at the next level, then dead-letters it. The URL's host must be in the
-    master's push_allow (node config; empty by default). Delivery is at least once. See
-    docs/api.md, "Push subscriptions".
+    verify_signature), Horologe-Message-Id, Horologe-Attempt and Horologe-Deliveries; a
+    2xx acks it, anything else retries it at the next level, then dead-letters it. The
+    URL's host must be in the master's push_allow (node config; empty by default).
+    Delivery is at least once: a push with Horologe-Deliveries above 1 may have come
+    before. See docs/api.md, "Push subscriptions".
     """
 
 

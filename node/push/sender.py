@@ -1,10 +1,11 @@
 """One push as bytes, and what its answer means. Pure: the clock comes in as ``now_ms``.
 
 The body is the message as a pull shows it (node/consumers/wire.py, without a receipt):
-``{id, topic, body | body_b64, tags, headers, deliver_at, delivered_at, attempt}``. The
-request is ``POST <path> HTTP/1.1`` with ``Host``, ``User-Agent``, ``Content-Type:
-application/json``, ``Content-Length`` and the headers ``Horologe-Signature``
-(node/push/signature.py), ``Horologe-Message-Id`` and ``Horologe-Attempt``;
+``{id, topic, body | body_b64, tags, headers, deliver_at, delivered_at, attempt,
+deliveries}``. The request is ``POST <path> HTTP/1.1`` with ``Host``, ``User-Agent``,
+``Content-Type: application/json``, ``Content-Length`` and the headers
+``Horologe-Signature`` (node/push/signature.py), ``Horologe-Message-Id``,
+``Horologe-Attempt`` and ``Horologe-Deliveries``;
 node/push/client.py sends it. A 2xx answer is a success; any other status, a redirect
 (never followed: a receiver could point the node at another host), a timeout or a
 connection error is a failure. ``Retry-After`` (seconds, or an HTTP date) on a failure is
@@ -21,7 +22,7 @@ from yarl import URL
 
 from ..consumers.wire import message_fields
 from .client import Answer, Origin
-from .signature import ATTEMPT_HEADER, MESSAGE_ID_HEADER, SIGNATURE_HEADER, signature
+from .signature import ATTEMPT_HEADER, DELIVERIES_HEADER, MESSAGE_ID_HEADER, SIGNATURE_HEADER, signature
 
 USER_AGENT = "horologe-push"
 
@@ -54,9 +55,11 @@ class Target(NamedTuple):
         return cls(Origin(u.scheme, host, u.port or (443 if u.scheme == "https" else 80)), head.encode())
 
 
-def push_body(record, deliver_at: int, delivered_at: int) -> tuple[bytes, dict]:
-    """The JSON body of a push, and its fields."""
-    fields = message_fields(record, deliver_at, delivered_at)
+def push_body(record, deliver_at: int, delivered_at: int, deliveries: int) -> tuple[bytes, dict]:
+    """The JSON body of a push, and its fields. ``deliveries``: how often the message has
+    been handed out, this push counted (above 1, an earlier push of it may have arrived:
+    its lease ended unacked, as when a master died with the request open)."""
+    fields = message_fields(record, deliver_at, delivered_at) | {"deliveries": deliveries}
     return orjson.dumps(fields), fields
 
 
@@ -66,7 +69,8 @@ def request(target: Target, secret: str, body: bytes, fields: dict, now_ms: int)
         f"Content-Length: {len(body)}\r\n"
         f"{SIGNATURE_HEADER}: {signature(secret, now_ms // 1000, body)}\r\n"
         f"{MESSAGE_ID_HEADER}: {fields['id']}\r\n"
-        f"{ATTEMPT_HEADER}: {fields['attempt']}\r\n\r\n"
+        f"{ATTEMPT_HEADER}: {fields['attempt']}\r\n"
+        f"{DELIVERIES_HEADER}: {fields['deliveries']}\r\n\r\n"
     )
     return target.head + tail.encode() + body
 

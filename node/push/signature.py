@@ -14,6 +14,7 @@ import hmac
 SIGNATURE_HEADER = "Horologe-Signature"
 MESSAGE_ID_HEADER = "Horologe-Message-Id"
 ATTEMPT_HEADER = "Horologe-Attempt"
+DELIVERIES_HEADER = "Horologe-Deliveries"
 
 
 def signature(secret: str, t: int, body: bytes) -> str:

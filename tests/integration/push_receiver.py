@@ -36,6 +36,8 @@ class Push:
     at: float  # time.monotonic() when it arrived
     deliver_at: int  # the message's, ms
     arrived_ms: float  # the wall clock when it arrived
+    deliveries: int  # the body's: hand-outs of this attempt, this one counted
+    header_deliveries: str
 
 
 @dataclass
@@ -97,6 +99,8 @@ class Receiver:
             time.monotonic(),
             msg["deliver_at"],
             time.time() * 1000,
+            msg["deliveries"],
+            request.headers.get("Horologe-Deliveries", ""),
         )
         assert push.id == msg["id"], (push.id, msg)
         with self._lock:

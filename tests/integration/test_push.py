@@ -62,6 +62,7 @@ def test_pushes_are_signed_acked_and_counted_and_bad_targets_refused(make_cluste
     got = r.got()
     assert len(got) == 35 and all(p.signed for p in got), [p for p in got if not p.signed]
     assert all(p.attempt == 0 and p.header_attempt == "0" and p.topic == "orders" for p in got)
+    assert all(p.deliveries == 1 and p.header_deliveries == "1" for p in got)
     sub = c.subscription("orders", "hooks")
     assert sub.counters == {"delivered": 35, "retried": 0, "dead_lettered": 0, "in_flight": 0}
     assert sub.unacked == 0
@@ -265,6 +266,16 @@ def test_a_master_lost_mid_burst_loses_nothing_and_repeats_only_unacked(make_clu
     # only what was open, or answered and not yet acked, at the kill: a request's slot is
     # held until its ack is committed, so at most max_in_flight of them
     assert repeats <= in_flight, repeats
+    # Each push says how often its message was handed out: a repeat says so (its lease
+    # ended unacked, a count replicated with the leases), the pushes before the kill did
+    # not; the header says what the body says.
+    pushes = r.got()
+    assert all(str(p.deliveries) == p.header_deliveries for p in pushes)
+    assert {p.deliveries for p in pushes[:before]} == {1}
+    seen: set[str] = set()
+    for p in pushes:
+        assert p.id not in seen or p.deliveries >= 2, p
+        seen.add(p.id)
     if how == "sigkill":
         cluster.start(old)
         cluster.catch_up(old)

@@ -80,7 +80,7 @@ async def serve():
 
 def push(origin: Origin, k: int = 0) -> bytes:
     target = Target.of(f"http://{origin.host}:{origin.port}/hook?x=1")
-    fields = {"id": f"0000000{k}", "attempt": 0}
+    fields = {"id": f"0000000{k}", "attempt": 0, "deliveries": 1}
     return request(target, "secret-0123456789", b'{"k": %d}' % k, fields, 1_767_225_600_000)
 
 

@@ -36,13 +36,18 @@ def test_targets_name_their_origin_and_host():
 def test_a_request_is_signed_over_its_exact_body():
     body = b'{"id": "00000001"}'
     raw = request(
-        Target.of("http://127.0.0.1:9/hook"), "s3cret-0123456789", body, {"id": "x1", "attempt": 2}, NOW
+        Target.of("http://127.0.0.1:9/hook"),
+        "s3cret-0123456789",
+        body,
+        {"id": "x1", "attempt": 2, "deliveries": 3},
+        NOW,
     )
     head, _, sent = raw.partition(b"\r\n\r\n")
     assert sent == body
     lines = head.decode().split("\r\n")
     assert lines[0] == "POST /hook HTTP/1.1" and f"Content-Length: {len(body)}" in lines
     assert "Horologe-Message-Id: x1" in lines and "Horologe-Attempt: 2" in lines
+    assert "Horologe-Deliveries: 3" in lines
     mac = hmac.new(b"s3cret-0123456789", b"1767225600." + body, hashlib.sha256).hexdigest()
     assert f"Horologe-Signature: t=1767225600,v1={mac}" in lines
 
