@@ -527,7 +527,7 @@ class Consumers:
                 receipt, members = self.receipts.issue_batch(group, ready, offsets, lease_until)
                 batch.append(receipt)
                 each += members
-                deliveries += [max(n, 1) for n in self._committed(group, ready).deliveries_of(offsets)]
+                deliveries += np.maximum(self._committed(group, ready).deliveries_of(offsets), 1).tolist()
         return Pulled(out, each, batch, deliveries)
 
     # -- ack / nack ---------------------------------------------------------------
