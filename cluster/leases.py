@@ -166,7 +166,7 @@ class LeaseTable:
     def deliveries_of(self, offsets: list[int]) -> np.ndarray:
         """How often each of ``offsets`` has been handed out (0: never). One search of the
         sorted runs for all of them: a pull asks for up to 1,000, and a lookup each
-        (:meth:`at`) cost more than the rest of answering it."""
+        (:meth:`at`) cost 1.6 ms of CPU for those (docs/benchmarks.md, "Consume")."""
         if not self.lo:
             return np.zeros(len(offsets), dtype=np.int64)
         o = np.asarray(offsets, dtype=np.int64)
