@@ -52,11 +52,13 @@ def as_json(pulled: Pulled, clock_ms: int) -> dict:
 
 
 def _json_message(h: Handed) -> dict:
-    return {
-        "receipt": h.receipt,
-        **message_fields(h.record, h.deliver_at, h.delivered_at),
-        "deliveries": h.deliveries,
-    }
+    return {"receipt": h.receipt, **handed_fields(h)}
+
+
+def handed_fields(h: Handed) -> dict:
+    """A message a pull handed out, as its JSON answer shows it, without the receipt (a
+    push's body, node/push/sender.py)."""
+    return message_fields(h.record, h.deliver_at, h.delivered_at) | {"deliveries": h.deliveries}
 
 
 def message_fields(record, deliver_at: int, delivered_at: int) -> dict:

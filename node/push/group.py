@@ -200,7 +200,7 @@ class _Group:
             log.exception("push %s/%s: could not give back %d leases", sub.topic, sub.group, len(receipts))
 
     def _post(self, handed: Handed, now_ms: int) -> None:
-        body, fields = push_body(handed.record, handed.deliver_at, handed.delivered_at, handed.deliveries)
+        body, fields = push_body(handed)
         data = request(self.target, self.sub.secret, body, fields, now_ms)
         exchange = self.http.post(self.target.origin, data, self.sub.timeout_ms / 1000)
         self.open.add(exchange)

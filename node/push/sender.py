@@ -20,7 +20,8 @@ from typing import NamedTuple
 import orjson
 from yarl import URL
 
-from ..consumers.wire import message_fields
+from ..consumers.service import Handed
+from ..consumers.wire import handed_fields
 from .client import Answer, Origin
 from .signature import ATTEMPT_HEADER, DELIVERIES_HEADER, MESSAGE_ID_HEADER, SIGNATURE_HEADER, signature
 
@@ -55,11 +56,11 @@ class Target(NamedTuple):
         return cls(Origin(u.scheme, host, u.port or (443 if u.scheme == "https" else 80)), head.encode())
 
 
-def push_body(record, deliver_at: int, delivered_at: int, deliveries: int) -> tuple[bytes, dict]:
-    """The JSON body of a push, and its fields. ``deliveries``: how often the message has
-    been handed out, this push counted (above 1, an earlier push of it may have arrived:
-    its lease ended unacked, as when a master died with the request open)."""
-    fields = message_fields(record, deliver_at, delivered_at) | {"deliveries": deliveries}
+def push_body(handed: Handed) -> tuple[bytes, dict]:
+    """The JSON body of a push, and its fields. Its ``deliveries`` says how often the
+    message has been handed out, this push counted (above 1, an earlier push of it may
+    have arrived: its lease ended unacked, as when a master died with the request open)."""
+    fields = handed_fields(handed)
     return orjson.dumps(fields), fields
 
 
