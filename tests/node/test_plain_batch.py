@@ -30,6 +30,9 @@ FORMATS = {
 @example("json", [{"topic": "orders", "body": "x", "deliver_at": 2**64}])
 @example("msgpack", [{"topic": "orders", "body": b"x", "deliver_at": 2**64 - 1}])
 @example("msgpack", [{"topic": "orders", "body": b"x", "key": None}])
+# one topic of the batch not a name:
+@example("msgpack", [{"topic": "orders", "body": b"x"}, {"topic": "-bad", "body": b"y"}])
+@example("json", [{"topic": "a b", "body": "x"}, {"topic": "a b", "body": "y"}])
 def test_the_plain_batch_agrees_with_the_general_rules(fmt, batch):
     encode, decode, body_type = FORMATS[fmt]
     try:
@@ -52,6 +55,7 @@ def test_the_plain_batch_agrees_with_the_general_rules(fmt, batch):
 @example("json", {"topic": "orders", "body": "x" * 65})  # over the body limit
 @example("msgpack", {"topic": "orders", "body": b"x", "deliver_at": MAX_AT + 1})  # past the maximum delay
 @example("json", {"topic": "orders", "body": "x", "deliver_at": -1})
+@example("msgpack", {"topic": "é", "body": b"x"})  # not a name
 def test_a_plain_message_agrees_with_the_general_rules(fmt, obj):
     encode, decode, body_type = FORMATS[fmt]
     try:
