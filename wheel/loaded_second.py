@@ -54,18 +54,10 @@ class LoadedSecond:
         new["global_index"] = gis
         new["slot_ms"] = self.start_ms + view["ms"][gis].astype(np.int64)
         new["local_index"] = view["local_index"][gis]
-        new = new[np.lexsort((new["local_index"], new["slot_ms"]))]
-        if len(self.rows):  # merged in: each new row after the rows it does not precede
-            at = np.searchsorted(self._order(self.rows), self._order(new), "right")
-            new = np.insert(self.rows, at, new)
-        self.rows = new
+        rows = np.concatenate([self.rows, new]) if len(self.rows) else new
+        self.rows = rows[np.lexsort((rows["local_index"], rows["slot_ms"]))]
         self.known = n
         self.last_gi = int(gis[-1])
-
-    def _order(self, rows: np.ndarray) -> np.ndarray:
-        """Each row's place in delivery order as one int64: its millisecond in the second,
-        then its localIndex."""
-        return ((rows["slot_ms"] - self.start_ms) << 32) | rows["local_index"].astype(np.int64)
 
     def first_after(self, w: Watermark) -> int:
         """Position of the first row whose key is greater than ``w``."""

@@ -4,8 +4,6 @@ What the SDK and ``spark schedule`` send is plain: a topic, a body, maybe a key,
 integer ``deliver_at`` and a list of tags, nothing else. :func:`plain_batch` decodes such
 a batch straight into columns with msgspec (a ``Struct`` per item, its constraints the
 API's rules), without a dict per message; :func:`plain_message` a single produce's body.
-The topic's rule is checked once per topic named, not once per item: a batch names one
-topic as a rule, and the pattern cost half of a batch's decoding.
 Anything the model does not take, and any item the rules might refuse (a deliver time
 past the maximum delay, a body over the limit), gives None: the general path
 (``storage.message_json``) then parses each item and answers each refusal as
@@ -15,7 +13,6 @@ holds the two to each other).
 
 from __future__ import annotations
 
-import re
 from typing import Annotated
 
 import msgspec
@@ -24,15 +21,13 @@ from msgspec import UNSET, Meta, UnsetType
 
 from horologe.storage import Message, MessageColumns
 from horologe.storage.message import MessageLimits
-from horologe.storage.message_json import MAX_TAGS, NAME_PATTERN
+from horologe.storage.message_json import MAX_TAGS
 
-from .model import Key, Tag
-
-_NAME = re.compile(NAME_PATTERN)
+from .model import Key, Name, Tag
 
 
 class _Item(msgspec.Struct, forbid_unknown_fields=True):
-    topic: str  # the rule of a Name: checked by _within_limits, once per topic
+    topic: Name
     body: str
     key: Key | UnsetType = UNSET
     deliver_at: int | UnsetType = UNSET
@@ -60,11 +55,8 @@ _ONE_MSGPACK = msgspec.msgpack.Decoder(_RawItem)
 def _within_limits(
     items: list[_Item], msgpack: bool, now_ms: int, limits: MessageLimits
 ) -> tuple[list[bytes], list[int]] | None:
-    """The items' bodies and deliver times when every topic is a name, every body within
-    the limit and every time within the maximum delay; else None (the general path
-    answers the refusal)."""
-    if not all(map(_NAME.fullmatch, {m.topic for m in items})):
-        return None
+    """The items' bodies and deliver times when every body is within the limit and every
+    time within the maximum delay; else None (the general path answers the refusal)."""
     bodies = [m.body for m in items] if msgpack else [m.body.encode() for m in items]
     times = [now_ms if m.deliver_at is UNSET else m.deliver_at for m in items]
     if any(len(b) > limits.max_body_bytes for b in bodies) or not all(
