@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import datetime
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -84,6 +85,11 @@ def main(only: str, quick: bool, big: bool, out_dir: str, compare_toml: str, bas
     unknown = set(chosen) - set(WORKLOADS)
     if unknown:
         raise click.BadParameter(f"unknown workload(s) {', '.join(sorted(unknown))}", param_hint="--only")
+    if shutil.which("redis-server") is None:
+        raise click.UsageError(
+            "redis-server is not on PATH; every workload runs next to it (Debian's redis-server: "
+            "`make bench` installs it, or apt-get install redis-server)"
+        )
     scale = Scale()
     scale = scale.quick() if quick else scale.big() if big else scale
     results: dict[str, dict[str, dict]] = {}

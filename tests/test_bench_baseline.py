@@ -1,5 +1,6 @@
-"""``python -m bench --baseline COMMIT``: the baseline's nodes come from that commit, laid
-out apart, not from this tree (a worktree on PYTHONPATH would run this tree's node code)."""
+"""``python -m bench``: what it refuses before any workload runs, and ``--baseline COMMIT``,
+whose nodes come from that commit, laid out apart, not from this tree (a worktree on
+PYTHONPATH would run this tree's node code)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,13 @@ def test_an_unknown_baseline_is_refused_before_any_workload_runs():
     assert result.exit_code == 2
     assert "--baseline" in result.output and "no-such-commit" in result.output
     assert "consume on" not in result.output
+
+
+def test_a_run_without_redis_server_is_refused_before_any_workload_runs(tmp_path):
+    result = CliRunner().invoke(main, ["--only", "single"], env={"PATH": str(tmp_path)})
+    assert result.exit_code == 2
+    assert "redis-server is not on PATH" in result.output and "make bench" in result.output
+    assert "single on" not in result.output
 
 
 def test_the_baseline_lays_out_the_commits_own_node_code(tmp_path):
