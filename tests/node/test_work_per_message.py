@@ -75,15 +75,19 @@ class _Counting:
             self.c_calls += 1
 
     def __enter__(self) -> _Counting:
+        # What ran before (a coverage tool's tracer, say) is put back after.
+        self._before = sys.gettrace(), sys.getprofile(), gc.isenabled()
         gc.disable()
         sys.settrace(self._trace)
         sys.setprofile(self._profile)
         return self
 
     def __exit__(self, *exc) -> None:
-        sys.settrace(None)
-        sys.setprofile(None)
-        gc.enable()
+        trace, profile, collecting = self._before
+        sys.settrace(trace)
+        sys.setprofile(profile)
+        if collecting:
+            gc.enable()
 
     def work(self) -> Work:
         return Work(self.lines, self.calls, self.c_calls)
