@@ -289,7 +289,9 @@ class Consumers:
             except ReadyTrimmedError:
                 break  # cut since the view's state: the next state names the new base
             offsets = start + np.arange(len(rows), dtype=np.int64)
-            keep = filt.prefilter(rows["tag_sig"])
+            # A retry topic holds every topic's retries: which topic a row came from is in
+            # its record, so there the prefilter cannot tell one to pass over.
+            keep = filt.prefilter(rows["tag_sig"]) if origin is None else np.ones(len(rows), bool)
             acked = progress.acked_mask(offsets)
             passed += offsets[~keep & ~acked].tolist()
             # Never handed out before its time less ahead_ms, by this clock.
@@ -320,12 +322,13 @@ class Consumers:
                 good = []  # places in take of what is handed out
                 for k, record in enumerate(records):
                     if record is None:
-                        passed.append(offs[k])  # removed by retention
-                    elif exact and not _wanted(record, filt, origin):
-                        if origin is None:
-                            passed.append(offs[k])  # a Bloom false positive
+                        verdict = PASS  # removed by retention
                     else:
+                        verdict = _verdict(record, filt, origin) if exact else TAKE
+                    if verdict is TAKE:
                         good.append(k)
+                    elif verdict is PASS:
+                        passed.append(offs[k])
                 if len(good) < len(take):
                     offs, records = [offs[k] for k in good], [records[k] for k in good]
                     part = part[good]
@@ -756,12 +759,17 @@ def _logged(fut: asyncio.Future) -> None:
         log.warning("acks or leases given back were not replicated: %s", fut.exception())
 
 
-def _wanted(record, filt: TagFilter, origin: str | None) -> bool:
-    """The exact checks of a message the prefilter let through: its tags, and for a
-    retry topic the topic it came from."""
+TAKE, PASS, LEAVE = "take", "pass", "leave"
+
+
+def _verdict(record: bytes, filt: TagFilter, origin: str | None) -> str:
+    """What a scan does with a message the prefilter let through: TAKE it; PASS over it
+    for good (skip-acked: filtered out for this group); or, in a retry topic, LEAVE
+    another topic's retry for that topic's pulls."""
     fields = unpack_record(record)
-    source = fields["headers"].get(ORIGIN_HEADER, fields["topic"])
-    return filt.matches(fields["tags"]) and (origin is None or source == origin)
+    if origin is not None and fields["headers"].get(ORIGIN_HEADER, fields["topic"]) != origin:
+        return LEAVE
+    return TAKE if filt.matches(fields["tags"]) else PASS
 
 
 def read_all(reads, hours: np.ndarray, gis: np.ndarray) -> list[bytes | None]:

@@ -8,6 +8,7 @@ import pytest
 
 from horologe.client import pull_columns
 from horologe.cluster import ACK, PRODUCE, SYNC, NotMasterError
+from horologe.cluster.consumer_groups import retry_topic
 from horologe.node.consumers.receipts import Receipts
 from horologe.node.consumers.service import SCAN_LIMIT, Consumers, TagFilter, Taken
 from horologe.node.consumers.wire import as_columns, as_json
@@ -650,5 +651,53 @@ def test_a_pull_whose_leases_commit_too_late_hands_out_nothing_they_name(log):
         answer = as_json(await asyncio.wait_for(pull, 2), log.now[0])["messages"]
         assert len(answer) == 1 and int(answer[0]["receipt"].split(".")[1]) > log.now[0]
         committer.cancel()
+
+    asyncio.run(run())
+
+
+async def _a_retry_of_x_tagged_b(log: LocalLog) -> Consumers:
+    """Consumers over ``log`` after group g pulled and nacked x's one message, tagged b,
+    and its retry (1 s) fired."""
+    await log.propose(PRODUCE, messages=[Message("x", b"bx", T, T, tags=("b",))])
+    log.now[0] = T + 1
+    log.ws = lambda: Watermark(T, ALL)
+    await log.propose(SYNC)
+    consumers = consumers_over(log)
+    (got,) = as_json(await consumers.pull("g", "x", None, 1, 0, 30_000), T)["messages"]
+    assert await consumers.nack("g", [got["receipt"]]) == {"retried": 1, "dead_lettered": 0}
+    log.now[0] = T + 5_000
+    log.ws = lambda: Watermark(T + 5_000, ALL)
+    await log.propose(SYNC)
+    return consumers
+
+
+def test_a_pull_of_one_topic_leaves_the_retries_of_another_whatever_their_tags(log):
+    """A group's retry topic holds the retries of every topic it pulls. A pull of y whose
+    tags reject a retry of x leaves it for x's pulls: it neither hands it out nor skip-acks
+    it (the tag prefilter once skip-acked it, and it never came back)."""
+
+    async def run() -> None:
+        consumers = await _a_retry_of_x_tagged_b(log)
+        assert as_json(await consumers.pull("g", "y", "a", 10, 0, 30_000), T)["messages"] == []
+        assert as_json(await consumers.pull("g", "y", "b", 10, 0, 30_000), T)["messages"] == []
+        await asyncio.sleep(0.2)  # four ack windows: a skip-ack those pulls queued has committed
+        again = as_json(await consumers.pull("g", "x", "a||b", 10, 0, 30_000), T)["messages"]
+        assert [m["body"] for m in again] == ["bx"]
+
+    asyncio.run(run())
+
+
+def test_a_retry_its_own_pull_no_longer_wants_is_passed_over_for_good(log):
+    """A retry whose tags the group's filter of its topic now rejects is skip-acked, as
+    the topic's own messages are: left, it would hold the group's retry offset forever."""
+
+    async def run() -> None:
+        consumers = await _a_retry_of_x_tagged_b(log)
+        assert as_json(await consumers.pull("g", "x", "a", 10, 0, 30_000), T)["messages"] == []
+        for _ in range(200):  # the skip-ack commits after the pull answers, in the next batch
+            if log.view.group_progress("g", retry_topic("g")).committed:
+                break
+            await asyncio.sleep(0.01)
+        assert log.view.group_progress("g", retry_topic("g")).committed == 1
 
     asyncio.run(run())
