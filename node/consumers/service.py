@@ -45,6 +45,7 @@ SCAN_CHUNK = 65_536
 CURSOR_MS = 10_000  # how long a scan's stopping point is trusted without a lease to bound it
 SCAN_LIMIT = 4 * SCAN_CHUNK  # ready entries one pull turn reads (the loop waits meanwhile)
 BACKLOG_CHUNK = SCAN_CHUNK  # ready entries a backlog count or a purge reads per turn of the loop
+HELD = 1 << 62  # the lease end of a position while its nack commits: no clock reaches it
 
 
 @dataclass(frozen=True)
@@ -674,6 +675,19 @@ class Consumers:
             await asyncio.sleep(0)
         return out
 
+    def _nackable(self, group: str, receipts: list, lease_now: int) -> list[tuple[str, int]]:
+        """The positions ``receipts`` name, each once, less those leased again under
+        another token since (cluster/leases.py) and still held."""
+        named: dict[tuple[str, int], None] = {}
+        for topic, ranges, token in self.receipts.open_leases(group, receipts):
+            leases = self._leases_of(group, topic)
+            extended = self._extended.get((group, topic), {})
+            for lo, hi in ranges:
+                for off in range(lo, hi):
+                    if leases.get(off, 0) <= lease_now or extended.get(off, leases[off]) == token:
+                        named[(topic, off)] = None
+        return list(named)
+
     def _release(self, acks: list[tuple[str, str, int, int]]) -> None:
         for group, topic, lo, hi in acks:
             leases = self.leases.get((group, topic), {})
@@ -685,16 +699,13 @@ class Consumers:
     ) -> dict:
         """Retry at the next level, or dead-letter after the last (``dead_letter``: now,
         whatever the level). ``retry_after_ms`` (a push receiver's ``Retry-After``) brings
-        the retry forward, never past the level."""
+        the retry forward, never past the level. Only messages whose lease is still the
+        receipt's, or that no lease holds: one handed out again since the receipt's lease
+        ended is the other consumer's to settle (its ack would not stop a retry filed now)."""
         reads = self.view.reads
         now = self._clock()
         retries = []
-        named = [
-            (topic, off)
-            for topic, ranges in self._open(group, receipts)
-            for lo, hi in ranges
-            for off in range(lo, hi)
-        ]
+        named = self._nackable(group, receipts, self._lease_now(now))
         for topic, off in named:
             try:
                 rows = reads.read_ready(topic, off, off + 1)
@@ -711,9 +722,23 @@ class Consumers:
                 retries.append((group, topic, off, now + delay))
             else:
                 retries.append((group, topic, off, -1))  # past the last level: the DLQ
-        # What the entry did, not what was asked: a message nacked twice, or acked (on
-        # another hand-out) before this nack applied, gets no copy.
-        done = await self._propose(RETRY, retries=retries) if retries else None
+        # Held meanwhile: a scan hands none of them out before the retry is applied (one
+        # whose lease had ended would go to a consumer whose ack then stopped nothing).
+        holds = {(topic, off): self._leases_of(group, topic).get(off) for topic, off in named}
+        for topic, off in named:
+            self._leases_of(group, topic)[off] = HELD
+        try:
+            # What the entry did, not what was asked: a message nacked twice, or acked (on
+            # another hand-out) before this nack applied, gets no copy.
+            done = await self._propose(RETRY, retries=retries) if retries else None
+        except BaseException:
+            for (topic, off), until in holds.items():
+                leases = self._leases_of(group, topic)
+                if until is None:
+                    leases.pop(off, None)
+                else:
+                    leases[off] = until
+            raise
         self._release([(g, topic, off, off + 1) for g, topic, off, _at in retries])
         self._cursors.clear()  # a nacked entry is handed out again: scans start over
         if done is None:

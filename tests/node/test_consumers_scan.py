@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from horologe.client import pull_columns
-from horologe.cluster import ACK, PRODUCE, SYNC, NotMasterError
+from horologe.cluster import ACK, PRODUCE, RETRY, SYNC, NotMasterError
 from horologe.cluster.consumer_groups import retry_topic
 from horologe.node.consumers.receipts import Receipts
 from horologe.node.consumers.service import SCAN_LIMIT, Consumers, TagFilter, Taken
@@ -699,5 +699,56 @@ def test_a_retry_its_own_pull_no_longer_wants_is_passed_over_for_good(log):
                 break
             await asyncio.sleep(0.01)
         assert log.view.group_progress("g", retry_topic("g")).committed == 1
+
+    asyncio.run(run())
+
+
+def test_a_nack_whose_lease_ended_leaves_a_message_another_consumer_holds_now(log):
+    """A consumer's lease ran out and the message went to a second one; the first one's
+    nack then filed a retry, and the second one's ack did not stop it: the task ran twice.
+    The nack acts only where its receipt's lease is still the message's, or no lease holds
+    it; its ack still acks (the work was done)."""
+
+    async def run() -> None:
+        await _deliver(log, 2)
+        consumers = consumers_over(log)
+        first = await consumers.pull("g", "t", None, 2, 0, 1_000)
+        log.now[0] += 1_001  # both leases ended
+        (second,) = as_json(await consumers.pull("g", "t", None, 1, 0, 30_000), log.now[0])["messages"]
+        assert second["body"] == "m0"  # m0 went to a second consumer; m1 waits for a pull
+        assert await consumers.nack("g", first.receipts) == {"retried": 1, "dead_lettered": 0}  # m1's
+        assert await consumers.ack("g", [second["receipt"]]) == 1
+        log.now[0] += 5_000
+        log.ws = lambda: Watermark(log.now[0], ALL)
+        await log.propose(SYNC)
+        again = as_json(await consumers.pull("g", "t", None, 10, 0, 30_000), log.now[0])["messages"]
+        assert [(m["body"], m["attempt"]) for m in again] == [("m1", 1)]  # m1's retry; no retry of m0
+
+    asyncio.run(run())
+
+
+def test_a_message_whose_nack_is_committing_is_handed_out_to_nobody(log):
+    """A nack whose lease had ended files the retry; a pull meanwhile handed the message to
+    a second consumer, whose ack then stopped nothing: it ran twice."""
+
+    async def run() -> None:
+        await _deliver(log, 1)
+        gate = asyncio.Event()
+
+        async def propose(kind, **fields):
+            if kind == RETRY:
+                await gate.wait()  # the nack's entry commits slowly
+            return await log.propose(kind, **fields)
+
+        consumers = Consumers(log.view, propose, log.clock, (1000,), 50, Receipts("secret"))
+        committer = asyncio.get_running_loop().create_task(consumers.run())
+        first = await consumers.pull("g", "t", None, 1, 0, 1_000)
+        log.now[0] += 1_001  # its lease ended
+        nack = asyncio.create_task(consumers.nack("g", first.receipts))
+        await asyncio.sleep(0.01)
+        assert len((await consumers.pull("g", "t", None, 1, 0, 30_000)).taken) == 0
+        gate.set()
+        assert await nack == {"retried": 1, "dead_lettered": 0}
+        committer.cancel()
 
     asyncio.run(run())
