@@ -22,7 +22,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from horologe.cluster.consumer_groups import ORIGIN_HEADER, dlq_topic, to_ranges
+from horologe.cluster.consumer_groups import ID_HEADER, ORIGIN_HEADER, dlq_topic, to_ranges
 from horologe.storage import (
     Message,
     MessageColumns,
@@ -133,23 +133,33 @@ class DeadLetters:
         or with ``ids`` None the first MAX_REQUEUE of them."""
         match = None
         if ids is not None:
-            wanted = np.array(
-                [_packed(*mid) for mid in map(_parsed, ids) if mid is not None], dtype=np.uint64
-            )
+            names = {text for text in ids if _parsed(text) is not None}
+            wanted = np.array([_packed(*MessageId.parse(text)) for text in names], dtype=np.uint64)
 
             def match(rows: np.ndarray) -> np.ndarray:
-                return np.isin(_packed(rows["hour"], rows["global_index"]), wanted)
+                hit = np.isin(_packed(rows["hour"], rows["global_index"]), wanted)
+                # A rescheduled message's copy, and a retry of one, answer to the original's
+                # id (the peek shows it): their records name it.
+                rest = np.flatnonzero(~hit)
+                for k, record in zip(rest, self._records(rows[rest]), strict=True):
+                    hit[k] = record is not None and unpack_record(record)["headers"].get(ID_HEADER) in names
+                return hit
 
         found = self._unacked(group, -1, MAX_REQUEUE, match)
+        records = self._records(found.rows)
         dlq_ids = id_strings(found.rows["hour"], found.rows["global_index"])
         now = self._clock()
-        moved, expired, messages = [], [], []
-        for pos, mid, record in zip(found.positions, dlq_ids, self._records(found.rows), strict=True):
+        moved, expired, messages, seen = [], [], [], set()
+        for pos, stored_id, record in zip(found.positions, dlq_ids, records, strict=True):
             if record is None:
-                expired.append(mid)  # nothing to resend; acked all the same
+                expired.append(stored_id)  # nothing to resend; acked all the same
+                seen.add(stored_id)
                 continue
-            messages.append(_again(unpack_record(record), group, now))
-            moved.append({"id": mid, "position": pos, "topic": messages[-1].topic})
+            rec = unpack_record(record)
+            messages.append(_again(rec, group, now))
+            shown = rec["headers"].get(ID_HEADER, stored_id)  # as the peek shows it
+            seen.add(shown)
+            moved.append({"id": shown, "position": pos, "topic": messages[-1].topic})
         new_ids = await self._produce(MessageColumns.from_messages(messages)) if messages else []
         for entry, new_id in zip(moved, new_ids, strict=True):
             entry["new_id"] = new_id
@@ -159,7 +169,6 @@ class DeadLetters:
                 group, topic, to_ranges(found.positions), now + RECEIPT_LEASE_MS
             )
             await self._ack(group, [receipt])
-        seen = set(dlq_ids)
         return {
             "requeued": moved,
             "expired": sorted(set(expired)),
@@ -183,8 +192,9 @@ def _packed(hour, global_index):
 
 def _again(rec: dict, group: str, now: int) -> Message:
     """The message of a DLQ record produced anew: its original topic, due now, attempt 0,
-    keyed by the group and the dead message's id."""
-    headers = {k: v for k, v in rec["headers"].items() if k != ORIGIN_HEADER}
+    keyed by the group and the dead message's id. A new message, with an id of its own:
+    neither the topic nor the id a retry or a reschedule answered to carries over."""
+    headers = {k: v for k, v in rec["headers"].items() if k not in (ORIGIN_HEADER, ID_HEADER)}
     return Message(
         rec["headers"].get(ORIGIN_HEADER, rec["topic"]),
         bytes(rec["body"]),

@@ -175,3 +175,33 @@ def test_requeue_of_an_id_no_store_could_hold_reports_it_missing(cluster):
     """Found by the fuzz test: an id whose hour is past year 9999 was a 500."""
     r = cluster.to_master("POST", "/admin/dlq/g/requeue", {"ids": ["ffffffff00000000"]}, token=ADMIN)
     assert (r.status, r.body["missing"], r.body["requeued"]) == (200, ["ffffffff00000000"], [])
+
+
+def test_requeue_takes_the_id_the_peek_shows_for_a_rescheduled_message_and_its_retry(make_cluster):
+    """A rescheduled message, and a retry of one, answer to their original's id, and the
+    peek shows that id: requeue matched only the stored copy's id, and said it was missing."""
+    cluster = make_cluster(extra_toml="retry_levels_ms = [100]\n")
+    c = Client([cluster.url(i) for i in cluster.indexes], CLIENT, admin_token=ADMIN, retry_s=20)
+    ids = [c.produce("jobs", body, deliver_after=60_000).id for body in ("moved", "moved-retried")]
+    for mid in ids:
+        c.reschedule(mid, deliver_after=0)
+    got: list = []
+    deadline = time.monotonic() + 20
+    while len(got) < 2 and time.monotonic() < deadline:
+        got += c.pull("jobs", "g", max=10, wait_ms=500)
+    by_body = {m.body: m for m in got}
+    assert [m.id for m in (by_body[b"moved"], by_body[b"moved-retried"])] == ids
+    c.nack("jobs", "g", [by_body[b"moved"].receipt], dead_letter=True)
+    c.nack("jobs", "g", [by_body[b"moved-retried"].receipt])  # its retry, 100 ms later ...
+    retried: list = []
+    while not retried and time.monotonic() < deadline + 10:
+        retried = c.pull("jobs", "g", max=10, wait_ms=500)
+    (retry,) = retried
+    assert (retry.id, retry.attempt) == (ids[1], 1)
+    c.nack("jobs", "g", [retry.receipt], dead_letter=True)  # ... dead-lettered
+    assert sorted(m["id"] for m in peek(c, "g")["messages"]) == sorted(ids)
+    r = c.request("POST", "/admin/dlq/g/requeue", {"ids": ids}, admin=True).body
+    assert sorted(m["id"] for m in r["requeued"]) == sorted(ids), r
+    assert r["missing"] == [] and r["remaining"] == 0
+    back = drain_ids(c, "jobs", "g")  # new messages, under their new ids
+    assert sorted(m.id for m in back) == sorted(m["new_id"] for m in r["requeued"])
