@@ -616,11 +616,14 @@ class Consumers:
         held, now = self._held(group, receipts)
         ends = [self._leases_of(g, t)[o] for g, t, lo, hi, _ in held for o in range(lo, hi)]
         until = max([now + visibility_ms, *ends])
-        for g, t, lo, hi, token in held:
+        # A lease never extended ends at its token: kept as it is (until == token), it
+        # moves nothing, and its item would read as a hand-out (cluster/leases.py).
+        moved = [run for run in held if run[4] != until]
+        for g, t, lo, hi, token in moved:
             self.leases[(g, t)].update(dict.fromkeys(range(lo, hi), until))
             self._extended.setdefault((g, t), {}).update(dict.fromkeys(range(lo, hi), token))
-        if held:
-            await self._commit([(g, t, lo, hi, until, token) for g, t, lo, hi, token in held])
+        if moved:
+            await self._commit([(g, t, lo, hi, until, token) for g, t, lo, hi, token in moved])
         return sum(hi - lo for _, _, lo, hi, _ in held), until
 
     # -- a group's backlog --------------------------------------------------------------

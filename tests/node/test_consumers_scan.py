@@ -752,3 +752,21 @@ def test_a_message_whose_nack_is_committing_is_handed_out_to_nobody(log):
         committer.cancel()
 
     asyncio.run(run())
+
+
+def test_an_extend_that_moves_no_lease_leaves_its_pull_named(log):
+    """An extend asked for less than the lease still had was committed as a hand-out
+    (its end equal to its token): the run lost its pull's name, and the pull sent again
+    after its answer was lost leased other messages."""
+
+    async def run() -> None:
+        await _deliver(log, 5)
+        first = consumers_over(log)
+        lost = await first.pull("g", "t", None, 3, 0, 30_000, pull_id="p1")
+        entries = len(log.proposed)
+        assert await first.extend("g", lost.batch_receipts, 1_000) == (3, T + 1 + 30_000)
+        assert len(log.proposed) == entries  # nothing moved: nothing to commit
+        again = await consumers_over(log).pull("g", "t", None, 3, 0, 30_000, pull_id="p1")
+        assert [bytes(r) for r in again.taken.records] == [bytes(r) for r in lost.taken.records]
+
+    asyncio.run(run())
