@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable
 
 from horologe.client import Client, HorologeError, RawClient
+from horologe.node.data_lock import lock_holder
 
 TOKEN_ENV = ("HOROLOGE_CLIENT_TOKEN", "HOROLOGE_ADMIN_TOKEN", "HOROLOGE_CLUSTER_SECRET")
 
@@ -62,6 +63,21 @@ def write_configs(
     return paths
 
 
+def running_nodes(data: str, nodes: int) -> list[str]:
+    """Those of nodes n1..n<nodes> whose data folder under ``data`` a running node process
+    holds, as ``n<i> (pid P)``."""
+    out = []
+    for i in range(1, nodes + 1):
+        pid = lock_holder(os.path.join(data, f"n{i}"))
+        if pid is not None:
+            out.append(f"n{i} (pid {pid})")
+    return out
+
+
+class NodeExited(RuntimeError):
+    """A node process ended before the cluster was ready."""
+
+
 def taken_ports(ports: list[int]) -> list[int]:
     """Those of ``ports`` that something on 127.0.0.1 already listens on (another
     local-cluster, say). Bound as the node binds them, with SO_REUSEADDR, so the TIME_WAIT
@@ -103,16 +119,28 @@ def start(configs: list[str], env: dict[str, str], log_dir: str) -> list[subproc
     return [start_node(path, env, log_dir) for path in configs]
 
 
-def wait_ready(urls: list[str], timeout_s: float = 30.0) -> str:
+def wait_ready(
+    urls: list[str], timeout_s: float = 30.0, procs: list[subprocess.Popen] | None = None, log_dir: str = ""
+) -> str:
     """Wait until every node is ready, agrees on a leader and is linked to every other; return the leader.
 
     Links matter: a node that cannot hear a master it may be handed to would campaign
     and take the wheel back (docs/cluster.md, "Links and releases").
+
+    ``procs`` (node i's process, logging to ``log_dir``/n<i>.log): one that exits meanwhile
+    ends the wait at once, with :class:`NodeExited` naming it and its log's last lines.
     """
     deadline = time.monotonic() + timeout_s
     missing: list[str] = ["no node answered"]
     with RawClient(timeout=10.0) as http:  # a 503 is an answer here: its body says what is missing
         while time.monotonic() < deadline:
+            for i, p in enumerate(procs or (), 1):
+                if p.poll() is not None:
+                    log = os.path.join(log_dir, f"n{i}.log")
+                    raise NodeExited(
+                        f"n{i} exited with code {p.returncode} before the cluster was ready; "
+                        f"the end of {log}:\n{_tail(log)}"
+                    )
             states = []
             for u in urls:
                 try:
@@ -133,6 +161,15 @@ def wait_ready(urls: list[str], timeout_s: float = 30.0) -> str:
             missing = missing or [f"one master (seen: {sorted(map(str, leaders))})"]
             time.sleep(0.1)
     raise TimeoutError(f"cluster not ready after {timeout_s:.0f} s; waiting for {', '.join(missing)}")
+
+
+def _tail(path: str, lines: int = 10) -> str:
+    try:
+        with open(path, "rb") as f:
+            f.seek(max(0, os.fstat(f.fileno()).st_size - 16_384))
+            return "\n".join(f.read().decode(errors="replace").splitlines()[-lines:])
+    except OSError as e:
+        return f"(unreadable: {e})"
 
 
 def stop(procs: list[subprocess.Popen], timeout_s: float = 10.0) -> None:

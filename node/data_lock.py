@@ -14,15 +14,20 @@ from __future__ import annotations
 import fcntl
 import os
 
-from .errors import DataDirInUseError
+from .errors import DataDirInUseError, DataDirUnusableError
 
 
 def lock_data_dir(data_dir: str) -> int:
     """Take the folder's lock (created with the folder if missing); return the descriptor
     that holds it, to keep open. Raises :class:`DataDirInUseError` when another process
-    holds it."""
-    os.makedirs(data_dir, exist_ok=True)
-    fd = os.open(os.path.join(data_dir, "lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    holds it, :class:`DataDirUnusableError` when it is a file or cannot be made or opened."""
+    if os.path.exists(data_dir) and not os.path.isdir(data_dir):
+        raise DataDirUnusableError(f"data_dir {data_dir} is a file, not a folder")
+    try:
+        os.makedirs(data_dir, exist_ok=True)
+        fd = os.open(os.path.join(data_dir, "lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    except OSError as e:
+        raise DataDirUnusableError(f"data_dir {data_dir} cannot be used: {e.strerror} ({e.filename})") from e
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -33,3 +38,20 @@ def lock_data_dir(data_dir: str) -> int:
     os.ftruncate(fd, 0)
     os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
     return fd
+
+
+def lock_holder(data_dir: str) -> str | None:
+    """The pid (as the lock file says) of the node process holding the folder's lock, or
+    None when no process holds it. Takes nothing and writes nothing: a look before a start
+    (horologe local-cluster) that must not touch a running cluster's files."""
+    try:
+        fd = os.open(os.path.join(data_dir, "lock"), os.O_RDONLY | os.O_CLOEXEC)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)  # let go of by the close below
+    except BlockingIOError:
+        return os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+    finally:
+        os.close(fd)
+    return None

@@ -21,6 +21,10 @@ class DataDirInUseError(NodeError):
     """Raised when another process holds the node's data folder (node/data_lock.py)."""
 
 
+class DataDirUnusableError(NodeError):
+    """Raised when the node's data folder is a file, or cannot be made or opened."""
+
+
 class ListenError(NodeError):
     """Raised when the node cannot listen on its HTTP address (taken, or not this host's)."""
 

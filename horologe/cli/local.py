@@ -80,6 +80,11 @@ def local_cluster(
             'start elsewhere with --http-port and --raft-port (make run: RUN_ARGS="--http-port 9081 '
             '--raft-port 9071")'
         )
+    if running := lc.running_nodes(data, nodes):
+        raise click.ClickException(
+            f"{data} is in use by running nodes: {', '.join(running)} (another local-cluster?); "
+            "stop them first, or start elsewhere with --data"
+        )
     env, generated = lc.secrets_env()
     configs = lc.write_configs(data, http_ports, raft_ports)
     procs = lc.start(configs, env, data)
@@ -94,7 +99,7 @@ def local_cluster(
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGHUP, supervisor.request_restart)
     try:
-        leader = lc.wait_ready(urls)
+        leader = lc.wait_ready(urls, procs=supervisor.procs, log_dir=data)
         click.echo(
             f"{nodes} nodes up; master is {leader} (ready {time.monotonic() - began:.1f} s after start)"
         )
@@ -124,6 +129,9 @@ def local_cluster(
         pass
     except BrokenPipeError:  # output closed (`| head`): stop the nodes, and say nothing more
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except lc.NodeExited as e:
+        lc.stop(supervisor.procs)
+        raise click.ClickException(str(e)) from e
     except (TimeoutError, HorologeError, click.ClickException) as e:
         lc.stop(supervisor.procs)
         raise click.ClickException(f"{e} (see {data}/n*.log)") from e

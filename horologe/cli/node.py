@@ -7,7 +7,7 @@ import click
 from horologe.cluster.errors import UnsupportedPysyncobjError
 from horologe.cluster.raft.seam import check_pysyncobj
 from horologe.node.config import load_config
-from horologe.node.errors import ConfigError, DataDirInUseError, ListenError
+from horologe.node.errors import ConfigError, DataDirInUseError, DataDirUnusableError, ListenError
 from horologe.node.main import run_node
 from horologe.storage import CorruptLogError
 
@@ -79,7 +79,7 @@ def node(config_path, node_id, data_dir, http_addr, raft_addr, insecure_dev, joi
         return
     try:
         run_node(cfg)
-    except DataDirInUseError as e:
+    except (DataDirInUseError, DataDirUnusableError) as e:
         raise click.ClickException(f"refusing to start: {e}") from e
     except ListenError as e:
         raise click.ClickException(f"{e} (http in the node config, or --http)") from e

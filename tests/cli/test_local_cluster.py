@@ -229,3 +229,43 @@ def test_ports_past_65535_are_refused_before_anything_starts(tmp_path):
         r = CliRunner().invoke(main, ["local-cluster", "--data", str(tmp_path / "local"), *args])
         assert r.exit_code == 2 and why in r.output, r.output
     assert not (tmp_path / "local").exists()
+
+
+def _local_cluster(data, *args: str) -> subprocess.CompletedProcess:
+    """A second local-cluster run to its end (3 nodes on free ports unless ``args`` say)."""
+    ports = ["--http-port", str(free_port_run(3)), "--raft-port", str(free_port_run(3))]
+    return subprocess.run(
+        [sys.executable, "-m", "horologe", "local-cluster", "--data", str(data), *ports, *args],
+        env={**os.environ, **ENV},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_a_second_local_cluster_on_the_same_data_leaves_the_running_one_alone(cluster_factory, tmp_path):
+    """It rewrote the running cluster's config files with its own ports, started nodes that
+    could not take the data folders, and waited 30 s for them."""
+    c = cluster_factory()
+    c.expect("running")
+    data = tmp_path / "local"
+    configs = {p.name: p.read_text() for p in data.glob("n*.toml")}
+    out = _local_cluster(data)
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert "is in use by running nodes: n1 (pid " in out.stderr, out.stderr
+    assert "(another local-cluster?)" in out.stderr
+    assert {p.name: p.read_text() for p in data.glob("n*.toml")} == configs
+    assert c.proc.poll() is None
+    deliver_one(c, (0, 1, 2), "still here")
+
+
+def test_a_node_that_exits_at_start_is_named_with_the_end_of_its_log(tmp_path):
+    """local-cluster waited its 30 s for a node that had exited at once, then said only
+    that no node answered."""
+    data = tmp_path / "local"
+    data.mkdir()
+    (data / "n2").write_text("not a folder")  # n2's data_dir
+    out = _local_cluster(data)
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert "n2 exited with code 1 before the cluster was ready" in out.stderr, out.stderr
+    assert "n2" in out.stderr.split("before the cluster was ready", 1)[1], out.stderr  # its log's end

@@ -19,18 +19,27 @@ def test_a_taken_http_address_is_refused_in_one_line(tmp_path):
         port = taken.getsockname()[1]
         (raft,) = free_ports(1)
         http, raft = f"127.0.0.1:{port}", f"127.0.0.1:{raft}"
-        args = ["--data-dir", str(tmp_path / "n1"), "--http", http, "--raft", raft]
-        run = subprocess.run(
-            [sys.executable, "-m", "horologe", "node", "--insecure-dev", "--node-id", "n1", *args],
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-    assert run.returncode == 1, run.stderr
-    errors = [line for line in run.stderr.splitlines() if line.startswith("Error: ")]
+        run = _start(tmp_path / "n1", http, raft)
     why = f"cannot listen for HTTP on {http}: Address already in use (http in the node config, or --http)"
-    assert errors == [f"Error: {why}"]
-    assert "Traceback" not in run.stderr and "serving the HTTP API" not in run.stderr
+    assert _errors(run) == [f"Error: {why}"]
+    assert "serving the HTTP API" not in run.stderr
+
+
+def _start(data_dir, http: str, raft: str) -> subprocess.CompletedProcess:
+    """``horologe node`` (n1, no secrets) run to its end."""
+    args = ["--data-dir", str(data_dir), "--http", http, "--raft", raft]
+    return subprocess.run(
+        [sys.executable, "-m", "horologe", "node", "--insecure-dev", "--node-id", "n1", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def _errors(run: subprocess.CompletedProcess) -> list[str]:
+    """Its lines that say why it stopped, having checked it stopped with 1 and no traceback."""
+    assert run.returncode == 1 and "Traceback" not in run.stderr, run.stderr
+    return [line for line in run.stderr.splitlines() if line.startswith("Error: ")]
 
 
 def test_a_second_node_process_on_a_data_dir_in_use_is_refused_in_one_line(tmp_path):
@@ -161,3 +170,10 @@ def test_where_raft_listens_is_said_and_a_local_cluster_listens_on_loopback_only
     finally:
         node.kill()
         node.wait(30)
+
+
+def test_a_data_dir_that_is_a_file_is_refused_in_one_line(tmp_path):
+    """It ended in a FileExistsError traceback."""
+    (tmp_path / "n1").write_text("not a folder")
+    run = _start(tmp_path / "n1", *(f"127.0.0.1:{p}" for p in free_ports(2)))
+    assert _errors(run) == [f"Error: refusing to start: data_dir {tmp_path / 'n1'} is a file, not a folder"]
