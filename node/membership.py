@@ -83,11 +83,27 @@ class Membership:
             ):
                 if mine == theirs:
                     raise MemberExists(f"{m.node_id} is a member with {field} {mine!r} already", field)
-        if await self._readiness(http) is None:
+        ready = await self._readiness(http)
+        if ready is None:
             raise MembershipChangeRefused(
                 f"nothing answered at {http}/readyz: start {node_id} first, to join "
                 "(join = true, or horologe node --join), with the members as its peers",
                 "not_reachable",
+                "http",
+            )
+        # A node of a version that does not say these is taken at its word, as before.
+        if ready.get("node_id", node_id) != node_id:
+            raise MembershipChangeRefused(
+                f"the node at {http} is {ready['node_id']}, not {node_id}: add it under its own "
+                "node_id (the members would know it by another name than it knows itself)",
+                "wrong_node",
+                "node_id",
+            )
+        if ready.get("join", True) is False:
+            raise MembershipChangeRefused(
+                f"{node_id} at {http} was not started to join: it stands for election among peers "
+                "that refuse it and takes no log. Restart it with join = true (horologe node --join)",
+                "not_joining",
                 "http",
             )
         await self._change(self._add(Member(node_id, raft, http), catch_up_s), catch_up_s + COMMIT_S)

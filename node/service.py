@@ -379,7 +379,8 @@ class NodeService:
 
         ``links`` names each peer and whether this node has a live Raft link to it;
         ``clock`` whether a majority's clock readings are in and fresh (a master serves
-        nothing otherwise).
+        nothing otherwise). ``node_id`` and ``join`` are this node's config's: a master
+        adding a node checks it is the one named, started to join.
         """
         leader = self.leader_id()
         linked = self.linked_peer_ids()
@@ -389,7 +390,15 @@ class NodeService:
         clock = self.quorum_clock.fresh()
         halted = self.view.halted
         ready = leader is not None and not halted and quorum and clock
-        return {"ready": ready, "leader": leader, "halted": halted, "links": links, "clock": clock}
+        return {
+            "ready": ready,
+            "leader": leader,
+            "halted": halted,
+            "links": links,
+            "clock": clock,
+            "node_id": self.config.node_id,
+            "join": self.config.join,
+        }
 
     def _may_lead(self) -> bool:
         """Master, not handing over, sure of its clock, applying: may propose on its own."""

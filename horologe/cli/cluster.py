@@ -56,7 +56,11 @@ def add(url, admin_token, ca, node_id, raft_addr, http_addr, catch_up_s) -> None
     """Add NODE_ID, already started with --join: the master feeds it the log, then commits it
     as a member. Prints the members after."""
     client = _client(url, None, admin_token, ca)
-    click.echo(f"feeding {node_id} the log at {raft_addr} (up to {catch_up_s:g} s), then adding it", err=True)
+    click.echo(
+        f"adding {node_id}: once it answers at {http_addr} as {node_id}, started to join, the master "
+        f"feeds it the log at {raft_addr} (up to {catch_up_s:g} s), then commits it",
+        err=True,
+    )
     outcome: dict = {}
 
     def add_it() -> None:

@@ -56,6 +56,8 @@ KIND_BY_CODE = {
         (
             "member_exists",
             "not_reachable",
+            "wrong_node",
+            "not_joining",
             "change_under_way",
             "change_refused",
             "is_master",

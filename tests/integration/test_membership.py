@@ -191,6 +191,14 @@ def test_refused_changes_leave_the_membership_as_it_was(cluster):
     assert unstarted.returncode == 1 and "not_reachable" in unstarted.stderr, unstarted.stderr
     cluster.start(k)
     cluster.wait_serving(k)
+    wrong_id = _horologe(
+        "cluster", "add", "n9",  # it is n{k + 1}: the members would know it by another name
+        "--raft", f"127.0.0.1:{cluster.raft_ports[k]}",
+        "--http", f"127.0.0.1:{cluster.http_ports[k]}",
+        "--url", cluster.url(master),
+    )  # fmt: skip
+    assert wrong_id.returncode == 1 and "wrong_node" in wrong_id.stderr, wrong_id.stderr
+    assert f"is n{k + 1}, not n9" in wrong_id.stderr
     wrong_raft = _horologe(
         "cluster", "add", f"n{k + 1}",
         "--raft", "127.0.0.1:1",  # nothing listens there: it never catches up
@@ -288,6 +296,8 @@ def test_a_node_started_once_without_join_is_still_added_once_started_to_join(cl
     cluster.wait_serving(k)
     members_term = cluster.status(master)["term"]
     wait_until(lambda: cluster.status(k)["term"] > members_term + 2, 30.0)
+    refused = _add(cluster, k, via=master, catch_up_s=5.0)  # refused at once: it would never catch up
+    assert refused.returncode == 1 and "not_joining" in refused.stderr, refused.stderr
     its_term = cluster.status(k)["term"]
     cluster.stop(k)
     with open(cluster.configs[k], "w") as f:
