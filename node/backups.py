@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from horologe.cluster.backup.stream import backup_chunks
 from horologe.cluster.raft.backup_point import BackupPoint, NothingToBackUpError
 
-from .errors import BackupInProgress, Halted, NothingToBackUp
+from .errors import BackupInProgress, BackupNotCurrent, Halted, NothingToBackUp
 
 
 class Backups:
@@ -21,24 +21,37 @@ class Backups:
         take: Callable[[str], Awaitable[BackupPoint]],
         wall_ms: Callable[[], int],
         halted: Callable[[], str | None],
+        behind: Callable[[], str | None] = lambda: None,
     ) -> None:
         """``take(name)`` links the store for a backup (``RaftNode.take_backup``); ``wall_ms``
-        is this node's clock; ``halted()`` says why the node stopped applying, if it did."""
+        is this node's clock; ``halted()`` says why the node stopped applying, if it did;
+        ``behind()`` why its copy may be behind the cluster's, if it may."""
         self._node_id = node_id
         self._take = take
         self._wall_ms = wall_ms
         self._halted = halted
+        self._behind = behind
         self._busy = False
 
     @contextlib.asynccontextmanager
-    async def open(self) -> AsyncIterator[tuple[BackupPoint, AsyncIterator[bytes]]]:
+    async def open(
+        self, allow_stale: bool = False
+    ) -> AsyncIterator[tuple[BackupPoint, AsyncIterator[bytes]]]:
         """The point a new backup is taken at, and its tar's chunks; the linked copy is
-        removed when the block ends, however it ends."""
+        removed when the block ends, however it ends. Refused when the node's copy may be
+        behind the cluster's, unless ``allow_stale``."""
         if self._busy:
             raise BackupInProgress("a backup of this node is being sent; ask again when it ends")
         why = self._halted()
         if why:
             raise Halted(f"this node stopped applying, so it has no state to back up: {why}")
+        behind = None if allow_stale else self._behind()
+        if behind:
+            raise BackupNotCurrent(
+                f"this node's copy may be behind what the cluster committed: {behind}. Back up a "
+                "node whose /readyz answers 200, or allow a stale copy (horologe backup --allow-stale, "
+                "?allow_stale=true)"
+            )
         self._busy = True
         try:
             try:

@@ -144,6 +144,13 @@ class NothingToBackUp(Refused):
     code = "nothing_to_back_up"
 
 
+class BackupNotCurrent(Refused):
+    """Raised when this node's copy may be behind the cluster's (not a member, no master
+    known, no majority heard) and the backup was not asked to allow that."""
+
+    code = "not_current"
+
+
 class MemberExists(Refused):
     """Raised when a node to add has the id or an address of a member already."""
 

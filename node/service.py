@@ -234,6 +234,7 @@ class NodeService:
             lambda name: self.raft.take_backup(name),
             self.own_clock,
             halted=lambda: self.view.halted,
+            behind=self._why_behind,
         )
 
     # -- lifecycle ----------------------------------------------------------------
@@ -399,6 +400,19 @@ class NodeService:
             "node_id": self.config.node_id,
             "join": self.config.join,
         }
+
+    def _why_behind(self) -> str | None:
+        """Why this node's copy of the log may be behind what the cluster committed (a
+        backup of it then could miss entries), or None: a voting member that knows a
+        master and hears a majority."""
+        if not any(m.raft == self.config.raft for m in self.voters()):
+            return "it is not a voting member (removed, or not yet added)"
+        if self.leader_id() is None:
+            return "it knows no master"
+        linked, peers = self.linked_peer_ids(), self.peers()
+        if 1 + len(linked) < majority(1 + len(peers)):
+            return f"it hears {len(linked)} of its {len(peers)} peers, no majority"
+        return None
 
     def _may_lead(self) -> bool:
         """Master, not handing over, sure of its clock, applying: may propose on its own."""

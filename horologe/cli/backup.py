@@ -41,7 +41,14 @@ def _summary(manifest: Manifest) -> str:
     type=click.Path(file_okay=False, writable=True),
     help="A new folder for the backup (it must not exist).",
 )
-def backup(url: str, admin_token: str | None, ca: str | None, dest: str) -> None:
+@click.option(
+    "--allow-stale",
+    is_flag=True,
+    help="Back up the node even when its copy may be behind the cluster's (it is not a voting "
+    "member, knows no master or hears no majority): the last copy of a cluster that lost its "
+    "majority. Refused otherwise.",
+)
+def backup(url: str, admin_token: str | None, ca: str | None, dest: str, allow_stale: bool) -> None:
     """Copy a running node's store into a new folder, consistent at one Raft index.
 
     The node hard-links its committed files between two applies and sends them; it goes on
@@ -55,7 +62,8 @@ def backup(url: str, admin_token: str | None, ca: str | None, dest: str) -> None
     headers = {"Authorization": f"Bearer {admin_token}"} if admin_token else {}
     try:
         with httpx.Client(verify=tls.verify_setting(ca, True), timeout=httpx.Timeout(60.0)) as http:
-            with http.stream("GET", f"{node}/admin/backup", headers=headers) as response:
+            query = "?allow_stale=true" if allow_stale else ""
+            with http.stream("GET", f"{node}/admin/backup{query}", headers=headers) as response:
                 if response.status_code != 200:
                     response.read()
                     raise click.ClickException(f"{node} refused the backup: {_reason(response)}")

@@ -10,10 +10,11 @@ from horologe.cluster.backup.stream import store_bytes
 
 from .common import SERVICE, answer, json_body
 from .errors import ApiError
-from .openapi.operations import ADMIN, ADMIN_TAG, operation, path_param, response_doc
+from .openapi.operations import ADMIN, ADMIN_TAG, operation, path_param, query_param, response_doc
 from .route_table import RouteTable
 from .rules.cluster import parse_new_member
 from .rules.messages import parse_release
+from .rules.queries import parse_backup_query
 
 routes = RouteTable()
 
@@ -139,15 +140,19 @@ async def remove_member(request: web.Request) -> web.Response:
             }
         },
         master=False,
-        errors=("Conflict", "Halted"),
+        errors=("BadRequest", "Conflict", "Halted"),
+        parameters=(query_param("allow_stale", {"type": "string", "enum": ["true", "false"]}, False),),
         description="Any node sends one, a follower as well as the master, and goes on serving. "
         "409 `backup_in_progress` (one at a time per node) or `nothing_to_back_up` (fewer than "
-        "two Raft entries applied); 507 `halted`.",
+        "two Raft entries applied); 409 `not_current` when the node's copy may be behind the "
+        "cluster's (not a voting member, no master known, no majority of its peers heard) and "
+        "`allow_stale` is not `true`; 507 `halted`.",
     ),
 )
 async def backup(request: web.Request) -> web.StreamResponse:
     """A consistent copy of this node's store, as a tar (cluster/backup/): any node sends one."""
-    async with request.app[SERVICE].backups.open() as (point, chunks):
+    allow_stale = parse_backup_query(request.query)
+    async with request.app[SERVICE].backups.open(allow_stale) as (point, chunks):
         response = web.StreamResponse(
             headers={
                 "Content-Type": "application/octet-stream",  # a tar

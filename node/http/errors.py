@@ -26,6 +26,7 @@ STATUS: dict[type[node.Refused], int] = {
     node.NoLinkedTarget: 409,
     node.BackupInProgress: 409,
     node.NothingToBackUp: 409,
+    node.BackupNotCurrent: 409,
     node.MemberExists: 409,
     node.MembershipChangeRefused: 409,
     node.EntryTooLarge: 413,

@@ -194,3 +194,26 @@ def test_restore_refuses_a_corrupt_backup_and_writes_nothing(make_cluster, tmp_p
     )
     assert bad_token.returncode == 1 and "refused the backup: 403" in bad_token.stderr
     assert not os.path.exists(str(tmp_path / "b2")) and not os.path.exists(str(tmp_path / "b2.part"))
+
+
+def test_a_node_that_cannot_be_current_is_backed_up_only_when_asked_to(make_cluster, tmp_path):
+    """A node cut off from the others (its peers stopped) sent its copy as any other: a
+    backup that could miss what the cluster committed since, with nothing to say so."""
+    cluster = make_cluster()
+    cluster.client(0).produce("orders", "x", deliver_after=HOUR_MS)
+    alone = _follower(cluster)
+    for i in cluster.indexes:
+        if i != alone:
+            cluster.stop(i)
+    backup = str(tmp_path / "backup")
+    args = ("backup", "--url", cluster.url(alone), "--admin-token", ADMIN, "--to", backup)
+    deadline = time.monotonic() + 20
+    while (refused := _horologe(*args)).returncode == 0:  # until it no longer hears a master
+        shutil.rmtree(backup)
+        assert time.monotonic() < deadline, "a node without its peers was still backed up"
+        time.sleep(0.5)
+    assert "409 not_current" in refused.stderr and "--allow-stale" in refused.stderr, refused.stderr
+    assert not os.path.exists(backup)
+    taken = _horologe(*args, "--allow-stale")
+    assert taken.returncode == 0, taken.stderr
+    check(backup)

@@ -124,6 +124,16 @@ def cursor_key(cursor: str) -> tuple[int, int]:
     return key[0], key[1]
 
 
+def parse_backup_query(query: Mapping[str, str]) -> bool:
+    """``?allow_stale=true|false`` of a backup: whether a node whose copy may be behind
+    the cluster's is backed up all the same."""
+    _known_only(query, {"allow_stale"})
+    value = query.get("allow_stale", "false")
+    if value not in ("true", "false"):
+        raise refusal("allow_stale must be true or false", "allow_stale")
+    return value == "true"
+
+
 def _known_only(query: Mapping[str, str], fields: set[str]) -> None:
     for name in query:
         if name not in fields:
