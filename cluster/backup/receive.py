@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable, Iterator
 from horologe.storage.durable import fsync, fsync_dir
 
 from .manifest import MANIFEST_NAME, BackupError, Manifest, decode, is_store_path
+from .staging import staged
 
 PART_SUFFIX = ".part"
 
@@ -43,21 +44,31 @@ def receive(
 
     It is written to ``<dest>.part`` and renamed to ``dest`` once every file matches the
     manifest's size and SHA-256 and all of it is on disk: ``dest`` exists only whole. On a
-    failure, ``<dest>.part`` is removed and BackupError says what went wrong.
+    failure (a full disk too), ``<dest>.part`` is removed and BackupError says what went
+    wrong. A ``<dest>.part`` left by an attempt that stopped midway is replaced; anything
+    else by that name is refused, and left as it is.
     """
     if os.path.lexists(dest):
         raise BackupError(f"{dest} exists: name a new folder for the backup")
     part = dest + PART_SUFFIX
-    shutil.rmtree(part, ignore_errors=True)  # an earlier attempt's
-    os.makedirs(part)
-    try:
+    if os.path.lexists(part) and not _unfinished(part):
+        raise BackupError(
+            f"{part} exists and is not a backup's unfinished folder: move it away, or name another folder"
+        )
+    shutil.rmtree(part, ignore_errors=True)
+    with staged(part, f"writing {part}"):
+        os.makedirs(part)
         manifest = _unpack(_ChunkReader(iter(chunks), on_bytes), part)
         os.rename(part, dest)
         fsync_dir(os.path.dirname(os.path.abspath(dest)))
-    except BaseException:
-        shutil.rmtree(part, ignore_errors=True)
-        raise
     return manifest
+
+
+def _unfinished(part: str) -> bool:
+    """Whether ``part`` is a folder that holds nothing but what :func:`receive` writes."""
+    if not os.path.isdir(part) or os.path.islink(part):
+        return False
+    return set(os.listdir(part)) <= {"store", MANIFEST_NAME}
 
 
 def _unpack(reader: _ChunkReader, part: str) -> Manifest:

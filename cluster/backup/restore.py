@@ -8,36 +8,57 @@ node starts from there: pysyncobj loads the dump and begins its log with those t
 entries. The term matters: a node that started at term 0 with entries of term T in its
 log could lead a term below T, and its entries would then lose every comparison of last
 terms to older ones.
+
+Both are made in ``<data_dir>/.restoring`` and moved into place once whole: a restore that
+fails (a full disk) leaves nothing a node or the next restore would take for its data.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Callable
 
 from horologe.storage import Storage
 from horologe.storage.commit_journal import JOURNAL_NAME
+from horologe.storage.durable import fsync_dir
 
 from ..raft.dump_file import LocalDump, write_local
 from ..raft.journal import write_meta
 from .manifest import BackupError, Manifest, check
+from .staging import staged
 
-RAFT_DIR, STORE_DIR = "raft", "store"
+RAFT_DIR, STORE_DIR, STAGE_DIR = "raft", "store", ".restoring"
 DUMP_NAME, JOURNAL_FILE = "snapshot", "journal"
 
 
 def restore(backup: str, data_dir: str, on_bytes: Callable[[int], None] = lambda _n: None) -> Manifest:
     """Make ``data_dir`` (missing or empty of a node's data) a node's data folder holding
     exactly what the backup in ``backup`` holds. Every file of the backup is checked
-    against its manifest before anything is written."""
+    against its manifest before anything is written. On a failure nothing is left in
+    ``data_dir`` and BackupError says why."""
     held = [p for p in _node_files(data_dir) if os.path.exists(p)]
+    held += [p for p in _targets(data_dir) if os.path.lexists(p) and not _empty_dir(p)]
     if held:
         raise BackupError(
             f"{data_dir} already holds a node's data ({held[0]}): move it aside, or name an empty folder"
         )
     manifest = check(backup, on_bytes)
+    stage = os.path.join(data_dir, STAGE_DIR)
+    shutil.rmtree(stage, ignore_errors=True)  # a restore that stopped midway
+    with staged(stage, f"restoring into {data_dir}"):
+        _make(backup, manifest, stage)
+        for target in _targets(data_dir):
+            os.replace(os.path.join(stage, os.path.basename(target)), target)
+        os.rmdir(stage)
+        fsync_dir(data_dir)
+    return manifest
+
+
+def _make(backup: str, manifest: Manifest, data_dir: str) -> None:
+    """The store and Raft files of the (checked) backup in a new ``data_dir``."""
     store_dir, raft_dir = os.path.join(data_dir, STORE_DIR), os.path.join(data_dir, RAFT_DIR)
-    os.makedirs(raft_dir, exist_ok=True)
+    os.makedirs(raft_dir)
     with Storage(store_dir) as store:
         store.restore(os.path.join(backup, STORE_DIR), link_sealed=False)
         if store.applied_index != manifest.store_index:
@@ -55,7 +76,15 @@ def restore(backup: str, data_dir: str, on_bytes: Callable[[int], None] = lambda
         os.path.join(raft_dir, JOURNAL_FILE + ".meta"),
         {"currentTerm": manifest.raft.term, "votedForNodeId": None, "raftCommitIndex": i1},
     )
-    return manifest
+
+
+def _targets(data_dir: str) -> list[str]:
+    """Where a restore puts what it made: the store, then the Raft files."""
+    return [os.path.join(data_dir, STORE_DIR), os.path.join(data_dir, RAFT_DIR)]
+
+
+def _empty_dir(path: str) -> bool:
+    return os.path.isdir(path) and not os.path.islink(path) and not os.listdir(path)
 
 
 def _node_files(data_dir: str) -> list[str]:

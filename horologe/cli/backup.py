@@ -94,10 +94,17 @@ def restore(backup_dir: str, data_dir: str) -> None:
     """Make DATA_DIR a node's data folder holding exactly what BACKUP_DIR holds.
 
     Every file of the backup is checked first; DATA_DIR must be new or empty of a node's
-    data. Then start the node on DATA_DIR with its usual config. For a new cluster, restore
-    the same backup into every node's data folder before starting any; for one node of a
-    running cluster, restore into its empty folder and start it: it catches up from the
-    master. The backup itself is left as it was.
+    data, and a restore that fails (a full disk) leaves nothing in it. The backup itself is
+    left as it was.
+
+    A whole cluster: stop every node, restore the same backup into every node's data
+    folder, then start them all with their usual configs.
+
+    One node's lost disk, the others running: never start it again as the member it was
+    (it lost its vote and could vote twice in one term). Take it out (horologe cluster
+    remove), restore into its empty folder, start it with join = true and the current
+    members as its peers, then horologe cluster add it (docs/deploy.md, "Backup and
+    restore").
     """
     try:
         total = read(backup_dir).total_bytes

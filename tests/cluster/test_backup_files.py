@@ -124,3 +124,58 @@ def test_nothing_to_back_up_before_two_entries_and_leftover_links_go_at_open(tmp
     assert os.path.isdir(tmp_path / "store" / BACKUP_DIR)
     Storage(str(tmp_path / "store")).close()
     assert not os.path.exists(tmp_path / "store" / BACKUP_DIR)
+
+
+def _fill(disk: str, leave_kb: int) -> str:
+    """A ballast file that leaves about ``leave_kb`` free on ``disk``; its path."""
+    ballast = os.path.join(disk, "ballast")
+    free = os.statvfs(disk).f_bavail * os.statvfs(disk).f_frsize
+    with open(ballast, "wb") as f:
+        f.write(b"\0" * max(0, free - leave_kb * 1024))
+    return ballast
+
+
+@pytest.mark.root
+def test_a_backup_or_restore_that_fills_the_disk_leaves_nothing_and_runs_again_once_there_is_room(
+    tmp_path, mount_tmpfs
+):
+    """Both ended in an OSError traceback; the restore left a half-made store that its
+    next run refused as a node's data."""
+    store = _store(str(tmp_path / "store"))
+    point = take_point(store, "b1", _entry_at, last_applied=9, term=8)
+    chunks = list(backup_chunks(point, "n1", 123))
+    (tmp_path / "disk").mkdir()
+    disk = mount_tmpfs(str(tmp_path / "disk"), "1m")
+    ballast = _fill(disk, 24)
+    dest, data = os.path.join(disk, "backup"), os.path.join(disk, "node")
+    with pytest.raises(BackupError, match="No space left on device"):
+        receive(chunks, dest)
+    assert os.listdir(disk) == ["ballast"]
+    os.unlink(ballast)
+    receive(chunks, dest)
+    ballast = _fill(disk, 24)
+    with pytest.raises(BackupError, match="No space left on device"):
+        restore(dest, data)
+    assert os.listdir(data) == []
+    os.unlink(ballast)
+    restore(dest, data)
+    with Storage(os.path.join(data, "store"), read_only=True) as s:
+        assert s.applied_index == 7
+
+
+def test_a_backup_whose_folder_cannot_be_made_says_why(tmp_path):
+    """A file in the way ended in a FileExistsError or NotADirectoryError traceback."""
+    store = _store(str(tmp_path / "store"))
+    chunks = list(backup_chunks(take_point(store, "b1", _entry_at, last_applied=9, term=8), "n1", 123))
+    (tmp_path / "b.part").write_text("someone's file")
+    with pytest.raises(BackupError, match=r"b.part exists and is not a backup's unfinished folder"):
+        receive(chunks, str(tmp_path / "b"))
+    assert (tmp_path / "b.part").read_text() == "someone's file"
+    (tmp_path / "c.part").mkdir()
+    (tmp_path / "c.part" / "notes.txt").write_text("mine")
+    with pytest.raises(BackupError, match=r"c.part exists and is not a backup's unfinished folder"):
+        receive(chunks, str(tmp_path / "c"))
+    assert (tmp_path / "c.part" / "notes.txt").read_text() == "mine"
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(BackupError, match="Not a directory"):
+        receive(chunks, str(tmp_path / "file" / "b"))
