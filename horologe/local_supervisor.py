@@ -84,7 +84,11 @@ class Supervisor:
     def _report(self, i: int, p: subprocess.Popen, now: float) -> None:
         self.rejoining.discard(i)
         log = os.path.join(self.log_dir, f"n{i + 1}.log")
-        self.echo(f"n{i + 1} (pid {p.pid}) died: {how_it_ended(p.returncode)}. The other nodes go on.")
+        if p.returncode == 0:
+            how = "stopped: it exited cleanly, as a node asked to stop does (SIGTERM or SIGINT)"
+        else:
+            how = f"died: {how_it_ended(p.returncode)}"
+        self.echo(f"n{i + 1} (pid {p.pid}) {how}. The other nodes go on.")
         if self.restart == "on-failure" and p.returncode != 0:
             self.down[i] = now + self.delay_s
             self.echo(f"  restarting n{i + 1} in {self.delay_s:g} s (--restart on-failure); its log: {log}")

@@ -65,7 +65,8 @@ def produce(
     max_lateness,
     on_late,
 ) -> None:
-    """Schedule one message; prints its id and deliver time (epoch ms)."""
+    """Schedule one message; prints its id and deliver time (epoch ms). Without --at, --after
+    or --level it is due now."""
     if (body is None) == (body_file is None):
         raise click.UsageError("give exactly one of --body and --body-file")
     if body_file is not None:

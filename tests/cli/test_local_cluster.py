@@ -133,6 +133,9 @@ def test_a_dead_node_stays_down_until_sighup(cluster_factory):
     os.kill(c.proc.pid, signal.SIGHUP)
     restarted = int(c.expect(rf"{victim} restarted \(pid (\d+)\)")[1])
     c.expect(rf"{victim} is back: ready and linked")
+    os.kill(restarted, signal.SIGTERM)  # stopped, not died ("died: exited with code 0")
+    c.expect(rf"{victim} \(pid {restarted}\) stopped: it exited cleanly, as a node asked to stop does")
+    c.expect(r"bring it back: kill -HUP")
     assert c.stop() == 0
     c.expect("stopping nodes")
     for pid in [*c.pids.values(), restarted]:  # every node process ended with it

@@ -19,7 +19,14 @@ NODE_ID = r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}"
 class NewMember(Body):
     """A node to add: started first with `join = true` and the members as its peers."""
 
-    node_id: Annotated[str, matching(NODE_ID, description="the new node's id, unused by any member")]
+    node_id: Annotated[
+        str,
+        matching(
+            NODE_ID,
+            description="the new node's id as its config names it, unused by any member: 1-64 of "
+            "A-Z a-z 0-9 . _ -, the first a letter or digit",
+        ),
+    ]
     raft: Annotated[str, matching(HOST_PORT, description="its Raft address, host:port: its identity")]
     http: Annotated[
         str, matching(HOST_PORT, description="its HTTP address, host:port, as the members reach it")
