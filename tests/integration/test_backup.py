@@ -201,6 +201,9 @@ def test_a_node_that_cannot_be_current_is_backed_up_only_when_asked_to(make_clus
     backup that could miss what the cluster committed since, with nothing to say so."""
     cluster = make_cluster()
     cluster.client(0).produce("orders", "x", deliver_after=HOUR_MS)
+    for query, code in (("allow_stale=0", "invalid_field"), ("stale=true", "unknown_field")):
+        r = cluster.to_master("GET", f"/admin/backup?{query}", token=ADMIN)
+        assert (r.status, r.body["error"]["code"]) == (400, code), r.body
     alone = _follower(cluster)
     for i in cluster.indexes:
         if i != alone:

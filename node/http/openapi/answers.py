@@ -256,6 +256,8 @@ class Readiness(Answer):
     halted: str | None
     links: dict[str, bool]
     clock: Annotated[bool, Meta(description="a majority's clock readings are in")]
+    node_id: Annotated[str, Meta(description="this node's id, as its config names it")]
+    join: Annotated[bool, Meta(description="this node was started to join a running cluster")]
 
 
 BucketSize = Literal["1m", "1h", "1d"]  # components/schemas/BucketSize: schemas.py

@@ -124,6 +124,7 @@ def cursor_key(cursor: str) -> tuple[int, int]:
     return key[0], key[1]
 
 
+@answered_over_http
 def parse_backup_query(query: Mapping[str, str]) -> bool:
     """``?allow_stale=true|false`` of a backup: whether a node whose copy may be behind
     the cluster's is backed up all the same."""
