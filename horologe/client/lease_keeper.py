@@ -10,8 +10,9 @@ that stopped (killed, frozen, cut off) keeps its tasks from the others, not how 
 task may wait and run.
 
 ``hold(topic, group, receipts)`` after a pull (the first starts the thread),
-``let_go(...)`` once a message is acked or dead-lettered, ``give_back(...)`` to release
-leases (the messages go to another worker at once); ``beat()`` from the
+``let_go(...)`` once a message is acked, ``give_back(...)`` to release leases (the
+messages go to another worker at once), ``dead_letter(...)`` to move messages to the
+group's dead-letter queue, their leases held until the cluster took it; ``beat()`` from the
 worker's consumer loop each time round; ``close()`` stops. The leases are renewed only
 while that loop goes on: a worker whose loop stopped (a deadlock, a main process stuck)
 for ``STALE_S`` (or a third of the visibility, if longer) holds its tasks no longer, and
@@ -78,6 +79,27 @@ class LeaseKeeper:
                 self._client.release(topic, group, receipts)
             except HorologeError as e:
                 log.warning("%d leases not released (handed out again when they end): %s", len(receipts), e)
+
+    def dead_letter(self, topic: str, group: str, receipts: list[str], what: str) -> bool:
+        """Move these messages to the group's dead-letter queue now (a nack with
+        ``dead_letter``), their leases held, and renewed, until the cluster has taken the
+        nack; whether it did. A nack that fails is logged, naming ``what`` (the messages, for
+        the log), and the leases are given back: the messages are handed out again rather
+        than left leased by a worker that no longer knows them."""
+        try:
+            self._client.nack(topic, group, receipts, dead_letter=True)
+        except HorologeError as e:
+            log.warning(
+                "%s not moved to the dead-letter queue %%DLQ%%%s (its lease given back, so it is "
+                "handed out again): %s",
+                what,
+                group,
+                e,
+            )
+            self.give_back(topic, group, receipts)
+            return False
+        self.let_go(topic, group, receipts)
+        return True
 
     def beat(self) -> None:
         """The worker's consumer loop went round: it is alive (any thread; one float)."""

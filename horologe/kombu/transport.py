@@ -16,7 +16,9 @@ keeps its tasks, not a bound on how long a task may wait in the worker and run.
 ``basic_reject(requeue=True)`` and closing a channel release the leases (the task goes to
 another worker at once, no attempt counted), never publishing a copy as kombu's base class
 would; ``basic_reject(requeue=False)`` moves the task to the group's dead-letter queue
-``%DLQ%<queue>``. Fanout exchanges (remote control, broadcast) are not supported: what is
+``%DLQ%<queue>``. A message of the queue's topic whose body is no kombu message (another
+producer's) is logged and moved to that dead-letter queue as it is pulled; the worker gets
+the rest. Fanout exchanges (remote control, broadcast) are not supported: what is
 published to one is dropped, with a warning (once per exchange and channel), rather than
 in silence.
 """
@@ -80,6 +82,31 @@ def client_for(url: str, options: dict) -> Client:
         )
     ca = options.get("ca") or os.environ.get("HOROLOGE_CA")
     return Client(node_urls(url), token, ca=ca, retry_s=options.get("retry_s", 15))
+
+
+class NotKombuMessage(ValueError):
+    """A message of a queue's topic whose body is no kombu message (another producer's)."""
+
+
+def _kombu_message(body: bytes, channel) -> dict:
+    """``body`` as the kombu message it holds (its JSON object); NotKombuMessage, saying
+    why, when it holds none: kombu would fail to read it (its ``properties`` and
+    ``delivery_info`` objects, a body that its ``body_encoding`` decodes)."""
+    try:
+        payload = json.loads(body)
+    except ValueError as e:  # not UTF-8 either
+        raise NotKombuMessage(f"not JSON: {e}") from None
+    if not isinstance(payload, dict):
+        raise NotKombuMessage(f"JSON {type(payload).__name__}, not an object")
+    props = payload.get("properties")
+    if not isinstance(props, dict) or not isinstance(props.get("delivery_info", {}), dict):
+        raise NotKombuMessage("no properties object")
+    if payload.get("body"):
+        try:
+            channel.decode_body(payload["body"], props.get("body_encoding"))
+        except Exception as e:  # noqa: BLE001 - whatever the codec raises: kombu would raise it too
+            raise NotKombuMessage(f"a body its body_encoding does not decode: {e!r}") from None
+    return payload
 
 
 class QoS(virtual.QoS):
@@ -190,18 +217,20 @@ class Channel(virtual.Channel):
         no_ack = queue in self._no_ack
         if not no_ack:  # before any is handed over: it may be acked at once
             self.leases.hold(topic, topic, [m.receipt for m in batch])
-        handed = 0
+        done = 0
         try:
             for m in batch:
                 if queue not in self.connection._callbacks:
                     break  # its consumer was cancelled (kombu would reject it on another channel)
-                self.connection._deliver(self._payload(m, queue, topic), queue)
-                handed += 1
-                if no_ack:  # a consumer that acks nothing: taken as handed over
-                    self.acker.ack(topic, topic, m.receipt)
-        finally:  # a consumer cancelled meanwhile, a body that is no kombu message: given back
-            if handed < len(batch):
-                self.leases.give_back(topic, topic, [m.receipt for m in batch[handed:]])
+                payload = self._payload_or_dead_letter(m, queue, topic)
+                if payload is not None:
+                    self.connection._deliver(payload, queue)
+                    if no_ack:  # a consumer that acks nothing: taken as handed over
+                        self.acker.ack(topic, topic, m.receipt)
+                done += 1
+        finally:  # a consumer cancelled meanwhile, or a callback that raised: the rest given back
+            if done < len(batch):
+                self.leases.give_back(topic, topic, [m.receipt for m in batch[done:]])
 
     def drain_events(self, timeout=None, callback=None):
         self.leases.beat()  # the worker's loop goes on (its prefetch full or not): renew
@@ -226,28 +255,47 @@ class Channel(virtual.Channel):
         return self._get_one(queue, no_ack=False)
 
     def _get_one(self, queue, no_ack: bool) -> dict:
+        """The next due message of ``queue`` that is a kombu message (those that are not
+        go to the dead-letter queue meanwhile); Empty if none is due."""
         topic = self._topic(queue)
-        try:
-            batch = self.client.pull(topic, topic, max=1, wait_ms=0, visibility_ms=self.visibility_ms)
-        except UnavailableError:
-            raise Empty() from None
-        if not batch:
-            raise Empty()
-        (m,) = batch
-        try:
-            payload = self._payload(m, queue, topic)
-        except ValueError:  # a body that is no kombu message
-            self.leases.give_back(topic, topic, [m.receipt])
-            raise
-        if no_ack:  # taken as handed over
-            self.acker.ack(topic, topic, m.receipt)
-        else:
+        while True:
+            try:
+                batch = self.client.pull(topic, topic, max=1, wait_ms=0, visibility_ms=self.visibility_ms)
+            except UnavailableError:
+                raise Empty() from None
+            if not batch:
+                raise Empty()
+            (m,) = batch
             self.leases.hold(topic, topic, [m.receipt])
+            payload = self._payload_or_dead_letter(m, queue, topic)
+            if payload is not None:
+                break
+        if no_ack:  # taken as handed over
+            self.leases.let_go(topic, topic, [m.receipt])
+            self.acker.ack(topic, topic, m.receipt)
         return payload
 
+    def _payload_or_dead_letter(self, m, queue: str, topic: str) -> dict | None:
+        """The kombu message ``m`` carries, ready for kombu; or None for a body that is none
+        (not JSON, not a JSON object, not the fields a kombu message has): logged, and moved
+        to the group's dead-letter queue, as a worker does with a task it cannot run. Its
+        lease is held meanwhile."""
+        try:
+            return self._payload(m, queue, topic)
+        except NotKombuMessage as e:
+            log.warning(
+                "message %s of %s is no kombu message (%s): moved to the dead-letter queue %%DLQ%%%s",
+                m.id,
+                topic,
+                e,
+                topic,
+            )
+            self.leases.dead_letter(topic, topic, [m.receipt], f"message {m.id} of {topic}")
+            return None
+
     def _payload(self, m, queue: str, topic: str) -> dict:
-        payload = json.loads(m.body)
-        props = payload.setdefault("properties", {})
+        payload = _kombu_message(m.body, self)
+        props = payload["properties"]
         props["delivery_tag"] = m.receipt  # one per hand-out, as SQS's ReceiptHandle
         info = props.setdefault("delivery_info", {})
         # Handed out before: nacked (a retry), or its lease ended or was given back. Celery

@@ -219,3 +219,66 @@ def test_what_a_pull_took_for_a_consumer_cancelled_meanwhile_is_given_back(clust
         backlog = client.backlog("gb", "gb")
         assert (backlog.leased, backlog.waiting) == (0, 3), backlog
         assert channel.leases.held() == 0
+
+
+def test_a_message_that_is_no_kombu_message_goes_to_the_dlq_and_the_worker_runs_the_rest(
+    cluster, tmp_path, monkeypatch
+):
+    """A body that was not JSON, not a JSON object, or not a kombu message raised out of the
+    transport's fetch: the worker died, and the batch it gave back killed the next worker."""
+    broker = "horologe://" + ",".join(cluster.url(i).removeprefix("http://") for i in cluster.indexes)
+    env, out = app_module(
+        cluster, tmp_path, monkeypatch, "bad_app", CELERY_PROBE_APP, BROKER=broker, VISIBILITY_S="10"
+    )
+    client = cluster.client(0)
+    bad = {
+        "not json": "{oops",
+        "not an object": "[1, 2]",
+        "not a kombu message": '{"properties": 7}',
+        "a body base64 does not decode": '{"body": "abc", "properties": {"body_encoding": "base64"}}',
+    }
+    ids = {client.produce("acc", body).id: why for why, body in bad.items()}
+    worker = [sys.executable, "-m", "celery", "-A", "bad_app", "worker", "--pool", "prefork", "-c", "1"]
+    worker += ["--without-heartbeat", "--without-mingle", "--without-gossip", "-l", "info"]
+    procs = start_workers([worker], env, str(tmp_path))
+    try:
+        import bad_app
+
+        for seq in range(3):
+            bad_app.probe.delay(seq, False)
+        wait_executed(out, 3, 30)
+        dead = []
+        deadline = time.monotonic() + 10
+        while len(dead) < len(bad):
+            assert time.monotonic() < deadline, dead
+            dead += client.pull("%DLQ%acc", "acc", max=10, wait_ms=500)
+        assert procs[0].poll() is None, "the worker died"
+    finally:
+        stop_workers(procs)
+    assert sorted(r["seq"] for r in executions(out)) == [0, 1, 2]
+    assert {m.id for m in dead} == set(ids)
+    assert client.backlog("acc", "acc").unacked == 0
+    log = (tmp_path / "worker0.log").read_text()
+    for message_id in ids:
+        assert f"message {message_id} of acc" in log, log[-3000:]
+
+
+def test_basic_get_passes_over_a_message_that_is_no_kombu_message_to_the_dlq(cluster, monkeypatch):
+    """basic_get raised on it, and gave it back: every later look at the queue met it again."""
+    app = _app(cluster, monkeypatch, "gx")
+    client = cluster.client(0)
+    (bad,) = [client.produce("gx", "{oops").id]
+    with app.connection_for_write() as conn:
+        queue = conn.SimpleQueue("gx")
+        queue.put({"n": 1})
+        channel = conn.default_channel
+        deadline = time.monotonic() + 10
+        while client.backlog("gx", "gx").waiting < 2:  # both due at the wheel's next tick
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        message = channel.basic_get("gx")
+        assert message is not None and message.decode() == {"n": 1}
+        message.ack()
+        assert channel.basic_get("gx") is None
+        queue.close()
+    assert [m.id for m in client.pull("%DLQ%gx", "gx", max=10, wait_ms=2_000)] == [bad]
