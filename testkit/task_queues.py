@@ -106,6 +106,30 @@ def write_app(root: str, name: str, source: str, env: dict[str, str]) -> tuple[d
     return {**os.environ, **env, "OUT": out, "PYTHONPATH": path}, out
 
 
+def start_celery(
+    cluster: Cluster,
+    tmp_path,
+    monkeypatch,
+    name: str,
+    source: str,
+    *,
+    visibility_s: int,
+    pool="prefork",
+    workers=1,
+) -> tuple[list[subprocess.Popen], str]:
+    """The Celery app ``name`` written from ``source`` (:func:`app_module`, ``BROKER`` the
+    cluster, ``VISIBILITY_S``), and ``workers`` ``celery worker`` processes of it, each of
+    one ``pool`` process or thread, logging to ``worker<k>.log`` in ``tmp_path``: the
+    processes, and the directory the tasks write to."""
+    broker = "horologe://" + ",".join(cluster.url(i).removeprefix("http://") for i in cluster.indexes)
+    env, out = app_module(
+        cluster, tmp_path, monkeypatch, name, source, BROKER=broker, VISIBILITY_S=str(visibility_s)
+    )
+    worker = [sys.executable, "-m", "celery", "-A", name, "worker", "--pool", pool, "-c", "1", "-l", "info"]
+    worker += ["--without-heartbeat", "--without-mingle", "--without-gossip"]
+    return start_workers([[*worker, "-n", f"w{k}@%h"] for k in range(workers)], env, str(tmp_path)), out
+
+
 def start_workers(commands: list[list[str]], env: dict, log_dir: str) -> list[subprocess.Popen]:
     procs = []
     for k, cmd in enumerate(commands):

@@ -3,8 +3,9 @@
 A queue is a topic, consumed by one group (named after the queue) that every worker of
 the queue shares. Publishing a message produces it with the task's ``eta`` header as
 its ``deliver_at`` (to the ms; none, or past: now), under the key
-``celery:{task id}:{retries}``: a publish resent across a failover is stored once, a
-retry is a message of its own. The whole kombu message is the body. Workers pull only
+``celery:{task id}:{retries}`` (``...:r{n}`` for a task's ``n``-th replacement by
+``Task.replace``, which keeps its id): a publish resent across a failover is stored once,
+a retry or a replacement is a message of its own. The whole kombu message is the body. Workers pull only
 what is due and only as many as Celery's prefetch allows; each hand-out is leased
 (``visibility_timeout``), and the lease is replicated, so no other worker gets the task
 while it holds it, even across a failover of the cluster's master. The worker renews the
@@ -186,7 +187,7 @@ class Channel(virtual.Channel):
             self._topic(queue),
             json.dumps(message),
             deliver_at=eta_ms(headers.get("eta")),
-            key=task_key("celery", task_id, headers.get("retries")),
+            key=task_key("celery", task_id, headers.get("retries"), headers.get("replaced_task_nesting")),
             headers={k: str(v) for k, v in tagged.items() if v},
         )
 

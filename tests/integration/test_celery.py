@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 import random
 import sys
+import textwrap
 import time
 from datetime import UTC, datetime
 
@@ -20,6 +21,7 @@ from testkit.task_queues import (
     executions,
     faults,
     held_early,
+    start_celery,
     start_workers,
     stop_workers,
     verdict,
@@ -27,6 +29,23 @@ from testkit.task_queues import (
 )
 
 N = 240
+# The probe app with tasks that replace themselves (``Task.replace``): ``swap`` by a probe,
+# ``swap_twice`` by a swap; each writes its run down as the probe does.
+REPLACING_APP = CELERY_PROBE_APP + textwrap.dedent(
+    """
+
+    @app.task(bind=True)
+    def swap(self, seq):
+        _write("jsonl", {"id": self.request.id, "task": "swap", "seq": seq})
+        return self.replace(probe.s(seq, False))
+
+
+    @app.task(bind=True)
+    def swap_twice(self, seq):
+        _write("jsonl", {"id": self.request.id, "task": "swap_twice", "seq": seq})
+        return self.replace(swap.s(seq))
+    """
+)
 # Leases of 10 s (tasks take milliseconds): a task whose pull answer was lost some way the
 # named pulls do not cover still runs within the 90 s the test waits.
 RETRIED = 20  # tasks that retry once, 2 s later: a retry is a message of its own
@@ -226,10 +245,6 @@ def test_a_message_that_is_no_kombu_message_goes_to_the_dlq_and_the_worker_runs_
 ):
     """A body that was not JSON, not a JSON object, or not a kombu message raised out of the
     transport's fetch: the worker died, and the batch it gave back killed the next worker."""
-    broker = "horologe://" + ",".join(cluster.url(i).removeprefix("http://") for i in cluster.indexes)
-    env, out = app_module(
-        cluster, tmp_path, monkeypatch, "bad_app", CELERY_PROBE_APP, BROKER=broker, VISIBILITY_S="10"
-    )
     client = cluster.client(0)
     bad = {
         "not json": "{oops",
@@ -238,9 +253,7 @@ def test_a_message_that_is_no_kombu_message_goes_to_the_dlq_and_the_worker_runs_
         "a body base64 does not decode": '{"body": "abc", "properties": {"body_encoding": "base64"}}',
     }
     ids = {client.produce("acc", body).id: why for why, body in bad.items()}
-    worker = [sys.executable, "-m", "celery", "-A", "bad_app", "worker", "--pool", "prefork", "-c", "1"]
-    worker += ["--without-heartbeat", "--without-mingle", "--without-gossip", "-l", "info"]
-    procs = start_workers([worker], env, str(tmp_path))
+    procs, out = start_celery(cluster, tmp_path, monkeypatch, "bad_app", CELERY_PROBE_APP, visibility_s=10)
     try:
         import bad_app
 
@@ -282,3 +295,39 @@ def test_basic_get_passes_over_a_message_that_is_no_kombu_message_to_the_dlq(clu
         assert channel.basic_get("gx") is None
         queue.close()
     assert [m.id for m in client.pull("%DLQ%gx", "gx", max=10, wait_ms=2_000)] == [bad]
+
+
+def test_a_task_replaced_by_another_runs_the_replacement_once(cluster, tmp_path, monkeypatch):
+    """``Task.replace`` sends the replacement under the task's id, retries 0: its key was the
+    replaced task's, so the cluster took it for a resend of that publish and the
+    replacement never ran."""
+    procs, out = start_celery(cluster, tmp_path, monkeypatch, "rp_app", REPLACING_APP, visibility_s=10)
+    try:
+        import rp_app
+
+        once = rp_app.swap.delay(1).id
+        twice = rp_app.swap_twice.delay(2).id
+        wait_executed(out, 5, 30)  # swap, probe; swap_twice, swap, probe
+        time.sleep(1)  # anything run twice would show by now
+    finally:
+        stop_workers(procs)
+    runs = sorted((r["id"], r.get("task", "probe")) for r in executions(out))
+    assert runs == sorted(
+        [(once, "swap"), (once, "probe"), (twice, "swap_twice"), (twice, "swap"), (twice, "probe")]
+    )
+
+
+def test_revoke_scheduled_cancels_the_replacement_that_waits(cluster, monkeypatch):
+    """A task replaced by one with a countdown: its replacement waits under the same id."""
+    import horologe.kombu
+
+    app = _app(cluster, monkeypatch, "rw")
+    client = cluster.client(0)
+    client.produce("rw", "{}", key="celery:swapped:0")  # handed to a worker and acked
+    deadline = time.monotonic() + 10
+    while not (batch := client.pull("rw", "rw", max=10, wait_ms=500)):
+        assert time.monotonic() < deadline
+    client.ack("rw", "rw", batch.receipts())
+    client.produce("rw", "{}", key="celery:swapped:0:r1", deliver_after=60_000)  # its replacement
+    assert horologe.kombu.revoke_scheduled(app, "swapped") is True
+    assert list(client.pending("rw").messages) == []
