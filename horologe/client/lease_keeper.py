@@ -13,20 +13,27 @@ task may wait and run.
 ``let_go(...)`` once a message is acked, ``give_back(...)`` to release leases (the
 messages go to another worker at once), ``dead_letter(...)`` to move messages to the
 group's dead-letter queue, their leases held until the cluster took it; ``beat()`` from the
-worker's consumer loop each time round; ``close()`` stops. The leases are renewed only
+worker's consumer loop each time round, and ``with handing_over():`` around the loop's
+hand-over of messages to the worker; ``close()`` stops. The leases are renewed only
 while that loop goes on: a worker whose loop stopped (a deadlock, a main process stuck)
 for ``STALE_S`` (or a third of the visibility, if longer) holds its tasks no longer, and
-they go to other workers once their leases end. A renewal that fails is logged and tried
-again at the next round: a lease survives one failed round (a third of it), so a short
-visibility also wants a short ``retry_s`` on the client.
+they go to other workers once their leases end. A loop that is handing messages over
+goes on, however long that takes: Celery's solo pool runs the task right there, and a
+prefork pool whose processes are all busy makes the loop wait there for one (a worker
+whose pool no longer takes tasks keeps what it holds, as a task that hangs does). A
+renewal that fails is logged and tried again at the next round: a lease survives one
+failed round (a third of it), so a short visibility also wants a short ``retry_s`` on the
+client.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Iterator
 
 from .errors import HorologeError
 
@@ -50,6 +57,7 @@ class LeaseKeeper:
         self._clock = clock
         self._stale_s = max(STALE_S, visibility_ms / 3000)
         self._beat_at = clock()
+        self._handing_over = 0  # hand-overs under way (the consumer loop's thread only)
         self._said_stale = False
         self._held: dict[tuple[str, str], set[str]] = defaultdict(set)
         self._lock = threading.Lock()
@@ -105,14 +113,26 @@ class LeaseKeeper:
         """The worker's consumer loop went round: it is alive (any thread; one float)."""
         self._beat_at = self._clock()
 
+    @contextlib.contextmanager
+    def handing_over(self) -> Iterator[None]:
+        """The consumer loop hands messages to the worker meanwhile, which may run a task
+        there or wait there for room: the loop counts as going on, however long it takes."""
+        self._handing_over += 1
+        try:
+            yield
+        finally:
+            self._handing_over -= 1
+            self.beat()
+
     def held(self) -> int:
         with self._lock:
             return sum(len(receipts) for receipts in self._held.values())
 
     def renew(self) -> int:
         """One round: every lease held, renewed to the visibility from now; how many were
-        (none while the consumer loop has been silent past the stale time)."""
-        silent_s = self._clock() - self._beat_at
+        (none while the consumer loop has been silent past the stale time, not handing
+        messages over)."""
+        silent_s = 0.0 if self._handing_over else self._clock() - self._beat_at
         if silent_s > self._stale_s:
             if not self._said_stale:
                 self._said_stale = True

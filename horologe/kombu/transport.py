@@ -220,15 +220,18 @@ class Channel(virtual.Channel):
             self.leases.hold(topic, topic, [m.receipt for m in batch])
         done = 0
         try:
-            for m in batch:
-                if queue not in self.connection._callbacks:
-                    break  # its consumer was cancelled (kombu would reject it on another channel)
-                payload = self._payload_or_dead_letter(m, queue, topic)
-                if payload is not None:
-                    self.connection._deliver(payload, queue)
-                    if no_ack:  # a consumer that acks nothing: taken as handed over
-                        self.acker.ack(topic, topic, m.receipt)
-                done += 1
+            # Celery's solo pool runs each task in here, a busy prefork pool waits in here for
+            # a process: the loop goes on meanwhile, and what it holds is renewed.
+            with self.leases.handing_over():
+                for m in batch:
+                    if queue not in self.connection._callbacks:
+                        break  # its consumer was cancelled (kombu would reject it on another channel)
+                    payload = self._payload_or_dead_letter(m, queue, topic)
+                    if payload is not None:
+                        self.connection._deliver(payload, queue)
+                        if no_ack:  # a consumer that acks nothing: taken as handed over
+                            self.acker.ack(topic, topic, m.receipt)
+                    done += 1
         finally:  # a consumer cancelled meanwhile, or a callback that raised: the rest given back
             if done < len(batch):
                 self.leases.give_back(topic, topic, [m.receipt for m in batch[done:]])
