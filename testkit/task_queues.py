@@ -200,6 +200,20 @@ def faults(cluster: Cluster, at_s: tuple[float, float]) -> threading.Thread:
     return thread
 
 
+def dead_lettered(client, queue: str, n: int, timeout_s: float = 10) -> list:
+    """The first ``n`` messages of the queue's dead-letter queue (``%DLQ%<queue>``), pulled
+    (and leased) as they come; TimeoutError if fewer come within ``timeout_s``."""
+    dead: list = []
+
+    def all_there() -> bool:
+        """the messages in the dead-letter queue"""
+        dead.extend(client.pull(f"%DLQ%{queue}", queue, max=n - len(dead), wait_ms=500))
+        return len(dead) >= n
+
+    wait_until(all_there, timeout_s)
+    return dead
+
+
 def executions(out_dir: str) -> list[dict]:
     """One row per execution: what each task wrote to ``<pid>.jsonl``."""
     return _rows(out_dir, "*.jsonl")

@@ -109,6 +109,21 @@ class LeaseKeeper:
         self.let_go(topic, group, receipts)
         return True
 
+    def dead_letter_unreadable(self, topic: str, group: str, m, why: str, kind: str) -> None:
+        """Pulled message ``m`` (held) is no ``kind`` (a kombu message, a Dramatiq message:
+        another producer's), for reason ``why``: a warning that names it, and it goes to
+        the group's dead-letter queue (:meth:`dead_letter`), as a task the worker cannot
+        run does."""
+        log.warning(
+            "message %s of %s is no %s (%.200s): moved to the dead-letter queue %%DLQ%%%s",
+            m.id,
+            topic,
+            kind,
+            why,
+            group,
+        )
+        self.dead_letter(topic, group, [m.receipt], f"message {m.id} of {topic}")
+
     def beat(self) -> None:
         """The worker's consumer loop went round: it is alive (any thread; one float)."""
         self._beat_at = self._clock()

@@ -12,7 +12,9 @@ replicated: no other worker gets it while it is held, even across a failover of 
 cluster's master), and renews the leases of what it holds, waiting or running, every
 third of ``visibility_ms`` (horologe/client/lease_keeper.py): the visibility is how long
 a worker that died keeps its messages. ``ack`` acks (in the background, gathered);
-``nack`` (a message that failed for good) moves it to ``%DLQ%<queue>`` now; ``requeue``
+``nack`` (a message that failed for good) moves it to ``%DLQ%<queue>`` now, as the
+consumer does with a message of the queue's topic that Dramatiq cannot decode (another
+producer's: logged); ``requeue``
 and closing the consumer release the leases of what was not processed. What the worker
 runs belongs to the broker, not to one consumer: the renewals go on, and a consumer the
 worker makes after an error of the last one's loop acks what that one handed out.
@@ -25,7 +27,7 @@ import time
 
 import dramatiq
 from dramatiq.broker import Broker, Consumer, MessageProxy
-from dramatiq.errors import ConnectionFailed, QueueJoinTimeout
+from dramatiq.errors import ConnectionFailed, DecodeError, QueueJoinTimeout
 
 from horologe.client import AlreadyDeliveredError, Client, NotFoundError, UnavailableError
 from horologe.client.acker import Acker
@@ -172,7 +174,14 @@ class _Consumer(Consumer):
                 return None
             self.leases.hold(self.topic, self.topic, [m.receipt for m in self.held])
         m = self.held.pop(0)
-        message = dramatiq.Message.decode(m.body)
+        try:
+            message = dramatiq.Message.decode(m.body)
+        except DecodeError as e:
+            why = e.__cause__ or e
+            self.leases.dead_letter_unreadable(
+                self.topic, self.topic, m, f"{type(why).__name__}: {why}", "Dramatiq message"
+            )
+            return None  # the worker goes on: the consumer's loop asks again
         self.open[message.message_id] = m.receipt
         proxy = MessageProxy(message)
         # As the RabbitMQ broker's proxy says it: handed out before (a lease that ended, or

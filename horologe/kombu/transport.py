@@ -287,14 +287,7 @@ class Channel(virtual.Channel):
         try:
             return self._payload(m, queue, topic)
         except NotKombuMessage as e:
-            log.warning(
-                "message %s of %s is no kombu message (%s): moved to the dead-letter queue %%DLQ%%%s",
-                m.id,
-                topic,
-                e,
-                topic,
-            )
-            self.leases.dead_letter(topic, topic, [m.receipt], f"message {m.id} of {topic}")
+            self.leases.dead_letter_unreadable(topic, topic, m, str(e), "kombu message")
             return None
 
     def _payload(self, m, queue: str, topic: str) -> dict:

@@ -18,6 +18,7 @@ from testkit.process_cluster import CLIENT
 from testkit.task_queues import (
     CELERY_PROBE_APP,
     app_module,
+    dead_lettered,
     executions,
     faults,
     held_early,
@@ -260,11 +261,7 @@ def test_a_message_that_is_no_kombu_message_goes_to_the_dlq_and_the_worker_runs_
         for seq in range(3):
             bad_app.probe.delay(seq, False)
         wait_executed(out, 3, 30)
-        dead = []
-        deadline = time.monotonic() + 10
-        while len(dead) < len(bad):
-            assert time.monotonic() < deadline, dead
-            dead += client.pull("%DLQ%acc", "acc", max=10, wait_ms=500)
+        dead = dead_lettered(client, "acc", len(bad))
         assert procs[0].poll() is None, "the worker died"
     finally:
         stop_workers(procs)

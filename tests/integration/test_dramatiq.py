@@ -15,6 +15,7 @@ import pytest
 from testkit.process_cluster import CLIENT
 from testkit.task_queues import (
     app_module,
+    dead_lettered,
     executions,
     faults,
     start_workers,
@@ -22,6 +23,7 @@ from testkit.task_queues import (
     verdict,
     wait_executed,
 )
+from testkit.waiting import wait_until
 
 N = 200
 # Leases of 10 s (a message takes 0.2 s), so that a message whose lease outlived a lost
@@ -242,3 +244,31 @@ def test_a_consumer_the_worker_restarts_takes_over_what_its_predecessor_handed_o
         worker.stop()
         broker.close()
     assert ran == [1]
+
+
+def test_a_message_dramatiq_cannot_decode_goes_to_the_dlq_and_the_worker_runs_the_rest(
+    cluster, tmp_path, monkeypatch
+):
+    """It raised out of the consumer, which the worker made anew 3 s later, and its lease
+    was renewed for as long as the worker lived: never handed out again, nor dead-lettered."""
+    client = cluster.client(0)
+    bad = [client.produce("acc", body).id for body in ("{oops", '{"actor_name": "probe"}')]
+    env, out = app_module(cluster, tmp_path, monkeypatch, "bad_dram", APP)
+    worker = [sys.executable, "-m", "dramatiq", "bad_dram", "--processes", "1", "--threads", "2"]
+    procs = start_workers([worker], env, str(tmp_path))
+    try:
+        import bad_dram
+
+        for seq in range(3):
+            bad_dram.probe.send(seq, time.time() * 1000)
+        wait_executed(out, 3, 30)
+        dead = dead_lettered(client, "acc", len(bad))
+        wait_until(lambda: client.backlog("acc", "acc").unacked == 0, 10)
+    finally:
+        stop_workers(procs)
+    assert sorted(r["id"] for r in executions(out)) == [0, 1, 2]
+    assert sorted(m.id for m in dead) == sorted(bad)
+    log = (tmp_path / "worker0.log").read_text()
+    assert "Consumer encountered an unexpected error" not in log, log[-3000:]
+    for message_id in bad:
+        assert f"message {message_id} of acc" in log, log[-3000:]
