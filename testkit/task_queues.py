@@ -75,6 +75,40 @@ CELERY_PROBE_APP = textwrap.dedent(
 )
 
 
+# A Dramatiq app whose actor ``slow(seq)`` of queue QUEUE writes each run to
+# ``<OUT>/<pid>.jsonl`` (id, start) and takes RUN_S seconds; leases of VISIBILITY_MS.
+_DRAMATIQ_SLOW_APP = textwrap.dedent(
+    """
+    import json, os, time
+
+    import dramatiq
+    from horologe.dramatiq import HorologeBroker
+
+    broker = HorologeBroker(os.environ["NODES"].split(","), os.environ["HOROLOGE_CLIENT_TOKEN"],
+                            visibility_ms=VISIBILITY_MS)
+    dramatiq.set_broker(broker)
+
+
+    @dramatiq.actor(queue_name="QUEUE", max_retries=0)
+    def slow(seq):
+        with open(os.path.join(os.environ["OUT"], f"{os.getpid()}.jsonl"), "a") as f:
+            f.write(json.dumps({"id": seq, "start_ms": time.time() * 1000}) + "\\n")
+        time.sleep(RUN_S)
+    """
+)
+
+
+def dramatiq_slow_app(queue: str, visibility_ms: int, run_s: float) -> str:
+    """The source of a Dramatiq app on the cluster (``NODES``, ``HOROLOGE_CLIENT_TOKEN``)
+    whose actor ``slow(seq)`` of ``queue`` writes each run down (id, start) and takes
+    ``run_s``; leases of ``visibility_ms``."""
+    return (
+        _DRAMATIQ_SLOW_APP.replace("VISIBILITY_MS", str(visibility_ms))
+        .replace("QUEUE", queue)
+        .replace("RUN_S", repr(run_s))
+    )
+
+
 def app_module(
     cluster: Cluster, tmp_path, monkeypatch, name: str, source: str, **settings: str
 ) -> tuple[dict, str]:

@@ -57,8 +57,8 @@ class HorologeBroker(Broker):
         self.visibility_ms = visibility_ms
         self.queues: set[str] = set()
         # What the worker holds outlives a consumer (Dramatiq's worker makes a new one after
-        # an error): per topic, message id -> receipt; their renewals; the acks.
-        self.running: dict[str, dict[str, str]] = {}
+        # an error): per topic, the receipts handed out; their renewals; the acks.
+        self.running: dict[str, set[str]] = {}
         self._keeper: LeaseKeeper | None = None
         self._acker: Acker | None = None
         self._lock = threading.Lock()  # one consumer thread per queue may make them at once
@@ -141,6 +141,20 @@ class HorologeBroker(Broker):
         self.client.close()
 
 
+class _Handed(MessageProxy):
+    """A message as a consumer hands it to the worker, which gives this object back to
+    ack, nack or requeue it: the receipt of this hand-out. One message id may be open twice
+    (handed out again while the worker still runs it, its lease ended; a retry pulled
+    before the first attempt's ack), each settled by its own receipt."""
+
+    def __init__(self, message: dramatiq.Message, receipt: str, redelivered: bool) -> None:
+        super().__init__(message)
+        self.receipt = receipt
+        # As the RabbitMQ broker's proxy says it: handed out before (a lease that ended, or
+        # given back), so it may have run already.
+        self.redelivered = redelivered
+
+
 class _Consumer(Consumer):
     def __init__(self, broker: HorologeBroker, queue_name: str, prefetch: int, timeout_ms: int) -> None:
         self.broker = broker
@@ -149,7 +163,7 @@ class _Consumer(Consumer):
         self.timeout_ms = timeout_ms
         self.leases, self.acker = broker.holding()
         self.held: list = []  # pulled, not yet handed to the worker
-        self.open = broker.running.setdefault(self.topic, {})  # handed to the worker, not settled
+        self.open = broker.running.setdefault(self.topic, set())  # receipts handed out, not settled
 
     def __next__(self) -> MessageProxy | None:
         self.leases.beat()  # the consumer's loop goes on: what it holds is renewed
@@ -182,17 +196,13 @@ class _Consumer(Consumer):
                 self.topic, self.topic, m, f"{type(why).__name__}: {why}", "Dramatiq message"
             )
             return None  # the worker goes on: the consumer's loop asks again
-        self.open[message.message_id] = m.receipt
-        proxy = MessageProxy(message)
-        # As the RabbitMQ broker's proxy says it: handed out before (a lease that ended, or
-        # given back), so it may have run already.
-        proxy.redelivered = m.deliveries > 1
-        return proxy
+        self.open.add(m.receipt)
+        return _Handed(message, m.receipt, m.deliveries > 1)
 
-    def _receipt(self, message) -> str:
-        receipt = self.open.pop(message.message_id)
-        self.leases.let_go(self.topic, self.topic, [receipt])
-        return receipt
+    def _receipt(self, message: _Handed) -> str:
+        self.open.discard(message.receipt)
+        self.leases.let_go(self.topic, self.topic, [message.receipt])
+        return message.receipt
 
     def ack(self, message) -> None:
         self.acker.ack(self.topic, self.topic, self._receipt(message))
@@ -201,7 +211,8 @@ class _Consumer(Consumer):
         self.broker.client.nack(self.topic, self.topic, [self._receipt(message)], dead_letter=True)
 
     def requeue(self, messages) -> None:
-        receipts = [self.open.pop(m.message_id) for m in messages if m.message_id in self.open]
+        receipts = [m.receipt for m in messages if m.receipt in self.open]
+        self.open.difference_update(receipts)
         self.leases.give_back(self.topic, self.topic, receipts)
 
     def close(self) -> None:

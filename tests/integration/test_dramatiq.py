@@ -4,7 +4,9 @@ and fall due. Every message is processed once, none early."""
 
 from __future__ import annotations
 
+import os
 import random
+import signal
 import sys
 import textwrap
 import threading
@@ -16,6 +18,7 @@ from testkit.process_cluster import CLIENT
 from testkit.task_queues import (
     app_module,
     dead_lettered,
+    dramatiq_slow_app,
     executions,
     faults,
     start_workers,
@@ -272,3 +275,33 @@ def test_a_message_dramatiq_cannot_decode_goes_to_the_dlq_and_the_worker_runs_th
     assert "Consumer encountered an unexpected error" not in log, log[-3000:]
     for message_id in bad:
         assert f"message {message_id} of acc" in log, log[-3000:]
+
+
+def test_a_message_handed_out_again_while_the_worker_still_runs_it_is_acked_apart(
+    cluster, tmp_path, monkeypatch
+):
+    """A worker frozen past its lease is handed its message again when it wakes (it may
+    have died): both hand-outs are open at once under one message id. The consumer kept
+    one receipt per message id, so the first ack took the second hand-out's receipt and the
+    second ack raised KeyError (and the first receipt stayed held for good)."""
+    env, out = app_module(
+        cluster, tmp_path, monkeypatch, "frozen_dram", dramatiq_slow_app("acc", visibility_ms=2_000, run_s=6)
+    )
+    worker = [sys.executable, "-m", "dramatiq", "frozen_dram", "--processes", "1", "--threads", "2"]
+    procs = start_workers([worker], env, str(tmp_path))
+    try:
+        import frozen_dram
+
+        frozen_dram.slow.send(1)
+        wait_executed(out, 1, 30)
+        os.killpg(procs[0].pid, signal.SIGSTOP)
+        time.sleep(4)  # past the lease: handed out again once the worker wakes
+        os.killpg(procs[0].pid, signal.SIGCONT)
+        wait_executed(out, 2, 30)
+        client = cluster.client(0)
+        wait_until(lambda: client.backlog("acc", "acc").unacked == 0, 30)
+        time.sleep(7)  # the second run ends and is acked
+    finally:
+        stop_workers(procs)
+    log = (tmp_path / "worker0.log").read_text()
+    assert "post_process_message" not in log, log[-3000:]

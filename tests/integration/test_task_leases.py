@@ -23,6 +23,7 @@ import pytest
 from testkit.task_queues import (
     CELERY_PROBE_APP,
     app_module,
+    dramatiq_slow_app,
     executions,
     received,
     start_celery,
@@ -90,25 +91,7 @@ CELERY_DEDUP_APP = CELERY_PROBE_APP + textwrap.dedent(
     """
 )
 
-DRAMATIQ_APP = textwrap.dedent(
-    """
-    import json, os, time
-
-    import dramatiq
-    from horologe.dramatiq import HorologeBroker
-
-    broker = HorologeBroker(os.environ["NODES"].split(","), os.environ["HOROLOGE_CLIENT_TOKEN"],
-                            visibility_ms=6_000)
-    dramatiq.set_broker(broker)
-
-
-    @dramatiq.actor(queue_name="lkd", max_retries=0)
-    def slow(seq):
-        with open(os.path.join(os.environ["OUT"], f"{os.getpid()}.jsonl"), "a") as f:
-            f.write(json.dumps({"id": seq, "start_ms": time.time() * 1000}) + "\\n")
-        time.sleep(4)
-    """
-)
+DRAMATIQ_APP = dramatiq_slow_app("lkd", visibility_ms=6_000, run_s=4)
 
 
 def _runs(out: str) -> dict[int, int]:
