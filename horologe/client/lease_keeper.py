@@ -35,7 +35,7 @@ import time
 from collections import defaultdict
 from collections.abc import Iterator
 
-from .errors import HorologeError
+from .errors import HorologeError, UnavailableError
 
 log = logging.getLogger(__name__)
 
@@ -88,15 +88,23 @@ class LeaseKeeper:
             except HorologeError as e:
                 log.warning("%d leases not released (handed out again when they end): %s", len(receipts), e)
 
-    def dead_letter(self, topic: str, group: str, receipts: list[str], what: str) -> bool:
+    def dead_letter(
+        self, topic: str, group: str, receipts: list[str], what: str, *, raise_unavailable: bool = False
+    ) -> bool:
         """Move these messages to the group's dead-letter queue now (a nack with
         ``dead_letter``), their leases held, and renewed, until the cluster has taken the
-        nack; whether it did. A nack that fails is logged, naming ``what`` (the messages, for
-        the log), and the leases are given back: the messages are handed out again rather
-        than left leased by a worker that no longer knows them."""
+        nack; whether it did. The nack is sent again across a failover, even once it may
+        have applied: the cluster applies one nack to a hand-out. A nack that fails is
+        logged, naming ``what`` (the messages, for the log), and the leases are given back:
+        the messages are handed out again rather than left leased by a worker that no
+        longer knows them. With ``raise_unavailable``, one that no node took (for the
+        client's ``retry_s``) raises UnavailableError instead, the leases still held, for
+        the caller to send again."""
         try:
-            self._client.nack(topic, group, receipts, dead_letter=True)
+            self._client.nack(topic, group, receipts, dead_letter=True, resend=True)
         except HorologeError as e:
+            if raise_unavailable and isinstance(e, UnavailableError):
+                raise
             log.warning(
                 "%s not moved to the dead-letter queue %%DLQ%%%s (its lease given back, so it is "
                 "handed out again): %s",

@@ -9,15 +9,16 @@ client's ``retry_s``) raises Dramatiq's ``ConnectionFailed``.
 
 A consumer pulls what is due, at most its prefetch, each leased (``visibility_ms``,
 replicated: no other worker gets it while it is held, even across a failover of the
-cluster's master), and renews the leases of what it holds, waiting or running, every
-third of ``visibility_ms`` (horologe/client/lease_keeper.py): the visibility is how long
-a worker that died keeps its messages. ``ack`` acks (in the background, gathered);
-``nack`` (a message that failed for good) moves it to ``%DLQ%<queue>`` now, as the
-consumer does with a message of the queue's topic that Dramatiq cannot decode (another
-producer's: logged); ``requeue``
-and closing the consumer release the leases of what was not processed. What the worker
-runs belongs to the broker, not to one consumer: the renewals go on, and a consumer the
-worker makes after an error of the last one's loop acks what that one handed out.
+cluster's master), and renews the leases of what it holds, waiting or running, every third
+of ``visibility_ms`` (horologe/client/lease_keeper.py): the visibility is how long a
+worker that died keeps its messages. ``ack`` acks (in the background, gathered); ``nack``
+(a message that failed for good) moves it to ``%DLQ%<queue>`` now, its lease held until
+the cluster took it (a nack no node takes raises ``ConnectionFailed``, which Dramatiq's
+worker answers by sending it again), as the consumer does with a message of the queue's
+topic that Dramatiq cannot decode (another producer's: logged); ``requeue`` and closing
+the consumer release the leases of what was not processed. What the worker runs belongs to
+the broker, not to one consumer: the renewals go on, and a consumer the worker makes after
+an error of the last one's loop acks what that one handed out.
 """
 
 from __future__ import annotations
@@ -207,8 +208,17 @@ class _Consumer(Consumer):
     def ack(self, message) -> None:
         self.acker.ack(self.topic, self.topic, self._receipt(message))
 
-    def nack(self, message) -> None:
-        self.broker.client.nack(self.topic, self.topic, [self._receipt(message)], dead_letter=True)
+    def nack(self, message: _Handed) -> None:
+        """To the dead-letter queue, the lease held until the cluster took it. One that no
+        node took (for the client's ``retry_s``) raises ConnectionFailed, the message still
+        this consumer's: Dramatiq's worker sends it again. One the cluster refused is logged
+        and the lease released: the message is handed out again."""
+        what = f"message {message.message_id} of {self.topic}"
+        try:
+            self.leases.dead_letter(self.topic, self.topic, [message.receipt], what, raise_unavailable=True)
+        except UnavailableError as e:
+            raise ConnectionFailed(f"{what} not moved to the dead-letter queue yet: {e}") from e
+        self.open.discard(message.receipt)
 
     def requeue(self, messages) -> None:
         receipts = [m.receipt for m in messages if m.receipt in self.open]

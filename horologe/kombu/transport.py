@@ -1,12 +1,12 @@
 """A kombu virtual transport over Horologe: Celery's delayed tasks wait in the cluster.
 
-A queue is a topic, consumed by one group (named after the queue) that every worker of
-the queue shares. Publishing a message produces it with the task's ``eta`` header as
-its ``deliver_at`` (to the ms; none, or past: now), under the key
-``celery:{task id}:{retries}`` (``...:r{n}`` for a task's ``n``-th replacement by
-``Task.replace``, which keeps its id): a publish resent across a failover is stored once,
-a retry or a replacement is a message of its own. The whole kombu message is the body. Workers pull only
-what is due and only as many as Celery's prefetch allows; each hand-out is leased
+A queue is a topic, consumed by one group (named after the queue) that every worker of the
+queue shares. Publishing a message produces it with the task's ``eta`` header as its
+``deliver_at`` (to the ms; none, or past: now), under the key
+``celery:{task id}:{retries}`` (``...:r{n}`` for a task's ``n``-th replacement by ``Task.replace``, which
+keeps its id): a publish resent across a failover is stored once, a retry or a replacement
+is a message of its own. The whole kombu message is the body. Workers pull only what is
+due and only as many as Celery's prefetch allows; each hand-out is leased
 (``visibility_timeout``), and the lease is replicated, so no other worker gets the task
 while it holds it, even across a failover of the cluster's master. The worker renews the
 leases of every task it holds, prefetched or running, every third of the visibility
@@ -17,11 +17,12 @@ keeps its tasks, not a bound on how long a task may wait in the worker and run.
 ``basic_reject(requeue=True)`` and closing a channel release the leases (the task goes to
 another worker at once, no attempt counted), never publishing a copy as kombu's base class
 would; ``basic_reject(requeue=False)`` moves the task to the group's dead-letter queue
-``%DLQ%<queue>``. A message of the queue's topic whose body is no kombu message (another
-producer's) is logged and moved to that dead-letter queue as it is pulled; the worker gets
-the rest. Fanout exchanges (remote control, broadcast) are not supported: what is
-published to one is dropped, with a warning (once per exchange and channel), rather than
-in silence.
+``%DLQ%<queue>``, its lease held until the cluster took the nack (sent again across a
+failover; if no node takes it, the lease is released and the task handed out again). A
+message of the queue's topic whose body is no kombu message (another producer's) is logged
+and moved to that dead-letter queue as it is pulled; the worker gets the rest. Fanout
+exchanges (remote control, broadcast) are not supported: what is published to one is
+dropped, with a warning (once per exchange and channel), rather than in silence.
 """
 
 from __future__ import annotations
@@ -339,9 +340,12 @@ class Channel(virtual.Channel):
             self.leases.give_back(topic, group, receipts)
 
     def _dead_letter(self, message) -> None:
+        """kombu's reject without requeue: to the dead-letter queue, the lease held until
+        the cluster took it; if it did not (no node for ``retry_s``), logged and released:
+        the task is handed out again."""
         topic, group, receipt = self._where(message)
-        self.leases.let_go(topic, group, [receipt])
-        self.client.nack(topic, group, [receipt], dead_letter=True)
+        what = f"message {message.delivery_info['horologe']['id']} of {topic}"
+        self.leases.dead_letter(topic, group, [receipt], what)
 
     def _size(self, queue) -> int:
         """Tasks due and waiting for a worker (not those a worker holds, nor those whose

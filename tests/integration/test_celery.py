@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import random
+import signal
 import sys
 import textwrap
 import time
@@ -328,3 +329,27 @@ def test_revoke_scheduled_cancels_the_replacement_that_waits(cluster, monkeypatc
     client.produce("rw", "{}", key="celery:swapped:0:r1", deliver_after=60_000)  # its replacement
     assert horologe.kombu.revoke_scheduled(app, "swapped") is True
     assert list(client.pending("rw").messages) == []
+
+
+def test_a_reject_to_the_dlq_goes_through_a_failover(cluster, monkeypatch):
+    """The nack was never sent again once it might have applied: a reject sent as the master
+    stopped answering raised (timed out, after the client's 10 s), the lease let go first."""
+    app = _app(cluster, monkeypatch, "rj")
+    with app.connection_for_write() as conn:
+        queue = conn.SimpleQueue("rj")
+        queue.put({"n": 1})
+        channel = conn.default_channel
+        deadline = time.monotonic() + 10
+        while (message := channel.basic_get("rj")) is None:  # due at the wheel's next tick
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        master = cluster.wait_leader()
+        cluster.signal(master, signal.SIGSTOP)  # it takes the nack and never answers
+        try:
+            message.reject()  # the SDK goes on to the next master
+        finally:
+            cluster.signal(master, signal.SIGCONT)
+        assert channel.leases.held() == 0
+        queue.close()
+    (dead,) = dead_lettered(cluster.client(0), "rj", 1)
+    assert dead.id == message.delivery_info["horologe"]["id"]

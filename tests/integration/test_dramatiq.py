@@ -305,3 +305,49 @@ def test_a_message_handed_out_again_while_the_worker_still_runs_it_is_acked_apar
         stop_workers(procs)
     log = (tmp_path / "worker0.log").read_text()
     assert "post_process_message" not in log, log[-3000:]
+
+
+def test_a_nack_to_the_dlq_goes_through_a_failover_and_keeps_its_lease_until_it_does(cluster):
+    """The nack was never sent again once it might have applied: one sent as the master
+    stopped answering raised (timed out), after the consumer had let the message's lease go,
+    and Dramatiq's worker, trying it again, found the receipt gone (KeyError)."""
+    import dramatiq
+
+    from horologe.dramatiq import HorologeBroker
+
+    urls = [cluster.url(i) for i in cluster.indexes]
+    broker = HorologeBroker(urls, CLIENT, timeout=1.0, retry_s=30)
+    job = dramatiq.actor(lambda n: None, broker=broker, actor_name="dl", queue_name="dl")
+    job.send(1)
+    job.send(2)
+    consumer = broker.consume("dl", prefetch=2, timeout=200)
+    taken = []
+    deadline = time.monotonic() + 10
+    while len(taken) < 2:
+        assert time.monotonic() < deadline
+        if (message := next(consumer)) is not None:
+            taken.append(message)
+    master = cluster.wait_leader()
+    cluster.signal(master, signal.SIGSTOP)  # it takes the nack and never answers
+    try:
+        consumer.nack(taken[0])  # the SDK goes on to the next master
+    finally:
+        cluster.signal(master, signal.SIGCONT)
+    assert consumer.leases.held() == 1
+    for i in cluster.indexes:  # no node answers at all
+        cluster.signal(i, signal.SIGSTOP)
+    broker.client.retry_s = 2
+    try:
+        with pytest.raises(dramatiq.errors.ConnectionFailed, match="dead-letter"):
+            consumer.nack(taken[1])  # Dramatiq's worker tries again later
+    finally:
+        for i in cluster.indexes:
+            cluster.signal(i, signal.SIGCONT)
+    assert consumer.leases.held() == 1  # still this worker's, renewed
+    broker.client.retry_s = 30
+    consumer.nack(taken[1])
+    assert consumer.leases.held() == 0
+    dead = dead_lettered(cluster.client(0), "dl", 2)
+    assert sorted(dramatiq.Message.decode(m.body).args for m in dead) == [(1,), (2,)]
+    consumer.close()
+    broker.close()
