@@ -20,9 +20,10 @@ from testkit.process_cluster import CLIENT, Cluster
 from testkit.waiting import wait_until
 
 # A Celery app whose task ``probe(seq, retry)`` writes each run to ``<OUT>/<pid>.jsonl``
-# (id, attempt, eta from the task's own eta header, start) and each hand-out to a worker to
-# ``<pid>.received``; a task with ``retry`` retries once, 2 s after its first run. The
-# broker URL and its lease (``visibility_timeout``, s) come from BROKER and VISIBILITY_S.
+# (id, attempt, eta from the task's own eta header, start, its delivery_info's redelivered)
+# and each hand-out to a worker to ``<pid>.received``; a task with ``retry`` retries once,
+# 2 s after its first run. The broker URL and its lease (``visibility_timeout``, s) come
+# from BROKER and VISIBILITY_S.
 CELERY_PROBE_APP = textwrap.dedent(
     """
     import json, os, time
@@ -68,7 +69,8 @@ CELERY_PROBE_APP = textwrap.dedent(
     def probe(self, seq, retry):
         start = time.time() * 1000
         _write("jsonl", {"id": self.request.id, "attempt": self.request.retries, "seq": seq,
-                         "eta_ms": _ms(self.request.eta), "start_ms": start})
+                         "eta_ms": _ms(self.request.eta), "start_ms": start,
+                         "redelivered": self.request.delivery_info.get("redelivered")})
         if retry and self.request.retries == 0:
             raise self.retry(countdown=2)
     """

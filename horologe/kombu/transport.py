@@ -296,8 +296,10 @@ class Channel(virtual.Channel):
         props = payload["properties"]
         props["delivery_tag"] = m.receipt  # one per hand-out, as SQS's ReceiptHandle
         info = props.setdefault("delivery_info", {})
-        # Handed out before: nacked (a retry), or its lease ended or was given back. Celery
-        # reads it here (worker_deduplicate_successful_tasks), as kombu's Redis transport sets it.
+        # Handed out before: its lease ended or was given back, or it is the copy the cluster
+        # made on a nack (attempt; this transport nacks only to the DLQ). A Celery retry is a
+        # new message, not redelivered. Celery reads it here
+        # (worker_deduplicate_successful_tasks), as kombu's Redis transport sets it.
         redelivered = m.attempt > 0 or m.deliveries > 1
         info.update(
             routing_key=queue,

@@ -353,3 +353,18 @@ def test_a_reject_to_the_dlq_goes_through_a_failover(cluster, monkeypatch):
         queue.close()
     (dead,) = dead_lettered(cluster.client(0), "rj", 1)
     assert dead.id == message.delivery_info["horologe"]["id"]
+
+
+def test_a_celery_retry_is_a_message_of_its_own_and_not_redelivered(cluster, tmp_path, monkeypatch):
+    """``self.retry()`` publishes a new message: handed out for the first time, it is not
+    ``redelivered`` (as on kombu's Redis transport), so a deduplicating worker runs it."""
+    procs, out = start_celery(cluster, tmp_path, monkeypatch, "rt_app", CELERY_PROBE_APP, visibility_s=10)
+    try:
+        import rt_app
+
+        task = rt_app.probe.delay(1, True)  # retries once, 2 s later
+        wait_executed(out, 2, 30)
+    finally:
+        stop_workers(procs)
+    runs = sorted((r["id"], r["attempt"], r["redelivered"]) for r in executions(out))
+    assert runs == [(task.id, 0, False), (task.id, 1, False)]
