@@ -3,15 +3,15 @@
 A queue is a topic, consumed by one group (named after the queue) that every worker of the
 queue shares. Publishing a message produces it with the task's ``eta`` header as its
 ``deliver_at`` (to the ms; none, or past: now), under the key
-``celery:{task id}:{retries}`` (``...:r{n}`` for a task's ``n``-th replacement by ``Task.replace``, which
-keeps its id): a publish resent across a failover is stored once, a retry or a replacement
-is a message of its own. The whole kombu message is the body. Workers pull only what is
-due and only as many as Celery's prefetch allows; each hand-out is leased
-(``visibility_timeout``), and the lease is replicated, so no other worker gets the task
-while it holds it, even across a failover of the cluster's master. The worker renews the
-leases of every task it holds, prefetched or running, every third of the visibility
-timeout (horologe/client/lease_keeper.py): the timeout is how long a worker that died
-keeps its tasks, not a bound on how long a task may wait in the worker and run.
+``celery:{task id}:{retries}`` (``...:r{n}`` for a task's ``n``-th replacement by
+``Task.replace``, which keeps its id): a publish resent across a failover is stored once,
+a retry or a replacement is a message of its own. The whole kombu message is the body.
+Workers pull only what is due and only as many as Celery's prefetch allows; each hand-out
+is leased (``visibility_timeout``), and the lease is replicated, so no other worker gets
+the task while it holds it, even across a failover of the cluster's master. The worker
+renews the leases of every task it holds, prefetched or running, every third of the
+visibility timeout (horologe/client/lease_keeper.py): the timeout is how long a worker
+that died keeps its tasks, not a bound on how long a task may wait in the worker and run.
 
 ``basic_ack`` acks (in the background, gathered: horologe/client/acker.py);
 ``basic_reject(requeue=True)`` and closing a channel release the leases (the task goes to
