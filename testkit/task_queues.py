@@ -20,9 +20,10 @@ from testkit.process_cluster import CLIENT, Cluster
 from testkit.waiting import wait_until
 
 # A Celery app whose task ``probe(seq, retry)`` writes each run to ``<OUT>/<pid>.jsonl``
-# (id, attempt, eta from the task's own eta header, start) and each hand-out to a worker to
-# ``<pid>.received``; a task with ``retry`` retries once, 2 s after its first run. The
-# broker URL and its lease (``visibility_timeout``, s) come from BROKER and VISIBILITY_S.
+# (id, attempt, eta from the task's own eta header, start, its delivery_info's redelivered)
+# and each hand-out to a worker to ``<pid>.received``; a task with ``retry`` retries once,
+# 2 s after its first run. The broker URL and its lease (``visibility_timeout``, s) come
+# from BROKER and VISIBILITY_S.
 CELERY_PROBE_APP = textwrap.dedent(
     """
     import json, os, time
@@ -68,11 +69,46 @@ CELERY_PROBE_APP = textwrap.dedent(
     def probe(self, seq, retry):
         start = time.time() * 1000
         _write("jsonl", {"id": self.request.id, "attempt": self.request.retries, "seq": seq,
-                         "eta_ms": _ms(self.request.eta), "start_ms": start})
+                         "eta_ms": _ms(self.request.eta), "start_ms": start,
+                         "redelivered": self.request.delivery_info.get("redelivered")})
         if retry and self.request.retries == 0:
             raise self.retry(countdown=2)
     """
 )
+
+
+# A Dramatiq app whose actor ``slow(seq)`` of queue QUEUE writes each run to
+# ``<OUT>/<pid>.jsonl`` (id, start) and takes RUN_S seconds; leases of VISIBILITY_MS.
+_DRAMATIQ_SLOW_APP = textwrap.dedent(
+    """
+    import json, os, time
+
+    import dramatiq
+    from horologe.dramatiq import HorologeBroker
+
+    broker = HorologeBroker(os.environ["NODES"].split(","), os.environ["HOROLOGE_CLIENT_TOKEN"],
+                            visibility_ms=VISIBILITY_MS)
+    dramatiq.set_broker(broker)
+
+
+    @dramatiq.actor(queue_name="QUEUE", max_retries=0)
+    def slow(seq):
+        with open(os.path.join(os.environ["OUT"], f"{os.getpid()}.jsonl"), "a") as f:
+            f.write(json.dumps({"id": seq, "start_ms": time.time() * 1000}) + "\\n")
+        time.sleep(RUN_S)
+    """
+)
+
+
+def dramatiq_slow_app(queue: str, visibility_ms: int, run_s: float) -> str:
+    """The source of a Dramatiq app on the cluster (``NODES``, ``HOROLOGE_CLIENT_TOKEN``)
+    whose actor ``slow(seq)`` of ``queue`` writes each run down (id, start) and takes
+    ``run_s``; leases of ``visibility_ms``."""
+    return (
+        _DRAMATIQ_SLOW_APP.replace("VISIBILITY_MS", str(visibility_ms))
+        .replace("QUEUE", queue)
+        .replace("RUN_S", repr(run_s))
+    )
 
 
 def app_module(
@@ -104,6 +140,30 @@ def write_app(root: str, name: str, source: str, env: dict[str, str]) -> tuple[d
         f.write(source)
     path = os.pathsep.join([app_dir, *sys.path])
     return {**os.environ, **env, "OUT": out, "PYTHONPATH": path}, out
+
+
+def start_celery(
+    cluster: Cluster,
+    tmp_path,
+    monkeypatch,
+    name: str,
+    source: str,
+    *,
+    visibility_s: int,
+    pool="prefork",
+    workers=1,
+) -> tuple[list[subprocess.Popen], str]:
+    """The Celery app ``name`` written from ``source`` (:func:`app_module`, ``BROKER`` the
+    cluster, ``VISIBILITY_S``), and ``workers`` ``celery worker`` processes of it, each of
+    one ``pool`` process or thread, logging to ``worker<k>.log`` in ``tmp_path``: the
+    processes, and the directory the tasks write to."""
+    broker = "horologe://" + ",".join(cluster.url(i).removeprefix("http://") for i in cluster.indexes)
+    env, out = app_module(
+        cluster, tmp_path, monkeypatch, name, source, BROKER=broker, VISIBILITY_S=str(visibility_s)
+    )
+    worker = [sys.executable, "-m", "celery", "-A", name, "worker", "--pool", pool, "-c", "1", "-l", "info"]
+    worker += ["--without-heartbeat", "--without-mingle", "--without-gossip"]
+    return start_workers([[*worker, "-n", f"w{k}@%h"] for k in range(workers)], env, str(tmp_path)), out
 
 
 def start_workers(commands: list[list[str]], env: dict, log_dir: str) -> list[subprocess.Popen]:
@@ -174,6 +234,20 @@ def faults(cluster: Cluster, at_s: tuple[float, float]) -> threading.Thread:
     thread = threading.Thread(target=run, daemon=True)
     thread.start()
     return thread
+
+
+def dead_lettered(client, queue: str, n: int, timeout_s: float = 10) -> list:
+    """The first ``n`` messages of the queue's dead-letter queue (``%DLQ%<queue>``), pulled
+    (and leased) as they come; TimeoutError if fewer come within ``timeout_s``."""
+    dead: list = []
+
+    def all_there() -> bool:
+        """the messages in the dead-letter queue"""
+        dead.extend(client.pull(f"%DLQ%{queue}", queue, max=n - len(dead), wait_ms=500))
+        return len(dead) >= n
+
+    wait_until(all_there, timeout_s)
+    return dead
 
 
 def executions(out_dir: str) -> list[dict]:

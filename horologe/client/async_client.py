@@ -192,10 +192,12 @@ class AsyncClient(core.ClientSettings, AsyncScheduleCalls, AsyncPushCalls):
             "POST", f"/v1/topics/{quote(topic, safe='')}/ack", {"group": group, "receipts": receipts}
         )
 
-    async def nack(self, topic: str, group: str, receipts: list[str], *, dead_letter: bool = False) -> dict:
+    async def nack(
+        self, topic: str, group: str, receipts: list[str], *, dead_letter: bool = False, resend: bool = False
+    ) -> dict:
         """As :meth:`Client.nack`."""
         body = {"group": group, "receipts": receipts, **({"dead_letter": True} if dead_letter else {})}
-        return await self._call("POST", f"/v1/topics/{quote(topic, safe='')}/nack", body, resend=False)
+        return await self._call("POST", f"/v1/topics/{quote(topic, safe='')}/nack", body, resend=resend)
 
     async def release(self, topic: str, group: str, receipts: list[str]) -> int:
         """As :meth:`Client.release`."""

@@ -10,24 +10,32 @@ that stopped (killed, frozen, cut off) keeps its tasks from the others, not how 
 task may wait and run.
 
 ``hold(topic, group, receipts)`` after a pull (the first starts the thread),
-``let_go(...)`` once a message is acked or dead-lettered, ``give_back(...)`` to release
-leases (the messages go to another worker at once); ``beat()`` from the
-worker's consumer loop each time round; ``close()`` stops. The leases are renewed only
+``let_go(...)`` once a message is acked, ``give_back(...)`` to release leases (the
+messages go to another worker at once), ``dead_letter(...)`` to move messages to the
+group's dead-letter queue, their leases held until the cluster took it; ``beat()`` from the
+worker's consumer loop each time round, and ``with handing_over():`` around the loop's
+hand-over of messages to the worker; ``close()`` stops. The leases are renewed only
 while that loop goes on: a worker whose loop stopped (a deadlock, a main process stuck)
 for ``STALE_S`` (or a third of the visibility, if longer) holds its tasks no longer, and
-they go to other workers once their leases end. A renewal that fails is logged and tried
-again at the next round: a lease survives one failed round (a third of it), so a short
-visibility also wants a short ``retry_s`` on the client.
+they go to other workers once their leases end. A loop that is handing messages over
+goes on, however long that takes: Celery's solo pool runs the task right there, and a
+prefork pool whose processes are all busy makes the loop wait there for one (a worker
+whose pool no longer takes tasks keeps what it holds, as a task that hangs does). A
+renewal that fails is logged and tried again at the next round: a lease survives one
+failed round (a third of it), so a short visibility also wants a short ``retry_s`` on the
+client.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Iterator
 
-from .errors import HorologeError
+from .errors import HorologeError, UnavailableError
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +57,7 @@ class LeaseKeeper:
         self._clock = clock
         self._stale_s = max(STALE_S, visibility_ms / 3000)
         self._beat_at = clock()
+        self._handing_over = 0  # hand-overs under way (the consumer loop's thread only)
         self._said_stale = False
         self._held: dict[tuple[str, str], set[str]] = defaultdict(set)
         self._lock = threading.Lock()
@@ -79,9 +88,64 @@ class LeaseKeeper:
             except HorologeError as e:
                 log.warning("%d leases not released (handed out again when they end): %s", len(receipts), e)
 
+    def dead_letter(
+        self, topic: str, group: str, receipts: list[str], what: str, *, raise_unavailable: bool = False
+    ) -> bool:
+        """Move these messages to the group's dead-letter queue now (a nack with
+        ``dead_letter``), their leases held, and renewed, until the cluster has taken the
+        nack; whether it did. The nack is sent again across a failover, even once it may
+        have applied: the cluster applies one nack to a hand-out. A nack that fails is
+        logged, naming ``what`` (the messages, for the log), and the leases are given back:
+        the messages are handed out again rather than left leased by a worker that no
+        longer knows them. With ``raise_unavailable``, one that no node took (for the
+        client's ``retry_s``) raises UnavailableError instead, the leases still held, for
+        the caller to send again."""
+        try:
+            self._client.nack(topic, group, receipts, dead_letter=True, resend=True)
+        except HorologeError as e:
+            if raise_unavailable and isinstance(e, UnavailableError):
+                raise
+            log.warning(
+                "%s not moved to the dead-letter queue %%DLQ%%%s (its lease given back, so it is "
+                "handed out again): %s",
+                what,
+                group,
+                e,
+            )
+            self.give_back(topic, group, receipts)
+            return False
+        self.let_go(topic, group, receipts)
+        return True
+
+    def dead_letter_unreadable(self, topic: str, group: str, m, why: str, kind: str) -> None:
+        """Pulled message ``m`` (held) is no ``kind`` (a kombu message, a Dramatiq message:
+        another producer's), for reason ``why``: a warning that names it, and it goes to
+        the group's dead-letter queue (:meth:`dead_letter`), as a task the worker cannot
+        run does."""
+        log.warning(
+            "message %s of %s is no %s (%.200s): moved to the dead-letter queue %%DLQ%%%s",
+            m.id,
+            topic,
+            kind,
+            why,
+            group,
+        )
+        self.dead_letter(topic, group, [m.receipt], f"message {m.id} of {topic}")
+
     def beat(self) -> None:
         """The worker's consumer loop went round: it is alive (any thread; one float)."""
         self._beat_at = self._clock()
+
+    @contextlib.contextmanager
+    def handing_over(self) -> Iterator[None]:
+        """The consumer loop hands messages to the worker meanwhile, which may run a task
+        there or wait there for room: the loop counts as going on, however long it takes."""
+        self._handing_over += 1
+        try:
+            yield
+        finally:
+            self._handing_over -= 1
+            self.beat()
 
     def held(self) -> int:
         with self._lock:
@@ -89,8 +153,9 @@ class LeaseKeeper:
 
     def renew(self) -> int:
         """One round: every lease held, renewed to the visibility from now; how many were
-        (none while the consumer loop has been silent past the stale time)."""
-        silent_s = self._clock() - self._beat_at
+        (none while the consumer loop has been silent past the stale time, not handing
+        messages over)."""
+        silent_s = 0.0 if self._handing_over else self._clock() - self._beat_at
         if silent_s > self._stale_s:
             if not self._said_stale:
                 self._said_stale = True

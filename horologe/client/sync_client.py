@@ -203,11 +203,16 @@ class Client(core.ClientSettings, calls.BlockingPool, ScheduleCalls, PushCalls):
     def ack(self, topic: str, group: str, receipts: list[str]) -> None:
         self._call("POST", f"/v1/topics/{_quote(topic)}/ack", {"group": group, "receipts": receipts})
 
-    def nack(self, topic: str, group: str, receipts: list[str], *, dead_letter: bool = False) -> dict:
+    def nack(
+        self, topic: str, group: str, receipts: list[str], *, dead_letter: bool = False, resend: bool = False
+    ) -> dict:
         """Hand the messages out again after their retry level's delay (an attempt counted),
-        or to the group's DLQ after the last level; ``dead_letter``: to the DLQ now."""
+        or to the group's DLQ after the last level; ``dead_letter``: to the DLQ now.
+        ``resend``: sent again across a failover even once it may have applied (a timeout,
+        a 503 ``timeout``): the cluster applies one nack to a hand-out, so the messages
+        move once, but the answer then counts only what the call that answered did."""
         body = {"group": group, "receipts": receipts, **({"dead_letter": True} if dead_letter else {})}
-        return self._call("POST", f"/v1/topics/{_quote(topic)}/nack", body, resend=False)
+        return self._call("POST", f"/v1/topics/{_quote(topic)}/nack", body, resend=resend)
 
     def release(self, topic: str, group: str, receipts: list[str]) -> int:
         """Give leased messages back now, no attempt counted (a worker's warm shutdown):

@@ -38,9 +38,13 @@ def eta_ms(eta) -> int | None:
     return math.ceil(when.timestamp() * 1000)
 
 
-def task_key(kind: str, task_id, retries) -> str | None:
+def task_key(kind: str, task_id, retries, replaced=None) -> str | None:
     """``kind:{id}:{retries}``: a republish of one attempt is stored once, a retry (a new
-    attempt under the same id) is a message of its own. None without an id."""
+    attempt under the same id) is a message of its own. ``replaced``: how many times the
+    task was replaced under its id (Celery's ``Task.replace``, its ``replaced_task_nesting``
+    header); above 0, ``kind:{id}:{retries}:r{replaced}``, so that a replacement is a
+    message of its own too. None without an id."""
     if not task_id:
         return None
-    return f"{kind}:{task_id}:{int(retries or 0)}"
+    key = f"{kind}:{task_id}:{int(retries or 0)}"
+    return f"{key}:r{int(replaced)}" if replaced and int(replaced) > 0 else key

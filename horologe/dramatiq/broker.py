@@ -9,13 +9,16 @@ client's ``retry_s``) raises Dramatiq's ``ConnectionFailed``.
 
 A consumer pulls what is due, at most its prefetch, each leased (``visibility_ms``,
 replicated: no other worker gets it while it is held, even across a failover of the
-cluster's master), and renews the leases of what it holds, waiting or running, every
-third of ``visibility_ms`` (horologe/client/lease_keeper.py): the visibility is how long
-a worker that died keeps its messages. ``ack`` acks (in the background, gathered);
-``nack`` (a message that failed for good) moves it to ``%DLQ%<queue>`` now; ``requeue``
-and closing the consumer release the leases of what was not processed. What the worker
-runs belongs to the broker, not to one consumer: the renewals go on, and a consumer the
-worker makes after an error of the last one's loop acks what that one handed out.
+cluster's master), and renews the leases of what it holds, waiting or running, every third
+of ``visibility_ms`` (horologe/client/lease_keeper.py): the visibility is how long a
+worker that died keeps its messages. ``ack`` acks (in the background, gathered); ``nack``
+(a message that failed for good) moves it to ``%DLQ%<queue>`` now, its lease held until
+the cluster took it (a nack no node takes raises ``ConnectionFailed``, which Dramatiq's
+worker answers by sending it again), as the consumer does with a message of the queue's
+topic that Dramatiq cannot decode (another producer's: logged); ``requeue`` and closing
+the consumer release the leases of what was not processed. What the worker runs belongs to
+the broker, not to one consumer: the renewals go on, and a consumer the worker makes after
+an error of the last one's loop acks what that one handed out.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ import time
 
 import dramatiq
 from dramatiq.broker import Broker, Consumer, MessageProxy
-from dramatiq.errors import ConnectionFailed, QueueJoinTimeout
+from dramatiq.errors import ConnectionFailed, DecodeError, QueueJoinTimeout
 
 from horologe.client import AlreadyDeliveredError, Client, NotFoundError, UnavailableError
 from horologe.client.acker import Acker
@@ -55,8 +58,8 @@ class HorologeBroker(Broker):
         self.visibility_ms = visibility_ms
         self.queues: set[str] = set()
         # What the worker holds outlives a consumer (Dramatiq's worker makes a new one after
-        # an error): per topic, message id -> receipt; their renewals; the acks.
-        self.running: dict[str, dict[str, str]] = {}
+        # an error): per topic, the receipts handed out; their renewals; the acks.
+        self.running: dict[str, set[str]] = {}
         self._keeper: LeaseKeeper | None = None
         self._acker: Acker | None = None
         self._lock = threading.Lock()  # one consumer thread per queue may make them at once
@@ -139,6 +142,20 @@ class HorologeBroker(Broker):
         self.client.close()
 
 
+class _Handed(MessageProxy):
+    """A message as a consumer hands it to the worker, which gives this object back to
+    ack, nack or requeue it: the receipt of this hand-out. One message id may be open twice
+    (handed out again while the worker still runs it, its lease ended; a retry pulled
+    before the first attempt's ack), each settled by its own receipt."""
+
+    def __init__(self, message: dramatiq.Message, receipt: str, redelivered: bool) -> None:
+        super().__init__(message)
+        self.receipt = receipt
+        # As the RabbitMQ broker's proxy says it: handed out before (a lease that ended, or
+        # given back), so it may have run already.
+        self.redelivered = redelivered
+
+
 class _Consumer(Consumer):
     def __init__(self, broker: HorologeBroker, queue_name: str, prefetch: int, timeout_ms: int) -> None:
         self.broker = broker
@@ -147,7 +164,7 @@ class _Consumer(Consumer):
         self.timeout_ms = timeout_ms
         self.leases, self.acker = broker.holding()
         self.held: list = []  # pulled, not yet handed to the worker
-        self.open = broker.running.setdefault(self.topic, {})  # handed to the worker, not settled
+        self.open = broker.running.setdefault(self.topic, set())  # receipts handed out, not settled
 
     def __next__(self) -> MessageProxy | None:
         self.leases.beat()  # the consumer's loop goes on: what it holds is renewed
@@ -172,27 +189,40 @@ class _Consumer(Consumer):
                 return None
             self.leases.hold(self.topic, self.topic, [m.receipt for m in self.held])
         m = self.held.pop(0)
-        message = dramatiq.Message.decode(m.body)
-        self.open[message.message_id] = m.receipt
-        proxy = MessageProxy(message)
-        # As the RabbitMQ broker's proxy says it: handed out before (a lease that ended, or
-        # given back), so it may have run already.
-        proxy.redelivered = m.deliveries > 1
-        return proxy
+        try:
+            message = dramatiq.Message.decode(m.body)
+        except DecodeError as e:
+            why = e.__cause__ or e
+            self.leases.dead_letter_unreadable(
+                self.topic, self.topic, m, f"{type(why).__name__}: {why}", "Dramatiq message"
+            )
+            return None  # the worker goes on: the consumer's loop asks again
+        self.open.add(m.receipt)
+        return _Handed(message, m.receipt, m.deliveries > 1)
 
-    def _receipt(self, message) -> str:
-        receipt = self.open.pop(message.message_id)
-        self.leases.let_go(self.topic, self.topic, [receipt])
-        return receipt
+    def _receipt(self, message: _Handed) -> str:
+        self.open.discard(message.receipt)
+        self.leases.let_go(self.topic, self.topic, [message.receipt])
+        return message.receipt
 
     def ack(self, message) -> None:
         self.acker.ack(self.topic, self.topic, self._receipt(message))
 
-    def nack(self, message) -> None:
-        self.broker.client.nack(self.topic, self.topic, [self._receipt(message)], dead_letter=True)
+    def nack(self, message: _Handed) -> None:
+        """To the dead-letter queue, the lease held until the cluster took it. One that no
+        node took (for the client's ``retry_s``) raises ConnectionFailed, the message still
+        this consumer's: Dramatiq's worker sends it again. One the cluster refused is logged
+        and the lease released: the message is handed out again."""
+        what = f"message {message.message_id} of {self.topic}"
+        try:
+            self.leases.dead_letter(self.topic, self.topic, [message.receipt], what, raise_unavailable=True)
+        except UnavailableError as e:
+            raise ConnectionFailed(f"{what} not moved to the dead-letter queue yet: {e}") from e
+        self.open.discard(message.receipt)
 
     def requeue(self, messages) -> None:
-        receipts = [self.open.pop(m.message_id) for m in messages if m.message_id in self.open]
+        receipts = [m.receipt for m in messages if m.receipt in self.open]
+        self.open.difference_update(receipts)
         self.leases.give_back(self.topic, self.topic, receipts)
 
     def close(self) -> None:

@@ -13,24 +13,36 @@ from .transport import client_for
 def revoke_scheduled(app, task_id: str, *, queue: str | None = None, retries: int | None = None) -> bool:
     """Cancel task ``task_id`` of ``queue`` (the app's default queue) before it falls due:
     True once it is cancelled (now or before), False if the cluster knows no such task
-    there. Each retry is a message of its own (``celery:{task id}:{retries}``): without
-    ``retries``, the attempt that waits is cancelled, a retry waiting out its countdown
-    too. ``AlreadyDeliveredError`` once the task (that attempt, with ``retries``) was
-    handed to the workers and no later attempt waits."""
+    there. Each retry is a message of its own (``celery:{task id}:{retries}``), and so is
+    each replacement (``Task.replace`` keeps the id: ``...:r{n}``). Without ``retries``, the
+    message that waits is cancelled, found by trying attempts 0, 1, 2, ... of the task as
+    sent, then of its replacement, of that one's replacement, and so on: a retry waiting
+    out its countdown, or a replacement sent with one, is cancelled too.
+    ``AlreadyDeliveredError`` once the task (that attempt of the task as sent, with
+    ``retries``) was handed to the workers and nothing of it waits. The tasks of a chain
+    that follow a replaced task carry its replacement count (Celery sets it on them):
+    they are not found here (False)."""
     conf = app.conf
     options = conf.broker_transport_options or {}
     topic = topic_name(queue or conf.task_default_queue, options.get("topic_prefix", ""))
-    delivered: AlreadyDeliveredError | None = None
     with client_for(conf.broker_url, options) as client:
-        for attempt in itertools.count() if retries is None else (retries,):
+        if retries is not None:
             try:
-                client.cancel_key(topic, task_key("celery", task_id, attempt))
-                return True
+                client.cancel_key(topic, task_key("celery", task_id, retries))
             except NotFoundError:
-                if delivered is not None:
-                    raise delivered from None  # ran, and no retry of it waits
                 return False
-            except AlreadyDeliveredError as e:
-                if retries is not None:
-                    raise
-                delivered = e  # this attempt ran: a retry of it may wait
+            return True
+        delivered: AlreadyDeliveredError | None = None
+        for replaced in itertools.count():
+            for attempt in itertools.count():
+                try:
+                    client.cancel_key(topic, task_key("celery", task_id, attempt, replaced))
+                    return True
+                except NotFoundError:
+                    if attempt > 0:
+                        break  # no later retry: a replacement may wait
+                    if delivered is not None:
+                        raise delivered from None  # ran, and nothing of it waits
+                    return False
+                except AlreadyDeliveredError as e:
+                    delivered = e  # this one ran: a retry or a replacement of it may wait

@@ -1,24 +1,28 @@
 """A kombu virtual transport over Horologe: Celery's delayed tasks wait in the cluster.
 
-A queue is a topic, consumed by one group (named after the queue) that every worker of
-the queue shares. Publishing a message produces it with the task's ``eta`` header as
-its ``deliver_at`` (to the ms; none, or past: now), under the key
-``celery:{task id}:{retries}``: a publish resent across a failover is stored once, a
-retry is a message of its own. The whole kombu message is the body. Workers pull only
-what is due and only as many as Celery's prefetch allows; each hand-out is leased
-(``visibility_timeout``), and the lease is replicated, so no other worker gets the task
-while it holds it, even across a failover of the cluster's master. The worker renews the
-leases of every task it holds, prefetched or running, every third of the visibility
-timeout (horologe/client/lease_keeper.py): the timeout is how long a worker that died
-keeps its tasks, not a bound on how long a task may wait in the worker and run.
+A queue is a topic, consumed by one group (named after the queue) that every worker of the
+queue shares. Publishing a message produces it with the task's ``eta`` header as its
+``deliver_at`` (to the ms; none, or past: now), under the key
+``celery:{task id}:{retries}`` (``...:r{n}`` for a task's ``n``-th replacement by
+``Task.replace``, which keeps its id): a publish resent across a failover is stored once,
+a retry or a replacement is a message of its own. The whole kombu message is the body.
+Workers pull only what is due and only as many as Celery's prefetch allows; each hand-out
+is leased (``visibility_timeout``), and the lease is replicated, so no other worker gets
+the task while it holds it, even across a failover of the cluster's master. The worker
+renews the leases of every task it holds, prefetched or running, every third of the
+visibility timeout (horologe/client/lease_keeper.py): the timeout is how long a worker
+that died keeps its tasks, not a bound on how long a task may wait in the worker and run.
 
 ``basic_ack`` acks (in the background, gathered: horologe/client/acker.py);
 ``basic_reject(requeue=True)`` and closing a channel release the leases (the task goes to
 another worker at once, no attempt counted), never publishing a copy as kombu's base class
 would; ``basic_reject(requeue=False)`` moves the task to the group's dead-letter queue
-``%DLQ%<queue>``. Fanout exchanges (remote control, broadcast) are not supported: what is
-published to one is dropped, with a warning (once per exchange and channel), rather than
-in silence.
+``%DLQ%<queue>``, its lease held until the cluster took the nack (sent again across a
+failover; if no node takes it, the lease is released and the task handed out again). A
+message of the queue's topic whose body is no kombu message (another producer's) is logged
+and moved to that dead-letter queue as it is pulled; the worker gets the rest. Fanout
+exchanges (remote control, broadcast) are not supported: what is published to one is
+dropped, with a warning (once per exchange and channel), rather than in silence.
 """
 
 from __future__ import annotations
@@ -80,6 +84,31 @@ def client_for(url: str, options: dict) -> Client:
         )
     ca = options.get("ca") or os.environ.get("HOROLOGE_CA")
     return Client(node_urls(url), token, ca=ca, retry_s=options.get("retry_s", 15))
+
+
+class NotKombuMessage(ValueError):
+    """A message of a queue's topic whose body is no kombu message (another producer's)."""
+
+
+def _kombu_message(body: bytes, channel) -> dict:
+    """``body`` as the kombu message it holds (its JSON object); NotKombuMessage, saying
+    why, when it holds none: kombu would fail to read it (its ``properties`` and
+    ``delivery_info`` objects, a body that its ``body_encoding`` decodes)."""
+    try:
+        payload = json.loads(body)
+    except ValueError as e:  # not UTF-8 either
+        raise NotKombuMessage(f"not JSON: {e}") from None
+    if not isinstance(payload, dict):
+        raise NotKombuMessage(f"JSON {type(payload).__name__}, not an object")
+    props = payload.get("properties")
+    if not isinstance(props, dict) or not isinstance(props.get("delivery_info", {}), dict):
+        raise NotKombuMessage("no properties object")
+    if payload.get("body"):
+        try:
+            channel.decode_body(payload["body"], props.get("body_encoding"))
+        except Exception as e:  # noqa: BLE001 - whatever the codec raises: kombu would raise it too
+            raise NotKombuMessage(f"a body its body_encoding does not decode: {e!r}") from None
+    return payload
 
 
 class QoS(virtual.QoS):
@@ -159,7 +188,7 @@ class Channel(virtual.Channel):
             self._topic(queue),
             json.dumps(message),
             deliver_at=eta_ms(headers.get("eta")),
-            key=task_key("celery", task_id, headers.get("retries")),
+            key=task_key("celery", task_id, headers.get("retries"), headers.get("replaced_task_nesting")),
             headers={k: str(v) for k, v in tagged.items() if v},
         )
 
@@ -190,18 +219,23 @@ class Channel(virtual.Channel):
         no_ack = queue in self._no_ack
         if not no_ack:  # before any is handed over: it may be acked at once
             self.leases.hold(topic, topic, [m.receipt for m in batch])
-        handed = 0
+        done = 0
         try:
-            for m in batch:
-                if queue not in self.connection._callbacks:
-                    break  # its consumer was cancelled (kombu would reject it on another channel)
-                self.connection._deliver(self._payload(m, queue, topic), queue)
-                handed += 1
-                if no_ack:  # a consumer that acks nothing: taken as handed over
-                    self.acker.ack(topic, topic, m.receipt)
-        finally:  # a consumer cancelled meanwhile, a body that is no kombu message: given back
-            if handed < len(batch):
-                self.leases.give_back(topic, topic, [m.receipt for m in batch[handed:]])
+            # Celery's solo pool runs each task in here, a busy prefork pool waits in here for
+            # a process: the loop goes on meanwhile, and what it holds is renewed.
+            with self.leases.handing_over():
+                for m in batch:
+                    if queue not in self.connection._callbacks:
+                        break  # its consumer was cancelled (kombu would reject it on another channel)
+                    payload = self._payload_or_dead_letter(m, queue, topic)
+                    if payload is not None:
+                        self.connection._deliver(payload, queue)
+                        if no_ack:  # a consumer that acks nothing: taken as handed over
+                            self.acker.ack(topic, topic, m.receipt)
+                    done += 1
+        finally:  # a consumer cancelled meanwhile, or a callback that raised: the rest given back
+            if done < len(batch):
+                self.leases.give_back(topic, topic, [m.receipt for m in batch[done:]])
 
     def drain_events(self, timeout=None, callback=None):
         self.leases.beat()  # the worker's loop goes on (its prefetch full or not): renew
@@ -226,32 +260,46 @@ class Channel(virtual.Channel):
         return self._get_one(queue, no_ack=False)
 
     def _get_one(self, queue, no_ack: bool) -> dict:
+        """The next due message of ``queue`` that is a kombu message (those that are not
+        go to the dead-letter queue meanwhile); Empty if none is due."""
         topic = self._topic(queue)
-        try:
-            batch = self.client.pull(topic, topic, max=1, wait_ms=0, visibility_ms=self.visibility_ms)
-        except UnavailableError:
-            raise Empty() from None
-        if not batch:
-            raise Empty()
-        (m,) = batch
-        try:
-            payload = self._payload(m, queue, topic)
-        except ValueError:  # a body that is no kombu message
-            self.leases.give_back(topic, topic, [m.receipt])
-            raise
-        if no_ack:  # taken as handed over
-            self.acker.ack(topic, topic, m.receipt)
-        else:
+        while True:
+            try:
+                batch = self.client.pull(topic, topic, max=1, wait_ms=0, visibility_ms=self.visibility_ms)
+            except UnavailableError:
+                raise Empty() from None
+            if not batch:
+                raise Empty()
+            (m,) = batch
             self.leases.hold(topic, topic, [m.receipt])
+            payload = self._payload_or_dead_letter(m, queue, topic)
+            if payload is not None:
+                break
+        if no_ack:  # taken as handed over
+            self.leases.let_go(topic, topic, [m.receipt])
+            self.acker.ack(topic, topic, m.receipt)
         return payload
 
+    def _payload_or_dead_letter(self, m, queue: str, topic: str) -> dict | None:
+        """The kombu message ``m`` carries, ready for kombu; or None for a body that is none
+        (not JSON, not a JSON object, not the fields a kombu message has): logged, and moved
+        to the group's dead-letter queue, as a worker does with a task it cannot run. Its
+        lease is held meanwhile."""
+        try:
+            return self._payload(m, queue, topic)
+        except NotKombuMessage as e:
+            self.leases.dead_letter_unreadable(topic, topic, m, str(e), "kombu message")
+            return None
+
     def _payload(self, m, queue: str, topic: str) -> dict:
-        payload = json.loads(m.body)
-        props = payload.setdefault("properties", {})
+        payload = _kombu_message(m.body, self)
+        props = payload["properties"]
         props["delivery_tag"] = m.receipt  # one per hand-out, as SQS's ReceiptHandle
         info = props.setdefault("delivery_info", {})
-        # Handed out before: nacked (a retry), or its lease ended or was given back. Celery
-        # reads it here (worker_deduplicate_successful_tasks), as kombu's Redis transport sets it.
+        # Handed out before: its lease ended or was given back, or it is the copy the cluster
+        # made on a nack (attempt; this transport nacks only to the DLQ). A Celery retry is a
+        # new message, not redelivered. Celery reads it here
+        # (worker_deduplicate_successful_tasks), as kombu's Redis transport sets it.
         redelivered = m.attempt > 0 or m.deliveries > 1
         info.update(
             routing_key=queue,
@@ -294,9 +342,12 @@ class Channel(virtual.Channel):
             self.leases.give_back(topic, group, receipts)
 
     def _dead_letter(self, message) -> None:
+        """kombu's reject without requeue: to the dead-letter queue, the lease held until
+        the cluster took it; if it did not (no node for ``retry_s``), logged and released:
+        the task is handed out again."""
         topic, group, receipt = self._where(message)
-        self.leases.let_go(topic, group, [receipt])
-        self.client.nack(topic, group, [receipt], dead_letter=True)
+        what = f"message {message.delivery_info['horologe']['id']} of {topic}"
+        self.leases.dead_letter(topic, group, [receipt], what)
 
     def _size(self, queue) -> int:
         """Tasks due and waiting for a worker (not those a worker holds, nor those whose

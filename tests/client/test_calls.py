@@ -124,6 +124,16 @@ def test_a_timed_out_nack_is_not_resent_but_a_produce_is():
         assert nodes.ports() == [8081, 8081, 8082]
 
 
+def test_a_nack_asked_to_be_resent_goes_on_to_the_next_node_after_a_timeout():
+    """The cluster applies one nack to a hand-out: a task queue's dead-letter nack is
+    sent again rather than lost across a failover."""
+    moved = lambda r: httpx.Response(200, json={"retried": 0, "dead_lettered": 1})  # noqa: E731
+    nodes = FakeNodes(p8081=httpx.ReadTimeout, p8082=moved, p8083=moved)
+    with client(nodes) as c:
+        assert c.nack("t", "g", ["r"], dead_letter=True, resend=True) == {"retried": 0, "dead_lettered": 1}
+        assert nodes.ports() == [8081, 8082]
+
+
 def test_a_nack_answered_503_timeout_is_not_resent_but_one_refused_as_no_master_is():
     """A 503 ``timeout`` (or ``transfer_unconfirmed``) may have taken effect: a call that
     must not be repeated raises it at once; ``no_master`` refused it before anything."""

@@ -100,3 +100,21 @@ def test_a_consumer_loop_silent_past_the_stale_time_has_its_leases_left_to_end(c
     keeper.beat()
     assert keeper.renew() == 1 and len(cluster.calls) == 2
     keeper.close()
+
+
+def test_a_consumer_loop_handing_messages_over_is_not_silent_however_long_it_takes(caplog):
+    """Celery's solo pool runs a task inside the hand-over, and a busy prefork pool waits
+    there for a process: the loop was taken for stuck and its leases left to end."""
+    now = [0.0]
+    cluster = _Cluster()
+    keeper = LeaseKeeper(cluster, 9_000, every_s=3600, clock=lambda: now[0])
+    keeper.hold("q", "q", ["a"])
+    with caplog.at_level(logging.WARNING, logger="horologe.client.lease_keeper"), keeper.handing_over():
+        now[0] = 10 * STALE_S
+        assert keeper.renew() == 1
+    now[0] += STALE_S - 1  # silent since the hand-over ended
+    assert keeper.renew() == 1
+    assert caplog.records == []
+    now[0] += 2
+    assert keeper.renew() == 0
+    keeper.close()

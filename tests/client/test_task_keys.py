@@ -34,6 +34,12 @@ def test_a_retry_is_a_key_of_its_own_and_a_republish_is_not():
     assert task_key("celery", None, 0) is None
 
 
+def test_a_replacement_is_a_key_of_its_own_and_a_task_never_replaced_keeps_its_key():
+    assert task_key("celery", "abc", 0, 0) == task_key("celery", "abc", 0, None) == "celery:abc:0"
+    assert task_key("celery", "abc", 0, 1) == "celery:abc:0:r1"
+    assert task_key("celery", "abc", 2, 3) == "celery:abc:2:r3"
+
+
 def test_broker_urls_name_every_node_and_the_token():
     assert node_urls("horologe://n1:8081,n2:9000,n3") == [
         "http://n1:8081",

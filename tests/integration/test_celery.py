@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import logging
 import random
+import signal
 import sys
+import textwrap
 import time
 from datetime import UTC, datetime
 
@@ -17,9 +19,11 @@ from testkit.process_cluster import CLIENT
 from testkit.task_queues import (
     CELERY_PROBE_APP,
     app_module,
+    dead_lettered,
     executions,
     faults,
     held_early,
+    start_celery,
     start_workers,
     stop_workers,
     verdict,
@@ -27,6 +31,23 @@ from testkit.task_queues import (
 )
 
 N = 240
+# The probe app with tasks that replace themselves (``Task.replace``): ``swap`` by a probe,
+# ``swap_twice`` by a swap; each writes its run down as the probe does.
+REPLACING_APP = CELERY_PROBE_APP + textwrap.dedent(
+    """
+
+    @app.task(bind=True)
+    def swap(self, seq):
+        _write("jsonl", {"id": self.request.id, "task": "swap", "seq": seq})
+        return self.replace(probe.s(seq, False))
+
+
+    @app.task(bind=True)
+    def swap_twice(self, seq):
+        _write("jsonl", {"id": self.request.id, "task": "swap_twice", "seq": seq})
+        return self.replace(swap.s(seq))
+    """
+)
 # Leases of 10 s (tasks take milliseconds): a task whose pull answer was lost some way the
 # named pulls do not cover still runs within the 90 s the test waits.
 RETRIED = 20  # tasks that retry once, 2 s later: a retry is a message of its own
@@ -219,3 +240,131 @@ def test_what_a_pull_took_for_a_consumer_cancelled_meanwhile_is_given_back(clust
         backlog = client.backlog("gb", "gb")
         assert (backlog.leased, backlog.waiting) == (0, 3), backlog
         assert channel.leases.held() == 0
+
+
+def test_a_message_that_is_no_kombu_message_goes_to_the_dlq_and_the_worker_runs_the_rest(
+    cluster, tmp_path, monkeypatch
+):
+    """A body that was not JSON, not a JSON object, or not a kombu message raised out of the
+    transport's fetch: the worker died, and the batch it gave back killed the next worker."""
+    client = cluster.client(0)
+    bad = {
+        "not json": "{oops",
+        "not an object": "[1, 2]",
+        "not a kombu message": '{"properties": 7}',
+        "a body base64 does not decode": '{"body": "abc", "properties": {"body_encoding": "base64"}}',
+    }
+    ids = {client.produce("acc", body).id: why for why, body in bad.items()}
+    procs, out = start_celery(cluster, tmp_path, monkeypatch, "bad_app", CELERY_PROBE_APP, visibility_s=10)
+    try:
+        import bad_app
+
+        for seq in range(3):
+            bad_app.probe.delay(seq, False)
+        wait_executed(out, 3, 30)
+        dead = dead_lettered(client, "acc", len(bad))
+        assert procs[0].poll() is None, "the worker died"
+    finally:
+        stop_workers(procs)
+    assert sorted(r["seq"] for r in executions(out)) == [0, 1, 2]
+    assert {m.id for m in dead} == set(ids)
+    assert client.backlog("acc", "acc").unacked == 0
+    log = (tmp_path / "worker0.log").read_text()
+    for message_id in ids:
+        assert f"message {message_id} of acc" in log, log[-3000:]
+
+
+def test_basic_get_passes_over_a_message_that_is_no_kombu_message_to_the_dlq(cluster, monkeypatch):
+    """basic_get raised on it, and gave it back: every later look at the queue met it again."""
+    app = _app(cluster, monkeypatch, "gx")
+    client = cluster.client(0)
+    (bad,) = [client.produce("gx", "{oops").id]
+    with app.connection_for_write() as conn:
+        queue = conn.SimpleQueue("gx")
+        queue.put({"n": 1})
+        channel = conn.default_channel
+        deadline = time.monotonic() + 10
+        while client.backlog("gx", "gx").waiting < 2:  # both due at the wheel's next tick
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        message = channel.basic_get("gx")
+        assert message is not None and message.decode() == {"n": 1}
+        message.ack()
+        assert channel.basic_get("gx") is None
+        queue.close()
+    assert [m.id for m in client.pull("%DLQ%gx", "gx", max=10, wait_ms=2_000)] == [bad]
+
+
+def test_a_task_replaced_by_another_runs_the_replacement_once(cluster, tmp_path, monkeypatch):
+    """``Task.replace`` sends the replacement under the task's id, retries 0: its key was the
+    replaced task's, so the cluster took it for a resend of that publish and the
+    replacement never ran."""
+    procs, out = start_celery(cluster, tmp_path, monkeypatch, "rp_app", REPLACING_APP, visibility_s=10)
+    try:
+        import rp_app
+
+        once = rp_app.swap.delay(1).id
+        twice = rp_app.swap_twice.delay(2).id
+        wait_executed(out, 5, 30)  # swap, probe; swap_twice, swap, probe
+        time.sleep(1)  # anything run twice would show by now
+    finally:
+        stop_workers(procs)
+    runs = sorted((r["id"], r.get("task", "probe")) for r in executions(out))
+    assert runs == sorted(
+        [(once, "swap"), (once, "probe"), (twice, "swap_twice"), (twice, "swap"), (twice, "probe")]
+    )
+
+
+def test_revoke_scheduled_cancels_the_replacement_that_waits(cluster, monkeypatch):
+    """A task replaced by one with a countdown: its replacement waits under the same id."""
+    import horologe.kombu
+
+    app = _app(cluster, monkeypatch, "rw")
+    client = cluster.client(0)
+    client.produce("rw", "{}", key="celery:swapped:0")  # handed to a worker and acked
+    deadline = time.monotonic() + 10
+    while not (batch := client.pull("rw", "rw", max=10, wait_ms=500)):
+        assert time.monotonic() < deadline
+    client.ack("rw", "rw", batch.receipts())
+    client.produce("rw", "{}", key="celery:swapped:0:r1", deliver_after=60_000)  # its replacement
+    assert horologe.kombu.revoke_scheduled(app, "swapped") is True
+    assert list(client.pending("rw").messages) == []
+
+
+def test_a_reject_to_the_dlq_goes_through_a_failover(cluster, monkeypatch):
+    """The nack was never sent again once it might have applied: a reject sent as the master
+    stopped answering raised (timed out, after the client's 10 s), the lease let go first."""
+    app = _app(cluster, monkeypatch, "rj")
+    with app.connection_for_write() as conn:
+        queue = conn.SimpleQueue("rj")
+        queue.put({"n": 1})
+        channel = conn.default_channel
+        deadline = time.monotonic() + 10
+        while (message := channel.basic_get("rj")) is None:  # due at the wheel's next tick
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        master = cluster.wait_leader()
+        cluster.signal(master, signal.SIGSTOP)  # it takes the nack and never answers
+        try:
+            message.reject()  # the SDK goes on to the next master
+        finally:
+            cluster.signal(master, signal.SIGCONT)
+        assert channel.leases.held() == 0
+        queue.close()
+    (dead,) = dead_lettered(cluster.client(0), "rj", 1)
+    assert dead.id == message.delivery_info["horologe"]["id"]
+
+
+def test_a_celery_retry_is_a_message_of_its_own_and_not_redelivered(cluster, tmp_path, monkeypatch):
+    """``self.retry()`` publishes a new message: handed out for the first time, it is not
+    ``redelivered`` (as on kombu's Redis transport), so a deduplicating worker runs it."""
+    procs, out = start_celery(cluster, tmp_path, monkeypatch, "rt_app", CELERY_PROBE_APP, visibility_s=10)
+    try:
+        import rt_app
+
+        task = rt_app.probe.delay(1, True)  # retries once, 2 s later
+        wait_executed(out, 2, 30)
+    finally:
+        stop_workers(procs)
+    runs = sorted((r["id"], r["attempt"], r["redelivered"]) for r in executions(out))
+    assert runs == [(task.id, 0, False), (task.id, 1, False)]

@@ -4,7 +4,9 @@ and fall due. Every message is processed once, none early."""
 
 from __future__ import annotations
 
+import os
 import random
+import signal
 import sys
 import textwrap
 import threading
@@ -15,6 +17,8 @@ import pytest
 from testkit.process_cluster import CLIENT
 from testkit.task_queues import (
     app_module,
+    dead_lettered,
+    dramatiq_slow_app,
     executions,
     faults,
     start_workers,
@@ -22,6 +26,7 @@ from testkit.task_queues import (
     verdict,
     wait_executed,
 )
+from testkit.waiting import wait_until
 
 N = 200
 # Leases of 10 s (a message takes 0.2 s), so that a message whose lease outlived a lost
@@ -242,3 +247,107 @@ def test_a_consumer_the_worker_restarts_takes_over_what_its_predecessor_handed_o
         worker.stop()
         broker.close()
     assert ran == [1]
+
+
+def test_a_message_dramatiq_cannot_decode_goes_to_the_dlq_and_the_worker_runs_the_rest(
+    cluster, tmp_path, monkeypatch
+):
+    """It raised out of the consumer, which the worker made anew 3 s later, and its lease
+    was renewed for as long as the worker lived: never handed out again, nor dead-lettered."""
+    client = cluster.client(0)
+    bad = [client.produce("acc", body).id for body in ("{oops", '{"actor_name": "probe"}')]
+    env, out = app_module(cluster, tmp_path, monkeypatch, "bad_dram", APP)
+    worker = [sys.executable, "-m", "dramatiq", "bad_dram", "--processes", "1", "--threads", "2"]
+    procs = start_workers([worker], env, str(tmp_path))
+    try:
+        import bad_dram
+
+        for seq in range(3):
+            bad_dram.probe.send(seq, time.time() * 1000)
+        wait_executed(out, 3, 30)
+        dead = dead_lettered(client, "acc", len(bad))
+        wait_until(lambda: client.backlog("acc", "acc").unacked == 0, 10)
+    finally:
+        stop_workers(procs)
+    assert sorted(r["id"] for r in executions(out)) == [0, 1, 2]
+    assert sorted(m.id for m in dead) == sorted(bad)
+    log = (tmp_path / "worker0.log").read_text()
+    assert "Consumer encountered an unexpected error" not in log, log[-3000:]
+    for message_id in bad:
+        assert f"message {message_id} of acc" in log, log[-3000:]
+
+
+def test_a_message_handed_out_again_while_the_worker_still_runs_it_is_acked_apart(
+    cluster, tmp_path, monkeypatch
+):
+    """A worker frozen past its lease is handed its message again when it wakes (it may
+    have died): both hand-outs are open at once under one message id. The consumer kept
+    one receipt per message id, so the first ack took the second hand-out's receipt and the
+    second ack raised KeyError (and the first receipt stayed held for good)."""
+    env, out = app_module(
+        cluster, tmp_path, monkeypatch, "frozen_dram", dramatiq_slow_app("acc", visibility_ms=2_000, run_s=6)
+    )
+    worker = [sys.executable, "-m", "dramatiq", "frozen_dram", "--processes", "1", "--threads", "2"]
+    procs = start_workers([worker], env, str(tmp_path))
+    try:
+        import frozen_dram
+
+        frozen_dram.slow.send(1)
+        wait_executed(out, 1, 30)
+        os.killpg(procs[0].pid, signal.SIGSTOP)
+        time.sleep(4)  # past the lease: handed out again once the worker wakes
+        os.killpg(procs[0].pid, signal.SIGCONT)
+        wait_executed(out, 2, 30)
+        client = cluster.client(0)
+        wait_until(lambda: client.backlog("acc", "acc").unacked == 0, 30)
+        time.sleep(7)  # the second run ends and is acked
+    finally:
+        stop_workers(procs)
+    log = (tmp_path / "worker0.log").read_text()
+    assert "post_process_message" not in log, log[-3000:]
+
+
+def test_a_nack_to_the_dlq_goes_through_a_failover_and_keeps_its_lease_until_it_does(cluster):
+    """The nack was never sent again once it might have applied: one sent as the master
+    stopped answering raised (timed out), after the consumer had let the message's lease go,
+    and Dramatiq's worker, trying it again, found the receipt gone (KeyError)."""
+    import dramatiq
+
+    from horologe.dramatiq import HorologeBroker
+
+    urls = [cluster.url(i) for i in cluster.indexes]
+    broker = HorologeBroker(urls, CLIENT, timeout=1.0, retry_s=30)
+    job = dramatiq.actor(lambda n: None, broker=broker, actor_name="dl", queue_name="dl")
+    job.send(1)
+    job.send(2)
+    consumer = broker.consume("dl", prefetch=2, timeout=200)
+    taken = []
+    deadline = time.monotonic() + 10
+    while len(taken) < 2:
+        assert time.monotonic() < deadline
+        if (message := next(consumer)) is not None:
+            taken.append(message)
+    master = cluster.wait_leader()
+    cluster.signal(master, signal.SIGSTOP)  # it takes the nack and never answers
+    try:
+        consumer.nack(taken[0])  # the SDK goes on to the next master
+    finally:
+        cluster.signal(master, signal.SIGCONT)
+    assert consumer.leases.held() == 1
+    for i in cluster.indexes:  # no node answers at all
+        cluster.signal(i, signal.SIGSTOP)
+    broker.client.retry_s = 2
+    try:
+        with pytest.raises(dramatiq.errors.ConnectionFailed, match="dead-letter"):
+            consumer.nack(taken[1])  # Dramatiq's worker tries again later
+    finally:
+        for i in cluster.indexes:
+            cluster.signal(i, signal.SIGCONT)
+    assert consumer.leases.held() == 1  # still this worker's, renewed
+    broker.client.retry_s = 30
+    consumer.nack(taken[1])
+    assert consumer.leases.held() == 0
+    dead = dead_lettered(cluster.client(0), "dl", 2)
+    assert sorted(dramatiq.Message.decode(m.body).args for m in dead) == [(1,), (2,)]
+    consumer.close()
+    broker.close()

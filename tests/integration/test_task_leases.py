@@ -2,7 +2,9 @@
 for as long as it holds them: a task that waits and runs longer than the visibility
 timeout runs once. Real ``celery`` and ``dramatiq`` workers, one each, on a 3-node
 cluster; leases of 6 s, tasks of 3 s (Celery, four prefetched: the last starts 9 s after
-its pull) and 4 s (Dramatiq, two prefetched: the second ends 8 s after its pull).
+its pull) and 4 s (Dramatiq, two prefetched: the second ends 8 s after its pull). A
+Celery worker whose consumer loop a task holds up (the solo pool runs it there, a busy
+prefork pool waits there for a process) keeps its leases too.
 
 A lease that ended with its worker hands the task out again marked redelivered, so a
 Celery worker that deduplicates finds the result and does not run it twice."""
@@ -10,16 +12,21 @@ Celery worker that deduplicates finds the result and does not run it twice."""
 from __future__ import annotations
 
 import collections
+import importlib
 import os
 import sys
 import textwrap
 import time
 
+import pytest
+
 from testkit.task_queues import (
     CELERY_PROBE_APP,
     app_module,
+    dramatiq_slow_app,
     executions,
     received,
+    start_celery,
     start_workers,
     stop_workers,
     wait_executed,
@@ -36,6 +43,23 @@ CELERY_APP = CELERY_PROBE_APP + textwrap.dedent(
     def slow(seq):
         _write("jsonl", {"id": seq, "start_ms": time.time() * 1000})
         time.sleep(3)
+    """
+)
+
+# The Celery app of the task-queue tests with a task of 5 s, acked once it has run, in a
+# worker that takes its consumer loop for stuck after 2 s of silence (30 s by default), so
+# that tasks of seconds show what tasks of minutes do.
+CELERY_BLOCKING_APP = CELERY_PROBE_APP + textwrap.dedent(
+    """
+    import horologe.client.lease_keeper
+
+    horologe.client.lease_keeper.STALE_S = 2.0
+
+
+    @app.task(acks_late=True)
+    def long(seq):
+        _write("jsonl", {"id": seq, "start_ms": time.time() * 1000})
+        time.sleep(5)
     """
 )
 
@@ -67,25 +91,7 @@ CELERY_DEDUP_APP = CELERY_PROBE_APP + textwrap.dedent(
     """
 )
 
-DRAMATIQ_APP = textwrap.dedent(
-    """
-    import json, os, time
-
-    import dramatiq
-    from horologe.dramatiq import HorologeBroker
-
-    broker = HorologeBroker(os.environ["NODES"].split(","), os.environ["HOROLOGE_CLIENT_TOKEN"],
-                            visibility_ms=6_000)
-    dramatiq.set_broker(broker)
-
-
-    @dramatiq.actor(queue_name="lkd", max_retries=0)
-    def slow(seq):
-        with open(os.path.join(os.environ["OUT"], f"{os.getpid()}.jsonl"), "a") as f:
-            f.write(json.dumps({"id": seq, "start_ms": time.time() * 1000}) + "\\n")
-        time.sleep(4)
-    """
-)
+DRAMATIQ_APP = dramatiq_slow_app("lkd", visibility_ms=6_000, run_s=4)
 
 
 def _runs(out: str) -> dict[int, int]:
@@ -112,6 +118,35 @@ def test_a_celery_task_held_longer_than_its_lease_runs_once(cluster, tmp_path, m
     finally:
         stop_workers(procs)
     assert _runs(out) == dict.fromkeys(range(N), 1)
+
+
+@pytest.mark.parametrize("pool", ["solo", "prefork"])
+def test_a_celery_task_that_holds_up_the_consumer_loop_longer_than_its_lease_runs_once(
+    pool, cluster, tmp_path, monkeypatch
+):
+    """The solo pool runs a task inside the worker's consumer loop, and a prefork pool whose
+    processes are all busy makes the loop wait there for one: leases of 3 s, tasks of 5 s.
+    The loop was taken for stuck once silent past the stale time (here 2 s), its leases
+    were no longer renewed, and the other worker ran its tasks again."""
+    procs, out = start_celery(
+        cluster,
+        tmp_path,
+        monkeypatch,
+        f"bl_{pool}",
+        CELERY_BLOCKING_APP,
+        visibility_s=3,
+        pool=pool,
+        workers=2,
+    )
+    try:
+        app = importlib.import_module(f"bl_{pool}")
+        for seq in range(3):
+            app.long.delay(seq)
+        wait_executed(out, 3, 40)
+        time.sleep(4)  # past a lease: a copy handed out again would have started by now
+    finally:
+        stop_workers(procs)
+    assert _runs(out) == dict.fromkeys(range(3), 1)
 
 
 def test_a_celery_task_whose_worker_died_before_its_ack_is_redelivered_and_not_run_again(
