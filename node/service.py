@@ -383,19 +383,15 @@ class NodeService:
         nothing otherwise). ``node_id`` and ``join`` are this node's config's: a master
         adding a node checks it is the one named, started to join.
         """
-        leader = self.leader_id()
         linked = self.linked_peer_ids()
-        links = {p.node_id: p.node_id in linked for p in self.peers()}
-        voter = any(m.raft == self.config.raft for m in self.voters())
-        quorum = voter and 1 + len(linked) >= majority(1 + len(links))
         clock = self.quorum_clock.fresh()
         halted = self.view.halted
-        ready = leader is not None and not halted and quorum and clock
+        ready = self._why_behind() is None and not halted and clock  # a voter, a master known, a quorum
         return {
             "ready": ready,
-            "leader": leader,
+            "leader": self.leader_id(),
             "halted": halted,
-            "links": links,
+            "links": {p.node_id: p.node_id in linked for p in self.peers()},
             "clock": clock,
             "node_id": self.config.node_id,
             "join": self.config.join,

@@ -133,8 +133,9 @@ class DeadLetters:
         or with ``ids`` None the first MAX_REQUEUE of them."""
         match = None
         if ids is not None:
-            names = {text for text in ids if _parsed(text) is not None}
-            wanted = np.array([_packed(*MessageId.parse(text)) for text in names], dtype=np.uint64)
+            parsed = {text: mid for text in ids if (mid := _parsed(text)) is not None}
+            names = set(parsed)
+            wanted = np.array([_packed(*mid) for mid in parsed.values()], dtype=np.uint64)
 
             def match(rows: np.ndarray) -> np.ndarray:
                 hit = np.isin(_packed(rows["hour"], rows["global_index"]), wanted)
