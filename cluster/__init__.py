@@ -6,6 +6,7 @@ from .entries import ACK, CANCEL, MOVE, PRODUCE, RELEASE, RETRY, SYNC, TRIM, Ent
 from .errors import (
     BadEntryError,
     ClusterError,
+    EntryDroppedError,
     InsecureConfigError,
     NotMasterError,
     ProposalRejectedError,
@@ -30,6 +31,7 @@ __all__ = [
     "ApplyResult",
     "BadEntryError",
     "ClusterError",
+    "EntryDroppedError",
     "ClusterSettings",
     "Entry",
     "EntryKind",

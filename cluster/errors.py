@@ -21,7 +21,14 @@ class ProposalTimeoutError(ClusterError):
 
 
 class ProposalRejectedError(ClusterError):
-    """Raised when Raft refused or discarded a proposed entry (lost leadership, queue full)."""
+    """Raised when Raft did not commit a proposed entry: the leader changed before it was
+    known to commit (it may still), or its queue was full."""
+
+
+class EntryDroppedError(ProposalRejectedError):
+    """Raised when Raft dropped a proposed entry for certain: it was never appended (this
+    node no longer led, knew no leader, or denied it) or a new master committed another
+    entry in its place. Nothing was done: resending it is safe."""
 
 
 class BadEntryError(ClusterError, ValueError):

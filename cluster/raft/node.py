@@ -39,7 +39,6 @@ from ..apply_result import ApplyResult
 from ..errors import (
     InsecureConfigError,
     MembershipChangeError,
-    ProposalRejectedError,
     ProposalTimeoutError,
     StoreBehindDumpError,
 )
@@ -62,6 +61,7 @@ from .membership import (
 )
 from .monotonic_watch import MonotonicWatch, exit_for_step
 from .peer_clocks import PeerClock, keepalive, received
+from .proposal_outcome import not_committed
 from .seam import Parts, SyncObjSeam, check_pysyncobj
 from .settings import ClusterSettings
 from .snapshot_stream import ShippingSerializer
@@ -363,12 +363,7 @@ class RaftNode(SyncObjSeam):
         fut: asyncio.Future[ApplyResult] = asyncio.get_running_loop().create_future()
 
         def done(res, err) -> None:  # on the tick thread (or at once, here, when refused)
-            refused = (
-                None
-                if err == FAIL_REASON.SUCCESS
-                else ProposalRejectedError(f"entry not committed: reason {err}")
-            )
-            self._crossing.post(settle, fut, res, refused)
+            self._crossing.post(settle, fut, res, None if err == FAIL_REASON.SUCCESS else not_committed(err))
 
         self.apply_entry(blob, callback=done)
         why = "entry neither committed nor rejected in time"

@@ -8,7 +8,7 @@ import hmac
 
 from aiohttp import web
 
-from horologe.cluster import ClusterError, NotMasterError, ProposalTimeoutError
+from horologe.cluster import ClusterError, EntryDroppedError, NotMasterError, ProposalTimeoutError
 from horologe.storage import CorruptLogError, StorageFullError
 
 from ..config import NodeConfig
@@ -72,6 +72,8 @@ async def errors_and_auth(request: web.Request, handler):
             return answer(503, error_body("no_master", str(e), leader=None))
         # e.leader is the master's URL, scheme included: a node behind TLS sends to https://
         raise web.HTTPTemporaryRedirect(f"{e.leader}{request.rel_url}") from e
+    except EntryDroppedError as e:  # the master lost its place first: as no master, a moment
+        return answer(503, error_body("no_master", str(e), leader=None))
     except ProposalTimeoutError as e:
         return answer(503, error_body("timeout", str(e), leader=None))
     except StorageFullError as e:

@@ -7,12 +7,14 @@ import re
 from pathlib import Path
 
 import jsonschema
+import orjson
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import make_mocked_request
 from openapi_spec_validator import validate
 
-from horologe.cluster import NotMasterError
+from horologe.client.calls import REFUSED_503
+from horologe.cluster import EntryDroppedError, NotMasterError, ProposalRejectedError
 from horologe.node.config import NodeConfig
 from horologe.node.http.app import create_app
 from horologe.node.http.common import SERVICE
@@ -316,3 +318,26 @@ async def test_a_route_checks_for_the_master_first_exactly_when_its_operation_sa
         else:
             assert svc.checked == before, where
     assert ruled >= 20, ruled  # most routes have the rule
+
+
+async def test_an_entry_dropped_for_certain_is_a_503_a_client_resends(guarded):
+    """A proposal Raft dropped for certain (nothing was done) is ``no_master``, which the SDK
+    resends (REFUSED_503); one whose fate is unknown stays ``unavailable``, which it does not."""
+    for error, code in (
+        (
+            EntryDroppedError("the master lost its place before the entry was appended; nothing was done"),
+            "no_master",
+        ),
+        (ProposalRejectedError("the leader changed before the entry was known to commit"), "unavailable"),
+    ):
+
+        async def handler(request, error=error):
+            raise error
+
+        request = make_mocked_request(
+            "POST", "/v1/messages", headers={"Authorization": f"Bearer {TOKENS['clientToken']}"}, app=guarded
+        )
+        response = await errors_and_auth(request, handler)
+        body = orjson.loads(response.body)
+        assert (response.status, body["error"]["code"], body["leader"]) == (503, code, None)
+        assert (code in REFUSED_503) == isinstance(error, EntryDroppedError)
