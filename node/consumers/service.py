@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -579,22 +579,29 @@ class Consumers:
         for key in [k for k in self._cursors if k[0] == group and k[1] == topic]:
             del self._cursors[key]
 
+    def _positions(
+        self, group: str, receipts: list, lease_now: int
+    ) -> Iterator[tuple[str, int, int, bool | None]]:
+        """Each position ``receipts`` name, as ``(topic, offset, token, ours)``: ``ours`` is
+        None when no lease holds it now, else whether the lease holding it is the receipt's
+        (not one a pull handed out again since: cluster/leases.py)."""
+        for topic, ranges, token in self.receipts.open_leases(group, receipts):
+            leases = self._leases_of(group, topic)
+            extended = self._extended.get((group, topic), {})
+            for lo, hi in ranges:
+                for off in range(lo, hi):
+                    held = leases.get(off, 0) > lease_now
+                    yield topic, off, token, (extended.get(off, leases[off]) == token if held else None)
+
     def _held(self, group: str, receipts: list) -> tuple[list[tuple[str, str, int, int, int]], int]:
         """The positions ``receipts`` name whose lease is still the one their pull handed
         out, and live: ``(group, topic, lo, hi, token)`` runs; and this clock."""
         now = self._clock()
-        lease_now = self._lease_now(now)
-        held: list[tuple[str, str, int, int, int]] = []
-        for topic, ranges, token in self.receipts.open_leases(group, receipts):
-            leases = self._leases_of(group, topic)
-            extended = self._extended.get((group, topic), {})
-            mine = [
-                o
-                for lo, hi in ranges
-                for o in range(lo, hi)
-                if leases.get(o, 0) > lease_now and extended.get(o, leases[o]) == token
-            ]
-            held += [(group, topic, lo, hi, token) for lo, hi in to_ranges(mine)]
+        mine: dict[tuple[str, int], list[int]] = {}
+        for topic, off, token, ours in self._positions(group, receipts, self._lease_now(now)):
+            if ours:
+                mine.setdefault((topic, token), []).append(off)
+        held = [(group, t, lo, hi, token) for (t, token), offs in mine.items() for lo, hi in to_ranges(offs)]
         return merge_held(held), now
 
     async def release(self, group: str, receipts: list) -> int:
@@ -681,15 +688,8 @@ class Consumers:
     def _nackable(self, group: str, receipts: list, lease_now: int) -> list[tuple[str, int]]:
         """The positions ``receipts`` name, each once, less those leased again under
         another token since (cluster/leases.py) and still held."""
-        named: dict[tuple[str, int], None] = {}
-        for topic, ranges, token in self.receipts.open_leases(group, receipts):
-            leases = self._leases_of(group, topic)
-            extended = self._extended.get((group, topic), {})
-            for lo, hi in ranges:
-                for off in range(lo, hi):
-                    if leases.get(off, 0) <= lease_now or extended.get(off, leases[off]) == token:
-                        named[(topic, off)] = None
-        return list(named)
+        named = self._positions(group, receipts, lease_now)
+        return list(dict.fromkeys((topic, off) for topic, off, _, ours in named if ours is not False))
 
     def _release(self, acks: list[tuple[str, str, int, int]]) -> None:
         for group, topic, lo, hi in acks:

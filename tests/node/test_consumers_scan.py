@@ -770,3 +770,23 @@ def test_an_extend_that_moves_no_lease_leaves_its_pull_named(log):
         assert [bytes(r) for r in again.taken.records] == [bytes(r) for r in lost.taken.records]
 
     asyncio.run(run())
+
+
+def test_a_release_or_an_extend_under_a_lease_that_ended_moves_nothing(log):
+    """A receipt whose lease ended holds nothing: releasing it gives nothing back, and
+    extending it takes back nothing another pull may have had meanwhile."""
+
+    async def run() -> None:
+        await _deliver(log, 1)
+        consumers = consumers_over(log)
+        (got,) = as_json(await consumers.pull("g", "t", None, 1, 0, 30_000), T)["messages"]
+        log.now[0] += 30_001  # the lease ended
+        await log.propose(SYNC)  # applied at the new time: leases end by it
+        entries = len(log.proposed)
+        assert await consumers.extend("g", [got["receipt"]], 10_000) == (0, log.now[0] + 10_000)
+        assert await consumers.release("g", [got["receipt"]]) == 0
+        assert len(log.proposed) == entries  # nothing moved: nothing committed
+        (again,) = as_json(await consumers.pull("g", "t", None, 1, 0, 30_000), T)["messages"]
+        assert again["id"] == got["id"]
+
+    asyncio.run(run())
