@@ -4,6 +4,7 @@ sync point, so the next start replays nothing (storage/commit_journal.py)."""
 from __future__ import annotations
 
 import os
+import select
 import signal
 import socket
 import time
@@ -14,26 +15,49 @@ from horologe.storage import Storage
 from testkit.process_cluster import CLIENT
 from testkit.waiting import wait_until
 
+HOLD_TRIES = 5
+ANSWER_WAIT_S = 0.3  # a request the master refuses (503) is answered well within this
+
+
+def held_request(cluster, master: int, body: bytes) -> socket.socket | None:
+    """A produce to ``master`` whose body is still coming: under way, not answered. None if
+    the master answered it at once: a 503 while its read lease had lapsed (a slow fsync on
+    a loaded disk), and then no request is in flight to hold the stop open."""
+    held = socket.create_connection(("127.0.0.1", cluster.http_ports[master]))
+    held.sendall(
+        b"POST /v1/messages/batch HTTP/1.1\r\nHost: node\r\n"
+        + f"Authorization: Bearer {CLIENT}\r\nContent-Type: application/json\r\n".encode()
+        + f"Content-Length: {len(body)}\r\nExpect: 100-continue\r\n\r\n".encode()
+    )
+    got = held.recv(4096)
+    assert got.startswith(b"HTTP/1.1 100 Continue"), got
+    held.sendall(body[:10])
+    answered, _, _ = select.select([held], [], [], ANSWER_WAIT_S)
+    if answered or got.count(b"HTTP/1.1 ") > 1:
+        held.close()
+        return None
+    return held
+
 
 def test_a_second_sigterm_does_not_cut_a_graceful_stop_short(cluster):
     master = cluster.wait_connected()
     far = int(time.time() * 1000) + 86_400_000
     cluster.produce(master, [{"topic": "t", "body": f"{k}", "deliver_at": far + k} for k in range(50)])
-    p = cluster.procs[master]
     # The second signal must come once the node has handled the first: two that arrive
     # before the node's main thread runs its handler are one (the kernel keeps a signal
     # pending once; CPython calls a handler once per wake). So a request whose body is
     # still coming holds the stop open (the node waits for requests in flight), and the
     # second SIGTERM goes once the first has visibly started the stop.
     body = orjson.dumps({"messages": [{"topic": "t", "body": "late", "deliver_at": far}]})
-    with socket.create_connection(("127.0.0.1", cluster.http_ports[master])) as held:
-        held.sendall(
-            b"POST /v1/messages/batch HTTP/1.1\r\nHost: node\r\n"
-            + f"Authorization: Bearer {CLIENT}\r\nContent-Type: application/json\r\n".encode()
-            + f"Content-Length: {len(body)}\r\nExpect: 100-continue\r\n\r\n".encode()
-        )
-        assert held.recv(4096).startswith(b"HTTP/1.1 100 Continue"), "the request is not under way"
-        held.sendall(body[:10])
+    for _ in range(HOLD_TRIES):
+        held = held_request(cluster, master, body)
+        if held is not None:
+            break
+        master = cluster.wait_connected()
+    else:
+        raise AssertionError(f"no request was held open in {HOLD_TRIES} tries")
+    p = cluster.procs[master]
+    with held:
         p.send_signal(signal.SIGTERM)
         wait_until(lambda: "released mastership on shutdown" in cluster.log(master), 4.0)
         assert p.poll() is None, "the stop did not wait for the request in flight"
