@@ -9,6 +9,8 @@ import logging
 import signal
 import sys
 
+from horologe.cluster import NotMasterError
+
 from .config import NodeConfig
 from .data_lock import lock_data_dir
 from .http.app import create_app
@@ -73,6 +75,10 @@ async def _freeze_what_startup_made(app: Application) -> None:
     gc.set_threshold(*GC_THRESHOLDS)
 
 
+RELEASE_ON_SHUTDOWN_S = 4.0  # the most a graceful stop spends handing over
+LEASE_BACK_PAUSE_S = 0.05  # between asks while the master's read lease has lapsed
+
+
 async def _release_if_master(app: Application) -> None:
     """Graceful SIGTERM: a master hands over before it stops (DESIGN §5)."""
     svc = app.get(SERVICE)
@@ -81,10 +87,24 @@ async def _release_if_master(app: Application) -> None:
     if not svc.linked_peer_ids():
         return  # nobody to hand over to
     try:
-        res = await asyncio.wait_for(svc.handover.release(None), 4.0)
+        res = await asyncio.wait_for(release_once_serving(svc), RELEASE_ON_SHUTDOWN_S)
         log.info("released mastership on shutdown: %s", res)
     except Exception as e:  # noqa: BLE001 - shutting down regardless
         log.warning("could not release mastership on shutdown: %s", e)
+
+
+async def release_once_serving(svc) -> dict:
+    """``svc.handover.release(None)``, asked again while this node still leads but serves
+    nothing for the moment (503 no_master: its read lease lapsed, as after a slow fsync on
+    a loaded disk, and comes back with the next appends a majority answers). Without it,
+    a stop at such a moment handed nothing over, and the cluster waited out an election."""
+    while True:
+        try:
+            return await svc.handover.release(None)
+        except NotMasterError as e:
+            if e.leader is not None or not svc.is_master():
+                raise  # another node leads: nothing to hand over
+            await asyncio.sleep(LEASE_BACK_PAUSE_S)
 
 
 def run_node(config: NodeConfig) -> None:
