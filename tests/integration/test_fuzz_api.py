@@ -15,8 +15,9 @@ One 5xx is a state of the moment, not an answer: ``503 no_master`` with no leade
 which a master gives while no majority has heard it within the election timeout (its read
 lease). The tick thread that sends its heartbeats also syncs the Raft log, and on a loaded
 disk (the default suite's other workers) one fsync can take longer than that, and an
-election may follow. Such a case is sent again, as the SDK does (``REFUSED_503``: nothing
-was done), every ``RESEND_PAUSE_S`` for up to ``RESEND_FOR_S``; a 503 still then is a failure.
+election may follow (a write whose entry the lost lead dropped says the same). Such a case
+is sent again, as the SDK does (``REFUSED_503``: nothing was done), every
+``RESEND_PAUSE_S`` for up to ``RESEND_FOR_S``; a 503 still then is a failure.
 
 Every failure is kept, one report per operation and kind, and the test fails with all of
 them at the end (or as soon as the cluster stops being ready).
