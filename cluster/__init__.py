@@ -12,6 +12,7 @@ from .errors import (
     ProposalRejectedError,
     ProposalTimeoutError,
 )
+from .raft.proposal_outcome import all_committed
 from .raft.settings import ClusterSettings, Peer
 from .state_machine import StateMachine
 
@@ -43,5 +44,6 @@ __all__ = [
     "ProposalRejectedError",
     "ProposalTimeoutError",
     "StateMachine",
+    "all_committed",
     "decode",
 ]

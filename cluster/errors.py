@@ -21,8 +21,9 @@ class ProposalTimeoutError(ClusterError):
 
 
 class ProposalRejectedError(ClusterError):
-    """Raised when Raft did not commit a proposed entry: the leader changed before it was
-    known to commit (it may still), or its queue was full."""
+    """Raised when Raft did not commit a proposed entry, and the request it served may have
+    taken effect: the leader changed before the entry was known to commit (it may still),
+    or other entries of the same request committed. (Also a full proposal queue.)"""
 
 
 class EntryDroppedError(ProposalRejectedError):

@@ -17,7 +17,15 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 
-from horologe.cluster import RELEASE, SYNC, ClusterError, NotMasterError, Peer
+from horologe.cluster import (
+    RELEASE,
+    SYNC,
+    ClusterError,
+    EntryDroppedError,
+    NotMasterError,
+    Peer,
+    ProposalRejectedError,
+)
 
 from .config import NodeConfig
 from .errors import (
@@ -132,8 +140,13 @@ class Handover:
         self.releasing = True
         await self._pause_leading()
         try:
-            await self._propose(SYNC)
-            await self._propose(RELEASE, node=self._config.node_id)
+            try:
+                await self._propose(SYNC)
+                await self._propose(RELEASE, node=self._config.node_id)
+            except EntryDroppedError as e:
+                # The lead was lost meanwhile, and another node takes over: what was asked
+                # happened, so not a refusal a client would send again (to the new master).
+                raise ProposalRejectedError(f"this node stopped leading during the release: {e}") from e
             marker = self.syncs_applied
             new_master = None
             for _attempt in range(3):

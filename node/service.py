@@ -29,6 +29,7 @@ from horologe.cluster import (
     NotMasterError,
     Peer,
     StateMachine,
+    all_committed,
 )
 from horologe.cluster.committed_reads import GONE
 from horologe.cluster.entries import SUBSCRIBE
@@ -522,7 +523,10 @@ class NodeService:
     async def _produce(self, messages: MessageColumns) -> tuple[list[str], list[int]]:
         """The ids, and the positions whose key named a message already there."""
         parts = _entry_parts(messages)
-        committed = await asyncio.gather(*(self.produce_commit.submit(p, size) for p, size in parts))
+        outcomes = await asyncio.gather(
+            *(self.produce_commit.submit(p, size) for p, size in parts), return_exceptions=True
+        )
+        committed = all_committed(outcomes)  # a part dropped beside a committed one: not "nothing done"
         ids: list[str] = []
         named: list[int] = []
         for (res, at), (part, _) in zip(committed, parts, strict=True):

@@ -99,8 +99,8 @@ RESPONSES = {
     "Unavailable": _error(
         "No master can serve it now (`no_master` during an election, while a master's read lease "
         "has lapsed or a halted master hands its place over, or when the master lost its place "
-        "before the entry was appended: nothing was done; `timeout` and `unavailable`: the entry "
-        "may still commit); retry. Also `too_many_connections` past "
+        "and Raft dropped the entry: nothing was done; `timeout` and `unavailable`: it may have "
+        "taken effect); retry. Also `too_many_connections` past "
         "`http_max_connections`, and `store_damaged`: a read found this node's store damaged, and "
         "the node halted; another node serves.",
         "Unavailable",
