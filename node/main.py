@@ -89,6 +89,8 @@ async def _release_if_master(app: Application) -> None:
     try:
         res = await asyncio.wait_for(release_once_serving(svc), RELEASE_ON_SHUTDOWN_S)
         log.info("released mastership on shutdown: %s", res)
+    except TimeoutError:
+        log.warning("could not release mastership on shutdown within %g s", RELEASE_ON_SHUTDOWN_S)
     except Exception as e:  # noqa: BLE001 - shutting down regardless
         log.warning("could not release mastership on shutdown: %s", e)
 
