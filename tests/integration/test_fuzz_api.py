@@ -201,8 +201,15 @@ def lease_lapsed(response) -> bool:
     """A 503 that says no master is serving this moment, and names none (the module's doc)."""
     if response.status_code != 503:
         return False
-    body = json.loads(response.content)
-    return body.get("error", {}).get("code") == "no_master" and body.get("leader") is None
+    try:
+        body = json.loads(response.content)
+    except ValueError:
+        return False  # no JSON body (a HEAD case): has_error_shape reports it
+    return (
+        isinstance(body, dict)
+        and body.get("error", {}).get("code") == "no_master"
+        and body.get("leader") is None
+    )
 
 
 def no_server_error(ctx: CheckContext, response: Response, case: Case) -> bool | None:

@@ -53,6 +53,7 @@ def test_a_second_sigterm_does_not_cut_a_graceful_stop_short(cluster):
         held = held_request(cluster, master, body)
         if held is not None:
             break
+        time.sleep(ANSWER_WAIT_S)  # a lapse lasts a round trip past the stall: wait it out
         master = cluster.wait_connected()
     else:
         raise AssertionError(f"no request was held open in {HOLD_TRIES} tries")
