@@ -59,6 +59,7 @@ from .consumers.service import Consumers
 from .errors import ApplyFailed, EntryTooLarge
 from .group_commit import MAX_ENTRY_BYTES, MAX_ITEMS_BYTES, GroupCommit
 from .handover import Handover
+from .master_hold import MasterHold
 from .membership import Membership
 from .observers import NO_OBSERVERS, Observers
 from .peer_readiness import readiness_at
@@ -218,6 +219,10 @@ class NodeService:
             pause_leading=self._pause_leading,
             resume_leading=self._resume_leading,
         )
+        # The master check of the routes holds a request while this master may not serve
+        # for a moment, up to the election timeout (node/master_hold.py).
+        election_timeout_s = config.cluster_settings().raft_min_timeout
+        self.hold = MasterHold(self.require_master, self.is_master, election_timeout_s)
         self.membership = Membership(
             require_master=self.require_master,
             members=self.members,

@@ -56,6 +56,7 @@ def create_app(config: NodeConfig, *, clock: Clock | None = None) -> web.Applica
                 svc.view.unacked_by_group,
                 svc.view.dlq_by_group,
                 lambda: svc.view.pending_due(svc.clock(), tuple(DUE_WITHIN_MS.values())),
+                lambda: svc.hold.counts,
                 (lambda: app[LOOP_LAG].figures()) if config.loop_lag_probe_ms else None,
             )
         )

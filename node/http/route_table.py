@@ -28,11 +28,12 @@ _REGEX_PART = re.compile(r"\{(\w+):[^/]*\}")
 
 def on_master(handler):
     """The handler, behind the master check (NodeService.require_master: a follower's 307, a
-    503 while no master may serve)."""
+    503 while no master may serve); a master that may not serve for a moment holds the
+    request until it may (node/master_hold.py)."""
 
     @functools.wraps(handler)
     async def checked(request: web.Request) -> web.StreamResponse:
-        request.app[SERVICE].require_master()
+        await request.app[SERVICE].hold.check()
         return await handler(request)
 
     return checked

@@ -117,6 +117,7 @@ class Sources:
     unacked_by_group: Callable[[], Mapping[str, int]]
     dlq_by_group: Callable[[], Mapping[str, int]]
     pending_due: Callable[[], list[int]]  # pending due within each horizon of DUE_WITHIN_MS
+    held: Callable[[], Mapping[str, int]]  # requests the master check held, by how each ended
     loop_lag: Callable[[], dict] | None = None  # LoopLag.figures, when the probe runs
 
 
@@ -166,6 +167,14 @@ class _NodeCollector(Collector):
             "followers' answers to appends this node dropped for naming another term than its own",
             value=src.stale_answers(),
         )
+        held = CounterMetricFamily(
+            "horologe_requests_held",
+            "requests a master held while it could not serve for a moment, by how the hold ended",
+            labels=["outcome"],
+        )
+        for outcome, count in src.held().items():
+            held.add_metric([outcome], count)
+        yield held
         if src.loop_lag is not None:
             lag = src.loop_lag()
             for k, what in (("p99", "p99 of"), ("max", "the largest of")):

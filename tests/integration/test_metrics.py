@@ -61,6 +61,8 @@ def test_metrics_pass_promtool_and_count_what_happened(make_cluster):
         assert s[("horologe_halted", ())] == 0
         assert s[("horologe_leader_changes_total", ())] >= 1
         assert ("horologe_raft_stale_answers_total", ()) in s  # counted in test_follower_answers
+        for outcome in ("served", "redirected", "refused"):  # counted in test_master_hold
+            assert ("horologe_requests_held_total", (("outcome", outcome),)) in s
         assert s[("horologe_apply_seconds_count", ())] > 0
         assert s[("horologe_pending", ())] == 2
         assert s[("horologe_pending_by_topic", (("topic", "later"),))] == 2

@@ -21,6 +21,7 @@ from horologe.node.http.common import SERVICE
 from horologe.node.http.errors import ApiError
 from horologe.node.http.middleware import errors_and_auth
 from horologe.node.http.rules.schedules import parse_schedule
+from horologe.node.master_hold import MasterHold
 from horologe.storage import InvalidFieldError
 from horologe.storage.message import MessageLimits
 from horologe.storage.message_json import parse_message
@@ -281,6 +282,7 @@ class _Follower:
 
     def __init__(self) -> None:
         self.checked = 0
+        self.hold = MasterHold(self.require_master, lambda: False, 0.3)  # part of the check
 
     def require_master(self) -> None:
         self.checked += 1

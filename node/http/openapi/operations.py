@@ -97,8 +97,8 @@ RESPONSES = {
         "more than 400 days ahead of its clock or before the epoch."
     ),
     "Unavailable": _error(
-        "No master can serve it now (`no_master` during an election, while a master's read lease "
-        "has lapsed or a halted master hands its place over, or when the master lost its place "
+        "No master can serve it now (`no_master` during an election, when a master's read lease "
+        "stayed lapsed for 300 ms or a halted master hands its place over, or when the master lost its place "
         "and Raft dropped the entry: nothing was done; `timeout` and `unavailable`: it may have "
         "taken effect); retry. Also `too_many_connections` past "
         "`http_max_connections`, and `store_damaged`: a read found this node's store damaged, and "
