@@ -152,12 +152,14 @@ class AsyncClient(core.ClientSettings, AsyncScheduleCalls, AsyncPushCalls):
         """:meth:`pull`'s call (``core.pull_call``'s arguments), its answer not decoded yet
         (:meth:`_pulled` does)."""
         name = self.pull_names.next()
+        method, path, body = core.pull_call(*call, name)
+        timeout = core.pull_timeout(self.timeout, body["wait_ms"])
         try:
-            return await self.request(*core.pull_call(*call, name), accept=calls.PULL_COLUMNS)
+            return await self.request(method, path, body, accept=calls.PULL_COLUMNS, timeout=timeout)
         except InvalidRequestError as e:
             if name is None or not self.pull_names.refused(e):
                 raise
-            return await self.request(*core.pull_call(*call), accept=calls.PULL_COLUMNS)
+            return await self.request(*core.pull_call(*call), accept=calls.PULL_COLUMNS, timeout=timeout)
 
     async def _pulled(self, topic: str, group: str, tags: str | None, reply: Reply) -> PulledBatch:
         """As :meth:`Client._pulled`."""

@@ -189,6 +189,13 @@ class PullNames:
         return False
 
 
+def pull_timeout(timeout: float | None, wait_ms: int) -> float | None:
+    """A pull's request timeout: the client's on top of the long poll, which the node may
+    spend waiting before it answers (a master that may not serve for a moment holds the
+    pull first, up to its election timeout: well inside the client's)."""
+    return None if timeout is None else timeout + wait_ms / 1000
+
+
 def pull_call(
     topic: str,
     group: str,

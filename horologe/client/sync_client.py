@@ -160,12 +160,14 @@ class Client(core.ClientSettings, calls.BlockingPool, ScheduleCalls, PushCalls):
         """:meth:`pull`'s call (``core.pull_call``'s arguments), its answer not decoded yet
         (:meth:`_pulled` does)."""
         name = self.pull_names.next()
+        method, path, body = core.pull_call(*call, name)
+        timeout = core.pull_timeout(self.timeout, body["wait_ms"])
         try:
-            return self.request(*core.pull_call(*call, name), accept=calls.PULL_COLUMNS)
+            return self.request(method, path, body, accept=calls.PULL_COLUMNS, timeout=timeout)
         except InvalidRequestError as e:
             if name is None or not self.pull_names.refused(e):
                 raise
-            return self.request(*core.pull_call(*call), accept=calls.PULL_COLUMNS)
+            return self.request(*core.pull_call(*call), accept=calls.PULL_COLUMNS, timeout=timeout)
 
     def _pulled(self, topic: str, group: str, tags: str | None, reply: Reply) -> PulledBatch:
         """The batch of a :meth:`_fetch_pull` answer; what the client's own tag check
