@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import http.server
-import json
 import threading
 import time
 
 import pytest
 
 from horologe.client import AsyncClient, Client
+from testkit.stand_in import answer_json, read_body
 
 TIMEOUT_S = 0.3
 WAIT_MS = 700  # longer than the client's timeout
@@ -30,15 +30,10 @@ class _LongPoll(http.server.BaseHTTPRequestHandler):
     pulls: list[float] = []
 
     def do_POST(self) -> None:  # noqa: N802 - http.server's name
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        body = read_body(self)
         self.pulls.append(time.monotonic())
         time.sleep(body["wait_ms"] / 1000)
-        answer = json.dumps({"messages": [], "clock_ms": 1}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(answer)))
-        self.end_headers()
-        self.wfile.write(answer)
+        answer_json(self, 200, {"messages": [], "clock_ms": 1})
 
     def log_message(self, *args) -> None:
         pass

@@ -8,16 +8,15 @@ from __future__ import annotations
 
 import contextlib
 import http.server
-import json
 import os
 import ssl
 import threading
 import time
 
-import msgpack
 import pytest
 
 from horologe.client import AsyncClient, CertificateError, Client, RawClient
+from testkit.stand_in import answer_json, read_body
 from testkit.tls import make_pki
 
 TOKEN = "tok"
@@ -26,16 +25,8 @@ TOKEN = "tok"
 class Handler(http.server.BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         self.server.requests += 1
-        raw = self.rfile.read(int(self.headers["Content-Length"]))
-        # The SDK sends a produce in msgpack, RawClient its JSON.
-        packed = self.headers["Content-Type"] == "application/msgpack"
-        body = msgpack.unpackb(raw) if packed else json.loads(raw)
-        out = json.dumps({"id": "m1", "topic": body["topic"], "deliver_at": 5}).encode()
-        self.send_response(201)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(out)))
-        self.end_headers()
-        self.wfile.write(out)
+        body = read_body(self)
+        answer_json(self, 201, {"id": "m1", "topic": body["topic"], "deliver_at": 5})
 
     def log_message(self, *args) -> None:
         pass
