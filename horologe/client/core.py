@@ -53,7 +53,7 @@ def message_body(
         raise TypeError(f"body must be bytes or str, not {type(body).__name__}")
     msg: dict = {"topic": topic, "key": key or fresh_keys(1)[0], "body": body}
     if tags:
-        msg["tags"] = list(tags)
+        msg["tags"] = tag_list(tags)
     for name, value in (
         ("deliver_at", deliver_at),
         ("deliver_after", deliver_after),
@@ -66,6 +66,12 @@ def message_body(
     if headers:
         msg["headers"] = headers
     return msg
+
+
+def tag_list(tags) -> list[str]:
+    """Tags as the API takes them, a list: a ``str`` is one tag (as a pull's filter names
+    one), never its characters."""
+    return [tags] if isinstance(tags, str) else list(tags)
 
 
 def fresh_keys(n: int) -> list[str]:

@@ -10,6 +10,8 @@ import base64
 from dataclasses import dataclass
 from urllib.parse import quote
 
+from .core import tag_list
+
 
 @dataclass(frozen=True)
 class Schedule:
@@ -66,7 +68,7 @@ def schedule_body(
     else:
         out["body_b64"] = base64.b64encode(body).decode()
     if tags:
-        out["tags"] = list(tags)
+        out["tags"] = tag_list(tags)
     if headers:
         out["headers"] = headers
     for field, value in (("start_at", start_at), ("end_at", end_at)):

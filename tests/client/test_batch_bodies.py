@@ -8,6 +8,7 @@ import re
 import pytest
 
 from horologe.client.core import batch_bodies, message_body
+from horologe.client.schedules import schedule_body
 
 ITEMS = [
     {"topic": "t", "body": "x", "key": "k1"},
@@ -42,3 +43,11 @@ def test_what_message_body_refuses_is_refused_alike(item):
         message_body(**{**item, "key": "k"})
     with pytest.raises(TypeError):
         batch_bodies([item])
+
+
+def test_tags_given_as_one_str_are_one_tag_not_its_characters():
+    """``tags="urgent"`` (as a pull's filter is written) was sent as six tags, u r g e n t:
+    a group pulling with the filter ``urgent`` then skipped the message for good."""
+    assert message_body("t", "x", key="k", tags="urgent")["tags"] == ["urgent"]
+    assert batch_bodies([{"topic": "t", "body": "x", "key": "k", "tags": "urgent"}])[0]["tags"] == ["urgent"]
+    assert schedule_body("s", "t", "x", "0 * * * *", "UTC", tags="daily")["tags"] == ["daily"]
