@@ -48,6 +48,12 @@ class InvalidRequest(Refused):
     code = "invalid_field"
 
 
+class CallerGone(Refused):
+    """Raised when a pull's caller hung up before it was answered: nothing was leased to it."""
+
+    code = "client_closed"
+
+
 class InvalidReceipt(Refused):
     """Raised when a receipt is malformed, forged, or names another group's delivery."""
 

@@ -35,7 +35,7 @@ from horologe.storage import MessageId, ReadyTrimmedError, UnknownMessageError, 
 from horologe.storage.message import unpack_record
 
 from ..committed_view import CommittedView
-from ..errors import InvalidRequest, NotFound, ReceiptExpired
+from ..errors import CallerGone, InvalidRequest, NotFound, ReceiptExpired
 from ..group_commit import MAX_ITEMS_BYTES, GroupCommit
 from .receipts import Receipts
 
@@ -364,6 +364,7 @@ class Consumers:
         visibility_ms: int,
         ahead_ms: int = 0,
         pull_id: str | None = None,
+        gone: Callable[[], bool] = lambda: False,
     ) -> Pulled:
         """The messages leased, and one receipt per ready log read that names all of those
         it leased (pull_wire writes them out). ``ahead_ms``: messages already ready (fired
@@ -371,8 +372,13 @@ class Consumers:
         ``pull_id``: the pull's name, the same each time it is sent: if a pull of that name
         already leased messages (its answer was lost, with its master or on the way), they
         are its answer again, with the same lease; if it still runs here (the client gave
-        up waiting and sent it again), this waits for it and answers the same."""
-        call = (group, topic, tags, max_messages, wait_ms, visibility_ms, ahead_ms)
+        up waiting and sent it again), this waits for it and answers the same. ``gone()``:
+        whether the caller hung up; a pull that finds it has leases nothing and raises
+        :class:`CallerGone`, looked at before its leases are proposed and at every wake of
+        its wait (at least once a second). Its leases may still commit after a hang-up that
+        comes later, as after an answer lost on the way: they end with their lease, or the
+        pull sent again by name gets them."""
+        call = (group, topic, tags, max_messages, wait_ms, visibility_ms, ahead_ms, gone)
         if not pull_id:
             return await self._pull(*call)
         named = (group, topic, pull_id)
@@ -399,6 +405,7 @@ class Consumers:
         wait_ms: int,
         visibility_ms: int,
         ahead_ms: int,
+        gone: Callable[[], bool],
         pull_id: str | None = None,
     ) -> Pulled:
         filt = TagFilter.parse(tags)
@@ -423,10 +430,15 @@ class Consumers:
             remaining = deadline - loop.time()
             if out or remaining <= 0:
                 until = self._lease_until(group, leased, out, now, visibility_ms)
+                if gone():  # nobody to answer: the messages stay for the next pull
+                    self._drop_leases(group, leased, until)
+                    raise CallerGone("the caller hung up before the pull was answered; nothing was leased")
                 await self._commit_leases(group, leased, until, pull_id)
                 if out and not self._may_answer(group, leased, until):
                     continue  # the leases ended while they committed: scan again
                 return self._handed(group, leased, out, until)
+            if gone():  # the caller hung up while it waited: nothing to wait for
+                raise CallerGone("the caller hung up before the pull was answered; nothing was leased")
             wait = min(remaining, 1.0)  # leases expire too
             if wake_at:  # when a message passed over falls due (or its lease ends)
                 wait = min(wait, (min(wake_at) - self._clock()) / 1000)
@@ -508,13 +520,18 @@ class Consumers:
         try:
             await self._commit(items)
         except BaseException:
-            for ready, offsets in leased.items():
-                leases = self.leases.get((group, ready), {})
-                for o in offsets:
-                    if leases.get(o) == until:
-                        del leases[o]
-                self._rescan(group, ready)
+            self._drop_leases(group, leased, until)
             raise
+
+    def _drop_leases(self, group: str, leased: dict[str, list[int]], until: int) -> None:
+        """Forget a pull's leases (taken to end at ``until``) that nobody holds: the next
+        scans hand those messages out again."""
+        for ready, offsets in leased.items():
+            leases = self.leases.get((group, ready), {})
+            for o in offsets:
+                if leases.get(o) == until:
+                    del leases[o]
+            self._rescan(group, ready)
 
     async def _commit(self, items: list[tuple]) -> None:
         """Acks (4 fields) or lease items (5 to 7: cluster/leases.py) into A entries, in

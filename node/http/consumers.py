@@ -73,6 +73,7 @@ async def pull(request: web.Request) -> web.Response:
         req["visibility_ms"],
         req["ahead_ms"],
         req["pull_id"],
+        gone=lambda: request.transport is None or request.transport.is_closing(),
     )
     accept = request.headers.get("Accept", "")
     if pull_wire.MSGPACK in accept:

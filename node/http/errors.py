@@ -18,6 +18,7 @@ STATUS: dict[type[node.Refused], int] = {
     node.Refused: 400,
     node.InvalidRequest: 400,
     node.InvalidReceipt: 400,
+    node.CallerGone: 499,  # nobody reads it: the access log's "caller hung up" (access_log.py)
     node.NotFound: 404,  # ReceiptExpired too
     node.ScheduleExists: 409,
     node.TooManySchedules: 409,

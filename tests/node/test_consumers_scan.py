@@ -12,6 +12,7 @@ from horologe.cluster.consumer_groups import retry_topic
 from horologe.node.consumers.receipts import Receipts
 from horologe.node.consumers.service import SCAN_LIMIT, Consumers, TagFilter, Taken
 from horologe.node.consumers.wire import as_columns, as_json
+from horologe.node.errors import CallerGone
 from horologe.storage import Message, ReadyEntry
 from horologe.wheel import ALL, Watermark
 
@@ -788,5 +789,46 @@ def test_a_release_or_an_extend_under_a_lease_that_ended_moves_nothing(log):
         assert len(log.proposed) == entries  # nothing moved: nothing committed
         (again,) = as_json(await consumers.pull("g", "t", None, 1, 0, 30_000), T)["messages"]
         assert again["id"] == got["id"]
+
+    asyncio.run(run())
+
+
+def test_a_pull_whose_caller_hung_up_leases_nothing(log):
+    """A long poll whose caller hung up (its connection closed: node/http/consumers.py)
+    leased what arrived meanwhile to nobody, and the next pull found nothing until that
+    lease ended (30 s by default). It now leases nothing and says why (499 in the access
+    log); the next pull gets the messages at once."""
+    hung_up = [False]
+
+    async def run() -> None:
+        consumers = consumers_over(log)
+        waiting = asyncio.create_task(
+            consumers.pull("g", "t", None, 10, 5_000, 30_000, gone=lambda: hung_up[0])
+        )
+        await asyncio.sleep(0.05)  # waiting: nothing is due yet
+        hung_up[0] = True
+        await _deliver(log, 2)
+        consumers.notify()
+        with pytest.raises(CallerGone):
+            await asyncio.wait_for(waiting, 2)
+        got = as_json(await consumers.pull("g", "t", None, 10, 0, 30_000), T)["messages"]
+        assert [m["body"] for m in got] == ["m0", "m1"]
+        assert [r.kind for r in log.applied].count(ACK) == 1  # one entry of leases, the second pull's
+
+    asyncio.run(run())
+
+
+def test_a_waiting_pull_whose_caller_hung_up_ends_without_waiting_out_its_time(log):
+    hung_up = [False]
+
+    async def run() -> None:
+        consumers = consumers_over(log)
+        waiting = asyncio.create_task(
+            consumers.pull("g", "t", None, 10, 30_000, 30_000, gone=lambda: hung_up[0])
+        )
+        await asyncio.sleep(0.05)
+        hung_up[0] = True
+        with pytest.raises(CallerGone):  # at its next wake, at most a second on
+            await asyncio.wait_for(waiting, 2)
 
     asyncio.run(run())
