@@ -9,7 +9,7 @@ import httpx
 
 from . import calls, core
 from .calls import Reply
-from .consuming import AHEAD_MS, AsyncSubscription, fetch_and_decode
+from .consuming import AHEAD_MS, AsyncSubscription, fetch_and_decode, settle_calls
 from .core import CHANGE_S
 from .errors import HorologeError, InvalidRequestError
 from .models import Backlog, Forecast, MessageStatus, PendingPage, PulledBatch, Rescheduled, Scheduled
@@ -185,9 +185,8 @@ class AsyncClient(core.ClientSettings, AsyncScheduleCalls, AsyncPushCalls):
         """As :meth:`Client.consume`: ``async with c.consume(...) as s: async for m in s: ...``
         (call it inside a running loop)."""
         fetch, decode = fetch_and_decode(self, topic, group, tags, batch, wait_ms, visibility_ms, ahead_ms)
-        return AsyncSubscription(
-            fetch, lambda receipts: self.ack(topic, group, receipts), prefetch, ack_queue, decode, pulls
-        )
+        ack, give_back = settle_calls(self, topic, group)
+        return AsyncSubscription(fetch, ack, prefetch, ack_queue, decode, pulls, give_back)
 
     async def ack(self, topic: str, group: str, receipts: list[str]) -> None:
         await self._call(

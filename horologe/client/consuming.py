@@ -18,7 +18,10 @@ first) from a bounded queue, so a slow ack round trip never holds the loop (at m
 about as long being decoded here as being served). A batch handed over whole by ``poll``
 is acked by its batch receipts: one short receipt per pull, not one per message. An
 error of any of these surfaces in the loop. :meth:`Client.ack` stays for callers that need the
-confirmation of each ack.
+confirmation of each ack. On close, what was pulled and never handed over (prefetched
+batches, the rest of the current one, an answer that came in as it stopped) is given
+back (``release``): the group's consumers get it again at once, no attempt counted,
+rather than after its lease.
 
 Pulls ask for messages up to ``ahead_ms`` before their time (what the master's wheel has
 fired ahead), and the subscription holds each until the master's clock reaches its
@@ -30,6 +33,7 @@ batch, messages are handed over in deliver order.
 from __future__ import annotations
 
 import asyncio
+import logging
 import queue
 import threading
 import time
@@ -39,6 +43,10 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from .holding import MasterClock, by_time, released
 from .models import PulledBatch, ReceivedMessage
 
+log = logging.getLogger(__name__)
+# Logged when what a closing subscription gives back fails: it comes back after its lease.
+UNDECODED = "an answer pulled as the subscription closed could not be decoded"
+NOT_GIVEN_BACK = "could not give back %d messages pulled and not handed out"
 ACK_GROUP = 1000  # receipts per ack call at most (the API's limit)
 # How long the acker gathers receipts after the first before it sends them. Nothing waits
 # for these acks (the lease keeps a message until its ack commits, close() flushes), and a
@@ -63,6 +71,16 @@ def gather(source: queue.Queue, first, ends: Callable[[object], bool]) -> list:
     return group
 
 
+def _drained(q) -> list:
+    """What a ``queue.Queue`` or an ``asyncio.Queue`` holds now, taken out."""
+    out = []
+    while True:
+        try:
+            out.append(q.get_nowait())
+        except (queue.Empty, asyncio.QueueEmpty):
+            return out
+
+
 def fetch_and_decode(
     client, topic: str, group: str, tags, batch: int, wait_ms: int, visibility_ms: int, ahead_ms: int
 ):
@@ -76,6 +94,19 @@ def fetch_and_decode(
         return client._pulled(topic, group, tags, reply)
 
     return fetch, decode
+
+
+def settle_calls(client, topic: str, group: str):
+    """A client's ack and release of ``group``'s messages of ``topic``, bound to ``client``
+    (a Client or an AsyncClient, whose calls are awaitable)."""
+
+    def ack(receipts: list[str]):
+        return client.ack(topic, group, receipts)
+
+    def give_back(receipts: list[str]):
+        return client.release(topic, group, receipts)
+
+    return ack, give_back
 
 
 def _local_ms() -> float:
@@ -129,6 +160,22 @@ class _Handing:
         self._to_ack = [m.receipt]
         return m
 
+    def _left_over(self, batches: list, answers: list, decode) -> list[str]:
+        """Receipts of what was pulled and never handed over: the rest of the current
+        batch, the ``batches`` pulled ahead and the ``answers`` not decoded yet (each given
+        to ``decode``, which may fail: that answer's leases then end on their own)."""
+        left = [m.receipt for m in self._current]
+        self._current.clear()
+        for batch in batches:
+            if isinstance(batch, list):
+                left += [m.receipt for m in batch]
+        for answer in answers:
+            try:
+                left += [m.receipt for m in (answer if decode is None else decode(answer))]
+            except Exception:  # noqa: BLE001 - its leases end after their time instead
+                log.warning(UNDECODED, exc_info=True)
+        return left
+
 
 class Subscription(_Handing, Iterator[ReceivedMessage]):
     """What :meth:`Client.consume` returns: iterate it, and :meth:`close` it (or use ``with``).
@@ -144,8 +191,10 @@ class Subscription(_Handing, Iterator[ReceivedMessage]):
         ack_queue: int,
         decode: Callable[[object], list[ReceivedMessage]] | None = None,
         pulls: int = 1,
+        give_back: Callable[[list[str]], object] | None = None,
     ) -> None:
-        self._pull, self._decode, self._ack = pull, decode, ack
+        self._pull, self._decode, self._ack, self._give_back = pull, decode, ack, give_back
+        self._late: list = []  # answers that came in once it was stopping (list.append: thread-safe)
         pulls = max(1, pulls)
         self._slots = threading.Semaphore(max(1, prefetch) + pulls)  # pulled ahead, not taken yet
         self._fetched: queue.Queue = queue.Queue(maxsize=1)  # (answer, when it arrived), or an error
@@ -187,6 +236,8 @@ class Subscription(_Handing, Iterator[ReceivedMessage]):
                 return
             except queue.Full:
                 continue
+        if not isinstance(fetched, BaseException):
+            self._late.append(fetched[0])  # given back on close
 
     def _decode_loop(self) -> None:
         try:
@@ -274,8 +325,9 @@ class Subscription(_Handing, Iterator[ReceivedMessage]):
         return self._hand_released()
 
     def close(self) -> None:
-        """Stop pulling, ack the message last handed out and wait for the acks in flight.
-        Prefetched messages not handed out are not acked: they come back after their lease."""
+        """Stop pulling, ack the message last handed out and wait for the acks in flight,
+        and for the pulls on their way (up to their ``wait_ms``). What was pulled and never
+        handed out is given back: the group gets it again at once."""
         self._ack_handed()
         self._stop.set()
         self._receipts.put(_DONE)
@@ -283,6 +335,14 @@ class Subscription(_Handing, Iterator[ReceivedMessage]):
         for puller in self._pullers:
             puller.join()
         self._decoder.join()
+        batches = _drained(self._batches)
+        answers = [f[0] for f in _drained(self._fetched) if not isinstance(f, BaseException)]
+        left = self._left_over(batches, answers + self._late, self._decode)
+        if left and self._give_back is not None:
+            try:
+                self._give_back(left)
+            except Exception:  # noqa: BLE001 - they come back after their lease instead
+                log.warning(NOT_GIVEN_BACK, len(left), exc_info=True)
         self._raise_if_failed()
 
     def __enter__(self) -> Subscription:
@@ -298,8 +358,10 @@ class AsyncSubscription(_Handing, AsyncIterator[ReceivedMessage]):
     As :class:`Subscription`, with awaitables: ``await decode(answer)`` runs in a task of
     its own while the next ``await pull()`` is on its way (None: the answer is the batch)."""
 
-    def __init__(self, pull, ack, prefetch: int, ack_queue: int, decode=None, pulls: int = 1) -> None:
-        self._pull, self._decode, self._ack = pull, decode, ack
+    def __init__(
+        self, pull, ack, prefetch: int, ack_queue: int, decode=None, pulls: int = 1, give_back=None
+    ) -> None:
+        self._pull, self._decode, self._ack, self._give_back = pull, decode, ack, give_back
         pulls = max(1, pulls)
         self._slots = asyncio.Semaphore(max(1, prefetch) + pulls)  # pulled ahead, not taken yet
         self._fetched: asyncio.Queue = asyncio.Queue(maxsize=1)  # (answer, when it arrived), or an error
@@ -415,6 +477,20 @@ class AsyncSubscription(_Handing, AsyncIterator[ReceivedMessage]):
         await self._receipts.put(_DONE)
         await self._acker  # raises an ack's error
         await asyncio.gather(*self._pullers, self._decoder, return_exceptions=True)
+        batches = _drained(self._batches)
+        answers = [f[0] for f in _drained(self._fetched) if not isinstance(f, BaseException)]
+        decoded = []
+        for answer in answers:
+            try:
+                decoded.append(answer if self._decode is None else await self._decode(answer))
+            except Exception:  # noqa: BLE001 - its leases end after their time instead
+                log.warning(UNDECODED, exc_info=True)
+        left = self._left_over(batches + decoded, [], None)
+        if left and self._give_back is not None:
+            try:
+                await self._give_back(left)
+            except Exception:  # noqa: BLE001 - they come back after their lease instead
+                log.warning(NOT_GIVEN_BACK, len(left), exc_info=True)
 
     async def __aenter__(self) -> AsyncSubscription:
         return self

@@ -8,7 +8,7 @@ from urllib.parse import quote, urlencode
 from . import calls, core
 from .blocking_http import blocking_http
 from .calls import Reply
-from .consuming import AHEAD_MS, Subscription, fetch_and_decode
+from .consuming import AHEAD_MS, Subscription, fetch_and_decode, settle_calls
 from .core import CHANGE_S
 from .errors import HorologeError, InvalidRequestError
 from .models import Backlog, Forecast, MessageStatus, PendingPage, PulledBatch, Rescheduled, Scheduled
@@ -198,9 +198,8 @@ class Client(core.ClientSettings, calls.BlockingPool, ScheduleCalls, PushCalls):
         Pulls take messages up to ``ahead_ms`` before their time, and each is handed over
         once the master's clock reaches its ``deliver_at`` (0: pulled once due)."""
         fetch, decode = fetch_and_decode(self, topic, group, tags, batch, wait_ms, visibility_ms, ahead_ms)
-        return Subscription(
-            fetch, lambda receipts: self.ack(topic, group, receipts), prefetch, ack_queue, decode, pulls
-        )
+        ack, give_back = settle_calls(self, topic, group)
+        return Subscription(fetch, ack, prefetch, ack_queue, decode, pulls, give_back)
 
     def ack(self, topic: str, group: str, receipts: list[str]) -> None:
         self._call("POST", f"/v1/topics/{_quote(topic)}/ack", {"group": group, "receipts": receipts})

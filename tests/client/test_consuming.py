@@ -247,3 +247,65 @@ def test_async_pulls_on_their_way_at_once():
             return sorted([(await sub.__anext__()).id, (await sub.__anext__()).id])
 
     assert asyncio.run(run()) == ["1", "2"] and most == 2
+
+
+def test_what_was_pulled_and_never_handed_out_is_given_back_on_close():
+    """The rest of the current batch and the batches pulled ahead were left leased to a
+    subscription that had closed: the group got them again only after their lease."""
+    group = FakeGroup([[1, 2, 3], [4, 5]])
+    given_back: list[str] = []
+    with Subscription(group.pull, group.ack, prefetch=2, ack_queue=10, give_back=given_back.extend) as sub:
+        assert next(sub).id == "1"
+        deadline = time.monotonic() + 5
+        while group.pulls < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)  # the second batch pulled ahead
+    assert group.all_acked() == ["r1"]  # the one handed out
+    assert sorted(given_back) == ["r2", "r3", "r4", "r5"]
+
+
+def test_an_answer_that_comes_in_as_it_closes_is_given_back():
+    """A pull on its way when the subscription closes: its messages were leased to nobody."""
+    arrived = threading.Event()
+    pulls = [0]
+
+    def pull() -> list[ReceivedMessage]:
+        pulls[0] += 1
+        if pulls[0] == 1:
+            return [msg(1)]
+        arrived.wait(5)  # still on its way as close begins
+        time.sleep(0.05)
+        return [msg(2)] if pulls[0] == 2 else []
+
+    given_back: list[str] = []
+    sub = Subscription(pull, lambda _r: None, prefetch=1, ack_queue=10, give_back=given_back.extend)
+    assert next(sub).id == "1"
+    arrived.set()
+    sub.close()
+    assert given_back == ["r2"]
+
+
+def test_an_async_subscription_gives_back_what_it_never_handed_out():
+    group = FakeGroup([[1, 2, 3], [4]])
+    given_back: list[str] = []
+
+    async def pull():
+        return group.pull()
+
+    async def ack(receipts):
+        group.ack(receipts)
+
+    async def give_back(receipts):
+        given_back.extend(receipts)
+
+    async def run() -> None:
+        async with AsyncSubscription(pull, ack, prefetch=2, ack_queue=10, give_back=give_back) as sub:
+            async for m in sub:
+                assert m.id == "1"
+                while group.pulls < 2:
+                    await asyncio.sleep(0.01)
+                await asyncio.sleep(0.05)  # the second batch decoded and waiting
+                break
+
+    asyncio.run(run())
+    assert group.all_acked() == ["r1"]
+    assert sorted(given_back) == ["r2", "r3", "r4"]
