@@ -17,6 +17,7 @@ redirect the target answers (it stopped being master meanwhile) comes back as 50
 from __future__ import annotations
 
 from collections.abc import Callable
+from urllib.parse import urlsplit
 
 import aiohttp
 from aiohttp import web
@@ -60,10 +61,13 @@ class Forwarder:
             ) as answer:
                 raw = await answer.read()
                 status, kind = answer.status, answer.headers.get("Content-Type")
+                location = answer.headers.get("Location", "")
         except (aiohttp.ClientError, TimeoutError) as e:
             raise ApiError(503, "unreachable", f"{url} did not answer: {type(e).__name__} {e}") from e
         if 300 <= status < 400:
-            raise ApiError(503, "no_master", f"{url} is no longer the master; try again", leader=None)
+            master = urlsplit(location).netloc or "unknown"
+            why = f"{url} is not the master (the master is {master}): forward a master-only call to 'master'"
+            raise ApiError(503, "no_master", why, leader=None)
         out = web.Response(body=raw, status=status)
         if kind:
             out.headers["Content-Type"] = kind

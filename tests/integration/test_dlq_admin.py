@@ -159,6 +159,7 @@ def test_forward_header_reaches_the_named_node_or_the_master(cluster):
     # A master-only call forwarded to a follower: 503, never a 307 for the browser to follow.
     r = http.get(f"{url}/admin/dlq/g", token=ADMIN, headers={FORWARD: f"n{b + 1}"})
     assert r.status == 503 and r.body["error"]["code"] == "no_master" and r.body["leader"] is None
+    assert f"the master is {cluster.url(master).split('//')[1]}" in r.body["error"]["message"], r.body
     r = http.get(f"{url}/admin/dlq/g", token=ADMIN, headers={FORWARD: "master"})
     assert r.status == 200 and r.body["group"] == "g"
 
