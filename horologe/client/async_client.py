@@ -188,10 +188,10 @@ class AsyncClient(core.ClientSettings, AsyncScheduleCalls, AsyncPushCalls):
         ack, give_back = settle_calls(self, topic, group)
         return AsyncSubscription(fetch, ack, prefetch, ack_queue, decode, pulls, give_back)
 
-    async def ack(self, topic: str, group: str, receipts: list[str]) -> None:
-        await self._call(
-            "POST", f"/v1/topics/{quote(topic, safe='')}/ack", {"group": group, "receipts": receipts}
-        )
+    async def ack(self, topic: str, group: str, receipts: list[str]) -> int:
+        """As :meth:`Client.ack`."""
+        body = {"group": group, "receipts": receipts}
+        return (await self._call("POST", f"/v1/topics/{quote(topic, safe='')}/ack", body))["acked"]
 
     async def nack(
         self, topic: str, group: str, receipts: list[str], *, dead_letter: bool = False, resend: bool = False

@@ -201,8 +201,12 @@ class Client(core.ClientSettings, calls.BlockingPool, ScheduleCalls, PushCalls):
         ack, give_back = settle_calls(self, topic, group)
         return Subscription(fetch, ack, prefetch, ack_queue, decode, pulls, give_back)
 
-    def ack(self, topic: str, group: str, receipts: list[str]) -> None:
-        self._call("POST", f"/v1/topics/{_quote(topic)}/ack", {"group": group, "receipts": receipts})
+    def ack(self, topic: str, group: str, receipts: list[str]) -> int:
+        """Acknowledge leased messages: never handed out again. How many messages the
+        receipts name, each once (one already acked counts too)."""
+        return self._call("POST", f"/v1/topics/{_quote(topic)}/ack", {"group": group, "receipts": receipts})[
+            "acked"
+        ]
 
     def nack(
         self, topic: str, group: str, receipts: list[str], *, dead_letter: bool = False, resend: bool = False
