@@ -4,8 +4,10 @@ Both follow 307 redirects to the master and remember it, fail over across the no
 they were given, and give every produced message an idempotency key (unless you pass
 one), so a send retried across a failover is stored once. :class:`RawClient` sends one
 request and hands back the answer as it is (a :class:`Reply`), for tests and tools.
-All three run on httpx (:mod:`horologe.client.calls`) and verify the certificates of
-``https://`` nodes, against ``ca=`` when given (:mod:`horologe.client.tls`).
+All three make their calls the same way (:mod:`horologe.client.calls`): the blocking ones
+over the standard library's ``http.client`` (:mod:`horologe.client.blocking_http`; over
+httpx when given a ``transport``), :class:`AsyncClient` over httpx; all verify the
+certificates of ``https://`` nodes, against ``ca=`` when given (:mod:`horologe.client.tls`).
 """
 
 from .async_client import AsyncClient
