@@ -41,6 +41,7 @@ from .receipts import Receipts
 
 log = logging.getLogger(__name__)
 
+HUNG_UP = "the caller hung up before the pull was answered; nothing was leased"
 SCAN_CHUNK = 65_536
 CURSOR_MS = 10_000  # how long a scan's stopping point is trusted without a lease to bound it
 SCAN_LIMIT = 4 * SCAN_CHUNK  # ready entries one pull turn reads (the loop waits meanwhile)
@@ -432,13 +433,13 @@ class Consumers:
                 until = self._lease_until(group, leased, out, now, visibility_ms)
                 if gone():  # nobody to answer: the messages stay for the next pull
                     self._drop_leases(group, leased, until)
-                    raise CallerGone("the caller hung up before the pull was answered; nothing was leased")
+                    raise CallerGone(HUNG_UP)
                 await self._commit_leases(group, leased, until, pull_id)
                 if out and not self._may_answer(group, leased, until):
                     continue  # the leases ended while they committed: scan again
                 return self._handed(group, leased, out, until)
             if gone():  # the caller hung up while it waited: nothing to wait for
-                raise CallerGone("the caller hung up before the pull was answered; nothing was leased")
+                raise CallerGone(HUNG_UP)
             wait = min(remaining, 1.0)  # leases expire too
             if wake_at:  # when a message passed over falls due (or its lease ends)
                 wait = min(wait, (min(wake_at) - self._clock()) / 1000)
