@@ -15,7 +15,7 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 from horologe import local_cluster as lc
 from horologe.client import Client, HorologeError, RawClient, Reply
@@ -49,15 +49,21 @@ def free_ports(n: int) -> list[int]:
     return ports
 
 
-def free_port_beside(port: int, above: bool) -> int:
+def free_port_beside(port: int, above: bool, in_use: Iterable[int] = ()) -> int:
     """A port free now above (or below) ``port``, of this process's share as
-    :func:`free_ports` hands them out, and none handed out before by this process."""
+    :func:`free_ports` hands them out: one never handed out before by this process, or
+    else one handed out before that is free again and not among ``in_use`` (the ports of
+    the clusters still running, their stopped nodes included). :func:`free_ports` walks
+    the share upwards from a random place, so when that place was near the share's start,
+    every port below a cluster's may have gone to the tests before it."""
     start, size = _share()
     side = range(port + 1, start + size) if above else range(port - 1, start - 1, -1)
-    for candidate in side:
-        if _available(candidate):
-            _handed_out.add(candidate)
-            return candidate
+    taken = {port, *in_use}
+    for fits in (_available, lambda p: p not in taken and _free(p)):
+        for candidate in side:
+            if fits(candidate):
+                _handed_out.add(candidate)
+                return candidate
     raise RuntimeError(f"no free port {'above' if above else 'below'} {port} in [{start}, {start + size})")
 
 

@@ -230,7 +230,8 @@ def test_a_member_down_while_a_node_was_added_catches_up_from_it_as_master(clust
     followers = sorted((i for i in cluster.indexes if i != master), key=lambda i: cluster.raft_ports[i])
     down = followers[0] if above else followers[-1]
     cluster.stop(down)
-    k = cluster.joiner(cluster.indexes, raft_port=free_port_beside(cluster.raft_ports[down], above))
+    in_use = [*cluster.http_ports, *cluster.raft_ports]
+    k = cluster.joiner(cluster.indexes, raft_port=free_port_beside(cluster.raft_ports[down], above, in_use))
     cluster.start(k)
     cluster.wait_serving(k)
     added = _add(cluster, k, via=master)
