@@ -35,6 +35,12 @@ def dlq_topic(group: str) -> str:
     return f"{DLQ_PREFIX}{group}"
 
 
+def ready_logs(group: str, topic: str) -> tuple[str, ...]:
+    """The ready logs a pull of ``topic`` by ``group`` reads: the topic's, and the group's
+    retries (a dead-letter queue has none)."""
+    return (topic,) if topic.startswith(DLQ_PREFIX) else (topic, retry_topic(group))
+
+
 Range = tuple[int, int]  # ready-log offsets lo <= o < hi
 
 

@@ -360,7 +360,7 @@ def _fake_move() -> None:
 def _fake_extend() -> None:
     """An extend answered as made for every lease it names, and not made."""
 
-    async def extend(self, group, receipts, visibility_ms):
+    async def extend(self, group, topic, receipts, visibility_ms):
         return len(receipts), self._clock() + visibility_ms
 
     Consumers.extend = extend

@@ -359,15 +359,17 @@ class Workload:
 
         visibility_ms = world.rng.randrange(1_500, 3_000)  # an extend's: past the pull's lease
 
+        topic = messages[0]["topic"]  # a pull's: a retry's copy names the topic it was pulled by
+
         async def settle(service: NodeService):
             service.require_master()
             if what == "ack":
-                return await service.consumers.ack(GROUP, receipts)
+                return await service.consumers.ack(GROUP, topic, receipts)
             if what == "nack":
-                return await service.consumers.nack(GROUP, receipts)
+                return await service.consumers.nack(GROUP, topic, receipts)
             if what == "extend":
-                return await service.consumers.extend(GROUP, receipts, visibility_ms)
-            return await service.consumers.release(GROUP, receipts)
+                return await service.consumers.extend(GROUP, topic, receipts, visibility_ms)
+            return await service.consumers.release(GROUP, topic, receipts)
 
         world.note(f"{c.name} sends {what} of " + " ".join(f"{i}/{a}" for i, a in keys))
 

@@ -56,13 +56,13 @@ class Found(NamedTuple):
 
 class DeadLetters:
     """``produce(columns)`` stores messages through the master's group commit (their ids,
-    in order); ``ack(group, receipts)`` is the consumers' ack."""
+    in order); ``ack(group, topic, receipts)`` is the consumers' ack."""
 
     def __init__(
         self,
         view: CommittedView,
         produce: Callable[[MessageColumns], Awaitable[list[str]]],
-        ack: Callable[[str, list[str]], Awaitable[int]],
+        ack: Callable[[str, str, list[str]], Awaitable[int]],
         receipts: Receipts,
         clock: Callable[[], int],
     ) -> None:
@@ -169,7 +169,7 @@ class DeadLetters:
             receipt = self._receipts.issue_ranges(
                 group, topic, to_ranges(found.positions), now + RECEIPT_LEASE_MS
             )
-            await self._ack(group, [receipt])
+            await self._ack(group, topic, [receipt])
         return {
             "requeued": moved,
             "expired": sorted(set(expired)),

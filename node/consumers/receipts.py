@@ -109,9 +109,12 @@ class Receipts:
         """``open`` of each receipt; a batch that several members name is checked once."""
         return [(topic, ranges) for topic, ranges, _ in self.open_leases(group, receipts)]
 
-    def open_leases(self, group: str, receipts: list) -> list[tuple[str, list[Range], int]]:
+    def open_leases(
+        self, group: str, receipts: list, readys: tuple[str, ...] | None = None
+    ) -> list[tuple[str, list[Range], int]]:
         """``open_all``, each with the lease its pull handed out (``lease_until_ms``: the
-        token of cluster/leases.py)."""
+        token of cluster/leases.py). ``readys``: the ready logs they may name (a pull's of
+        the topic the call is for); a receipt of another is refused."""
         checked: dict[
             tuple[bool, str], tuple[str, list[Range], int]
         ] = {}  # a span's receipt -> what it names
@@ -122,6 +125,8 @@ class Receipts:
             named = checked.get(key)
             if named is None:
                 named = checked[key] = self._open_batch(group, batch, receipt, member is not None)
+                if readys is not None and named[0] not in readys:
+                    raise _invalid(receipt, f"handed out from {named[0]!r}, not by a pull of {readys[0]!r}")
             if member is not None:
                 topic, ranges, lease = named
                 if not _within(member, ranges):

@@ -26,6 +26,7 @@ from horologe.cluster.consumer_groups import (
     ORIGIN_HEADER,
     Range,
     merge_ranges,
+    ready_logs,
     retry_topic,
     to_ranges,
 )
@@ -482,8 +483,7 @@ class Consumers:
         leased: dict[str, list[int]] = {}
         out = Taken()
         until = 0
-        readys = [topic] if topic.startswith(DLQ_PREFIX) else [topic, retry_topic(group)]
-        for ready in readys:
+        for ready in ready_logs(group, topic):
             mine = self._leases_of(group, ready)
             for lo, hi, run_until, token, *_ in self._committed(group, ready).of_pull(
                 pull_id, self._lease_now(now)
@@ -554,9 +554,14 @@ class Consumers:
 
     # -- ack / nack ---------------------------------------------------------------
 
-    async def ack(self, group: str, receipts: list) -> int:
-        """Ack what ``receipts`` name (one message each, or a pull's batch); how many."""
-        acks = [(group, topic, lo, hi) for topic, ranges in self._open(group, receipts) for lo, hi in ranges]
+    async def ack(self, group: str, topic: str, receipts: list) -> int:
+        """Ack what ``receipts`` name (one message each, or a pull's batch), handed out by
+        pulls of ``topic``; how many."""
+        acks = [
+            (group, ready, lo, hi)
+            for ready, ranges in self._open(group, topic, receipts)
+            for lo, hi in ranges
+        ]
         if acks:
             await self._commit(acks)
         # Only now: until the ack is applied, the lease is what keeps the message from
@@ -564,20 +569,22 @@ class Consumers:
         self._release(acks)
         return sum(hi - lo for *_, lo, hi in acks)
 
-    def _open(self, group: str, receipts: list) -> list[tuple[str, list[Range]]]:
+    def _open(self, group: str, topic: str, receipts: list) -> list[tuple[str, list[Range]]]:
         """Per ready log, the positions ``receipts`` name, merged (each once)."""
         by_topic: dict[str, list[Range]] = {}
-        for topic, ranges in self.receipts.open_all(group, receipts):
-            by_topic.setdefault(topic, []).extend(ranges)
+        for ready, ranges, _ in self.receipts.open_leases(group, receipts, ready_logs(group, topic)):
+            by_topic.setdefault(ready, []).extend(ranges)
         return [(topic, merge_ranges(ranges)) for topic, ranges in by_topic.items()]
 
-    def give_back(self, group: str, receipts: list) -> int:
+    def give_back(self, group: str, topic: str, receipts: list) -> int:
         """End the leases ``receipts`` name with neither an ack nor an attempt: the
         messages may be handed out again at once (a push group that stops gives back
         what it leased and has not sent). How many. Replicated after it returns (queued
         before any later lease of them)."""
         items = [
-            (group, topic, lo, hi, 0) for topic, ranges in self._open(group, receipts) for lo, hi in ranges
+            (group, ready, lo, hi, 0)
+            for ready, ranges in self._open(group, topic, receipts)
+            for lo, hi in ranges
         ]
         self._give_back(items)
         for part, size in ack_parts(items):
@@ -598,47 +605,49 @@ class Consumers:
             del self._cursors[key]
 
     def _positions(
-        self, group: str, receipts: list, lease_now: int
+        self, group: str, topic: str, receipts: list, lease_now: int
     ) -> Iterator[tuple[str, int, int, bool | None]]:
-        """Each position ``receipts`` name, as ``(topic, offset, token, ours)``: ``ours`` is
-        None when no lease holds it now, else whether the lease holding it is the receipt's
-        (not one a pull handed out again since: cluster/leases.py)."""
-        for topic, ranges, token in self.receipts.open_leases(group, receipts):
-            leases = self._leases_of(group, topic)
-            extended = self._extended.get((group, topic), {})
+        """Each position ``receipts`` name, as ``(ready log, offset, token, ours)``: ``ours``
+        is None when no lease holds it now, else whether the lease holding it is the
+        receipt's (not one a pull handed out again since: cluster/leases.py)."""
+        for ready, ranges, token in self.receipts.open_leases(group, receipts, ready_logs(group, topic)):
+            leases = self._leases_of(group, ready)
+            extended = self._extended.get((group, ready), {})
             for lo, hi in ranges:
                 for off in range(lo, hi):
                     held = leases.get(off, 0) > lease_now
-                    yield topic, off, token, (extended.get(off, leases[off]) == token if held else None)
+                    yield ready, off, token, (extended.get(off, leases[off]) == token if held else None)
 
-    def _held(self, group: str, receipts: list) -> tuple[list[tuple[str, str, int, int, int]], int]:
+    def _held(
+        self, group: str, topic: str, receipts: list
+    ) -> tuple[list[tuple[str, str, int, int, int]], int]:
         """The positions ``receipts`` name whose lease is still the one their pull handed
         out, and live: ``(group, topic, lo, hi, token)`` runs; and this clock."""
         now = self._clock()
         mine: dict[tuple[str, int], list[int]] = {}
-        for topic, off, token, ours in self._positions(group, receipts, self._lease_now(now)):
+        for ready, off, token, ours in self._positions(group, topic, receipts, self._lease_now(now)):
             if ours:
-                mine.setdefault((topic, token), []).append(off)
+                mine.setdefault((ready, token), []).append(off)
         held = [(group, t, lo, hi, token) for (t, token), offs in mine.items() for lo, hi in to_ranges(offs)]
         return merge_held(held), now
 
-    async def release(self, group: str, receipts: list) -> int:
+    async def release(self, group: str, topic: str, receipts: list) -> int:
         """Give leases back now, no attempt counted (a worker's warm shutdown): handed out
         again at once. Only leases still held under these receipts; how many."""
-        held, _ = self._held(group, receipts)
+        held, _ = self._held(group, topic, receipts)
         items = [(g, t, lo, hi, 0) for g, t, lo, hi, _ in held]
         self._give_back(items)
         if items:
             await self._commit(items)
         return sum(hi - lo for _, _, lo, hi, _ in items)
 
-    async def extend(self, group: str, receipts: list, visibility_ms: int) -> tuple[int, int]:
+    async def extend(self, group: str, topic: str, receipts: list, visibility_ms: int) -> tuple[int, int]:
         """Renew leases still held under these receipts to ``visibility_ms`` from now (the
         receipts stay good); how many, and the new expiry. Never shorter than they held:
         quorum time falls back when the clocks of a new majority lag (a peer down, another
         behind), and a lease cut below the end its holder was told would go to another
         consumer while the holder works on (the simulator's node services, seed 55)."""
-        held, now = self._held(group, receipts)
+        held, now = self._held(group, topic, receipts)
         ends = [self._leases_of(g, t)[o] for g, t, lo, hi, _ in held for o in range(lo, hi)]
         until = max([now + visibility_ms, *ends])
         # A lease never extended ends at its token: kept as it is (until == token), it
@@ -703,11 +712,11 @@ class Consumers:
             await asyncio.sleep(0)
         return out
 
-    def _nackable(self, group: str, receipts: list, lease_now: int) -> list[tuple[str, int]]:
+    def _nackable(self, group: str, topic: str, receipts: list, lease_now: int) -> list[tuple[str, int]]:
         """The positions ``receipts`` name, each once, less those leased again under
         another token since (cluster/leases.py) and still held."""
-        named = self._positions(group, receipts, lease_now)
-        return list(dict.fromkeys((topic, off) for topic, off, _, ours in named if ours is not False))
+        named = self._positions(group, topic, receipts, lease_now)
+        return list(dict.fromkeys((ready, off) for ready, off, _, ours in named if ours is not False))
 
     def _release(self, acks: list[tuple[str, str, int, int]]) -> None:
         for group, topic, lo, hi in acks:
@@ -716,7 +725,12 @@ class Consumers:
                 leases.pop(off, None)
 
     async def nack(
-        self, group: str, receipts: list, retry_after_ms: int | None = None, dead_letter: bool = False
+        self,
+        group: str,
+        topic: str,
+        receipts: list,
+        retry_after_ms: int | None = None,
+        dead_letter: bool = False,
     ) -> dict:
         """Retry at the next level, or dead-letter after the last (``dead_letter``: now,
         whatever the level). ``retry_after_ms`` (a push receiver's ``Retry-After``) brings
@@ -726,7 +740,7 @@ class Consumers:
         reads = self.view.reads
         now = self._clock()
         retries = []
-        named = self._nackable(group, receipts, self._lease_now(now))
+        named = self._nackable(group, topic, receipts, self._lease_now(now))
         for topic, off in named:
             try:
                 rows = reads.read_ready(topic, off, off + 1)

@@ -98,7 +98,7 @@ async def ack(request: web.Request) -> web.Response:
     """Acknowledge leased messages by receipt (a message's, or a pull's batch receipt);
     never handed out again, even after failover."""
     svc, req = await _consumer_request(request, "ack")
-    return answer(200, {"acked": await svc.consumers.ack(req["group"], req["receipts"])})
+    return answer(200, {"acked": await svc.consumers.ack(req["group"], req["topic"], req["receipts"])})
 
 
 @routes.post(
@@ -117,7 +117,9 @@ async def ack(request: web.Request) -> web.Response:
 async def nack(request: web.Request) -> web.Response:
     """Give messages back: redelivered at the next retry level, or to %DLQ%<group> after the last."""
     svc, req = await _consumer_request(request, "nack")
-    nacked = await svc.consumers.nack(req["group"], req["receipts"], dead_letter=req["dead_letter"])
+    nacked = await svc.consumers.nack(
+        req["group"], req["topic"], req["receipts"], dead_letter=req["dead_letter"]
+    )
     return answer(200, nacked)
 
 
@@ -136,7 +138,7 @@ async def nack(request: web.Request) -> web.Response:
 async def release(request: web.Request) -> web.Response:
     """Give leased messages back now, no attempt counted (a worker's warm shutdown)."""
     svc, req = await _consumer_request(request, "release")
-    return answer(200, {"released": await svc.consumers.release(req["group"], req["receipts"])})
+    return answer(200, {"released": await svc.consumers.release(req["group"], req["topic"], req["receipts"])})
 
 
 @routes.post(
@@ -155,7 +157,9 @@ async def release(request: web.Request) -> web.Response:
 async def extend(request: web.Request) -> web.Response:
     """Renew the leases these receipts still hold, for a long task."""
     svc, req = await _consumer_request(request, "extend")
-    extended, until = await svc.consumers.extend(req["group"], req["receipts"], req["visibility_ms"])
+    extended, until = await svc.consumers.extend(
+        req["group"], req["topic"], req["receipts"], req["visibility_ms"]
+    )
     return answer(200, {"extended": extended, "lease_until": until})
 
 

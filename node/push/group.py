@@ -52,9 +52,9 @@ LEASE_EVERY_S = 0.004  # while some are held for later: less than AHEAD_MS, so n
 
 # group, topic, tags, max, wait, lease, ahead
 Pull = Callable[[str, str, str, int, int, int, int], Awaitable[Pulled]]
-GiveBack = Callable[[str, list], int]  # group, receipts
-Ack = Callable[[str, list], Awaitable[int]]  # group, receipts
-Nack = Callable[[str, list, int | None], Awaitable[dict]]  # group, receipts, retry_after_ms
+GiveBack = Callable[[str, str, list], int]  # group, topic, receipts
+Ack = Callable[[str, str, list], Awaitable[int]]  # group, topic, receipts
+Nack = Callable[[str, str, list, int | None], Awaitable[dict]]  # group, topic, receipts, retry_after_ms
 
 
 @dataclass
@@ -194,7 +194,7 @@ class _Group:
         if not receipts:
             return
         try:
-            self.consumer.give_back(self.sub.group, receipts)
+            self.consumer.give_back(self.sub.group, self.sub.topic, receipts)
         except Exception:  # noqa: BLE001 - stopping regardless: the leases then run out
             sub = self.sub
             log.exception("push %s/%s: could not give back %d leases", sub.topic, sub.group, len(receipts))
@@ -241,7 +241,7 @@ class _Group:
 
 async def _ack(sub: PushDef, consumer: Consumer, receipts: list[str], stats: PushStats) -> None:
     try:
-        await consumer.ack(sub.group, receipts)
+        await consumer.ack(sub.group, sub.topic, receipts)
         stats.delivered += len(receipts)
     except Exception as e:  # noqa: BLE001 - Refused, ClusterError or a bug: the same outcome
         _not_settled(sub, len(receipts), "acked", e)
@@ -251,7 +251,7 @@ async def _nack(
     sub: PushDef, consumer: Consumer, receipts: list[str], retry_after_ms: int | None, stats: PushStats
 ) -> None:
     try:
-        done = await consumer.nack(sub.group, receipts, retry_after_ms)
+        done = await consumer.nack(sub.group, sub.topic, receipts, retry_after_ms)
     except Refused as e:
         if len(receipts) == 1 or not isinstance(e, NotFound):
             _not_settled(sub, len(receipts), "nacked", e)

@@ -33,6 +33,15 @@ def test_forged_and_borrowed_receipts_are_refused_and_nothing_is_lost(cluster):
     _refused(cluster, "/v1/topics/t/ack", {"group": "g", "receipts": [other[0].receipt]})  # not g's
     tampered = other[0].receipt.rsplit(".", 1)[0] + ".u"  # same mac, another topic
     _refused(cluster, "/v1/topics/u/ack", {"group": "other-group", "receipts": [tampered]})
+    # A good receipt sent to another topic's path: the caller's mix-up, not an ack of t's message.
+    for verb in ("ack", "nack", "release"):
+        _refused(cluster, f"/v1/topics/u/{verb}", {"group": "other-group", "receipts": [other[0].receipt]})
+    _refused(
+        cluster,
+        "/v1/topics/u/extend",
+        {"group": "other-group", "receipts": [other[0].receipt], "visibility_ms": 5_000},
+    )
+    assert c.ack("t", "other-group", [m.receipt for m in other]) == len(other)
     assert {m.id for m in drain(c, "t", "g")} == ids  # every message still reaches g
 
 

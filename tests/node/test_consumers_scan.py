@@ -71,9 +71,9 @@ def test_pull_ack_and_nack_over_the_view(log):
         got = as_json(await consumers.pull("g", "t", None, 10, 0, 30_000), T)["messages"]
         assert [m["body"] for m in got] == ["m0", "m1", "m2"]
         assert as_json(await consumers.pull("g", "t", None, 10, 0, 30_000), T)["messages"] == []  # leased
-        assert await consumers.ack("g", [got[0]["receipt"], got[0]["receipt"]]) == 1
+        assert await consumers.ack("g", "t", [got[0]["receipt"], got[0]["receipt"]]) == 1
         assert log.view.group_progress("g", "t").is_acked(0)
-        assert await consumers.nack("g", [got[1]["receipt"]]) == {"retried": 1, "dead_lettered": 0}
+        assert await consumers.nack("g", "t", [got[1]["receipt"]]) == {"retried": 1, "dead_lettered": 0}
         assert [r.kind for r in log.applied][-2:] == [ACK, "R"]
 
     asyncio.run(run())
@@ -88,7 +88,7 @@ def test_an_extend_by_a_clock_that_fell_back_never_shortens_a_lease(log):
         consumers = consumers_over(log)
         (got,) = as_json(await consumers.pull("g", "t", None, 1, 0, 30_000), T)["messages"]
         log.now[0] = T - 20_000  # the clock fell back 20 s
-        extended, until = await consumers.extend("g", [got["receipt"]], 1_000)
+        extended, until = await consumers.extend("g", "t", [got["receipt"]], 1_000)
         assert (extended, until) == (1, T + 1 + 30_000)
         log.now[0] = T + 10_000  # past what the extend asked, inside the pull's lease
         assert as_json(await consumers.pull("g", "t", None, 1, 0, 30_000), T)["messages"] == []
@@ -150,11 +150,11 @@ def test_one_batch_receipt_acks_what_its_pull_leased_and_nothing_else(log):
         second = as_json(await consumers.pull("g", "t", None, 4, 0, 30_000), T)
         assert len(first["batch_receipts"]) == 1
         # The batch receipt with a message's own receipt from it: each message counts once.
-        assert await consumers.ack("g", [*first["batch_receipts"], first["messages"][1]["receipt"]]) == 4
+        assert await consumers.ack("g", "t", [*first["batch_receipts"], first["messages"][1]["receipt"]]) == 4
         progress = log.view.group_progress("g", "t")
         assert [o for o in range(10) if progress.is_acked(o)] == [0, 1, 2, 3]
         assert log.proposed[-1].acks == [("g", "t", 0, 4)]  # one range
-        assert await consumers.ack("g", second["batch_receipts"]) == 4
+        assert await consumers.ack("g", "t", second["batch_receipts"]) == 4
         assert log.view.group_progress("g", "t").committed == 8
         rest = as_json(await consumers.pull("g", "t", None, 10, 0, 30_000), T)
         assert [m["body"] for m in rest["messages"]] == ["m8", "m9"]
@@ -179,9 +179,9 @@ def test_acks_and_a_pulls_leases_that_meet_share_one_entry(log):
         consumers = consumers_over(log)
         first = as_json(await consumers.pull("g", "t", None, 2, 0, 30_000), T)["messages"]
         gate.clear()
-        in_flight = asyncio.ensure_future(consumers.ack("g", [first[0]["receipt"]]))
+        in_flight = asyncio.ensure_future(consumers.ack("g", "t", [first[0]["receipt"]]))
         await asyncio.sleep(0.08)  # past the 50 ms linger: proposed, waits at the gate
-        meeting = asyncio.ensure_future(consumers.ack("g", [first[1]["receipt"]]))
+        meeting = asyncio.ensure_future(consumers.ack("g", "t", [first[1]["receipt"]]))
         pull = asyncio.ensure_future(consumers.pull("g", "t", None, 2, 0, 30_000))
         await asyncio.sleep(0.01)
         gate.set()
@@ -286,7 +286,7 @@ def test_leases_given_back_are_handed_out_again_at_once_with_no_attempt_counted(
         first = await consumers.pull("g", "t", None, 10, 0, 30_000)
         assert len(first.taken) == 3
         assert len((await consumers.pull("g", "t", None, 10, 0, 30_000)).taken) == 0  # leased, held
-        assert consumers.give_back("g", first.receipts[1:]) == 2
+        assert consumers.give_back("g", "t", first.receipts[1:]) == 2
         again = as_json(await consumers.pull("g", "t", None, 10, 0, 30_000), T)["messages"]
         assert [(m["body"], m["attempt"]) for m in again] == [("m1", 0), ("m2", 0)]
         assert len((await consumers.pull("g", "t", None, 10, 0, 30_000)).taken) == 0  # m0 still leased
@@ -310,8 +310,8 @@ def test_each_message_says_how_often_it_was_handed_out_on_any_master(log):
 
         first = await consumers.pull("g", "t", None, 4, 0, 1_000)
         assert first.deliveries == [1, 1, 1, 1]
-        assert consumers.give_back("g", first.receipts[:1]) == 1
-        assert await consumers.release("g", first.receipts[1:2]) == 1
+        assert consumers.give_back("g", "t", first.receipts[:1]) == 1
+        assert await consumers.release("g", "t", first.receipts[1:2]) == 1
         assert await counts(consumers, 2) == [("m0", 2), ("m1", 2)]
         log.now[0] += 1_001  # every lease ended: m2 and m3 for the first time
         successor = consumers_over(log)  # another master over the same committed state
@@ -322,8 +322,8 @@ def test_each_message_says_how_often_it_was_handed_out_on_any_master(log):
         raw = as_columns(again, log.now[0])
         assert [m.deliveries for m in pull_columns.decode(raw).messages] == [3, 3, 2, 2]
         assert b"deliveries" not in as_columns(first, log.now[0])  # all first hand-outs: left off
-        assert await successor.ack("g", again.receipts[:1]) == 1
-        assert await successor.nack("g", again.receipts[1:2]) == {"retried": 1, "dead_lettered": 0}
+        assert await successor.ack("g", "t", again.receipts[:1]) == 1
+        assert await successor.nack("g", "t", again.receipts[1:2]) == {"retried": 1, "dead_lettered": 0}
         log.now[0] += 31_000  # the leases ended again (m1 went to its retry topic: acked here)
         assert await counts(successor, 4) == [("m2", 3), ("m3", 3)]
         assert len((await successor.pull("g", "t", None, 4, 0, 1_000)).taken) == 0
@@ -395,7 +395,7 @@ def test_a_new_master_honours_the_committed_leases_and_a_failed_commit_leases_no
         successor = consumers_over(log)  # another master over the same committed state
         (left,) = as_json(await successor.pull("g", "t", None, 10, 0, 30_000), T)["messages"]
         assert left["body"] == "m2"
-        assert await successor.release("g", first.receipts[:1]) == 1  # good on the successor
+        assert await successor.release("g", "t", first.receipts[:1]) == 1  # good on the successor
         assert [
             m["body"] for m in as_json(await successor.pull("g", "t", None, 10, 0, 30_000), T)["messages"]
         ] == ["m0"]
@@ -423,11 +423,11 @@ def test_a_nack_with_dead_letter_goes_to_the_dlq_at_once_whatever_its_level(log)
         await _deliver(log, 2)
         consumers = consumers_over(log)  # retry levels (1000,): one retry before the DLQ
         pulled = await consumers.pull("g", "t", None, 2, 0, 30_000)
-        assert await consumers.nack("g", pulled.receipts[:1], dead_letter=True) == {
+        assert await consumers.nack("g", "t", pulled.receipts[:1], dead_letter=True) == {
             "retried": 0,
             "dead_lettered": 1,
         }
-        assert await consumers.nack("g", pulled.receipts[1:]) == {"retried": 1, "dead_lettered": 0}
+        assert await consumers.nack("g", "t", pulled.receipts[1:]) == {"retried": 1, "dead_lettered": 0}
         assert log.view.reads.ready_count("%DLQ%g") == 1
 
     asyncio.run(run())
@@ -446,7 +446,7 @@ def test_a_named_pull_sent_again_after_its_master_died_gets_what_it_leased(log):
         assert [bytes(r) for r in again.taken.records] == [bytes(r) for r in lost.taken.records]
         other = as_json(await successor.pull("g", "t", None, 10, 0, 30_000, pull_id="p2"), T)["messages"]
         assert [m["body"] for m in other] == ["m3", "m4"]  # the first pull's stay leased to it
-        assert await successor.ack("g", again.batch_receipts) == 3  # its receipts are good
+        assert await successor.ack("g", "t", again.batch_receipts) == 3  # its receipts are good
         assert await successor.pull("g", "t", None, 3, 0, 30_000, pull_id="p1") is not None
         assert len((await successor.pull("g", "t", None, 3, 0, 30_000, pull_id="p1")).taken) == 0  # acked
         log.now[0] = T + 31_000  # p2's lease ended: p2 sent again leases afresh, not from a dead lease
@@ -469,9 +469,9 @@ def test_a_named_pull_sent_again_across_a_new_term_can_still_be_extended_and_rel
         successor = consumers_over(log)
         again = await successor.pull("g", "t", None, 3, 0, 30_000, pull_id="p1")
         assert len(again.taken) == 3
-        extended, until = await successor.extend("g", again.batch_receipts, 10_000)
+        extended, until = await successor.extend("g", "t", again.batch_receipts, 10_000)
         assert extended == 3 and until == T + 50_000  # as moved on (30 s from T + 1, and 19,999 ms)
-        assert await successor.release("g", again.batch_receipts) == 3
+        assert await successor.release("g", "t", again.batch_receipts) == 3
 
     asyncio.run(run())
 
@@ -497,7 +497,7 @@ def test_a_master_back_from_a_silence_keeps_its_leases_for_the_time_nobody_serve
         assert later["body"] == "m2"  # its entry, the first after the silence, paused the first two
         (again,) = as_json(await consumers.pull("g", "t", None, 3, 0, 4_000, pull_id="p2"), T)["messages"]
         assert again["body"] == "m2"  # its answer lost: sent again, answered alike
-        extended, until = await consumers.extend("g", first.batch_receipts, 1_000)
+        extended, until = await consumers.extend("g", "t", first.batch_receipts, 1_000)
         assert (extended, until) == (2, T + 12_000)  # as paused, never shorter
         for now in range(T + 8_500, T + 12_001, 500):  # a master serving: an entry every 500 ms
             log.now[0] = now
@@ -532,7 +532,7 @@ def test_a_pull_whose_leases_a_silence_moved_on_as_they_committed_answers_with_t
         pulled = await consumers.pull("g", "t", None, 1, 0, 4_000)
         consumers._propose = propose
         assert [bytes(r) for r in pulled.taken.records] != []
-        assert (await consumers.extend("g", pulled.receipts, 1_000))[0] == 1  # still its lease
+        assert (await consumers.extend("g", "t", pulled.receipts, 1_000))[0] == 1  # still its lease
 
     asyncio.run(run())
 
@@ -605,7 +605,7 @@ def test_a_purge_acks_what_waits_and_leaves_leased_and_later_messages_alone(log)
             "waiting": 0,
         }
         assert len((await consumers.pull("g", "t", None, 10, 0, 30_000)).taken) == 0
-        assert await consumers.ack("g", held.batch_receipts) == 2
+        assert await consumers.ack("g", "t", held.batch_receipts) == 2
         assert len((await consumers.pull("other", "t", None, 10, 0, 30_000)).taken) == 5  # one group's purge
         assert await consumers.purge("g", "t") == 0
 
@@ -665,7 +665,7 @@ async def _a_retry_of_x_tagged_b(log: LocalLog) -> Consumers:
     await log.propose(SYNC)
     consumers = consumers_over(log)
     (got,) = as_json(await consumers.pull("g", "x", None, 1, 0, 30_000), T)["messages"]
-    assert await consumers.nack("g", [got["receipt"]]) == {"retried": 1, "dead_lettered": 0}
+    assert await consumers.nack("g", "x", [got["receipt"]]) == {"retried": 1, "dead_lettered": 0}
     log.now[0] = T + 5_000
     log.ws = lambda: Watermark(T + 5_000, ALL)
     await log.propose(SYNC)
@@ -717,8 +717,8 @@ def test_a_nack_whose_lease_ended_leaves_a_message_another_consumer_holds_now(lo
         log.now[0] += 1_001  # both leases ended
         (second,) = as_json(await consumers.pull("g", "t", None, 1, 0, 30_000), log.now[0])["messages"]
         assert second["body"] == "m0"  # m0 went to a second consumer; m1 waits for a pull
-        assert await consumers.nack("g", first.receipts) == {"retried": 1, "dead_lettered": 0}  # m1's
-        assert await consumers.ack("g", [second["receipt"]]) == 1
+        assert await consumers.nack("g", "t", first.receipts) == {"retried": 1, "dead_lettered": 0}  # m1's
+        assert await consumers.ack("g", "t", [second["receipt"]]) == 1
         log.now[0] += 5_000
         log.ws = lambda: Watermark(log.now[0], ALL)
         await log.propose(SYNC)
@@ -745,7 +745,7 @@ def test_a_message_whose_nack_is_committing_is_handed_out_to_nobody(log):
         committer = asyncio.get_running_loop().create_task(consumers.run())
         first = await consumers.pull("g", "t", None, 1, 0, 1_000)
         log.now[0] += 1_001  # its lease ended
-        nack = asyncio.create_task(consumers.nack("g", first.receipts))
+        nack = asyncio.create_task(consumers.nack("g", "t", first.receipts))
         await asyncio.sleep(0.01)
         assert len((await consumers.pull("g", "t", None, 1, 0, 30_000)).taken) == 0
         gate.set()
@@ -765,7 +765,7 @@ def test_an_extend_that_moves_no_lease_leaves_its_pull_named(log):
         first = consumers_over(log)
         lost = await first.pull("g", "t", None, 3, 0, 30_000, pull_id="p1")
         entries = len(log.proposed)
-        assert await first.extend("g", lost.batch_receipts, 1_000) == (3, T + 1 + 30_000)
+        assert await first.extend("g", "t", lost.batch_receipts, 1_000) == (3, T + 1 + 30_000)
         assert len(log.proposed) == entries  # nothing moved: nothing to commit
         again = await consumers_over(log).pull("g", "t", None, 3, 0, 30_000, pull_id="p1")
         assert [bytes(r) for r in again.taken.records] == [bytes(r) for r in lost.taken.records]
@@ -784,8 +784,8 @@ def test_a_release_or_an_extend_under_a_lease_that_ended_moves_nothing(log):
         log.now[0] += 30_001  # the lease ended
         await log.propose(SYNC)  # applied at the new time: leases end by it
         entries = len(log.proposed)
-        assert await consumers.extend("g", [got["receipt"]], 10_000) == (0, log.now[0] + 10_000)
-        assert await consumers.release("g", [got["receipt"]]) == 0
+        assert await consumers.extend("g", "t", [got["receipt"]], 10_000) == (0, log.now[0] + 10_000)
+        assert await consumers.release("g", "t", [got["receipt"]]) == 0
         assert len(log.proposed) == entries  # nothing moved: nothing committed
         (again,) = as_json(await consumers.pull("g", "t", None, 1, 0, 30_000), T)["messages"]
         assert again["id"] == got["id"]

@@ -81,7 +81,7 @@ def test_an_ack_call_naming_many_ranges_goes_in_entries_under_the_cap(log):
 
     async def run() -> int:
         task = asyncio.create_task(consumers.run())
-        acked = await consumers.ack(GROUP, batches)
+        acked = await consumers.ack(GROUP, TOPIC, batches)
         task.cancel()
         return acked
 

@@ -68,7 +68,7 @@ def test_msgpack_and_json_answers_name_the_same_messages(log):
         assert from_msgpack[0].tags == ("red",) and from_msgpack[0].headers == {"h": "v"}
         assert [m.key for m in from_msgpack] == ["k1", None, None]  # the producer's, when given
         assert msgpack_batch == json_batch and len(json_batch) == 1
-        assert await consumers.nack("g", [from_msgpack[0].receipt]) == {"retried": 1, "dead_lettered": 0}
+        assert await consumers.nack("g", "t", [from_msgpack[0].receipt]) == {"retried": 1, "dead_lettered": 0}
         # The retry's copy lives in %RETRY%g and says where it came from.
         log.now[0] = T + 1_001
         log.ws = lambda: Watermark(T + 1_001, ALL)
@@ -95,7 +95,7 @@ def test_a_message_handed_out_again_carries_its_count_in_json_and_by_columns(log
     async def run() -> None:
         consumers, task = await delivered(log, [Message("t", b"a", T, T), Message("t", b"b", T, T)])
         first = await consumers.pull("g", "t", None, 10, 0, 30_000)
-        assert await consumers.release("g", first.receipts[1:]) == 1
+        assert await consumers.release("g", "t", first.receipts[1:]) == 1
         again = await consumers.pull("g", "t", None, 10, 0, 30_000)
         from_json = [ReceivedMessage.from_json(d) for d in as_json(again, 5)["messages"]]
         by_columns = list(to_pulled(pull_answer(as_columns(again, 5), MSGPACK), None)[0])

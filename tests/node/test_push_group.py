@@ -65,14 +65,14 @@ class Harness:
         await asyncio.sleep(wait_ms / 1000)
         return Pulled(Taken(), [], [], [])
 
-    async def _ack(self, group, receipts):
+    async def _ack(self, group, topic, receipts):
         self.acked.extend(receipts)
         return len(receipts)
 
-    async def _nack(self, group, receipts, retry_after_ms):
+    async def _nack(self, group, topic, receipts, retry_after_ms):
         raise AssertionError(f"nacked {receipts}")
 
-    def _give_back(self, group, receipts):
+    def _give_back(self, group, topic, receipts):
         self.given_back.extend(receipts)
         return len(receipts)
 

@@ -55,7 +55,7 @@ def test_a_turn_cuts_what_is_old_and_passed_and_consumers_keep_their_offsets(log
         consumers = Consumers(log.view, log.propose, log.clock, (1000,), 50, Receipts("secret"))
         acks = asyncio.create_task(consumers.run())
         got = as_json(await consumers.pull("g", "t", None, 6, 0, 30_000), T)["messages"]
-        await consumers.ack("g", [m["receipt"] for m in got[:5]])  # offset 5 stays leased
+        await consumers.ack("g", "t", [m["receipt"] for m in got[:5]])  # offset 5 stays leased
         turn = driver(log)
         assert await turn.turn() is None  # delivered a moment ago
         log.now[0] = T + DAY_MS + 2 * MS_PER_HOUR
@@ -67,10 +67,10 @@ def test_a_turn_cuts_what_is_old_and_passed_and_consumers_keep_their_offsets(log
         reads = log.view.reads
         assert reads.ready_base("t") == 4 and reads.hours() == [T // MS_PER_HOUR]
         # the leased offset is still where it was: acking it works
-        assert await consumers.ack("g", [got[5]["receipt"]]) == 1
+        assert await consumers.ack("g", "t", [got[5]["receipt"]]) == 1
         # and a receipt of a removed offset is a clear 404, not someone else's message
         with pytest.raises(ReceiptExpired) as e:
-            await consumers.nack("g", [got[0]["receipt"]])
+            await consumers.nack("g", "t", [got[0]["receipt"]])
         answer = ApiError.of(e.value)
         assert answer.status == 404 and answer.body()["error"]["code"] == "expired"
         log.now[0] += 1

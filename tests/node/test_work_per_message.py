@@ -199,13 +199,13 @@ async def _client_decode(s: Scene) -> None:
 async def _ack_batch(s: Scene) -> None:
     consumers = await _delivered(s)
     pulled = await consumers.pull("g", "t", None, s.n, 0, VISIBILITY_MS)
-    assert await s.counted(lambda: consumers.ack("g", pulled.batch_receipts)) == s.n
+    assert await s.counted(lambda: consumers.ack("g", "t", pulled.batch_receipts)) == s.n
 
 
 async def _ack_each(s: Scene) -> None:
     consumers = await _delivered(s)
     pulled = await consumers.pull("g", "t", None, s.n, 0, VISIBILITY_MS)
-    assert await s.counted(lambda: consumers.ack("g", pulled.receipts)) == s.n
+    assert await s.counted(lambda: consumers.ack("g", "t", pulled.receipts)) == s.n
 
 
 # step: (what runs it, the most lines, Python calls and C calls a message may cost)
