@@ -149,7 +149,7 @@ class RaftNode(SyncObjSeam):
             raftMinTimeout=settings.raft_min_timeout,
             raftMaxTimeout=settings.raft_max_timeout,
             appendEntriesPeriod=settings.heartbeat_s,
-            autoTickPeriod=settings.tick_s,
+            autoTickPeriod=settings.idle_tick_s,  # the longest wait: _tick_wait
             leaderFallbackTimeout=settings.leader_fallback_timeout,
             logCompactionMinEntries=settings.log_compaction_min_entries,
             logCompactionMinTime=settings.log_compaction_min_time,
@@ -1000,6 +1000,7 @@ class RaftNode(SyncObjSeam):
             self._crossing.post(lambda: fut.done() or fut.set_result(ok))
 
         self._transfer = (target, time.monotonic() + deadline_s, done)
+        self.wake_tick_thread()
         return await fut
 
     def _tick_transfer(self) -> None:
@@ -1050,6 +1051,31 @@ class RaftNode(SyncObjSeam):
         an append of its own after each apply. Followers apply that much later."""
         within = self.settings.commit_told_within_s
         return self.settings.tick_s if within is None else within
+
+    def _tick_wait(self, longest: float) -> float:
+        """The tick thread's wait for a message: ``tick_s`` while work goes on over ticks
+        (entries to apply, proposals, a catch-up, a shipment, a transfer, a peer unlinked,
+        a halt, an election); else up to this node's next timed step, a leader's next
+        append (a heartbeat, or its new commit index: :meth:`_commit_told_within`) or a
+        follower's election deadline, and at most ``longest`` (``idle_tick_s``). Each
+        follower so wakes at its own deadline, not on a shared grid, and an idle node
+        ticks some 20 times a second rather than 200."""
+        tick = self.settings.tick_s
+        leader = self._isLeader()
+        if (
+            self.raftCommitIndex > self.raftLastApplied
+            or self.proposals_waiting()
+            or self._transfer is not None
+            or self._joining is not None
+            or self.serializer.in_flight()
+            or self.state.halted is not None
+            or self.is_candidate()
+            or len(self.linked_peers()) < len(self.otherNodes | self.readonly_nodes)
+            or (leader and min(self.match_index.values(), default=0) < self.last_log_index())
+        ):
+            return tick
+        left = (self.next_append_at() if leader else self.election_deadline) - monotonic_time()
+        return min(longest, left) if left > 0 else tick
 
     def _may_compact(self) -> bool:
         """Compaction, also when the log's commands pass ``log_compaction_bytes``.

@@ -59,6 +59,7 @@ import pysyncobj.syncobj as syncobj_module
 import pysyncobj.tcp_server as tcp_server_module
 import pysyncobj.transport as transport_module
 from pysyncobj import FAIL_REASON, SyncObj, SyncObjConf
+from pysyncobj.fast_queue import FastQueue
 from pysyncobj.monotonic import monotonic as monotonicTime
 from pysyncobj.node import TCPNode
 from pysyncobj.poller import POLL_EVENT_TYPE
@@ -192,6 +193,7 @@ def install_connection_class(connection: type[TcpConnection]) -> None:
 
 _PIPE_NOTIFIER = "_SyncObj__pipeNotifier"  # syncobj.py:264, see SyncObjSeam.wake_tick_thread
 _COMMANDS_QUEUE = "_SyncObj__commandsQueue"  # syncobj.py:262, see SyncObjSeam.fail_waiting_proposals
+_QUEUED = "_FastQueue__queue"  # fast_queue.py:12, that queue's deque: see SyncObjSeam.proposals_waiting
 _NEXT_APPEND_AT = "_SyncObj__newAppendEntriesTime"  # syncobj.py:268, see _SyncObj__applyLogEntries
 
 
@@ -211,6 +213,7 @@ class SyncObjSeam(SyncObj):
     ``_followers_held_back()``              ``__sendAppendEntries``, syncobj.py:1251
     ``_may_compact()``                      ``__tryLogCompaction``, syncobj.py:1421
     ``_commit_told_within()``               ``__applyLogEntries``, syncobj.py:708
+    ``_tick_wait(longest)``                 the poller's ``poll``, syncobj.py:706
     ``_clears_journal_on_load(install)``    ``__loadDumpFile``, syncobj.py:1472
     ``_may_change_membership()``            ``__changeCluster``, syncobj.py:1356
     ``_membership_changed(change, back)``   ``__doChangeCluster``, syncobj.py:1374
@@ -241,6 +244,8 @@ class SyncObjSeam(SyncObj):
     # when a follower or candidate next stands for election (monotonic seconds)
     election_deadline = _Member("_SyncObj__raftElectionDeadline", "syncobj.py:162", settable=True)
     _raft_state = _Member("_SyncObj__raftState", "syncobj.py:157")
+    # what the links are subscribed to; each tick ends in its poll (syncobj.py:706)
+    _links_poller = _Member("_poller", "syncobj.py:205")
 
     # Private methods called as they are.
     _get_entries = _Method("_SyncObj__getEntries", "syncobj.py:1145")
@@ -281,12 +286,22 @@ class SyncObjSeam(SyncObj):
             check_node(self, journals[-1] if journals else None, parts.serializer)
             self._send_raw = self.transport.send
             self.transport.send = self._send_through
+            self._poll_raw = self._links_poller.poll
+            self._links_poller.poll = self._poll_through
         except BaseException:
             if built:
                 self.destroy()
             elif journals:
                 journals[-1].close()
             raise
+
+    def _poll_through(self, timeout: float) -> None:
+        """Wraps the poller's ``poll`` (poller.py:44 and :87), installed in place of it:
+        every tick ends in it (syncobj.py:706), waiting up to ``autoTickPeriod`` (:593)
+        for a message, and here it waits what :meth:`_tick_wait` allows instead. With a
+        fixed period short enough for a follower to look at its election deadline in
+        time, an idle node woke 200 times a second for nothing."""
+        self._poll_raw(self._tick_wait(timeout) if timeout > 0 else timeout)
 
     def _send_through(self, node, message) -> bool:
         """Wraps the transport's ``send`` (transport.py:166, TCP's at :556), through which
@@ -526,6 +541,22 @@ class SyncObjSeam(SyncObj):
         """Hook: how long after it applied entries a leader sends the followers its new
         commit index, unless an append carried it sooner (seconds; 0: at once)."""
         return 0.0
+
+    def next_append_at(self) -> float:
+        """When a leader sends its next append, with nothing proposed before (monotonic
+        seconds; ``__newAppendEntriesTime``, set at syncobj.py:268, read at :691)."""
+        return getattr(self, _NEXT_APPEND_AT)
+
+    def proposals_waiting(self) -> bool:
+        """Whether proposals wait in the queue a tick takes them from (:262): a tick takes
+        them for up to ``appendEntriesPeriod`` (:506), and leaves the rest to the next."""
+        return bool(getattr(getattr(self, _COMMANDS_QUEUE), _QUEUED))
+
+    @_hook
+    def _tick_wait(self, longest: float) -> float:
+        """Hook: how long the tick thread may wait for a message before its next tick
+        (seconds, at most ``longest``)."""
+        return longest
 
     @_replaces("syncobj.py:1421")
     def _SyncObj__tryLogCompaction(self):  # noqa: N802 - pysyncobj's name
@@ -845,6 +876,7 @@ MEMBERS: dict[type, tuple[str, ...]] = {
     SyncObj: (*reached(SyncObjSeam, _Member), _COMMANDS_QUEUE, _NEXT_APPEND_AT),
     TcpConnection: tuple(reached(ConnectionSeam, _Member)),
     TCPTransport: _TRANSPORT_MEMBERS,
+    FastQueue: (_QUEUED,),
 }
 
 # Members read where pysyncobj has them, and done without where it has not: not checked.
@@ -873,6 +905,7 @@ def check_pysyncobj() -> None:
     missing += [f"{m.__name__}.{n}" for m, names in GLOBALS.items() for n in names if not hasattr(m, n)]
     bare = TcpConnection(None)  # no socket: its __init__ only sets members
     missing += [f"TcpConnection().{n}" for n in MEMBERS[TcpConnection] if not hasattr(bare, n)]
+    missing += [f"FastQueue().{n}" for n in MEMBERS[FastQueue] if not hasattr(FastQueue(0), n)]
     if missing:
         raise UnsupportedPysyncobjError(
             f"pysyncobj {version} lacks what the Raft shell overrides or reaches: {', '.join(missing)}"

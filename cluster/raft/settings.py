@@ -33,12 +33,15 @@ class ClusterSettings:
     raft_max_timeout: float = 0.6
     leader_fallback_timeout: float = 2.0
     heartbeat_s: float = 0.05  # pysyncobj requires raft_min_timeout > 3 x heartbeat
-    # The longest the tick thread sleeps with nothing to read, and so how late it may look
-    # at its election deadline. At pysyncobj's 50 ms, both followers woke together on the
-    # master's heartbeats, and so looked at their deadlines at the same moments: after a
-    # master's loss they stood in the same 50 ms step (11 of 30 kills), split the vote, and
-    # the cluster waited a second election timeout (failover 0.9-1.1 s instead of 0.3-0.5).
+    # The tick thread's wait for a message while work goes on over ticks (entries to apply,
+    # a catch-up, a transfer: RaftNode._tick_wait). With nothing under way it waits until
+    # its next timed step (a heartbeat, its election deadline), at most ``idle_tick_s``.
+    # Looking at the election deadline on a fixed grid split votes: at pysyncobj's 50 ms,
+    # both followers woke together on the master's heartbeats, stood in the same 50 ms step
+    # after its loss (11 of 30 kills), and the cluster waited a second election timeout
+    # (failover 0.9-1.1 s instead of 0.3-0.5). A wait that ends at the deadline has no grid.
     tick_s: float = 0.005
+    idle_tick_s: float = 0.05
     # How soon after an apply a leader sends its new commit index, unless a proposal's
     # append (sent at once) carried it sooner; None: a tick (``tick_s``). pysyncobj sends it
     # at once (0), in an append of its own after every apply: two appends, two follower
