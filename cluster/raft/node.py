@@ -1059,7 +1059,7 @@ class RaftNode(SyncObjSeam):
         append (a heartbeat, or its new commit index: :meth:`_commit_told_within`) or a
         follower's election deadline, and at most ``longest`` (``idle_tick_s``). Each
         follower so wakes at its own deadline, not on a shared grid, and an idle node
-        ticks some 20 times a second rather than 200."""
+        ticks 25-50 times a second rather than 200."""
         tick = self.settings.tick_s
         leader = self._isLeader()
         if (
