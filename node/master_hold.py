@@ -23,17 +23,23 @@ A refusal that names a leader (a follower's 307) and one made while the node doe
 are raised at once: a client tries the other nodes meanwhile. A held request reads nothing
 and proposes nothing until the check passes, so it is served exactly as if it had arrived
 then. The counts of each ending are on ``/metrics`` (``horologe_requests_held``).
+
+A long poll checks again each time it wakes (node/consumers/service.py, ``pull``): one
+whose master may not serve for a moment while it waits is held the same way, then polls
+on (:meth:`MasterHold.through`).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
 from horologe.cluster import NotMasterError
 
 POLL_S = 0.01  # how often a held request looks again
 OUTCOMES = ("served", "redirected", "refused")
+T = TypeVar("T")
 
 
 class MasterHold:
@@ -52,6 +58,17 @@ class MasterHold:
             self._require_master()
         except NotMasterError as refused:
             await self._wait(refused)
+
+    async def through(self, call: Callable[[], Awaitable[T]]) -> T:
+        """``call()``'s result; when it raises a refusal this hold may wait out (its master
+        check, made again as it waited, found this master may not serve for a moment),
+        ``call()`` again once the master may serve. A call so made again must have done
+        nothing it would not do again: a pull leases nothing before its check passes."""
+        while True:
+            try:
+                return await call()
+            except NotMasterError as refused:
+                await self._wait(refused)
 
     async def _wait(self, refused: NotMasterError) -> None:
         """Given the master check's refusal: return once the check passes within the hold,

@@ -3,9 +3,13 @@ dead-letter queue, peeked and requeued under ``/admin/dlq``."""
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Awaitable
+
 from aiohttp import web
 
 from ..consumers import wire as pull_wire
+from ..consumers.service import Pulled
 from .common import SERVICE, answer, json_body
 from .openapi.operations import (
     ADMIN,
@@ -64,17 +68,23 @@ async def _consumer_request(request: web.Request, action: str) -> tuple:
 async def pull(request: web.Request) -> web.Response:
     """Lease up to max messages to this consumer of the group; long-polls up to wait_ms."""
     svc, req = await _consumer_request(request, "pull")
-    pulled = await svc.consumers.pull(
-        req["group"],
-        req["topic"],
-        req.get("tags"),
-        req["max"],
-        req["wait_ms"],
-        req["visibility_ms"],
-        req["ahead_ms"],
-        req["pull_id"],
-        gone=lambda: request.transport is None or request.transport.is_closing(),
-    )
+    loop = asyncio.get_running_loop()
+    until = loop.time() + req["wait_ms"] / 1000
+
+    def polled() -> Awaitable[Pulled]:  # for what is left of wait_ms, each time it is held
+        return svc.consumers.pull(
+            req["group"],
+            req["topic"],
+            req.get("tags"),
+            req["max"],
+            max(0, round((until - loop.time()) * 1000)),
+            req["visibility_ms"],
+            req["ahead_ms"],
+            req["pull_id"],
+            gone=lambda: request.transport is None or request.transport.is_closing(),
+        )
+
+    pulled = await svc.hold.through(polled)
     accept = request.headers.get("Accept", "")
     if pull_wire.MSGPACK in accept:
         wire = pull_wire.as_columns if pull_wire.COLUMNS in accept else pull_wire.as_msgpack

@@ -115,3 +115,62 @@ def test_a_follower_refuses_at_once():
         node = _Master(serves_from=0.0, leads_until=0.0, next_leader=next_leader)
         assert _call(node) == (f"refused, leader {next_leader}", 0.0)
         assert node.checks == 1
+
+
+class _Lapsing(_Master):
+    """A master whose lease lapses from ``lapse[0]`` to ``lapse[1]`` (virtual s)."""
+
+    def __init__(self, lapse: tuple[float, float], **kw) -> None:
+        super().__init__(serves_from=0.0, **kw)
+        self.lapse = lapse
+
+    def require_master(self) -> None:
+        super().require_master()
+        if self.lapse[0] <= self._now() < self.lapse[1]:
+            raise NotMasterError(None)
+
+
+def _long_poll(node: _Master, wakes: tuple[float, ...]) -> tuple[str, float, list[float]]:
+    """A long poll through ``node.hold.through``, which checks the master each time it wakes
+    (at ``wakes``, virtual s), as a pull does: how it ended, when, and when it was made."""
+    made: list[float] = []
+
+    async def poll() -> str:
+        loop = asyncio.get_running_loop()
+        made.append(loop.time())
+        for at in wakes:
+            if at > loop.time():
+                await asyncio.sleep(at - loop.time())
+                node.require_master()
+        return "answered"
+
+    async def call() -> tuple[str, float, list[float]]:
+        loop = asyncio.get_running_loop()
+        try:
+            outcome = await node.hold.through(poll)
+        except NotMasterError as e:
+            outcome = f"refused, leader {e.leader}"
+        return outcome, loop.time(), made
+
+    return VirtualLoop().run(call())
+
+
+def test_a_long_poll_whose_master_may_not_serve_for_a_moment_is_held_then_polls_on():
+    node = _Lapsing(lapse=(1.0, 1.12))
+    outcome, at, made = _long_poll(node, wakes=(1.0, 2.0))
+    assert outcome == "answered" and at == pytest.approx(2.0, abs=1e-5)
+    assert made[0] == 0.0 and 1.12 <= made[1] < 1.12 + 0.011  # polled again once it may serve
+    assert node.hold.counts == {"served": 1, "redirected": 0, "refused": 0}
+
+
+def test_a_long_poll_whose_master_may_not_serve_for_the_whole_hold_is_refused():
+    node = _Lapsing(lapse=(1.0, 10.0))
+    outcome, at, made = _long_poll(node, wakes=(1.0, 2.0))
+    assert outcome == "refused, leader None" and at == pytest.approx(1.0 + HOLD_S, abs=1e-5)
+    assert made == [0.0]
+
+
+def test_a_long_poll_whose_node_another_now_leads_is_redirected_at_once():
+    node = _Lapsing(lapse=(0.0, 0.0), leads_until=1.0, next_leader=NEXT)
+    outcome, at, made = _long_poll(node, wakes=(1.0, 2.0))
+    assert (outcome, at, made) == (f"refused, leader {NEXT}", 1.0, [0.0])
