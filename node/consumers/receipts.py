@@ -101,20 +101,14 @@ class Receipts:
         tail = "@" + self._signed(group, topic, span, lease_until_ms, "@" + span)
         return batch, [f"{o}{tail}" for o in offsets]
 
-    def open(self, group: str, receipt) -> tuple[str, list[Range]]:
-        """(topic, ranges) of a receipt this cluster issued to ``group``; 400 for anything else."""
-        return self.open_all(group, [receipt])[0]
-
-    def open_all(self, group: str, receipts: list) -> list[tuple[str, list[Range]]]:
-        """``open`` of each receipt; a batch that several members name is checked once."""
-        return [(topic, ranges) for topic, ranges, _ in self.open_leases(group, receipts)]
-
     def open_leases(
         self, group: str, receipts: list, readys: tuple[str, ...] | None = None
     ) -> list[tuple[str, list[Range], int]]:
-        """``open_all``, each with the lease its pull handed out (``lease_until_ms``: the
-        token of cluster/leases.py). ``readys``: the ready logs they may name (a pull's of
-        the topic the call is for); a receipt of another is refused."""
+        """What each receipt this cluster issued to ``group`` names: its ready log, its
+        ranges and the lease its pull handed out (``lease_until_ms``: the token of
+        cluster/leases.py); InvalidReceipt (400) for anything else. A batch that several
+        members name is checked once. ``readys``: the ready logs they may name (those a
+        pull of the topic the call is for reads); a receipt of another is refused."""
         checked: dict[
             tuple[bool, str], tuple[str, list[Range], int]
         ] = {}  # a span's receipt -> what it names
