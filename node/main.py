@@ -9,8 +9,6 @@ import logging
 import signal
 import sys
 
-from horologe.cluster import NotMasterError
-
 from .config import NodeConfig
 from .data_lock import lock_data_dir
 from .http.app import create_app
@@ -76,7 +74,6 @@ async def _freeze_what_startup_made(app: Application) -> None:
 
 
 RELEASE_ON_SHUTDOWN_S = 4.0  # the most a graceful stop spends handing over
-LEASE_BACK_PAUSE_S = 0.05  # between asks while the master's read lease has lapsed
 
 
 async def _release_if_master(app: Application) -> None:
@@ -96,17 +93,11 @@ async def _release_if_master(app: Application) -> None:
 
 
 async def release_once_serving(svc) -> dict:
-    """``svc.handover.release(None)``, asked again while this node still leads but serves
-    nothing for the moment (503 no_master: its read lease lapsed, as after a slow fsync on
-    a loaded disk, and comes back with the next appends a majority answers). Without it,
-    a stop at such a moment handed nothing over, and the cluster waited out an election."""
-    while True:
-        try:
-            return await svc.handover.release(None)
-        except NotMasterError as e:
-            if e.leader is not None or not svc.is_master():
-                raise  # another node leads: nothing to hand over
-            await asyncio.sleep(LEASE_BACK_PAUSE_S)
+    """``svc.handover.release(None)``, held and asked again while this node still leads but
+    may not serve for a moment (503 no_master: its read lease lapsed, as after a slow fsync
+    on a loaded disk; node/master_hold.py). Without it, a stop at such a moment handed
+    nothing over, and the cluster waited out an election."""
+    return await svc.hold.through(lambda: svc.handover.release(None))
 
 
 def run_node(config: NodeConfig) -> None:
