@@ -571,10 +571,10 @@ class Consumers:
 
     def _open(self, group: str, topic: str, receipts: list) -> list[tuple[str, list[Range]]]:
         """Per ready log, the positions ``receipts`` name, merged (each once)."""
-        by_topic: dict[str, list[Range]] = {}
+        by_ready: dict[str, list[Range]] = {}
         for ready, ranges, _ in self.receipts.open_leases(group, receipts, ready_logs(group, topic)):
-            by_topic.setdefault(ready, []).extend(ranges)
-        return [(topic, merge_ranges(ranges)) for topic, ranges in by_topic.items()]
+            by_ready.setdefault(ready, []).extend(ranges)
+        return [(ready, merge_ranges(ranges)) for ready, ranges in by_ready.items()]
 
     def give_back(self, group: str, topic: str, receipts: list) -> int:
         """End the leases ``receipts`` name with neither an ack nor an attempt: the
@@ -741,40 +741,40 @@ class Consumers:
         now = self._clock()
         retries = []
         named = self._nackable(group, topic, receipts, self._lease_now(now))
-        for topic, off in named:
+        for ready, off in named:
             try:
-                rows = reads.read_ready(topic, off, off + 1)
+                rows = reads.read_ready(ready, off, off + 1)
             except ReadyTrimmedError as e:
                 raise ReceiptExpired(str(e), "receipts") from e
             if len(rows) == 0:
-                raise NotFound(f"no delivered message at {topic}@{off}", "receipts")
+                raise NotFound(f"no delivered message at {ready}@{off}", "receipts")
             mid = MessageId(int(rows["hour"][0]), int(rows["global_index"][0]))
             attempt = reads.read_message(mid).message.attempt
             if attempt < len(self.retry_levels_ms) and not dead_letter:
                 delay = self.retry_levels_ms[attempt]
                 if retry_after_ms is not None:
                     delay = min(delay, retry_after_ms)
-                retries.append((group, topic, off, now + delay))
+                retries.append((group, ready, off, now + delay))
             else:
-                retries.append((group, topic, off, -1))  # past the last level: the DLQ
+                retries.append((group, ready, off, -1))  # past the last level: the DLQ
         # Held meanwhile: a scan hands none of them out before the retry is applied (one
         # whose lease had ended would go to a consumer whose ack then stopped nothing).
-        holds = {(topic, off): self._leases_of(group, topic).get(off) for topic, off in named}
-        for topic, off in named:
-            self._leases_of(group, topic)[off] = HELD
+        holds = {(ready, off): self._leases_of(group, ready).get(off) for ready, off in named}
+        for ready, off in named:
+            self._leases_of(group, ready)[off] = HELD
         try:
             # What the entry did, not what was asked: a message nacked twice, or acked (on
             # another hand-out) before this nack applied, gets no copy.
             done = await self._propose(RETRY, retries=retries) if retries else None
         except BaseException:
-            for (topic, off), until in holds.items():
-                leases = self._leases_of(group, topic)
+            for (ready, off), until in holds.items():
+                leases = self._leases_of(group, ready)
                 if until is None:
                     leases.pop(off, None)
                 else:
                     leases[off] = until
             raise
-        self._release([(g, topic, off, off + 1) for g, topic, off, _at in retries])
+        self._release([(g, ready, off, off + 1) for g, ready, off, _at in retries])
         self._cursors.clear()  # a nacked entry is handed out again: scans start over
         if done is None:
             return {"retried": 0, "dead_lettered": 0}
