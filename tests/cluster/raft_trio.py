@@ -46,3 +46,10 @@ async def leader_of(nodes: list[RaftNode], timeout_s: float = 15.0) -> int:
 async def propose_sync(node: RaftNode, ms: int) -> None:
     """Commit a watermark-only entry at ``ms``."""
     await node.propose(Entry(SYNC, Watermark(ms), ms).encode(), timeout=5)
+
+
+async def applied_everywhere(nodes: list[RaftNode], ms: int) -> bool:
+    """Whether every node applied the sync at ``ms`` 0.3 s on: followers learn a commit with
+    the leader's next append, a tick or a heartbeat later."""
+    await asyncio.sleep(0.3)
+    return all(n.state.ws.ms == ms for n in nodes)

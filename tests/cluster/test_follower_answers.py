@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 
-from .raft_trio import leader_of, propose_sync, start_three, stop_all
+from .raft_trio import applied_everywhere, leader_of, propose_sync, start_three, stop_all
 
 
 def test_the_leader_drops_answers_of_another_term_and_takes_its_own(tmp_path):
@@ -42,8 +42,7 @@ def test_the_leader_drops_answers_of_another_term_and_takes_its_own(tmp_path):
 
             # The followers' own answers name the leader's term: entries still commit.
             await propose_sync(leader, 2_000)
-            await asyncio.sleep(0.3)
-            assert all(n.state.ws.ms == 2_000 for n in nodes)
+            assert await applied_everywhere(nodes, 2_000)
         finally:
             await stop_all(nodes)
 

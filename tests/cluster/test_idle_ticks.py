@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 
-from .raft_trio import leader_of, propose_sync, start_three, stop_all
+from .raft_trio import applied_everywhere, leader_of, propose_sync, start_three, stop_all
 
 IDLE_S = 2.0
 MOST_TICKS_A_SECOND = 120  # heartbeats (20 a second), their answers and keep-alives
@@ -26,8 +26,7 @@ def test_an_idle_node_ticks_at_its_timed_steps_not_on_a_grid(tmp_path):
             assert all(0 < t < MOST_TICKS_A_SECOND * IDLE_S for t in ticks), ticks
             # and the cluster still commits at once
             await propose_sync(leader, 2_000)
-            await asyncio.sleep(0.3)
-            assert all(n.state.ws.ms == 2_000 for n in nodes)
+            assert await applied_everywhere(nodes, 2_000)
         finally:
             await stop_all(nodes)
 

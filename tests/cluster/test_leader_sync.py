@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 
-from .raft_trio import leader_of, propose_sync, start_three, stop_all
+from .raft_trio import applied_everywhere, leader_of, propose_sync, start_three, stop_all
 
 
 def test_every_commit_index_the_leader_sets_names_entries_it_has_synced(tmp_path):
@@ -42,8 +42,7 @@ def test_every_commit_index_the_leader_sets_names_entries_it_has_synced(tmp_path
                 await propose_sync(leader, ms)
             assert len(commits) >= 20
             assert [c for c in commits if c[0] > max(c[1], before)] == []
-            await asyncio.sleep(0.3)
-            assert all(n.state.ws.ms == 20_000 for n in nodes)
+            assert await applied_everywhere(nodes, 20_000)
         finally:
             await stop_all(nodes)
 
