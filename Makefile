@@ -22,7 +22,7 @@ DROP_OLD_STAMPS := find $(VENV) -maxdepth 1 -name '.installed-*' ! -name '*-$(HA
 DEB_PACKAGES := faketime fuse3 libfuse3-dev pkg-config docker.io debootstrap docker-compose prometheus \
 	chromium chromium-driver
 
-.PHONY: help install test lint unit bench bench-parts run fuzz chaos task-queues soak sim compose-check compose-test deb-tools clean
+.PHONY: help install bytecode test lint unit bench bench-parts run fuzz chaos task-queues soak sim compose-check compose-test deb-tools clean
 
 help:
 	@echo "make run    - start a local 3-node cluster, show messages scheduled and delivered; Ctrl-C stops it"
@@ -37,7 +37,7 @@ help:
 	@echo "make compose-check - validate both compose layouts offline and their node command lines"
 	@echo "make compose-test - the compose deployment for real: own dockerd, images built offline,"
 	@echo "                    3 nodes on the host network, SIGKILL/stop/down-up/isolate; prints timings"
-	@echo "make clean  - remove .venv and build leftovers"
+	@echo "make clean  - remove .venv, build leftovers and compiled bytecode"
 
 $(PY):
 	@echo "creating $(VENV)"
@@ -58,6 +58,15 @@ $(FULL_STAMP): pyproject.toml | $(PY) deb-tools
 
 # Everything the tests, chaos suite and benchmarks need.
 install: $(FULL_STAMP)
+
+# Where PYTHONDONTWRITEBYTECODE is set (these machines set it), no process writes bytecode, and
+# each of the hundreds of node, simulator and command-line processes a suite starts would compile
+# our sources again: about a quarter of a second of CPU each, an eighth of the suite's CPU. Python
+# still reads bytecode that is there, so it is compiled once here, beside the sources in the
+# __pycache__ folders git ignores; a source changed later is compiled as before, in memory.
+SOURCES := horologe storage wheel cluster node pipeline sim testkit chaos_tests bench
+bytecode: | $(PY)
+	@$(PY) -m compileall -q -j 0 $(SOURCES)
 
 # Installs only what is missing, so a warm machine skips apt entirely. A policy-rc.d that
 # answers 101 keeps apt from starting the daemons it installs (docker.io's dockerd would
@@ -83,30 +92,30 @@ lint: install
 # Three workers (pytest-xdist) on two cores, each test to whichever is free: most tests
 # spend their time waiting on real node processes, and two workers kept the cores about
 # two-thirds busy; then, alone, the tests marked solo, which load both cores on purpose.
-test: deb-tools install lint
+test: deb-tools install lint bytecode
 	$(VENV)/bin/pytest -q -n 3 --dist worksteal -m "not solo" --durations=25
 	$(VENV)/bin/pytest -q -m solo --durations=5
 
 # The API fuzzed deeper than in the default suite: 300 generated cases per operation and mode
 # (FUZZ_EXAMPLES=N to choose), against a live 3-node cluster.
-fuzz: deb-tools install
+fuzz: deb-tools install bytecode
 	HOROLOGE_FUZZ_EXAMPLES=$(or $(FUZZ_EXAMPLES),300) $(VENV)/bin/pytest -q -s \
 		tests/integration/test_fuzz_api.py::test_every_route_answers_as_its_document_says
 
 # Every fault scenario, each on a fresh cluster; CHAOS_SEED=N repeats a run.
-chaos: deb-tools install
+chaos: deb-tools install bytecode
 	$(PY) -m chaos_tests.run --out chaos-report $(if $(CHAOS_SEED),--seed $(CHAOS_SEED))
 	$(MAKE) --no-print-directory task-queues
 
 # Celery and Dramatiq on Horologe at full size, with faults, beside the same on Redis (~15 min);
 # TASK_QUEUES_ARGS="--queue celery --tasks 2000" for a try. Report in task-queues-report/.
-task-queues: install
+task-queues: install bytecode
 	@command -v redis-server >/dev/null || { apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null; }
 	$(PY) -m bench.task_queues --out task-queues-report $(TASK_QUEUES_ARGS)
 
 # Half an hour of mixed load with a fault every 2 minutes; SOAK_ARGS="--minutes 4" for a try.
-soak: deb-tools install
+soak: deb-tools install bytecode
 	$(PY) -m chaos_tests.soak --out soak-report $(SOAK_ARGS)
 
 # Offline: Debian's docker-compose parses the files; the node command lines go through the CLI.
@@ -114,17 +123,17 @@ compose-check: deb-tools install
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) deploy/compose_check.py
 
 # The compose test of the default suite alone, its step timings shown (docs/deploy.md).
-compose-test: deb-tools install
+compose-test: deb-tools install bytecode
 	$(VENV)/bin/pytest -q -s tests/deploy/test_compose_deploy.py
 
 # The edge benchmarks (bench/edge/): both systems in one run, Debian's redis-server as the peer.
 # BENCH_ARGS="--only hot,lateness" or "--quick" runs part of it.
-bench: install
+bench: install bytecode
 	@command -v redis-server >/dev/null || { apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null; }
 	$(PY) -m bench $(BENCH_ARGS)
 
-bench-parts: install
+bench-parts: install bytecode
 	@for b in bench/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
 
 # Starts 3 nodes on 127.0.0.1 (HTTP 8081-8083, Raft 7081-7083), schedules messages at
@@ -132,11 +141,12 @@ bench-parts: install
 # package alone, and says how long after `make run` began the first delivery came.
 # RUN_ARGS="--http-port 9081 --raft-port 9071" moves it where those ports are taken.
 run: export RUN_STARTED := $(shell date +%s.%N)
-run: $(BASE_STAMP)
+run: $(BASE_STAMP) bytecode
 	@$(VENV)/bin/horologe local-cluster --nodes 3 --data data/local --demo --make-run-began $$RUN_STARTED $(RUN_ARGS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache .hypothesis
+	find $(SOURCES) tests tools -name __pycache__ -type d -prune -exec rm -rf {} +
 
 # The deterministic simulator (sim/, docs/simulator.md): SEEDS=N seeds from START (default 1),
 # or MINUTES=M of seeds; NODES=5 for five nodes; CANARY=name takes a fix away (sim/canaries.py);
@@ -147,7 +157,7 @@ clean:
 # COMMIT_AT_ONCE=1: a leader sends its new commit index right after each apply (pysyncobj's way).
 # SEED=S replays one seed in a fresh process and prints the last steps of its trace; KEEP=0,2
 # makes only those of its drawn faults (`python -m sim shrink SEED` finds the fewest that fail).
-sim: install
+sim: install bytecode
 ifdef SEED
 	$(PY) -m sim replay $(SEED) $(if $(NODES),--nodes $(NODES)) $(if $(CANARY),--canary $(CANARY)) \
 		$(if $(SCENARIO),--scenario $(SCENARIO)) $(if $(POWER),--power-loss) $(if $(SERVICE),--service) \
