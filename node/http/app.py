@@ -16,7 +16,6 @@ from ..config import NodeConfig
 from ..ops.loop_lag import LoopLag
 from ..ops.metrics import DUE_WITHIN_MS, NodeMetrics, Sources
 from ..service import NodeService
-from ..tls import client_context
 from . import admin, consumers, dashboard, health, messages, pending, schedules, subscriptions
 from .access_log import request_ids
 from .common import CONFIG, DAMAGE, FORWARDER, LOOP_LAG, METRICS, OPENAPI_JSON, SCOPES, SERVICE
@@ -74,7 +73,7 @@ def create_app(config: NodeConfig, *, clock: Clock | None = None) -> web.Applica
 
     async def forwarder_ctx(app: web.Application) -> AsyncIterator[None]:
         svc = app[SERVICE]
-        connector = aiohttp.TCPConnector(ssl=client_context(config.tls_ca))
+        connector = aiohttp.TCPConnector(ssl=svc.peer_ssl)
         async with aiohttp.ClientSession(connector=connector) as session:
 
             def peers() -> dict[str, str]:
