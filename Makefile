@@ -155,6 +155,7 @@ clean:
 # OUT_OF_ORDER=1: a power loss may keep unsynced sectors in no order.
 # SERVICE=1: every node runs the whole NodeService, with a producer and consumers (sim/service.py).
 # COMMIT_AT_ONCE=1: a leader sends its new commit index right after each apply (pysyncobj's way).
+# TIMED_WAITS=1: a node ticks when its tick thread's wait would end, or when a message arrives.
 # SEED=S replays one seed in a fresh process and prints the last steps of its trace; KEEP=0,2
 # makes only those of its drawn faults (`python -m sim shrink SEED` finds the fewest that fail).
 sim: install bytecode
@@ -162,11 +163,12 @@ ifdef SEED
 	$(PY) -m sim replay $(SEED) $(if $(NODES),--nodes $(NODES)) $(if $(CANARY),--canary $(CANARY)) \
 		$(if $(SCENARIO),--scenario $(SCENARIO)) $(if $(POWER),--power-loss) $(if $(SERVICE),--service) \
 		$(if $(MEMBERS),--membership) $(if $(SPARES_FIRST),--spares-first) \
-		$(if $(COMMIT_AT_ONCE),--commit-at-once) $(if $(OUT_OF_ORDER),--out-of-order) $(if $(KEEP),--keep $(KEEP))
+		$(if $(COMMIT_AT_ONCE),--commit-at-once) $(if $(OUT_OF_ORDER),--out-of-order) \
+		$(if $(TIMED_WAITS),--timed-waits) $(if $(KEEP),--keep $(KEEP))
 else
 	$(PY) -m sim run $(if $(SEEDS),--seeds $(SEEDS)) $(if $(MINUTES),--minutes $(MINUTES)) \
 		$(if $(START),--start $(START)) $(if $(NODES),--nodes $(NODES)) $(if $(CANARY),--canary $(CANARY)) \
 		$(if $(SCENARIO),--scenario $(SCENARIO)) $(if $(POWER),--power-loss) $(if $(SERVICE),--service) \
 		$(if $(MEMBERS),--membership) $(if $(SPARES_FIRST),--spares-first) $(if $(COMMIT_AT_ONCE),--commit-at-once) \
-		$(if $(OUT_OF_ORDER),--out-of-order)
+		$(if $(OUT_OF_ORDER),--out-of-order) $(if $(TIMED_WAITS),--timed-waits)
 endif

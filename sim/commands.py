@@ -352,6 +352,13 @@ def main() -> int:
         help="with --power-loss: what was not synced may be kept sector by sector, in no order "
         "(a later sector on disk, an earlier one zeros), as a disk's cache and write-back leave it",
     )
+    world.add_argument(
+        "--timed-waits",
+        action="store_true",
+        help="each node ticks when its tick thread's wait would end (its next heartbeat or election "
+        "deadline, tick_s while work goes on, at most idle_tick_s) or when a message arrives, as the "
+        "product does, rather than every tick_s; other timings than without",
+    )
     scripted = argparse.ArgumentParser(add_help=False)
     scripted.add_argument(
         "--scenario", choices=sorted(SCENARIOS), help="scripted faults instead of drawn ones (sim/scenarios/)"
@@ -401,6 +408,7 @@ def main() -> int:
         args.spares_first,
         args.commit_at_once,
         args.out_of_order,
+        args.timed_waits,
     )
     if args.cmd == "zygote":
         zygote(args.nodes, args.canary, args.scenario, mode)

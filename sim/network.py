@@ -267,6 +267,11 @@ class SimNetwork:
         transport = self.transports.get(dst)
         if transport is None:
             return
+        self._read(conn, src, dst, item, transport)
+        if self.world.profile.timed_waits:  # the poll returns: the tick thread goes round
+            self.world.by_address[dst].wake()
+
+    def _read(self, conn: Conn, src: str, dst: str, item: _Item, transport: SimTransport) -> None:
         conn.last_read_ns[dst] = self.world.clock.ns
         if item.kind == "fin":
             if conn.up[dst]:

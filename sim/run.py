@@ -104,6 +104,7 @@ class Mode(NamedTuple):
     spares_first: bool = False  # the spares' addresses sort before the members' (the members dial them)
     commit_at_once: bool = False  # a leader tells its new commit index at once (pysyncobj's way)
     out_of_order: bool = False  # a power loss keeps unsynced sectors in no order
+    timed_waits: bool = False  # each node ticks when its tick thread's wait ends, not on a grid
 
     def options(self) -> list[str]:
         """As ``python -m sim`` options."""
@@ -114,6 +115,7 @@ class Mode(NamedTuple):
             + ["--spares-first"] * self.spares_first
             + ["--commit-at-once"] * self.commit_at_once
             + ["--out-of-order"] * self.out_of_order
+            + ["--timed-waits"] * self.timed_waits
         )
 
     def make_vars(self) -> str:
@@ -125,6 +127,7 @@ class Mode(NamedTuple):
             + " SPARES_FIRST=1" * self.spares_first
             + " COMMIT_AT_ONCE=1" * self.commit_at_once
             + " OUT_OF_ORDER=1" * self.out_of_order
+            + " TIMED_WAITS=1" * self.timed_waits
         )
 
 
@@ -166,6 +169,7 @@ def run_seed(
             service=mode.service or script.scenario.service,
             commit_at_once=mode.commit_at_once,
             out_of_order=mode.out_of_order,
+            timed_waits=mode.timed_waits,
         )
         if script
         else Profile(
@@ -177,6 +181,7 @@ def run_seed(
             spares_first=mode.spares_first,
             commit_at_once=mode.commit_at_once,
             out_of_order=mode.out_of_order,
+            timed_waits=mode.timed_waits,
         )
     )
     base = fresh_dir(os.path.join(sim_root(), f"{os.getpid()}-{seed}"))

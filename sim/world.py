@@ -109,6 +109,10 @@ class Profile:
     commit_at_once: bool = False
     # A power loss may keep what was not synced sector by sector, in no order (sim/disk.py).
     out_of_order: bool = False
+    # Each node's next tick comes when its tick thread's wait would end (RaftNode._tick_wait:
+    # its next timed step, tick_s while work goes on, at most idle_tick_s), or once a message
+    # arrives for it, as the product's poll returns; not every tick_s on a grid.
+    timed_waits: bool = False
 
 
 @dataclass
@@ -179,6 +183,7 @@ class SimNode:
         self.incarnation = 0
         self.posted: deque = deque()
         self.tick_token = 0
+        self.tick_at_ns = 0  # when the scheduled tick runs
         self.skew_ms = 0
         self.drift = Drift()  # its oscillator: monotonic and wall clock (sim/clock.py)
         self.wall_fix_ns = 0  # drift taken out of the wall clock (stepped back true at the heal)
@@ -357,11 +362,17 @@ class SimNode:
 
     def schedule_tick(self, delay_ns: int) -> None:
         self.tick_token += 1
+        self.tick_at_ns = self.world.clock.ns + max(0, delay_ns)
         self.world.at(delay_ns, "raft", self.name, self.tick, self.tick_token)
 
     def wake(self) -> None:
-        """A message or a proposal arrived: pysyncobj's poll returns, the next tick starts."""
-        self.schedule_tick(self.world.rng.randrange(0, 200_000))
+        """A message or a proposal arrived: pysyncobj's poll returns, the next tick starts.
+        With timed waits, a tick due sooner stays (arrivals one after another would put it
+        off for good otherwise)."""
+        delay_ns = self.world.rng.randrange(0, 200_000)
+        if self.world.profile.timed_waits and self.tick_at_ns <= self.world.clock.ns + delay_ns:
+            return
+        self.schedule_tick(delay_ns)
 
     def tick(self, token: int) -> bool:
         if token != self.tick_token or self.raft is None:
@@ -371,6 +382,11 @@ class SimNode:
         if self.restart_check and self.raft is raft:
             self.restart_check = False
             self.world.check_restart(self)
+        if self.world.profile.timed_waits and self.raft is raft:
+            # As the tick thread's poll: its wait, plus a scheduler's wake-up delay.
+            wait_ns = int(raft._tick_wait(self.settings.idle_tick_s) * S)
+            self.schedule_tick(wait_ns + self.world.rng.randrange(0, 200_000))
+            return True
         tick_ns = int(self.settings.tick_s * S)
         self.schedule_tick(tick_ns + self.world.rng.randrange(-tick_ns // 5, tick_ns // 5))
         return True
