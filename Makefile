@@ -156,6 +156,7 @@ clean:
 # SERVICE=1: every node runs the whole NodeService, with a producer and consumers (sim/service.py).
 # COMMIT_AT_ONCE=1: a leader sends its new commit index right after each apply (pysyncobj's way).
 # TIMED_WAITS=1: a node ticks when its tick thread's wait would end, or when a message arrives.
+# HOLD=1 (with SERVICE=1): the workload's calls take the routes' master check, with its hold.
 # SEED=S replays one seed in a fresh process and prints the last steps of its trace; KEEP=0,2
 # makes only those of its drawn faults (`python -m sim shrink SEED` finds the fewest that fail).
 sim: install bytecode
@@ -164,11 +165,11 @@ ifdef SEED
 		$(if $(SCENARIO),--scenario $(SCENARIO)) $(if $(POWER),--power-loss) $(if $(SERVICE),--service) \
 		$(if $(MEMBERS),--membership) $(if $(SPARES_FIRST),--spares-first) \
 		$(if $(COMMIT_AT_ONCE),--commit-at-once) $(if $(OUT_OF_ORDER),--out-of-order) \
-		$(if $(TIMED_WAITS),--timed-waits) $(if $(KEEP),--keep $(KEEP))
+		$(if $(TIMED_WAITS),--timed-waits) $(if $(HOLD),--hold) $(if $(KEEP),--keep $(KEEP))
 else
 	$(PY) -m sim run $(if $(SEEDS),--seeds $(SEEDS)) $(if $(MINUTES),--minutes $(MINUTES)) \
 		$(if $(START),--start $(START)) $(if $(NODES),--nodes $(NODES)) $(if $(CANARY),--canary $(CANARY)) \
 		$(if $(SCENARIO),--scenario $(SCENARIO)) $(if $(POWER),--power-loss) $(if $(SERVICE),--service) \
 		$(if $(MEMBERS),--membership) $(if $(SPARES_FIRST),--spares-first) $(if $(COMMIT_AT_ONCE),--commit-at-once) \
-		$(if $(OUT_OF_ORDER),--out-of-order) $(if $(TIMED_WAITS),--timed-waits)
+		$(if $(OUT_OF_ORDER),--out-of-order) $(if $(TIMED_WAITS),--timed-waits) $(if $(HOLD),--hold)
 endif

@@ -359,6 +359,12 @@ def main() -> int:
         "deadline, tick_s while work goes on, at most idle_tick_s) or when a message arrives, as the "
         "product does, rather than every tick_s; other timings than without",
     )
+    world.add_argument(
+        "--hold",
+        action="store_true",
+        help="with --service: the workload's calls take the HTTP routes' master check, which holds a "
+        "request while the master may not serve for a moment (node/master_hold.py), not a refusal at once",
+    )
     scripted = argparse.ArgumentParser(add_help=False)
     scripted.add_argument(
         "--scenario", choices=sorted(SCENARIOS), help="scripted faults instead of drawn ones (sim/scenarios/)"
@@ -399,6 +405,8 @@ def main() -> int:
         )
     if args.spares_first and not args.membership:
         parser.error("--spares-first orders the spares' addresses: it needs --membership")
+    if args.hold and not (args.service or (scenario and SCENARIOS[scenario].service)):
+        parser.error("--hold says how the workload's calls are checked: it needs --service")
     if args.out_of_order and not args.power_loss:
         parser.error("--out-of-order says what a power loss keeps: it needs --power-loss")
     mode = Mode(
@@ -409,6 +417,7 @@ def main() -> int:
         args.commit_at_once,
         args.out_of_order,
         args.timed_waits,
+        args.hold,
     )
     if args.cmd == "zygote":
         zygote(args.nodes, args.canary, args.scenario, mode)

@@ -105,6 +105,7 @@ class Mode(NamedTuple):
     commit_at_once: bool = False  # a leader tells its new commit index at once (pysyncobj's way)
     out_of_order: bool = False  # a power loss keeps unsynced sectors in no order
     timed_waits: bool = False  # each node ticks when its tick thread's wait ends, not on a grid
+    hold: bool = False  # the workload's calls take the routes' master check, with its hold
 
     def options(self) -> list[str]:
         """As ``python -m sim`` options."""
@@ -116,6 +117,7 @@ class Mode(NamedTuple):
             + ["--commit-at-once"] * self.commit_at_once
             + ["--out-of-order"] * self.out_of_order
             + ["--timed-waits"] * self.timed_waits
+            + ["--hold"] * self.hold
         )
 
     def make_vars(self) -> str:
@@ -128,6 +130,7 @@ class Mode(NamedTuple):
             + " COMMIT_AT_ONCE=1" * self.commit_at_once
             + " OUT_OF_ORDER=1" * self.out_of_order
             + " TIMED_WAITS=1" * self.timed_waits
+            + " HOLD=1" * self.hold
         )
 
 
@@ -170,6 +173,7 @@ def run_seed(
             commit_at_once=mode.commit_at_once,
             out_of_order=mode.out_of_order,
             timed_waits=mode.timed_waits,
+            hold=mode.hold,
         )
         if script
         else Profile(
@@ -182,6 +186,7 @@ def run_seed(
             commit_at_once=mode.commit_at_once,
             out_of_order=mode.out_of_order,
             timed_waits=mode.timed_waits,
+            hold=mode.hold,
         )
     )
     base = fresh_dir(os.path.join(sim_root(), f"{os.getpid()}-{seed}"))

@@ -2,7 +2,9 @@
 what consumers receive.
 
 A producer and two consumers of one group call what the HTTP handlers call
-(node/http/messages.py, node/http/consumers.py): ``require_master``, then the service.
+(node/http/messages.py, node/http/consumers.py): the master check, then the service. The
+check is ``require_master`` at once, or with ``--hold`` the routes' own
+(``MasterHold.check``: a master that may not serve for a moment holds the request).
 A request reaches its node's loop 0.1-1 ms after it is sent; its answer is taken when the
 task ends; one not answered within ``TIMEOUT_S`` is given up (the node crashed, or a
 link or a stop held it; a scripted scenario may set a shorter ``timeout_s``, for all or
@@ -212,6 +214,16 @@ class Workload:
         world.at(world.rng.randrange(100_000, MS), "loop", node.name, arrive, node.incarnation)
         world.at(int((actor.timeout_s or self.timeout_s) * S), "client", None, give_up)
 
+    async def _master_check(self, service: NodeService) -> None:
+        """The master check a route makes before its handler (node/http/route_table.py)."""
+        if not self.world.profile.hold:
+            service.require_master()
+            return
+        served = service.hold.counts["served"]
+        await service.hold.check()
+        if service.hold.counts["served"] > served:
+            self.world.count("requests held, then served")
+
     def _redirect(self, actor: Actor, node) -> None:
         """To the master ``node`` names (as its 307 would), else to another node at random
         (as the SDK goes on to the next after a 503, a refused connection or a timeout)."""
@@ -243,7 +255,7 @@ class Workload:
         )
 
         async def produce(service: NodeService) -> list[str]:
-            service.require_master()
+            await self._master_check(service)
             return await service.produce(cols)
 
         def answered(ids) -> None:
@@ -268,7 +280,7 @@ class Workload:
         sent_ms = world.clock.wall_ms()
 
         async def pull(service: NodeService) -> dict:
-            service.require_master()
+            await self._master_check(service)
             pulled = await service.consumers.pull(GROUP, topic, None, most, wait_ms, visibility_ms)
             answer = pull_wire.as_json(pulled, service.clock())
             where = f"{service.config.node_id} at {answer['clock_ms']}"
@@ -362,7 +374,7 @@ class Workload:
         topic = messages[0]["topic"]  # a pull's: a retry's copy names the topic it was pulled by
 
         async def settle(service: NodeService):
-            service.require_master()
+            await self._master_check(service)
             if what == "ack":
                 return await service.consumers.ack(GROUP, topic, receipts)
             if what == "nack":
@@ -445,7 +457,7 @@ class Workload:
             made.maybe_cancelled = True
 
         async def edit(service: NodeService):
-            service.require_master()
+            await self._master_check(service)
             if move:
                 return await service.reschedule(ids, keys, [new_at])
             return await service.cancel(ids, keys)

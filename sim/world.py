@@ -113,6 +113,9 @@ class Profile:
     # its next timed step, tick_s while work goes on, at most idle_tick_s), or once a message
     # arrives for it, as the product's poll returns; not every tick_s on a grid.
     timed_waits: bool = False
+    # The workload's calls take the routes' master check, which holds a request a moment
+    # while the master may not serve (node/master_hold.py), rather than refusing it at once.
+    hold: bool = False
 
 
 @dataclass
