@@ -36,6 +36,13 @@ def server_context(cert: str, key: str) -> ssl.SSLContext:
     return ctx
 
 
+def peer_context(ca: str | None) -> ssl.SSLContext | bool:
+    """What a node calls its peers with (aiohttp's ``ssl=``): :func:`client_context` of
+    ``ca``; with none, ``True``: aiohttp's own verifying context, made from the system's
+    CAs as aiohttp was imported (another would load them again, ~45 ms of CPU a start)."""
+    return client_context(ca) if ca else True
+
+
 def client_context(ca: str | None) -> ssl.SSLContext:
     """The context to call peers with: verifies their certificate and host name, against
     ``ca`` when given, else the system's CAs."""
