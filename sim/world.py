@@ -373,7 +373,8 @@ class SimNode:
         With timed waits, a tick due sooner stays (arrivals one after another would put it
         off for good otherwise)."""
         delay_ns = self.world.rng.randrange(0, 200_000)
-        if self.world.profile.timed_waits and self.tick_at_ns <= self.world.clock.ns + delay_ns:
+        now = self.world.clock.ns
+        if self.world.profile.timed_waits and now <= self.tick_at_ns <= now + delay_ns:
             return
         self.schedule_tick(delay_ns)
 
