@@ -164,31 +164,14 @@ def run_seed(
         )
     canaries.apply(canary)
     script = Script(SCENARIOS[scenario]) if scenario else None
-    profile = profile or (
-        Profile(
-            script.scenario.nodes,
-            script.scenario.spares,
-            mode.power_loss,
-            service=mode.service or script.scenario.service,
-            commit_at_once=mode.commit_at_once,
-            out_of_order=mode.out_of_order,
-            timed_waits=mode.timed_waits,
-            hold=mode.hold,
-        )
-        if script
-        else Profile(
-            nodes=nodes,
-            spares=2 * mode.membership,
-            power_loss=mode.power_loss,
-            service=mode.service,
-            membership=mode.membership,
-            spares_first=mode.spares_first,
-            commit_at_once=mode.commit_at_once,
-            out_of_order=mode.out_of_order,
-            timed_waits=mode.timed_waits,
-            hold=mode.hold,
-        )
-    )
+    if profile is None:
+        drawn = mode._asdict()  # its fields are Profile's, by name
+        if script is None:
+            profile = Profile(nodes=nodes, spares=2 * mode.membership, **drawn)
+        else:  # a scenario scripts its own membership changes, and may need node services
+            drawn.update(membership=False, spares_first=False)
+            drawn["service"] = mode.service or script.scenario.service
+            profile = Profile(script.scenario.nodes, script.scenario.spares, **drawn)
     base = fresh_dir(os.path.join(sim_root(), f"{os.getpid()}-{seed}"))
     world = World(seed, base, profile, trace_lines=max(400, tail), script=script, keep=keep)
     result = Result(
