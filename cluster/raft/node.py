@@ -805,8 +805,14 @@ class RaftNode(SyncObjSeam):
 
     def _dump_loaded(self) -> None:  # tick thread
         self._tail_to_take = False
-        # pysyncobj dropped the links of nodes the dump's membership lacks, untold (forget_link)
-        self.connected_nodes = self.connected_nodes & (self.otherNodes | self.readonly_nodes)
+        # pysyncobj dropped the links of members the dump's membership lacks, untold
+        # (forget_link). A leader linked to from outside the membership keeps its link
+        # (_link_named_leader): a dump taken before its add lacks it, and the add past the
+        # dump keeps the live link, which would count as down until it dropped.
+        kept = self.otherNodes | self.readonly_nodes
+        if self._named_leader is not None:
+            kept = kept | {self._named_leader}
+        self.connected_nodes = self.connected_nodes & kept
         self._take_membership_of_log(self.raftLastApplied + 1)  # the dump's index, just loaded
 
     def _take_membership_of_log(self, first: int) -> None:

@@ -219,17 +219,24 @@ def test_refused_changes_leave_the_membership_as_it_was(cluster):
     assert _voters(cluster, master) == ["n1", "n2", "n3", "n4"]
 
 
+@pytest.mark.parametrize("fed", ["log", "dump"])
 @pytest.mark.parametrize("dialler", ["added", "returning"])
-def test_a_member_down_while_a_node_was_added_catches_up_from_it_as_master(cluster, dialler):
+def test_a_member_down_while_a_node_was_added_catches_up_from_it_as_master(cluster, dialler, fed):
     """n_f is down while n4 is added and made master; back, its log lacks n4, and it must
     take the log from n4 while n4 goes on leading in the same term. The members name n4 in
     their keep-alives, so n_f links to it: whichever of the two dials (``dialler``), which
-    the order of their addresses decides."""
+    the order of their addresses decides. With a long log (``fed`` "dump"), n4 is fed from
+    a fresh dump taken before its add, and the log is cut there: n_f installs that dump,
+    whose membership lacks n4, then takes the add from the log after it."""
     master = cluster.wait_connected()
     above = dialler == "added"  # the added node's address above n_f's: it dials
     followers = sorted((i for i in cluster.indexes if i != master), key=lambda i: cluster.raft_ports[i])
     down = followers[0] if above else followers[-1]
     cluster.stop(down)
+    if fed == "dump":
+        client = cluster.client(master)
+        for n in range(JOIN_FRESH_DUMP_ENTRIES + 100):  # an entry each
+            client.produce(TOPIC, f"m{n}", deliver_after="1d")
     in_use = [*cluster.http_ports, *cluster.raft_ports]
     k = cluster.joiner(cluster.indexes, raft_port=free_port_beside(cluster.raft_ports[down], above, in_use))
     cluster.start(k)
@@ -255,6 +262,17 @@ def test_a_member_down_while_a_node_was_added_catches_up_from_it_as_master(clust
     for _ in range(30):
         assert _raft_links(cluster, down, k) == 1
         time.sleep(0.1)
+    # Each end counts that link as up: the member's status, /readyz, and its tick thread's
+    # wait (an unlinked peer keeps it ticking every 5 ms) read it so.
+    wait_until(lambda: _linked(cluster, down, k) and _linked(cluster, k, down), 5.0)
+    if fed == "dump":
+        assert "installing snapshot" in cluster.log(down)
+
+
+def _linked(cluster: Cluster, i: int, j: int) -> bool:
+    """Whether node ``i``'s status says its Raft link to node ``j`` is up."""
+    peers = {p["node_id"]: p["connected"] for p in cluster.status(i)["peers"]}
+    return peers.get(f"n{j + 1}", False)
 
 
 def _raft_links(cluster: Cluster, i: int, j: int) -> int:
