@@ -59,7 +59,8 @@ class NodeConfig:
     cluster_secret: str | None = None
     insecure_dev: bool = False
     raft_bind: str | None = None
-    sync_interval_ms: ranged(1, 500) = 50  # longest gap between wheel-state syncs
+    # The longest gap between the master's S entries when nothing falls due (node/wheel_driver.py).
+    sync_interval_ms: ranged(1, 500) = 250
     batch_window_ms: ranged(0, 1_000) = 0  # produce group commit linger (node/group_commit.py); 0: adaptive
     max_batch_items: ranged(1, 100_000) = 1000  # messages in one POST /v1/messages/batch
     max_request_bytes: ranged(64 * 1024, 1 << 30) = 4 * 1024 * 1024  # a request body; a larger one gets 413

@@ -6,10 +6,16 @@ polling; a release awaits :meth:`WheelDriver.stop`). Leading: it commits a barri
 entry (so everything committed before is applied and in the committed view), builds
 the wheel on that view from the committed watermark, realigns against its clock
 (sleep while the tick is ahead, fast-forward while it is behind), then loops: fire
-what is due, propose ``S`` with the new watermark, sleep until the next due message,
-the sync interval, or an earlier arrival. A turn does not wait for its ``S`` to commit
-before the next (up to ``syncs_in_flight`` of them), so what falls due during a commit
-is fired on time and committed by the next ``S``.
+what is due and propose ``S`` with the new watermark, then sleep until the next due
+message, the next turn (``turn_ms``), or an earlier arrival. A turn with nothing fired
+proposes an ``S`` only once ``sync_interval_ms`` passed since the last, so an idle master
+writes an entry (an append and an fsync on every node) only that often. Its wheel still
+moves on every turn, and every proposal carries the wheel's watermark
+(:attr:`WheelDriver.ws`), which is so never more than a turn behind the clock plus half
+the lead: a message produced due before it is delivered as its entry applies, with no
+``S`` of its own. A turn does not wait for its ``S`` to commit before the next (up to
+``syncs_in_flight`` of them), so what falls due during a commit is fired on time and
+committed by the next ``S``.
 
 **Fire lead.** The wheel runs ``lead_ms`` ahead of the clock: what falls due by
 ``clock + lead_ms`` is fired and committed now, stamped with the clock, so the Raft round
@@ -59,6 +65,9 @@ class WheelSettings:
     sync_interval_ms: int
     node_id: str = ""
     syncs_in_flight: int = 2  # S entries proposed before the wheel waits for the oldest
+    # The longest wait between turns (at most sync_interval_ms): each looks for a hot
+    # stretch and moves the watermark that proposals carry.
+    turn_ms: int = 50
     lead_ms: int = 0  # how far ahead of the clock the wheel fires (the module docstring)
     lead_max_ms: int = 0  # how far ahead at most it fires a hot stretch (the module docstring)
 
@@ -176,6 +185,7 @@ class WheelDriver(LeaderTask):
                 await asyncio.sleep(min(0.05, (plan.until_ms - wheel_time()) / 1000))
                 self._check_leading()
         interval = cfg.sync_interval_ms / 1000
+        turn_ms = min(cfg.turn_ms, cfg.sync_interval_ms)
         half_lead = cfg.lead_ms // 2
         monotonic = asyncio.get_running_loop().time  # the loop's clock paces the S entries
         last_sync = monotonic()
@@ -199,7 +209,7 @@ class WheelDriver(LeaderTask):
                 through, stretched_at = now + lead, None
                 if len(self.wheel.pending_slots(now + lead, cfg.fire_batch_limit)) < cfg.fire_batch_limit:
                     pending = self.wheel.pending_slots(
-                        now + max(cfg.lead_max_ms, lead) + cfg.sync_interval_ms,
+                        now + max(cfg.lead_max_ms, lead) + turn_ms,
                         ranks_looked_at(cfg.lead_ms, cfg.fire_batch_limit, cfg.lead_max_ms),
                     )
                     through, stretched_at = stretched_lead(
@@ -215,7 +225,7 @@ class WheelDriver(LeaderTask):
                     self._check_leading()
                 if len(due) >= cfg.fire_batch_limit:
                     continue  # more is due: fast-forward without sleeping
-                wait = interval - (monotonic() - last_sync)
+                wait = min(turn_ms / 1000, interval - (monotonic() - last_sync))
                 if nxt is not None:  # woken once it is due within half the lead
                     wait = min(wait, (nxt - self._clock() - half_lead) / 1000)
                 if stretched_at is not None:  # or once a hot stretch's next batch is to be fired

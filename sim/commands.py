@@ -365,6 +365,14 @@ def main() -> int:
         help="with --service: the workload's calls take the HTTP routes' master check, which holds a "
         "request while the master may not serve for a moment (node/master_hold.py), not a refusal at once",
     )
+    world.add_argument(
+        "--sync-interval-ms",
+        type=int,
+        default=None,
+        metavar="MS",
+        help="with --service: the nodes' sync_interval_ms, the longest gap between the master's S "
+        "entries when nothing falls due (default: the node's, 250); other timings than without",
+    )
     scripted = argparse.ArgumentParser(add_help=False)
     scripted.add_argument(
         "--scenario", choices=sorted(SCENARIOS), help="scripted faults instead of drawn ones (sim/scenarios/)"
@@ -407,6 +415,10 @@ def main() -> int:
         parser.error("--spares-first orders the spares' addresses: it needs --membership")
     if args.hold and not (args.service or (scenario and SCENARIOS[scenario].service)):
         parser.error("--hold says how the workload's calls are checked: it needs --service")
+    if args.sync_interval_ms is not None and not (args.service or (scenario and SCENARIOS[scenario].service)):
+        parser.error("--sync-interval-ms sets the node services' config: it needs --service")
+    if args.sync_interval_ms is not None and not 1 <= args.sync_interval_ms <= 500:
+        parser.error("--sync-interval-ms: 1..500, as the node's config allows (node/config.py)")
     if args.out_of_order and not args.power_loss:
         parser.error("--out-of-order says what a power loss keeps: it needs --power-loss")
     mode = Mode(
@@ -418,6 +430,7 @@ def main() -> int:
         args.out_of_order,
         args.timed_waits,
         args.hold,
+        args.sync_interval_ms,
     )
     if args.cmd == "zygote":
         zygote(args.nodes, args.canary, args.scenario, mode)

@@ -106,6 +106,7 @@ class Mode(NamedTuple):
     out_of_order: bool = False  # a power loss keeps unsynced sectors in no order
     timed_waits: bool = False  # each node ticks when its tick thread's wait ends, not on a grid
     hold: bool = False  # the workload's calls take the routes' master check, with its hold
+    sync_interval_ms: int | None = None  # the node services' sync_interval_ms (None: the node's default)
 
     def options(self) -> list[str]:
         """As ``python -m sim`` options."""
@@ -118,6 +119,7 @@ class Mode(NamedTuple):
             + ["--out-of-order"] * self.out_of_order
             + ["--timed-waits"] * self.timed_waits
             + ["--hold"] * self.hold
+            + ([] if self.sync_interval_ms is None else ["--sync-interval-ms", str(self.sync_interval_ms)])
         )
 
     def make_vars(self) -> str:
@@ -131,6 +133,7 @@ class Mode(NamedTuple):
             + " OUT_OF_ORDER=1" * self.out_of_order
             + " TIMED_WAITS=1" * self.timed_waits
             + " HOLD=1" * self.hold
+            + ("" if self.sync_interval_ms is None else f" SYNC_INTERVAL_MS={self.sync_interval_ms}")
         )
 
 

@@ -37,6 +37,7 @@ def build(node: SimNode, crossing, monotonic_step, storage_config) -> tuple[Node
     """The node's service and loop, not started (:func:`start`)."""
     world = node.world
     settings = node.settings
+    chosen = world.profile.sync_interval_ms
     config = NodeConfig(
         node_id=node.name,
         data_dir=node.data_dir,
@@ -48,6 +49,7 @@ def build(node: SimNode, crossing, monotonic_step, storage_config) -> tuple[Node
         log_compaction_min_entries=settings.log_compaction_min_entries,
         retry_levels_ms=RETRY_LEVELS_MS,
         loop_lag_probe_ms=0,
+        **({} if chosen is None else {"sync_interval_ms": chosen}),
     )
 
     def make_raft(_settings, state, _crossing, on_applied, on_role, **kw) -> RaftNode:

@@ -116,6 +116,9 @@ class Profile:
     # The workload's calls take the routes' master check, which holds a request a moment
     # while the master may not serve (node/master_hold.py), rather than refusing it at once.
     hold: bool = False
+    # The node services' sync_interval_ms, the longest gap between a master's S entries
+    # when nothing falls due; None: the node's default.
+    sync_interval_ms: int | None = None
 
 
 @dataclass

@@ -124,7 +124,8 @@ def test_full_cluster_restart_keeps_scheduled_messages(cluster):
 
 
 def test_follower_down_long_catches_up_by_snapshot(make_cluster):
-    cluster = make_cluster(extra_toml="log_compaction_min_entries = 100")
+    # An idle master's S entries every 50 ms (not 250) fill those 100 entries in seconds.
+    cluster = make_cluster(extra_toml="log_compaction_min_entries = 100\nsync_interval_ms = 50")
     master = cluster.wait_leader()
     lagging = next(i for i in cluster.indexes if i != master)
     cluster.stop(lagging)
@@ -143,7 +144,7 @@ def test_follower_down_long_catches_up_by_snapshot(make_cluster):
         what the lagging node missed."""
         return os.path.exists(snapshot) and os.path.getmtime(snapshot) > produced
 
-    wait_until(compacted_past_the_lagging_node, 30)  # S entries every 50 ms fill 100 entries in seconds
+    wait_until(compacted_past_the_lagging_node, 30)
     cluster.start(lagging)
     cluster.catch_up(lagging)
     wait_delivered(cluster)

@@ -9,6 +9,7 @@ from collections import deque
 import pytest
 
 from horologe.cluster import PRODUCE, SYNC
+from horologe.node.config import NodeConfig
 from horologe.node.wheel_driver import WheelDriver, WheelSettings, _let_go
 from horologe.storage import CorruptLogError, Message, MessageLimits
 
@@ -19,7 +20,12 @@ T = 1_767_225_600_000
 
 
 def _driver(
-    tmp_path, lead_ms: int = 0, lead_max_ms: int = 0, sync=None, damaged=lambda e: False
+    tmp_path,
+    lead_ms: int = 0,
+    lead_max_ms: int = 0,
+    sync=None,
+    damaged=lambda e: False,
+    sync_interval_ms: int = 50,
 ) -> tuple[VirtualLoop, LocalLog, WheelDriver]:
     """A driver over a local log, on virtual time (tests/node/virtual_time.py): run the
     test's coroutine with the loop's ``run``; the clock starts at ``T``. ``sync``: how the
@@ -32,7 +38,9 @@ def _driver(
         lambda: log.view.ws,
         (lambda now: sync(log, now)) if sync else (lambda now: log.propose(SYNC, clock_ms=now)),
         log.clock,
-        WheelSettings(fire_batch_limit=1000, sync_interval_ms=50, lead_ms=lead_ms, lead_max_ms=lead_max_ms),
+        WheelSettings(
+            fire_batch_limit=1000, sync_interval_ms=sync_interval_ms, lead_ms=lead_ms, lead_max_ms=lead_max_ms
+        ),
         damaged=damaged,
     )
     log.ws = lambda: driver.ws  # entries carry the live watermark, as the node stamps them
@@ -70,6 +78,40 @@ def test_fires_what_is_stored_before_and_after_it_leads(tmp_path):
         assert driver.syncs_led >= 2
         await driver.stop()
         assert driver.wheel is None
+
+    try:
+        loop.run(run())
+    finally:
+        log.close()
+
+
+def test_idle_it_syncs_every_sync_interval_and_turns_every_50_ms(tmp_path):
+    """With nothing due, the master proposes an S every ``sync_interval_ms`` (the node's
+    default), each an append and an fsync on every node; its wheel still turns every 50 ms,
+    so the watermark that proposals carry stays within a turn of the clock (plus the lead),
+    and a message produced to be due now goes to the ready log as its entry applies."""
+    interval = NodeConfig.__dataclass_fields__["sync_interval_ms"].default
+    syncs: list[int] = []
+
+    def counted(log, now):
+        syncs.append(now)
+        return log.propose(SYNC, clock_ms=now)
+
+    loop, log, driver = _driver(tmp_path, lead_ms=20, sync=counted, sync_interval_ms=interval)
+
+    async def run() -> None:
+        driver.start()
+        assert await _until(lambda: driver.wheel is not None)
+        start, behind = len(syncs), []
+        for _ in range(200):  # 2 s, idle
+            await asyncio.sleep(0.01)
+            behind.append(log.clock() - driver.ws.ms)
+        assert len(syncs) - start <= 9  # 2 s at one S each 250 ms, not 40 at one each 50 ms
+        assert max(behind) <= 50  # a turn at most: it was not left at the last S
+        now = log.clock()
+        await log.propose(PRODUCE, messages=[Message("t", b"now", now, now)])
+        assert log.view.reads.ready_count("t") == 1  # behind the watermark it carried
+        await driver.stop()
 
     try:
         loop.run(run())
