@@ -9,6 +9,7 @@ import sys
 import time
 
 from bench.edge.costs import BUSIEST_CPU, CLIENT_CPU, GC_LONG, SERVER_CPU, Costs
+from bench.edge.procs import written_bytes
 
 
 class _System:
@@ -53,3 +54,12 @@ def test_replaced_servers_give_no_server_figure():
     system.pids = {"n1": os.getppid()}  # restarted: another process now
     figures = costs.figures()
     assert CLIENT_CPU in figures and SERVER_CPU not in figures
+
+
+def test_written_bytes_counts_what_a_process_synced_to_storage(tmp_path):
+    before = written_bytes(os.getpid())
+    with open(tmp_path / "f", "wb") as f:
+        f.write(b"x" * 256 * 1024)
+        f.flush()
+        os.fsync(f.fileno())
+    assert written_bytes(os.getpid()) - before >= 256 * 1024

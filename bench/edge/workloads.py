@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .costs import BUSIEST_CPU, SERVER_CPU, Costs
+from .procs import written_bytes
 
 BODY = b"x" * 200
 DAY_MS = 86_400_000
@@ -227,16 +228,21 @@ def sustained(system, scale: Scale) -> dict:
 
 def idle(system, scale: Scale) -> dict:
     """Nothing asked of the system for ``idle_s``: the CPU its servers spend keeping
-    themselves going (for Horologe: the wheel's sync entries, heartbeats, probes)."""
+    themselves going (for Horologe: the wheel's sync entries, heartbeats, probes), and
+    what they write to disk meanwhile."""
+    pids = system.server_pids()
+    written = {n: written_bytes(p) for n, p in pids.items()}
     costs = Costs(system)
     costs.start()
     t0 = time.monotonic()
     time.sleep(scale.idle_s)
     wall = time.monotonic() - t0
     spent = costs.figures()
+    wrote = {n: written_bytes(p) - written[n] for n, p in pids.items()}
     return {
         "all server processes: % of a core": spent[SERVER_CPU] / wall * 100,
         "busiest server process: % of a core": spent[BUSIEST_CPU] / wall * 100,
+        "all server processes: KB written to disk a second": sum(wrote.values()) / 1024 / wall,
     }
 
 
