@@ -119,8 +119,7 @@ def test_a_node_added_to_a_long_log_is_fed_from_a_fresh_dump(cluster):
     writes a dump first and ships that; the joiner applies only what came after."""
     master = cluster.wait_connected()
     client = cluster.client(master)
-    for n in range(JOIN_FRESH_DUMP_ENTRIES + 100):  # an entry each
-        client.produce(TOPIC, f"m{n}", deliver_after="1d")
+    _log_past_a_fresh_dump(client)
     before = cluster.status(master)["commit_index"]
     assert before > JOIN_FRESH_DUMP_ENTRIES
     k = cluster.joiner(cluster.indexes)
@@ -131,6 +130,12 @@ def test_a_node_added_to_a_long_log_is_fed_from_a_fresh_dump(cluster):
     installed = [int(i) for i in re.findall(r"installing snapshot at index (\d+)", cluster.log(k))]
     assert installed and installed[0] >= before, installed
     assert "membership: a dump first, to feed n4 from (the last at index 0" in cluster.log(master)
+
+
+def _log_past_a_fresh_dump(client) -> None:
+    """Entries enough (one each) that a node added now is fed from a dump taken first."""
+    for n in range(JOIN_FRESH_DUMP_ENTRIES + 100):
+        client.produce(TOPIC, f"m{n}", deliver_after="1d")
 
 
 def test_grown_to_five_the_cluster_survives_the_loss_of_two_then_shrinks(cluster):
@@ -234,9 +239,7 @@ def test_a_member_down_while_a_node_was_added_catches_up_from_it_as_master(clust
     down = followers[0] if above else followers[-1]
     cluster.stop(down)
     if fed == "dump":
-        client = cluster.client(master)
-        for n in range(JOIN_FRESH_DUMP_ENTRIES + 100):  # an entry each
-            client.produce(TOPIC, f"m{n}", deliver_after="1d")
+        _log_past_a_fresh_dump(cluster.client(master))
     in_use = [*cluster.http_ports, *cluster.raft_ports]
     k = cluster.joiner(cluster.indexes, raft_port=free_port_beside(cluster.raft_ports[down], above, in_use))
     cluster.start(k)
@@ -264,15 +267,9 @@ def test_a_member_down_while_a_node_was_added_catches_up_from_it_as_master(clust
         time.sleep(0.1)
     # Each end counts that link as up: the member's status, /readyz, and its tick thread's
     # wait (an unlinked peer keeps it ticking every 5 ms) read it so.
-    wait_until(lambda: _linked(cluster, down, k) and _linked(cluster, k, down), 5.0)
+    wait_until(lambda: cluster.ready(down, among=[k]) and cluster.ready(k, among=[down]), 5.0)
     if fed == "dump":
         assert "installing snapshot" in cluster.log(down)
-
-
-def _linked(cluster: Cluster, i: int, j: int) -> bool:
-    """Whether node ``i``'s status says its Raft link to node ``j`` is up."""
-    peers = {p["node_id"]: p["connected"] for p in cluster.status(i)["peers"]}
-    return peers.get(f"n{j + 1}", False)
 
 
 def _raft_links(cluster: Cluster, i: int, j: int) -> int:
