@@ -95,7 +95,7 @@ def _skewed_failover(
     else:
         cluster.client(0).release_master(f"n{hand_to + 1}")
     new = cluster.wait_leader([1, 2], exclude=0)
-    wait_delivered(cluster, [1, 2], timeout_s=40)
+    wait_delivered(cluster, [1, 2], timeout_s=40, at_least=len(acked))
     done_ms = int(time.time() * 1000)
     log = cluster.log(new)
     cluster.stop_all()
