@@ -14,12 +14,13 @@ FULL_STAMP := $(VENV)/.installed-full-$(HASH)
 PIP_INSTALL := PYTHONWARNINGS="ignore:Editable installation" $(PIP) install --quiet
 # Drops the stamps of other pyproject versions.
 DROP_OLD_STAMPS := find $(VENV) -maxdepth 1 -name '.installed-*' ! -name '*-$(HASH)' -delete
-# Debian packages the test suites need: faketime (clock skew), fuse3 (the lazyfs power-loss
-# mounts), and libfuse3-dev + pkg-config, without which pip cannot build pyfuse3 (test extra);
+# Debian packages the test suites need: faketime (clock skew), iproute2 (ss, which a test asks
+# for a node's sockets), fuse3 (the lazyfs power-loss mounts), and libfuse3-dev + pkg-config,
+# without which pip cannot build pyfuse3 (test extra);
 # for the compose test, docker.io (dockerd, containerd, runc), debootstrap (a base image
 # without a registry) and docker-compose (Debian's, 1.29); prometheus for promtool; chromium and
 # chromium-driver, which the dashboard's browser test drives through selenium.
-DEB_PACKAGES := faketime fuse3 libfuse3-dev pkg-config docker.io debootstrap docker-compose prometheus \
+DEB_PACKAGES := faketime iproute2 fuse3 libfuse3-dev pkg-config docker.io debootstrap docker-compose prometheus \
 	chromium chromium-driver
 
 .PHONY: help install bytecode test lint unit bench bench-parts run fuzz chaos task-queues soak sim compose-check compose-test deb-tools clean

@@ -263,7 +263,8 @@ def test_a_member_down_while_a_node_was_added_catches_up_from_it_as_master(clust
     # The link made before the change is the one kept: taking n4 as a member opens no second
     # (pysyncobj's addNode would, and leave the first open for good).
     for _ in range(30):
-        assert _raft_links(cluster, down, k) == 1
+        links = _raft_links(cluster, down, k)
+        assert len(links) == 1, links
         time.sleep(0.1)
     # Each end counts that link as up: the member's status, /readyz, and its tick thread's
     # wait (an unlinked peer keeps it ticking every 5 ms) read it so.
@@ -272,29 +273,36 @@ def test_a_member_down_while_a_node_was_added_catches_up_from_it_as_master(clust
         assert "installing snapshot" in cluster.log(down)
 
 
-def _raft_links(cluster: Cluster, i: int, j: int) -> int:
-    """Established TCP connections between nodes ``i`` and ``j`` to either one's Raft port,
-    counted at the end that dialled (the socket of the process whose remote end it is)."""
-    return _connections_to(cluster.procs[i].pid, cluster.raft_ports[j]) + _connections_to(
-        cluster.procs[j].pid, cluster.raft_ports[i]
-    )
+def _raft_links(cluster: Cluster, i: int, j: int) -> list[str]:
+    """The established TCP connections between nodes ``i`` and ``j`` to either one's Raft
+    port, each named at the end that dialled (the process whose remote end it is)."""
+    return _dialled(cluster, i, j) + _dialled(cluster, j, i)
 
 
-def _connections_to(pid: int, port: int) -> int:
-    """Established TCP connections of process ``pid`` to ``port`` (Linux /proc)."""
-    sockets = set()
-    for fd in os.listdir(f"/proc/{pid}/fd"):
+def _dialled(cluster: Cluster, i: int, j: int) -> list[str]:
+    """Node ``i``'s established connections to node ``j``'s Raft port. The kernel is asked
+    with the port as a filter (``ss``, over netlink), so the few sockets that match come in
+    one answer; /proc/net/tcp is read a page at a time, and with sockets coming and going
+    between two reads a row can show twice or not at all."""
+    port = cluster.raft_ports[j]
+    query = ["ss", "-Htne", "state", "established", "dport", "=", f":{port}"]
+    rows = [
+        line.split()
+        for line in subprocess.run(query, capture_output=True, text=True, check=True).stdout.splitlines()
+    ]
+    fds = f"/proc/{cluster.procs[i].pid}/fd"
+    owned = set()
+    for fd in os.listdir(fds):
         try:
-            sockets.add(os.readlink(f"/proc/{pid}/fd/{fd}"))
+            owned.add(os.readlink(f"{fds}/{fd}"))
         except FileNotFoundError:
             continue  # closed meanwhile
-    with open(f"/proc/{pid}/net/tcp") as f:
-        rows = [line.split() for line in f.readlines()[1:]]
-    established = "01"
-    return sum(
-        r[3] == established and int(r[2].rsplit(":", 1)[1], 16) == port and f"socket:[{r[9]}]" in sockets
+    # Columns with a state filter: Recv-Q Send-Q local peer, then ino:N among the details.
+    return [
+        f"n{i + 1} {r[2]} -> n{j + 1} {r[3]}"
         for r in rows
-    )
+        if any(f"socket:[{f.removeprefix('ino:')}]" in owned for f in r[4:] if f.startswith("ino:"))
+    ]
 
 
 def test_a_node_started_once_without_join_is_still_added_once_started_to_join(cluster):
