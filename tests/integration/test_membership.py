@@ -282,8 +282,8 @@ def _raft_links(cluster: Cluster, i: int, j: int) -> list[str]:
 def _dialled(cluster: Cluster, i: int, j: int) -> list[str]:
     """Node ``i``'s established connections to node ``j``'s Raft port. The kernel is asked
     with the port as a filter (``ss``, over netlink), so the few sockets that match come in
-    one answer; /proc/net/tcp is read a page at a time, and with sockets coming and going
-    between two reads a row can show twice or not at all."""
+    one answer; a read of /proc/net/tcp, a page at a time, was seen to list one connection
+    many times while connections opened and closed."""
     port = cluster.raft_ports[j]
     query = ["ss", "-Htne", "state", "established", "dport", "=", f":{port}"]
     rows = [
