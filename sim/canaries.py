@@ -151,6 +151,22 @@ def _no_unvouched_readings() -> None:
     peer_clocks._level = lambda delays: True
 
 
+def _no_wait_in_echo() -> None:
+    """A keep-alive's echo held only the time since the echoed one was read, not how long
+    it had waited to be read: a node woken from a pause closed a round trip that held the
+    pause, half of it was taken as the transit, and quorum time ran ahead (found by the
+    simulator's node services with power losses, membership changes, timed waits and held
+    requests, seed 100167: a message handed out 28 ms early)."""
+
+    def keepalive(clock_ms: int, now: float, last: PeerClock | None) -> dict:
+        fields: dict = {"clock_ms": clock_ms, "sent": now}
+        if last is not None and last.sent is not None:
+            fields["echo"] = [last.sent, now - last.arrived]
+        return fields
+
+    node.keepalive = keepalive
+
+
 def _no_applied_term() -> None:
     """5ed727b: a new master served pulls before applying an entry of its own term, so
     before the acks its predecessor had answered, and handed acked messages out again."""
@@ -380,6 +396,7 @@ CANARIES: dict[str, Callable[[], None]] = {
     "no-fresh-quorum": _no_fresh_quorum,
     "no-held-readings": _no_held_readings,
     "no-unvouched-readings": _no_unvouched_readings,
+    "no-wait-in-echo": _no_wait_in_echo,
     "no-applied-term": _no_applied_term,
     "no-noop-sync": _no_noop_sync,
     "no-leader-sync": _no_leader_sync,

@@ -2,12 +2,20 @@
 
 Every keep-alive carries the sender's clock reading, its monotonic time of sending, and
 an echo of the last keep-alive it had from the receiver: that one's send time, and how
-long it was held before this one went out. From the echo the receiver has a round trip,
-``arrived - echoed send - held``, both ends on their own monotonic clocks; half of it is
-one transit. The smallest of the last ``SAMPLES`` halves is the link's transit: a
-reading arrived that long after it was read, so it is aged by its age here plus that.
-The smallest, since a delay in one direction (a busy receiver) would otherwise be
-counted in the other as well, and a reading aged by more than its true age runs ahead.
+long it was held before this one went out, counted from when it would have arrived had it
+not waited (its ``held_s``, below: in a paused node's socket, say). From the echo the
+receiver has a round trip, ``arrived - echoed send - held``, both ends on their own
+monotonic clocks; half of it is one transit. Without the wait counted, a round trip
+closed by a node that wakes from a pause holds the pause, and half of it, taken as a
+transit, ages a reading past the sender's clock (the simulator's seed 100167: the
+cluster's time 36 ms ahead). A link that became slower towards the echoing node looks
+the same to it until its window forgets the quicker keep-alives; the rise is then counted
+as a wait, and a reading errs late by half of it.
+
+The smallest of the last ``SAMPLES`` halves is the link's transit: a reading arrived that
+long after it was read, so it is aged by its age here plus that. The smallest, since a
+delay in one direction (a busy receiver) would otherwise be counted in the other as well,
+and a reading aged by more than its true age runs ahead.
 A round trip outside [0, ``MAX_ROUND_TRIP_S``] (a monotonic clock that jumped, as under
 libfaketime) is no sample. A keep-alive without these fields gives none either.
 
@@ -86,7 +94,8 @@ def keepalive(clock_ms: int, now: float, last: PeerClock | None) -> dict:
     """The keep-alive fields for a peer whose last keep-alive here was ``last``."""
     fields: dict = {"clock_ms": clock_ms, "sent": now}
     if last is not None and last.sent is not None:
-        fields["echo"] = [last.sent, now - last.arrived]
+        # held here since it arrived, and as much longer as it waited to be read
+        fields["echo"] = [last.sent, now - last.arrived + last.held_s()]
     return fields
 
 

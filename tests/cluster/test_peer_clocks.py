@@ -35,9 +35,25 @@ def test_the_smallest_recent_half_round_trip_counts():
     assert a_last.transit_s() == pytest.approx(0.002)
     for k in range(SAMPLES):  # it ages out
         a_last, b_last = _exchange(
-            20.0 + k, 7.0, one_way=0.010, back=0.010, hold=0.1, b_last=b_last, a_last=a_last
+            20.0 + k, 7.0, one_way=0.002, back=0.018, hold=0.1, b_last=b_last, a_last=a_last
         )
     assert a_last.transit_s() == pytest.approx(0.010)
+
+
+def test_a_rise_towards_the_echoer_counts_as_its_wait_until_its_window_forgets():
+    """Both ways rise from 2 to 10 ms. B cannot tell A's keep-alives coming 8 ms later than
+    its quickest from a wait, and counts it into its echoes' hold: once A's window no longer
+    holds a 2 ms round trip, its transit is 6 ms and a reading lags by 4 ms (late, never
+    early), until B's window no longer holds the quick keep-alives and A's the round trips
+    measured meanwhile."""
+    a_last = b_last = None
+    for k in range(3):
+        a_last, b_last = _exchange(10.0 + k, 7.0, 0.002, 0.002, 0.1, b_last=b_last, a_last=a_last)
+    transits = []
+    for k in range(3 * SAMPLES):
+        a_last, b_last = _exchange(20.0 + k, 7.0, 0.010, 0.010, 0.1, b_last=b_last, a_last=a_last)
+        transits.append(round(a_last.transit_s(), 4))
+    assert transits == [0.002] * 7 + [0.006] * 7 + [0.010] * (3 * SAMPLES - 14)
 
 
 @pytest.mark.parametrize("jump", [3600.0, -3600.0])
@@ -157,3 +173,20 @@ def test_a_delay_that_rose_one_way_and_stays_lags_by_half_of_it():
         link.to_b(10.0 + 0.5 * k, 0.002)
         last = link.to_a(1000 + 500 * k, 10.25 + 0.5 * k, 0.002 if k < 4 else 0.252)
     assert last.age_s(last.arrived) == pytest.approx(0.127)
+
+
+def test_a_keepalive_that_waited_for_its_echoer_does_not_age_a_reading_past_its_age():
+    """B was paused (SIGSTOP, a stalled VM) while A's keep-alive waited in its socket, and
+    echoed it as it woke. That round trip holds the wait; taken as two transits, it would
+    age B's reading past B's clock, run the cluster's time ahead and hand messages out
+    early. A's monotonic clock had stepped, so this round trip was the only one its window
+    held (simulator, ``--service --power-loss --membership --timed-waits --hold``, seed
+    100167: 36 ms early). B counts the wait it saw into its echo's hold."""
+    link, stepped = Link(5_000.0), 3600.0
+    for k in range(5):
+        link.to_b(10.0 + 0.5 * k, 0.002, a_clock=stepped if k >= 4 else 0.0)
+        link.to_a(1000 + 500 * k, 10.25 + 0.5 * k, 0.002, a_clock=stepped if k >= 4 else 0.0)
+    link.to_b(12.5, 0.002 + 0.073, a_clock=stepped)  # read by B 73 ms after it came
+    woken = link.to_a(3500, 12.575, 0.002, a_clock=stepped)  # B's, as it woke
+    assert woken.ms == 3500
+    assert woken.age_s(woken.arrived) == pytest.approx(0.002)

@@ -61,6 +61,13 @@ random seeds (the ones below; tests/sim/test_scenarios.py has the scripted catch
   wait in the links), a forced release of the master, then n3 split off; readings that
   waited count fresh, quorum time falls behind the true time, and a lease ends earlier
   than asked (lease-as-asked).
+* ``no-wait-in-echo``: a keep-alive's echo held only the time since the echoed one was
+  read, not its wait to be read. Seed 100167 with node services, power losses,
+  membership changes, timed waits and held requests: n2's clocks step +3 s, so its
+  transit window for n3 starts again; n3 is stopped for 0.6 s and, woken, echoes n2's
+  keep-alive that waited in its socket; half that round trip is taken as the transit,
+  quorum time runs 36 ms ahead, and after three forced releases n2, master again, hands a
+  message out 28 ms early (handed-out-early).
 * ``no-noop-sync``: a new leader counted its own copy of its no-op towards the commit
   before syncing it. Seed 408 with ``--power-loss``: n2 stopped, n3 cut off, then n1
   wins an election and the fsync after its no-op's commit fails (ENOSPC); its files as
@@ -128,6 +135,12 @@ CAUGHT = {
     "no-commit-clamp": (31, "2,3", ("same-index-same-entry",), ()),
     "no-fresh-quorum": (87, "2,4", ("lease-as-asked",), ("--service",)),
     "no-held-readings": (56, "0,4,5", ("lease-as-asked",), ("--service",)),
+    "no-wait-in-echo": (
+        100167,
+        "1,2,3",
+        ("handed-out-early",),
+        ("--service", "--power-loss", "--membership", "--timed-waits", "--hold"),
+    ),
     "no-noop-sync": (408, "1,3,4,5", ("applied-is-durable", "leader-counts-its-disk"), ("--power-loss",)),
     "no-leader-sync": (1, "none", ("leader-counts-its-disk",), ()),
     "no-answer-sync": (1, "none", ("answer-from-its-disk",), ()),
