@@ -5,7 +5,7 @@ from __future__ import annotations
 import glob
 import os
 
-from testkit.process_cluster import Cluster, free_ports
+from testkit.process_cluster import Cluster, free_port_beside, free_ports, lowest_free_ports
 
 from .topology import Topology
 from .toxiproxy_server import ToxiproxyServer
@@ -52,8 +52,9 @@ class ChaosCluster(Cluster):
         extra_toml: str = "",
         data_root: str | None = None,
     ) -> None:
-        ports = free_ports(2 * nodes)
-        http, raft = ports[:nodes], ports[nodes:]
+        # A joiner's Raft address must sort above every other's (Topology.add_node): the
+        # first nodes take the lowest ports, and each joiner the next free one above.
+        http, raft = free_ports(nodes), lowest_free_ports(nodes)
         self.topology = Topology.create(toxiproxy.client, http, raft)
         super().__init__(
             root,
@@ -63,6 +64,10 @@ class ChaosCluster(Cluster):
             peer_fields=self.topology.peer_fields,
             data_root=data_root,
         )
+
+    def joiner(self, peers: list[int], raft_port: int | None = None) -> int:
+        ours = [*self.http_ports, *self.raft_ports]
+        return super().joiner(peers, raft_port or free_port_beside(max(self.raft_ports), True, ours))
 
     def _joiner_ports(self, i: int) -> None:
         """A joining node's links pass through proxies too (Topology.add_node)."""

@@ -67,6 +67,17 @@ def free_port_beside(port: int, above: bool, in_use: Iterable[int] = ()) -> int:
     raise RuntimeError(f"no free port {'above' if above else 'below'} {port} in [{start}, {start + size})")
 
 
+def lowest_free_ports(n: int) -> list[int]:
+    """``n`` ports free now, the lowest of this process's share as :func:`free_port_beside`
+    hands them out, in order: for a cluster whose later nodes need ports above all of its
+    own (chaos_tests/topology.py), which :func:`free_ports` cannot promise, since it wraps
+    at the share's end."""
+    ports = [_share()[0] - 1]
+    for _ in range(n):
+        ports.append(free_port_beside(ports[-1], above=True))
+    return ports[1:]
+
+
 def free_port_run(n: int) -> int:
     """The first of ``n`` consecutive ports, as :func:`free_ports` would hand them out."""
     run: list[int] = []
