@@ -30,7 +30,7 @@ Checked, per scenario:
 * **lateness** p50/p99/max: ``delivered_at - max(deliver_at, sent)``, by the master's
   clock (the ready log), and as consumers saw it by the true clock;
 * **time to recover**: the longest stretch without an acknowledged produce, from the
-  first fault to the end of the load.
+  first fault to the end of the load, and when it began.
 """
 
 from __future__ import annotations
@@ -182,6 +182,7 @@ def check(
         for early, t in early_at
         if early > 0 and early > _allowance(t, early_allowance_ms, allowance_windows)
     )
+    recover = time_to_recover(history)
 
     return {
         "acknowledged": len(produced),
@@ -213,7 +214,8 @@ def check(
         "rescheduled_at_old_time_ids": at_old_time[:20],
         "lateness_ms": percentiles(late_master),
         "consumer_lateness_ms": percentiles(late_true),
-        "time_to_recover_ms": time_to_recover(history),
+        "time_to_recover_ms": recover and recover[0],
+        "time_to_recover_from_ms": recover and recover[1],
         "nodes": per_node,
         "timeline": timeline,  # (due ms, lateness ms by the master's clock), for the plot
     }
@@ -233,8 +235,9 @@ def _allowance(t: int, allowance_ms: int, windows: list[tuple[int, int]] | None)
     return 0
 
 
-def time_to_recover(history: dict) -> int | None:
-    """The longest gap between acknowledged produces from the first fault's start on."""
+def time_to_recover(history: dict) -> tuple[int, int] | None:
+    """The longest gap between acknowledged produces from the first fault's start on:
+    (its length, when it began), ms by the true clock."""
     if not history["faults"]:
         return None
     start = min(f["start_ms"] for f in history["faults"])
@@ -242,7 +245,7 @@ def time_to_recover(history: dict) -> int | None:
     if not acks:
         return None
     points = [start, *acks]
-    return int(max(b - a for a, b in zip(points, points[1:], strict=False)))
+    return max((int(b - a), a) for a, b in zip(points, points[1:], strict=False))
 
 
 def violations(result: dict) -> list[str]:

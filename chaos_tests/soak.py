@@ -48,6 +48,8 @@ from .workload import Workload
 SOAK_TOML = "retry_levels_ms = [1000, 2000]\n"  # a nacked message comes back within the run
 NACK_SHARE = 0.02
 RSS_EVERY_S = 5.0
+PAUSE_EVERY_S = 0.05
+PAUSE_REPORTED_MS = 250
 CLOCK_SETTLE_MS = 10_000
 # Those that run on any cluster, under the soak's own workload (one a scenario's workload
 # options or node settings exist for, such as reschedules, would be just its faults here).
@@ -89,6 +91,38 @@ class RssSampler(threading.Thread):
         self.join(10)
 
 
+class PauseProbe(threading.Thread):
+    """The harness's own pauses: it wakes every ``every_s`` and records each wake-up that
+    came more than ``reported_ms`` late, as (true ms at the wake-up, ms late). The load and
+    the consumers run in this process, so while it is paused (the machine stalled, or one of
+    its threads held the GIL) nothing is produced or pulled, whatever the cluster does: a
+    stretch without an acknowledged produce that holds such a pause is the harness's."""
+
+    def __init__(self, every_s: float = PAUSE_EVERY_S, reported_ms: float = PAUSE_REPORTED_MS) -> None:
+        super().__init__(name="pause-probe", daemon=True)
+        self.every_s, self.reported_ms = every_s, reported_ms
+        self.pauses: list[tuple[int, int]] = []
+        self._done = threading.Event()
+        self._last: float | None = None
+
+    def run(self) -> None:
+        self.woke(time.monotonic(), time.time_ns() // 1_000_000)
+        while not self._done.wait(self.every_s):
+            self.woke(time.monotonic(), time.time_ns() // 1_000_000)
+
+    def woke(self, now_s: float, true_ms: int) -> None:
+        """One wake-up at monotonic ``now_s`` (true time ``true_ms``)."""
+        if self._last is not None:
+            late_ms = (now_s - self._last - self.every_s) * 1000
+            if late_ms > self.reported_ms:
+                self.pauses.append((true_ms, round(late_ms)))
+        self._last = now_s
+
+    def stop(self) -> None:
+        self._done.set()
+        self.join(10)
+
+
 def _rss_bytes(pid: int) -> int | None:
     try:
         with open(f"/proc/{pid}/status") as f:
@@ -114,9 +148,10 @@ def soak(seed: int, minutes: float, fault_every_s: float, work: str) -> tuple[di
     history = History(seed)
     workload = Workload(cluster.client_urls, CLIENT, history, nack_share=NACK_SHARE)
     run = Run(cluster, workload, history, rng)
-    sampler = RssSampler(cluster)
+    sampler, probe = RssSampler(cluster), PauseProbe()
     began = time.monotonic()
     try:
+        probe.start()
         cluster.start_all()
         workload.start()
         sampler.start()
@@ -137,6 +172,7 @@ def soak(seed: int, minutes: float, fault_every_s: float, work: str) -> tuple[di
     finally:
         try:
             sampler.stop()
+            probe.stop()
         finally:  # the nodes stop even if the sampler would not (a try left three running)
             run.tear_down()
             toxiproxy.stop()
@@ -146,6 +182,7 @@ def soak(seed: int, minutes: float, fault_every_s: float, work: str) -> tuple[di
     windows = [(f["start_ms"], f["end_ms"] + CLOCK_SETTLE_MS) for f in history.faults if "clock" in f["name"]]
     result = verdict(run, began, toxiproxy.kind, allowance, windows, fault_every_s=fault_every_s)
     result["history"] = history
+    result["harness_pauses"] = {"over_ms": probe.reported_ms, "pauses": probe.pauses}
     return result, sampler.samples
 
 

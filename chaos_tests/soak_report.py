@@ -85,7 +85,10 @@ def _markdown(r: dict) -> list[str]:
         f"- early by the true clock: {r['early_true_max_ms']} ms at most (allowance "
         f"{r['early_true_allowance_ms']} ms within clock faults, none elsewhere); beyond it: "
         f"{r['early_true_beyond_allowance']}",
-        f"- longest stretch without an acknowledged produce: {r['time_to_recover_ms']} ms",
+        f"- longest stretch without an acknowledged produce: {r['time_to_recover_ms']} ms, from "
+        f"{_since_start(r, r['time_to_recover_from_ms'])}",
+        f"- the harness's own pauses over {r['harness_pauses']['over_ms']:g} ms (its load and consumers "
+        f"wait with it): {_pauses(r)}",
         f"- cancels: {r['cancels']}; produce failures (unacknowledged): {r['produce_failures']}",
         "",
         "RSS of each node process that ran 3 minutes or more (faults restart some), MB:",
@@ -110,6 +113,18 @@ def _markdown(r: dict) -> list[str]:
         "",
     ]
     return lines
+
+
+def _since_start(r: dict, t_ms: int | None) -> str:
+    return "-" if t_ms is None else f"{(t_ms - r['start_ms']) / 1000:.1f} s"
+
+
+def _pauses(r: dict) -> str:
+    pauses = r["harness_pauses"]["pauses"]
+    if not pauses:
+        return "none"
+    t_ms, ms = max(pauses, key=lambda p: p[1])
+    return f"{len(pauses)}; the longest {ms} ms, ending at {_since_start(r, t_ms)}"
 
 
 def _plot(path: str, r: dict, timeline: list, samples: list) -> None:
