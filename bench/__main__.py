@@ -85,17 +85,18 @@ def main(only: str, quick: bool, big: bool, out_dir: str, compare_toml: str, bas
     unknown = set(chosen) - set(WORKLOADS)
     if unknown:
         raise click.BadParameter(f"unknown workload(s) {', '.join(sorted(unknown))}", param_hint="--only")
-    if shutil.which("redis-server") is None:
-        raise click.UsageError(
-            "redis-server is not on PATH; every workload runs next to it (Debian's redis-server: "
-            "`make bench` installs it, or apt-get install redis-server)"
-        )
     scale = Scale()
     scale = scale.quick() if quick else scale.big() if big else scale
     results: dict[str, dict[str, dict]] = {}
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="horologe-bench-") as root:
+        # The options first (a commit this clone lacks), then what the machine lacks.
         base = _baseline(root, baseline) if baseline else None
+        if shutil.which("redis-server") is None:
+            raise click.UsageError(
+                "redis-server is not on PATH; every workload runs next to it (Debian's redis-server: "
+                "`make bench` installs it, or apt-get install redis-server)"
+            )
         for workload in chosen:
             results[workload] = {}
             for system in _systems(root, workload, compare_toml.replace(";", "\n"), base):
