@@ -70,28 +70,42 @@ def fault_plan(rng: random.Random, count: int) -> list[str]:
     return plan[:count]
 
 
-class RssSampler(threading.Thread):
-    """Samples each node process's resident set every ``every_s``: (true ms, node, pid, bytes)."""
+class _Periodic(threading.Thread):
+    """A daemon thread that calls :meth:`tick` every ``every_s`` until :meth:`stop`."""
 
-    def __init__(self, cluster: ChaosCluster, every_s: float = RSS_EVERY_S) -> None:
-        super().__init__(name="rss", daemon=True)
-        self.cluster, self.every_s = cluster, every_s
-        self.samples: list[tuple[int, int, int, int]] = []
+    def __init__(self, name: str, every_s: float) -> None:
+        super().__init__(name=name, daemon=True)
+        self.every_s = every_s
         self._done = threading.Event()
 
     def run(self) -> None:
         while not self._done.wait(self.every_s):
-            for i, proc in list(self.cluster.procs.items()):
-                rss = _rss_bytes(proc.pid)
-                if rss is not None:
-                    self.samples.append((time.time_ns() // 1_000_000, i, proc.pid, rss))
+            self.tick()
+
+    def tick(self) -> None:
+        raise NotImplementedError
 
     def stop(self) -> None:
         self._done.set()
         self.join(10)
 
 
-class PauseProbe(threading.Thread):
+class RssSampler(_Periodic):
+    """Samples each node process's resident set every ``every_s``: (true ms, node, pid, bytes)."""
+
+    def __init__(self, cluster: ChaosCluster, every_s: float = RSS_EVERY_S) -> None:
+        super().__init__("rss", every_s)
+        self.cluster = cluster
+        self.samples: list[tuple[int, int, int, int]] = []
+
+    def tick(self) -> None:
+        for i, proc in list(self.cluster.procs.items()):
+            rss = _rss_bytes(proc.pid)
+            if rss is not None:
+                self.samples.append((time.time_ns() // 1_000_000, i, proc.pid, rss))
+
+
+class PauseProbe(_Periodic):
     """The harness's own pauses: it wakes every ``every_s`` and records each wake-up that
     came more than ``reported_ms`` late, as (true ms at the wake-up, ms late). The load and
     the consumers run in this process, so while it is paused (the machine stalled, or one of
@@ -99,16 +113,17 @@ class PauseProbe(threading.Thread):
     stretch without an acknowledged produce that holds such a pause is the harness's."""
 
     def __init__(self, every_s: float = PAUSE_EVERY_S, reported_ms: float = PAUSE_REPORTED_MS) -> None:
-        super().__init__(name="pause-probe", daemon=True)
-        self.every_s, self.reported_ms = every_s, reported_ms
+        super().__init__("pause-probe", every_s)
+        self.reported_ms = reported_ms
         self.pauses: list[tuple[int, int]] = []
-        self._done = threading.Event()
         self._last: float | None = None
 
     def run(self) -> None:
+        self.tick()  # the first period is measured from the start
+        super().run()
+
+    def tick(self) -> None:
         self.woke(time.monotonic(), time.time_ns() // 1_000_000)
-        while not self._done.wait(self.every_s):
-            self.woke(time.monotonic(), time.time_ns() // 1_000_000)
 
     def woke(self, now_s: float, true_ms: int) -> None:
         """One wake-up at monotonic ``now_s`` (true time ``true_ms``)."""
@@ -117,10 +132,6 @@ class PauseProbe(threading.Thread):
             if late_ms > self.reported_ms:
                 self.pauses.append((true_ms, round(late_ms)))
         self._last = now_s
-
-    def stop(self) -> None:
-        self._done.set()
-        self.join(10)
 
 
 def _rss_bytes(pid: int) -> int | None:
