@@ -347,6 +347,13 @@ def _no_restart_hold() -> None:
     RaftNode.__init__ = __init__
 
 
+def _no_pre_vote() -> None:
+    """A follower whose election deadline passed stands at once, as pysyncobj has it: one
+    that alone stopped hearing the master raised the term and deposed it
+    (cluster/raft/pre_vote.py)."""
+    RaftNode._before_tick = lambda self: None
+
+
 def _fake_cancel() -> None:
     """A cancel by id answered as made, and not made."""
     by_key = NodeService.cancel
@@ -414,6 +421,7 @@ CANARIES: dict[str, Callable[[], None]] = {
     "no-shielded-sync": _no_shielded_sync,
     "no-vote-sync": _no_vote_sync,
     "no-restart-hold": _no_restart_hold,
+    "no-pre-vote": _no_pre_vote,
     "fake-cancel": _fake_cancel,
     "fake-move": _fake_move,
     "fake-extend": _fake_extend,

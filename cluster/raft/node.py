@@ -61,6 +61,7 @@ from .membership import (
 )
 from .monotonic_watch import MonotonicWatch, exit_for_step
 from .peer_clocks import PeerClock, keepalive, received
+from .pre_vote import PRE_VOTE, PRE_VOTE_ANSWER, Round, would_vote
 from .proposal_outcome import not_committed
 from .seam import Parts, SyncObjSeam, check_pysyncobj
 from .settings import ClusterSettings
@@ -196,6 +197,13 @@ class RaftNode(SyncObjSeam):
         # (term, until when) of an election a transfer asked this node to stand in
         self._transfer_election: tuple[int, float] | None = None
         self.votes_withheld = 0  # votes refused while a leader's lease could hold
+        # The pre-vote (pre_vote.py), tick thread: the round under way; the term a round
+        # won, which pysyncobj may stand in at the next tick; the members whose keep-alives
+        # say they answer no pre-vote (an older version).
+        self._pre_vote: Round | None = None
+        self._pre_voted: int | None = None
+        self._without_pre_vote: set[str] = set()
+        self.pre_votes_refused = 0  # pre-votes this node refused while it heard a leader
 
         def create_journal(path: str) -> DiskJournal:
             # Set before the tick thread starts, so the tick thread's hooks below find it.
@@ -496,7 +504,7 @@ class RaftNode(SyncObjSeam):
             if self.isNodeConnected(node):
                 last = self._peer_clocks.get(node.address)
                 clock = keepalive(clock_ms, now, last)
-                self.transport.send(node, {"type": KEEPALIVE, "leader": leader, **clock})
+                self.transport.send(node, {"type": KEEPALIVE, "leader": leader, PRE_VOTE: True, **clock})
 
     def _link_named_leader(self, address: object) -> None:
         """A member names the leader it follows. One outside this node's membership was
@@ -566,6 +574,18 @@ class RaftNode(SyncObjSeam):
                 if clock is not None:
                     self._peer_clocks[node.address] = clock
                 self._link_named_leader(message.get("leader"))
+                if message.get(PRE_VOTE):
+                    self._without_pre_vote.discard(node.address)
+                else:
+                    self._without_pre_vote.add(node.address)
+            return
+        if kind == PRE_VOTE:
+            if not outside:  # as for a vote: a removed node's asks are not answered
+                self._answer_pre_vote(node, message)
+            return
+        if kind == PRE_VOTE_ANSWER:
+            if not outside and message.get("granted") is True:
+                self._take_pre_vote(node, message.get("term"))
             return
         if kind == "append_entries":
             self._heard_leader(node, message)
@@ -590,6 +610,63 @@ class RaftNode(SyncObjSeam):
             if message.get("reset"):
                 message = self._refusal_as_raft_has_it(node, message)
         self._pysyncobj_on_message(node, message)
+
+    # -- the pre-vote (pre_vote.py) --------------------------------------------------
+
+    def _before_tick(self) -> None:
+        """A follower (or a candidate that lost) whose election deadline passed asks its
+        members for a pre-vote first, and its deadline moves on by a fresh election
+        timeout; pysyncobj stands in this tick only once a round won for the term it
+        would stand in, or when a transfer asked for the election (its target stands at
+        once: the old master serves nothing meanwhile). A single node stands at once."""
+        now = monotonic_time()
+        if self._isLeader() or not self._voter or self.election_deadline >= now:
+            return
+        term = self.raftCurrentTerm + 1
+        transfer = self._transfer_election
+        if self._pre_voted == term or (transfer and transfer[0] == term and now < transfer[1]):
+            self._pre_voted = None
+            return
+        members = frozenset(n.address for n in self.otherNodes)
+        pre_vote = Round(term, now, members, granted=set(members & self._without_pre_vote))
+        if pre_vote.won():
+            return
+        self._pre_vote = pre_vote
+        self.election_deadline = now + self.random_election_timeout()
+        last = self.last_log_index()
+        ask = {
+            "type": PRE_VOTE,
+            "term": term,
+            "last_log_index": last,
+            "last_log_term": self.entry_term(last) or 0,
+        }
+        for node in self.otherNodes:
+            self.transport.send(node, ask)
+
+    def _answer_pre_vote(self, node, message: dict) -> None:
+        """A member asks whether this node would vote for it (pre_vote.py says when)."""
+        term, last, last_term = (message.get(k) for k in ("term", "last_log_index", "last_log_term"))
+        if not all(isinstance(v, int) for v in (term, last, last_term)):
+            return
+        own = self.last_log_index()
+        granted = would_vote(term, self.raftCurrentTerm, (last_term, last), (self.entry_term(own) or 0, own))
+        if granted and self._withholds_vote(node, message):
+            granted = False
+            self.pre_votes_refused += 1
+        self.transport.send(node, {"type": PRE_VOTE_ANSWER, "term": term, "granted": granted})
+
+    def _take_pre_vote(self, node, term: object) -> None:
+        """A member would vote for this node in ``term``: once a majority would, and no
+        leader was heard since the round began, pysyncobj stands at the next tick."""
+        pre_vote = self._pre_vote
+        if pre_vote is None or term != pre_vote.term or term != self.raftCurrentTerm + 1:
+            return
+        pre_vote.grant(node.address)
+        if pre_vote.won():
+            self._pre_vote = None
+            if self._leader_contact_at < pre_vote.began:
+                self._pre_voted = pre_vote.term
+                self.election_deadline = 0.0
 
     # -- the read lease -------------------------------------------------------------
     #

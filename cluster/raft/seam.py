@@ -204,6 +204,7 @@ class SyncObjSeam(SyncObj):
     ======================================  ============================================
     hook (default: pysyncobj's behaviour)   called from the override of
     ======================================  ============================================
+    ``_before_tick()``                      ``_onTick``, syncobj.py:611
     ``_on_message(node, message)``          ``__onMessageReceived``, syncobj.py:909
     ``_answer_leader(...)``                 ``__sendNextNodeIdx``, syncobj.py:1098
     ``_refuses_proposal(forwarded)``        ``_applyCommand``, syncobj.py:492
@@ -414,6 +415,19 @@ class SyncObjSeam(SyncObj):
         SyncObj._SyncObj__onMessageReceived(self, node, message)
 
     # -- overrides, each handing its decision to a hook -----------------------------------
+
+    @_replaces("syncobj.py:611")
+    def _onTick(self, timeToWait=0.0) -> None:  # noqa: N802, N803 - pysyncobj's names
+        """Wraps ``_onTick`` (syncobj.py:611), every tick of the node (the tick thread's,
+        syncobj.py:593, or ``doTick``'s): :meth:`_before_tick` runs first, before a
+        follower whose election deadline passed stands for election (:635)."""
+        self._before_tick()
+        super()._onTick(timeToWait)
+
+    @_hook
+    def _before_tick(self) -> None:
+        """Hook: a tick begins; a follower whose ``election_deadline`` has passed stands
+        for election in it, unless this moves the deadline on."""
 
     @_replaces("syncobj.py:909")
     def _SyncObj__onMessageReceived(self, node, message) -> None:  # noqa: N802 - pysyncobj's name

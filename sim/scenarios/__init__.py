@@ -7,6 +7,7 @@ from . import (
     ack_before_noop,
     answer_after_handover,
     crash_before_fsync,
+    cut_from_the_leader,
     fsync_fails,
     grow_and_replace,
     late_answer,
@@ -36,5 +37,6 @@ SCENARIOS: dict[str, Scenario] = {
         answer_after_handover.LONG_SILENCE,
         step_back.SCENARIO,
         rot_in_journal.SCENARIO,
+        cut_from_the_leader.SCENARIO,
     )
 }

@@ -1,0 +1,64 @@
+"""A follower that alone cannot hear the master leaves the master in its term
+(cluster/raft/pre_vote.py; docs/cluster.md, "A follower that alone stops hearing the
+master"): one restarted while its link with the master is down, as a follower whose link
+from the master came up late after a restart in a soak's rolling restart, and one whose
+link from the master drops every byte (one way). Real nodes, behind the proxies."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from .harness import ChaosCluster
+
+HELD_S = 3.0  # five to ten election timeouts (0.3-0.6 s)
+
+
+def _master_and_term(c: ChaosCluster, among: list[int]) -> set[tuple[str | None, int]]:
+    """(leader, term) as each of ``among`` has it."""
+    return {(s["leader"], s["term"]) for s in map(c.status, among)}
+
+
+def _check_held(c: ChaosCluster, master: int, follower: int) -> None:
+    """For HELD_S, the master and the other follower keep the master's term; then heal."""
+    others = [i for i in c.indexes if i != follower]
+    before = _master_and_term(c, others)
+    assert before == {(f"n{master + 1}", c.status(master)["term"])}, before
+    end = time.monotonic() + HELD_S
+    while time.monotonic() < end:
+        assert _master_and_term(c, others) == before, f"n{follower + 1} cut from the master"
+        time.sleep(0.1)
+    c.topology.heal()
+    c.wait_connected()
+    assert _master_and_term(c, c.indexes) == before, "after the heal"
+
+
+@pytest.fixture
+def cluster(toxiproxy, tmp_path):
+    """Three linked nodes behind the proxies: (the cluster, its master, a follower)."""
+    c = ChaosCluster(str(tmp_path), toxiproxy)
+    try:
+        c.start_all()
+        master = c.wait_connected()
+        yield c, master, next(i for i in c.indexes if i != master)
+    finally:
+        c.stop_all()
+        c.close()
+        c.topology.destroy()
+
+
+def test_a_follower_restarted_while_its_link_with_the_master_is_down_deposes_nobody(cluster):
+    c, master, follower = cluster
+    c.stop(follower)
+    c.topology.raft[master, follower].disable()
+    c.topology.raft[follower, master].disable()
+    c.start(follower)
+    c.wait_serving(follower)
+    _check_held(c, master, follower)
+
+
+def test_a_follower_the_master_cannot_reach_one_way_deposes_nobody(cluster):
+    c, master, follower = cluster
+    c.topology.cut(master, follower)  # its bytes still reach the master
+    _check_held(c, master, follower)

@@ -1,0 +1,58 @@
+"""Raft's pre-vote (Ongaro's thesis, §9.6): a node asks its members whether they would
+vote for it before it stands for election, and neither side changes its term for it.
+
+Without it, a follower that alone stops hearing the master (its link from the master
+down, or not yet up after it restarts) stands at its election timeout in a later term.
+Its members refuse it their votes while they hear the master, but they take its term, as
+Raft has them; the master, answered in a later term, steps down, and the cluster elects
+again for nothing. With it, the follower stands only once a majority would vote for it:
+none does while a majority hears the master, so the master keeps its term.
+
+The messages, on the Raft link beside pysyncobj's own (it ignores types it does not know):
+
+- ``{"type": "pre_vote", "term": T, "last_log_index": i, "last_log_term": t}``: would you
+  vote for me in term ``T`` (the asker's term + 1), my log ending at ``(t, i)``?
+- ``{"type": "pre_vote_answer", "term": T, "granted": bool}``.
+
+A member grants it when Raft would grant a vote in that term: ``T`` is not behind its own
+term and the asker's log is at least as up to date as its own; and when it would not
+withhold the vote for a lease (it heard its leader within the election timeout, or it
+leads and its lease holds: ``RaftNode._withholds_vote``).
+
+Versions without the pre-vote answer none. Their keep-alives lack the ``pre_vote`` flag
+this version's carry, and a member seen so counts as granting: that node decides at the
+vote itself, as before.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+PRE_VOTE = "pre_vote"
+PRE_VOTE_ANSWER = "pre_vote_answer"
+
+
+def would_vote(term: int, current_term: int, asker_log: tuple[int, int], own_log: tuple[int, int]) -> bool:
+    """Whether Raft's vote rule grants a candidate in ``term`` whose log ends at
+    ``asker_log`` (last term, last index), to a node in ``current_term`` whose log ends at
+    ``own_log``: a term not behind, a log at least as up to date (§5.4.1)."""
+    return term >= current_term and asker_log >= own_log
+
+
+@dataclass
+class Round:
+    """One pre-vote: the term it asks about, when it began (monotonic s), the members
+    asked, and those that granted it (or know no pre-vote)."""
+
+    term: int
+    began: float
+    members: frozenset[str]
+    granted: set[str] = field(default_factory=set)
+
+    def grant(self, address: str) -> None:
+        if address in self.members:
+            self.granted.add(address)
+
+    def won(self) -> bool:
+        """A majority of the membership, the asker included, would vote for it."""
+        return 2 * (1 + len(self.granted)) > len(self.members) + 1

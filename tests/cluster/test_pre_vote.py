@@ -1,0 +1,154 @@
+"""A follower stands for election only once a majority of its members would vote for it
+(Raft's pre-vote: cluster/raft/pre_vote.py; docs/cluster.md, "A follower that alone stops
+hearing the master"). Neither the asker nor a member changes its term for a pre-vote."""
+
+from __future__ import annotations
+
+import pytest
+
+from horologe.cluster.raft import node as raft_node
+from horologe.cluster.raft.node import KEEPALIVE
+from horologe.cluster.raft.pre_vote import Round, would_vote
+
+from .ticked import crash, peer, tick, ticked_node
+
+PEERS = ("127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3", "127.0.0.1:4")
+
+
+@pytest.fixture
+def node(tmp_path):
+    """A node with four named peers (five members), never reached."""
+    node = ticked_node(tmp_path, peers=PEERS)
+    node.connected_nodes |= node.otherNodes
+    yield node
+    crash(node)
+
+
+def _sent(node, kind: str) -> list[tuple[object, dict]]:
+    return [(p, m) for p, m in node.sent if m.get("type") == kind]
+
+
+def _grant(node, k: int, term: int) -> None:
+    node._on_message(peer(node, k), {"type": "pre_vote_answer", "term": term, "granted": True})
+
+
+def _ask(term: int, last_index: int = 0, last_term: int = 0) -> dict:
+    return {"type": "pre_vote", "term": term, "last_log_index": last_index, "last_log_term": last_term}
+
+
+def _clock_at(monkeypatch, at: float) -> None:
+    monkeypatch.setattr(raft_node, "monotonic_time", lambda: at)
+
+
+def test_a_follower_past_its_deadline_asks_first_and_stands_once_a_majority_would_vote(node):
+    node.election_deadline = 0
+    tick(node)
+    asks = _sent(node, "pre_vote")
+    assert sorted(p.address for p, _ in asks) == sorted(PEERS)
+    assert {m["term"] for _, m in asks} == {1}
+    assert node.raftCurrentTerm == 0 and not node.is_candidate()  # nothing changed yet
+    assert not _sent(node, "request_vote")
+    _grant(node, 0, 1)
+    _grant(node, 0, 1)  # the same member twice counts once
+    _grant(node, 1, 2)  # an answer about another term counts for nothing
+    tick(node)
+    assert not _sent(node, "request_vote") and node.raftCurrentTerm == 0
+    _grant(node, 2, 1)  # three of five with its own
+    tick(node)
+    assert node.raftCurrentTerm == 1 and node.is_candidate()
+    assert len(_sent(node, "request_vote")) == len(PEERS)
+
+
+def test_a_round_that_fails_asks_again_after_a_fresh_election_timeout(node, monkeypatch):
+    node.election_deadline = 0
+    tick(node)
+    deadline = node.election_deadline
+    assert deadline > raft_node.monotonic_time()
+    node.sent.clear()
+    _clock_at(monkeypatch, deadline + 0.001)
+    tick(node)
+    assert len(_sent(node, "pre_vote")) == len(PEERS)
+    assert node.raftCurrentTerm == 0
+
+
+def test_a_member_that_hears_its_leader_refuses_and_keeps_its_term(node, monkeypatch):
+    leader, asker = peer(node, 0), peer(node, 1)
+    heartbeat = {"type": "append_entries", "term": 1, "commit_index": 0, "prevLogIdx": 0, "prevLogTerm": 0}
+    node._on_message(leader, heartbeat | {"entries": [], "sent_at": 1.0})
+    node._on_message(asker, _ask(2, last_index=100, last_term=1))
+    assert _sent(node, "pre_vote_answer")[-1] == (
+        asker,
+        {"type": "pre_vote_answer", "term": 2, "granted": False},
+    )
+    assert node.raftCurrentTerm == 1 and node.pre_votes_refused == 1
+    # the election timeout since it heard its leader passed: it grants
+    _clock_at(monkeypatch, node._leader_contact_at + node.settings.raft_min_timeout + 0.001)
+    node._on_message(asker, _ask(2, last_index=100, last_term=1))
+    assert _sent(node, "pre_vote_answer")[-1][1]["granted"] is True
+    assert node.raftCurrentTerm == 1
+    # a log behind its own, or a term behind its own, is refused as a vote would be
+    node._on_message(asker, _ask(2, last_index=0, last_term=0))
+    node._on_message(asker, _ask(0, last_index=100, last_term=1))
+    assert [m["granted"] for _, m in _sent(node, "pre_vote_answer")[-2:]] == [False, False]
+
+
+def test_a_node_outside_the_membership_is_not_answered(node, monkeypatch):
+    _clock_at(monkeypatch, node._leader_contact_at + 10)
+    stranger = type(peer(node, 0))("127.0.0.1:9")
+    node._on_message(stranger, _ask(5))
+    assert not _sent(node, "pre_vote_answer")
+
+
+def test_a_leader_heard_while_the_round_ran_keeps_it_from_standing(node, monkeypatch):
+    node.election_deadline = 0
+    tick(node)
+    later = raft_node.monotonic_time() + 0.01
+    _clock_at(monkeypatch, later)
+    heartbeat = {"type": "append_entries", "term": 0, "commit_index": 0, "prevLogIdx": 0, "prevLogTerm": 0}
+    node._on_message(peer(node, 3), heartbeat | {"entries": []})
+    _grant(node, 0, 1)
+    _grant(node, 1, 1)
+    tick(node)
+    assert node.raftCurrentTerm == 0 and not _sent(node, "request_vote")
+
+
+def test_members_whose_keep_alives_know_no_pre_vote_count_as_granting(node):
+    for k in (0, 1):  # an older version's keep-alive: no pre_vote flag
+        node._on_message(peer(node, k), {"type": KEEPALIVE, "leader": None, "clock_ms": 1})
+    node._on_message(peer(node, 1), {"type": KEEPALIVE, "leader": None, "clock_ms": 1, "pre_vote": True})
+    node.election_deadline = 0
+    tick(node)
+    assert node.raftCurrentTerm == 0
+    _grant(node, 2, 1)  # with peer 0's presumed grant: three of five
+    tick(node)
+    assert node.raftCurrentTerm == 1
+
+
+def test_an_election_a_transfer_asked_for_is_stood_in_at_once(node):
+    node._on_message(peer(node, 0), {"type": "append_entries", "term": 0, "commit_index": 0, "entries": []})
+    node._on_message(peer(node, 0), {"type": "timeout_now", "term": 0})
+    tick(node)
+    assert node.raftCurrentTerm == 1 and not _sent(node, "pre_vote")
+
+
+def test_a_node_alone_stands_at_once(tmp_path):
+    alone = ticked_node(tmp_path)
+    try:
+        alone.election_deadline = 0
+        tick(alone)
+        assert alone.raftCurrentTerm == 1 and not _sent(alone, "pre_vote")
+    finally:
+        crash(alone)
+
+
+def test_the_rules():
+    assert would_vote(3, 3, (2, 10), (2, 10))
+    assert not would_vote(2, 3, (2, 10), (2, 10))
+    assert not would_vote(4, 3, (2, 9), (2, 10))
+    assert would_vote(4, 3, (3, 1), (2, 10))
+    pre_vote = Round(4, 0.0, frozenset({"a", "b", "c", "d"}))
+    pre_vote.grant("x")  # not a member
+    pre_vote.grant("a")
+    assert not pre_vote.won()
+    pre_vote.grant("b")
+    assert pre_vote.won()
