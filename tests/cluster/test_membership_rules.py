@@ -146,3 +146,29 @@ def test_a_restart_without_a_dump_keeps_a_committed_change(tmp_path):
         assert {(m.node_id, m.voter) for m in again._members()} == {("n0", True), ("x", True)}
     finally:
         crash(again)
+
+
+def test_a_term_from_elections_stood_in_alone_is_dropped_when_the_node_starts_to_join(tmp_path, caplog):
+    """A node started without ``join`` by mistake, whose term climbed on elections it stood
+    in alone (as a node without the pre-vote did: members drop an outsider's asks now),
+    starts to join at term 0: at its own term it would refuse the appends of the master
+    that feeds it, of a lower term, and its add would never catch up."""
+    peers = ("127.0.0.1:1", "127.0.0.1:2")
+    node = ticked_node(tmp_path, peers=peers)
+    node.connected_nodes |= node.otherNodes
+    member = sorted(node.otherNodes, key=lambda n: n.address)[0]
+    for _ in range(3):
+        node.election_deadline = 0
+        tick(node)  # it asks for a pre-vote
+        node._on_message(
+            member, {"type": "pre_vote_answer", "term": node.current_term() + 1, "granted": True}
+        )
+        tick(node)  # it stands; no vote comes
+    assert node.current_term() == 3
+    crash(node)
+    again = ticked_node(tmp_path, peers=peers, join=True)
+    try:
+        assert again.current_term() == 0
+        assert "elections this node stood in alone; starting at 0" in caplog.text
+    finally:
+        crash(again)
