@@ -11,7 +11,7 @@ from pysyncobj import FAIL_REASON
 from horologe.cluster.raft.dial_node import DialNode
 from horologe.cluster.raft.membership import Member
 
-from .ticked import commit_alone, crash, lead_alone, tick, ticked_node
+from .ticked import commit_alone, crash, lead_alone, stand, tick, ticked_node
 
 
 def _node(address: str, node_id: str) -> DialNode:
@@ -156,14 +156,8 @@ def test_a_term_from_elections_stood_in_alone_is_dropped_when_the_node_starts_to
     peers = ("127.0.0.1:1", "127.0.0.1:2")
     node = ticked_node(tmp_path, peers=peers)
     node.connected_nodes |= node.otherNodes
-    member = sorted(node.otherNodes, key=lambda n: n.address)[0]
     for _ in range(3):
-        node.election_deadline = 0
-        tick(node)  # it asks for a pre-vote
-        node._on_message(
-            member, {"type": "pre_vote_answer", "term": node.current_term() + 1, "granted": True}
-        )
-        tick(node)  # it stands; no vote comes
+        stand(node)  # no vote comes
     assert node.current_term() == 3
     crash(node)
     again = ticked_node(tmp_path, peers=peers, join=True)

@@ -153,10 +153,10 @@ def send_now(node: RaftNode, times: int = 1) -> None:
         tick(node)
 
 
-def lead_with_peers(node: RaftNode) -> None:
-    """Make a node with named peers lead: its peers count as linked, a majority grants its
-    pre-vote, and the first votes."""
-    node.connected_nodes |= node.otherNodes
+def stand(node: RaftNode) -> None:
+    """Have a node with named peers stand for election now: its deadline passes, it asks
+    for pre-votes, a majority of its peers grants them, and it stands (a candidate in the
+    next term, its vote requests sent)."""
     node.election_deadline = 0
     tick(node)  # it asks for a pre-vote
     others = sorted(node.otherNodes, key=lambda n: n.address)
@@ -165,6 +165,13 @@ def lead_with_peers(node: RaftNode) -> None:
             sender, {"type": "pre_vote_answer", "term": node.current_term() + 1, "granted": True}
         )
     tick(node)  # it stands
+
+
+def lead_with_peers(node: RaftNode) -> None:
+    """Make a node with named peers lead: its peers count as linked, a majority grants its
+    pre-vote, and the first votes."""
+    node.connected_nodes |= node.otherNodes
+    stand(node)
     term = node.current_term()
     node._on_message(peer(node, 0), {"type": "response_vote", "term": term})
     assert node.is_master()
