@@ -14,6 +14,13 @@ from .harness import ChaosCluster
 
 HELD_S = 3.0  # five to ten election timeouts (0.3-0.6 s)
 
+# Alone, after the three-worker run: a master's tick thread that the other workers' load
+# stalls past the election timeout (0.3 s) lets a majority stop hearing it, and then an
+# election is right. A clean-clone run among the workers saw the one-way test's term go
+# 1 -> 2, most likely so (no logs were kept; alone it passes, and fails only without
+# the pre-vote).
+pytestmark = pytest.mark.solo
+
 
 def _master_and_term(c: ChaosCluster, among: list[int]) -> set[tuple[str | None, int]]:
     """(leader, term) as each of ``among`` has it."""
