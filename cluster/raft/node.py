@@ -132,6 +132,7 @@ class RaftNode(SyncObjSeam):
         # writes; a leader's, in practice: only a leader is sent answers).
         self.stale_answers = 0
         self._known_leader: str | None = None
+        self._known_term: int | None = None  # None until the first tick (tick thread)
         self._crossing = crossing
         self._on_applied = on_applied
         self._on_role = on_role
@@ -828,14 +829,27 @@ class RaftNode(SyncObjSeam):
     def _tick_leader(self) -> None:
         """Count changes of the leader this node knows: one lost, or another heard of
         (``onStateChanged`` tells only of this node's own role). A leader the members
-        named (:meth:`_link_named_leader`) loses its link once another is followed."""
-        leader = self.leader_address()
+        named (:meth:`_link_named_leader`) loses its link once another is followed.
+        Each change of the term or of the leader is a line of the log (none for the
+        term a node starts in while it knows no leader)."""
+        leader, term = self.leader_address(), self.raftCurrentTerm
+        if leader == self._known_leader and term == self._known_term:
+            return
         if leader != self._known_leader:
             self._known_leader = leader
             self.leader_changes += 1
             named = self._named_leader
             if named is not None and leader is not None and leader != named.address:
                 self._forget_named_leader()
+        if self._known_term is not None or leader is not None:
+            if self.is_candidate():
+                role = "standing for election"
+            elif leader is None:
+                role = "no leader known"
+            else:
+                role = "leading" if self.is_master() else f"following {leader}"
+            log.info("term %d: %s", term, role)
+        self._known_term = term
 
     # Methods, not properties: SyncObj.__init__ calls getattr on every attribute.
     def is_master(self) -> bool:
