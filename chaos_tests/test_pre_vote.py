@@ -17,14 +17,20 @@ HELD_S = 3.0  # five to ten election timeouts (0.3-0.6 s)
 # Alone, after the three-worker run: a master's tick thread that the other workers' load
 # stalls past the election timeout (0.3 s) lets a majority stop hearing it, and then an
 # election is right. A clean-clone run among the workers saw the one-way test's term go
-# 1 -> 2, most likely so (no logs were kept; alone it passes, and fails only without
-# the pre-vote).
+# 1 -> 2, most likely so (alone it passes, and fails only without the pre-vote). A
+# failure's message carries each node's log lines of its terms: who stood, and when.
 pytestmark = pytest.mark.solo
 
 
 def _master_and_term(c: ChaosCluster, among: list[int]) -> set[tuple[str | None, int]]:
     """(leader, term) as each of ``among`` has it."""
     return {(s["leader"], s["term"]) for s in map(c.status, among)}
+
+
+def _elections(c: ChaosCluster) -> str:
+    """Each node's log lines of its terms and leaders (RaftNode._tick_leader): who stood,
+    and when, for a failure's message."""
+    return "".join(f"\n{line}" for i in c.indexes for line in c.log(i).splitlines() if ": term " in line)
 
 
 def _check_held(c: ChaosCluster, master: int, follower: int) -> None:
@@ -34,11 +40,11 @@ def _check_held(c: ChaosCluster, master: int, follower: int) -> None:
     assert before == {(f"n{master + 1}", c.status(master)["term"])}, before
     end = time.monotonic() + HELD_S
     while time.monotonic() < end:
-        assert _master_and_term(c, others) == before, f"n{follower + 1} cut from the master"
+        assert _master_and_term(c, others) == before, f"n{follower + 1} cut from the master{_elections(c)}"
         time.sleep(0.1)
     c.topology.heal()
     c.wait_connected()
-    assert _master_and_term(c, c.indexes) == before, "after the heal"
+    assert _master_and_term(c, c.indexes) == before, f"after the heal{_elections(c)}"
 
 
 @pytest.fixture
