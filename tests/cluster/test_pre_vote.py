@@ -10,7 +10,7 @@ from horologe.cluster.raft import node as raft_node
 from horologe.cluster.raft.node import KEEPALIVE
 from horologe.cluster.raft.pre_vote import Round, would_vote
 
-from .ticked import crash, peer, tick, ticked_node
+from .ticked import crash, heartbeat, peer, tick, ticked_node
 
 PEERS = ("127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3", "127.0.0.1:4")
 
@@ -73,8 +73,7 @@ def test_a_round_that_fails_asks_again_after_a_fresh_election_timeout(node, monk
 
 def test_a_member_that_hears_its_leader_refuses_and_keeps_its_term(node, monkeypatch):
     leader, asker = peer(node, 0), peer(node, 1)
-    heartbeat = {"type": "append_entries", "term": 1, "commit_index": 0, "prevLogIdx": 0, "prevLogTerm": 0}
-    node._on_message(leader, heartbeat | {"entries": [], "sent_at": 1.0})
+    heartbeat(node, leader, 1, sent_at=1.0)
     node._on_message(asker, _ask(2, last_index=100, last_term=1))
     assert _sent(node, "pre_vote_answer")[-1] == (
         asker,
@@ -104,8 +103,7 @@ def test_a_leader_heard_while_the_round_ran_keeps_it_from_standing(node, monkeyp
     tick(node)
     later = raft_node.monotonic_time() + 0.01
     _clock_at(monkeypatch, later)
-    heartbeat = {"type": "append_entries", "term": 0, "commit_index": 0, "prevLogIdx": 0, "prevLogTerm": 0}
-    node._on_message(peer(node, 3), heartbeat | {"entries": []})
+    heartbeat(node, peer(node, 3), 0)
     _grant(node, 0, 1)
     _grant(node, 1, 1)
     tick(node)

@@ -8,7 +8,7 @@ import logging
 
 import pytest
 
-from .ticked import crash, lead_with_peers, peer, stand, tick, ticked_node
+from .ticked import crash, heartbeat, lead_with_peers, peer, stand, tick, ticked_node
 
 PEERS = ("127.0.0.1:1", "127.0.0.1:2")
 LOGGER = "horologe.cluster.raft.node"
@@ -32,8 +32,7 @@ def test_a_node_logs_when_it_stands_whom_it_follows_and_nothing_while_neither_ch
     assert _terms_logged(caplog) == []  # a start, no leader known: nothing to say yet
     stand(node)
     tick(node, 3)
-    heartbeat = {"type": "append_entries", "term": 2, "commit_index": 0, "prevLogIdx": 0, "prevLogTerm": 0}
-    node._on_message(peer(node, 1), heartbeat | {"entries": [], "sent_at": 1.0})
+    heartbeat(node, peer(node, 1), 2, sent_at=1.0)
     tick(node, 3)
     assert _terms_logged(caplog) == ["term 1: standing for election", "term 2: following 127.0.0.1:2"]
 

@@ -90,6 +90,12 @@ def peer(node: RaftNode, k: int):
     return sorted(node.otherNodes, key=lambda n: n.address)[k]
 
 
+def heartbeat(node: RaftNode, sender, term: int, **fields) -> None:
+    """``sender``, leading in ``term``, sends ``node`` an append with no entries."""
+    message = {"type": "append_entries", "term": term, "commit_index": 0, "prevLogIdx": 0, "prevLogTerm": 0}
+    node._on_message(sender, message | {"entries": [], **fields})
+
+
 def ship(leader: RaftNode, follower: RaftNode, sender, term: int) -> None:
     """Hand ``follower`` the leader's current dump, chunk by chunk, as sent by ``sender``
     (one of the follower's peers) in ``term``."""
