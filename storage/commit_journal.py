@@ -174,9 +174,8 @@ class CommitJournal:
             # Durable before anything is appended in its place, as the Raft journal's cut
             # is. Else the disk still holds what was dropped: a power cut that then keeps
             # some sectors of the frames written since leaves the old bytes up to the old
-            # end, and zeros past it, inside one frame (seed 7069 of the simulator with
-            # --service --membership --spares-first --power-loss --out-of-order), which
-            # no lost write leaves past a durable end that is a frame's.
+            # end, and zeros past it, inside one frame, which no lost write leaves past a
+            # durable end that is a frame's (tests/sim/test_out_of_order.py forces it).
             self._file.fsync()
 
     def _past_lost_writes(self, buf: bytes, damage: CorruptLogError) -> list[dict]:

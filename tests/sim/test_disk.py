@@ -11,25 +11,8 @@ import numpy as np
 import pytest
 
 from horologe.storage import durable
-from sim.disk import ProcessExit, SyncedDisk
-from sim.run import sim_root
+from sim.disk import ProcessExit
 from sim.world import fresh_dir
-
-
-@pytest.fixture
-def disk():
-    folder = fresh_dir(os.path.join(sim_root(), f"disk-test-{os.getpid()}"))
-    node = os.path.join(folder, "n1")
-    os.mkdir(node)
-    disk = SyncedDisk()
-    disk.install(folder)
-    try:
-        yield disk, node
-    finally:
-        disk.uninstall()
-        durable.forget_failure()
-        fresh_dir(folder)
-        os.rmdir(folder)
 
 
 def _synced(node: str, name: str) -> tuple[str, int]:
