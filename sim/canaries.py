@@ -29,6 +29,7 @@ from horologe.node.quorum_clock import QuorumClock
 from horologe.node.service import NodeService
 from horologe.node.wheel_driver import WheelDriver
 from horologe.storage import durable
+from horologe.storage.commit_journal import CommitJournal
 
 
 def _no_commit_clamp() -> None:
@@ -354,6 +355,14 @@ def _no_pre_vote() -> None:
     RaftNode._before_tick = lambda self: None
 
 
+def _no_cut_fsync() -> None:
+    """A store's commit journal cut back to its last sync point at open was not fsynced
+    before the replayed batches were appended in its place: a later power loss keeping
+    some of their sectors left the dropped bytes under them, and the store refused to
+    open (CorruptLogError)."""
+    CommitJournal._cut = lambda self, end: self._file.truncate(end)
+
+
 def _fake_cancel() -> None:
     """A cancel by id answered as made, and not made."""
     by_key = NodeService.cancel
@@ -418,6 +427,7 @@ CANARIES: dict[str, Callable[[], None]] = {
     "no-answer-check": _no_answer_check,
     "no-stale-refusal-skip": _no_stale_refusal_skip,
     "no-monotonic-exit": _no_monotonic_exit,
+    "no-cut-fsync": _no_cut_fsync,
     "no-shielded-sync": _no_shielded_sync,
     "no-vote-sync": _no_vote_sync,
     "no-restart-hold": _no_restart_hold,

@@ -170,13 +170,17 @@ class CommitJournal:
                 aside.write(buf[end:])
         self._file = AppendFile(self.path, end)
         if end < len(buf):
-            self._file.truncate(end)
-            # Durable before anything is appended in its place, as the Raft journal's cut
-            # is. Else the disk still holds what was dropped: a power cut that then keeps
-            # some sectors of the frames written since leaves the old bytes up to the old
-            # end, and zeros past it, inside one frame, which no lost write leaves past a
-            # durable end that is a frame's (tests/sim/test_out_of_order.py forces it).
-            self._file.fsync()
+            self._cut(end)
+
+    def _cut(self, end: int) -> None:
+        """Cut the journal back to ``end``, durably before anything is appended in its
+        place, as the Raft journal's cut is. Else the disk still holds what was dropped:
+        a power cut that then keeps some sectors of the frames written since leaves the
+        old bytes up to the old end, and zeros past it, inside one frame, which no lost
+        write leaves past a durable end that is a frame's (tests/sim/test_out_of_order.py
+        forces it)."""
+        self._file.truncate(end)
+        self._file.fsync()
 
     def _past_lost_writes(self, buf: bytes, damage: CorruptLogError) -> list[dict]:
         """The records of the frames past ``damage``, when it is writes a power cut lost
