@@ -34,7 +34,8 @@ def _elections(c: ChaosCluster) -> str:
 
 
 def _check_held(c: ChaosCluster, master: int, follower: int) -> None:
-    """For HELD_S, the master and the other follower keep the master's term; then heal."""
+    """For HELD_S, the master and the other follower keep the master's term, and the
+    follower names no master; then heal, and it follows the master in its term."""
     others = [i for i in c.indexes if i != follower]
     before = _master_and_term(c, others)
     assert before == {(f"n{master + 1}", c.status(master)["term"])}, before
@@ -42,6 +43,8 @@ def _check_held(c: ChaosCluster, master: int, follower: int) -> None:
     while time.monotonic() < end:
         assert _master_and_term(c, others) == before, f"n{follower + 1} cut from the master{_elections(c)}"
         time.sleep(0.1)
+    cut = c.status(follower)  # it names no master it cannot hear, and is not ready
+    assert cut["leader"] is None and not c.ready(follower, among=[]), cut
     c.topology.heal()
     c.wait_connected()
     assert _master_and_term(c, c.indexes) == before, f"after the heal{_elections(c)}"

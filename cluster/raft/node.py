@@ -634,6 +634,10 @@ class RaftNode(SyncObjSeam):
             return
         self._pre_vote = pre_vote
         self.election_deadline = now + self.random_election_timeout()
+        # It has not heard its leader for an election timeout: until it does again, it
+        # names none (its readiness and status say so), as etcd's raft has a
+        # pre-candidate drop its leader; an append of the leader's sets it again.
+        self.followed_leader = None
         last = self.last_log_index()
         ask = {
             "type": PRE_VOTE,

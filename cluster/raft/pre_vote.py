@@ -8,6 +8,10 @@ Raft has them; the master, answered in a later term, steps down, and the cluster
 again for nothing. With it, the follower stands only once a majority would vote for it:
 none does while a majority hears the master, so the master keeps its term.
 
+A node that asks names no leader from its first ask until it hears an append of one again
+(``RaftNode._before_tick``): it has not heard its leader for an election timeout, and says
+so in its readiness and status rather than naming a master it cannot hear.
+
 The messages, on the Raft link beside pysyncobj's own (it ignores types it does not know):
 
 - ``{"type": "pre_vote", "term": T, "last_log_index": i, "last_log_term": t}``: would you

@@ -245,6 +245,9 @@ class SyncObjSeam(SyncObj):
     # when a follower or candidate next stands for election (monotonic seconds)
     election_deadline = _Member("_SyncObj__raftElectionDeadline", "syncobj.py:162", settable=True)
     _raft_state = _Member("_SyncObj__raftState", "syncobj.py:157")
+    # the leader this node follows (``_getLeader``): None once a follower asks for a
+    # pre-vote (node.py), as pysyncobj has it when it stands (syncobj.py:638)
+    followed_leader = _Member("_SyncObj__raftLeader", "syncobj.py:161", settable=True)
     # what the links are subscribed to; each tick ends in its poll (syncobj.py:706)
     _links_poller = _Member("_poller", "syncobj.py:205")
 

@@ -110,6 +110,23 @@ def test_a_leader_heard_while_the_round_ran_keeps_it_from_standing(node, monkeyp
     assert node.raftCurrentTerm == 0 and not _sent(node, "request_vote")
 
 
+def test_a_follower_that_asks_names_no_leader_until_it_hears_one_again(node):
+    """Its readiness, status and proposals say it knows no master (as etcd's raft has a
+    pre-candidate drop its leader), not the master it stopped hearing."""
+    leader = peer(node, 3)
+    heartbeat(node, leader, 0)
+    tick(node)
+    assert node.leader_address() == leader.address
+    node.election_deadline = 0
+    tick(node)
+    assert _sent(node, "pre_vote") and node.leader_address() is None
+    changes = node.leader_changes
+    heartbeat(node, leader, 0)
+    tick(node)
+    assert node.leader_address() == leader.address and node.raftCurrentTerm == 0
+    assert node.leader_changes == changes + 1
+
+
 def test_members_whose_keep_alives_know_no_pre_vote_count_as_granting(node):
     for k in (0, 1):  # an older version's keep-alive: no pre_vote flag
         node._on_message(peer(node, k), {"type": KEEPALIVE, "leader": None, "clock_ms": 1})
