@@ -642,7 +642,7 @@ SCENARIOS = {
     ),
     "crash_mid_write": Scenario(crash_mid_write),
     "replace_master_machine": Scenario(replace_master_machine),
-    "replace_master_while_follower_down": Scenario(replace_master_while_follower_down),
+    "replace_master_while_follower_down": Scenario(replace_master_while_follower_down, quick=True),
     "grow_to_five_kill_two": Scenario(grow_to_five_kill_two),
     "shrink_while_down": Scenario(shrink_while_down),
     "reschedule_sigkill_master": Scenario(

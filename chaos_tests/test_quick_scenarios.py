@@ -1,6 +1,6 @@
 """The quick chaos subset, in `make test`: SIGKILL of the master under recurring schedules,
-ten forced releases under load, clock skew and steps, power loss (scenarios.py marks them
-``quick``), with the quick workload (run.py). Each
+ten forced releases under load, clock skew and steps, power loss, a follower back after
+missing the add of the new master (scenarios.py marks them ``quick``), with the quick workload (run.py). Each
 scenario's report goes to the test's tmp folder (printed).
 ``CHAOS_SEED`` fixes the seed; otherwise a new one is drawn and printed."""
 

@@ -32,7 +32,10 @@ def test_a_member_that_missed_an_add_links_to_the_added_node_leading():
     n5 added), and n4 leads after the heal. n1's membership lacks n4, and pysyncobj's
     transport refuses a node it does not know: n1 stood for election again and again,
     each new term deposing n4 (term 38 and n1 at commit 50 of 719, 12 s after the heal).
-    The members name n4 in their keep-alives, so n1 links to it and takes its log."""
+    The members name n4 in their keep-alives, so n1 links to it and takes its log. Other
+    fixes have since moved the seed's timing out of that window (with the link taken out
+    it passes); the quick chaos scenario ``replace_master_while_follower_down`` holds the
+    fix. The seed stays as a run of membership changes under power loss."""
     result = replay(546, "--power-loss", "--membership")
     assert result["ok"], result["detail"]
     assert result["counts"].get("membership add made") == 1, result["counts"]
@@ -43,7 +46,8 @@ def test_a_member_that_missed_an_add_calls_the_added_node_leading():
     member calls them (the larger address dials). n2 misses the adds under the seed's
     faults, and n4 leads after the heal: before the keep-alives named it, n2 never called
     n4 and stood for election again and again (n2 a candidate at term 39 with commit 89 of
-    742, 12 s after the heal). Now it calls n4 and takes its log."""
+    742, 12 s after the heal). Now it calls n4 and takes its log. As seed 546 above, it no
+    longer reaches that window; the seed stays as a run with the spares dialled."""
     result = replay(39, "--power-loss", "--membership", "--spares-first")
     assert result["ok"], result["detail"]
     assert result["counts"].get("membership add made") == 2, result["counts"]
