@@ -60,7 +60,7 @@ def _record(ri: int) -> dict:
 
 
 def _replay_unsynced(journal: CommitJournal) -> list[int]:
-    """Append records 2..5 unsynced, as the Raft log's replay does after records 1's sync
+    """Append records 2..5 unsynced, as the Raft log's replay does after record 1's sync
     point; where each frame starts."""
     starts = []
     for ri in range(2, 6):
