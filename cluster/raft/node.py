@@ -61,7 +61,7 @@ from .membership import (
 )
 from .monotonic_watch import MonotonicWatch, exit_for_step
 from .peer_clocks import PeerClock, keepalive, received
-from .pre_vote import PRE_VOTE, PRE_VOTE_ANSWER, Round, would_vote
+from .pre_vote import LATER_TERM, PRE_VOTE, PRE_VOTE_ANSWER, Round, would_vote
 from .proposal_outcome import not_committed
 from .seam import Parts, SyncObjSeam, check_pysyncobj
 from .settings import ClusterSettings
@@ -588,7 +588,17 @@ class RaftNode(SyncObjSeam):
             if not outside and message.get("granted") is True:
                 self._take_pre_vote(node, message.get("term"))
             return
+        if kind == LATER_TERM:
+            if not outside:
+                self._take_later_term(node, message.get("term"))
+            return
         if kind == "append_entries":
+            term = message.get("term")
+            if isinstance(term, int) and term < self.raftCurrentTerm:
+                # pysyncobj drops an append of an earlier term unanswered (syncobj.py:945);
+                # its sender learns this node's term (pre_vote.py, "A term ahead").
+                self.transport.send(node, {"type": LATER_TERM, "term": self.raftCurrentTerm})
+                return
             self._heard_leader(node, message)
             message = self._append_as_raft_has_it(message)
         elif kind == "next_node_idx":
@@ -647,6 +657,17 @@ class RaftNode(SyncObjSeam):
         }
         for node in self.otherNodes:
             self.transport.send(node, ask)
+
+    def _take_later_term(self, node, term: object) -> None:
+        """A member answered an append with a term later than this node's: as Raft has
+        it, this node takes the term and steps down if it leads. pysyncobj does so for a
+        vote request of a later term (syncobj.py:920-923); one that names no log is
+        refused the vote, as a withheld vote is."""
+        if not isinstance(term, int) or term <= self.raftCurrentTerm:
+            return
+        log.info("a member is in term %d, later than this node's %d: taking it", term, self.raftCurrentTerm)
+        ask = {"type": "request_vote", "term": term, "last_log_index": -1, "last_log_term": -1}
+        self._pysyncobj_on_message(node, ask)
 
     def _answer_pre_vote(self, node, message: dict) -> None:
         """A member asks whether this node would vote for it (pre_vote.py says when)."""

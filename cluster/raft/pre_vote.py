@@ -26,6 +26,20 @@ leads and its lease holds: ``RaftNode._withholds_vote``).
 Versions without the pre-vote answer none. Their keep-alives lack the ``pre_vote`` flag
 this version's carry, and a member seen so counts as granting: that node decides at the
 vote itself, as before.
+
+**A term ahead.** A node may hold a later term than its leader's: it won a pre-vote while
+cut off, stood, and none of its vote requests reached the members, who then elected a
+leader in an earlier term. Its pre-votes are refused from then on (the members hear
+their leader), so it no longer stands to carry its term to them, and pysyncobj drops
+the leader's appends of the earlier term unanswered: it would never follow again. So a
+node answers an append of an earlier term with
+
+- ``{"type": "later_term", "term": T}``, its own term;
+
+and a node told so by a member takes ``T`` and steps down if it leads, as Raft has it
+for any answer of a later term (``RaftNode._take_later_term``). The members then elect
+in a later term, which the node follows. etcd's raft answers such appends for the same
+reason when the pre-vote is on. A version without it ignores the message.
 """
 
 from __future__ import annotations
@@ -34,6 +48,7 @@ from dataclasses import dataclass, field
 
 PRE_VOTE = "pre_vote"
 PRE_VOTE_ANSWER = "pre_vote_answer"
+LATER_TERM = "later_term"
 
 
 def would_vote(term: int, current_term: int, asker_log: tuple[int, int], own_log: tuple[int, int]) -> bool:

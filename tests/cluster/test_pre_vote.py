@@ -7,10 +7,11 @@ from __future__ import annotations
 import pytest
 
 from horologe.cluster.raft import node as raft_node
+from horologe.cluster.raft.dial_node import DialNode
 from horologe.cluster.raft.node import KEEPALIVE
-from horologe.cluster.raft.pre_vote import Round, would_vote
+from horologe.cluster.raft.pre_vote import LATER_TERM, Round, would_vote
 
-from .ticked import crash, heartbeat, peer, tick, ticked_node
+from .ticked import crash, heartbeat, lead_with_peers, peer, stand, tick, ticked_node
 
 PEERS = ("127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3", "127.0.0.1:4")
 
@@ -167,3 +168,40 @@ def test_the_rules():
     assert not pre_vote.won()
     pre_vote.grant("b")
     assert pre_vote.won()
+
+
+# A node whose term got ahead of its leader's (it stood while cut off, and no vote
+# request of that term reached the members, who then elected in an earlier term): its
+# later pre-votes are refused while the members hear their leader, so it never stands to
+# carry its term to them, and pysyncobj drops the leader's appends of the earlier term
+# unanswered. Raft has an answer carry the later term, and the leader step down for it
+# (etcd's raft answers such appends for the same reason, with the pre-vote on).
+
+
+def test_a_node_ahead_of_its_leaders_term_answers_an_append_with_its_term(node):
+    stand(node)
+    stand(node)
+    assert node.current_term() == 2 and not node.is_master()
+    leader = peer(node, 0)
+    node.sent.clear()
+    heartbeat(node, leader, 1)
+    assert node.sent == [(leader, {"type": LATER_TERM, "term": 2})]
+    assert node.current_term() == 2 and node.followed_leader is None
+    heartbeat(node, leader, 2)  # an append of its own term is taken, and not so answered
+    assert node.followed_leader == leader
+    assert not [m for _, m in node.sent[1:] if m["type"] == LATER_TERM]
+
+
+def test_a_leader_told_a_later_term_by_a_member_steps_down_and_takes_it(tmp_path):
+    node = ticked_node(tmp_path, peers=PEERS[:2])
+    lead_with_peers(node)
+    term = node.current_term()
+    node._on_message(DialNode("127.0.0.1:9", None), {"type": LATER_TERM, "term": term + 5})
+    assert node.is_master() and node.current_term() == term  # not a member: nothing
+    node._on_message(peer(node, 1), {"type": LATER_TERM, "term": term})
+    assert node.is_master() and node.current_term() == term  # not later: nothing
+    node._on_message(peer(node, 1), {"type": LATER_TERM, "term": term + 2})
+    assert not node.is_master() and node.current_term() == term + 2
+    assert node.followed_leader is None
+    assert node._journal.getCurrentTerm() == term + 2 and node._journal.getVotedForNodeId() is None
+    crash(node)
