@@ -363,6 +363,22 @@ def _no_cut_fsync() -> None:
     CommitJournal._cut = lambda self, end: self._file.truncate(end)
 
 
+def _no_later_term() -> None:
+    """A node dropped an append of a term earlier than its own unanswered, as pysyncobj
+    does: one whose term got ahead of its leader's, its pre-votes refused while the
+    members heard that leader, never stood again to carry its term to them, and followed
+    no one for good (seed 700646: ``liveness``)."""
+    take = RaftNode._on_message
+
+    def on_message(self, node, message) -> None:
+        term = message.get("term") if isinstance(message, dict) else None
+        if message.get("type") == "append_entries" and isinstance(term, int) and term < self.raftCurrentTerm:
+            return
+        take(self, node, message)
+
+    RaftNode._on_message = on_message
+
+
 def _fake_cancel() -> None:
     """A cancel by id answered as made, and not made."""
     by_key = NodeService.cancel
@@ -432,6 +448,7 @@ CANARIES: dict[str, Callable[[], None]] = {
     "no-vote-sync": _no_vote_sync,
     "no-restart-hold": _no_restart_hold,
     "no-pre-vote": _no_pre_vote,
+    "no-later-term": _no_later_term,
     "fake-cancel": _fake_cancel,
     "fake-move": _fake_move,
     "fake-extend": _fake_extend,

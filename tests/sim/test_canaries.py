@@ -124,6 +124,11 @@ random seeds (the ones below; tests/sim/test_scenarios.py has the scripted catch
   ``--service --power-loss --membership --spares-first``). The scripted scenario
   ``power-in-install`` catches it (tests/sim/test_scenarios.py).
 
+* ``no-later-term``: a node whose term got ahead of its leader's dropped the leader's
+  appends unanswered (pysyncobj's way), and with the pre-vote never stood again to carry
+  its term: seed 700646 (found on main, before the fix) adds n4 while partitions come
+  and go; n4 stays in term 5 under a leader of term 4, following no one (liveness).
+
 Found by ``python -m sim run --seeds 100 --canary NAME``, each seed's faults then shrunk
 (``python -m sim shrink SEED --canary NAME``) to the few that still catch it, replayed
 here with ``--keep``. Each pair of tests is the regression: the first fails if a fix is
@@ -158,6 +163,20 @@ CAUGHT = {
         "0,1,5,6",
         ("one-vote-per-term", "one-leader-per-term"),
         ("--power-loss",),
+    ),
+    "no-later-term": (
+        700646,
+        "1,3,4,5,6,7",
+        ("liveness",),
+        (
+            "--power-loss",
+            "--service",
+            "--membership",
+            "--spares-first",
+            "--out-of-order",
+            "--timed-waits",
+            "--hold",
+        ),
     ),
 }
 
