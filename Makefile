@@ -159,6 +159,7 @@ clean:
 # TIMED_WAITS=1: a node ticks when its tick thread's wait would end, or when a message arrives.
 # HOLD=1 (with SERVICE=1): the workload's calls take the routes' master check, with its hold.
 # SYNC_INTERVAL_MS=50 (with SERVICE=1): the nodes' sync_interval_ms (default: the node's, 250).
+# SCHEDULES=1 (with SERVICE=1): the workload creates a recurring schedule; its firings are checked.
 # SEED=S replays one seed in a fresh process and prints the last steps of its trace; KEEP=0,2
 # makes only those of its drawn faults (`python -m sim shrink SEED` finds the fewest that fail).
 sim: install bytecode
@@ -168,12 +169,12 @@ ifdef SEED
 		$(if $(MEMBERS),--membership) $(if $(SPARES_FIRST),--spares-first) \
 		$(if $(COMMIT_AT_ONCE),--commit-at-once) $(if $(OUT_OF_ORDER),--out-of-order) \
 		$(if $(TIMED_WAITS),--timed-waits) $(if $(HOLD),--hold) $(if $(SYNC_INTERVAL_MS),--sync-interval-ms $(SYNC_INTERVAL_MS)) \
-		$(if $(KEEP),--keep $(KEEP))
+		$(if $(SCHEDULES),--schedules) $(if $(KEEP),--keep $(KEEP))
 else
 	$(PY) -m sim run $(if $(SEEDS),--seeds $(SEEDS)) $(if $(MINUTES),--minutes $(MINUTES)) \
 		$(if $(START),--start $(START)) $(if $(NODES),--nodes $(NODES)) $(if $(CANARY),--canary $(CANARY)) \
 		$(if $(SCENARIO),--scenario $(SCENARIO)) $(if $(POWER),--power-loss) $(if $(SERVICE),--service) \
 		$(if $(MEMBERS),--membership) $(if $(SPARES_FIRST),--spares-first) $(if $(COMMIT_AT_ONCE),--commit-at-once) \
 		$(if $(OUT_OF_ORDER),--out-of-order) $(if $(TIMED_WAITS),--timed-waits) $(if $(HOLD),--hold) \
-		$(if $(SYNC_INTERVAL_MS),--sync-interval-ms $(SYNC_INTERVAL_MS))
+		$(if $(SYNC_INTERVAL_MS),--sync-interval-ms $(SYNC_INTERVAL_MS)) $(if $(SCHEDULES),--schedules)
 endif

@@ -3,14 +3,16 @@ process only, never in a file): the simulator must catch each, by a random seed
 (tests/sim/test_canaries.py) or a scripted scenario (tests/sim/test_scenarios.py).
 
 Each canary puts back the code as it was before its fix, with the issue it came from.
-Three more, ``fake-*``, are no fixed bug: a service that answers an edit or an extend
-as made without making it, which the workload's checks must catch (sim/workload.py).
+Five more, ``fake-*``, are no fixed bug: a service that answers an edit, an extend or
+a pause as made without making it, or skips a schedule's firings, which the workload's
+checks must catch (sim/workload.py).
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from dataclasses import replace
 
 from pysyncobj.serializer import Serializer
 
@@ -22,10 +24,12 @@ from horologe.cluster.raft.journal import DiskJournal
 from horologe.cluster.raft.node import RaftNode
 from horologe.cluster.raft.peer_clocks import PeerClock
 from horologe.cluster.raft.snapshot_stream import ShippingSerializer
+from horologe.cluster.schedule_plan import Plan, Planner
 from horologe.node import wheel_driver
 from horologe.node.consumers.service import Consumers
 from horologe.node.group_commit import GroupCommit
 from horologe.node.quorum_clock import QuorumClock
+from horologe.node.schedules.service import Schedules
 from horologe.node.service import NodeService
 from horologe.node.wheel_driver import WheelDriver
 from horologe.storage import durable
@@ -414,6 +418,29 @@ def _fake_extend() -> None:
     Consumers.extend = extend
 
 
+def _fake_skip_passed() -> None:
+    """A master that plans a schedule's firings from its clock, not from the mark: fire
+    times that passed while none planned them (an election, an outage) are skipped rather
+    than produced late (cluster/schedule_plan.py, "From the mark")."""
+    plan = Planner.plan
+
+    def plan_from_the_clock(self, meta, now_ms: int) -> Plan:
+        made = plan(self, meta, now_ms)
+        ahead = [replace(f, fires=tuple(t for t in f.fires if t > now_ms)) for f in made.firings]
+        return Plan(ahead, made.more)
+
+    Planner.plan = plan_from_the_clock
+
+
+def _fake_pause() -> None:
+    """A pause of a schedule answered as made, and not made."""
+
+    async def pause(self, name: str) -> dict:
+        return self.get(name)
+
+    Schedules.pause = pause
+
+
 CANARIES: dict[str, Callable[[], None]] = {
     "no-append-rule": _no_append_rule,
     "no-forward-refusal": _no_forward_refusal,
@@ -452,6 +479,8 @@ CANARIES: dict[str, Callable[[], None]] = {
     "fake-cancel": _fake_cancel,
     "fake-move": _fake_move,
     "fake-extend": _fake_extend,
+    "fake-skip-passed": _fake_skip_passed,
+    "fake-pause": _fake_pause,
 }
 
 

@@ -373,6 +373,13 @@ def main() -> int:
         help="with --service: the nodes' sync_interval_ms, the longest gap between the master's S "
         "entries when nothing falls due (default: the node's, 250); other timings than without",
     )
+    world.add_argument(
+        "--schedules",
+        action="store_true",
+        help="with --service: the workload creates a recurring schedule that fires every second, "
+        "the nodes plan it 1 s ahead, and the consumers pull its firings, checked as the others and "
+        "at the end: each fire time planned is in every ready log once; other draws than without",
+    )
     scripted = argparse.ArgumentParser(add_help=False)
     scripted.add_argument(
         "--scenario", choices=sorted(SCENARIOS), help="scripted faults instead of drawn ones (sim/scenarios/)"
@@ -417,6 +424,8 @@ def main() -> int:
         parser.error("--hold says how the workload's calls are checked: it needs --service")
     if args.sync_interval_ms is not None and not (args.service or (scenario and SCENARIOS[scenario].service)):
         parser.error("--sync-interval-ms sets the node services' config: it needs --service")
+    if args.schedules and not (args.service or (scenario and SCENARIOS[scenario].service)):
+        parser.error("--schedules adds to the workload's calls: it needs --service")
     if args.sync_interval_ms is not None and not 1 <= args.sync_interval_ms <= 500:
         parser.error("--sync-interval-ms: 1..500, as the node's config allows (node/config.py)")
     if args.out_of_order and not args.power_loss:
@@ -431,6 +440,7 @@ def main() -> int:
         args.timed_waits,
         args.hold,
         args.sync_interval_ms,
+        args.schedules,
     )
     if args.cmd == "zygote":
         zygote(args.nodes, args.canary, args.scenario, mode)

@@ -107,6 +107,7 @@ class Mode(NamedTuple):
     timed_waits: bool = False  # each node ticks when its tick thread's wait ends, not on a grid
     hold: bool = False  # the workload's calls take the routes' master check, with its hold
     sync_interval_ms: int | None = None  # the node services' sync_interval_ms (None: the node's default)
+    schedules: bool = False  # the workload creates a recurring schedule; its firings are pulled and checked
 
     def options(self) -> list[str]:
         """As ``python -m sim`` options."""
@@ -120,6 +121,7 @@ class Mode(NamedTuple):
             + ["--timed-waits"] * self.timed_waits
             + ["--hold"] * self.hold
             + ([] if self.sync_interval_ms is None else ["--sync-interval-ms", str(self.sync_interval_ms)])
+            + ["--schedules"] * self.schedules
         )
 
     def make_vars(self) -> str:
@@ -134,6 +136,7 @@ class Mode(NamedTuple):
             + " TIMED_WAITS=1" * self.timed_waits
             + " HOLD=1" * self.hold
             + ("" if self.sync_interval_ms is None else f" SYNC_INTERVAL_MS={self.sync_interval_ms}")
+            + " SCHEDULES=1" * self.schedules
         )
 
 

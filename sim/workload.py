@@ -25,6 +25,15 @@ another node at random.
   the message may fire at its new time, or never (``Produced``).
 - **Admin** (a forced release, drawn as a fault by sim/world.py): ``Handover.release``
   on the node it takes for master, as ``POST /admin/release-master`` calls it.
+- **Scheduler** (``--schedules``): from 0.5-1 s, creates the recurring schedule
+  ``SCHEDULE`` (every second, on its own topic), as ``POST /v1/schedules`` does; then
+  pauses it 1-2.5 s after each answer and resumes it 0.3-1.5 s after, each asked again
+  until answered (a retry of a create or a pause is answered as made). The consumers pull
+  its topic too. The nodes plan its firings 1 s ahead (sim/service.py), so every master
+  of the run plans some, and one elected after an outage finds fire times passed and
+  unplanned. Once a pause or a resume fails past the master check, or is not answered, it
+  may take effect at any moment later: the checks of pauses stop at its first sending
+  (``Workload.unknown_from``).
 
 Checked on every pull's answer, per message and attempt (a nack's retry is the next
 attempt), by the world's true clock:
@@ -47,10 +56,21 @@ attempt), by the world's true clock:
 - ``edit-names-its-message``: a cancel or move by key answered for another message;
 - ``extended-a-lost-lease``: an extend that renewed every lease it named, of a message
   another consumer was handed between the hand-out and the extended end (an extended
-  lease also bounds later hand-outs, as ``handed-out-inside-a-lease``).
+  lease also bounds later hand-outs, as ``handed-out-inside-a-lease``);
+- ``schedule-fired-off-plan``: a firing's first hand-out due at a time that is not a
+  whole second, or keyed for another fire time than it is due at;
+- ``schedule-fired-twice``: a fire time handed out (first) as two messages;
+- ``schedule-fired-while-paused``: a firing due after a pause was answered (and the
+  slack and the fire lead) and before its resume was sent (less the lag of
+  ``lease-as-asked``).
 
 At the end (sim/world.py), with the chaos checker: no cancelled message in a ready log,
-and none fired for a time it was moved away from.
+and none fired for a time it was moved away from. With ``--schedules``, by the committed
+schedule (its creation's clock, and its mark: every fire time up to it was planned or
+skipped by a pause), in every node's ready log of the schedule's topic: each fire time
+planned and due before the watermark once (``schedule-missed``, ``schedule-fired-twice``),
+but those a pause may have skipped, and none that was not planned
+(``schedule-fired-off-plan``).
 
 Each bound is loosened by ``slack_ms``: how far the cluster's time may run ahead of the
 true time by design (node/quorum_clock.py): the clock a majority is ahead by, at the
@@ -64,7 +84,8 @@ jitter.
 from __future__ import annotations
 
 import asyncio
-from collections import deque
+import math
+from collections import Counter, deque
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 
@@ -72,10 +93,15 @@ import numpy as np
 
 from chaos_tests.checker import lease_end
 from horologe.cluster import NotMasterError
+from horologe.cluster.schedule_apply import CREATE, PAUSE, RESUME
+from horologe.cluster.schedule_state import ScheduleDef, definition, fire_key, mark
 from horologe.node.consumers import wire as pull_wire
 from horologe.node.quorum_clock import majority
 from horologe.node.service import NodeService
 from horologe.storage import MessageColumns
+from horologe.wheel import Watermark
+
+from .service import FIRE_LEAD_MS, SCHEDULE_HORIZON_MS
 
 MS = 1_000_000
 S = 1_000_000_000
@@ -90,6 +116,8 @@ GROUP = "g"
 # What a consumer does with a message, by a draw in [0, 1): below each bound, this (above
 # the last, nothing: its lease runs out).
 SETTLE_CHOICES = ((0.75, "ack"), (0.83, "nack"), (0.9, "release"), (0.95, "extend"))
+# The scheduler's (--schedules): every second, on a topic of its own.
+SCHEDULE = ScheduleDef("s", "s", b"tick", "* * * * * *", "UTC")
 
 
 @dataclass
@@ -113,6 +141,17 @@ class Produced:
 
 
 @dataclass
+class Pause:
+    """A pause of the schedule and the resume after it, by the true clock (ms)."""
+
+    sent_ms: int  # its first sending: it may apply from then on
+    floor_ms: int  # the least watermark applied then (Workload.delivered_floor)
+    answered_ms: int | None = None  # applied by then
+    resume_sent_ms: int | None = None  # the resume's first sending: firings may come back from then
+    resume_answered_ms: int | None = None
+
+
+@dataclass
 class Actor:
     name: str
     believed: str
@@ -131,6 +170,13 @@ class Workload:
         self.consumers = [Actor(f"c{i}", rng.choice(names)) for i in (1, 2)]
         self.editor = Actor("editor", rng.choice(names))
         self.admins: list[Actor] = []  # one per forced release asked (release_act)
+        scheduling = world.profile.schedules
+        self.scheduler = Actor("scheduler", rng.choice(names)) if scheduling else None
+        self.pulled = (*topics, SCHEDULE.topic) if scheduling else topics  # the topics consumers pull
+        self.fired: dict[int, str] = {}  # fire ms -> the id of its first hand-out
+        self.pauses: list[Pause] = []
+        self.unknown_from: int | None = None  # first sending of a pause or resume not answered
+        self.unknown_floor: int | None = None  # the least watermark applied then
         self.produced: dict[str, Produced] = {}
         self.ids: dict[str, tuple[int, int | None]] = {}  # message id -> the entry that applied it
         self.handouts: dict[tuple[str, int], list[Handout]] = {}
@@ -152,6 +198,8 @@ class Workload:
         for c in self.consumers:
             world.at(int(0.5 * S) + world.rng.randrange(0, 50 * MS), "client", None, self.consume_act, c)
         world.at(int(0.6 * S), "client", None, self.edit_act)
+        if self.scheduler is not None:
+            world.at(int(0.5 * S) + world.rng.randrange(0, 500 * MS), "client", None, self.schedule_act)
 
     @property
     def running(self) -> bool:
@@ -273,7 +321,7 @@ class Workload:
         if not self.running:
             return
         world, rng = self.world, self.world.rng
-        topic = rng.choice(self.topics)
+        topic = rng.choice(self.pulled)
         most = rng.randrange(1, 9)
         wait_ms = rng.choice((0, 50, 200))
         visibility_ms = rng.randrange(300, 1_500)
@@ -306,6 +354,8 @@ class Workload:
             where = f"{m['id']} attempt {m['attempt']} to {c.name} at {now}"
             if now < m["deliver_at"] - slack:
                 world.violate("handed-out-early", f"{where}: due at {m['deliver_at']} (slack {slack} ms)")
+            if m["topic"] == SCHEDULE.topic and m["attempt"] == 0:
+                self.check_firing(m, where)
             made = self.produced.get(m["id"])
             if made is not None and made.cancelled_ms is not None:
                 world.violate(
@@ -504,6 +554,145 @@ class Workload:
         """The messages a cancel was answered as made for."""
         return [mid for mid, p in self.produced.items() if p.cancelled_ms is not None]
 
+    # -- the scheduler -----------------------------------------------------------------
+
+    def schedule_act(self, op: str = CREATE, first: tuple[int, int] | None = None) -> None:
+        """Ask ``op`` of ``SCHEDULE`` (create, pause, resume), again after a failure (of
+        the master the refusal names, or of another node) until an answer comes; then
+        the next: a pause 1-2.5 s after a create or a resume, a resume 0.3-1.5 s after a
+        pause. ``first``: the op's first sending, and the least watermark applied then."""
+        if not self.running:
+            return
+        world = self.world
+        if first is None:
+            first = (world.clock.wall_ms(), self.delivered_floor())
+            if op == PAUSE:
+                self.pauses.append(Pause(*first))
+            elif op == RESUME:
+                self.pauses[-1].resume_sent_ms = first[0]
+
+        fate = {"past_check": False, "ended": False}
+
+        async def ask(service: NodeService):
+            try:
+                await self._master_check(service)
+                fate["past_check"] = True
+                if op == CREATE:
+                    return await service.schedules.create(SCHEDULE)
+                if op == PAUSE:
+                    return await service.schedules.pause(SCHEDULE.name)
+                return await service.schedules.resume(SCHEDULE.name)
+            finally:
+                fate["ended"] = True
+
+        def answered(result) -> None:
+            now = world.clock.wall_ms()
+            world.note(f"scheduler: {op} answered")
+            world.count(f"schedule {op} answered")
+            if op == PAUSE:
+                self.pauses[-1].answered_ms = now
+            elif op == RESUME:
+                self.pauses[-1].resume_answered_ms = now
+            then, (low, high) = (RESUME, (300, 1_500)) if op == PAUSE else (PAUSE, (1_000, 2_500))
+            world.at(world.rng.randrange(low * MS, high * MS), "client", None, self.schedule_act, then)
+
+        def failed() -> None:
+            # Refused by the master check, it was not made; past it, or not ended (a
+            # timeout, a node that crashed with it), it may have been, or be made later.
+            unknown = fate["past_check"] or not fate["ended"]
+            if op != CREATE and unknown and self.unknown_from is None:
+                self.unknown_from, self.unknown_floor = first
+            later = world.rng.randrange(50 * MS, 200 * MS)
+            world.at(later, "client", None, self.schedule_act, op, first)
+
+        world.note(f"scheduler asks {self.scheduler.believed} to {op} {SCHEDULE.name}")
+        self.call(self.scheduler, "schedule", ask, answered, failed)
+
+    def check_firing(self, m: dict, where: str) -> None:
+        """A firing's first hand-out: due at a whole second, keyed by it, and the only
+        message handed out for that fire time."""
+        at = m["deliver_at"]
+        if at % 1000 or m.get("key") != fire_key(SCHEDULE.name, at):
+            self.world.violate("schedule-fired-off-plan", f"{where}: due at {at}, keyed {m.get('key')!r}")
+        self.world.count("firings handed out")
+        first = self.fired.setdefault(at, m["id"])
+        if first != m["id"]:
+            self.world.violate("schedule-fired-twice", f"{where}: fire time {at} was handed out as {first}")
+        paused = self.paused_over(at)
+        if paused is not None:
+            self.world.violate("schedule-fired-while-paused", f"{where}: due at {at}, {paused}")
+
+    def paused_over(self, at: int) -> str | None:
+        """How fire time ``at`` is known paused over: after a pause was answered (and the
+        slack, and the fire lead: a firing the wheel fired before the pause stays
+        delivered) and before its resume was first sent (less the lag of
+        ``lease-as-asked``), and before any pause or resume went unanswered; None if it
+        is not."""
+        lag = LEASE_LAG_MS + self.behind_ms + self.asymmetry_ms + self.slow_aged_ms
+        ahead = self.slack_ms + FIRE_LEAD_MS
+        unknown = math.inf if self.unknown_from is None else self.unknown_from
+        for p in self.pauses:
+            resumed = math.inf if p.resume_sent_ms is None else p.resume_sent_ms
+            if p.answered_ms is not None and p.answered_ms + ahead < at < min(resumed, unknown) - lag:
+                return (
+                    f"paused at {p.answered_ms} (slack {self.slack_ms} ms, fire lead {FIRE_LEAD_MS} ms), "
+                    f"resumed at {p.resume_sent_ms} (lag {lag} ms)"
+                )
+        return None
+
+    def delivered_floor(self) -> int:
+        """The least watermark a running node applied (ms): a pause applied from now on
+        may cancel any firing due after it, as it was not delivered yet (a new master's
+        wheel may lag the clock for a while)."""
+        stores = [n.raft.state.store for n in self.world.nodes if n.raft is not None]
+        marks = [w for w in (s.meta("ws") for s in stores) if w is not None]
+        return min((Watermark.from_wire(w).ms for w in marks), default=0)
+
+    def may_skip(self, at: int) -> bool:
+        """Whether a pause may have skipped fire time ``at``: from its first sending (less
+        the slack), or the least watermark applied then, to its resume's answer (and the
+        slack, and the horizon: a short pause resumes from the mark that was planned
+        before it); or past a pause or resume not answered."""
+        slack = self.slack_ms
+        if self.unknown_from is not None and at > min(self.unknown_from - slack, self.unknown_floor):
+            return True
+        for p in self.pauses:
+            resumed = p.resume_answered_ms
+            end = math.inf if resumed is None else resumed + slack + SCHEDULE_HORIZON_MS
+            if min(p.sent_ms - slack, p.floor_ms) < at <= end:
+                return True
+        return False
+
+    def firings_problem(self, stores: dict, ws_ms: int) -> tuple[str, str] | None:
+        """At the end, every node at the same applied index: (invariant, detail) of the
+        first node whose ready log of the schedule's topic does not hold each fire time
+        planned (after the create's clock, up to the committed mark) and due before
+        ``ws_ms`` once, and no other; None when all do."""
+        meta = next(iter(stores.values())).current_meta
+        d, m = definition(meta, SCHEDULE.name), mark(meta, SCHEDULE.name)
+        if d is None or m is None:
+            planned, plan = set(), "never created"
+        else:
+            planned = set(range((d.created_at // 1000 + 1) * 1000, m.mark + 1, 1000))
+            plan = f"created at {d.created_at}, planned until {m.mark}"
+        owed = {t for t in planned if t < ws_ms and not self.may_skip(t)}
+        for name, store in stores.items():
+            fired = Counter(store.read_ready(SCHEDULE.topic)["deliver_at_ms"].tolist())
+            where = f"{name}'s ready log of {SCHEDULE.topic!r} ({plan}, due before {ws_ms})"
+            twice = sorted(t for t, n in fired.items() if n > 1)
+            if twice:
+                return "schedule-fired-twice", f"{where}: fire times {twice[:10]} more than once"
+            if owed - fired.keys():
+                return "schedule-missed", f"{where}: fire times {sorted(owed - fired.keys())[:10]} not in it"
+            if fired.keys() - planned:
+                return "schedule-fired-off-plan", f"{where}: fire times {sorted(fired.keys() - planned)[:10]}"
+            for at in sorted(fired):
+                paused = self.paused_over(at)
+                if paused is not None:
+                    return "schedule-fired-while-paused", f"{where}: fire time {at}, {paused}"
+        self.world.counts["schedule firings in the ready logs"] = len(owed)
+        return None
+
     # -- an admin ---------------------------------------------------------------------
 
     def release_act(self, times: int, believed: str) -> None:
@@ -592,7 +781,8 @@ class Workload:
         """How the requests ended, by what and how (ok, lost, timeout, an error's name);
         ``handed out``: messages pulled."""
         out: dict[str, int] = {"handed out": self.handed, "slack ms": self.slack_ms}
-        for actor in (self.producer, *self.consumers, self.editor, *self.admins):
+        scheduler = () if self.scheduler is None else (self.scheduler,)
+        for actor in (self.producer, *self.consumers, self.editor, *scheduler, *self.admins):
             for outcome, n in actor.answered.items():
                 out[outcome] = out.get(outcome, 0) + n
         return dict(sorted(out.items()))

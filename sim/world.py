@@ -119,6 +119,10 @@ class Profile:
     # The node services' sync_interval_ms, the longest gap between a master's S entries
     # when nothing falls due; None: the node's default.
     sync_interval_ms: int | None = None
+    # The workload creates a recurring schedule that fires every second, and the consumers
+    # pull its firings too; the nodes plan them 1 s ahead, looking every 100 ms
+    # (sim/workload.py, "Scheduler").
+    schedules: bool = False
 
 
 @dataclass
@@ -1556,6 +1560,10 @@ class World:
             if problems:
                 raise Violation("ready-logs", f"topic {topic}: {'; '.join(problems)}")
             self.delivered += len(ready[self.nodes[0].name])
+        if edits is not None and self.profile.schedules:
+            problem = edits.firings_problem({n.name: n.raft.state.store for n in self.nodes}, ws_ms)
+            if problem is not None:
+                raise Violation(*problem)
 
 
 def _digest(blob: bytes) -> str:

@@ -234,17 +234,21 @@ def test_shrink_leaves_the_fault_that_catches_the_journal_cut():
     assert "make sim SEED=67 KEEP=1 CANARY=no-finish-cut" in done.stdout
 
 
-# A service that answers an edit or an extend as made without making it: the workload's
-# checks catch it (sim/workload.py), so that they can fail. Seed 1, all its faults.
+# A service that answers an edit, an extend or a pause as made without making it, or a
+# master that skips a schedule's firings whose time passed: the workload's checks catch it
+# (sim/workload.py), so that they can fail. Seed 1, all its faults; (invariant, options).
 FAKES = {
-    "fake-cancel": "cancelled-handed-out",
-    "fake-move": "rescheduled-at-old-time",
-    "fake-extend": "handed-out-inside-a-lease",
+    "fake-cancel": ("cancelled-handed-out", ()),
+    "fake-move": ("rescheduled-at-old-time", ()),
+    "fake-extend": ("handed-out-inside-a-lease", ()),
+    "fake-skip-passed": ("schedule-missed", ("--schedules",)),
+    "fake-pause": ("schedule-fired-while-paused", ("--schedules",)),
 }
 
 
 @pytest.mark.parametrize("fake", sorted(FAKES))
 def test_the_workload_catches_a_service_that_does_not_do_what_it_answers(fake):
-    result = replay(1, "--service", "--canary", fake)
+    invariant, options = FAKES[fake]
+    result = replay(1, "--service", *options, "--canary", fake)
     assert not result["ok"], f"{fake} not caught"
-    assert result["invariant"] == FAKES[fake], result["detail"]
+    assert result["invariant"] == invariant, result["detail"]

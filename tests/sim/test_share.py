@@ -1,9 +1,9 @@
 """The default suite's share of the simulator, on two jobs: 30 s of seeds of 3 nodes (about
 125, each ~6 virtual s of faults, a heal, a restart of all and the end checks), 15 s of
 them drawing power losses that keep unsynced sectors in no order too, then 15 s with node
-services, ticking and holding requests as the product does (about 17). Any failure names
-its seed: ``make sim SEED=<seed>`` (``POWER=1 OUT_OF_ORDER=1``, ``SERVICE=1 TIMED_WAITS=1
-HOLD=1``) replays it."""
+services, ticking and holding requests as the product does, and a recurring schedule
+(about 17). Any failure names its seed: ``make sim SEED=<seed>`` (``POWER=1
+OUT_OF_ORDER=1``, ``SERVICE=1 TIMED_WAITS=1 HOLD=1 SCHEDULES=1``) replays it."""
 
 from __future__ import annotations
 
@@ -31,9 +31,10 @@ def test_fifteen_seconds_of_seeds_with_power_lost_out_of_order_pass():
 def test_fifteen_seconds_of_seeds_with_node_services_pass():
     """The same with every node a NodeService and the workload's clients on it
     (``--service``), for the checks on what consumers receive (docs/simulator.md); each
-    node ticks as the product's tick thread does (``--timed-waits``), and the clients'
-    calls take the routes' master check with its hold (``--hold``)."""
-    args = ("--service", "--timed-waits", "--hold")
+    node ticks as the product's tick thread does (``--timed-waits``), the clients'
+    calls take the routes' master check with its hold (``--hold``), and a recurring
+    schedule fires, is paused and resumed (``--schedules``)."""
+    args = ("--service", "--timed-waits", "--hold", "--schedules")
     done = sim("run", "--seconds", "15", "--start", "1", "--jobs", "2", *args)
     assert done.returncode == 0, done.stdout[-5000:] + done.stderr[-2000:]
     assert " 0 failed" in done.stdout
