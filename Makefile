@@ -159,7 +159,7 @@ clean:
 # TIMED_WAITS=1: a node ticks when its tick thread's wait would end, or when a message arrives.
 # HOLD=1 (with SERVICE=1): the workload's calls take the routes' master check, with its hold.
 # SYNC_INTERVAL_MS=50 (with SERVICE=1): the nodes' sync_interval_ms (default: the node's, 250).
-# SCHEDULES=1 (with SERVICE=1): the workload creates a recurring schedule; its firings are checked.
+# SCHEDULES=1 (with SERVICE=1): the workload creates, pauses and resumes a recurring schedule.
 # SEED=S replays one seed in a fresh process and prints the last steps of its trace; KEEP=0,2
 # makes only those of its drawn faults (`python -m sim shrink SEED` finds the fewest that fail).
 sim: install bytecode

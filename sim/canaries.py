@@ -376,7 +376,7 @@ def _no_later_term() -> None:
 
     def on_message(self, node, message) -> None:
         term = message.get("term") if isinstance(message, dict) else None
-        if message.get("type") == "append_entries" and isinstance(term, int) and term < self.raftCurrentTerm:
+        if isinstance(term, int) and term < self.raftCurrentTerm and message.get("type") == "append_entries":
             return
         take(self, node, message)
 

@@ -376,9 +376,10 @@ def main() -> int:
     world.add_argument(
         "--schedules",
         action="store_true",
-        help="with --service: the workload creates a recurring schedule that fires every second, "
-        "the nodes plan it 1 s ahead, and the consumers pull its firings, checked as the others and "
-        "at the end: each fire time planned is in every ready log once; other draws than without",
+        help="with --service: the workload creates a recurring schedule that fires every second, then "
+        "pauses and resumes it; the nodes plan it 1 s ahead, and the consumers pull its firings, "
+        "checked as the others and at the end: each fire time planned and not paused is in every "
+        "ready log once; other draws than without",
     )
     scripted = argparse.ArgumentParser(add_help=False)
     scripted.add_argument(

@@ -107,7 +107,7 @@ class Mode(NamedTuple):
     timed_waits: bool = False  # each node ticks when its tick thread's wait ends, not on a grid
     hold: bool = False  # the workload's calls take the routes' master check, with its hold
     sync_interval_ms: int | None = None  # the node services' sync_interval_ms (None: the node's default)
-    schedules: bool = False  # the workload creates a recurring schedule; its firings are pulled and checked
+    schedules: bool = False  # the workload creates, pauses and resumes a recurring schedule
 
     def options(self) -> list[str]:
         """As ``python -m sim`` options."""

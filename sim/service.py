@@ -29,11 +29,11 @@ RETRY_LEVELS_MS = (300, 1_000)
 # less than 0.5 s is left and looked at every 100 ms, so a run's masters plan many times
 # over and an outage of more than 0.5 s leaves fire times passed and unplanned.
 SCHEDULE_HORIZON_MS = 1_000
+SCHEDULE_CONFIG = {"schedule_horizon_ms": SCHEDULE_HORIZON_MS, "schedule_check_ms": 100}
 # The nodes' fire lead (the config's default): the wheel fires what falls due this far
 # ahead of its clock, so a pause cancels only firings due later than that (a hot stretch,
 # more than fire_batch_limit due within the lead, never comes in a run).
 FIRE_LEAD_MS = NodeConfig.__dataclass_fields__["fire_lead_ms"].default
-SCHEDULE_CONFIG = {"schedule_horizon_ms": SCHEDULE_HORIZON_MS, "schedule_check_ms": 100}
 
 
 def http_of(name: str) -> str:

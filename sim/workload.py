@@ -69,8 +69,8 @@ and none fired for a time it was moved away from. With ``--schedules``, by the c
 schedule (its creation's clock, and its mark: every fire time up to it was planned or
 skipped by a pause), in every node's ready log of the schedule's topic: each fire time
 planned and due before the watermark once (``schedule-missed``, ``schedule-fired-twice``),
-but those a pause may have skipped, and none that was not planned
-(``schedule-fired-off-plan``).
+but those a pause may have skipped, none that was not planned (``schedule-fired-off-plan``),
+and none inside a pause as above.
 
 Each bound is loosened by ``slack_ms``: how far the cluster's time may run ahead of the
 true time by design (node/quorum_clock.py): the clock a majority is ahead by, at the

@@ -119,9 +119,9 @@ class Profile:
     # The node services' sync_interval_ms, the longest gap between a master's S entries
     # when nothing falls due; None: the node's default.
     sync_interval_ms: int | None = None
-    # The workload creates a recurring schedule that fires every second, and the consumers
-    # pull its firings too; the nodes plan them 1 s ahead, looking every 100 ms
-    # (sim/workload.py, "Scheduler").
+    # The workload creates a recurring schedule that fires every second, pauses and resumes
+    # it, and the consumers pull its firings too; the nodes plan them 1 s ahead, looking
+    # every 100 ms (sim/workload.py, "Scheduler").
     schedules: bool = False
 
 
