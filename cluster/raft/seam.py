@@ -86,6 +86,16 @@ setattr(raft_pickle, "__protocol", PICKLE_PROTOCOL)
 # -- how a reach is declared: each names the line it replaces or reads -------------------
 
 
+class ShipmentWaits(Exception):  # noqa: N818 - a signal between the serializer and the send loop
+    """Raised by the serializer's ``getTransmissionData`` (snapshot_stream.py) when the
+    shipment to follower ``node`` cannot go on this tick; the send loop's wrapper leaves
+    the follower out of the tick's sends."""
+
+    def __init__(self, node) -> None:
+        super().__init__(node)
+        self.node = node
+
+
 def _replaces(where: str):
     """Mark a method as the override of pysyncobj's method of the same name, at ``where``."""
 
@@ -520,8 +530,21 @@ class SyncObjSeam(SyncObj):
         :meth:`_followers_held_back` names (a shipment that waits for its connection).
         pysyncobj sends only to ``connected_nodes``, so they are taken out of it meanwhile,
         and their snapshot shipments are kept (pysyncobj cancels the shipment of a follower
-        it finds disconnected, syncobj.py:1260; the serializer keeps a paused one)."""
+        it finds disconnected, syncobj.py:1260; the serializer keeps a paused one).
+
+        A follower whose shipment cannot go on (the serializer raises
+        :class:`ShipmentWaits`) is left out too, and the sends are made again: pysyncobj
+        would ask for its next chunk again at once, for a heartbeat's time (:1308-1326).
+        The followers sent to before it are sent to once more, with nothing new but a
+        heartbeat."""
         held_back = self._followers_held_back()
+        while True:
+            try:
+                return self._send_appends_leaving_out(held_back)
+            except ShipmentWaits as waits:
+                held_back = held_back | {waits.node}
+
+    def _send_appends_leaving_out(self, held_back: frozenset) -> None:
         if not held_back:
             return SyncObj._SyncObj__sendAppendEntries(self)
         self.connected_nodes = self.connected_nodes - held_back

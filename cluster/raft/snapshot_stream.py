@@ -8,9 +8,13 @@ manifest's checkpoint, then every file the checkpoint names, read from the live 
 with ``pread`` up to its committed length (appends since then are left out). Heads
 caches are not shipped: the follower rebuilds them.
 
-Retention may remove a file before its turn comes: the shipment then starts over from
-the newest dump, and ``on_stale`` asks for a new dump so that it names only files that
-exist. A file already opened is read to its end whatever happens to its name.
+Retention may remove a file before its turn comes: the shipment then waits for a newer
+dump, and ``on_stale`` asks for one, which names only files that exist. A file already
+opened is read to its end whatever happens to its name. A shipment that cannot go on
+(that, or no dump yet) raises ``ShipmentWaits`` (seam.py): pysyncobj's send loop would
+ask for the follower's next chunk again at once, for a heartbeat's time, and so ship
+the same dump from its start over and over; the shell leaves the follower out of the
+tick's sends instead, and out of later ticks' until a newer dump is written.
 
 Memory: pysyncobj would queue the whole dump in one tick into the connection's write
 buffer. A shipment is paused while the buffer to its follower holds more than
@@ -34,6 +38,7 @@ from horologe.storage.durable import fsync
 
 from . import tar_stream
 from .dump_file import DumpWriter, LocalDump, shipped_head
+from .seam import ShipmentWaits
 
 log = logging.getLogger(__name__)
 
@@ -99,21 +104,23 @@ class ShippingSerializer(Serializer):
             self._paused = frozenset()
 
     def getTransmissionData(self, transmissionID):  # noqa: N802, N803 - pysyncobj's names
+        """The next chunk for follower ``transmissionID``; :class:`ShipmentWaits` when its
+        shipment cannot go on this tick (no dump yet, or a file of it is gone)."""
         shipment = self._shipments.get(transmissionID)
         try:
             if shipment is None:
                 dump = self._dumps.current()
-                if dump is None:
-                    return None  # nothing to ship yet (pysyncobj compacts only after a dump)
+                if dump is None:  # nothing to ship yet (pysyncobj compacts only after a dump)
+                    raise ShipmentWaits(transmissionID)
                 shipment = self._shipments[transmissionID] = Shipment(dump, self._store_dir, self._chunk)
                 log.info("shipping the snapshot at index %d to %s", dump.index, transmissionID)
             data = shipment.take()
-        except OSError as e:  # pysyncobj cannot take False here (it indexes the result)
-            log.warning("shipping the snapshot to %s failed, starting over: %s", transmissionID, e)
+        except OSError as e:
+            log.warning("shipping the snapshot to %s failed; waiting for a newer dump: %s", transmissionID, e)
             failed = self._shipments.pop(transmissionID, None)
             self._stale[transmissionID] = failed.index if failed else self._dumps.index
             self._on_stale()
-            return None
+            raise ShipmentWaits(transmissionID) from e
         if data[2]:
             del self._shipments[transmissionID]
             log.info(

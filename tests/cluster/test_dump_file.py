@@ -25,6 +25,7 @@ from horologe.cluster.raft.dump_file import (
     read_shipped,
     write_local,
 )
+from horologe.cluster.raft.seam import ShipmentWaits
 from horologe.cluster.raft.snapshot_stream import SHIP_CHUNK, ShippingSerializer, tar_chunks
 from horologe.storage import Message, Storage, StorageConfig, check_store
 from horologe.storage.errors import CorruptLogError
@@ -117,6 +118,14 @@ def test_the_serializer_ships_in_chunks_and_keeps_a_paused_shipment(tmp_path):
         assert check_store(copy) == expected
 
 
+def _ship_until_it_waits(serializer: ShippingSerializer, node: str) -> None:
+    """Take chunks for ``node`` until its shipment waits (a file of the dump is gone);
+    none of them the last."""
+    with pytest.raises(ShipmentWaits):
+        while True:
+            assert not serializer.getTransmissionData(node)[2]
+
+
 def test_a_shipment_missing_a_file_waits_for_a_newer_dump(tmp_path):
     with _store(tmp_path / "store", messages=100) as store:
         writer = _writer(tmp_path, store)
@@ -125,8 +134,7 @@ def test_a_shipment_missing_a_file_waits_for_a_newer_dump(tmp_path):
         _dump(writer)
         victim = max(writer.current().store["files"])  # the last file shipped
         os.rename(os.path.join(store.directory, victim), str(tmp_path / "aside"))  # as retention would
-        while (data := serializer.getTransmissionData("n2")) is not None:
-            assert not data[2]
+        _ship_until_it_waits(serializer, "n2")
         assert stale == [1] and serializer.held_back("n2", lambda node: 0)
         _dump(writer, 9)  # what the request for a dump brings about
         assert not serializer.held_back("n2", lambda node: 0)
@@ -243,8 +251,7 @@ def test_a_deposed_leader_forgets_the_followers_that_waited_for_a_newer_dump(tmp
         _dump(writer)
         victim = max(writer.current().store["files"])
         os.rename(os.path.join(store.directory, victim), str(tmp_path / "aside"))
-        while serializer.getTransmissionData("n2") is not None:
-            pass
+        _ship_until_it_waits(serializer, "n2")
         assert serializer.held_back("n2", lambda node: 0)
         serializer.cancel_all()  # this node stopped leading
         assert not serializer.held_back("n2", lambda node: 0)

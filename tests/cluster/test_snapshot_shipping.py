@@ -5,14 +5,27 @@ during a shipment (every few seconds under sustained ingest) left it to continue
 entries that it lacked (they came after the shipped dump) and that the leader no longer
 held: it was shipped a snapshot again, perhaps for ever. The log is kept while a shipment
 is under way.
+
+A shipment that finds a file of its dump removed by retention waits for a newer dump.
+pysyncobj's send loop asked for the follower's next chunk again at once, and so shipped
+the same dump from its start over and over for a heartbeat's time each tick (under the
+simulator, whose clock does not move within a tick, for ever: seed 10 with ``--service
+--retention``). The follower is left out of the rest of the tick's sends instead.
 """
 
 from __future__ import annotations
 
+import os
 import time
 
+from horologe.cluster import PRODUCE, Entry
+from horologe.storage import Message
+from horologe.wheel import Watermark
+
 from .test_snapshot_messages import PEERS
-from .ticked import commit_with, crash, lead_with_peers, peer, send_now, tick, ticked_node
+from .ticked import ack, commit_with, crash, lead_with_peers, peer, send_now, tick, ticked_node
+
+T = 1_767_225_600_000  # 2026-01-01 00:00 UTC
 
 
 def test_no_compaction_while_a_shipment_is_under_way(tmp_path, monkeypatch):
@@ -61,5 +74,42 @@ def test_no_compaction_while_a_shipment_is_under_way(tmp_path, monkeypatch):
         assert to_slow[last_chunk + 1]["prevLogIdx"] == shipped
         send_now(leader, 3)  # the shipment is over: the forced compaction goes ahead
         assert leader._dump.current().index > shipped
+    finally:
+        crash(leader)
+
+
+def test_a_shipment_missing_a_file_is_begun_once_a_tick_and_then_waits_for_a_newer_dump(tmp_path):
+    leader = ticked_node(tmp_path / "leader", peers=PEERS, ship_chunk_bytes=512)
+    try:
+        lead_with_peers(leader)
+        fast, slow = peer(leader, 0), peer(leader, 1)
+        messages = [Message("t", b"x" * 100, T + 60_000, T) for _ in range(50)]
+        answers = []
+        leader.apply_entry(
+            Entry(PRODUCE, Watermark(T), T, messages).encode(),
+            callback=lambda *answer: answers.append(answer),
+        )
+        while not answers:
+            tick(leader)
+            ack(leader, fast, leader.last_log_index())
+        commit_with(leader, fast, T + 1, 3)
+        leader.forceLogCompaction()
+        tick(leader, 2)
+        dump = leader._dump.current()
+        store_dir = leader.state.store.directory
+        victim = max(dump.store["files"])  # the last file shipped, removed as retention would
+        os.rename(os.path.join(store_dir, victim), str(tmp_path / "aside"))
+        leader.next_index[slow] = leader._journal[0][1]  # behind the log: shipped the dump
+
+        sent_before = len(leader.sent)
+        send_now(leader)
+        sent = leader.sent[sent_before:]
+        begun = [m for n, m in sent if n == slow and m.get("serialized") and m["serialized"][1]]
+        assert len(begun) == 1, f"the shipment was begun {len(begun)} times in one tick"
+        assert any(n == fast for n, _ in sent), "the other follower is still sent to"
+
+        sent_before = len(leader.sent)
+        send_now(leader)  # held back until a newer dump is written
+        assert not [m for n, m in leader.sent[sent_before:] if n == slow and m.get("serialized")]
     finally:
         crash(leader)
