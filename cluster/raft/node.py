@@ -75,6 +75,8 @@ log = logging.getLogger(__name__)
 KEEPALIVE = "horologe_keepalive"  # a message type pysyncobj does not use
 # What a lease gives up of the election timeout: the clocks' rates, a tick's lateness.
 LEASE_MARGIN_S = 0.05
+# The answer to a change proposed by a master that stopped leading before it committed.
+PROPOSED_THEN_LOST = "this node stopped being the master with the change proposed: it may still be made"
 
 
 T = TypeVar("T")
@@ -169,6 +171,8 @@ class RaftNode(SyncObjSeam):
         # being added, and the changes the loop asked for.
         self._voter = not settings.join
         self._joining: Joining | None = None
+        # A removal proposed and not yet answered: its answer (tick thread), once.
+        self._removing: Callable[[tuple[str, str] | None], None] | None = None
         self._membership_asks: queue.SimpleQueue = queue.SimpleQueue()
         # The membership as of the applied index (what a dump at that index holds), and
         # whether the log's tail is still to be taken at the first tick (no dump to load:
@@ -1004,13 +1008,17 @@ class RaftNode(SyncObjSeam):
             except queue.Empty:
                 break
             self._start_change(kind, node, catch_up_s, done)
+        if self._removing is not None and not self._isLeader():
+            # pysyncobj answers once this node applies the entry as a follower, and never
+            # if a snapshot is installed past it
+            self._removing(("not_committed", PROPOSED_THEN_LOST))
         joining = self._joining
         if joining is None:
             return
         if not self._isLeader():
             why = "this node stopped being the master during the catch-up"
             if joining.proposed:  # its answer may never come: a snapshot installed past it
-                why = "this node stopped being the master with the change proposed: it may still be made"
+                why = PROPOSED_THEN_LOST
             self._end_join(("lost_lead" if not joining.proposed else "not_committed", why), joining)
             return
         if joining.proposed:
@@ -1057,7 +1065,7 @@ class RaftNode(SyncObjSeam):
             if member is None:
                 done(("not_a_member", f"no member at {node.address}"))
                 return
-            self.removeNodeFromCluster(member, callback=self._change_answered(done))
+            self._propose_removal(member, done)
             return
         if node == self._self_node or node in members:
             done(("member_exists", f"{node.address} is a member already"))
@@ -1076,6 +1084,18 @@ class RaftNode(SyncObjSeam):
             self._ask_for_dump()
         else:
             self._feed(joining)
+
+    def _propose_removal(self, member, done) -> None:  # tick thread
+        """Propose the removal of ``member``; ``done`` once: at pysyncobj's answer, or when
+        this node stops leading first (``_tick_membership``)."""
+
+        def answer(why: tuple[str, str] | None) -> None:
+            if self._removing is answer:
+                self._removing = None
+                done(why)
+
+        self._removing = answer
+        self.removeNodeFromCluster(member, callback=self._change_answered(answer))
 
     def _feed(self, joining: Joining) -> None:  # tick thread
         node = joining.node
