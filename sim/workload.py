@@ -99,7 +99,6 @@ from horologe.node.consumers import wire as pull_wire
 from horologe.node.quorum_clock import majority
 from horologe.node.service import NodeService
 from horologe.storage import MessageColumns
-from horologe.wheel import Watermark
 
 from .service import FIRE_LEAD_MS, SCHEDULE_HORIZON_MS
 
@@ -378,8 +377,7 @@ class Workload:
                         f"{where}: {h.consumer} holds it until {h.lease_until} (slack {slack} ms)",
                     )
             until = lease_end(m["receipt"])
-            lag = self.behind_ms + self.asymmetry_ms + self.slow_aged_ms
-            if until < sent_ms + visibility_ms - LEASE_LAG_MS - lag:
+            if until < sent_ms + visibility_ms - LEASE_LAG_MS - self.lease_lag_ms:
                 world.violate(
                     "lease-as-asked",
                     f"{where}: leased until {until}, pulled at {sent_ms} for {visibility_ms} ms "
@@ -622,13 +620,19 @@ class Workload:
         if paused is not None:
             self.world.violate("schedule-fired-while-paused", f"{where}: due at {at}, {paused}")
 
+    @property
+    def lease_lag_ms(self) -> int:
+        """How far short of its asked end a lease may be stamped so far, beyond
+        ``LEASE_LAG_MS``: a clock behind, a link's asymmetry, a slow oscillator's ageing."""
+        return self.behind_ms + self.asymmetry_ms + self.slow_aged_ms
+
     def paused_over(self, at: int) -> str | None:
         """How fire time ``at`` is known paused over: after a pause was answered (and the
         slack, and the fire lead: a firing the wheel fired before the pause stays
         delivered) and before its resume was first sent (less the lag of
         ``lease-as-asked``), and before any pause or resume went unanswered; None if it
         is not."""
-        lag = LEASE_LAG_MS + self.behind_ms + self.asymmetry_ms + self.slow_aged_ms
+        lag = LEASE_LAG_MS + self.lease_lag_ms
         ahead = self.slack_ms + FIRE_LEAD_MS
         unknown = math.inf if self.unknown_from is None else self.unknown_from
         for p in self.pauses:
@@ -644,9 +648,7 @@ class Workload:
         """The least watermark a running node applied (ms): a pause applied from now on
         may cancel any firing due after it, as it was not delivered yet (a new master's
         wheel may lag the clock for a while)."""
-        stores = [n.raft.state.store for n in self.world.nodes if n.raft is not None]
-        marks = [w for w in (s.meta("ws") for s in stores) if w is not None]
-        return min((Watermark.from_wire(w).ms for w in marks), default=0)
+        return self.world.least_watermark_ms(n for n in self.world.nodes if n.raft is not None)
 
     def may_skip(self, at: int) -> bool:
         """Whether a pause may have skipped fire time ``at``: from its first sending (less

@@ -1497,6 +1497,12 @@ class World:
             return
         self.phase = "draining"
 
+    @staticmethod
+    def least_watermark_ms(nodes) -> int:
+        """The least watermark (ms) the given running nodes applied; 0 if none has one."""
+        marks = [w for w in (n.raft.state.store.meta("ws") for n in nodes) if w is not None]
+        return min((Watermark.from_wire(w).ms for w in marks), default=0)
+
     def check_end(self) -> None:
         """Every node at the same applied index: ready logs identical, no duplicate, none
         early by the master's clock, every acknowledged message due by then in the ready
@@ -1507,7 +1513,7 @@ class World:
         for node in self.nodes:
             if node.raft.state.halted:
                 raise Violation("no-halt", f"{node.name} halted: {node.raft.state.halted}")
-        ws_ms = min(Watermark.from_wire(n.raft.state.store.meta("ws")).ms for n in self.nodes)
+        ws_ms = self.least_watermark_ms(self.nodes)
         errors = {}
         for node in self.nodes:
             try:
