@@ -169,12 +169,13 @@ ifdef SEED
 		$(if $(MEMBERS),--membership) $(if $(SPARES_FIRST),--spares-first) \
 		$(if $(COMMIT_AT_ONCE),--commit-at-once) $(if $(OUT_OF_ORDER),--out-of-order) \
 		$(if $(TIMED_WAITS),--timed-waits) $(if $(HOLD),--hold) $(if $(SYNC_INTERVAL_MS),--sync-interval-ms $(SYNC_INTERVAL_MS)) \
-		$(if $(SCHEDULES),--schedules) $(if $(KEEP),--keep $(KEEP))
+		$(if $(SCHEDULES),--schedules) $(if $(LATENESS),--lateness) $(if $(KEEP),--keep $(KEEP))
 else
 	$(PY) -m sim run $(if $(SEEDS),--seeds $(SEEDS)) $(if $(MINUTES),--minutes $(MINUTES)) \
 		$(if $(START),--start $(START)) $(if $(NODES),--nodes $(NODES)) $(if $(CANARY),--canary $(CANARY)) \
 		$(if $(SCENARIO),--scenario $(SCENARIO)) $(if $(POWER),--power-loss) $(if $(SERVICE),--service) \
 		$(if $(MEMBERS),--membership) $(if $(SPARES_FIRST),--spares-first) $(if $(COMMIT_AT_ONCE),--commit-at-once) \
 		$(if $(OUT_OF_ORDER),--out-of-order) $(if $(TIMED_WAITS),--timed-waits) $(if $(HOLD),--hold) \
-		$(if $(SYNC_INTERVAL_MS),--sync-interval-ms $(SYNC_INTERVAL_MS)) $(if $(SCHEDULES),--schedules)
+		$(if $(SYNC_INTERVAL_MS),--sync-interval-ms $(SYNC_INTERVAL_MS)) $(if $(SCHEDULES),--schedules) \
+		$(if $(LATENESS),--lateness)
 endif

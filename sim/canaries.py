@@ -3,9 +3,10 @@ process only, never in a file): the simulator must catch each, by a random seed
 (tests/sim/test_canaries.py) or a scripted scenario (tests/sim/test_scenarios.py).
 
 Each canary puts back the code as it was before its fix, with the issue it came from.
-Five more, ``fake-*``, are no fixed bug: a service that answers an edit, an extend or
-a pause as made without making it, or skips a schedule's firings, which the workload's
-checks must catch (sim/workload.py).
+Seven more, ``fake-*``, are no fixed bug: a service that answers an edit, an extend or
+a pause as made without making it, skips a schedule's firings, or ignores or loses a
+message past its lateness allowance, which the workload's checks must catch
+(sim/workload.py).
 """
 
 from __future__ import annotations
@@ -14,8 +15,10 @@ import asyncio
 from collections.abc import Callable
 from dataclasses import replace
 
+import numpy as np
 from pysyncobj.serializer import Serializer
 
+from horologe.cluster import apply_messages, state_machine
 from horologe.cluster.errors import StoreBehindDumpError
 from horologe.cluster.raft import journal as raft_journal
 from horologe.cluster.raft import node, peer_clocks
@@ -32,7 +35,7 @@ from horologe.node.quorum_clock import QuorumClock
 from horologe.node.schedules.service import Schedules
 from horologe.node.service import NodeService
 from horologe.node.wheel_driver import WheelDriver
-from horologe.storage import durable
+from horologe.storage import Transaction, durable
 from horologe.storage.commit_journal import CommitJournal
 
 
@@ -441,6 +444,21 @@ def _fake_pause() -> None:
     Schedules.pause = pause
 
 
+def _fake_late_deliver() -> None:
+    """Lateness policies ignored: every message delivered however late it falls due."""
+
+    def within_allowance(store, tx, hour, gis, named, deliver_at, clock_ms, pending):
+        return np.ones(len(gis), dtype=bool)
+
+    apply_messages.within_allowance = state_machine.within_allowance = within_allowance
+
+
+def _fake_late_lose() -> None:
+    """A message past its lateness allowance neither delivered nor recorded as dropped or
+    dead-lettered: lost."""
+    Transaction.record_late = lambda self, mid, outcome, late_by_ms: None
+
+
 CANARIES: dict[str, Callable[[], None]] = {
     "no-append-rule": _no_append_rule,
     "no-forward-refusal": _no_forward_refusal,
@@ -481,6 +499,8 @@ CANARIES: dict[str, Callable[[], None]] = {
     "fake-extend": _fake_extend,
     "fake-skip-passed": _fake_skip_passed,
     "fake-pause": _fake_pause,
+    "fake-late-deliver": _fake_late_deliver,
+    "fake-late-lose": _fake_late_lose,
 }
 
 

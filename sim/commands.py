@@ -381,6 +381,14 @@ def main() -> int:
         "checked as the others and at the end: each fire time planned and not paused is in every "
         "ready log once; other draws than without",
     )
+    world.add_argument(
+        "--lateness",
+        action="store_true",
+        help="with --service: a third of the producer's messages carry a lateness policy "
+        "(max_lateness 0, 30, 300 or 1500 ms, then drop or dlq); at the end each owed one is in "
+        "every ready log within its allowance, or dropped or dead-lettered past it, alike on "
+        "every node; other draws than without",
+    )
     scripted = argparse.ArgumentParser(add_help=False)
     scripted.add_argument(
         "--scenario", choices=sorted(SCENARIOS), help="scripted faults instead of drawn ones (sim/scenarios/)"
@@ -421,12 +429,15 @@ def main() -> int:
         )
     if args.spares_first and not args.membership:
         parser.error("--spares-first orders the spares' addresses: it needs --membership")
-    if args.hold and not (args.service or (scenario and SCENARIOS[scenario].service)):
+    serving = args.service or (scenario and SCENARIOS[scenario].service)
+    if args.hold and not serving:
         parser.error("--hold says how the workload's calls are checked: it needs --service")
-    if args.sync_interval_ms is not None and not (args.service or (scenario and SCENARIOS[scenario].service)):
+    if args.sync_interval_ms is not None and not serving:
         parser.error("--sync-interval-ms sets the node services' config: it needs --service")
-    if args.schedules and not (args.service or (scenario and SCENARIOS[scenario].service)):
+    if args.schedules and not serving:
         parser.error("--schedules adds to the workload's calls: it needs --service")
+    if args.lateness and not serving:
+        parser.error("--lateness adds to the workload's messages: it needs --service")
     if args.sync_interval_ms is not None and not 1 <= args.sync_interval_ms <= 500:
         parser.error("--sync-interval-ms: 1..500, as the node's config allows (node/config.py)")
     if args.out_of_order and not args.power_loss:
@@ -442,6 +453,7 @@ def main() -> int:
         args.hold,
         args.sync_interval_ms,
         args.schedules,
+        args.lateness,
     )
     if args.cmd == "zygote":
         zygote(args.nodes, args.canary, args.scenario, mode)

@@ -108,6 +108,7 @@ class Mode(NamedTuple):
     hold: bool = False  # the workload's calls take the routes' master check, with its hold
     sync_interval_ms: int | None = None  # the node services' sync_interval_ms (None: the node's default)
     schedules: bool = False  # the workload creates, pauses and resumes a recurring schedule
+    lateness: bool = False  # some messages carry a lateness policy: dropped or dead-lettered once late
 
     def options(self) -> list[str]:
         """As ``python -m sim`` options."""
@@ -122,6 +123,7 @@ class Mode(NamedTuple):
             + ["--hold"] * self.hold
             + ([] if self.sync_interval_ms is None else ["--sync-interval-ms", str(self.sync_interval_ms)])
             + ["--schedules"] * self.schedules
+            + ["--lateness"] * self.lateness
         )
 
     def make_vars(self) -> str:
@@ -137,6 +139,7 @@ class Mode(NamedTuple):
             + " HOLD=1" * self.hold
             + ("" if self.sync_interval_ms is None else f" SYNC_INTERVAL_MS={self.sync_interval_ms}")
             + " SCHEDULES=1" * self.schedules
+            + " LATENESS=1" * self.lateness
         )
 
 

@@ -14,7 +14,10 @@ another node at random.
 
 - **Producer:** every 2-40 ms, 1-3 messages to the two topics, due -0.5..4 s from now,
   half of them keyed. An answered produce is an acknowledged entry: held by a majority
-  from then on, and its messages in every ready log at the end (sim/world.py).
+  from then on, and its messages in every ready log at the end (sim/world.py). With
+  ``--lateness``, a third of them carry a lateness policy: ``max_lateness`` 0, 30, 300
+  or 1,500 ms, then ``drop`` or ``dlq`` (one due already is past a short allowance as
+  it arrives; a move into the past, or an outage, makes others late).
 - **Consumers:** pull 1-8 messages of a topic (and its group's retries) with a
   visibility of 0.3-1.5 s, waiting 0, 50 or 200 ms; then, per message, ack (most),
   nack, release, extend (to 1.5-3 s, then ack in its second half) or forget it (its lease runs
@@ -65,12 +68,17 @@ attempt), by the world's true clock:
   ``lease-as-asked``).
 
 At the end (sim/world.py), with the chaos checker: no cancelled message in a ready log,
-and none fired for a time it was moved away from. With ``--schedules``, by the committed
-schedule (its creation's clock, and its mark: every fire time up to it was planned or
-skipped by a pause), in every node's ready log of the schedule's topic: each fire time
-planned and due before the watermark once (``schedule-missed``, ``schedule-fired-twice``),
-but those a pause may have skipped, none that was not planned (``schedule-fired-off-plan``),
-and none inside a pause as above.
+and none fired for a time it was moved away from. With ``--lateness``
+(``late-policy``), by the clock of the entry that decided: every node dropped and
+dead-lettered the same messages, each past its allowance and as its policy says, and
+none of them is in a ready log; every message with a policy in a ready log was
+delivered within it (one dropped or dead-lettered is owed no place there); the group's
+dead-letter queue is alike on every node and holds each dead-lettered one at most once.
+With ``--schedules``, by the committed schedule (its creation's clock, and its mark:
+every fire time up to it was planned or skipped by a pause), in every node's ready log
+of the schedule's topic: each fire time planned and due before the watermark once
+(``schedule-missed``, ``schedule-fired-twice``), but those a pause may have skipped, none
+that was not planned (``schedule-fired-off-plan``), and none inside a pause as above.
 
 Each bound is loosened by ``slack_ms``: how far the cluster's time may run ahead of the
 true time by design (node/quorum_clock.py): the clock a majority is ahead by, at the
@@ -98,7 +106,8 @@ from horologe.cluster.schedule_state import ScheduleDef, definition, fire_key, m
 from horologe.node.consumers import wire as pull_wire
 from horologe.node.quorum_clock import majority
 from horologe.node.service import NodeService
-from horologe.storage import MessageColumns
+from horologe.storage import MessageColumns, MessageId
+from horologe.storage.late_policies import DEAD_LETTERED, DROPPED, policy_headers
 
 from .service import FIRE_LEAD_MS, SCHEDULE_HORIZON_MS
 
@@ -115,6 +124,13 @@ GROUP = "g"
 # What a consumer does with a message, by a draw in [0, 1): below each bound, this (above
 # the last, nothing: its lease runs out).
 SETTLE_CHOICES = ((0.75, "ack"), (0.83, "nack"), (0.9, "release"), (0.95, "extend"))
+# A message's lateness policy, drawn for a third of them (--lateness): how late it may
+# fall due (0: not at all; an allowance under a second is a wish, as the wheel runs a few
+# ms late at times), then what is done with it.
+MAX_LATENESS_MS = (0, 30, 300, 1500)
+ON_LATE_KINDS = ("drop", "dlq")
+LATE_OUTCOMES = {"drop": DROPPED, "dlq": DEAD_LETTERED}  # what a late one becomes, by on_late
+LATE_NAMES = {DROPPED: "dropped", DEAD_LETTERED: "dead-lettered"}
 # The scheduler's (--schedules): every second, on a topic of its own.
 SCHEDULE = ScheduleDef("s", "s", b"tick", "* * * * * *", "UTC")
 
@@ -137,6 +153,7 @@ class Produced:
     cancelled_ms: int | None = None  # true wall ms a cancel of it was answered as made
     maybe_cancelled: bool = False  # a cancel of it is in flight, or went unanswered
     busy: bool = False  # a cancel or a move of it in flight
+    policy: tuple[str, int] | None = None  # --lateness: (on_late, max_lateness ms)
 
 
 @dataclass
@@ -293,12 +310,19 @@ class Workload:
         n = rng.randrange(1, 4)
         topics = [rng.choice(self.topics) for _ in range(n)]
         deliver = [now + rng.randrange(-500, 4000) for _ in range(n)]
+        keys = [f"k{serial}.{i}" if rng.random() < 0.5 else None for i in range(n)]
+        policies = {}
+        if world.profile.lateness:
+            for i in range(n):
+                if rng.random() < 1 / 3:
+                    policies[i] = (rng.choice(ON_LATE_KINDS), rng.choice(MAX_LATENESS_MS))
         cols = MessageColumns(
             topics,
             [f"m{serial}.{i}".encode() for i in range(n)],
             np.array(deliver, dtype=np.int64),
             np.full(n, now, dtype=np.int64),
-            [f"k{serial}.{i}" if rng.random() < 0.5 else None for i in range(n)],
+            keys,
+            headers={i: policy_headers(ms, on_late) for i, (on_late, ms) in policies.items()},
         )
 
         async def produce(service: NodeService) -> list[str]:
@@ -308,8 +332,8 @@ class Workload:
         def answered(ids) -> None:
             made = list(zip(ids, topics, deliver, strict=True))
             world.acked_messages([(mid, self.ids[mid], t, at) for mid, t, at in made])
-            for (mid, t, at), key in zip(made, cols.keys, strict=True):
-                self.produced[mid] = Produced(t, key, {at})
+            for i, ((mid, t, at), key) in enumerate(zip(made, cols.keys, strict=True)):
+                self.produced[mid] = Produced(t, key, {at}, policy=policies.get(i))
 
         self.call(self.producer, "produce", produce, answered)
         world.at(rng.randrange(2 * MS, 40 * MS), "client", None, self.produce_act)
@@ -547,6 +571,37 @@ class Workload:
             for mid, p in self.produced.items()
             if p.topic == topic and p.cancelled_ms is None and not p.maybe_cancelled and max(p.times) < due_ms
         }
+
+    def late_outcomes(self, store, topic: str) -> dict[str, tuple[int, int]]:
+        """The messages of ``topic`` with a lateness policy that ``store`` recorded as
+        dropped or dead-lettered (where each lives now: a moved one's copy): id -> (kind, ms late)."""
+        mids = [mid for mid, p in self.produced.items() if p.topic == topic and p.policy is not None]
+        places = store.current_places([MessageId.parse(mid) for mid in mids])
+        outcomes = ((mid, store.late_outcome(place)) for mid, place in zip(mids, places, strict=True))
+        return {mid: o for mid, o in outcomes if o is not None}
+
+    def lateness_problems(
+        self, late: dict[str, tuple[int, int]], fired: list[tuple[str, int, int]]
+    ) -> list[str]:
+        """What breaks the lateness policies (``--lateness``), by the clock of the entry
+        that decided: in ``late`` (of :meth:`late_outcomes`) one dropped or
+        dead-lettered within its allowance, or not as its policy says; in ``fired``, the
+        ready log's (id, deliver_at, delivered_at), one late outcome delivered too, or one
+        delivered past its allowance."""
+        problems = []
+        for mid, (kind, late_by) in sorted(late.items()):
+            on_late, allowance = self.produced[mid].policy
+            if late_by <= allowance or kind != LATE_OUTCOMES[on_late]:
+                problems.append(
+                    f"{mid} {LATE_NAMES[kind]} {late_by} ms late; its policy: {on_late} past {allowance} ms"
+                )
+        for mid, due, at in fired:
+            if mid in late:
+                problems.append(f"{mid} {LATE_NAMES[late[mid][0]]} and delivered at {at}")
+            p = self.produced.get(mid)
+            if p is not None and p.policy is not None and at - due > p.policy[1]:
+                problems.append(f"{mid} delivered {at - due} ms late, past its allowance of {p.policy[1]} ms")
+        return problems
 
     def cancelled(self) -> list[str]:
         """The messages a cancel was answered as made for."""

@@ -26,7 +26,7 @@ import math
 import os
 import random
 import shutil
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
@@ -34,6 +34,7 @@ import numpy as np
 from pysyncobj import FAIL_REASON
 
 from horologe.cluster import PRODUCE, SYNC, ClusterSettings, Entry, Peer, StateMachine
+from horologe.cluster.consumer_groups import dlq_topic
 from horologe.cluster.raft.dial_node import DialNode
 from horologe.cluster.raft.dump_file import read_local
 from horologe.cluster.raft.journal import DiskJournal
@@ -48,6 +49,7 @@ from horologe.storage import (
     check_store,
     id_strings,
 )
+from horologe.storage.late_policies import DEAD_LETTERED
 from horologe.wheel import Watermark
 
 from . import service
@@ -57,7 +59,7 @@ from .loop import SimLoop
 from .membership import MembershipChanges
 from .network import DROP, OPEN, REJECT, SimNetwork, transport_for
 from .scripted import Script
-from .workload import FRESH_S, Workload
+from .workload import FRESH_S, GROUP, LATE_NAMES, Workload
 
 log = logging.getLogger(__name__)
 
@@ -123,6 +125,9 @@ class Profile:
     # it, and the consumers pull its firings too; the nodes plan them 1 s ahead, looking
     # every 100 ms (sim/workload.py, "Scheduler").
     schedules: bool = False
+    # A third of the producer's messages carry a lateness policy (max_lateness 0-1,500 ms,
+    # then drop or dead-letter), checked at the end (sim/workload.py, "Producer").
+    lateness: bool = False
 
 
 @dataclass
@@ -1523,13 +1528,26 @@ class World:
                 errors[node.name] = repr(e)
         self.delivered = 0
         edits = self.workload
+        lateness = edits is not None and self.profile.lateness
+        dead: set[str] = set()  # dead-lettered as late, of every topic
         for topic in TOPICS:
             owed = edits.owed(topic, ws_ms) if edits is not None else None
+            late = (
+                {n.name: edits.late_outcomes(n.raft.state.store, topic) for n in self.nodes}
+                if lateness
+                else {}
+            )
+            first = late.get(self.nodes[0].name, {})
+            if any(outcomes != first for outcomes in late.values()):
+                raise Violation(
+                    "late-policy", f"topic {topic}: what was dropped or dead-lettered differs between nodes"
+                )
+            dead.update(mid for mid, (kind, _) in first.items() if kind == DEAD_LETTERED)
             produced = [
                 {"id": mid, "key": mid, "deliver_at": at, "sent_ms": 0, "acked_ms": 0}
                 for a in self.acked
                 for mid, t, at in a.messages
-                if t == topic and at < ws_ms and (owed is None or mid in owed)
+                if t == topic and at < ws_ms and (owed is None or mid in owed) and mid not in first
             ]
             history = {
                 "produced": produced,
@@ -1551,12 +1569,11 @@ class World:
             for key in ("not_in_ready_log", "duplicates", "early", "cancelled_but_delivered"):
                 if result[key]:
                     problems.append(f"{key} = {result[key]}")
+            ids = [answers_to.get(str(p), str(p)) for p in places]
             if edits is not None:
-                fired = zip(places, rows["deliver_at_ms"].tolist(), strict=True)
+                fired = zip(ids, rows["deliver_at_ms"].tolist(), strict=True)
                 at_old = [
-                    mid
-                    for mid, at in ((answers_to.get(str(p), str(p)), at) for p, at in fired)
-                    if mid in edits.produced and at not in edits.produced[mid].times
+                    mid for mid, at in fired if mid in edits.produced and at not in edits.produced[mid].times
                 ]
                 if at_old:
                     problems.append(f"fired at a time it was moved from = {at_old[:10]}")
@@ -1566,10 +1583,37 @@ class World:
             if problems:
                 raise Violation("ready-logs", f"topic {topic}: {'; '.join(problems)}")
             self.delivered += len(ready[self.nodes[0].name])
+            if lateness:
+                fired = zip(
+                    ids, rows["deliver_at_ms"].tolist(), rows["delivered_at_ms"].tolist(), strict=True
+                )
+                problems = edits.lateness_problems(first, list(fired))
+                if problems:
+                    raise Violation("late-policy", f"topic {topic}: {'; '.join(problems[:10])}")
+                for kind, what in LATE_NAMES.items():
+                    n = sum(k == kind for k, _ in first.values())
+                    self.counts[f"late messages {what}"] = self.counts.get(f"late messages {what}", 0) + n
+        if lateness:
+            self.check_dead_letters(dead)
         if edits is not None and self.profile.schedules:
             problem = edits.firings_problem({n.name: n.raft.state.store for n in self.nodes}, ws_ms)
             if problem is not None:
                 raise Violation(*problem)
+
+    def check_dead_letters(self, dead: set[str]) -> None:
+        """The dead-letter queue of the workload's group (``--lateness``): alike on every
+        node, and each message dead-lettered as late in it at most once (in it at all only
+        if the group had acknowledged a message of its topic by then)."""
+        topic = dlq_topic(GROUP)
+        logs = [n.raft.state.store.read_ready(topic) for n in self.nodes]
+        if any(not np.array_equal(log, logs[0]) for log in logs):
+            raise Violation("late-policy", f"{topic}'s ready logs differ between nodes")
+        places = list(map(MessageId, logs[0]["hour"].tolist(), logs[0]["global_index"].tolist()))
+        ids = Counter(map(str, self.nodes[0].raft.state.store.original_ids(places)))
+        twice = sorted(mid for mid in dead if ids[mid] > 1)
+        if twice:
+            raise Violation("late-policy", f"dead-lettered more than once in {topic}: {twice[:10]}")
+        self.counts["late messages in the dead-letter queue"] = sum(ids[mid] for mid in dead)
 
 
 def _digest(blob: bytes) -> str:

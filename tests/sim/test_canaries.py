@@ -234,8 +234,9 @@ def test_shrink_leaves_the_fault_that_catches_the_journal_cut():
     assert "make sim SEED=67 KEEP=1 CANARY=no-finish-cut" in done.stdout
 
 
-# A service that answers an edit, an extend or a pause as made without making it, or a
-# master that skips a schedule's firings whose time passed: the workload's checks catch it
+# A service that answers an edit, an extend or a pause as made without making it, a
+# master that skips a schedule's firings whose time passed, or one that ignores or loses a
+# message past its lateness allowance: the workload's checks catch it
 # (sim/workload.py), so that they can fail. Seed 1, all its faults; (invariant, options).
 FAKES = {
     "fake-cancel": ("cancelled-handed-out", ()),
@@ -243,6 +244,8 @@ FAKES = {
     "fake-extend": ("handed-out-inside-a-lease", ()),
     "fake-skip-passed": ("schedule-missed", ("--schedules",)),
     "fake-pause": ("schedule-fired-while-paused", ("--schedules",)),
+    "fake-late-deliver": ("late-policy", ("--lateness",)),
+    "fake-late-lose": ("ready-logs", ("--lateness",)),
 }
 
 
