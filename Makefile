@@ -160,6 +160,8 @@ clean:
 # HOLD=1 (with SERVICE=1): the workload's calls take the routes' master check, with its hold.
 # SYNC_INTERVAL_MS=50 (with SERVICE=1): the nodes' sync_interval_ms (default: the node's, 250).
 # SCHEDULES=1 (with SERVICE=1): the workload creates, pauses and resumes a recurring schedule.
+# LATENESS=1 (with SERVICE=1): a third of the messages carry a lateness policy (drop or dlq).
+# RETENTION=1 (with SERVICE=1): retention cuts within a run (ready logs trimmed, the first hour removed).
 # SEED=S replays one seed in a fresh process and prints the last steps of its trace; KEEP=0,2
 # makes only those of its drawn faults (`python -m sim shrink SEED` finds the fewest that fail).
 sim: install bytecode
@@ -169,7 +171,8 @@ ifdef SEED
 		$(if $(MEMBERS),--membership) $(if $(SPARES_FIRST),--spares-first) \
 		$(if $(COMMIT_AT_ONCE),--commit-at-once) $(if $(OUT_OF_ORDER),--out-of-order) \
 		$(if $(TIMED_WAITS),--timed-waits) $(if $(HOLD),--hold) $(if $(SYNC_INTERVAL_MS),--sync-interval-ms $(SYNC_INTERVAL_MS)) \
-		$(if $(SCHEDULES),--schedules) $(if $(LATENESS),--lateness) $(if $(KEEP),--keep $(KEEP))
+		$(if $(SCHEDULES),--schedules) $(if $(LATENESS),--lateness) $(if $(RETENTION),--retention) \
+		$(if $(KEEP),--keep $(KEEP))
 else
 	$(PY) -m sim run $(if $(SEEDS),--seeds $(SEEDS)) $(if $(MINUTES),--minutes $(MINUTES)) \
 		$(if $(START),--start $(START)) $(if $(NODES),--nodes $(NODES)) $(if $(CANARY),--canary $(CANARY)) \
@@ -177,5 +180,5 @@ else
 		$(if $(MEMBERS),--membership) $(if $(SPARES_FIRST),--spares-first) $(if $(COMMIT_AT_ONCE),--commit-at-once) \
 		$(if $(OUT_OF_ORDER),--out-of-order) $(if $(TIMED_WAITS),--timed-waits) $(if $(HOLD),--hold) \
 		$(if $(SYNC_INTERVAL_MS),--sync-interval-ms $(SYNC_INTERVAL_MS)) $(if $(SCHEDULES),--schedules) \
-		$(if $(LATENESS),--lateness)
+		$(if $(LATENESS),--lateness) $(if $(RETENTION),--retention)
 endif

@@ -389,6 +389,14 @@ def main() -> int:
         "every ready log within its allowance, or dropped or dead-lettered past it, alike on "
         "every node; other draws than without",
     )
+    world.add_argument(
+        "--retention",
+        action="store_true",
+        help="with --service: retention cuts within a run (retention_ms 300, looked at every 100 ms; "
+        "a ready segment closes every 500 ms of deliveries): ready logs trimmed once the group passed "
+        "them, the first hour removed; a message owed that is no longer in a ready log must have been "
+        "handed out; other timings than without",
+    )
     scripted = argparse.ArgumentParser(add_help=False)
     scripted.add_argument(
         "--scenario", choices=sorted(SCENARIOS), help="scripted faults instead of drawn ones (sim/scenarios/)"
@@ -438,6 +446,8 @@ def main() -> int:
         parser.error("--schedules adds to the workload's calls: it needs --service")
     if args.lateness and not serving:
         parser.error("--lateness adds to the workload's messages: it needs --service")
+    if args.retention and not serving:
+        parser.error("--retention sets the node services' config: it needs --service")
     if args.sync_interval_ms is not None and not 1 <= args.sync_interval_ms <= 500:
         parser.error("--sync-interval-ms: 1..500, as the node's config allows (node/config.py)")
     if args.out_of_order and not args.power_loss:
@@ -454,6 +464,7 @@ def main() -> int:
         args.sync_interval_ms,
         args.schedules,
         args.lateness,
+        args.retention,
     )
     if args.cmd == "zygote":
         zygote(args.nodes, args.canary, args.scenario, mode)

@@ -89,6 +89,8 @@ class _TraceLog(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         msg = record.getMessage().replace(self.world.base_dir, "<base>")  # it holds the pid
         self.world.note(f"log {record.levelname} {record.name}: {msg[:300]}")
+        if "waiting for a newer dump" in msg:  # cluster/raft/snapshot_stream.py: a file of it is gone
+            self.world.count("shipments that waited for a newer dump")
         if "truncating already-applied" in msg and self.world.pending_violation is None:
             self.world.pending_violation = Violation("applied-never-cut", msg)
 
@@ -109,6 +111,7 @@ class Mode(NamedTuple):
     sync_interval_ms: int | None = None  # the node services' sync_interval_ms (None: the node's default)
     schedules: bool = False  # the workload creates, pauses and resumes a recurring schedule
     lateness: bool = False  # some messages carry a lateness policy: dropped or dead-lettered once late
+    retention: bool = False  # retention cuts within a run: ready logs trimmed, the first hour removed
 
     def options(self) -> list[str]:
         """As ``python -m sim`` options."""
@@ -124,6 +127,7 @@ class Mode(NamedTuple):
             + ([] if self.sync_interval_ms is None else ["--sync-interval-ms", str(self.sync_interval_ms)])
             + ["--schedules"] * self.schedules
             + ["--lateness"] * self.lateness
+            + ["--retention"] * self.retention
         )
 
     def make_vars(self) -> str:
@@ -140,6 +144,7 @@ class Mode(NamedTuple):
             + ("" if self.sync_interval_ms is None else f" SYNC_INTERVAL_MS={self.sync_interval_ms}")
             + " SCHEDULES=1" * self.schedules
             + " LATENESS=1" * self.lateness
+            + " RETENTION=1" * self.retention
         )
 
 

@@ -30,6 +30,12 @@ RETRY_LEVELS_MS = (300, 1_000)
 # over and an outage of more than 0.5 s leaves fire times passed and unplanned.
 SCHEDULE_HORIZON_MS = 1_000
 SCHEDULE_CONFIG = {"schedule_horizon_ms": SCHEDULE_HORIZON_MS, "schedule_check_ms": 100}
+# With --retention: delivered data goes 300 ms after its delivery, once every group passed
+# it (a master looks every 100 ms, the least the config allows), and a ready segment
+# closes every 500 ms of deliveries, so a run's ready logs are trimmed and its first hour
+# (the world's clock starts 4 s before an hour) removed.
+RETENTION_CONFIG = {"retention_ms": 300, "retention_check_ms": 100}
+READY_SEGMENT_SPAN_MS = 500
 # The nodes' fire lead (the config's default): the wheel fires what falls due this far
 # ahead of its clock, so a pause cancels only firings due later than that (a hot stretch,
 # more than fire_batch_limit due within the lead, never comes in a run).
@@ -60,6 +66,7 @@ def build(node: SimNode, crossing, monotonic_step, storage_config) -> tuple[Node
         loop_lag_probe_ms=0,
         **({} if chosen is None else {"sync_interval_ms": chosen}),
         **(SCHEDULE_CONFIG if world.profile.schedules else {}),
+        **(RETENTION_CONFIG if world.profile.retention else {}),
     )
 
     def make_raft(_settings, state, _crossing, on_applied, on_role, **kw) -> RaftNode:

@@ -74,11 +74,14 @@ dead-lettered the same messages, each past its allowance and as its policy says,
 none of them is in a ready log; every message with a policy in a ready log was
 delivered within it (one dropped or dead-lettered is owed no place there); the group's
 dead-letter queue is alike on every node and holds each dead-lettered one at most once.
-With ``--schedules``, by the committed schedule (its creation's clock, and its mark:
-every fire time up to it was planned or skipped by a pause), in every node's ready log
-of the schedule's topic: each fire time planned and due before the watermark once
-(``schedule-missed``, ``schedule-fired-twice``), but those a pause may have skipped, none
-that was not planned (``schedule-fired-off-plan``), and none inside a pause as above.
+With ``--retention``, one owed and no longer in the ready logs must have been handed out,
+or due before the group had progress on its topic (``trimmed_unseen``), or have a policy
+and an hour retention removed. With ``--schedules``, by the committed schedule (its
+creation's clock, and its mark: every fire time up to it was planned or skipped by a
+pause), in every node's ready log of the schedule's topic: each fire time planned and
+due before the watermark once (``schedule-missed``, ``schedule-fired-twice``), but those
+a pause may have skipped, none that was not planned (``schedule-fired-off-plan``), and
+none inside a pause as above.
 
 Each bound is loosened by ``slack_ms``: how far the cluster's time may run ahead of the
 true time by design (node/quorum_clock.py): the clock a majority is ahead by, at the
@@ -101,12 +104,13 @@ import numpy as np
 
 from chaos_tests.checker import lease_end
 from horologe.cluster import NotMasterError
+from horologe.cluster.consumer_groups import progress_key
 from horologe.cluster.schedule_apply import CREATE, PAUSE, RESUME
 from horologe.cluster.schedule_state import ScheduleDef, definition, fire_key, mark
 from horologe.node.consumers import wire as pull_wire
 from horologe.node.quorum_clock import majority
 from horologe.node.service import NodeService
-from horologe.storage import MessageColumns, MessageId
+from horologe.storage import MessageColumns, MessageExpiredError, MessageId
 from horologe.storage.late_policies import DEAD_LETTERED, DROPPED, policy_headers
 
 from .service import FIRE_LEAD_MS, SCHEDULE_HORIZON_MS
@@ -190,6 +194,9 @@ class Workload:
         self.scheduler = Actor("scheduler", rng.choice(names)) if scheduling else None
         self.pulled = (*topics, SCHEDULE.topic) if scheduling else topics  # the topics consumers pull
         self.fired: dict[int, str] = {}  # fire ms -> the id of its first hand-out
+        self.group_since: dict[
+            str, int
+        ] = {}  # --retention: topic -> true ms its group's progress first applied
         self.pauses: list[Pause] = []
         self.unknown_from: int | None = None  # first sending of a pause or resume not answered
         self.unknown_floor: int | None = None  # the least watermark applied then
@@ -572,13 +579,41 @@ class Workload:
             if p.topic == topic and p.cancelled_ms is None and not p.maybe_cancelled and max(p.times) < due_ms
         }
 
-    def late_outcomes(self, store, topic: str) -> dict[str, tuple[int, int]]:
+    def late_outcomes(self, store, topic: str) -> tuple[dict[str, tuple[int, int]], set[str]]:
         """The messages of ``topic`` with a lateness policy that ``store`` recorded as
-        dropped or dead-lettered (where each lives now: a moved one's copy): id -> (kind, ms late)."""
-        mids = [mid for mid, p in self.produced.items() if p.topic == topic and p.policy is not None]
-        places = store.current_places([MessageId.parse(mid) for mid in mids])
-        outcomes = ((mid, store.late_outcome(place)) for mid, place in zip(mids, places, strict=True))
-        return {mid: o for mid, o in outcomes if o is not None}
+        dropped or dead-lettered (where each lives now: a moved one's copy): id -> (kind, ms
+        late); and those whose hour retention removed (``--retention``), which no longer tell."""
+        outcomes, removed = {}, set()
+        for mid, p in self.produced.items():
+            if p.topic != topic or p.policy is None:
+                continue
+            try:
+                outcome = store.late_outcome(store.current_place(MessageId.parse(mid)))
+            except MessageExpiredError:
+                removed.add(mid)
+                continue
+            if outcome is not None:
+                outcomes[mid] = outcome
+        return outcomes, removed
+
+    def note_group(self, store) -> None:
+        """With ``--retention``, after each apply on any node: when the group's progress on
+        each topic it pulls first applied. Retention trims what a topic with no group yet
+        delivered, whoever will read it (cluster/retention.py), so until then a message
+        may be delivered and trimmed unseen."""
+        for topic in self.pulled:
+            if topic not in self.group_since and store.meta(progress_key(GROUP, topic)) is not None:
+                self.group_since[topic] = self.world.clock.wall_ms()
+
+    def trimmed_unseen(self, topic: str, at: int) -> bool:
+        """Whether a message of ``topic`` due at ``at`` may have been delivered (by the fire
+        lead and the slack before ``at``) and trimmed before its group had progress on it."""
+        since = self.group_since.get(topic)
+        return since is None or at - FIRE_LEAD_MS - self.slack_ms < since
+
+    def handed_out(self) -> set[str]:
+        """The ids of the messages a pull handed out (as its answer left its node)."""
+        return {mid for mid, _attempt in self.handouts}
 
     def lateness_problems(
         self, late: dict[str, tuple[int, int]], fired: list[tuple[str, int, int]]
@@ -733,6 +768,8 @@ class Workload:
             planned = set(range((d.created_at // 1000 + 1) * 1000, m.mark + 1, 1000))
             plan = f"created at {d.created_at}, planned until {m.mark}"
         owed = {t for t in planned if t < ws_ms and not self.may_skip(t)}
+        if self.world.profile.retention:  # a firing handed out, or not yet read by the group, may be trimmed
+            owed = {t for t in owed if t not in self.fired and not self.trimmed_unseen(SCHEDULE.topic, t)}
         for name, store in stores.items():
             fired = Counter(store.read_ready(SCHEDULE.topic)["deliver_at_ms"].tolist())
             where = f"{name}'s ready log of {SCHEDULE.topic!r} ({plan}, due before {ws_ms})"

@@ -49,11 +49,12 @@ from horologe.storage import (
     check_store,
     id_strings,
 )
+from horologe.storage.delay_index import MS_PER_HOUR
 from horologe.storage.late_policies import DEAD_LETTERED
 from horologe.wheel import Watermark
 
 from . import service
-from .clock import MONOTONIC_START_S, Drift, VirtualClock
+from .clock import MONOTONIC_START_S, WALL_START_MS, Drift, VirtualClock
 from .disk import ProcessExit, SyncedDisk
 from .loop import SimLoop
 from .membership import MembershipChanges
@@ -128,6 +129,9 @@ class Profile:
     # A third of the producer's messages carry a lateness policy (max_lateness 0-1,500 ms,
     # then drop or dead-letter), checked at the end (sim/workload.py, "Producer").
     lateness: bool = False
+    # Retention cuts within a run: ready segments trimmed once passed, the first hour
+    # removed (sim/service.py, RETENTION_CONFIG).
+    retention: bool = False
 
 
 @dataclass
@@ -263,7 +267,10 @@ class SimNode:
         name = self.name
         crossing = SimCrossing(self)
         if world.profile.service:
-            self.service, self.loop = service.build(self, crossing, self.monotonic_went_back, STORAGE)
+            storage = STORAGE
+            if world.profile.retention:
+                storage = replace(STORAGE, ready_segment_span_ms=service.READY_SEGMENT_SPAN_MS)
+            self.service, self.loop = service.build(self, crossing, self.monotonic_went_back, storage)
             self.loop.set_exception_handler(world.loop_error)
             state = self.service._writer
         else:
@@ -281,6 +288,8 @@ class SimNode:
                 ids = world.workload.ids
                 for mid in id_strings(res.id_hours, res.id_gis):
                     ids.setdefault(mid, (index, term))
+            if world.workload is not None and world.profile.retention:
+                world.workload.note_group(state.store)
             return res
 
         state.apply = apply
@@ -695,8 +704,8 @@ class World:
         self.hasher.update(line.encode())
         self.hasher.update(b"\n")
 
-    def count(self, what: str) -> None:
-        self.counts[what] = self.counts.get(what, 0) + 1
+    def count(self, what: str, n: int = 1) -> None:
+        self.counts[what] = self.counts.get(what, 0) + n
 
     def step(self) -> bool:
         """Run the next event that does something; False when none is left."""
@@ -1530,24 +1539,45 @@ class World:
         edits = self.workload
         lateness = edits is not None and self.profile.lateness
         dead: set[str] = set()  # dead-lettered as late, of every topic
+        retention = edits is not None and self.profile.retention
         for topic in TOPICS:
+            store = self.nodes[0].raft.state.store
+            ready = {node.name: node.raft.state.store.read_ready(topic) for node in self.nodes}
+            rows = ready[self.nodes[0].name]
+            places = list(map(MessageId, rows["hour"].tolist(), rows["global_index"].tolist()))
+            answers_to = {
+                str(p): str(o) for p, o in zip(places, store.original_ids(places), strict=True) if p != o
+            }
+            ids = [answers_to.get(str(p), str(p)) for p in places]
             owed = edits.owed(topic, ws_ms) if edits is not None else None
             late = (
                 {n.name: edits.late_outcomes(n.raft.state.store, topic) for n in self.nodes}
                 if lateness
                 else {}
             )
-            first = late.get(self.nodes[0].name, {})
-            if any(outcomes != first for outcomes in late.values()):
+            first, removed = late.get(self.nodes[0].name, ({}, set()))
+            if any(outcomes != (first, removed) for outcomes in late.values()):
                 raise Violation(
                     "late-policy", f"topic {topic}: what was dropped or dead-lettered differs between nodes"
                 )
             dead.update(mid for mid, (kind, _) in first.items() if kind == DEAD_LETTERED)
+            # With --retention: one handed out and no longer in the ready log was trimmed
+            # once the group passed it, one delivered before the group had progress on the
+            # topic may have been trimmed unseen, and one with a policy whose hour is gone
+            # may have been dropped or dead-lettered.
+            gone = set()
+            if retention:
+                unseen = {mid for mid in owed if edits.trimmed_unseen(topic, min(edits.produced[mid].times))}
+                gone = (edits.handed_out() - set(ids)) | removed | unseen
             produced = [
                 {"id": mid, "key": mid, "deliver_at": at, "sent_ms": 0, "acked_ms": 0}
                 for a in self.acked
                 for mid, t, at in a.messages
-                if t == topic and at < ws_ms and (owed is None or mid in owed) and mid not in first
+                if t == topic
+                and at < ws_ms
+                and (owed is None or mid in owed)
+                and mid not in first
+                and mid not in gone
             ]
             history = {
                 "produced": produced,
@@ -1557,19 +1587,11 @@ class World:
                 "acks": [],
                 "faults": [],
             }
-            store = self.nodes[0].raft.state.store
-            ready = {node.name: node.raft.state.store.read_ready(topic) for node in self.nodes}
-            rows = ready[self.nodes[0].name]
-            places = list(map(MessageId, rows["hour"].tolist(), rows["global_index"].tolist()))
-            answers_to = {
-                str(p): str(o) for p, o in zip(places, store.original_ids(places), strict=True) if p != o
-            }
             result = check(history, ready, errors, answers_to=answers_to)
             problems = [] if result["ready_logs_identical"] else ["ready logs differ between nodes"]
             for key in ("not_in_ready_log", "duplicates", "early", "cancelled_but_delivered"):
                 if result[key]:
                     problems.append(f"{key} = {result[key]}")
-            ids = [answers_to.get(str(p), str(p)) for p in places]
             if edits is not None:
                 fired = zip(ids, rows["deliver_at_ms"].tolist(), strict=True)
                 at_old = [
@@ -1583,6 +1605,8 @@ class World:
             if problems:
                 raise Violation("ready-logs", f"topic {topic}: {'; '.join(problems)}")
             self.delivered += len(ready[self.nodes[0].name])
+            if retention:
+                self.count("ready entries trimmed", store.ready_base(topic))
             if lateness:
                 fired = zip(
                     ids, rows["deliver_at_ms"].tolist(), rows["delivered_at_ms"].tolist(), strict=True
@@ -1591,10 +1615,14 @@ class World:
                 if problems:
                     raise Violation("late-policy", f"topic {topic}: {'; '.join(problems[:10])}")
                 for kind, what in LATE_NAMES.items():
-                    n = sum(k == kind for k, _ in first.values())
-                    self.counts[f"late messages {what}"] = self.counts.get(f"late messages {what}", 0) + n
+                    self.count(f"late messages {what}", sum(k == kind for k, _ in first.values()))
         if lateness:
             self.check_dead_letters(dead)
+        if retention:
+            first_hour = WALL_START_MS // MS_PER_HOUR
+            self.counts["hours removed"] = max(
+                0, self.nodes[0].raft.state.store.meta("retained_from_hour", 0) - first_hour
+            )
         if edits is not None and self.profile.schedules:
             problem = edits.firings_problem({n.name: n.raft.state.store for n in self.nodes}, ws_ms)
             if problem is not None:
