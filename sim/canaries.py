@@ -26,6 +26,7 @@ from horologe.cluster.raft.append_rule import trim_append
 from horologe.cluster.raft.journal import DiskJournal
 from horologe.cluster.raft.node import RaftNode
 from horologe.cluster.raft.peer_clocks import PeerClock
+from horologe.cluster.raft.seam import ShipmentWaits
 from horologe.cluster.raft.snapshot_stream import ShippingSerializer
 from horologe.cluster.schedule_plan import Plan, Planner
 from horologe.node import wheel_driver
@@ -386,6 +387,22 @@ def _no_later_term() -> None:
     RaftNode._on_message = on_message
 
 
+def _no_ship_wait() -> None:
+    """914a6e8: a shipment that could not go on (a file of its dump removed by retention)
+    returned None, and pysyncobj's send loop began the same dump again at once, for a
+    heartbeat's time: under the simulator's clock, which does not move within a tick,
+    for ever."""
+    original = ShippingSerializer.getTransmissionData
+
+    def get_transmission_data(self, transmission_id):
+        try:
+            return original(self, transmission_id)
+        except ShipmentWaits:
+            return None
+
+    ShippingSerializer.getTransmissionData = get_transmission_data
+
+
 def _fake_cancel() -> None:
     """A cancel by id answered as made, and not made."""
     by_key = NodeService.cancel
@@ -494,6 +511,7 @@ CANARIES: dict[str, Callable[[], None]] = {
     "no-restart-hold": _no_restart_hold,
     "no-pre-vote": _no_pre_vote,
     "no-later-term": _no_later_term,
+    "no-ship-wait": _no_ship_wait,
     "fake-cancel": _fake_cancel,
     "fake-move": _fake_move,
     "fake-extend": _fake_extend,

@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import select
 import signal
 import subprocess
@@ -43,6 +44,14 @@ from .run import PLAIN, Mode, replay_key
 from .scenarios import SCENARIOS
 
 SEED_LIMIT_S = 120  # a seed running longer than this is reported as a failure (a hang)
+# A seed's process may map this much at most (a seed of 5 nodes with every option peaks
+# near 110 MB resident); past it, it fails with a MemoryError. A runaway seed once took
+# 24 GB and stalled every other process on the machine until the kernel killed it.
+SEED_MEMORY_BYTES = 4 << 30
+
+
+def _limit_memory() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (SEED_MEMORY_BYTES, SEED_MEMORY_BYTES))
 
 
 # -- the zygote: one per hash seed, forks a child per seed ----------------------------------
@@ -59,6 +68,7 @@ def zygote(nodes: int, canary: str | None, scenario: str | None, mode: Mode) -> 
             code = 0
             try:
                 signal.alarm(SEED_LIMIT_S)
+                _limit_memory()
                 result = run_seed(seed, nodes=nodes, tail=40, canary=canary, scenario=scenario, mode=mode)
                 if result.ok:
                     result.trace_tail = []
@@ -168,7 +178,7 @@ def run_many(
                         "wall_s": 0.0,
                         "virtual_s": 0.0,
                         "detail": f"the seed's process ended with status {status} (a hang past "
-                        f"{SEED_LIMIT_S} s is killed)",
+                        f"{SEED_LIMIT_S} s is killed; one past {SEED_MEMORY_BYTES >> 30} GiB fails)",
                         "hashseed": hashseed_for(seed),
                         "steps": 0,
                     }
@@ -217,6 +227,7 @@ def replay(
     keep: frozenset[int] | None = None,
 ) -> int:
     run_under(hashseed_for(seed))
+    _limit_memory()
     from .run import run_seed
 
     result = run_seed(
