@@ -86,16 +86,6 @@ setattr(raft_pickle, "__protocol", PICKLE_PROTOCOL)
 # -- how a reach is declared: each names the line it replaces or reads -------------------
 
 
-class ShipmentWaits(Exception):  # noqa: N818 - a signal between the serializer and the send loop
-    """Raised by the serializer's ``getTransmissionData`` (snapshot_stream.py) when the
-    shipment to follower ``node`` cannot go on this tick; the send loop's wrapper leaves
-    the follower out of the tick's sends."""
-
-    def __init__(self, node) -> None:
-        super().__init__(node)
-        self.node = node
-
-
 def _replaces(where: str):
     """Mark a method as the override of pysyncobj's method of the same name, at ``where``."""
 
@@ -205,6 +195,16 @@ _PIPE_NOTIFIER = "_SyncObj__pipeNotifier"  # syncobj.py:264, see SyncObjSeam.wak
 _COMMANDS_QUEUE = "_SyncObj__commandsQueue"  # syncobj.py:262, see SyncObjSeam.fail_waiting_proposals
 _QUEUED = "_FastQueue__queue"  # fast_queue.py:12, that queue's deque: see SyncObjSeam.proposals_waiting
 _NEXT_APPEND_AT = "_SyncObj__newAppendEntriesTime"  # syncobj.py:268, see _SyncObj__applyLogEntries
+
+
+class ShipmentWaits(Exception):  # noqa: N818 - a signal between the serializer and the send loop
+    """Raised by the serializer's ``getTransmissionData`` (snapshot_stream.py) when the
+    shipment to follower ``node`` cannot go on this tick; the send loop's wrapper leaves
+    the follower out of the tick's sends."""
+
+    def __init__(self, node) -> None:
+        super().__init__(node)
+        self.node = node
 
 
 class SyncObjSeam(SyncObj):
