@@ -406,7 +406,7 @@ def main() -> int:
         help="with --service: retention cuts within a run (retention_ms 300, looked at every 100 ms; "
         "a ready segment closes every 500 ms of deliveries): ready logs trimmed once the group passed "
         "them, the first hour removed; a message owed that is no longer in a ready log must have been "
-        "handed out; other timings than without",
+        "handed out, or due before its group had progress on the topic; other timings than without",
     )
     scripted = argparse.ArgumentParser(add_help=False)
     scripted.add_argument(
