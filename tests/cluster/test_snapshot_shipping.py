@@ -23,7 +23,17 @@ from horologe.storage import Message
 from horologe.wheel import Watermark
 
 from .test_snapshot_messages import PEERS
-from .ticked import ack, commit_with, crash, lead_with_peers, peer, send_now, tick, ticked_node
+from .ticked import (
+    commit_proposed,
+    commit_with,
+    crash,
+    lead_with_peers,
+    peer,
+    propose_entry,
+    send_now,
+    tick,
+    ticked_node,
+)
 
 T = 1_767_225_600_000  # 2026-01-01 00:00 UTC
 
@@ -84,14 +94,7 @@ def test_a_shipment_missing_a_file_is_begun_once_a_tick_and_then_waits_for_a_new
         lead_with_peers(leader)
         fast, slow = peer(leader, 0), peer(leader, 1)
         messages = [Message("t", b"x" * 100, T + 60_000, T) for _ in range(50)]
-        answers = []
-        leader.apply_entry(
-            Entry(PRODUCE, Watermark(T), T, messages).encode(),
-            callback=lambda *answer: answers.append(answer),
-        )
-        while not answers:
-            tick(leader)
-            ack(leader, fast, leader.last_log_index())
+        commit_proposed(leader, fast, [propose_entry(leader, Entry(PRODUCE, Watermark(T), T, messages))])
         commit_with(leader, fast, T + 1, 3)
         leader.forceLogCompaction()
         tick(leader, 2)

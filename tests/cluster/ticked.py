@@ -113,9 +113,13 @@ def tick(node: RaftNode, times: int = 1) -> None:
 
 def propose(node: RaftNode, ms: int) -> list:
     """Propose a watermark-only entry at ``ms``; the list gets (result, error) once answered."""
+    return propose_entry(node, Entry(SYNC, Watermark(ms), ms))
+
+
+def propose_entry(node: RaftNode, entry: Entry) -> list:
+    """Propose ``entry``; the list gets (result, error) once answered."""
     answers: list = []
-    blob = Entry(SYNC, Watermark(ms), ms).encode()
-    node.apply_entry(blob, callback=lambda res, err: answers.append((res, err)))
+    node.apply_entry(entry.encode(), callback=lambda res, err: answers.append((res, err)))
     return answers
 
 
@@ -191,7 +195,12 @@ def ack(node: RaftNode, sender, last: int) -> None:
 
 def commit_with(node: RaftNode, sender, first_ms: int, count: int) -> None:
     """Commit and apply ``count`` entries on a leader, ``sender`` acknowledging them."""
-    answers = [propose(node, first_ms + i) for i in range(count)]
+    commit_proposed(node, sender, [propose(node, first_ms + i) for i in range(count)])
+
+
+def commit_proposed(node: RaftNode, sender, answers: list[list]) -> None:
+    """Tick a leader, ``sender`` acknowledging, until each of the proposals whose
+    ``answers`` lists are given committed and was applied."""
     for _ in range(20):
         if all(answers):
             break
