@@ -194,9 +194,8 @@ class Workload:
         self.scheduler = Actor("scheduler", rng.choice(names)) if scheduling else None
         self.pulled = (*topics, SCHEDULE.topic) if scheduling else topics  # the topics consumers pull
         self.fired: dict[int, str] = {}  # fire ms -> the id of its first hand-out
-        self.group_since: dict[
-            str, int
-        ] = {}  # --retention: topic -> true ms its group's progress first applied
+        # --retention: topic -> the true ms its group's progress first applied (note_group)
+        self.group_since: dict[str, int] = {}
         self.pauses: list[Pause] = []
         self.unknown_from: int | None = None  # first sending of a pause or resume not answered
         self.unknown_floor: int | None = None  # the least watermark applied then

@@ -1544,11 +1544,8 @@ class World:
             store = self.nodes[0].raft.state.store
             ready = {node.name: node.raft.state.store.read_ready(topic) for node in self.nodes}
             rows = ready[self.nodes[0].name]
-            places = list(map(MessageId, rows["hour"].tolist(), rows["global_index"].tolist()))
-            answers_to = {
-                str(p): str(o) for p, o in zip(places, store.original_ids(places), strict=True) if p != o
-            }
-            ids = [answers_to.get(str(p), str(p)) for p in places]
+            own, ids = _row_ids(store, rows)
+            answers_to = {p: o for p, o in zip(own, ids, strict=True) if p != o}
             owed = edits.owed(topic, ws_ms) if edits is not None else None
             late = (
                 {n.name: edits.late_outcomes(n.raft.state.store, topic) for n in self.nodes}
@@ -1636,12 +1633,17 @@ class World:
         logs = [n.raft.state.store.read_ready(topic) for n in self.nodes]
         if any(not np.array_equal(log, logs[0]) for log in logs):
             raise Violation("late-policy", f"{topic}'s ready logs differ between nodes")
-        places = list(map(MessageId, logs[0]["hour"].tolist(), logs[0]["global_index"].tolist()))
-        ids = Counter(map(str, self.nodes[0].raft.state.store.original_ids(places)))
+        ids = Counter(_row_ids(self.nodes[0].raft.state.store, logs[0])[1])
         twice = sorted(mid for mid in dead if ids[mid] > 1)
         if twice:
             raise Violation("late-policy", f"dead-lettered more than once in {topic}: {twice[:10]}")
         self.counts["late messages in the dead-letter queue"] = sum(ids[mid] for mid in dead)
+
+
+def _row_ids(store, rows: np.ndarray) -> tuple[list[str], list[str]]:
+    """Each ready row's own message id, and the id it answers to (a moved copy's original's)."""
+    places = list(map(MessageId, rows["hour"].tolist(), rows["global_index"].tolist()))
+    return list(map(str, places)), list(map(str, store.original_ids(places)))
 
 
 def _digest(blob: bytes) -> str:
