@@ -16,6 +16,7 @@ from horologe.storage import ready_ids
 from testkit.process_cluster import ADMIN, CLIENT
 
 from .history import verify_ready_logs
+from .load import wait_delivered
 
 
 def test_https_end_to_end(make_cluster, tmp_path):
@@ -85,6 +86,9 @@ def test_https_end_to_end(make_cluster, tmp_path):
     assert res["new_master"] != f"n{master + 1}"
     assert sorted(res["heard_by"]) == ["n1", "n2", "n3"], res
 
+    # The new master delivers what fell due during the release; the old one applies it
+    # only once its next append comes, and a stop before then leaves its ready log short.
+    wait_delivered(cluster, at_least=len(acked))
     cluster.stop_all()
     verify_ready_logs(cluster, "tls", acked)
     with cluster.store(0) as store:
