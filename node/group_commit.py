@@ -91,7 +91,8 @@ class GroupCommit(Generic[T, R]):
                     item = self._queue.get_nowait()
                 elif (timeout := deadline - loop.time()) > 0:
                     try:
-                        item = await asyncio.wait_for(self._queue.get(), timeout)
+                        async with asyncio.timeout(timeout):  # not wait_for: it can drop a cancel
+                            item = await self._queue.get()
                     except TimeoutError:
                         break
                 else:

@@ -139,7 +139,8 @@ class Membership:
     @staticmethod
     async def _change(change: Awaitable[None], timeout_s: float) -> None:
         try:
-            await asyncio.wait_for(change, timeout_s)
+            async with asyncio.timeout(timeout_s):  # not wait_for: it can drop a cancel
+                await change
         except TimeoutError as e:
             raise MembershipChangeFailed(
                 f"no answer within {timeout_s:g} s: the change may still be made (look at the members)",

@@ -232,7 +232,8 @@ class WheelDriver(LeaderTask):
                     wait = min(wait, (stretched_at - self._clock()) / 1000)
                 if wait > 0:
                     with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(self._wake.wait(), wait)
+                        async with asyncio.timeout(wait):  # not wait_for: it can drop a cancel
+                            await self._wake.wait()
                     self._check_leading()
         finally:
             _let_go(syncing)

@@ -91,6 +91,7 @@ def settle(fut: asyncio.Future, result: Any = None, error: BaseException | None 
 async def within(fut: Awaitable[T], timeout_s: float, error: type[Exception], why: str) -> T:
     """``fut``'s result, or ``error(why)`` once ``timeout_s`` passed first."""
     try:
-        return await asyncio.wait_for(fut, timeout_s)
+        async with asyncio.timeout(timeout_s):  # not wait_for: Python 3.11's can drop a cancel
+            return await fut
     except TimeoutError as e:
         raise error(why) from e

@@ -415,7 +415,9 @@ class AsyncSubscription(_Handing, AsyncIterator[ReceivedMessage]):
             until = loop.time() + ACK_LINGER_S
             while len(group) < ACK_GROUP and group[-1] is not _DONE:
                 try:
-                    group.append(await asyncio.wait_for(self._receipts.get(), max(0.0, until - loop.time())))
+                    # not wait_for: Python 3.11's can drop a cancel
+                    async with asyncio.timeout(max(0.0, until - loop.time())):
+                        group.append(await self._receipts.get())
                 except TimeoutError:
                     break
             done = _DONE in group
@@ -454,7 +456,8 @@ class AsyncSubscription(_Handing, AsyncIterator[ReceivedMessage]):
         deadline = loop.time() + timeout_s
         if not self._current:
             try:
-                batch = await asyncio.wait_for(self._batches.get(), timeout_s)
+                async with asyncio.timeout(timeout_s):  # not wait_for: it can drop a cancel
+                    batch = await self._batches.get()
             except TimeoutError:
                 return []
             if isinstance(batch, BaseException):

@@ -13,6 +13,7 @@ messages its tag filter rejects; those are acked for it too.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
@@ -444,10 +445,9 @@ class Consumers:
             wait = min(remaining, 1.0)  # leases expire too
             if wake_at:  # when a message passed over falls due (or its lease ends)
                 wait = min(wait, (min(wake_at) - self._clock()) / 1000)
-            try:
-                await asyncio.wait_for(self._arrived.wait(), max(wait, 0.0))
-            except TimeoutError:
-                pass
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(max(wait, 0.0)):  # not wait_for: it can drop a cancel
+                    await self._arrived.wait()
 
     def _may_answer(self, group: str, leased: dict[str, list[int]], until: int) -> bool:
         """Whether a pull whose leases (taken to end at ``until``, their token) just

@@ -32,6 +32,13 @@ class VirtualLoop(SimLoop):
         moving."""
         return super().call_at(max(when, self.now + MIN_STEP_S), callback, *args, context=context)
 
+    def call_soon(self, callback, *args, context=None):
+        """The same for ``asyncio.timeout``, which runs its expiry at once rather than as a
+        timer when the deadline is not after the clock: a wait of a float's last bit."""
+        if isinstance(getattr(callback, "__self__", None), asyncio.Timeout):
+            return self.call_at(self.now, callback, *args, context=context)
+        return super().call_soon(callback, *args, context=context)
+
     def run(self, coro: Coroutine):
         """Run ``coro`` to its end, the clock jumping from timer to timer; its result. What
         it left running (a failed assertion skips the clean-up) is cancelled, as
