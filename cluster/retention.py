@@ -8,7 +8,9 @@ committed state allows at that entry, so no node ever cuts by its own clock and 
 proposal can only cut less:
 
 - a ready segment goes only once every consumer group of its topic has passed its end
-  (a group counts once it has acknowledged something on the topic);
+  (a group counts once it has acknowledged something on the topic; the master also
+  counts a retry topic's own group before that, so it never proposes to trim retries
+  their group has not read yet);
 - an hour goes only once it is sealed and no ready entry still held names it
   (``Transaction.drop_hours_before``), so a group never meets an entry whose message
   is gone.
@@ -27,7 +29,7 @@ from horologe.storage.hour_names import hour_name
 from horologe.storage.store_reads import StoreReads
 
 from .committed_reads import GROUP_PREFIX, group_progress
-from .consumer_groups import GroupProgress
+from .consumer_groups import RETRY_PREFIX, GroupProgress
 
 
 def groups_of(meta_keys: Iterable[str], topic: str) -> list[str]:
@@ -42,12 +44,22 @@ def groups_of(meta_keys: Iterable[str], topic: str) -> list[str]:
 
 
 def passed_by_groups(
-    meta_keys: Iterable[str], progress_of: Callable[[str], GroupProgress], topic: str, base: int
+    meta_keys: Iterable[str],
+    progress_of: Callable[[str], GroupProgress],
+    topic: str,
+    base: int,
+    owner_reads: bool = False,
 ) -> int | None:
     """The offset every group of ``topic`` has passed (None: the topic has no group).
+    ``owner_reads``: a retry topic counts the group it belongs to, progress or not (the
+    master's plan; an entry's apply keeps the rule it always had, so that nodes of two
+    releases cut alike).
 
     Offsets below the ready log's ``base`` are gone, so a group behind it counts as there."""
-    passed = [max(progress_of(g).committed, base) for g in groups_of(meta_keys, topic)]
+    groups = set(groups_of(meta_keys, topic))
+    if owner_reads and topic.startswith(RETRY_PREFIX):
+        groups.add(topic[len(RETRY_PREFIX) :])
+    passed = [max(progress_of(g).committed, base) for g in sorted(groups)]
     return min(passed, default=None)
 
 
@@ -73,7 +85,9 @@ def plan(reads: StoreReads, now_ms: int, retention_ms: int) -> Cut | None:
     floors: list[int] = []
     for topic in sorted(reads.topics()):
         log = reads.ready_log(topic)
-        passed = passed_by_groups(meta_keys, lambda g, t=topic: group_progress(reads, g, t), topic, log.base)
+        passed = passed_by_groups(
+            meta_keys, lambda g, t=topic: group_progress(reads, g, t), topic, log.base, owner_reads=True
+        )
         offset = log.base
         for _first, end, rel in log.segment_ranges():
             if offset == _first and (passed is None or end <= passed):

@@ -208,3 +208,20 @@ def test_a_snapshot_after_a_cut_installs_and_follows_the_log(tmp_path):
         check_store(s)
     assert sm.store.read_message(other.store.lookup_key("t", "new")).message.body == b"n"
     assert other.store.lookup_key("t", "k8") is None  # its hour went
+
+
+def test_a_groups_retries_wait_for_it_before_it_ever_read_one(tmp_path):
+    """A retry topic has one reader, the group it belongs to, which has no progress on it
+    until it acks its first retry: the master plans no trim of retries the group has not
+    passed, however long they wait (the simulator with ``--retention --push``: a push
+    group's first retry trimmed unread, 300 ms after it fell due)."""
+    sm = delivered(tmp_path / "s", 3, 2)
+    now = T + 2 * MS_PER_HOUR
+    retry = Entry(RETRY, Watermark(now), now, retries=[("g", "t", 2, now + 10)])
+    assert len(sm.apply(4, retry.encode()).ids) == 1
+    sm.apply(5, sync(now + 1000))
+    assert sm.store.ready_count("%RETRY%g") == 1
+    cut = plan(sm.store, now + 1000 + DAY_MS, DAY_MS)
+    assert cut.ready == {"t": 3}  # the topic, which g passed; not its retry, unread
+    assert cut.hour == H + 2  # whose hour the retry names
+    sm.store.close()
