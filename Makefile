@@ -162,6 +162,7 @@ clean:
 # SCHEDULES=1 (with SERVICE=1): the workload creates, pauses and resumes a recurring schedule.
 # LATENESS=1 (with SERVICE=1): a third of the messages carry a lateness policy (drop or dlq).
 # RETENTION=1 (with SERVICE=1): retention cuts within a run (ready logs trimmed, the first hour removed).
+# PUSH=1 (with SERVICE=1): a push subscription, pushed to a simulated receiver (sim/push.py).
 # SEED=S replays one seed in a fresh process and prints the last steps of its trace; KEEP=0,2
 # makes only those of its drawn faults (`python -m sim shrink SEED` finds the fewest that fail).
 sim: install bytecode
@@ -172,7 +173,7 @@ ifdef SEED
 		$(if $(COMMIT_AT_ONCE),--commit-at-once) $(if $(OUT_OF_ORDER),--out-of-order) \
 		$(if $(TIMED_WAITS),--timed-waits) $(if $(HOLD),--hold) $(if $(SYNC_INTERVAL_MS),--sync-interval-ms $(SYNC_INTERVAL_MS)) \
 		$(if $(SCHEDULES),--schedules) $(if $(LATENESS),--lateness) $(if $(RETENTION),--retention) \
-		$(if $(KEEP),--keep $(KEEP))
+		$(if $(PUSH),--push) $(if $(KEEP),--keep $(KEEP))
 else
 	$(PY) -m sim run $(if $(SEEDS),--seeds $(SEEDS)) $(if $(MINUTES),--minutes $(MINUTES)) \
 		$(if $(START),--start $(START)) $(if $(NODES),--nodes $(NODES)) $(if $(CANARY),--canary $(CANARY)) \
@@ -180,5 +181,5 @@ else
 		$(if $(MEMBERS),--membership) $(if $(SPARES_FIRST),--spares-first) $(if $(COMMIT_AT_ONCE),--commit-at-once) \
 		$(if $(OUT_OF_ORDER),--out-of-order) $(if $(TIMED_WAITS),--timed-waits) $(if $(HOLD),--hold) \
 		$(if $(SYNC_INTERVAL_MS),--sync-interval-ms $(SYNC_INTERVAL_MS)) $(if $(SCHEDULES),--schedules) \
-		$(if $(LATENESS),--lateness) $(if $(RETENTION),--retention)
+		$(if $(LATENESS),--lateness) $(if $(RETENTION),--retention) $(if $(PUSH),--push)
 endif

@@ -64,6 +64,7 @@ from .membership import Membership
 from .observers import NO_OBSERVERS, Observers
 from .peer_readiness import readiness_at
 from .push.allow import PushAllow
+from .push.client import PushHttp
 from .push.subscriptions import Subscriptions
 from .push.worker import PushWorker
 from .quorum_clock import QuorumClock, majority
@@ -102,13 +103,16 @@ class NodeService:
         storage_config: StorageConfig | None = None,
         make_raft: Callable[..., RaftNode] = RaftNode,
         peer_readiness: Callable[[str, float], Awaitable[dict | None]] | None = None,
+        push_http: Callable[[], PushHttp] | None = None,
     ) -> None:
         """``observers``: what Raft, the wheel's deliveries and the consumers report to
         the metrics (node/observers.py). ``storage_config``: the store's layout (default:
         ``fsync`` and ``recent_records_mb`` of the config). ``make_raft``: called as ``RaftNode`` is,
         on the loop, at :meth:`start`; the simulator (sim/) passes one that ticks the
         node itself, on its network and crossing. ``peer_readiness(url, timeout_s)``: a
-        peer's ``/readyz`` body or None (default: over HTTP, node/peer_readiness.py)."""
+        peer's ``/readyz`` body or None (default: over HTTP, node/peer_readiness.py).
+        ``push_http``: makes the pool the push worker sends through while this node leads
+        (default: node/push/client.py's)."""
         self.config = config
         self._make_raft = make_raft
         self._observers = observers
@@ -201,6 +205,7 @@ class NodeService:
             self.clock,
             PushAllow(config.push_allow),
             damaged=self.damage.seen,
+            **({} if push_http is None else {"http": push_http}),
         )
         self.subscriptions = Subscriptions(self.view, self.propose, self.push)
         # What the master alone runs: started on becoming master, cancelled on stepping down.

@@ -3,10 +3,10 @@ process only, never in a file): the simulator must catch each, by a random seed
 (tests/sim/test_canaries.py) or a scripted scenario (tests/sim/test_scenarios.py).
 
 Each canary puts back the code as it was before its fix, with the issue it came from.
-Seven more, ``fake-*``, are no fixed bug: a service that answers an edit, an extend or
-a pause as made without making it, skips a schedule's firings, or ignores or loses a
-message past its lateness allowance, which the workload's checks must catch
-(sim/workload.py).
+Nine more, ``fake-*``, are no fixed bug: a service that answers an edit, an extend or
+a pause as made without making it, skips a schedule's firings, ignores or loses a
+message past its lateness allowance, or pushes a message before its time or acks a
+failed push, which the workload's checks must catch (sim/workload.py, sim/push.py).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from dataclasses import replace
 import numpy as np
 from pysyncobj.serializer import Serializer
 
-from horologe.cluster import apply_messages, state_machine
+from horologe.cluster import apply_messages, retention, state_machine
 from horologe.cluster.errors import StoreBehindDumpError
 from horologe.cluster.raft import journal as raft_journal
 from horologe.cluster.raft import node, peer_clocks
@@ -32,6 +32,7 @@ from horologe.cluster.schedule_plan import Plan, Planner
 from horologe.node import wheel_driver
 from horologe.node.consumers.service import Consumers
 from horologe.node.group_commit import GroupCommit
+from horologe.node.push import group as push_group
 from horologe.node.quorum_clock import QuorumClock
 from horologe.node.schedules.service import Schedules
 from horologe.node.service import NodeService
@@ -476,6 +477,62 @@ def _fake_late_lose() -> None:
     Transaction.record_late = lambda self, mid, outcome, late_by_ms: None
 
 
+def _no_kept_cancel() -> None:
+    """9a064aa: a pull waited for new messages through Python 3.11's ``asyncio.wait_for``,
+    which drops a cancel that comes after the wait ended and before the task ran again
+    (gh-86296): a push group cancelled then (the subscription replaced, the master
+    stepping down) went on leasing messages and failing each through its closed pool,
+    and its worker, waiting for it, never ended. Put back as an event whose wait goes
+    through ``wait_for``, as the pull's did."""
+
+    class WaitedFor(asyncio.Event):
+        async def wait(self) -> bool:
+            return await asyncio.wait_for(super().wait(), 3600)
+
+    init, notify = Consumers.__init__, Consumers.notify
+
+    def __init__(self, *args, **kwargs) -> None:
+        init(self, *args, **kwargs)
+        self._arrived = WaitedFor()
+
+    def notify_waited_for(self) -> None:
+        notify(self)
+        self._arrived = WaitedFor()
+
+    Consumers.__init__, Consumers.notify = __init__, notify_waited_for
+
+
+def _no_owner_reads() -> None:
+    """93aebaf: a retry topic counted for retention only the groups with progress on it,
+    so the master trimmed a group's first retries unread once ``retention_ms`` passed
+    (the group has no progress on its retry topic until it acks a retry)."""
+    passed = retention.passed_by_groups
+
+    def passed_by_groups(meta_keys, progress_of, topic, base, owner_reads=False):
+        return passed(meta_keys, progress_of, topic, base)
+
+    retention.passed_by_groups = passed_by_groups
+
+
+def _fake_push_early() -> None:
+    """A push group that leases messages a second before their time and sends each at once,
+    not at its ``deliver_at``."""
+    push_group.AHEAD_MS = 1_000
+    push_group._Group._hold = lambda self, handed, now_ms: self._post(handed, now_ms)
+
+
+def _fake_push_ack_failed() -> None:
+    """A push group that acks every push that ended, failed or not: a message whose receiver
+    answered 500 is never pushed again."""
+    outcome = push_group.outcome
+
+    def acked_all_the_same(answer, now_ms):
+        sent = outcome(answer, now_ms)
+        return sent._replace(ok=True)
+
+    push_group.outcome = acked_all_the_same
+
+
 CANARIES: dict[str, Callable[[], None]] = {
     "no-append-rule": _no_append_rule,
     "no-forward-refusal": _no_forward_refusal,
@@ -512,6 +569,8 @@ CANARIES: dict[str, Callable[[], None]] = {
     "no-pre-vote": _no_pre_vote,
     "no-later-term": _no_later_term,
     "no-ship-wait": _no_ship_wait,
+    "no-kept-cancel": _no_kept_cancel,
+    "no-owner-reads": _no_owner_reads,
     "fake-cancel": _fake_cancel,
     "fake-move": _fake_move,
     "fake-extend": _fake_extend,
@@ -519,6 +578,8 @@ CANARIES: dict[str, Callable[[], None]] = {
     "fake-pause": _fake_pause,
     "fake-late-deliver": _fake_late_deliver,
     "fake-late-lose": _fake_late_lose,
+    "fake-push-early": _fake_push_early,
+    "fake-push-ack-failed": _fake_push_ack_failed,
 }
 
 

@@ -408,6 +408,14 @@ def main() -> int:
         "them, the first hour removed; a message owed that is no longer in a ready log must have been "
         "handed out, or due before its group had progress on the topic; other timings than without",
     )
+    world.add_argument(
+        "--push",
+        action="store_true",
+        help="with --service: a push subscription on a topic of its own, pushed by the master to a "
+        "simulated receiver that answers 200, 503, 500, nothing or too late; its leases are checked "
+        "as pulls are, each push taken before its time fails, and once the run recovered every owed "
+        "message must be taken or dead-lettered; other draws than without",
+    )
     scripted = argparse.ArgumentParser(add_help=False)
     scripted.add_argument(
         "--scenario", choices=sorted(SCENARIOS), help="scripted faults instead of drawn ones (sim/scenarios/)"
@@ -459,6 +467,8 @@ def main() -> int:
         parser.error("--lateness adds to the workload's messages: it needs --service")
     if args.retention and not serving:
         parser.error("--retention sets the node services' config: it needs --service")
+    if args.push and not serving:
+        parser.error("--push adds to the workload's calls: it needs --service")
     if args.sync_interval_ms is not None and not 1 <= args.sync_interval_ms <= 500:
         parser.error("--sync-interval-ms: 1..500, as the node's config allows (node/config.py)")
     if args.out_of_order and not args.power_loss:
@@ -476,6 +486,7 @@ def main() -> int:
         args.schedules,
         args.lateness,
         args.retention,
+        args.push,
     )
     if args.cmd == "zygote":
         zygote(args.nodes, args.canary, args.scenario, mode)

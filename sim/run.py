@@ -112,6 +112,7 @@ class Mode(NamedTuple):
     schedules: bool = False  # the workload creates, pauses and resumes a recurring schedule
     lateness: bool = False  # some messages carry a lateness policy: dropped or dead-lettered once late
     retention: bool = False  # retention cuts within a run: ready logs trimmed, the first hour removed
+    push: bool = False  # a push subscription, its pushes sent to a simulated receiver
 
     def options(self) -> list[str]:
         """As ``python -m sim`` options."""
@@ -128,6 +129,7 @@ class Mode(NamedTuple):
             + ["--schedules"] * self.schedules
             + ["--lateness"] * self.lateness
             + ["--retention"] * self.retention
+            + ["--push"] * self.push
         )
 
     def make_vars(self) -> str:
@@ -145,6 +147,7 @@ class Mode(NamedTuple):
             + " SCHEDULES=1" * self.schedules
             + " LATENESS=1" * self.lateness
             + " RETENTION=1" * self.retention
+            + " PUSH=1" * self.push
         )
 
 

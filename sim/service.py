@@ -2,10 +2,11 @@
 group commit, consumers and their replicated leases, the quorum clock, releases and
 hand-overs, retention and schedules, on the node's own asyncio loop (sim/loop.py).
 
-The service is built as node/main.py builds it, with three of its constructor's seams:
+The service is built as node/main.py builds it, with four of its constructor's seams:
 the store's small layout, a ``RaftNode`` that the world ticks on its network and
-crossing, and a peer's ``/readyz`` read from that node's service across the simulated
-network instead of over HTTP (a clock hand-over asks it of its target).
+crossing, a peer's ``/readyz`` read from that node's service across the simulated
+network instead of over HTTP (a clock hand-over asks it of its target), and, with
+``--push``, the push worker's requests sent to the simulated receiver (sim/push.py).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from horologe.cluster.raft.node import RaftNode
 from horologe.node.config import NodeConfig
 from horologe.node.service import NodeService
 
+from . import push
 from .loop import SimLoop
 from .network import OPEN
 
@@ -67,6 +69,7 @@ def build(node: SimNode, crossing, monotonic_step, storage_config) -> tuple[Node
         **({} if chosen is None else {"sync_interval_ms": chosen}),
         **(SCHEDULE_CONFIG if world.profile.schedules else {}),
         **(RETENTION_CONFIG if world.profile.retention else {}),
+        **({"push_allow": (push.RECEIVER,)} if world.profile.push else {}),
     )
 
     def make_raft(_settings, state, _crossing, on_applied, on_role, **kw) -> RaftNode:
@@ -97,9 +100,17 @@ def build(node: SimNode, crossing, monotonic_step, storage_config) -> tuple[Node
         return None
 
     loop = SimLoop()
+    pushes = world.workload.pushes if world.profile.push else None
     service = NodeService(
-        config, node.wall_ms, storage_config=storage_config, make_raft=make_raft, peer_readiness=readiness
+        config,
+        node.wall_ms,
+        storage_config=storage_config,
+        make_raft=make_raft,
+        peer_readiness=readiness,
+        push_http=None if pushes is None else (lambda: push.SimPushHttp(node, pushes)),
     )
+    if pushes is not None:
+        pushes.watch(service)
     return service, loop
 
 

@@ -113,6 +113,7 @@ from horologe.node.service import NodeService
 from horologe.storage import MessageColumns, MessageExpiredError, MessageId
 from horologe.storage.late_policies import DEAD_LETTERED, DROPPED, policy_headers
 
+from . import push
 from .service import FIRE_LEAD_MS, SCHEDULE_HORIZON_MS
 
 MS = 1_000_000
@@ -192,7 +193,13 @@ class Workload:
         self.admins: list[Actor] = []  # one per forced release asked (release_act)
         scheduling = world.profile.schedules
         self.scheduler = Actor("scheduler", rng.choice(names)) if scheduling else None
-        self.pulled = (*topics, SCHEDULE.topic) if scheduling else topics  # the topics consumers pull
+        pulled = tuple(t for t in topics if t != push.TOPIC)  # --push: its topic is the push group's
+        self.pulled = (*pulled, SCHEDULE.topic) if scheduling else pulled  # the topics consumers pull
+        self.pushes = (
+            push.Pushes(self, Actor("subscriber", rng.choice(names)), Actor("push", ""))
+            if world.profile.push
+            else None
+        )
         self.fired: dict[int, str] = {}  # fire ms -> the id of its first hand-out
         # --retention: topic -> the true ms its group's progress first applied (note_group)
         self.group_since: dict[str, int] = {}
@@ -200,6 +207,9 @@ class Workload:
         self.unknown_from: int | None = None  # first sending of a pause or resume not answered
         self.unknown_floor: int | None = None  # the least watermark applied then
         self.produced: dict[str, Produced] = {}
+        # body -> the id of the message produced with it (each body is its own): a retry is
+        # a new message with its own id (docs/api.md), which names its first by the body
+        self.bodies: dict[str, str] = {}
         self.ids: dict[str, tuple[int, int | None]] = {}  # message id -> the entry that applied it
         self.handouts: dict[tuple[str, int], list[Handout]] = {}
         self.acked_ms: dict[tuple[str, int], int] = {}  # (id, attempt) -> when an ack was answered
@@ -222,10 +232,12 @@ class Workload:
         world.at(int(0.6 * S), "client", None, self.edit_act)
         if self.scheduler is not None:
             world.at(int(0.5 * S) + world.rng.randrange(0, 500 * MS), "client", None, self.schedule_act)
+        if self.pushes is not None:
+            self.pushes.start()
 
     @property
     def running(self) -> bool:
-        return self.world.phase not in ("draining", "done")
+        return self.world.phase not in ("pushing", "draining", "done")
 
     def call(
         self,
@@ -340,6 +352,7 @@ class Workload:
             world.acked_messages([(mid, self.ids[mid], t, at) for mid, t, at in made])
             for i, ((mid, t, at), key) in enumerate(zip(made, cols.keys, strict=True)):
                 self.produced[mid] = Produced(t, key, {at}, policy=policies.get(i))
+                self.bodies[cols.bodies[i].decode()] = mid
 
         self.call(self.producer, "produce", produce, answered)
         world.at(rng.randrange(2 * MS, 40 * MS), "client", None, self.produce_act)
@@ -373,16 +386,20 @@ class Workload:
 
         self.call(c, "pull", pull, answered, failed)
 
-    def check_pull(self, c: Actor, messages: list[dict], sent_ms: int, visibility_ms: int, on: str) -> None:
-        """``on``: the node that answers, and its clock."""
+    def check_pull(
+        self, c: Actor, messages: list[dict], sent_ms: int, visibility_ms: int, on: str, early_ms: int = 0
+    ) -> None:
+        """``on``: the node that answers, and its clock; ``early_ms``: how long before its
+        time a message may be leased (a push group's, sim/push.py)."""
         world = self.world
         now = world.clock.wall_ms()
         slack = self.slack_ms
         for m in messages:
             key = (m["id"], m["attempt"])
             where = f"{m['id']} attempt {m['attempt']} to {c.name} at {now}"
-            if now < m["deliver_at"] - slack:
-                world.violate("handed-out-early", f"{where}: due at {m['deliver_at']} (slack {slack} ms)")
+            if now < m["deliver_at"] - slack - early_ms:
+                allowed = f"slack {slack} ms, ahead {early_ms} ms"
+                world.violate("handed-out-early", f"{where}: due at {m['deliver_at']} ({allowed})")
             if m["topic"] == SCHEDULE.topic and m["attempt"] == 0:
                 self.check_firing(m, where)
             made = self.produced.get(m["id"])
@@ -597,11 +614,12 @@ class Workload:
 
     def note_group(self, store) -> None:
         """With ``--retention``, after each apply on any node: when the group's progress on
-        each topic it pulls first applied. Retention trims what a topic with no group yet
-        delivered, whoever will read it (cluster/retention.py), so until then a message
-        may be delivered and trimmed unseen."""
-        for topic in self.pulled:
-            if topic not in self.group_since and store.meta(progress_key(GROUP, topic)) is not None:
+        each topic it pulls first applied (with ``--push``, the push group's on its topic).
+        Retention trims what a topic with no group yet delivered, whoever will read it
+        (cluster/retention.py), so until then a message may be delivered and trimmed unseen."""
+        readers = [(GROUP, t) for t in self.pulled] + [(push.GROUP, push.TOPIC)] * (self.pushes is not None)
+        for group, topic in readers:
+            if topic not in self.group_since and store.meta(progress_key(group, topic)) is not None:
                 self.group_since[topic] = self.world.clock.wall_ms()
 
     def trimmed_unseen(self, topic: str, at: int) -> bool:
@@ -611,7 +629,8 @@ class Workload:
         return since is None or at - FIRE_LEAD_MS - self.slack_ms < since
 
     def handed_out(self) -> set[str]:
-        """The ids of the messages a pull handed out (as its answer left its node)."""
+        """The ids of the messages a pull (or the push group's lease) handed out, as its
+        answer left its node."""
         return {mid for mid, _attempt in self.handouts}
 
     def lateness_problems(
@@ -875,7 +894,8 @@ class Workload:
         ``handed out``: messages pulled."""
         out: dict[str, int] = {"handed out": self.handed, "slack ms": self.slack_ms}
         scheduler = () if self.scheduler is None else (self.scheduler,)
-        for actor in (self.producer, *self.consumers, self.editor, *scheduler, *self.admins):
+        subscriber = () if self.pushes is None else (self.pushes.subscriber,)
+        for actor in (self.producer, *self.consumers, self.editor, *scheduler, *subscriber, *self.admins):
             for outcome, n in actor.answered.items():
                 out[outcome] = out.get(outcome, 0) + n
         return dict(sorted(out.items()))

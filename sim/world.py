@@ -39,6 +39,7 @@ from horologe.cluster.raft.dial_node import DialNode
 from horologe.cluster.raft.dump_file import read_local
 from horologe.cluster.raft.journal import DiskJournal
 from horologe.cluster.raft.node import RaftNode
+from horologe.node.consumers.wire import message_fields
 from horologe.node.service import NodeService
 from horologe.storage import (
     CorruptLogError,
@@ -53,13 +54,14 @@ from horologe.storage.delay_index import MS_PER_HOUR
 from horologe.storage.late_policies import DEAD_LETTERED
 from horologe.wheel import Watermark
 
-from . import service
+from . import push, service
 from .clock import MONOTONIC_START_S, WALL_START_MS, Drift, VirtualClock
 from .disk import ProcessExit, SyncedDisk
 from .loop import SimLoop
 from .membership import MembershipChanges
 from .network import DROP, OPEN, REJECT, SimNetwork, transport_for
 from .scripted import Script
+from .service import RETRY_LEVELS_MS
 from .workload import FRESH_S, GROUP, LATE_NAMES, Workload
 
 log = logging.getLogger(__name__)
@@ -132,6 +134,9 @@ class Profile:
     # Retention cuts within a run: ready segments trimmed once passed, the first hour
     # removed (sim/service.py, RETENTION_CONFIG).
     retention: bool = False
+    # A push subscription on a topic of its own, its pushes sent to a simulated receiver
+    # (sim/push.py); once the run recovered, every owed message is taken or dead-lettered.
+    push: bool = False
 
 
 @dataclass
@@ -664,7 +669,8 @@ class World:
         self.drawn = 0  # faults drawn so far (kept or not)
         self.keep = keep
         self.counts: dict[str, int] = {}
-        self.workload = Workload(self, TOPICS) if self.profile.service else None
+        self.topics = (*TOPICS, push.TOPIC) if self.profile.push else TOPICS  # the workload's
+        self.workload = Workload(self, self.topics) if self.profile.service else None
         self.retired: set[str] = set()  # removed from the membership: never started again
         self.damaged: set[str] = set()  # nodes whose files a scenario's step damaged
         self.changes = MembershipChanges(self, seed) if self.profile.membership else None
@@ -1509,7 +1515,38 @@ class World:
                 node.start()
             self.at(int(self.profile.liveness_s * S), "fault", None, self.liveness_deadline)
             return
+        if self.workload is not None and self.workload.pushes is not None:
+            self.phase = "pushing"  # the workload stops; the push worker goes on
+            self.at(int(push.settle_s(RETRY_LEVELS_MS) * S), "fault", None, self.push_deadline)
+            self.at(100 * MS, "client", None, self.push_wait)
+            return
         self.phase = "draining"
+
+    def push_wait(self) -> None:
+        """``--push``, once the run recovered: draining once every owed message of the push
+        topic was taken or dead-lettered (sim/push.py); looked at every 100 ms."""
+        if self.phase != "pushing":
+            return
+        if self.workload.pushes.unsettled(self.least_watermark_ms(self.nodes)):
+            self.at(100 * MS, "client", None, self.push_wait)
+            return
+        self.note("pushing: every owed message taken or dead-lettered")
+        self.phase = "draining"
+
+    def push_deadline(self) -> None:
+        if self.phase != "pushing":
+            return
+        pushes = self.workload.pushes
+        left = pushes.unsettled(self.least_watermark_ms(self.nodes))
+        seen = "; ".join(
+            f"{mid}: " + (", ".join(f"{t.answer} at {t.at_ms}/{t.attempt}" for t in taken) or "none")
+            for mid, taken in ((m, pushes.taken.get(m, ())) for m in left[:5])
+        )
+        raise Violation(
+            "push-liveness",
+            f"{len(left)} owed messages of {push.TOPIC!r} neither taken nor dead-lettered "
+            f"{push.settle_s(RETRY_LEVELS_MS)} s after the run recovered; their pushes: {seen}",
+        )
 
     @staticmethod
     def least_watermark_ms(nodes) -> int:
@@ -1540,7 +1577,7 @@ class World:
         lateness = edits is not None and self.profile.lateness
         dead: set[str] = set()  # dead-lettered as late, of every topic
         retention = edits is not None and self.profile.retention
-        for topic in TOPICS:
+        for topic in self.topics:
             store = self.nodes[0].raft.state.store
             ready = {node.name: node.raft.state.store.read_ready(topic) for node in self.nodes}
             rows = ready[self.nodes[0].name]
@@ -1615,6 +1652,8 @@ class World:
                     self.count(f"late messages {what}", sum(k == kind for k, _ in first.values()))
         if lateness:
             self.check_dead_letters(dead)
+        if edits is not None and edits.pushes is not None and not retention:
+            self.check_push_dead_letters(edits.pushes.last_level)
         if retention:
             first_hour = WALL_START_MS // MS_PER_HOUR
             self.counts["hours removed"] = max(
@@ -1638,6 +1677,24 @@ class World:
         if twice:
             raise Violation("late-policy", f"dead-lettered more than once in {topic}: {twice[:10]}")
         self.counts["late messages in the dead-letter queue"] = sum(ids[mid] for mid in dead)
+
+    def check_push_dead_letters(self, nacked: set[str]) -> None:
+        """``--push``: each message nacked at its last retry level (a nack made for it) is
+        in the push group's dead-letter queue, and that queue is alike on every node.
+        (Not with ``--retention``: retention trims a queue no group reads.)"""
+        topic = dlq_topic(push.GROUP)
+        logs = [n.raft.state.store.read_ready(topic) for n in self.nodes]
+        if any(not np.array_equal(log, logs[0]) for log in logs):
+            raise Violation("push-dead-letters", f"{topic}'s ready logs differ between nodes")
+        store = self.nodes[0].raft.state.store
+        records = store.read_records_at(logs[0]["hour"], logs[0]["global_index"])
+        ids = {message_fields(record, 0, 0)["id"] for record in records}  # as a pull shows it
+        missing = sorted(nacked - ids)
+        if missing:
+            raise Violation(
+                "push-dead-letters", f"nacked at the last retry level, not in {topic}: {missing[:10]}"
+            )
+        self.counts["push dead letters"] = len(ids)
 
 
 def _row_ids(store, rows: np.ndarray) -> tuple[list[str], list[str]]:

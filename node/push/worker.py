@@ -17,7 +17,9 @@ last acks are committed, and would push those messages again.
 
 It is given what it needs as callables: the subscriptions of the committed view, the
 barrier, the consumers' pull, ack, nack and give-back, the clock (ms, for signatures)
-and a monotonic one (s, for the rate), and this node's ``push_allow``.
+and a monotonic one (s, for the rate), this node's ``push_allow``, and what makes the
+pool its pushes go through while it leads (default: node/push/client.py's; the simulator
+passes one that sends over its own network, sim/push.py).
 """
 
 from __future__ import annotations
@@ -60,8 +62,10 @@ class PushWorker(LeaderTask):
         allow: PushAllow,
         monotonic: Callable[[], float] = time.monotonic,
         damaged: Callable[[BaseException], bool] = lambda e: False,
+        http: Callable[[], PushHttp] = lambda: PushHttp(CONNECTIONS),
     ) -> None:
         super().__init__(self._run, "push")
+        self._http = http
         self._subscriptions = subscriptions
         self._barrier = barrier
         self._consumer = Consumer(pull, ack, nack, clock, give_back, damaged)
@@ -96,7 +100,7 @@ class PushWorker(LeaderTask):
             except (Refused, ClusterError) as e:
                 log.info("push: barrier not committed (%s); trying again", e)
                 await asyncio.sleep(RETRY_PAUSE_S)
-        http = PushHttp(CONNECTIONS)
+        http = self._http()
         try:
             while True:
                 self._changed.clear()

@@ -53,9 +53,9 @@ random seeds (the ones below; tests/sim/test_scenarios.py has the scripted catch
   moves whenever the timing of the Raft link does (seeds 59, 680 and 749 were pinned
   before); 3 of seeds 1..1,500 catch the pair.
 * ``no-fresh-quorum``: a master served while a majority's clock readings were stale, by
-  quorum time held since they went stale. Seed 5 with node services (``--service``):
-  n1 isolated (dropping), then n2 isolated (refusing): the master serves before a
-  fresh reading of the peer back is in, so a lease ends earlier than asked
+  quorum time held since they went stale. Seed 17 with node services (``--service``),
+  fault 3: n3's clocks stepped an hour ahead; its readings go stale, and the master
+  serves by quorum time held from them, so a lease ends earlier than asked
   (lease-as-asked).
 * ``no-held-readings``: a clock reading that waited on the way was aged from its arrival.
   Seed 56 with node services: n1 isolated for 0.6 s (dropping: the readings it sends
@@ -132,10 +132,27 @@ random seeds (the ones below; tests/sim/test_scenarios.py has the scripted catch
   tests/sim/test_retention.py replays the seed, and
   tests/cluster/test_snapshot_shipping.py holds the fix.
 
-* ``no-later-term``: a node whose term got ahead of its leader's dropped the leader's
-  appends unanswered (pysyncobj's way), and with the pre-vote never stood again to carry
-  its term: seed 700646 (found on main, before the fix) adds n4 while partitions come
-  and go; n4 stays in term 5 under a leader of term 4, following no one (liveness).
+* ``no-later-term`` (a node whose term got ahead of its leader's dropped the leader's
+  appends unanswered, pysyncobj's way, and with the pre-vote never stood again to carry
+  its term) is not pinned: seed 700646 with ``--power-loss --service --membership
+  --spares-first --out-of-order --timed-waits --hold`` (found on main, before the fix:
+  n4, added while partitions came and went, stayed in term 5 under a leader of term 4,
+  following no one) no longer reaches it since the node loop's waits changed (9a064aa),
+  nor do any of seeds 700001..700294 with those options.
+  tests/cluster/test_pre_vote.py holds the fix
+  (``test_a_node_ahead_of_its_leaders_term_answers_an_append_with_its_term``).
+
+* ``no-kept-cancel`` (9a064aa taken back: a pull waits for new messages through Python
+  3.11's ``asyncio.wait_for``, which drops a cancel that comes as its wait ends): seed 15
+  with ``--service --push`` replaces the push subscription while the master's group
+  waits in a pull; the cancelled group goes on, leasing messages and failing each
+  through its worker's closed pool (push-nacked-unsent). All six of the seed's faults are
+  needed: without any one the cancel no longer meets a wake-up.
+
+* ``no-owner-reads`` (93aebaf taken back: a retry topic counts for retention only the
+  groups with progress on it): seed 69 with every option of the node services, faults
+  0 and 3 (n3 cut off, three releases of the master): the push group's first retry is
+  trimmed unread 300 ms after it fell due, and never pushed (push-liveness).
 
 Found by ``python -m sim run --seeds 100 --canary NAME``, each seed's faults then shrunk
 (``python -m sim shrink SEED --canary NAME``) to the few that still catch it, replayed
@@ -154,7 +171,7 @@ from .conftest import replay, sim
 CAUGHT = {
     "no-finish-cut": (67, "1", ("restart-keeps-committed", "acked-on-a-majority"), ()),
     "no-commit-clamp": (31, "2,3", ("same-index-same-entry",), ()),
-    "no-fresh-quorum": (5, "2,4", ("lease-as-asked",), ("--service",)),
+    "no-fresh-quorum": (17, "3", ("lease-as-asked",), ("--service",)),
     "no-held-readings": (56, "0,4,5", ("lease-as-asked",), ("--service",)),
     "no-wait-in-echo": (
         100167,
@@ -172,19 +189,12 @@ CAUGHT = {
         ("one-vote-per-term", "one-leader-per-term"),
         ("--power-loss",),
     ),
-    "no-later-term": (
-        700646,
-        "1,3,4,5,6,7",
-        ("liveness",),
-        (
-            "--power-loss",
-            "--service",
-            "--membership",
-            "--spares-first",
-            "--out-of-order",
-            "--timed-waits",
-            "--hold",
-        ),
+    "no-kept-cancel": (15, "0,1,2,3,4,5", ("push-nacked-unsent", "push-liveness"), ("--service", "--push")),
+    "no-owner-reads": (
+        69,
+        "0,3",
+        ("push-liveness",),
+        ("--service", "--timed-waits", "--hold", "--schedules", "--lateness", "--retention", "--push"),
     ),
 }
 
@@ -243,9 +253,11 @@ def test_shrink_leaves_the_fault_that_catches_the_journal_cut():
 
 
 # A service that answers an edit, an extend or a pause as made without making it, a
-# master that skips a schedule's firings whose time passed, or one that ignores or loses a
-# message past its lateness allowance: the workload's checks catch it
-# (sim/workload.py), so that they can fail. Seed 1, all its faults; (invariant, options).
+# master that skips a schedule's firings whose time passed, one that ignores or loses a
+# message past its lateness allowance, or a push group that sends before the time or acks
+# a failed push: the workload's checks catch it
+# (sim/workload.py), so that they can fail. Seed 1 (8 with --schedules), all its faults;
+# (invariant, options).
 FAKES = {
     "fake-cancel": ("cancelled-handed-out", ()),
     "fake-move": ("rescheduled-at-old-time", ()),
@@ -254,12 +266,15 @@ FAKES = {
     "fake-pause": ("schedule-fired-while-paused", ("--schedules",)),
     "fake-late-deliver": ("late-policy", ("--lateness",)),
     "fake-late-lose": ("ready-logs", ("--lateness",)),
+    "fake-push-early": ("pushed-early", ("--push",)),
+    "fake-push-ack-failed": ("push-liveness", ("--push",)),
 }
 
 
 @pytest.mark.parametrize("fake", sorted(FAKES))
 def test_the_workload_catches_a_service_that_does_not_do_what_it_answers(fake):
     invariant, options = FAKES[fake]
-    result = replay(1, "--service", *options, "--canary", fake)
+    seed = 8 if "--schedules" in options else 1  # seed 1 pauses too briefly, and misses nothing
+    result = replay(seed, "--service", *options, "--canary", fake)
     assert not result["ok"], f"{fake} not caught"
     assert result["invariant"] == invariant, result["detail"]

@@ -11,15 +11,15 @@ IN_READY_LOGS = "schedule firings in the ready logs"
 
 
 def test_each_fire_time_planned_is_in_every_ready_log_once_through_the_releases_of_the_master():
-    """Seed 1 releases the master six times, and the schedule is paused and resumed
-    twice; the consumers were handed firings, and the end check found each fire time
-    planned, due and not skipped by a pause in each node's ready log once."""
+    """Seed 1 releases the master six times, and the schedule is paused and resumed;
+    the consumers were handed firings, and the end check found each fire time planned,
+    due and not skipped by a pause in each node's ready log once."""
     fired = replay(1, "--service", "--schedules")
     assert fired["ok"], fired["detail"]
     assert len(fired["faults"]) == 2 and all("release the master" in f for f in fired["faults"])
     counts = fired["counts"]
     assert counts["schedule create answered"] == 1, counts
-    assert counts["schedule pause answered"] == counts["schedule resume answered"] == 2, counts
+    assert counts["schedule pause answered"] >= 1 and counts["schedule resume answered"] >= 1, counts
     assert counts["firings handed out"] > 0, counts
     assert counts[IN_READY_LOGS] > 0, counts
     plain = replay(1, "--service")

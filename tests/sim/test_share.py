@@ -34,8 +34,9 @@ def test_fifteen_seconds_of_seeds_with_node_services_pass():
     node ticks as the product's tick thread does (``--timed-waits``), the clients'
     calls take the routes' master check with its hold (``--hold``), a recurring
     schedule fires, is paused and resumed (``--schedules``), some messages carry a
-    lateness policy (``--lateness``), and retention cuts (``--retention``)."""
-    args = ("--service", "--timed-waits", "--hold", "--schedules", "--lateness", "--retention")
+    lateness policy (``--lateness``), retention cuts (``--retention``), and a push
+    subscription's messages go to a simulated receiver (``--push``)."""
+    args = ("--service", "--timed-waits", "--hold", "--schedules", "--lateness", "--retention", "--push")
     done = sim("run", "--seconds", "15", "--start", "1", "--jobs", "2", *args)
     assert done.returncode == 0, done.stdout[-5000:] + done.stderr[-2000:]
     assert " 0 failed" in done.stdout
