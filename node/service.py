@@ -479,6 +479,14 @@ class NodeService:
             # Entries proposed now would leave the transfer target behind, and Raft
             # would refuse it the election (field notes: transfer is denied then).
             raise NotMasterError(None)
+        if clock_ms is None and not self.quorum_clock.known():
+            # An entry's clock is the cluster's time: leases are moved on by the gap before
+            # a term's first entry (cluster/leases.py), lateness and retention judged by it.
+            # A master that never had a majority's readings knows only its own clock, which
+            # may be far off: one stepped an hour ahead stamped its term's first entry so,
+            # and every running lease was moved on by the hour (the simulator with --push,
+            # seed 950381). It proposes nothing until then: 503, a moment.
+            raise NotMasterError(None)
         now = self.clock() if clock_ms is None else clock_ms
         blob = Entry(kind, self.driver.ws, now, **fields).encode()
         if len(blob) > MAX_ENTRY_BYTES:
