@@ -514,6 +514,19 @@ def _no_owner_reads() -> None:
     retention.passed_by_groups = passed_by_groups
 
 
+def _no_known_clock() -> None:
+    """8288fd5: a master that never had a majority's clock readings stamped what it proposed
+    by its own clock: one whose clocks stepped an hour ahead stamped its term's first
+    entry (its push worker's barrier) so, and every running lease was moved on by the
+    hour."""
+    submit = NodeService.submit
+
+    def submit_by_its_own_clock(self, kind, clock_ms=None, **fields):
+        return submit(self, kind, self.clock() if clock_ms is None else clock_ms, **fields)
+
+    NodeService.submit = submit_by_its_own_clock
+
+
 def _fake_push_early() -> None:
     """A push group that leases messages a second before their time and sends each at once,
     not at its ``deliver_at``."""
@@ -571,6 +584,7 @@ CANARIES: dict[str, Callable[[], None]] = {
     "no-ship-wait": _no_ship_wait,
     "no-kept-cancel": _no_kept_cancel,
     "no-owner-reads": _no_owner_reads,
+    "no-known-clock": _no_known_clock,
     "fake-cancel": _fake_cancel,
     "fake-move": _fake_move,
     "fake-extend": _fake_extend,
