@@ -113,13 +113,14 @@ class Pushes:
     subscriber: Actor  # puts the subscription
     group: Actor  # the push group's leases, as check_pull names their consumer
     leases: dict[str, tuple[str, int]] = field(default_factory=dict)  # receipt -> (id, attempt)
-    produced_as: dict[str, str] = field(default_factory=dict)  # an id pushed -> the id produced
-    taken: dict[str, list[Taken]] = field(default_factory=dict)  # produced id -> its pushes taken
+    # An id pushed -> its body, which names the message produced (Workload.bodies) once
+    # its produce is answered: a retry has an id of its own, and may be pushed first.
+    body_of: dict[str, str] = field(default_factory=dict)
+    taken: dict[str, list[Taken]] = field(default_factory=dict)  # id pushed -> its pushes taken
     arrived: set[tuple[str, int]] = field(default_factory=set)  # (id, attempt) of every push taken
-    # Nacked at the last retry level (a nack made for them): the ids pushed (a retry's own:
-    # the dead-letter queue's), and those produced.
+    # the ids pushed (a retry's own: the dead-letter queue's) nacked at the last retry level
+    # (a nack made for them)
     last_level: set[str] = field(default_factory=set)
-    dead: set[str] = field(default_factory=set)
     subscribed: bool = False  # a put was answered
 
     # -- the subscriber ------------------------------------------------------------------
@@ -171,7 +172,7 @@ class Pushes:
             workload.check_pull(actor, answer["messages"], sent_ms, lease_ms, where, early_ms=ahead_ms)
             for m in answer["messages"]:
                 self.leases[m["receipt"]] = (m["id"], m["attempt"])
-                self.produced_as[m["id"]] = workload.bodies.get(m.get("body"), m["id"])
+                self.body_of[m["id"]] = m.get("body")
             return pulled
 
         def named(receipts) -> str:
@@ -204,7 +205,6 @@ class Pushes:
                     mid, attempt = self.leases[r]
                     if attempt >= levels:
                         self.last_level.add(mid)
-                        self.dead.add(self.produced_as[mid])
             return done
 
         def given_back(group, topic, receipts):
@@ -247,9 +247,7 @@ class Pushes:
         r = world.rng.random()
         how = next(what for below, what in ANSWERS if r < below)
         self.arrived.add((m["id"], m["attempt"]))
-        self.taken.setdefault(self.produced_as.get(m["id"], m["id"]), []).append(
-            Taken(now, m["attempt"], how)
-        )
+        self.taken.setdefault(m["id"], []).append(Taken(now, m["attempt"], how))
         world.count(f"pushes answered {how}")
         world.note(f"receiver: {where}, answers {how}")
         if how == "hang":
@@ -280,13 +278,26 @@ class Pushes:
         (retention may have trimmed them unread, ``Workload.trimmed_unseen``)."""
         workload = self.workload
         retention = workload.world.profile.retention
+        taken = self.taken_by_produced()
+        dead = {self.produced_id(pushed) for pushed in self.last_level}
         out = []
         for mid in sorted(workload.owed(TOPIC, ws_ms)):
             made = workload.produced[mid]
-            if made.policy is not None or mid in self.dead:
+            if made.policy is not None or mid in dead:
                 continue
             if retention and workload.trimmed_unseen(TOPIC, min(made.times)):
                 continue
-            if not any(t.answer in ("200", "late") for t in self.taken.get(mid, ())):
+            if not any(t.answer in ("200", "late") for t in taken.get(mid, ())):
                 out.append(mid)
+        return out
+
+    def produced_id(self, pushed: str) -> str:
+        """The id of the message produced that an id pushed (a retry's own) stands for."""
+        return self.workload.bodies.get(self.body_of.get(pushed), pushed)
+
+    def taken_by_produced(self) -> dict[str, list[Taken]]:
+        """The pushes taken, by the id of the message produced."""
+        out: dict[str, list[Taken]] = {}
+        for pushed, takes in self.taken.items():
+            out.setdefault(self.produced_id(pushed), []).extend(takes)
         return out

@@ -1538,9 +1538,10 @@ class World:
             return
         pushes = self.workload.pushes
         left = pushes.unsettled(self.least_watermark_ms(self.nodes))
+        by_produced = pushes.taken_by_produced()
         seen = "; ".join(
             f"{mid}: " + (", ".join(f"{t.answer} at {t.at_ms}/{t.attempt}" for t in taken) or "none")
-            for mid, taken in ((m, pushes.taken.get(m, ())) for m in left[:5])
+            for mid, taken in ((m, by_produced.get(m, ())) for m in left[:5])
         )
         raise Violation(
             "push-liveness",
