@@ -117,7 +117,6 @@ class Pushes:
     # its produce is answered: a retry has an id of its own, and may be pushed first.
     body_of: dict[str, str] = field(default_factory=dict)
     taken: dict[str, list[Taken]] = field(default_factory=dict)  # id pushed -> its pushes taken
-    arrived: set[tuple[str, int]] = field(default_factory=set)  # (id, attempt) of every push taken
     # the ids pushed (a retry's own: the dead-letter queue's) nacked at the last retry level
     # (a nack made for them)
     last_level: set[str] = field(default_factory=set)
@@ -191,7 +190,7 @@ class Pushes:
 
         async def nacked(group, topic, receipts, retry_after_ms):
             self._ended(receipts)
-            unsent = [r for r in receipts if self.leases[r] not in self.arrived]
+            unsent = [r for r in receipts if not self._taken(*self.leases[r])]
             if unsent:  # every request reaches the receiver before it can time out
                 world.violate(
                     "push-nacked-unsent",
@@ -216,11 +215,7 @@ class Pushes:
 
     def _ended(self, receipts: list[str]) -> None:
         """A nack or a give-back sent: those leases end (as far as the group knows)."""
-        now = self.workload.world.clock.wall_ms()
-        for r in receipts:
-            for h in self.workload.handouts.get(self.leases[r], ()):
-                if h.consumer == self.group.name and h.ended_ms is None:
-                    h.ended_ms = now
+        self.workload.end_leases(self.group.name, [self.leases[r] for r in receipts])
 
     # -- the receiver --------------------------------------------------------------------
 
@@ -246,7 +241,6 @@ class Pushes:
             world.violate("rescheduled-at-old-time", moved)
         r = world.rng.random()
         how = next(what for below, what in ANSWERS if r < below)
-        self.arrived.add((m["id"], m["attempt"]))
         self.taken.setdefault(m["id"], []).append(Taken(now, m["attempt"], how))
         world.count(f"pushes answered {how}")
         world.note(f"receiver: {where}, answers {how}")
@@ -290,6 +284,10 @@ class Pushes:
             if not any(t.answer in ("200", "late") for t in taken.get(mid, ())):
                 out.append(mid)
         return out
+
+    def _taken(self, pushed: str, attempt: int) -> bool:
+        """Whether the receiver took a push of ``pushed`` at ``attempt``."""
+        return any(t.attempt == attempt for t in self.taken.get(pushed, ()))
 
     def produced_id(self, pushed: str) -> str:
         """The id of the message produced that an id pushed (a retry's own) stands for."""

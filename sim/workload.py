@@ -458,11 +458,7 @@ class Workload:
         receipts = [m["receipt"] for m in messages]
         keys = [(m["id"], m["attempt"]) for m in messages]
         if what in ("nack", "release"):  # the lease ends (with the request, as far as it knows)
-            sent = world.clock.wall_ms()
-            for key in keys:
-                for h in self.handouts.get(key, ()):
-                    if h.consumer == c.name and h.ended_ms is None:
-                        h.ended_ms = sent
+            self.end_leases(c.name, keys)
 
         visibility_ms = world.rng.randrange(1_500, 3_000)  # an extend's: past the pull's lease
 
@@ -493,6 +489,15 @@ class Workload:
                 world.at(delay, "client", None, self.settle_act, c, "ack", messages)
 
         self.call(c, what, settle, answered)
+
+    def end_leases(self, consumer: str, keys: list[tuple[str, int]]) -> None:
+        """``consumer`` sent a nack, a release or a give-back of ``keys`` (id, attempt): its
+        hand-outs of them end now, as far as it knows."""
+        now = self.world.clock.wall_ms()
+        for key in keys:
+            for h in self.handouts.get(key, ()):
+                if h.consumer == consumer and h.ended_ms is None:
+                    h.ended_ms = now
 
     def extended(self, c: Actor, keys: list[tuple[str, int]], count: int, until: int) -> None:
         """An extend answered: when it renewed every lease it named, each was held from
