@@ -20,7 +20,17 @@ import numpy as np
 RETRY_PREFIX = "%RETRY%"
 DLQ_PREFIX = "%DLQ%"
 ORIGIN_HEADER = "x-horologe-topic"  # a retry's copy: the topic it was first delivered on
-ID_HEADER = "x-horologe-id"  # a rescheduled copy: the id it answers to (storage/moves.py)
+ID_HEADER = "x-horologe-id"  # a rescheduled copy or a retry: the id it answers to (storage/moves.py)
+
+
+def retry_headers(headers: dict[str, str], topic: str, mid: str) -> dict[str, str]:
+    """A retry's headers: its message's (``headers``, produced to ``topic`` as ``mid``),
+    naming the topic and id it answers to; a retry of a retry keeps its first's."""
+    return {
+        **headers,
+        ORIGIN_HEADER: headers.get(ORIGIN_HEADER, topic),
+        ID_HEADER: headers.get(ID_HEADER, mid),
+    }
 
 
 def progress_key(group: str, topic: str) -> str:

@@ -43,7 +43,7 @@ from .committed_reads import (
     pending_key,
     watermark,
 )
-from .consumer_groups import ID_HEADER, ORIGIN_HEADER, GroupProgress, dlq_topic, progress_key, retry_topic
+from .consumer_groups import ID_HEADER, GroupProgress, dlq_topic, progress_key, retry_headers, retry_topic
 from .entries import (
     ACK,
     CANCEL,
@@ -295,7 +295,7 @@ class StateMachine:
                     )
                 )
             else:
-                headers = {**m.headers, ORIGIN_HEADER: m.headers.get(ORIGIN_HEADER, m.topic)}
+                headers = retry_headers(m.headers, m.topic, str(mid))
                 copies.append(
                     Message(
                         retry_topic(group),

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import msgspec
 
 ORIGIN_HEADER = "x-horologe-topic"  # a retry's copy names the topic it came from
-ID_HEADER = "x-horologe-id"  # a rescheduled copy names the id it answers to
+ID_HEADER = "x-horologe-id"  # a rescheduled copy or a retry names the id it answers to
 
 # A node's role in /admin/status: master, follower or candidate. Nodes that said "slave" for a
 # follower are read as saying "follower", for one release (docs/api.md); then the alias goes.
@@ -173,7 +173,8 @@ class ReceivedMessage(msgspec.Struct, frozen=True, gc=False):
         cls, mid, receipt, topic, body, tags, deliver_at, delivered_at, attempt, headers, key
     ) -> ReceivedMessage:
         """A message as its record says, with the id and topic its headers name when they
-        do: a rescheduled copy answers to the id it replaced, a retry to the topic it came from."""
+        do: a rescheduled copy answers to the id it replaced, a retry to its first message's id
+        and the topic it came from."""
         if headers:
             mid = headers.get(ID_HEADER, mid)
             topic = headers.get(ORIGIN_HEADER, topic)

@@ -12,7 +12,7 @@ def pending_json(stored: StoredMessage, slot_ms: int, with_body: bool) -> dict:
     differs from ``deliver_at`` only for a message that arrived after its time had passed
     and waits behind the wheel; bodies only when asked for."""
     m = stored.message
-    ident = m.headers.get(ID_HEADER, str(stored.id))  # a rescheduled copy answers to its original's
+    ident = m.headers.get(ID_HEADER, str(stored.id))  # a rescheduled copy or a retry: its first's
     out = {"id": ident, "deliver_at": m.deliver_at_ms, "fires_at": slot_ms, "tags": list(m.tags)}
     if m.key is not None:
         out["key"] = m.key
