@@ -18,7 +18,8 @@ from dataclasses import replace
 import numpy as np
 from pysyncobj.serializer import Serializer
 
-from horologe.cluster import apply_messages, retention, state_machine
+from horologe.cluster import apply_messages, consumer_groups, retention, state_machine
+from horologe.cluster.consumer_groups import ID_HEADER
 from horologe.cluster.errors import StoreBehindDumpError
 from horologe.cluster.raft import journal as raft_journal
 from horologe.cluster.raft import node, peer_clocks
@@ -527,6 +528,21 @@ def _no_known_clock() -> None:
     NodeService.submit = submit_by_its_own_clock
 
 
+def _no_retry_id() -> None:
+    """A retry filed as a message of its own id, as before a retry carried its first's
+    (``x-horologe-id``): a receiver that took a push and answered too late got its retry
+    under another id, and could not drop it as a repeat."""
+    ids = consumer_groups.retry_headers
+
+    def retry_headers(headers, topic, mid):
+        out = ids(headers, topic, mid)
+        if ID_HEADER not in headers:
+            del out[ID_HEADER]
+        return out
+
+    state_machine.retry_headers = retry_headers
+
+
 def _fake_push_early() -> None:
     """A push group that leases messages a second before their time and sends each at once,
     not at its ``deliver_at``."""
@@ -585,6 +601,7 @@ CANARIES: dict[str, Callable[[], None]] = {
     "no-kept-cancel": _no_kept_cancel,
     "no-owner-reads": _no_owner_reads,
     "no-known-clock": _no_known_clock,
+    "no-retry-id": _no_retry_id,
     "fake-cancel": _fake_cancel,
     "fake-move": _fake_move,
     "fake-extend": _fake_extend,

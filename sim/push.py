@@ -113,12 +113,9 @@ class Pushes:
     subscriber: Actor  # puts the subscription
     group: Actor  # the push group's leases, as check_pull names their consumer
     leases: dict[str, tuple[str, int]] = field(default_factory=dict)  # receipt -> (id, attempt)
-    # An id pushed -> its body, which names the message produced (Workload.bodies) once
-    # its produce is answered: a retry has an id of its own, and may be pushed first.
-    body_of: dict[str, str] = field(default_factory=dict)
-    taken: dict[str, list[Taken]] = field(default_factory=dict)  # id pushed -> its pushes taken
-    # the ids pushed (a retry's own: the dead-letter queue's) nacked at the last retry level
-    # (a nack made for them)
+    # id pushed (a retry's, its first's: Workload.retry_id_problems) -> its pushes taken
+    taken: dict[str, list[Taken]] = field(default_factory=dict)
+    # the ids pushed nacked at the last retry level (a nack made for them)
     last_level: set[str] = field(default_factory=set)
     subscribed: bool = False  # a put was answered
 
@@ -171,7 +168,6 @@ class Pushes:
             workload.check_pull(actor, answer["messages"], sent_ms, lease_ms, where, early_ms=ahead_ms)
             for m in answer["messages"]:
                 self.leases[m["receipt"]] = (m["id"], m["attempt"])
-                self.body_of[m["id"]] = m.get("body")
             return pulled
 
         def named(receipts) -> str:
@@ -272,30 +268,17 @@ class Pushes:
         (retention may have trimmed them unread, ``Workload.trimmed_unseen``)."""
         workload = self.workload
         retention = workload.world.profile.retention
-        taken = self.taken_by_produced()
-        dead = {self.produced_id(pushed) for pushed in self.last_level}
         out = []
         for mid in sorted(workload.owed(TOPIC, ws_ms)):
             made = workload.produced[mid]
-            if made.policy is not None or mid in dead:
+            if made.policy is not None or mid in self.last_level:
                 continue
             if retention and workload.trimmed_unseen(TOPIC, min(made.times)):
                 continue
-            if not any(t.answer in ("200", "late") for t in taken.get(mid, ())):
+            if not any(t.answer in ("200", "late") for t in self.taken.get(mid, ())):
                 out.append(mid)
         return out
 
     def _taken(self, pushed: str, attempt: int) -> bool:
         """Whether the receiver took a push of ``pushed`` at ``attempt``."""
         return any(t.attempt == attempt for t in self.taken.get(pushed, ()))
-
-    def produced_id(self, pushed: str) -> str:
-        """The id of the message produced that an id pushed (a retry's own) stands for."""
-        return self.workload.bodies.get(self.body_of.get(pushed), pushed)
-
-    def taken_by_produced(self) -> dict[str, list[Taken]]:
-        """The pushes taken, by the id of the message produced."""
-        out: dict[str, list[Taken]] = {}
-        for pushed, takes in self.taken.items():
-            out.setdefault(self.produced_id(pushed), []).extend(takes)
-        return out

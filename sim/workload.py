@@ -207,9 +207,8 @@ class Workload:
         self.unknown_from: int | None = None  # first sending of a pause or resume not answered
         self.unknown_floor: int | None = None  # the least watermark applied then
         self.produced: dict[str, Produced] = {}
-        # body -> the id of the message produced with it (each body is its own): a retry is
-        # a new message with its own id (docs/api.md), which names its first by the body
-        self.bodies: dict[str, str] = {}
+        self.bodies: dict[str, str] = {}  # body -> the id of the message produced with it
+        self.handed_bodies: dict[str, set[str]] = {}  # id handed out -> the bodies under it
         self.ids: dict[str, tuple[int, int | None]] = {}  # message id -> the entry that applied it
         self.handouts: dict[tuple[str, int], list[Handout]] = {}
         self.acked_ms: dict[tuple[str, int], int] = {}  # (id, attempt) -> when an ack was answered
@@ -432,6 +431,10 @@ class Workload:
                     f"a slow oscillator's ageing {self.slow_aged_ms} ms)",
                 )
             self.handouts.setdefault(key, []).append(Handout(c.name, until, now))
+            self.handed_bodies.setdefault(m["id"], set()).add(m.get("body"))
+            made = self.bodies.get(m.get("body"))
+            if made is not None and made != m["id"]:
+                world.violate("retry-id", f"{where}: the message produced with its body is {made}")
             self.handed += 1
         if messages:
             got = " ".join(f"{m['id']}/{m['attempt']}" for m in messages)
@@ -659,6 +662,20 @@ class Workload:
             p = self.produced.get(mid)
             if p is not None and p.policy is not None and at - due > p.policy[1]:
                 problems.append(f"{mid} delivered {at - due} ms late, past its allowance of {p.policy[1]} ms")
+        return problems
+
+    def retry_id_problems(self) -> list[str]:
+        """Each message handed out under the id of the message produced with its body (each
+        body is its own), whatever its attempt: a retry answers to its first's id
+        (docs/api.md), and no id stands for two bodies. (:meth:`check_pull` checks those
+        whose produce was answered when handed out.)"""
+        problems = []
+        for mid, bodies in sorted(self.handed_bodies.items()):
+            if len(bodies) > 1:
+                problems.append(f"{mid} handed out with {len(bodies)} bodies")
+            made = {self.bodies[b] for b in bodies if b in self.bodies}
+            if made - {mid}:
+                problems.append(f"{mid} handed out for the message produced as {sorted(made)}")
         return problems
 
     def cancelled(self) -> list[str]:

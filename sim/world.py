@@ -1538,10 +1538,9 @@ class World:
             return
         pushes = self.workload.pushes
         left = pushes.unsettled(self.least_watermark_ms(self.nodes))
-        by_produced = pushes.taken_by_produced()
         seen = "; ".join(
             f"{mid}: " + (", ".join(f"{t.answer} at {t.at_ms}/{t.attempt}" for t in taken) or "none")
-            for mid, taken in ((m, by_produced.get(m, ())) for m in left[:5])
+            for mid, taken in ((m, pushes.taken.get(m, ())) for m in left[:5])
         )
         raise Violation(
             "push-liveness",
@@ -1653,6 +1652,8 @@ class World:
                     self.count(f"late messages {what}", sum(k == kind for k, _ in first.values()))
         if lateness:
             self.check_dead_letters(dead)
+        if edits is not None and (problems := edits.retry_id_problems()):
+            raise Violation("retry-id", "; ".join(problems[:10]))
         if edits is not None and edits.pushes is not None and not retention:
             self.check_push_dead_letters(edits.pushes.last_level)
         if retention:

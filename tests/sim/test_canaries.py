@@ -159,6 +159,10 @@ random seeds (the ones below; tests/sim/test_scenarios.py has the scripted catch
   is elected and its push worker's barrier stamps the term's first entry an hour ahead,
   which moves every running lease on by the hour: a message leased then is not pushed
   again within the run (push-liveness).
+* ``no-retry-id`` (a retry filed under an id of its own, as before retries carried their
+  first message's ``x-horologe-id``): seed 1 with ``--service``, no fault at all: a
+  consumer's nack is retried and the retry handed out under another id than the
+  message produced with its body (retry-id).
 
 Found by ``python -m sim run --seeds 100 --canary NAME``, each seed's faults then shrunk
 (``python -m sim shrink SEED --canary NAME``) to the few that still catch it, replayed
@@ -197,6 +201,7 @@ CAUGHT = {
     ),
     "no-kept-cancel": (24, "5,6", ("push-nacked-unsent", "push-liveness"), ("--service", "--push")),
     "no-owner-reads": (31, "none", ("push-liveness",), ("--service", "--retention", "--push")),
+    "no-retry-id": (1, "none", ("retry-id",), ("--service",)),
     "no-known-clock": (
         950381,
         "6,7,8",
