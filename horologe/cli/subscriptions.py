@@ -18,8 +18,9 @@ def subscription() -> None:
     verify_signature), Horologe-Message-Id, Horologe-Attempt and Horologe-Deliveries; a
     2xx acks it, anything else retries it at the next level, then dead-letters it. The
     URL's host must be in the master's push_allow (node config; empty by default).
-    Delivery is at least once: a push with Horologe-Deliveries above 1 may have come
-    before. See docs/api.md, "Push subscriptions".
+    Delivery is at least once: a push with Horologe-Deliveries above 1, or a retry
+    (Horologe-Attempt above 0) of one answered too late, may have come before, under the
+    same Horologe-Message-Id. See docs/api.md, "Push subscriptions".
     """
 
 
