@@ -27,8 +27,7 @@ def test_a_retry_and_a_retry_of_it_answer_to_the_first_messages_id(tmp_path):
     sm.apply(2, Entry(SYNC, Watermark(now), now).encode())
     assert shown(sm, "t", 0)["id"] == str(first)
 
-    for level, offset in ((1, None), (2, 0)):
-        topic, at = ("t", 0) if offset is None else ("%RETRY%g", offset)
+    for level, (topic, at) in enumerate((("t", 0), ("%RETRY%g", 0)), 1):  # the message, then its retry
         retry = Entry(RETRY, Watermark(now), now, retries=[("g", topic, at, now + 10)])
         copy = sm.apply(2 + 2 * level, retry.encode()).ids[0]
         now += 20
