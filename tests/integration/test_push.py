@@ -134,7 +134,9 @@ def test_the_command_line_and_the_async_client(make_cluster, receiver):
             with pytest.raises(NotFoundError):
                 await ac.subscription("jobs", "web")
 
-    wait_until(lambda: c.subscription("jobs", "web").unacked == 0, 10)
+    # The master counts a push as delivered once its ack is applied and the ack's caller
+    # has resumed, a few turns of its loop after ``unacked`` dropped: wait for both.
+    wait_until(lambda: (s := c.subscription("jobs", "web")).counters["delivered"] == 2 and s.unacked == 0, 10)
     asyncio.run(by_async_client())
     assert r.ids() == set(ids[:2])
     assert run(cli.main, ["subscription", "put", "jobs", "web2", *common, *flags]).exit_code == 0
