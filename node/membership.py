@@ -33,13 +33,14 @@ class Membership:
         members: Callable[[], tuple[Member, ...]],
         linked: Callable[[], set[str]],
         own_raft: str,
-        add: Callable[[Member, float], Awaitable[None]],
+        add: Callable[[Member, float, int], Awaitable[None]],
         remove: Callable[[str], Awaitable[None]],
         readiness: Callable[[str], Awaitable[dict | None]],
     ) -> None:
         """``members()`` as this node's log has them, itself first; ``linked()`` the Raft
         addresses of the nodes it has a live Raft link to; ``add(member, catch_up_s)`` and
-        ``remove(raft address)`` the Raft shell's changes, on the master;
+        ``remove(raft address)`` the Raft shell's changes, on the master (``add`` also
+        takes the index the node says it applied, from which it may be fed the log);
         ``readiness(http address)`` what a node's ``/readyz`` says (None: no answer)."""
         self._require_master = require_master
         self._members = members
@@ -99,6 +100,14 @@ class Membership:
                 "wrong_node",
                 "node_id",
             )
+        if ready.get("raft", raft) != raft:
+            raise MembershipChangeRefused(
+                f"the node at {http} has raft = {ready['raft']!r} in its config, not {raft!r}: "
+                "add it at the Raft address it knows itself by (the members and it would not "
+                "recognise each other)",
+                "wrong_raft",
+                "raft",
+            )
         if ready.get("join", True) is False:
             raise MembershipChangeRefused(
                 f"{node_id} at {http} was not started to join: it stands for election among peers "
@@ -106,7 +115,8 @@ class Membership:
                 "not_joining",
                 "http",
             )
-        await self._change(self._add(Member(node_id, raft, http), catch_up_s), catch_up_s + COMMIT_S)
+        held = ready.get("applied_index", 0)
+        await self._change(self._add(Member(node_id, raft, http), catch_up_s, held), catch_up_s + COMMIT_S)
         return self.listing()
 
     async def remove(self, node_id: str) -> dict:

@@ -235,8 +235,8 @@ class NodeService:
             members=self.members,
             linked=lambda: self.raft.status.linked,
             own_raft=config.raft,
-            add=lambda member, catch_up_s: self.raft.add_member(
-                member, config.dial_of(member.raft), catch_up_s
+            add=lambda member, catch_up_s, held: self.raft.add_member(
+                member, config.dial_of(member.raft), catch_up_s, held
             ),
             remove=lambda raft: self.raft.remove_member(raft),
             readiness=lambda http: self._readiness(config.http_url(http), 2.0),
@@ -393,8 +393,9 @@ class NodeService:
 
         ``links`` names each peer and whether this node has a live Raft link to it;
         ``clock`` whether a majority's clock readings are in and fresh (a master serves
-        nothing otherwise). ``node_id`` and ``join`` are this node's config's: a master
-        adding a node checks it is the one named, started to join.
+        nothing otherwise). ``node_id``, ``raft`` and ``join`` are this node's config's: a
+        master adding a node checks it is the one named, at the Raft address named,
+        started to join; it feeds it the log from ``applied_index`` when it still holds it.
         """
         linked = self.linked_peer_ids()
         clock = self.quorum_clock.fresh()
@@ -407,7 +408,9 @@ class NodeService:
             "links": {p.node_id: p.node_id in linked for p in self.peers()},
             "clock": clock,
             "node_id": self.config.node_id,
+            "raft": self.config.raft,
             "join": self.config.join,
+            "applied_index": self.view.applied_index,
         }
 
     def _why_behind(self) -> str | None:

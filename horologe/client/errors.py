@@ -57,6 +57,7 @@ KIND_BY_CODE = {
             "member_exists",
             "not_reachable",
             "wrong_node",
+            "wrong_raft",
             "not_joining",
             "change_under_way",
             "change_refused",

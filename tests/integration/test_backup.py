@@ -15,6 +15,7 @@ import time
 
 from horologe.client import NotFoundError
 from horologe.cluster.backup.manifest import check
+from horologe.cluster.raft.membership import JOIN_FRESH_DUMP_ENTRIES
 from horologe.storage import check_store
 from testkit.process_cluster import ADMIN, ENV
 
@@ -120,9 +121,15 @@ def test_a_backup_restores_a_new_cluster_holding_what_was_committed_at_its_index
 
 
 def test_a_node_whose_disk_was_lost_restores_from_a_backup_and_catches_up(make_cluster, tmp_path):
+    """Restored from a backup a few entries old, the node is fed the log from the backup's
+    index: the master, which never took a dump here, writes none to ship it (as it would
+    for an empty node, its log being past ``JOIN_FRESH_DUMP_ENTRIES``)."""
     cluster = make_cluster()
     client = cluster.client(0)
     made = _fill(client)
+    while cluster.status(cluster.wait_leader())["commit_index"] <= JOIN_FRESH_DUMP_ENTRIES:
+        for n in range(100):  # an entry each
+            client.produce("filler", f"f{n}", deliver_after="1d")
     backup = str(tmp_path / "backup")
     lost = _follower(cluster)
     assert (
@@ -155,6 +162,8 @@ def test_a_node_whose_disk_was_lost_restores_from_a_backup_and_catches_up(make_c
         "--url", via,
     )  # fmt: skip
     assert added.returncode == 0, added.stderr
+    assert "installing snapshot" not in cluster.log(lost)
+    assert "a dump first" not in cluster.log(cluster.wait_leader())
     # The master keeps committing its wheel's syncs, so no two nodes stop at one index: the
     # restored node is held to everything the master had applied once it was back.
     applied = cluster.status(cluster.wait_leader())["applied_index"]

@@ -206,19 +206,42 @@ def test_refused_changes_leave_the_membership_as_it_was(cluster):
     assert f"is n{k + 1}, not n9" in wrong_id.stderr
     wrong_raft = _horologe(
         "cluster", "add", f"n{k + 1}",
-        "--raft", "127.0.0.1:1",  # nothing listens there: it never catches up
+        "--raft", "127.0.0.1:1",  # not the address it knows itself by, nor listens at
+        "--http", f"127.0.0.1:{cluster.http_ports[k]}",
+        "--url", cluster.url(master),
+    )  # fmt: skip
+    assert wrong_raft.returncode == 1 and "wrong_raft" in wrong_raft.stderr, wrong_raft.stderr
+    assert f"has raft = '127.0.0.1:{cluster.raft_ports[k]}' in its config" in wrong_raft.stderr
+
+    # Its config names a Raft address where nothing listens (it binds another; being the
+    # lower address, it waits for the master to dial it): it never catches up.
+    with open(cluster.configs[k]) as f:
+        config = f.read()
+    cluster.stop(k)
+    with open(cluster.configs[k], "w") as f:
+        f.write(config.replace(f'raft = "127.0.0.1:{cluster.raft_ports[k]}"', 'raft = "127.0.0.1:1"'))
+    cluster.start(k)
+    cluster.wait_serving(k)
+    unreachable = _horologe(
+        "cluster", "add", f"n{k + 1}",
+        "--raft", "127.0.0.1:1",
         "--http", f"127.0.0.1:{cluster.http_ports[k]}",
         "--url", cluster.url(master),
         "--catch-up-s", "3",
     )  # fmt: skip
-    assert wrong_raft.returncode == 1 and "catch_up_failed" in wrong_raft.stderr, wrong_raft.stderr
-    assert f"n{k + 1} holds the log up to 0 of " in wrong_raft.stderr  # the progress it printed
+    assert unreachable.returncode == 1 and "catch_up_failed" in unreachable.stderr, unreachable.stderr
+    assert f"n{k + 1} holds the log up to 0 of " in unreachable.stderr  # the progress it printed
     assert [m["node_id"] for m in client.members()] == [
         f"n{master + 1}",
         *sorted(f"n{i + 1}" for i in range(3) if i != master),
     ]  # the learner is gone too
 
     # The node is added once it is given right (the failed attempts left nothing behind).
+    cluster.stop(k)
+    with open(cluster.configs[k], "w") as f:
+        f.write(config)
+    cluster.start(k)
+    cluster.wait_serving(k)
     added = _add(cluster, k, via=master)
     assert added.returncode == 0, added.stderr
     assert _voters(cluster, master) == ["n1", "n2", "n3", "n4"]

@@ -257,7 +257,9 @@ class Readiness(Answer):
     links: dict[str, bool]
     clock: Annotated[bool, Meta(description="a majority's clock readings are in")]
     node_id: Annotated[str, Meta(description="this node's id, as its config names it")]
+    raft: Annotated[str, Meta(description="this node's Raft address, as its config names it")]
     join: Annotated[bool, Meta(description="this node was started to join a running cluster")]
+    applied_index: Annotated[int, Meta(description="the Raft index up to which this node applied the log")]
 
 
 BucketSize = Literal["1m", "1h", "1d"]  # components/schemas/BucketSize: schemas.py
