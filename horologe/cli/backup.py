@@ -29,8 +29,10 @@ def _summary(manifest: Manifest) -> str:
     default=DEFAULT_URL,
     show_default=True,
     envvar="HOROLOGE_URL",
+    show_envvar=True,
     help="The node to copy: any node of the cluster, a follower as well as the master. "
-    "Of a comma-separated list, the first.",
+    "Of a comma-separated list, the first that answers and agrees (the next is tried when "
+    "one cannot be reached or refuses).",
 )
 @admin_option
 @ca_option
@@ -55,28 +57,46 @@ def backup(url: str, admin_token: str | None, ca: str | None, dest: str, allow_s
     serving meanwhile. Every file is checked against the SHA-256 the node computed, and the
     folder appears only once whole (it is written to DEST.part first).
     """
-    node = url.split(",")[0].strip().rstrip("/")
+    nodes = [u.strip().rstrip("/") for u in url.split(",") if u.strip()]
+    if not nodes:
+        raise click.UsageError("--url names no node")
     if os.path.lexists(dest):
         raise click.UsageError(f"{dest} exists: name a new folder for the backup")
     began = time.monotonic()
     headers = {"Authorization": f"Bearer {admin_token}"} if admin_token else {}
-    try:
-        with httpx.Client(verify=tls.verify_setting(ca, True), timeout=httpx.Timeout(60.0)) as http:
-            query = "?allow_stale=true" if allow_stale else ""
-            with http.stream("GET", f"{node}/admin/backup{query}", headers=headers) as response:
-                if response.status_code != 200:
-                    response.read()
-                    raise click.ClickException(f"{node} refused the backup: {_reason(response)}")
-                total = int(response.headers.get("Horologe-Backup-Bytes", "0"))
-                index = response.headers.get("Horologe-Backup-Index", "?")
-                label = f"backup at Raft index {index}"
-                with click.progressbar(length=total, label=label, file=sys.stderr) as bar:
-                    manifest = receive(response.iter_bytes(), dest, bar.update)
-    except httpx.HTTPError as e:
-        raise click.ClickException(f"backup from {node} failed: {e!r}; nothing was kept") from e
-    except BackupError as e:
-        raise click.ClickException(f"backup from {node} failed: {e}; nothing was kept") from e
-    click.echo(f"backed up {_summary(manifest)} into {dest} in {time.monotonic() - began:.1f} s")
+    query = "?allow_stale=true" if allow_stale else ""
+    failures = []
+    with httpx.Client(verify=tls.verify_setting(ca, True), timeout=httpx.Timeout(60.0)) as http:
+        for node in nodes:
+            try:
+                manifest = _take(http, f"{node}/admin/backup{query}", headers, dest)
+                break
+            except _Refused as e:
+                failures.append(f"{node} refused the backup: {e}")
+            except httpx.HTTPError as e:
+                failures.append(f"backup from {node} failed: {e!r}")
+            except BackupError as e:
+                failures.append(f"backup from {node} failed: {e}")
+            if node != nodes[-1]:
+                click.echo(f"{failures[-1]}; trying the next node", err=True)
+        else:
+            raise click.ClickException(f"{'; '.join(failures)}; nothing was kept")
+    click.echo(f"backed up {_summary(manifest)} from {node} into {dest} in {time.monotonic() - began:.1f} s")
+
+
+class _Refused(Exception):
+    """The node answered the backup with an error: its status and code."""
+
+
+def _take(http: httpx.Client, url: str, headers: dict, dest: str) -> Manifest:
+    with http.stream("GET", url, headers=headers) as response:
+        if response.status_code != 200:
+            response.read()
+            raise _Refused(_reason(response))
+        total = int(response.headers.get("Horologe-Backup-Bytes", "0"))
+        index = response.headers.get("Horologe-Backup-Index", "?")
+        with click.progressbar(length=total, label=f"backup at Raft index {index}", file=sys.stderr) as bar:
+            return receive(response.iter_bytes(), dest, bar.update)
 
 
 def _reason(response: httpx.Response) -> str:
@@ -112,4 +132,4 @@ def restore(backup_dir: str, data_dir: str) -> None:
             manifest = restore_backup(backup_dir, data_dir, bar.update)
     except BackupError as e:
         raise click.ClickException(str(e)) from e
-    click.echo(f"restored {_summary(manifest)} into {data_dir}")
+    click.echo(f"restored the backup of {_summary(manifest)} into {data_dir}")

@@ -17,7 +17,7 @@ from horologe.client import NotFoundError
 from horologe.cluster.backup.manifest import check
 from horologe.cluster.raft.membership import JOIN_FRESH_DUMP_ENTRIES
 from horologe.storage import check_store
-from testkit.process_cluster import ADMIN, ENV
+from testkit.process_cluster import ADMIN, ENV, free_ports
 
 HOUR_MS = 3_600_000
 
@@ -181,9 +181,13 @@ def test_restore_refuses_a_corrupt_backup_and_writes_nothing(make_cluster, tmp_p
     cluster = make_cluster()
     cluster.client(0).produce("orders", "x", deliver_after=HOUR_MS)
     backup = str(tmp_path / "backup")
+    down = f"http://127.0.0.1:{free_ports(1)[0]}"  # nothing answers there: the next is asked
+    taken = _horologe("backup", "--url", f"{down},{cluster.url(0)}", "--admin-token", ADMIN, "--to", backup)
+    assert taken.returncode == 0, taken.stderr
     assert (
-        _horologe("backup", "--url", cluster.url(0), "--admin-token", ADMIN, "--to", backup).returncode == 0
+        f"backup from {down} failed: ConnectError" in taken.stderr and "trying the next node" in taken.stderr
     )
+    assert f"from {cluster.url(0)} into {backup}" in taken.stdout
     delay = os.path.join(backup, "store", "delay")
     victim = os.path.join(delay, sorted(n for n in os.listdir(delay) if n.endswith(".log"))[0])
     with open(victim, "r+b") as f:
