@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
+
 import click
 
 from horologe.cluster.errors import UnsupportedPysyncobjError
 from horologe.cluster.raft.seam import check_pysyncobj
-from horologe.node.config import load_config
+from horologe.node.config import ENV_SECRETS, NodeConfig, load_config
 from horologe.node.errors import ConfigError, DataDirInUseError, DataDirUnusableError, ListenError
 from horologe.node.main import run_node
 from horologe.storage import CorruptLogError
@@ -68,7 +71,10 @@ def node(config_path, node_id, data_dir, http_addr, raft_addr, insecure_dev, joi
             f"(listening on {cfg.raft_listen}), data {cfg.data_dir}"
         )
         if cfg.join:
-            click.echo("  joins a running cluster: no vote until `horologe cluster add` makes it a member")
+            click.echo(
+                "  join = true: no vote until `horologe cluster add` makes it a member "
+                "(once its log says it is one, it votes across restarts)"
+            )
         if cfg.tls_cert:
             click.echo(f"  tls: certificate {cfg.tls_cert}, key {cfg.tls_key}")
         if cfg.tls_cert or cfg.tls_ca or any(cfg.http_url(p.http).startswith("https:") for p in cfg.peers):
@@ -76,6 +82,8 @@ def node(config_path, node_id, data_dir, http_addr, raft_addr, insecure_dev, joi
         for p in cfg.peers:
             dial = p.dial or p.raft
             click.echo(f"  peer {p.node_id}: raft {p.raft} dialled at {dial}, http {cfg.http_url(p.http)}")
+        for line in _settings(cfg):
+            click.echo(f"  {line}")
         return
     try:
         run_node(cfg)
@@ -88,3 +96,34 @@ def node(config_path, node_id, data_dir, http_addr, raft_addr, insecure_dev, joi
             f"refusing to start: {e}. Committed data that fails its check is never read past or "
             'repaired by guess: replace this node (docs/cluster.md, "Damaged files").'
         ) from e
+
+
+_SUMMED_UP = {
+    "node_id",
+    "data_dir",
+    "http",
+    "raft",
+    "raft_bind",
+    "peers",
+    "join",
+    "tls_cert",
+    "tls_key",
+    "tls_ca",
+}
+
+
+def _settings(cfg: NodeConfig) -> list[str]:
+    """The settings the summary above leaves out, in TOML's syntax, those left at their
+    default marked so; a secret only as set or not."""
+    lines = []
+    for f in dataclasses.fields(cfg):
+        if f.name in _SUMMED_UP:
+            continue
+        value = getattr(cfg, f.name)
+        if f.name in ENV_SECRETS:
+            lines.append(f"{f.name}: {'set' if value else 'not set'} (not shown)")
+            continue
+        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
+        shown = json.dumps(list(value) if isinstance(value, tuple) else value)
+        lines.append(f"{f.name} = {shown}" + ("  # the default" if value == default else ""))
+    return lines

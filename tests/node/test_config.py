@@ -231,3 +231,21 @@ def test_check_config_speaks_of_certificates_only_where_tls_is_used(tmp_path, pk
         r = CliRunner().invoke(main, ["node", "--config", str(path), "--check-config"])
         assert r.exit_code == 0, r.output
         assert (shown in r.output) if shown else (said not in r.output), r.output
+
+
+def test_check_config_prints_every_setting_but_the_secrets(tmp_path, monkeypatch):
+    """It printed only the addresses and peers: a key set in the file did not show."""
+    from click.testing import CliRunner
+
+    from horologe.cli import main
+
+    path = tmp_path / "n.toml"
+    path.write_text(BASE + 'retention_ms = 3600000\npush_allow = ["127.0.0.1/32"]\n')
+    monkeypatch.setenv(ENV_SECRETS["client_token"], "a-client-token-not-to-print")
+    r = CliRunner().invoke(main, ["node", "--config", str(path), "--check-config"])
+    assert r.exit_code == 0, r.output
+    lines = r.output.splitlines()
+    assert "  retention_ms = 3600000" in lines and '  push_allow = ["127.0.0.1/32"]' in lines
+    assert "  sync_interval_ms = 250  # the default" in lines
+    assert "  client_token: set (not shown)" in lines and "  cluster_secret: not set (not shown)" in lines
+    assert "a-client-token-not-to-print" not in r.output
