@@ -171,7 +171,8 @@ class Endpoints:
     """The known nodes, and the master once a redirect or an answer has named it."""
 
     def __init__(self, urls) -> None:
-        urls = [urls] if isinstance(urls, str) else list(urls)
+        # One string may list several, comma-separated, as HOROLOGE_URL does.
+        urls = [u.strip() for u in urls.split(",")] if isinstance(urls, str) else list(urls)
         if not urls:
             raise ValueError("give at least one node URL")
         for u in urls:
