@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import functools
 import json
 import logging
@@ -73,6 +74,11 @@ def _client(url: str, token: str | None, admin_token: str | None = None, ca: str
         return Client(urls, token or "", admin_token=admin_token, ca=ca, retry_s=retry_s)
     except ValueError as e:  # a URL, a token or a CA file the client cannot use
         raise click.UsageError(str(e)) from e
+
+
+def utc_time(ms: int) -> str:
+    """An epoch-ms time as ISO 8601 in UTC, to the second."""
+    return dt.datetime.fromtimestamp(ms / 1000, dt.UTC).isoformat(timespec="seconds")
 
 
 def _echo_json(obj) -> None:

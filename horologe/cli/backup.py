@@ -9,7 +9,7 @@ import time
 import click
 import httpx
 
-from horologe.cli._common import DEFAULT_URL, admin_option, ca_option
+from horologe.cli._common import DEFAULT_URL, admin_option, ca_option, utc_time
 from horologe.client import tls
 from horologe.cluster.backup.manifest import BackupError, Manifest, read
 from horologe.cluster.backup.receive import receive
@@ -133,3 +133,8 @@ def restore(backup_dir: str, data_dir: str) -> None:
     except BackupError as e:
         raise click.ClickException(str(e)) from e
     click.echo(f"restored the backup of {_summary(manifest)} into {data_dir}")
+    click.echo(
+        f"taken at {utc_time(manifest.taken_at_ms)}: a whole cluster restored from it forgets what came "
+        "after, and may give the ids given out since then to new messages; clients must drop those "
+        '(docs/deploy.md, "Restore a whole cluster")'
+    )

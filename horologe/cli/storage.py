@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import os
 import sys
 from collections.abc import Iterator
 
 import click
 
+from horologe.cli._common import utc_time
 from horologe.cluster.backup import manifest as backup_manifest
 from horologe.cluster.backup.manifest import MANIFEST_NAME
 from horologe.cluster.store_report import storage_report
@@ -40,7 +40,7 @@ def _open_store(data_dir: str) -> Iterator[Storage]:
                 backup_manifest.check(data_dir, bar.update)
         except backup_manifest.BackupError as e:
             raise click.ClickException(str(e)) from e
-        taken = _when(manifest.taken_at_ms)
+        taken = utc_time(manifest.taken_at_ms)
         click.echo(
             f"backup of      node {manifest.node_id} at {taken}, Raft index {manifest.raft.index} "
             f"(term {manifest.raft.term}), {len(manifest.files)} files checked"
@@ -101,10 +101,6 @@ def _size(n: int) -> str:
     raise AssertionError
 
 
-def _when(ms: int) -> str:
-    return dt.datetime.fromtimestamp(ms / 1000, dt.UTC).isoformat(timespec="seconds")
-
-
 @storage.command()
 @click.argument("data_dir", type=click.Path(exists=True, file_okay=False))
 @click.option(
@@ -136,7 +132,7 @@ def inspect(data_dir: str, retention: str, now_ms: int | None) -> None:
     click.echo(f"disk used      {_size(r.disk_total)}  ({parts})")
     gone = r.reclaim
     click.echo(
-        f"reclaimable    {_size(gone.total)}  by a retention of {retention} before {_when(r.now_ms)}: "
+        f"reclaimable    {_size(gone.total)}  by a retention of {retention} before {utc_time(r.now_ms)}: "
         f"{gone.hours} hours ({_size(gone.hour_bytes)}), "
         f"{gone.segments} ready segments ({_size(gone.ready_bytes)})"
     )

@@ -79,6 +79,7 @@ def test_a_backup_restores_a_new_cluster_holding_what_was_committed_at_its_index
     for i in new.indexes:
         done = _horologe("restore", backup, os.path.join(new.data_root, f"n{i + 1}"))
         assert done.returncode == 0, done.stderr
+        assert "taken at 20" in done.stdout and "clients must drop those" in done.stdout, done.stdout
     new.start_all()
     fresh = new.client(0)
     # A restored node starts at the backup's term: its log's entries are of that term, and
