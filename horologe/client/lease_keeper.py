@@ -59,6 +59,7 @@ class LeaseKeeper:
         self._beat_at = clock()
         self._handing_over = 0  # hand-overs under way (the consumer loop's thread only)
         self._said_stale = False
+        self._said_ended: dict[tuple[str, str], int] = {}  # leases found ended, as last logged
         self._held: dict[tuple[str, str], set[str]] = defaultdict(set)
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -171,6 +172,7 @@ class LeaseKeeper:
             rounds = [(key, sorted(receipts)) for key, receipts in self._held.items() if receipts]
         renewed = 0
         for (topic, group), receipts in rounds:
+            ended = still = failed = 0
             for i in range(0, len(receipts), MAX_RECEIPTS):
                 chunk = receipts[i : i + MAX_RECEIPTS]
                 try:
@@ -178,20 +180,32 @@ class LeaseKeeper:
                 except HorologeError as e:
                     why = "%d leases on %s/%s not renewed (tried again soon): %s"
                     log.warning(why, len(chunk), topic, group, e)
+                    failed += 1
                     continue
                 renewed += extended
                 with self._lock:  # those let go meanwhile (acked) were not to be renewed
-                    still = len(self._held.get((topic, group), set()).intersection(chunk))
-                if extended < still:
-                    log.warning(
-                        "%d of %d leases held on %s/%s had ended before they were renewed: the "
-                        "cluster may have handed those messages to another worker",
-                        still - extended,
-                        still,
-                        topic,
-                        group,
-                    )
+                    held = len(self._held.get((topic, group), set()).intersection(chunk))
+                still += held
+                ended += max(0, held - extended)
+            if not failed:  # a round that could not ask for every lease says nothing of them
+                self._say_ended((topic, group), ended, still)
         return renewed
+
+    def _say_ended(self, key: tuple[str, str], ended: int, still: int) -> None:
+        """Log leases found ended, once: again only when more are found than last said."""
+        if ended > self._said_ended.get(key, 0):
+            log.warning(
+                "%d of %d leases held on %s/%s had ended before they were renewed: this worker was "
+                "stalled past them (the cluster may have handed those messages to another worker), "
+                "or a worker that held them before acked them",
+                ended,
+                still,
+                *key,
+            )
+        if ended:
+            self._said_ended[key] = ended
+        else:
+            self._said_ended.pop(key, None)
 
     def close(self, timeout_s: float = 10.0) -> None:
         self._stop.set()

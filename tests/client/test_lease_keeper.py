@@ -62,9 +62,14 @@ def test_a_lease_that_ended_is_said_and_a_failed_call_tried_again(caplog):
     with caplog.at_level(logging.WARNING, logger="horologe.client.lease_keeper"):
         assert keeper.renew() == 0  # no master this round
         assert keeper.renew() == 1
+        assert keeper.renew() == 1  # the same one ended: said once, not every round
+        cluster.ended.add("a")
+        assert keeper.renew() == 0
     said = [r.getMessage() for r in caplog.records]
     assert said[0].startswith("2 leases on q/q not renewed (tried again soon)"), said
     assert said[1].startswith("1 of 2 leases held on q/q had ended before they were renewed"), said
+    assert said[2].startswith("2 of 2 leases held on q/q had ended before they were renewed"), said
+    assert len(said) == 3, said
     keeper.close()
 
 
