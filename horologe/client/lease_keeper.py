@@ -40,6 +40,7 @@ from .errors import HorologeError, UnavailableError
 log = logging.getLogger(__name__)
 
 MAX_RECEIPTS = 1000  # receipts in one extend call (as in one pull)
+MIN_VISIBILITY_MS, MAX_VISIBILITY_MS = 100, 12 * 3_600_000  # a lease's length, as a pull takes it
 MIN_EVERY_S = 0.2  # however short the visibility, no busier than this
 STALE_S = 30.0  # a consumer loop silent this long holds its tasks no longer
 

@@ -32,7 +32,7 @@ from dramatiq.errors import ConnectionFailed, DecodeError, QueueJoinTimeout
 
 from horologe.client import AlreadyDeliveredError, Client, NotFoundError, UnavailableError
 from horologe.client.acker import Acker
-from horologe.client.lease_keeper import LeaseKeeper
+from horologe.client.lease_keeper import MAX_VISIBILITY_MS, MIN_VISIBILITY_MS, LeaseKeeper
 from horologe.client.task_keys import task_key, topic_name
 
 MAX_PULL = 1000
@@ -52,6 +52,11 @@ class HorologeBroker(Broker):
         **client_settings,
     ) -> None:
         """``client_settings``: those of :class:`horologe.client.Client` (``ca``, ``retry_s``, ...)."""
+        if not (type(visibility_ms) is int and MIN_VISIBILITY_MS <= visibility_ms <= MAX_VISIBILITY_MS):
+            raise ValueError(
+                f"visibility_ms must be an integer from {MIN_VISIBILITY_MS} to {MAX_VISIBILITY_MS:,} "
+                f"(12 h), got {visibility_ms!r}"
+            )
         super().__init__(middleware=middleware)
         self.client = Client(urls, token, **client_settings)
         self.prefix = topic_prefix

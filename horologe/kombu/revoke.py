@@ -7,6 +7,7 @@ import itertools
 from horologe.client import AlreadyDeliveredError, NotFoundError
 from horologe.client.task_keys import task_key, topic_name
 
+from .options import read_options
 from .transport import client_for
 
 
@@ -23,8 +24,8 @@ def revoke_scheduled(app, task_id: str, *, queue: str | None = None, retries: in
     that follow a replaced task carry its replacement count (Celery sets it on them):
     they are not found here (False)."""
     conf = app.conf
-    options = conf.broker_transport_options or {}
-    topic = topic_name(queue or conf.task_default_queue, options.get("topic_prefix", ""))
+    options = read_options(conf.broker_transport_options or {})
+    topic = topic_name(queue or conf.task_default_queue, options.topic_prefix)
     with client_for(conf.broker_url, options) as client:
         if retries is not None:
             try:

@@ -42,6 +42,8 @@ from horologe.client.errors import CertificateError, InvalidRequestError, NotFou
 from horologe.client.lease_keeper import LeaseKeeper
 from horologe.client.task_keys import eta_ms, task_key, topic_name
 
+from .options import Options, read_options
+
 log = logging.getLogger(__name__)
 
 DEFAULT_PORT = 8081
@@ -73,17 +75,17 @@ def url_token(url: str) -> str | None:
     return unquote(creds.partition(":")[2] or creds) or None
 
 
-def client_for(url: str, options: dict) -> Client:
+def client_for(url: str, options: Options) -> Client:
     """A client of the cluster a broker URL names. The token: the URL's, else the
     ``token`` transport option, else ``HOROLOGE_CLIENT_TOKEN``; the CA: the ``ca`` option,
     else ``HOROLOGE_CA``."""
-    token = url_token(url) or options.get("token") or os.environ.get("HOROLOGE_CLIENT_TOKEN")
+    token = url_token(url) or options.token or os.environ.get("HOROLOGE_CLIENT_TOKEN")
     if not token:
         raise ValueError(
             "no Horologe token: give horologe://:TOKEN@..., the token option, or HOROLOGE_CLIENT_TOKEN"
         )
-    ca = options.get("ca") or os.environ.get("HOROLOGE_CA")
-    return Client(node_urls(url), token, ca=ca, retry_s=options.get("retry_s", 15))
+    ca = options.ca or os.environ.get("HOROLOGE_CA")
+    return Client(node_urls(url), token, ca=ca, retry_s=options.retry_s)
 
 
 class NotKombuMessage(ValueError):
@@ -165,10 +167,10 @@ class Channel(virtual.Channel):
 
     def __init__(self, connection, **kwargs) -> None:
         super().__init__(connection, **kwargs)
-        options = self.connection.client.transport_options
-        self.prefix = options.get("topic_prefix", "")
-        self.visibility_ms = int(float(options.get("visibility_timeout", 1800)) * 1000)
-        self.wait_ms = int(options.get("wait_ms", 1000))
+        options = read_options(self.connection.client.transport_options)
+        self.prefix = options.topic_prefix
+        self.visibility_ms = options.visibility_ms
+        self.wait_ms = options.wait_ms
         client = self.connection.client
         self.client = client_for(client.hostname or "", options)
         self.acker = Acker(self.client)
