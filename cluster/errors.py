@@ -9,11 +9,14 @@ class ClusterError(Exception):
 
 class NotMasterError(ClusterError):
     """Raised when a write reaches a node that is not the master; ``leader`` names the one
-    it believes is (None during an election)."""
+    it believes is (None during an election, or ``why`` it knows none)."""
 
-    def __init__(self, leader: str | None) -> None:
-        super().__init__(f"not the master; master is {leader or 'unknown (election under way)'}")
+    def __init__(self, leader: str | None, why: str | None = None) -> None:
+        super().__init__(f"not the master; master is {leader}" if leader else why or NO_MASTER_KNOWN)
         self.leader = leader
+
+
+NO_MASTER_KNOWN = "not the master; master is unknown (election under way)"
 
 
 class ProposalTimeoutError(ClusterError):

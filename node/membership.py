@@ -33,14 +33,14 @@ class Membership:
         members: Callable[[], tuple[Member, ...]],
         linked: Callable[[], set[str]],
         own_raft: str,
-        add: Callable[[Member, float, int], Awaitable[None]],
+        add: Callable[[Member, float, tuple[int, int] | None], Awaitable[None]],
         remove: Callable[[str], Awaitable[None]],
         readiness: Callable[[str], Awaitable[dict | None]],
     ) -> None:
         """``members()`` as this node's log has them, itself first; ``linked()`` the Raft
         addresses of the nodes it has a live Raft link to; ``add(member, catch_up_s)`` and
         ``remove(raft address)`` the Raft shell's changes, on the master (``add`` also
-        takes the index the node says it applied, from which it may be fed the log);
+        takes the (index, term) the node says it applied, from which it may be fed the log);
         ``readiness(http address)`` what a node's ``/readyz`` says (None: no answer)."""
         self._require_master = require_master
         self._members = members
@@ -115,8 +115,9 @@ class Membership:
                 "not_joining",
                 "http",
             )
-        held = ready.get("applied_index", 0)
-        await self._change(self._add(Member(node_id, raft, http), catch_up_s, held), catch_up_s + COMMIT_S)
+        index, term = ready.get("applied_index"), ready.get("applied_term")
+        applied = (index, term) if type(index) is int and type(term) is int else None
+        await self._change(self._add(Member(node_id, raft, http), catch_up_s, applied), catch_up_s + COMMIT_S)
         return self.listing()
 
     async def remove(self, node_id: str) -> dict:

@@ -76,6 +76,13 @@ from .wheel_driver import WheelDriver, WheelSettings
 
 log = logging.getLogger(__name__)
 
+# Why a node that is no voting member knows no master: a removed node started again, or one
+# started to join and not yet added, hears from none.
+OUTSIDE = (
+    "not the master, and knows none: this node is not a voting member (removed, or not yet added); "
+    "ask a member"
+)
+
 
 def _entry_parts(cols: MessageColumns) -> list[tuple[MessageColumns, int]]:
     """``cols`` cut into runs of at most ``MAX_ITEMS_BYTES`` (one message at least), each
@@ -235,8 +242,8 @@ class NodeService:
             members=self.members,
             linked=lambda: self.raft.status.linked,
             own_raft=config.raft,
-            add=lambda member, catch_up_s, held: self.raft.add_member(
-                member, config.dial_of(member.raft), catch_up_s, held
+            add=lambda member, catch_up_s, applied: self.raft.add_member(
+                member, config.dial_of(member.raft), catch_up_s, applied
             ),
             remove=lambda raft: self.raft.remove_member(raft),
             readiness=lambda http: self._readiness(config.http_url(http), 2.0),
@@ -395,7 +402,8 @@ class NodeService:
         ``clock`` whether a majority's clock readings are in and fresh (a master serves
         nothing otherwise). ``node_id``, ``raft`` and ``join`` are this node's config's: a
         master adding a node checks it is the one named, at the Raft address named,
-        started to join; it feeds it the log from ``applied_index`` when it still holds it.
+        started to join; it feeds it the log from ``applied_index`` when it holds that entry,
+        of ``applied_term``.
         """
         linked = self.linked_peer_ids()
         clock = self.quorum_clock.fresh()
@@ -411,6 +419,7 @@ class NodeService:
             "raft": self.config.raft,
             "join": self.config.join,
             "applied_index": self.view.applied_index,
+            "applied_term": self.view.reads.meta("applied_term") or 0,
         }
 
     def _why_behind(self) -> str | None:
@@ -441,7 +450,10 @@ class NodeService:
         if self.handover.releasing:
             raise NotMasterError(None)  # 503: the next master is a moment away; clients retry
         if not self.is_master():
-            raise NotMasterError(self.leader_http())
+            leader = self.leader_http()
+            if leader is None and not any(m.raft == self.config.raft for m in self.voters()):
+                raise NotMasterError(None, OUTSIDE)
+            raise NotMasterError(leader)
         if not self.raft.lease_held():
             # No majority heard this master within the election timeout: another may have
             # been elected meanwhile (cut off from it, or paused), so it serves nothing until

@@ -25,9 +25,9 @@ What pysyncobj lacks, the shell adds (``RaftNode``, node.py):
   it was added, serving nothing meanwhile. So when the leader's last dump is more than
   :data:`JOIN_FRESH_DUMP_ENTRIES` behind its commit index, it takes one first and feeds
   the learner once it is written (the log cut there): the learner is shipped it and
-  applies only what came after. A joiner that has applied the log up to an index the
-  leader's log still holds, no more than that behind (one restored from a recent
-  backup), is fed the log from there instead.
+  applies only what came after. A joiner that has applied the log up to an entry the
+  leader's log still holds, of the same term there, no more than that behind (one
+  restored from a recent backup), is fed the log from there instead.
 * **A node outside the membership has no say.** A node started to join stands for no
   election until its log holds the change that adds it, nor does a removed one once its
   log holds its removal (the leader drops its link when it appends the change, so it may
@@ -93,12 +93,12 @@ class Joining:
     dump_after: int = 0  # the leader's last dump when the catch-up began (0: none)
 
 
-def needs_fresh_dump(dump_index: int, commit_index: int, held: int = 0) -> bool:
+def needs_fresh_dump(dump_index: int, commit_index: int, applied: int = 0) -> bool:
     """Whether a joiner fed now would apply more than :data:`JOIN_FRESH_DUMP_ENTRIES`
-    entries past the leader's last dump (0: none taken or loaded), or past ``held``, the
-    index the joiner says it applied (a node restored from a backup), when the leader's
-    log still holds the entries after it."""
-    start = held if dump_index <= held <= commit_index else dump_index
+    entries past the leader's last dump (0: none taken or loaded), or past ``applied``, an
+    entry of the leader's log the joiner applied (a node restored from a backup of this
+    history), when the leader's log still holds the entries after it."""
+    start = applied if dump_index <= applied <= commit_index else dump_index
     return commit_index - start > JOIN_FRESH_DUMP_ENTRIES
 
 

@@ -964,14 +964,14 @@ class RaftNode(SyncObjSeam):
         return not change_in_flight((e[0] for e in tail), self.membership_change_of)
 
     def add_member(
-        self, member: Member, dial: str | None, catch_up_s: float, held: int = 0
+        self, member: Member, dial: str | None, catch_up_s: float, applied: tuple[int, int] | None = None
     ) -> Awaitable[None]:
         """On the loop, on the master: feed ``member`` the log as a learner until it holds
-        it up to the commit index of now, then commit the change that adds it; ``held`` is
-        the index it says it applied (its ``/readyz``). Raises
+        it up to the commit index of now, then commit the change that adds it; ``applied``
+        is the (index, term) it says it applied (its ``/readyz``). Raises
         :class:`MembershipChangeError` when it cannot (``code`` says why)."""
         node = DialNode(member.raft, dial, member.node_id, member.http)
-        return self._awaited(lambda settle: self.change_membership("add", node, catch_up_s, settle, held))
+        return self._awaited(lambda settle: self.change_membership("add", node, catch_up_s, settle, applied))
 
     def remove_member(self, raft: str) -> Awaitable[None]:
         """On the loop, on the master: commit the change that removes the member at ``raft``."""
@@ -989,7 +989,7 @@ class RaftNode(SyncObjSeam):
         node: DialNode,
         catch_up_s: float,
         settle: Callable[[tuple[str, str] | None], None],
-        held: int = 0,
+        applied: tuple[int, int] | None = None,
     ) -> None:
         """On the loop: ask for a change (``kind`` ``"add"`` or ``"rem"``) of ``node``;
         ``settle(why)`` runs on the loop once it is made (None) or not ((code, message))."""
@@ -1001,7 +1001,7 @@ class RaftNode(SyncObjSeam):
         def done(why: tuple[str, str] | None) -> None:  # tick thread
             self._crossing.post(settled, why, self._status_to_post())
 
-        self._membership_asks.put((kind, node, catch_up_s, done, held))
+        self._membership_asks.put((kind, node, catch_up_s, done, applied))
         self.wake_tick_thread()
 
     def _tick_membership(self) -> None:
@@ -1012,10 +1012,10 @@ class RaftNode(SyncObjSeam):
             self._take_membership_of_log(self._journal[0][1] if len(self._journal) else 1)
         while True:
             try:
-                kind, node, catch_up_s, done, held = self._membership_asks.get_nowait()
+                kind, node, catch_up_s, done, applied = self._membership_asks.get_nowait()
             except queue.Empty:
                 break
-            self._start_change(kind, node, catch_up_s, done, held)
+            self._start_change(kind, node, catch_up_s, done, applied)
         if self._removing is not None and not self._isLeader():
             # pysyncobj answers once this node applies the entry as a follower, and never
             # if a snapshot is installed past it
@@ -1061,7 +1061,7 @@ class RaftNode(SyncObjSeam):
             )
 
     def _start_change(  # tick thread
-        self, kind: str, node: DialNode, catch_up_s: float, done, held: int
+        self, kind: str, node: DialNode, catch_up_s: float, done, applied: tuple[int, int] | None
     ) -> None:
         if not self._isLeader():
             done(("not_master", "this node is not the master"))
@@ -1084,7 +1084,10 @@ class RaftNode(SyncObjSeam):
         joining = self._joining = Joining(
             node, self.raftCommitIndex, deadline, done, dump_after=self._dump.index or 0
         )
-        if needs_fresh_dump(joining.dump_after, joining.target, held):
+        # What the joiner applied counts only as an entry of this log, of the same term
+        # (a backup of another history, one a whole-cluster restore left, may share indexes).
+        ours = applied is not None and self.entry_term(applied[0]) == applied[1]
+        if needs_fresh_dump(joining.dump_after, joining.target, applied[0] if ours else 0):
             log.info(
                 "membership: a dump first, to feed %s from (the last at index %d, committed %d)",
                 node.node_id,

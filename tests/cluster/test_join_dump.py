@@ -17,8 +17,8 @@ def test_an_empty_joiner_is_fed_from_a_dump_at_most_so_far_behind():
 
 def test_a_restored_joiner_is_fed_from_what_it_applied_while_the_log_holds_it():
     commit = 5_000 + 3 * FRESH
-    assert not needs_fresh_dump(5_000, commit, held=commit - FRESH)
-    assert needs_fresh_dump(5_000, commit, held=commit - FRESH - 1)  # too far behind
-    assert needs_fresh_dump(5_000, commit, held=4_999)  # the log no longer holds what follows
-    assert needs_fresh_dump(5_000, commit, held=commit + 1)  # past the commit: not this log's
-    assert not needs_fresh_dump(0, FRESH + 10, held=10)  # no dump yet: the whole log is held
+    assert not needs_fresh_dump(5_000, commit, applied=commit - FRESH)
+    assert needs_fresh_dump(5_000, commit, applied=commit - FRESH - 1)  # too far behind
+    assert needs_fresh_dump(5_000, commit, applied=4_999)  # the log no longer holds what follows
+    assert needs_fresh_dump(5_000, commit, applied=commit + 1)  # past the commit: not this log's
+    assert not needs_fresh_dump(0, FRESH + 10, applied=10)  # no dump yet: the whole log is held

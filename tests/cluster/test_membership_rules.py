@@ -9,7 +9,7 @@ import time
 from pysyncobj import FAIL_REASON
 
 from horologe.cluster.raft.dial_node import DialNode
-from horologe.cluster.raft.membership import Member
+from horologe.cluster.raft.membership import JOIN_FRESH_DUMP_ENTRIES, Member
 
 from .ticked import commit_alone, crash, lead_alone, stand, tick, ticked_node
 
@@ -166,3 +166,24 @@ def test_a_term_from_elections_stood_in_alone_is_dropped_when_the_node_starts_to
         assert "elections this node stood in alone; starting at 0" in caplog.text
     finally:
         crash(again)
+
+
+def test_a_joiner_is_fed_from_what_it_applied_only_when_this_log_holds_that_entry(tmp_path):
+    """A node restored from a backup of this history is fed the log from the backup's
+    index; one that names an entry of another term there (a backup from before a
+    whole-cluster restore: another history, its indexes shared), or nothing, gets a dump
+    written first."""
+    for case, fed in (("same term", True), ("another term", False), ("nothing said", False)):
+        node = ticked_node(tmp_path / case.replace(" ", "-"))
+        try:
+            lead_alone(node)
+            commit_alone(node, 1_000, JOIN_FRESH_DUMP_ENTRIES + 50)  # no dump yet: past the bound
+            index = node.raftCommitIndex - 10
+            term = node.entry_term(index)
+            applied = {"same term": (index, term), "another term": (index, term + 1)}.get(case)
+            node.change_membership("add", _node("127.0.0.1:1", "x"), 60.0, lambda why: None, applied)
+            tick(node)
+            # fed now, from the log; or not until the dump it asked for is written
+            assert node._joining is not None and node._joining.fed is fed, case
+        finally:
+            crash(node)

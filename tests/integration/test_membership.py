@@ -196,6 +196,9 @@ def test_refused_changes_leave_the_membership_as_it_was(cluster):
     assert unstarted.returncode == 1 and "not_reachable" in unstarted.stderr, unstarted.stderr
     cluster.start(k)
     cluster.wait_serving(k)
+    with pytest.raises(HorologeError) as outside:  # it says why it knows no master
+        cluster.client(k, retry_s=0).produce(TOPIC, "x")
+    assert "not the master, and knows none: this node is not a voting member" in str(outside.value)
     wrong_id = _horologe(
         "cluster", "add", "n9",  # it is n{k + 1}: the members would know it by another name
         "--raft", f"127.0.0.1:{cluster.raft_ports[k]}",

@@ -260,6 +260,7 @@ class Readiness(Answer):
     raft: Annotated[str, Meta(description="this node's Raft address, as its config names it")]
     join: Annotated[bool, Meta(description="this node was started to join a running cluster")]
     applied_index: Annotated[int, Meta(description="the Raft index up to which this node applied the log")]
+    applied_term: Annotated[int, Meta(description="the term of the entry at applied_index (0: none)")]
 
 
 BucketSize = Literal["1m", "1h", "1d"]  # components/schemas/BucketSize: schemas.py
