@@ -12,6 +12,7 @@ import re
 import click
 
 from horologe.client import AuthError, Client, HorologeError, UnavailableError
+from horologe.client.calls import node_urls
 from horologe.storage.message_id import ID_PATTERN
 
 DEFAULT_URL = "http://127.0.0.1:8081"
@@ -70,8 +71,7 @@ def _client(url: str, token: str | None, admin_token: str | None = None, ca: str
     root = click.get_current_context(silent=True)
     retry_s = root.find_root().params.get("retry_for", 15.0) if root else 15.0
     try:
-        urls = [u.strip() for u in url.split(",")]
-        return Client(urls, token or "", admin_token=admin_token, ca=ca, retry_s=retry_s)
+        return Client(node_urls(url), token or "", admin_token=admin_token, ca=ca, retry_s=retry_s)
     except ValueError as e:  # a URL, a token or a CA file the client cannot use
         raise click.UsageError(str(e)) from e
 
@@ -98,7 +98,10 @@ def _sdk_errors(fn):
         except UnavailableError as e:
             if "may or may not have applied" in str(e):  # it was sent: the answer is what is missing
                 raise click.ClickException(str(e)) from e
-            raise click.ClickException(f"{e} (is the cluster running, and at --url / HOROLOGE_URL?)") from e
+            hint = "is the cluster running, and at --url / HOROLOGE_URL?"
+            if "closed the connection without an answer" in str(e) and "http://" in str(e):
+                hint += " A node serving HTTPS closes plain HTTP unanswered: give its URL as https://"
+            raise click.ClickException(f"{e} ({hint})") from e
         except HorologeError as e:
             raise click.ClickException(str(e)) from e
 

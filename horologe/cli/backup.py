@@ -11,6 +11,7 @@ import httpx
 
 from horologe.cli._common import DEFAULT_URL, admin_option, ca_option, utc_time
 from horologe.client import tls
+from horologe.client.calls import node_urls
 from horologe.cluster.backup.manifest import BackupError, Manifest, read
 from horologe.cluster.backup.receive import receive
 from horologe.cluster.backup.restore import restore as restore_backup
@@ -57,7 +58,7 @@ def backup(url: str, admin_token: str | None, ca: str | None, dest: str, allow_s
     serving meanwhile. Every file is checked against the SHA-256 the node computed, and the
     folder appears only once whole (it is written to DEST.part first).
     """
-    nodes = [u.strip().rstrip("/") for u in url.split(",") if u.strip()]
+    nodes = [u.rstrip("/") for u in node_urls(url)]
     if not nodes:
         raise click.UsageError("--url names no node")
     if os.path.lexists(dest):
@@ -67,7 +68,7 @@ def backup(url: str, admin_token: str | None, ca: str | None, dest: str, allow_s
     query = "?allow_stale=true" if allow_stale else ""
     failures = []
     with httpx.Client(verify=tls.verify_setting(ca, True), timeout=httpx.Timeout(60.0)) as http:
-        for node in nodes:
+        for k, node in enumerate(nodes):
             try:
                 manifest = _take(http, f"{node}/admin/backup{query}", headers, dest)
                 break
@@ -75,9 +76,9 @@ def backup(url: str, admin_token: str | None, ca: str | None, dest: str, allow_s
                 failures.append(f"{node} refused the backup: {e}")
             except httpx.HTTPError as e:
                 failures.append(f"backup from {node} failed: {e!r}")
-            except BackupError as e:
-                failures.append(f"backup from {node} failed: {e}")
-            if node != nodes[-1]:
+            except BackupError as e:  # what it sent failed its check, or this machine could not keep it
+                raise click.ClickException(f"backup from {node} failed: {e}; nothing was kept") from e
+            if k + 1 < len(nodes):
                 click.echo(f"{failures[-1]}; trying the next node", err=True)
         else:
             raise click.ClickException(f"{'; '.join(failures)}; nothing was kept")

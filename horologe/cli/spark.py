@@ -8,6 +8,7 @@ import click
 
 from horologe.cli._common import ca_option, token_option, url_option
 from horologe.client import CertificateError, RawClient, UnavailableError
+from horologe.client.calls import node_urls
 from horologe.pipeline.column_mapping import ColumnMapping
 from horologe.pipeline.errors import PipelineError
 from horologe.pipeline.schedule import run_schedule, schedule_session
@@ -87,7 +88,7 @@ def spark_schedule(
     rerun or a retried task never schedules a row twice (a key lives until 24 h after its
     message's delivery hour).
     """
-    urls = [u.strip() for u in url.split(",")]
+    urls = node_urls(url)
     _check_certificates(urls, ca)
     try:
         mapping = ColumnMapping(

@@ -167,12 +167,16 @@ def request_body(body) -> bytes | None:
         return json.dumps(body).encode()
 
 
+def node_urls(listed: str) -> list[str]:
+    """The node URLs of one string listing them comma-separated, as ``HOROLOGE_URL`` does."""
+    return [u.strip() for u in listed.split(",") if u.strip()]
+
+
 class Endpoints:
     """The known nodes, and the master once a redirect or an answer has named it."""
 
     def __init__(self, urls) -> None:
-        # One string may list several, comma-separated, as HOROLOGE_URL does.
-        urls = [u.strip() for u in urls.split(",")] if isinstance(urls, str) else list(urls)
+        urls = node_urls(urls) if isinstance(urls, str) else list(urls)
         if not urls:
             raise ValueError("give at least one node URL")
         for u in urls:

@@ -163,7 +163,7 @@ def test_nodes_redirecting_to_each_other_end_in_unavailable_not_a_spin():
 def test_one_string_may_name_several_nodes_comma_separated():
     """As HOROLOGE_URL does; it was taken as one URL, whose port then failed to parse."""
     nodes = FakeNodes(p8081=httpx.ConnectError, p8082=lambda r: httpx.Response(200, json={}))
-    with Client(f"{N1}, {N2}/", TOKEN, transport=httpx.MockTransport(nodes), retry_s=1) as c:
+    with Client(f"{N1}, {N2}/,", TOKEN, transport=httpx.MockTransport(nodes), retry_s=1) as c:
         assert c.request("GET", "/v1/messages/m1").status == 200
     assert nodes.ports() == [8081, 8082]
 

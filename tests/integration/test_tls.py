@@ -74,6 +74,9 @@ def test_https_end_to_end(make_cluster, tmp_path):
     assert out.exit_code == 0 and json.loads(out.output)["node_id"] == f"n{follower + 1}", out.output
     out = cli.invoke(main, produce, env={"HOROLOGE_CA": None})
     assert out.exit_code == 1 and "did not verify" in out.output, out.output
+    plain = ["--url", cluster.url(follower).replace("https://", "http://")]
+    out = cli.invoke(main, ["--retry-for", "0", *produce, *plain])  # the later --url wins
+    assert out.exit_code == 1 and "give its URL as https://" in out.output, out.output
     rows = tmp_path / "rows.csv"
     rows.write_text("b\nspark\n")
     spark = ["spark", "schedule", str(rows), *url, "--token", CLIENT]
