@@ -60,7 +60,8 @@ class LeaseKeeper:
         self._beat_at = clock()
         self._handing_over = 0  # hand-overs under way (the consumer loop's thread only)
         self._said_stale = False
-        self._said_ended: dict[tuple[str, str], int] = {}  # leases found ended, as last logged
+        # Per (topic, group): the leases found ended at the last round, and the receipts it renewed.
+        self._said_ended: dict[tuple[str, str], tuple[int, frozenset[str]]] = {}
         self._held: dict[tuple[str, str], set[str]] = defaultdict(set)
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -189,12 +190,14 @@ class LeaseKeeper:
                 still += held
                 ended += max(0, held - extended)
             if not failed:  # a round that could not ask for every lease says nothing of them
-                self._say_ended((topic, group), ended, still)
+                self._say_ended((topic, group), ended, still, frozenset(receipts))
         return renewed
 
-    def _say_ended(self, key: tuple[str, str], ended: int, still: int) -> None:
-        """Log leases found ended, once: again only when more are found than last said."""
-        if ended > self._said_ended.get(key, 0):
+    def _say_ended(self, key: tuple[str, str], ended: int, still: int, receipts: frozenset[str]) -> None:
+        """Log leases found ended, once: again only when more are found than were at the
+        last round, less those let go since (an ended one let go, another may have ended)."""
+        said, before = self._said_ended.get(key, (0, frozenset()))
+        if ended > said - len(before - receipts):
             log.warning(
                 "%d of %d leases held on %s/%s had ended before they were renewed: this worker was "
                 "stalled past them (the cluster may have handed those messages to another worker), "
@@ -204,7 +207,7 @@ class LeaseKeeper:
                 *key,
             )
         if ended:
-            self._said_ended[key] = ended
+            self._said_ended[key] = (ended, receipts)
         else:
             self._said_ended.pop(key, None)
 

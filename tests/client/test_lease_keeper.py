@@ -65,11 +65,16 @@ def test_a_lease_that_ended_is_said_and_a_failed_call_tried_again(caplog):
         assert keeper.renew() == 1  # the same one ended: said once, not every round
         cluster.ended.add("a")
         assert keeper.renew() == 0
+        keeper.let_go("q", "q", ["a"])  # an ended one let go, and another ends: said again
+        keeper.hold("q", "q", ["c"])
+        cluster.ended.add("c")
+        assert keeper.renew() == 0
     said = [r.getMessage() for r in caplog.records]
     assert said[0].startswith("2 leases on q/q not renewed (tried again soon)"), said
     assert said[1].startswith("1 of 2 leases held on q/q had ended before they were renewed"), said
     assert said[2].startswith("2 of 2 leases held on q/q had ended before they were renewed"), said
-    assert len(said) == 3, said
+    assert said[3].startswith("2 of 2 leases held on q/q had ended before they were renewed"), said
+    assert len(said) == 4, said
     keeper.close()
 
 
