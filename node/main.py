@@ -43,6 +43,7 @@ async def _stop_on_signals(app: Application) -> None:
                 )
             else:
                 stopping = True
+                loop.call_soon_threadsafe(log.info, "%s: stopping", signal.Signals(signum).name)
                 loop.call_soon_threadsafe(stop_serving)
 
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -126,3 +127,4 @@ def run_node(config: NodeConfig) -> None:
         # closes.
         keepalive_timeout=config.http_idle_timeout_ms / 1000,
     )
+    log.info("stopped")

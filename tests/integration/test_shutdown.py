@@ -69,3 +69,14 @@ def test_a_second_sigterm_does_not_cut_a_graceful_stop_short(cluster):
     # Writable, as the node opens it: nothing to go back over, nothing to replay.
     with Storage(os.path.join(cluster.data_root, f"n{master + 1}", "store")) as s:
         assert s.recovered == [] and s.applied_index > 0
+
+
+def test_a_follower_says_when_it_stops_and_when_it_stopped(cluster):
+    """Only a master said anything of a stop (its release): a follower's log ended silent."""
+    master = cluster.wait_connected()
+    follower = next(i for i in cluster.indexes if i != master)
+    p = cluster.procs[follower]
+    p.send_signal(signal.SIGTERM)
+    assert p.wait(20) == 0
+    said = cluster.log(follower)
+    assert "SIGTERM: stopping" in said and said.rstrip().endswith("stopped"), said[-500:]
