@@ -88,9 +88,14 @@ def check(data_dir: str) -> None:
         except StorageError as e:
             raise click.ClickException(f"corrupt: {e}") from e
     click.echo(
-        f"ok: {report.messages:,} messages in {report.hours} hours, {report.cancelled:,} cancelled, "
+        f"ok: {_counted(report.messages, 'message')} in {_counted(report.hours, 'hour')}, "
+        f"{report.cancelled:,} cancelled, "
         f"{sum(report.ready_entries.values()):,} delivered, {report.keys:,} keys"
     )
+
+
+def _counted(n: int, thing: str) -> str:
+    return f"{n:,} {thing}{'' if n == 1 else 's'}"
 
 
 def _size(n: int) -> str:
@@ -133,8 +138,8 @@ def inspect(data_dir: str, retention: str, now_ms: int | None) -> None:
     gone = r.reclaim
     click.echo(
         f"reclaimable    {_size(gone.total)}  by a retention of {retention} before {utc_time(r.now_ms)}: "
-        f"{gone.hours} hours ({_size(gone.hour_bytes)}), "
-        f"{gone.segments} ready segments ({_size(gone.ready_bytes)})"
+        f"{_counted(gone.hours, 'hour')} ({_size(gone.hour_bytes)}), "
+        f"{_counted(gone.segments, 'ready segment')} ({_size(gone.ready_bytes)})"
     )
     click.echo(
         f"key index      {r.live_keys:,} live keys; {r.dead_keys:,} dead entries ({_size(r.dead_key_bytes)}) "
@@ -144,4 +149,4 @@ def inspect(data_dir: str, retention: str, now_ms: int | None) -> None:
         held = f"offsets {t.base:,}..{t.count:,} held"
         click.echo(f"topic {t.topic_id:>4}     {t.name}  ({t.count:,} delivered, {held})")
     for hour, count in r.hours:
-        click.echo(f"hour {hour_name(hour)}  {count:>10,} messages")
+        click.echo(f"hour {hour_name(hour)}  {count:>10,} message{'' if count == 1 else 's'}")

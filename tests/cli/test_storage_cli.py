@@ -50,7 +50,7 @@ def test_inspect_lists_hours(tmp_path):
     make_store(str(tmp_path))
     r = CliRunner().invoke(main, ["storage", "inspect", str(tmp_path)])
     assert r.exit_code == 0, r.output
-    assert r.output.count(" 1 messages") == 3 and "applied index  1" in r.output
+    assert r.output.count(" 1 message\n") == 3 and "applied index  1" in r.output
 
 
 def test_inspect_shows_disk_used_and_what_retention_would_reclaim(tmp_path):
@@ -82,7 +82,7 @@ def test_inspect_shows_disk_used_and_what_retention_would_reclaim(tmp_path):
     sm.apply(4, Entry(ACK, Watermark(H0 + 2 * hour), H0, acks=[("g", "orders", 40, 50)]).encode())
     sm.store.close()
     out = inspect("--retention", "1d", "--now", str(H0 + 26 * hour))
-    assert "1 hours" in out and "1 ready segments" in out and "reclaimable    0 B" not in out
+    assert "1 hour (" in out and "1 ready segment (" in out and "reclaimable    0 B" not in out
     r = CliRunner().invoke(main, ["storage", "inspect", str(tmp_path), "--retention", "soon"])
     assert r.exit_code == 2 and "--retention" in r.output
 
