@@ -422,11 +422,15 @@ class NodeService:
             "applied_term": self.view.reads.meta("applied_term") or 0,
         }
 
+    def _is_voter(self) -> bool:
+        """Whether this node is a voting member, as its log has the membership."""
+        return any(m.raft == self.config.raft for m in self.voters())
+
     def _why_behind(self) -> str | None:
         """Why this node's copy of the log may be behind what the cluster committed (a
         backup of it then could miss entries), or None: a voting member that knows a
         master and hears a majority."""
-        if not any(m.raft == self.config.raft for m in self.voters()):
+        if not self._is_voter():
             return "it is not a voting member (removed, or not yet added)"
         if self.leader_id() is None:
             return "it knows no master"
@@ -451,7 +455,7 @@ class NodeService:
             raise NotMasterError(None)  # 503: the next master is a moment away; clients retry
         if not self.is_master():
             leader = self.leader_http()
-            if leader is None and not any(m.raft == self.config.raft for m in self.voters()):
+            if leader is None and not self._is_voter():
                 raise NotMasterError(None, OUTSIDE)
             raise NotMasterError(leader)
         if not self.raft.lease_held():
