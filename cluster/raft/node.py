@@ -44,6 +44,7 @@ from ..errors import (
 )
 from ..state_machine import StateMachine
 from .append_rule import trim_append
+from .awake_clock import AwakeClock
 from .backup_point import BackupPoint, take_point
 from .bounded_frames import BoundedTcpConnection
 from .dial_node import DialNode
@@ -191,7 +192,9 @@ class RaftNode(SyncObjSeam):
         # time by the leader's clock (echoed back); as a leader, the latest send time of
         # its own appends each follower echoed in an answer of this term.
         # A restart counts as hearing a leader: the node may have heard one just before.
-        self._leader_contact_at = monotonic_time()
+        # A follower's contact is by the time its tick thread ran through (awake_clock.py).
+        self._awake = AwakeClock(monotonic_time(), 2 * settings.idle_tick_s)
+        self._leader_contact_at = self._awake.read(monotonic_time())
         self._leader_sent: tuple[str, float] | None = None  # (leader's address, sent at)
         self._acked_sent: dict[str, float] = {}
         # A follower's lowest refusal since its last ack, by address: (term, next index).
@@ -629,12 +632,18 @@ class RaftNode(SyncObjSeam):
     # -- the pre-vote (pre_vote.py) --------------------------------------------------
 
     def _before_tick(self) -> None:
+        """Each tick: the clock of the time this node ran through moves on, then a
+        follower may ask for a pre-vote."""
+        now = monotonic_time()
+        self._awake.tick(now)
+        self._ask_pre_vote(now)
+
+    def _ask_pre_vote(self, now: float) -> None:
         """A follower (or a candidate that lost) whose election deadline passed asks its
         members for a pre-vote first, and its deadline moves on by a fresh election
         timeout; pysyncobj stands in this tick only once a round won for the term it
         would stand in, or when a transfer asked for the election (its target stands at
         once: the old master serves nothing meanwhile). A single node stands at once."""
-        now = monotonic_time()
         if self._isLeader() or not self._voter or self.election_deadline >= now:
             return
         term = self.raftCurrentTerm + 1
@@ -643,7 +652,7 @@ class RaftNode(SyncObjSeam):
             self._pre_voted = None
             return
         members = frozenset(n.address for n in self.otherNodes)
-        pre_vote = Round(term, now, members, granted=set(members & self._without_pre_vote))
+        pre_vote = Round(term, self._awake.read(now), members, granted=set(members & self._without_pre_vote))
         if pre_vote.won():
             return
         self._pre_vote = pre_vote
@@ -723,17 +732,18 @@ class RaftNode(SyncObjSeam):
         another node for the election timeout, and the append's send time for the answer."""
         term = message.get("term")
         if isinstance(term, int) and term >= self.raftCurrentTerm:
-            self._leader_contact_at = monotonic_time()
+            self._leader_contact_at = self._awake.read(monotonic_time())
             sent = message.get("sent_at")
             self._leader_sent = (node.address, sent) if isinstance(sent, (int, float)) else None
 
     def _withholds_vote(self, candidate, message: dict) -> bool:
         """Whether to refuse a vote while a leader's lease may hold: this node leads and its
         lease holds, or led until it stepped down with its lease still holding, or heard
-        its leader within the election timeout (a restart counts). An election a transfer
-        asked for is answered as Raft has it: the old leader serves nothing meanwhile (it
-        is releasing, or halted); so is the leader last heard, standing again (the lease is
-        its own)."""
+        its leader within the election timeout of the time it ran through (a restart
+        counts; a stop of its own counts one step: awake_clock.py). An election a
+        transfer asked for is answered as Raft has it: the old leader serves nothing
+        meanwhile (it is releasing, or halted); so is the leader last heard, standing
+        again (the lease is its own)."""
         if message.get("transfer"):
             return False
         now = monotonic_time()
@@ -744,7 +754,7 @@ class RaftNode(SyncObjSeam):
         last = self._leader_sent
         if last is not None and last[0] == candidate.address:
             return False
-        return now - self._leader_contact_at < self.settings.raft_min_timeout
+        return self._awake.read(now) - self._leader_contact_at < self.settings.raft_min_timeout
 
     def _lease_until(self) -> float:
         """Until when (monotonic s) this leader may serve: the latest send time a majority

@@ -9,7 +9,7 @@ again for nothing. With it, the follower stands only once a majority would vote 
 none does while a majority hears the master, so the master keeps its term.
 
 A node that asks names no leader from its first ask until it hears an append of one again
-(``RaftNode._before_tick``): it has not heard its leader for an election timeout, and says
+(``RaftNode._ask_pre_vote``): it has not heard its leader for an election timeout, and says
 so in its readiness and status rather than naming a master it cannot hear.
 
 The messages, on the Raft link beside pysyncobj's own (it ignores types it does not know):
@@ -60,8 +60,9 @@ def would_vote(term: int, current_term: int, asker_log: tuple[int, int], own_log
 
 @dataclass
 class Round:
-    """One pre-vote: the term it asks about, when it began (monotonic s), the members
-    asked, and those that granted it (or know no pre-vote)."""
+    """One pre-vote: the term it asks about, when it began (s, by the asker's clock of
+    the time it ran through: awake_clock.py), the members asked, and those that granted
+    it (or know no pre-vote)."""
 
     term: int
     began: float

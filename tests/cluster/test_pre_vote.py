@@ -11,9 +11,10 @@ from horologe.cluster.raft.dial_node import DialNode
 from horologe.cluster.raft.node import KEEPALIVE
 from horologe.cluster.raft.pre_vote import LATER_TERM, Round, would_vote
 
-from .ticked import crash, heartbeat, lead_with_peers, peer, stand, tick, ticked_node
+from .ticked import crash, heartbeat, lead_with_peers, peer, run_for, stand, tick, ticked_node
 
 PEERS = ("127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3", "127.0.0.1:4")
+VOTE = {"type": "request_vote", "last_log_term": 1, "last_log_index": 100}
 
 
 @pytest.fixture
@@ -82,7 +83,7 @@ def test_a_member_that_hears_its_leader_refuses_and_keeps_its_term(node, monkeyp
     )
     assert node.raftCurrentTerm == 1 and node.pre_votes_refused == 1
     # the election timeout since it heard its leader passed: it grants
-    _clock_at(monkeypatch, node._leader_contact_at + node.settings.raft_min_timeout + 0.001)
+    run_for(node, monkeypatch, node.settings.raft_min_timeout)
     node._on_message(asker, _ask(2, last_index=100, last_term=1))
     assert _sent(node, "pre_vote_answer")[-1][1]["granted"] is True
     assert node.raftCurrentTerm == 1
@@ -90,6 +91,28 @@ def test_a_member_that_hears_its_leader_refuses_and_keeps_its_term(node, monkeyp
     node._on_message(asker, _ask(2, last_index=0, last_term=0))
     node._on_message(asker, _ask(0, last_index=100, last_term=1))
     assert [m["granted"] for _, m in _sent(node, "pre_vote_answer")[-2:]] == [False, False]
+
+
+def test_a_member_counts_only_the_silence_it_ran_through(node, monkeypatch):
+    """A member stopped longer than the election timeout (SIGSTOP, a starved CPU, a slow
+    fsync) may take a pre-vote that waited on its link before the leader's append that
+    waited beside it. It did not hear the leader because it was not running, not because
+    the leader fell silent: it refuses. A stop counts as one tick's wait at most
+    (``awake_clock.py``), as etcd's raft counts its own ticks rather than the time."""
+    leader, asker = peer(node, 0), peer(node, 1)
+    heartbeat(node, leader, 1, sent_at=1.0)
+    heard = raft_node.monotonic_time()
+    _clock_at(monkeypatch, heard + 0.02)
+    tick(node)
+    _clock_at(monkeypatch, heard + 5.0)  # stopped: no tick for 5 s, then the ask is read
+    node._on_message(asker, _ask(2, last_index=100, last_term=1))
+    node._on_message(asker, VOTE | {"term": 2})
+    assert _sent(node, "pre_vote_answer")[-1][1]["granted"] is False
+    assert not _sent(node, "response_vote") and node.votes_withheld == 1
+    # running for an election timeout without hearing the leader: it grants
+    run_for(node, monkeypatch, node.settings.raft_min_timeout)
+    node._on_message(asker, _ask(2, last_index=100, last_term=1))
+    assert _sent(node, "pre_vote_answer")[-1][1]["granted"] is True
 
 
 def test_a_node_outside_the_membership_is_not_answered(node, monkeypatch):

@@ -9,7 +9,7 @@ import pytest
 
 from horologe.cluster.raft import node as raft_node
 
-from .ticked import crash, lead_with_peers, peer, send_now, tick, ticked_node
+from .ticked import crash, lead_with_peers, peer, run_for, send_now, tick, ticked_node
 
 PEERS = ("127.0.0.1:1", "127.0.0.1:2")
 VOTE = {"type": "request_vote", "last_log_term": 0, "last_log_index": 100}
@@ -102,7 +102,7 @@ def test_a_follower_that_heard_its_leader_refuses_its_vote_and_echoes_the_append
 def test_once_the_election_timeout_passed_without_the_leader_the_follower_votes(node, monkeypatch):
     leader, candidate = peer(node, 0), peer(node, 1)
     node._on_message(leader, _heartbeat(1, 123.0))
-    _clock_at(monkeypatch, node._leader_contact_at + node.settings.raft_min_timeout + 1e-6)
+    run_for(node, monkeypatch, node.settings.raft_min_timeout)
     node._on_message(candidate, VOTE | {"term": 2})
     assert _sent(node, candidate, "response_vote")
 

@@ -16,6 +16,7 @@ from dataclasses import replace
 from pysyncobj import FAIL_REASON
 
 from horologe.cluster import SYNC, ClusterSettings, Entry, Peer, StateMachine
+from horologe.cluster.raft import node as raft_node
 from horologe.cluster.raft.node import RaftNode
 from horologe.cluster.raft.snapshot_stream import tar_chunks
 from horologe.storage import Storage
@@ -109,6 +110,16 @@ def ship(leader: RaftNode, follower: RaftNode, sender, term: int) -> None:
 def tick(node: RaftNode, times: int = 1) -> None:
     for _ in range(times):
         node.doTick(0)
+
+
+def run_for(node: RaftNode, monkeypatch, seconds: float, step: float = 0.02) -> None:
+    """The node runs ``seconds`` on from its monotonic clock's reading (patched from then
+    on), ticking every ``step`` as its tick thread would: time it did not run through, it
+    does not count as its leader's silence (awake_clock.py)."""
+    start = raft_node.monotonic_time()
+    for k in range(1, int(seconds / step) + 2):
+        monkeypatch.setattr(raft_node, "monotonic_time", lambda at=start + step * k: at)
+        tick(node)
 
 
 def propose(node: RaftNode, ms: int) -> list:
