@@ -6,6 +6,7 @@ link from the master drops every byte (one way). Real nodes, behind the proxies.
 
 from __future__ import annotations
 
+import signal
 import time
 
 import pytest
@@ -13,6 +14,7 @@ import pytest
 from .harness import ChaosCluster
 
 HELD_S = 3.0  # five to ten election timeouts (0.3-0.6 s)
+STOP_S = 1.0  # every node stopped: beyond the election timeout, within the leader fallback (2 s)
 
 # Alone, after the three-worker run: a master's tick thread that the other workers' load
 # stalls past the election timeout (0.3 s) lets a majority stop hearing it, and then an
@@ -78,3 +80,32 @@ def test_a_follower_the_master_cannot_reach_one_way_deposes_nobody(cluster):
     c, master, follower = cluster
     c.topology.cut(master, follower)  # its bytes still reach the master
     _check_held(c, master, follower)
+
+
+def test_a_stall_of_every_node_while_a_follower_is_cut_from_the_master_deposes_nobody(cluster):
+    """A host that froze (every process stopped at once), the cut follower resuming
+    first: its pre-vote reaches the other follower before the master has run to send an
+    append. Judged by their monotonic clocks, the followers granted or asked for a
+    pre-vote then (cluster/raft/awake_clock.py; the simulator's ``stalled-machine``)."""
+    c, master, follower = cluster
+    term = c.status(master)["term"]
+    c.topology.raft[master, follower].disable()
+    c.topology.raft[follower, master].disable()
+    others = [i for i in c.indexes if i != follower]
+    for i in c.indexes:
+        c.signal(i, signal.SIGSTOP)
+    try:
+        time.sleep(STOP_S)
+    finally:
+        c.signal(follower, signal.SIGCONT)
+        time.sleep(0.02)
+        for i in others:
+            c.signal(i, signal.SIGCONT)
+    end = time.monotonic() + HELD_S
+    while time.monotonic() < end:
+        seen = _master_and_term(c, others)
+        assert seen == {(f"n{master + 1}", term)}, f"{seen} after the stall{_elections(c)}"
+        time.sleep(0.1)
+    c.topology.heal()
+    c.wait_connected()
+    assert _master_and_term(c, c.indexes) == {(f"n{master + 1}", term)}, f"after the heal{_elections(c)}"

@@ -24,6 +24,7 @@ from horologe.cluster.errors import StoreBehindDumpError
 from horologe.cluster.raft import journal as raft_journal
 from horologe.cluster.raft import node, peer_clocks
 from horologe.cluster.raft.append_rule import trim_append
+from horologe.cluster.raft.awake_clock import AwakeClock
 from horologe.cluster.raft.journal import DiskJournal
 from horologe.cluster.raft.node import RaftNode
 from horologe.cluster.raft.peer_clocks import PeerClock
@@ -365,6 +366,13 @@ def _no_pre_vote() -> None:
     RaftNode._ask_pre_vote = lambda self, now: None
 
 
+def _no_awake_clock() -> None:
+    """A follower judged its leader's silence by its monotonic clock: one stopped longer
+    than the election timeout granted a pre-vote, or asked for one, that it read before
+    its leader's append (cluster/raft/awake_clock.py)."""
+    AwakeClock.read = lambda self, now: now
+
+
 def _no_cut_fsync() -> None:
     """A store's commit journal cut back to its last sync point at open was not fsynced
     before the replayed batches were appended in its place: a later power loss keeping
@@ -596,6 +604,7 @@ CANARIES: dict[str, Callable[[], None]] = {
     "no-vote-sync": _no_vote_sync,
     "no-restart-hold": _no_restart_hold,
     "no-pre-vote": _no_pre_vote,
+    "no-awake-clock": _no_awake_clock,
     "no-later-term": _no_later_term,
     "no-ship-wait": _no_ship_wait,
     "no-kept-cancel": _no_kept_cancel,

@@ -149,6 +149,33 @@ def cut(world: World, a: str, b: str, how: str = REJECT) -> None:
         world.network.set_path(world.by_name[x].address, world.by_name[y].address, how)
 
 
+def cut_a_follower(world: World, entries: int, cast: dict) -> SimNode:
+    """Once the leader is :func:`settled` at ``entries``: its links with a follower cut
+    both ways; ``cast`` gets the ``master``, its ``term``, the ``follower`` and when
+    (``at``, ns), for :func:`check_leader_kept`. Returns the follower."""
+    master = settled(world, entries)
+    follower = next(n for n in world.nodes if n is not master)
+    cast.update(master=master.name, term=master.raft.current_term(), follower=follower.name)
+    cast["at"] = world.clock.ns
+    cut(world, master.name, follower.name)
+    return follower
+
+
+def check_leader_kept(world: World, cast: dict, what: str) -> None:
+    """``leader-kept``: the cast's master still leads in the term it had (``what``: the
+    fault since then, for the failure's message); then all heal."""
+    from .world import Violation
+
+    now = leader(world)
+    seen = (now.name, now.raft.current_term()) if now is not None else None
+    if seen != (cast["master"], cast["term"]):
+        raise Violation(
+            "leader-kept",
+            f"{cast['master']} led in term {cast['term']} when {what}; now the leader (name, term) is {seen}",
+        )
+    world.heal()
+
+
 def join(world: World, a: str, b: str) -> None:
     cut(world, a, b, OPEN)
 

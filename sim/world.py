@@ -855,7 +855,7 @@ class World:
             start, length = self._span(rng)
             a = rng.choice(names)
             if rng.random() < 0.6:
-                self._fault(start, length, f"stop {a}", self._stop(a, length))
+                self._fault(start, length, f"stop {a}", self.stop(a, length))
             else:
                 rate = rng.choice((-0.2, -0.05, 0.05, 0.2))
                 self._fault(start, length, f"drift {a} {rate:+.0%}", self._drift(a, rate))
@@ -1081,7 +1081,7 @@ class World:
 
         return on, off
 
-    def _stop(self, name: str, length: float):
+    def stop(self, name: str, length: float):
         """SIGSTOP for ``length`` s, then SIGCONT: no tick, no loop step; what reaches it
         waits (sim/world.py ``step``)."""
         node = self.by_name[name]

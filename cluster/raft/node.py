@@ -643,13 +643,22 @@ class RaftNode(SyncObjSeam):
         members for a pre-vote first, and its deadline moves on by a fresh election
         timeout; pysyncobj stands in this tick only once a round won for the term it
         would stand in, or when a transfer asked for the election (its target stands at
-        once: the old master serves nothing meanwhile). A single node stands at once."""
+        once: the old master serves nothing meanwhile). A single node stands at once.
+
+        A deadline that passed while this node was stopped (awake_clock.py) moves on by
+        what is left of an election timeout of the time it ran through: its leader's
+        append may be waiting on its link, not yet read, as etcd's raft counts its own
+        ticks to its election."""
         if self._isLeader() or not self._voter or self.election_deadline >= now:
             return
         term = self.raftCurrentTerm + 1
         transfer = self._transfer_election
         if self._pre_voted == term or (transfer and transfer[0] == term and now < transfer[1]):
             self._pre_voted = None
+            return
+        silence = self._awake.read(now) - self._leader_contact_at
+        if silence < self.settings.raft_min_timeout:
+            self.election_deadline = now + self.random_election_timeout() - silence
             return
         members = frozenset(n.address for n in self.otherNodes)
         pre_vote = Round(term, self._awake.read(now), members, granted=set(members & self._without_pre_vote))

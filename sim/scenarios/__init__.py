@@ -16,6 +16,7 @@ from . import (
     power_in_install,
     rejoin_after_compaction,
     rot_in_journal,
+    stalled_machine,
     step_back,
     two_changes,
 )
@@ -38,5 +39,6 @@ SCENARIOS: dict[str, Scenario] = {
         step_back.SCENARIO,
         rot_in_journal.SCENARIO,
         cut_from_the_leader.SCENARIO,
+        stalled_machine.SCENARIO,
     )
 }

@@ -11,7 +11,17 @@ from horologe.cluster.raft.dial_node import DialNode
 from horologe.cluster.raft.node import KEEPALIVE
 from horologe.cluster.raft.pre_vote import LATER_TERM, Round, would_vote
 
-from .ticked import crash, heartbeat, lead_with_peers, peer, run_for, stand, tick, ticked_node
+from .ticked import (
+    crash,
+    deadline_passed,
+    heartbeat,
+    lead_with_peers,
+    peer,
+    run_for,
+    stand,
+    tick,
+    ticked_node,
+)
 
 PEERS = ("127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3", "127.0.0.1:4")
 VOTE = {"type": "request_vote", "last_log_term": 1, "last_log_index": 100}
@@ -43,7 +53,7 @@ def _clock_at(monkeypatch, at: float) -> None:
 
 
 def test_a_follower_past_its_deadline_asks_first_and_stands_once_a_majority_would_vote(node):
-    node.election_deadline = 0
+    deadline_passed(node)
     tick(node)
     asks = _sent(node, "pre_vote")
     assert sorted(p.address for p, _ in asks) == sorted(PEERS)
@@ -62,7 +72,7 @@ def test_a_follower_past_its_deadline_asks_first_and_stands_once_a_majority_woul
 
 
 def test_a_round_that_fails_asks_again_after_a_fresh_election_timeout(node, monkeypatch):
-    node.election_deadline = 0
+    deadline_passed(node)
     tick(node)
     deadline = node.election_deadline
     assert deadline > raft_node.monotonic_time()
@@ -115,6 +125,22 @@ def test_a_member_counts_only_the_silence_it_ran_through(node, monkeypatch):
     assert _sent(node, "pre_vote_answer")[-1][1]["granted"] is True
 
 
+def test_a_follower_whose_deadline_passed_while_it_was_stopped_asks_once_it_ran_through_it(node, monkeypatch):
+    """Its leader's append may be waiting on its link, not yet read: it asks nothing, and
+    names its leader still, until it has run through an election timeout unheard."""
+    leader = peer(node, 0)
+    heartbeat(node, leader, 1)
+    heard = raft_node.monotonic_time()
+    _clock_at(monkeypatch, heard + 0.02)
+    tick(node)
+    _clock_at(monkeypatch, heard + 5.0)  # stopped far past its election deadline
+    tick(node)
+    assert not _sent(node, "pre_vote") and node.leader_address() == leader.address
+    assert node.election_deadline > heard + 5.0
+    run_for(node, monkeypatch, node.settings.raft_max_timeout)
+    assert len(_sent(node, "pre_vote")) == len(PEERS) and node.leader_address() is None
+
+
 def test_a_node_outside_the_membership_is_not_answered(node, monkeypatch):
     _clock_at(monkeypatch, node._leader_contact_at + 10)
     stranger = type(peer(node, 0))("127.0.0.1:9")
@@ -123,7 +149,7 @@ def test_a_node_outside_the_membership_is_not_answered(node, monkeypatch):
 
 
 def test_a_leader_heard_while_the_round_ran_keeps_it_from_standing(node, monkeypatch):
-    node.election_deadline = 0
+    deadline_passed(node)
     tick(node)
     later = raft_node.monotonic_time() + 0.01
     _clock_at(monkeypatch, later)
@@ -141,7 +167,7 @@ def test_a_follower_that_asks_names_no_leader_until_it_hears_one_again(node):
     heartbeat(node, leader, 0)
     tick(node)
     assert node.leader_address() == leader.address
-    node.election_deadline = 0
+    deadline_passed(node)
     tick(node)
     assert _sent(node, "pre_vote") and node.leader_address() is None
     changes = node.leader_changes
@@ -155,7 +181,7 @@ def test_members_whose_keep_alives_know_no_pre_vote_count_as_granting(node):
     for k in (0, 1):  # an older version's keep-alive: no pre_vote flag
         node._on_message(peer(node, k), {"type": KEEPALIVE, "leader": None, "clock_ms": 1})
     node._on_message(peer(node, 1), {"type": KEEPALIVE, "leader": None, "clock_ms": 1, "pre_vote": True})
-    node.election_deadline = 0
+    deadline_passed(node)
     tick(node)
     assert node.raftCurrentTerm == 0
     _grant(node, 2, 1)  # with peer 0's presumed grant: three of five
@@ -173,7 +199,7 @@ def test_an_election_a_transfer_asked_for_is_stood_in_at_once(node):
 def test_a_node_alone_stands_at_once(tmp_path):
     alone = ticked_node(tmp_path)
     try:
-        alone.election_deadline = 0
+        deadline_passed(alone)
         tick(alone)
         assert alone.raftCurrentTerm == 1 and not _sent(alone, "pre_vote")
     finally:

@@ -134,10 +134,17 @@ def propose_entry(node: RaftNode, entry: Entry) -> list:
     return answers
 
 
+def deadline_passed(node: RaftNode) -> None:
+    """The node's election deadline passed, an election timeout after it last heard a
+    leader, by its clock of the time it ran through (awake_clock.py)."""
+    node.election_deadline = 0
+    node._leader_contact_at = float("-inf")
+
+
 def lead_alone(node: RaftNode) -> None:
     """Tick a node without peers until it leads and has applied its election's entry; its
     election deadline is moved to now, rather than waited for."""
-    node.election_deadline = 0
+    deadline_passed(node)
     for _ in range(20):
         tick(node)
         if node.is_master() and node.raftLastApplied == node.raftCommitIndex > 0:
@@ -178,7 +185,7 @@ def stand(node: RaftNode) -> None:
     """Have a node with named peers stand for election now: its deadline passes, it asks
     for pre-votes, a majority of its peers grants them, and it stands (a candidate in the
     next term, its vote requests sent)."""
-    node.election_deadline = 0
+    deadline_passed(node)
     tick(node)  # it asks for a pre-vote
     others = sorted(node.otherNodes, key=lambda n: n.address)
     for sender in others[: len(others) // 2]:

@@ -70,6 +70,11 @@ in place it passes, every step fired (the window was reached); with the fix take
   pysyncobj has it, stands at each election timeout in a later term; the members that
   still hear the master refuse their votes but take the term, and the master is deposed
   within the 3 s it must keep its term (leader-kept: terms 3 to 6). Seeds 1 and 2.
+* ``stalled-machine`` / ``no-awake-clock``: every node stopped for 1 s, a follower cut
+  from the master resuming first; judged by their monotonic clocks, the followers grant
+  or ask for a pre-vote before the master's append is read, and the master is deposed
+  (leader-kept: term 3). Seeds 1 and 3 (88 of seeds 1..100; seeds 1..300 pass with the
+  fix).
 ``grow-and-replace`` has no canary: 3 → 4 → 5 nodes and one removed, around a crash of the
 leader, under every invariant (membership changes built under the simulator); one seed
 here, thousands by ``python -m sim run --scenario grow-and-replace``. Nor has
@@ -108,6 +113,7 @@ CAUGHT = [
     ("long-silence", "no-stale-refusal-skip", ("liveness",), (27, 35)),
     ("long-silence", "no-stale-refusal-skip,no-append-rule", ("applied-never-cut",), (2, 6)),
     ("cut-from-the-leader", "no-pre-vote", ("leader-kept",), SEEDS),
+    ("stalled-machine", "no-awake-clock", ("leader-kept",), (1, 3)),
 ]
 
 
