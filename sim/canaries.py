@@ -366,6 +366,13 @@ def _no_pre_vote() -> None:
     RaftNode._ask_pre_vote = lambda self, now: None
 
 
+def _no_joiner_applied() -> None:
+    """1b6a769: a master judged whether to feed a joiner from a fresh dump by its own last
+    dump alone: a node restored from a recent backup was shipped the whole store anyway."""
+    judge = node.needs_fresh_dump
+    node.needs_fresh_dump = lambda dump_index, commit_index, applied=0: judge(dump_index, commit_index)
+
+
 def _no_awake_clock() -> None:
     """A follower judged its leader's silence by its monotonic clock: one stopped longer
     than the election timeout granted a pre-vote, or asked for one, that it read before
@@ -605,6 +612,7 @@ CANARIES: dict[str, Callable[[], None]] = {
     "no-restart-hold": _no_restart_hold,
     "no-pre-vote": _no_pre_vote,
     "no-awake-clock": _no_awake_clock,
+    "no-joiner-applied": _no_joiner_applied,
     "no-later-term": _no_later_term,
     "no-ship-wait": _no_ship_wait,
     "no-kept-cancel": _no_kept_cancel,

@@ -1170,11 +1170,13 @@ class World:
         leader: SimNode,
         retire: bool = True,
         answered: Callable[[tuple[str, str] | None], None] | None = None,
+        applied: tuple[int, int] | None = None,
     ) -> None:
         """Ask ``leader`` to add the spare ``name`` (started now, to join) or to remove the
         member ``name``, as ``horologe cluster add/remove`` does. Once the change is made,
         ``nodes`` follows it; a removed node is crashed for good (unless not ``retire``).
-        ``answered(why)`` then runs with the master's answer (None: made)."""
+        ``answered(why)`` then runs with the master's answer (None: made). ``applied``:
+        the (index, term) the spare applied up to, as its ``/readyz`` says (a restored one)."""
         node = self.by_name[name]
         if kind == "add" and not node.alive:
             node.start()
@@ -1197,7 +1199,7 @@ class World:
                 answered(why)
 
         target = DialNode(node.address, None, name, service.http_of(name))
-        leader.raft.change_membership(kind, target, 10.0, settle)
+        leader.raft.change_membership(kind, target, 10.0, settle, applied)
         leader.wake()
 
     # -- the client ---------------------------------------------------------------------

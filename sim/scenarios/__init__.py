@@ -15,6 +15,7 @@ from . import (
     power_after_ack,
     power_in_install,
     rejoin_after_compaction,
+    restore_a_spare,
     rot_in_journal,
     stalled_machine,
     step_back,
@@ -40,5 +41,6 @@ SCENARIOS: dict[str, Scenario] = {
         rot_in_journal.SCENARIO,
         cut_from_the_leader.SCENARIO,
         stalled_machine.SCENARIO,
+        restore_a_spare.SCENARIO,
     )
 }

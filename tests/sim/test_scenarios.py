@@ -75,6 +75,10 @@ in place it passes, every step fired (the window was reached); with the fix take
   or ask for a pre-vote before the master's append is read, and the master is deposed
   (leader-kept: term 3). Seeds 1 and 3 (88 of seeds 1..100; seeds 1..300 pass with the
   fix).
+* ``restore-a-spare`` / ``no-joiner-applied`` (1b6a769): a node restored from a backup
+  1,010 entries into a log with no dump, added 20 entries later: judged by its own last
+  dump alone, the master takes a fresh dump and ships it (fed-from-the-log: its log
+  begins at 1029, not at the backup's 1010). Seeds 1 and 2.
 ``grow-and-replace`` has no canary: 3 → 4 → 5 nodes and one removed, around a crash of the
 leader, under every invariant (membership changes built under the simulator); one seed
 here, thousands by ``python -m sim run --scenario grow-and-replace``. Nor has
@@ -114,6 +118,7 @@ CAUGHT = [
     ("long-silence", "no-stale-refusal-skip,no-append-rule", ("applied-never-cut",), (2, 6)),
     ("cut-from-the-leader", "no-pre-vote", ("leader-kept",), SEEDS),
     ("stalled-machine", "no-awake-clock", ("leader-kept",), (1, 3)),
+    ("restore-a-spare", "no-joiner-applied", ("fed-from-the-log",), SEEDS),
 ]
 
 
