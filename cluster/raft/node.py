@@ -656,12 +656,15 @@ class RaftNode(SyncObjSeam):
         if self._pre_voted == term or (transfer and transfer[0] == term and now < transfer[1]):
             self._pre_voted = None
             return
-        silence = self._awake.read(now) - self._leader_contact_at
-        if silence < self.settings.raft_min_timeout:
-            self.election_deadline = now + self.random_election_timeout() - silence
-            return
         members = frozenset(n.address for n in self.otherNodes)
-        pre_vote = Round(term, self._awake.read(now), members, granted=set(members & self._without_pre_vote))
+        awake = self._awake.read(now)
+        silence = awake - self._leader_contact_at
+        if members and silence < self.settings.raft_min_timeout:
+            # Never a hair ahead: pysyncobj looks at it again later in this tick, on a later
+            # reading of the clock (syncobj.py:635), and would stand with no pre-vote.
+            self.election_deadline = now + max(self.random_election_timeout() - silence, self.settings.tick_s)
+            return
+        pre_vote = Round(term, awake, members, granted=set(members & self._without_pre_vote))
         if pre_vote.won():
             return
         self._pre_vote = pre_vote
@@ -742,6 +745,7 @@ class RaftNode(SyncObjSeam):
         term = message.get("term")
         if isinstance(term, int) and term >= self.raftCurrentTerm:
             self._leader_contact_at = self._awake.read(monotonic_time())
+            self._pre_voted = None  # a round won before: not a licence to stand later
             sent = message.get("sent_at")
             self._leader_sent = (node.address, sent) if isinstance(sent, (int, float)) else None
 

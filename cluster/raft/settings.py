@@ -40,6 +40,8 @@ class ClusterSettings:
     # both followers woke together on the master's heartbeats, stood in the same 50 ms step
     # after its loss (11 of 30 kills), and the cluster waited a second election timeout
     # (failover 0.9-1.1 s instead of 0.3-0.5). A wait that ends at the deadline has no grid.
+    # Twice idle_tick_s is what a follower's stop counts for at most (awake_clock.py): it
+    # must stay well under raft_min_timeout.
     tick_s: float = 0.005
     idle_tick_s: float = 0.05
     # How soon after an apply a leader sends its new commit index, unless a proposal's

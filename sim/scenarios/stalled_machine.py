@@ -2,18 +2,18 @@
 while one follower is cut from the master: the master keeps its term.
 
 Three nodes. Once a master M has applied 5 entries everywhere, its links with one
-follower F are cut both ways; F asks for pre-votes at each election timeout, which the
-other follower W refuses while it hears M. Then every process stops (SIGSTOP) for
-``STOP_S``, as on a host that is frozen or starved: F resumes ``AHEAD_S`` before M and W,
-and its first tick asks W again. W reads that ask before M has run to send an append.
-For ``HELD_S`` after the stall M must lead on in the term it had (``leader-kept``), then
-all heal.
+follower F are cut both ways and every process stops (SIGSTOP) for ``STOP_S``, as on a
+host that froze or starved them all: F resumes ``AHEAD_S`` before M and the other
+follower W. For ``HELD_S`` after the stall M must lead on in the term it had
+(``leader-kept``), then all heal.
 
-Judged by its monotonic clock, W has not heard M for ``STOP_S`` and grants F's pre-vote
-and then its vote, or takes its term: M is deposed, for a silence that W never observed
-because it was not running. By the time its tick thread ran through
-(``cluster/raft/awake_clock.py``), a stop counts as one step and W refuses; M's append
-arrives within a heartbeat. The canary ``no-awake-clock`` puts the monotonic clock back.
+Judged by their monotonic clocks, F and W have not heard M for ``STOP_S``: F asks for
+a pre-vote at its first tick, W may read that ask before M has run to send an append
+and grant it (and then the vote, or take F's term), and W may ask for one itself; M is
+deposed, for a silence W never observed because it was not running. By the time their
+tick threads ran through (``cluster/raft/awake_clock.py``) a stop counts as one step:
+neither asks, W refuses, and M's append arrives within a heartbeat. The canary
+``no-awake-clock`` puts the monotonic clock back.
 """
 
 from __future__ import annotations

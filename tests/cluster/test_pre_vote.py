@@ -5,6 +5,7 @@ hearing the master"). Neither the asker nor a member changes its term for a pre-
 from __future__ import annotations
 
 import pytest
+from pysyncobj import syncobj
 
 from horologe.cluster.raft import node as raft_node
 from horologe.cluster.raft.dial_node import DialNode
@@ -107,8 +108,8 @@ def test_a_member_counts_only_the_silence_it_ran_through(node, monkeypatch):
     """A member stopped longer than the election timeout (SIGSTOP, a starved CPU, a slow
     fsync) may take a pre-vote that waited on its link before the leader's append that
     waited beside it. It did not hear the leader because it was not running, not because
-    the leader fell silent: it refuses. A stop counts as one tick's wait at most
-    (``awake_clock.py``), as etcd's raft counts its own ticks rather than the time."""
+    the leader fell silent: it refuses. A stop counts for two of its longest tick waits
+    at most (``awake_clock.py``), as etcd's raft counts its own ticks, not the time."""
     leader, asker = peer(node, 0), peer(node, 1)
     heartbeat(node, leader, 1, sent_at=1.0)
     heard = raft_node.monotonic_time()
@@ -160,6 +161,43 @@ def test_a_leader_heard_while_the_round_ran_keeps_it_from_standing(node, monkeyp
     assert node.raftCurrentTerm == 0 and not _sent(node, "request_vote")
 
 
+def test_a_round_won_licenses_no_later_stand_once_a_leader_was_heard(node):
+    """Won, then its leader heard before the tick that would stand: when its deadline
+    next passes, it asks again, rather than standing on the round won before."""
+    deadline_passed(node)
+    tick(node)
+    _grant(node, 0, 1)
+    _grant(node, 1, 1)
+    heartbeat(node, peer(node, 3), 0)
+    tick(node)
+    assert node.raftCurrentTerm == 0 and not _sent(node, "request_vote")
+    node.sent.clear()
+    deadline_passed(node)
+    tick(node)
+    assert node.raftCurrentTerm == 0 and not _sent(node, "request_vote")
+    assert len(_sent(node, "pre_vote")) == len(PEERS)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="open: a deadline that passes between the tick's start and pysyncobj's own look at "
+    "it (syncobj.py:635) is stood in with no pre-vote. A guard that counts a deadline within "
+    "20 ms as passed fixes it, but moves the simulator's pinned seeds; not yet landed",
+)
+def test_a_deadline_that_passes_later_in_the_tick_is_not_stood_in_without_a_pre_vote(node, monkeypatch):
+    """pysyncobj reads the clock again for the deadline later in the tick (syncobj.py:635),
+    after work that takes time: a deadline that passes in between should count as passed
+    when the tick begins, and the pre-vote move it on."""
+    deadline_passed(node)
+    now = raft_node.monotonic_time()
+    _clock_at(monkeypatch, now)
+    node.election_deadline = now + 0.001  # not passed as the tick begins
+    monkeypatch.setattr(syncobj, "monotonicTime", lambda: now + 0.01)  # passed as pysyncobj looks
+    tick(node)
+    assert node.raftCurrentTerm == 0 and not _sent(node, "request_vote")
+    assert len(_sent(node, "pre_vote")) == len(PEERS)
+
+
 def test_a_follower_that_asks_names_no_leader_until_it_hears_one_again(node):
     """Its readiness, status and proposals say it knows no master (as etcd's raft has a
     pre-candidate drop its leader), not the master it stopped hearing."""
@@ -199,7 +237,7 @@ def test_an_election_a_transfer_asked_for_is_stood_in_at_once(node):
 def test_a_node_alone_stands_at_once(tmp_path):
     alone = ticked_node(tmp_path)
     try:
-        deadline_passed(alone)
+        alone.election_deadline = 0  # just started: no election timeout of silence, no one to hear
         tick(alone)
         assert alone.raftCurrentTerm == 1 and not _sent(alone, "pre_vote")
     finally:

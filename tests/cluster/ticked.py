@@ -117,7 +117,7 @@ def run_for(node: RaftNode, monkeypatch, seconds: float, step: float = 0.02) -> 
     on), ticking every ``step`` as its tick thread would: time it did not run through, it
     does not count as its leader's silence (awake_clock.py)."""
     start = raft_node.monotonic_time()
-    for k in range(1, int(seconds / step) + 2):
+    for k in range(int(seconds / step) + 2):  # from a tick at the start: no stop before it
         monkeypatch.setattr(raft_node, "monotonic_time", lambda at=start + step * k: at)
         tick(node)
 
