@@ -102,6 +102,11 @@ def leader(world: World, among: list[str] | None = None) -> SimNode | None:
     return max(leading, key=lambda n: n.raft.current_term(), default=None)
 
 
+def members(world: World) -> list[str]:
+    """The names of the membership's nodes, as the world follows its changes."""
+    return [n.name for n in world.nodes]
+
+
 def settled(world: World, entries: int) -> SimNode | None:
     """The leader, once it committed ``entries`` or more and every node applied its commit."""
     lead = leader(world)

@@ -12,11 +12,7 @@ same ready logs on the members.
 
 from __future__ import annotations
 
-from ..scripted import Scenario, Step, leader, settled
-
-
-def _members(world) -> list[str]:
-    return [n.name for n in world.nodes]
+from ..scripted import Scenario, Step, leader, members, settled
 
 
 def plan() -> list[Step]:
@@ -24,17 +20,17 @@ def plan() -> list[Step]:
 
     def add(name: str):
         def do(world) -> None:
-            world.change_membership("add", name, leader(world, _members(world)))
+            world.change_membership("add", name, leader(world, members(world)))
 
         return do
 
     def crash_the_leader(world) -> None:
-        lead = leader(world, _members(world))
+        lead = leader(world, members(world))
         cast["crashed"] = lead.name
         lead.crash()
 
     def another_leader(world) -> bool:
-        others = [n for n in _members(world) if n != cast["crashed"]]
+        others = [n for n in members(world) if n != cast["crashed"]]
         return leader(world, others) is not None
 
     def back_and_add_n5(world) -> None:
@@ -42,7 +38,7 @@ def plan() -> list[Step]:
         add("n5")(world)
 
     def remove_a_first_follower(world) -> None:
-        lead = leader(world, _members(world))
+        lead = leader(world, members(world))
         victim = next(n for n in ("n1", "n2", "n3") if n != lead.name)
         cast["removed"] = victim
         world.change_membership("rem", victim, lead)
@@ -55,20 +51,20 @@ def plan() -> list[Step]:
         ),
         Step(
             "n4 is a member: crash the leader",
-            lambda w: "n4" in _members(w) and leader(w) is not None,
+            lambda w: "n4" in members(w) and leader(w) is not None,
             crash_the_leader,
             within_s=15.0,
         ),
         Step("another leader: the crashed one back, add n5", another_leader, back_and_add_n5),
         Step(
             "n5 is a member: remove a first node that does not lead",
-            lambda w: "n5" in _members(w) and leader(w) is not None,
+            lambda w: "n5" in members(w) and leader(w) is not None,
             remove_a_first_follower,
             within_s=15.0,
         ),
         Step(
             "it is removed: heal",
-            lambda w: cast["removed"] not in _members(w),
+            lambda w: cast["removed"] not in members(w),
             lambda w: w.heal(),
             within_s=10.0,
         ),

@@ -28,17 +28,13 @@ from horologe.cluster.backup.stream import backup_chunks
 from horologe.cluster.raft.backup_point import take_point
 from horologe.cluster.raft.membership import JOIN_FRESH_DUMP_ENTRIES
 
-from ..scripted import Scenario, Step, first_index, leader, settled
+from ..scripted import Scenario, Step, first_index, leader, members, settled
 
 SPARE = "n4"
 # Past the entries a joiner is fed without a fresh dump, counted from the master's last
 # dump (it takes none here): the backup's index is what spares n4 one.
 BACKUP_AT = JOIN_FRESH_DUMP_ENTRIES + 10
 AFTER = 20
-
-
-def _members(world) -> list[str]:
-    return [n.name for n in world.nodes]
 
 
 def back_up(world, name: str, folder: str) -> int:
@@ -91,12 +87,12 @@ def plan() -> list[Step]:
                 f"{SPARE} was restored from a backup at index {cast['index']} and added; its log begins "
                 f"at {first}: the master shipped it a snapshot rather than the log from the backup",
             )
-        lead = leader(world, _members(world))
+        lead = leader(world, members(world))
         cast["crashed"] = lead.name
         lead.crash()
 
     def another_leader(world) -> bool:
-        return leader(world, [n for n in _members(world) if n != cast["crashed"]]) is not None
+        return leader(world, [n for n in members(world) if n != cast["crashed"]]) is not None
 
     def back_and_heal(world) -> None:
         world.by_name[cast["crashed"]].start()
@@ -116,7 +112,7 @@ def plan() -> list[Step]:
         ),
         Step(
             "n4 is a member, fed from the log: crash the master",
-            lambda w: SPARE in _members(w) and leader(w) is not None,
+            lambda w: SPARE in members(w) and leader(w) is not None,
             crash_the_master,
             within_s=15.0,
         ),

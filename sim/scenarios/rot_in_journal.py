@@ -13,12 +13,8 @@ new membership.
 
 from __future__ import annotations
 
-from ..scripted import Scenario, Step, leader, settled
+from ..scripted import Scenario, Step, leader, members, settled
 from ..world import MS
-
-
-def _members(world) -> list[str]:
-    return [n.name for n in world.nodes]
 
 
 def plan() -> list[Step]:
@@ -60,10 +56,10 @@ def plan() -> list[Step]:
         world.at(world.rng.randrange(100 * MS, 500 * MS), "fault", None, world.restart_of(f.name))
 
     def add_a_spare(world) -> None:
-        world.change_membership("add", "n4", leader(world, _members(world)))
+        world.change_membership("add", "n4", leader(world, members(world)))
 
     def remove_it(world) -> None:
-        world.change_membership("rem", cast["f"], leader(world, _members(world)))
+        world.change_membership("rem", cast["f"], leader(world, members(world)))
 
     return [
         Step(
@@ -78,16 +74,16 @@ def plan() -> list[Step]:
         ),
         Step(
             "F tried to start again: add a spare, n4",
-            lambda w: w.by_name[cast["f"]].starts_refused > 0 and leader(w, _members(w)) is not None,
+            lambda w: w.by_name[cast["f"]].starts_refused > 0 and leader(w, members(w)) is not None,
             add_a_spare,
         ),
         Step(
             "n4 is a member: remove F",
-            lambda w: "n4" in _members(w) and leader(w, _members(w)) is not None,
+            lambda w: "n4" in members(w) and leader(w, members(w)) is not None,
             remove_it,
             within_s=15.0,
         ),
-        Step("F is removed: heal", lambda w: cast["f"] not in _members(w), lambda w: w.heal(), within_s=10.0),
+        Step("F is removed: heal", lambda w: cast["f"] not in members(w), lambda w: w.heal(), within_s=10.0),
     ]
 
 
