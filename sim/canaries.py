@@ -363,7 +363,7 @@ def _no_pre_vote() -> None:
     """A follower whose election deadline passed stands at once, as pysyncobj has it: one
     that alone stopped hearing the master raised the term and deposed it
     (cluster/raft/pre_vote.py)."""
-    RaftNode._ask_pre_vote = lambda self, now: None
+    RaftNode._ask_pre_vote = lambda self, now: True
 
 
 def _no_joiner_applied() -> None:

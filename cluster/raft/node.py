@@ -631,42 +631,41 @@ class RaftNode(SyncObjSeam):
 
     # -- the pre-vote (pre_vote.py) --------------------------------------------------
 
-    def _before_tick(self) -> None:
+    def _before_tick(self) -> bool:
         """Each tick: the clock of the time this node ran through moves on, then a
-        follower may ask for a pre-vote."""
+        follower may ask for a pre-vote. Whether it may stand in this tick."""
         now = monotonic_time()
         self._awake.tick(now)
-        self._ask_pre_vote(now)
+        return self._ask_pre_vote(now)
 
-    def _ask_pre_vote(self, now: float) -> None:
+    def _ask_pre_vote(self, now: float) -> bool:
         """A follower (or a candidate that lost) whose election deadline passed asks its
         members for a pre-vote first, and its deadline moves on by a fresh election
-        timeout; pysyncobj stands in this tick only once a round won for the term it
-        would stand in, or when a transfer asked for the election (its target stands at
-        once: the old master serves nothing meanwhile). A single node stands at once.
+        timeout. It may stand in this tick (the answer) only if its deadline passed by
+        ``now`` and a round won for the term it would stand in, or a transfer asked for
+        the election (its target stands at once: the old master serves nothing
+        meanwhile). A single node stands at once.
 
         A deadline that passed while this node was stopped (awake_clock.py) moves on by
         what is left of an election timeout of the time it ran through: its leader's
         append may be waiting on its link, not yet read, as etcd's raft counts its own
         ticks to its election."""
         if self._isLeader() or not self._voter or self.election_deadline >= now:
-            return
+            return False
         term = self.raftCurrentTerm + 1
         transfer = self._transfer_election
         if self._pre_voted == term or (transfer and transfer[0] == term and now < transfer[1]):
             self._pre_voted = None
-            return
+            return True
         members = frozenset(n.address for n in self.otherNodes)
         awake = self._awake.read(now)
         silence = awake - self._leader_contact_at
         if members and silence < self.settings.raft_min_timeout:
-            # Never a hair ahead: pysyncobj looks at it again later in this tick, on a later
-            # reading of the clock (syncobj.py:635), and would stand with no pre-vote.
             self.election_deadline = now + max(self.random_election_timeout() - silence, self.settings.tick_s)
-            return
+            return False
         pre_vote = Round(term, awake, members, granted=set(members & self._without_pre_vote))
         if pre_vote.won():
-            return
+            return True
         self._pre_vote = pre_vote
         self.election_deadline = now + self.random_election_timeout()
         # It has not heard its leader for an election timeout: until it does again, it
@@ -682,6 +681,7 @@ class RaftNode(SyncObjSeam):
         }
         for node in self.otherNodes:
             self.transport.send(node, ask)
+        return False
 
     def _take_later_term(self, node, term: object) -> None:
         """A member answered an append with a term later than this node's: as Raft has

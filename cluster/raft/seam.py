@@ -47,6 +47,7 @@ that builds the node, before the tick thread starts), as pysyncobj's own code do
 from __future__ import annotations
 
 import logging
+import math
 import threading
 from collections.abc import Callable
 from contextlib import contextmanager
@@ -117,6 +118,22 @@ class _Member:
         if not self.settable:
             raise AttributeError(f"{self.mangled} is read through the seam, never set")
         setattr(obj, self.mangled, value)
+
+
+class _ElectionDeadline(_Member):
+    """pysyncobj's election deadline, put in place of its member: a data descriptor under the
+    member's own name. Every write of pysyncobj's (syncobj.py:162, :636, :915, :939, :952)
+    lands in ``SyncObjSeam.election_deadline``, which the shell reads and sets. pysyncobj
+    reads it at one line only, the tick's look at whether to stand (:635); while the tick is
+    held (``SyncObjSeam._onTick``) that read finds a deadline that never passes."""
+
+    def __get__(self, obj, owner=None) -> Any:
+        if obj is None:
+            return self
+        return math.inf if obj._stand_held else obj.election_deadline
+
+    def __set__(self, obj, value) -> None:
+        obj.election_deadline = value
 
 
 class _Method:
@@ -252,8 +269,11 @@ class SyncObjSeam(SyncObj):
     match_index = _Member("_SyncObj__raftMatchIndex", "syncobj.py:180")
     # nodes the leader sends appends to without counting them: the shell's learners
     readonly_nodes = _Member("_SyncObj__readonlyNodes", "syncobj.py:153")
-    # when a follower or candidate next stands for election (monotonic seconds)
-    election_deadline = _Member("_SyncObj__raftElectionDeadline", "syncobj.py:162", settable=True)
+    # when a follower or candidate next stands for election (monotonic seconds): an
+    # attribute of the object's own, which pysyncobj's member writes to
+    election_deadline: float
+    _SyncObj__raftElectionDeadline = _ElectionDeadline("_SyncObj__raftElectionDeadline", "syncobj.py:162")
+    _stand_held = False  # this tick stands in no election, whatever the deadline (_onTick)
     _raft_state = _Member("_SyncObj__raftState", "syncobj.py:157")
     # the leader this node follows (``_getLeader``): None once a follower asks for a
     # pre-vote (node.py), as pysyncobj has it when it stands (syncobj.py:638)
@@ -433,14 +453,22 @@ class SyncObjSeam(SyncObj):
     def _onTick(self, timeToWait=0.0) -> None:  # noqa: N802, N803 - pysyncobj's names
         """Wraps ``_onTick`` (syncobj.py:611), every tick of the node (the tick thread's,
         syncobj.py:593, or ``doTick``'s): :meth:`_before_tick` runs first, before a
-        follower whose election deadline passed stands for election (:635)."""
-        self._before_tick()
-        super()._onTick(timeToWait)
+        follower whose election deadline passed stands for election (:635), and says
+        whether it may. If not, the tick is held: pysyncobj's look at the deadline finds
+        one that never passes. pysyncobj reads the clock again for that look, after work
+        that takes time (:613-632), so a deadline that was ahead as the tick began may
+        have passed by then."""
+        self._stand_held = not self._before_tick()
+        try:
+            super()._onTick(timeToWait)
+        finally:
+            self._stand_held = False
 
     @_hook
-    def _before_tick(self) -> None:
-        """Hook: a tick begins; a follower whose ``election_deadline`` has passed stands
-        for election in it, unless this moves the deadline on."""
+    def _before_tick(self) -> bool:
+        """Hook: a tick begins. Whether a follower whose ``election_deadline`` has passed
+        may stand for election in it."""
+        return True
 
     @_replaces("syncobj.py:909")
     def _SyncObj__onMessageReceived(self, node, message) -> None:  # noqa: N802 - pysyncobj's name
