@@ -18,6 +18,7 @@ from horologe.cli._common import (
     token_option,
     url_option,
 )
+from horologe.client.limits import MAX_PENDING_PAGE
 from horologe.storage.message_json import body_json
 
 
@@ -245,7 +246,7 @@ def pending(url, token, ca, topic, start, end, limit, with_body, key) -> None:
     cursor, shown = None, 0
     while shown < limit:
         page = client.pending(
-            topic, start, end, limit=min(1000, limit - shown), cursor=cursor, with_body=with_body
+            topic, start, end, limit=min(MAX_PENDING_PAGE, limit - shown), cursor=cursor, with_body=with_body
         )
         _echo_pending(page.messages)
         shown += len(page.messages)

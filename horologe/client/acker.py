@@ -3,7 +3,7 @@ message as they take it up (Celery, Dramatiq), where one ack call per message wo
 one Raft entry each.
 
 ``ack(topic, group, receipt)`` queues; a thread sends what gathered within
-``ACK_LINGER_S`` of the first, up to ``ACK_GROUP`` receipts a call. ``flush()`` waits until
+``ACK_LINGER_S`` of the first, up to ``MAX_ITEMS`` (limits.py) receipts a call. ``flush()`` waits until
 everything queued before it was sent; ``close()`` flushes and stops. A failed ack is
 logged and dropped: its message comes back when its lease ends (at least once).
 """
@@ -57,7 +57,7 @@ class Acker:
                 return
 
     def _send(self, acks: list[tuple[str, str, str]]) -> None:
-        """At most ``ACK_GROUP`` acks (one gathering): one call per (topic, group)."""
+        """At most ``MAX_ITEMS`` (limits.py) acks (one gathering): one call per (topic, group)."""
         by: dict[tuple[str, str], list[str]] = defaultdict(list)
         for topic, group, receipt in acks:
             by[(topic, group)].append(receipt)

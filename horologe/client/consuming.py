@@ -41,29 +41,29 @@ from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterator
 
 from .holding import MasterClock, by_time, released
+from .limits import MAX_AHEAD_MS, MAX_ITEMS
 from .models import PulledBatch, ReceivedMessage
 
 log = logging.getLogger(__name__)
 # Logged when what a closing subscription gives back fails: it comes back after its lease.
 UNDECODED = "an answer pulled as the subscription closed could not be decoded"
 NOT_GIVEN_BACK = "could not give back %d messages pulled and not handed out"
-ACK_GROUP = 1000  # receipts per ack call at most (the API's limit)
 # How long the acker gathers receipts after the first before it sends them. Nothing waits
 # for these acks (the lease keeps a message until its ack commits, close() flushes), and a
 # message handed over at its time makes one receipt each: sent at once, 2,000 msg/s due
 # made hundreds of ack calls a second, each a Raft entry and a millisecond of the GIL.
 ACK_LINGER_S = 0.01
 # How early consume's pulls take messages: whatever the wheel fired (fire_lead_ms, at most 1,000).
-AHEAD_MS = 1000
+AHEAD_MS = MAX_AHEAD_MS
 _DONE = object()
 
 
 def gather(source: queue.Queue, first, ends: Callable[[object], bool]) -> list:
     """``first`` and what arrives in ``source`` within ``ACK_LINGER_S`` of it: at most
-    ``ACK_GROUP`` items, the last one ``ends`` says closes the group if one came."""
+    ``MAX_ITEMS`` items, the last one ``ends`` says closes the group if one came."""
     group = [first]
     until = time.monotonic() + ACK_LINGER_S
-    while len(group) < ACK_GROUP and not ends(group[-1]):
+    while len(group) < MAX_ITEMS and not ends(group[-1]):
         try:
             group.append(source.get(timeout=max(0.0, until - time.monotonic())))
         except queue.Empty:
@@ -413,7 +413,7 @@ class AsyncSubscription(_Handing, AsyncIterator[ReceivedMessage]):
         while True:
             group = [await self._receipts.get()]
             until = loop.time() + ACK_LINGER_S
-            while len(group) < ACK_GROUP and group[-1] is not _DONE:
+            while len(group) < MAX_ITEMS and group[-1] is not _DONE:
                 try:
                     # not wait_for: Python 3.11's can drop a cancel
                     async with asyncio.timeout(max(0.0, until - loop.time())):

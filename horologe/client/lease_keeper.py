@@ -36,11 +36,10 @@ from collections import defaultdict
 from collections.abc import Iterator
 
 from .errors import HorologeError, UnavailableError
+from .limits import MAX_ITEMS
 
 log = logging.getLogger(__name__)
 
-MAX_RECEIPTS = 1000  # receipts in one extend call (as in one pull)
-MIN_VISIBILITY_MS, MAX_VISIBILITY_MS = 100, 12 * 3_600_000  # a lease's length, as a pull takes it
 MIN_EVERY_S = 0.2  # however short the visibility, no busier than this
 STALE_S = 30.0  # a consumer loop silent this long holds its tasks no longer
 
@@ -175,8 +174,8 @@ class LeaseKeeper:
         renewed = 0
         for (topic, group), receipts in rounds:
             ended = still = failed = 0
-            for i in range(0, len(receipts), MAX_RECEIPTS):
-                chunk = receipts[i : i + MAX_RECEIPTS]
+            for i in range(0, len(receipts), MAX_ITEMS):
+                chunk = receipts[i : i + MAX_ITEMS]
                 try:
                     extended = self._client.extend(topic, group, chunk, self._visibility_ms)["extended"]
                 except HorologeError as e:

@@ -32,10 +32,10 @@ from dramatiq.errors import ConnectionFailed, DecodeError, QueueJoinTimeout
 
 from horologe.client import AlreadyDeliveredError, Client, NotFoundError, UnavailableError
 from horologe.client.acker import Acker
-from horologe.client.lease_keeper import MAX_VISIBILITY_MS, MIN_VISIBILITY_MS, LeaseKeeper
+from horologe.client.lease_keeper import LeaseKeeper
+from horologe.client.limits import MAX_ITEMS, MAX_PENDING_PAGE, MAX_VISIBILITY_MS, MIN_VISIBILITY_MS
 from horologe.client.task_keys import task_key, topic_name
 
-MAX_PULL = 1000
 JOIN_POLL_S = 0.1
 FULL_WAIT_MS = 100  # a consumer whose worker holds its prefetch looks again this much later
 
@@ -108,7 +108,7 @@ class HorologeBroker(Broker):
         """Drop the queue's messages: those scheduled (cancelled), then those due and waiting
         for a worker (purged). Messages a worker holds stay with it."""
         topic = self.topic(queue_name)
-        while messages := self.client.pending(topic, limit=1000).messages:
+        while messages := self.client.pending(topic, limit=MAX_PENDING_PAGE).messages:
             for m in messages:
                 try:
                     self.client.cancel(m.id)
@@ -165,7 +165,7 @@ class _Consumer(Consumer):
     def __init__(self, broker: HorologeBroker, queue_name: str, prefetch: int, timeout_ms: int) -> None:
         self.broker = broker
         self.topic = broker.topic(queue_name)
-        self.prefetch = min(max(prefetch, 1), MAX_PULL)
+        self.prefetch = min(max(prefetch, 1), MAX_ITEMS)
         self.timeout_ms = timeout_ms
         self.leases, self.acker = broker.holding()
         self.held: list = []  # pulled, not yet handed to the worker

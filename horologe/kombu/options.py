@@ -12,11 +12,9 @@ from typing import Annotated
 import msgspec
 from msgspec import Meta
 
-from horologe.client.lease_keeper import MAX_VISIBILITY_MS, MIN_VISIBILITY_MS
+from horologe.client.limits import MAX_VISIBILITY_MS, MAX_WAIT_MS, MIN_VISIBILITY_MS
 
 log = logging.getLogger(__name__)
-
-MAX_WAIT_MS = 30_000  # a pull's wait_ms
 
 
 class Options(msgspec.Struct, kw_only=True, frozen=True):

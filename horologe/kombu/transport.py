@@ -40,6 +40,7 @@ from horologe.client import Client
 from horologe.client.acker import Acker
 from horologe.client.errors import CertificateError, InvalidRequestError, NotFoundError, UnavailableError
 from horologe.client.lease_keeper import LeaseKeeper
+from horologe.client.limits import MAX_ITEMS
 from horologe.client.task_keys import eta_ms, task_key, topic_name
 
 from .options import Options, read_options
@@ -47,7 +48,6 @@ from .options import Options, read_options
 log = logging.getLogger(__name__)
 
 DEFAULT_PORT = 8081
-MAX_PULL = 1000
 
 
 def node_urls(url: str) -> list[str]:
@@ -201,7 +201,7 @@ class Channel(virtual.Channel):
         if not queues:
             raise Empty()
         want = self.qos.can_consume_max_estimate()
-        want = 1 if want is None else min(max(want, 1), MAX_PULL)
+        want = 1 if want is None else min(max(want, 1), MAX_ITEMS)
         queue = queues[self._next_queue % len(queues)]
         self._next_queue += 1
         wait_s = self.wait_ms / 1000 if timeout is None else min(timeout, self.wait_ms / 1000)

@@ -6,7 +6,8 @@ import logging
 import time
 
 from horologe.client.errors import UnavailableError
-from horologe.client.lease_keeper import MAX_RECEIPTS, STALE_S, LeaseKeeper
+from horologe.client.lease_keeper import STALE_S, LeaseKeeper
+from horologe.client.limits import MAX_ITEMS
 
 
 class _Cluster:
@@ -48,10 +49,10 @@ def test_what_is_held_is_renewed_per_topic_and_group_until_let_go():
 def test_a_prefetch_larger_than_one_call_takes_is_renewed_in_several():
     cluster = _Cluster()
     keeper = LeaseKeeper(cluster, 9_000, every_s=3600)
-    receipts = [f"r{i:05d}" for i in range(MAX_RECEIPTS + 5)]
+    receipts = [f"r{i:05d}" for i in range(MAX_ITEMS + 5)]
     keeper.hold("q", "q", receipts)
     assert keeper.renew() == len(receipts)
-    assert [len(c[2]) for c in cluster.calls] == [MAX_RECEIPTS, 5]
+    assert [len(c[2]) for c in cluster.calls] == [MAX_ITEMS, 5]
     keeper.close()
 
 
