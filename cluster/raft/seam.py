@@ -125,7 +125,9 @@ class _ElectionDeadline(_Member):
     member's own name. Every write of pysyncobj's (syncobj.py:162, :636, :915, :939, :952)
     lands in ``SyncObjSeam.election_deadline``, which the shell reads and sets. pysyncobj
     reads it at one line only, the tick's look at whether to stand (:635); while the tick is
-    held (``SyncObjSeam._onTick``) that read finds a deadline that never passes."""
+    held (``SyncObjSeam._onTick``) that read finds a deadline that never passes. (Its scans
+    of every attribute, :226 and :460, read it too, and look only at whether it is
+    callable.)"""
 
     def __get__(self, obj, owner=None) -> Any:
         if obj is None:
@@ -231,7 +233,7 @@ class SyncObjSeam(SyncObj):
     ======================================  ============================================
     hook (default: pysyncobj's behaviour)   called from the override of
     ======================================  ============================================
-    ``_before_tick()``                      ``_onTick``, syncobj.py:611
+    ``_before_tick() -> may stand``         ``_onTick``, syncobj.py:611
     ``_on_message(node, message)``          ``__onMessageReceived``, syncobj.py:909
     ``_answer_leader(...)``                 ``__sendNextNodeIdx``, syncobj.py:1098
     ``_refuses_proposal(forwarded)``        ``_applyCommand``, syncobj.py:492

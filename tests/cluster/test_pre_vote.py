@@ -139,7 +139,9 @@ def test_a_follower_whose_deadline_passed_while_it_was_stopped_asks_once_it_ran_
     assert not _sent(node, "pre_vote") and node.leader_address() == leader.address
     assert node.election_deadline > heard + 5.0
     run_for(node, monkeypatch, node.settings.raft_max_timeout)  # room for one round or two
-    assert {p.address for p, _ in _sent(node, "pre_vote")} == set(PEERS) and node.leader_address() is None
+    asks = _sent(node, "pre_vote")
+    assert {p.address for p, _ in asks} == set(PEERS) and len(asks) in (len(PEERS), 2 * len(PEERS))
+    assert node.leader_address() is None
 
 
 def test_a_node_outside_the_membership_is_not_answered(node, monkeypatch):
@@ -199,8 +201,8 @@ def test_a_deadline_that_passes_later_in_the_tick_is_not_stood_in_without_a_pre_
 def test_a_node_outside_the_membership_stands_in_no_election_when_its_deadline_passed(tmp_path):
     """A joiner keeps its deadline ahead of it at each tick (node.py's ``_tick_voter``); one
     that had no tick for longer than an election timeout (a stall, a long start) finds it
-    passed, and must still not stand: it is no member, and its vote requests would raise
-    the members' terms."""
+    passed, and must still not stand: it is no member, and would raise its own term (and
+    that of any member that already added it, when it asks for votes)."""
     joiner = ticked_node(tmp_path, peers=PEERS, join=True)
     joiner.connected_nodes |= joiner.otherNodes
     try:
