@@ -181,6 +181,10 @@ class RaftNode(SyncObjSeam):
         # Both set before pysyncobj is built: its tick thread may load the dump at once.
         self._applied_members: set[DialNode] = self._configured_cluster()
         self._tail_to_take = not os.path.exists(conf.fullDumpFile)
+        # Until the first tick has taken the membership of the dump and the log (its tick
+        # callbacks run after both), the node knows only the configured one: it may stand
+        # in no election before (_ask_pre_vote).
+        self._membership_taken = False
         self._journal: DiskJournal | None = None
         self._refuse_success = False  # set when a shipped snapshot failed to install
         self._installed_at: int | None = None  # the index of a snapshot just installed
@@ -644,13 +648,14 @@ class RaftNode(SyncObjSeam):
         timeout. It may stand in this tick (the answer) only if its deadline passed by
         ``now`` and a round won for the term it would stand in, or a transfer asked for
         the election (its target stands at once: the old master serves nothing
-        meanwhile). A single node stands at once.
+        meanwhile). A single node stands at once. None stands before its first tick has
+        taken the membership of its dump and log.
 
         A deadline that passed while this node was stopped (awake_clock.py) moves on by
         what is left of an election timeout of the time it ran through: its leader's
         append may be waiting on its link, not yet read, as etcd's raft counts its own
         ticks to its election."""
-        if self._isLeader() or not self._voter or self.election_deadline >= now:
+        if self._isLeader() or not self._voter or not self._membership_taken or self.election_deadline >= now:
             return False
         term = self.raftCurrentTerm + 1
         transfer = self._transfer_election
@@ -1033,6 +1038,7 @@ class RaftNode(SyncObjSeam):
             self._tail_to_take = False
             # From the journal's start: this tick may have applied committed entries already.
             self._take_membership_of_log(self._journal[0][1] if len(self._journal) else 1)
+        self._membership_taken = True
         while True:
             try:
                 kind, node, catch_up_s, done, applied = self._membership_asks.get_nowait()

@@ -30,9 +30,11 @@ VOTE = {"type": "request_vote", "last_log_term": 1, "last_log_index": 100}
 
 @pytest.fixture
 def node(tmp_path):
-    """A node with four named peers (five members), never reached."""
+    """A node with four named peers (five members), never reached, past its first tick
+    (before which it stands in nothing: it knows only its configured membership)."""
     node = ticked_node(tmp_path, peers=PEERS)
     node.connected_nodes |= node.otherNodes
+    tick(node)
     yield node
     crash(node)
 
@@ -254,6 +256,7 @@ def test_an_election_a_transfer_asked_for_is_stood_in_at_once(node):
 def test_a_node_alone_stands_at_once(tmp_path):
     alone = ticked_node(tmp_path)
     try:
+        tick(alone)  # its first tick took the membership of its (empty) log
         alone.election_deadline = 0  # just started: no election timeout of silence, no one to hear
         tick(alone)
         assert alone.raftCurrentTerm == 1 and not _sent(alone, "pre_vote")

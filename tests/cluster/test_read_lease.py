@@ -17,8 +17,10 @@ VOTE = {"type": "request_vote", "last_log_term": 0, "last_log_index": 100}
 
 @pytest.fixture
 def node(tmp_path):
-    """A node with two named peers, never reached."""
+    """A node with two named peers, never reached, past its first tick (before which it
+    stands in nothing: it knows only its configured membership)."""
     node = ticked_node(tmp_path, peers=PEERS)
+    tick(node)
     yield node
     crash(node)
 

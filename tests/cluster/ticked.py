@@ -185,6 +185,7 @@ def stand(node: RaftNode) -> None:
     """Have a node with named peers stand for election now: its deadline passes, it asks
     for pre-votes, a majority of its peers grants them, and it stands (a candidate in the
     next term, its vote requests sent)."""
+    tick(node)  # started: a node stands in nothing before its first tick took its membership
     deadline_passed(node)
     tick(node)  # it asks for a pre-vote
     others = sorted(node.otherNodes, key=lambda n: n.address)
