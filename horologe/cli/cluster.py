@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import threading
 import time
+from urllib.parse import urlsplit
 
 import click
 
 from horologe.cli._common import _client, _echo_json, _sdk_errors, admin_option, ca_option, url_option
 from horologe.client import Client, HorologeError
+from horologe.client.calls import node_urls
 
 PROGRESS_S = 2.0  # how often `cluster add` looks at the new node's catch-up
 STILL_S = 10.0  # a catch-up that did not move is said again this often, with how long
@@ -115,7 +117,8 @@ class _Progress:
             c.close()
 
     def _client(self, url: str) -> Client:
-        c = Client([url], "", admin_token=self._admin_token, ca=self._ca, retry_s=0, timeout=1.0)
+        """A client of ``url``: one node's, or the comma-separated list given."""
+        c = Client(url, "", admin_token=self._admin_token, ca=self._ca, retry_s=0, timeout=1.0)
         self._clients.append(c)
         return c
 
@@ -140,12 +143,12 @@ class _Progress:
     def _on_master(self) -> Client:
         """A client of the master's own URL: only the master reports a learner."""
         if self._master is None:
-            entry = self._client(self._url.split(",")[0].strip())
+            entry = self._client(self._url)  # whichever node listed answers
             leader = entry.node_status().get("leader")
             http = next((m["http"] for m in entry.members() if m["node_id"] == leader), None)
             if http is None:  # no master known now (an election): ask again next time
                 raise HorologeError(f"no master is known to {self._url} now")
-            scheme = self._url.split("://", 1)[0] if "://" in self._url else "http"
+            scheme = urlsplit(node_urls(self._url)[0]).scheme
             self._master = self._client(http if "://" in http else f"{scheme}://{http}")
         return self._master
 

@@ -20,7 +20,7 @@ import pytest
 
 from horologe.client import HorologeError
 from horologe.cluster.raft.membership import JOIN_FRESH_DUMP_ENTRIES
-from testkit.process_cluster import ADMIN, ENV, Cluster, free_port_beside
+from testkit.process_cluster import ADMIN, ENV, Cluster, free_port_beside, free_ports
 from testkit.waiting import wait_until
 
 TOPIC, GROUP = "membership", "g"
@@ -225,11 +225,12 @@ def test_refused_changes_leave_the_membership_as_it_was(cluster):
         f.write(config.replace(f'raft = "127.0.0.1:{cluster.raft_ports[k]}"', 'raft = "127.0.0.1:1"'))
     cluster.start(k)
     cluster.wait_serving(k)
+    down = f"http://127.0.0.1:{free_ports(1)[0]}"  # listed first, and answers nothing (a machine down)
     unreachable = _horologe(
         "cluster", "add", f"n{k + 1}",
         "--raft", "127.0.0.1:1",
         "--http", f"127.0.0.1:{cluster.http_ports[k]}",
-        "--url", cluster.url(master),
+        "--url", f"{down},{cluster.url(master)}",
         "--catch-up-s", "3",
     )  # fmt: skip
     assert unreachable.returncode == 1 and "catch_up_failed" in unreachable.stderr, unreachable.stderr
