@@ -486,14 +486,17 @@ class RaftNode(SyncObjSeam):
     def take_backup(self, name: str) -> Awaitable[BackupPoint]:
         """On the loop: the store hard-linked for a backup named ``name``, between applies
         on the tick thread, with the Raft entries it ends at (cluster/backup/)."""
+        return self.ask_writer(lambda store: self.backup_point(store, name))
+
+    def backup_point(self, store, name: str) -> BackupPoint:
+        """``store`` hard-linked for a backup named ``name``, with the Raft entries it ends
+        at; on the tick thread, between two applies."""
         journal = self._journal
 
         def entry_at(index: int):
             return journal[index - journal[0][1]]
 
-        return self.ask_writer(
-            lambda store: take_point(store, name, entry_at, self.raftLastApplied, self.raftCurrentTerm)
-        )
+        return take_point(store, name, entry_at, self.raftLastApplied, self.raftCurrentTerm)
 
     # -- links ------------------------------------------------------------------
 

@@ -25,7 +25,6 @@ import shutil
 from horologe.cluster.backup.receive import receive
 from horologe.cluster.backup.restore import restore
 from horologe.cluster.backup.stream import backup_chunks
-from horologe.cluster.raft.backup_point import take_point
 from horologe.cluster.raft.membership import JOIN_FRESH_DUMP_ENTRIES
 
 from ..scripted import Scenario, Step, first_index, leader, members, settled
@@ -42,12 +41,7 @@ def back_up(world, name: str, folder: str) -> int:
     it and ``horologe backup`` receives it, taken between two of its applies (every step
     of the world is); its Raft index."""
     raft = world.by_name[name].raft
-    journal = raft._journal
-
-    def entry_at(index: int):
-        return journal[index - journal[0][1]]
-
-    point = take_point(raft.state.store, "sim", entry_at, raft.raftLastApplied, raft.raftCurrentTerm)
+    point = raft.backup_point(raft.state.store, "sim")
     try:
         receive(backup_chunks(point, name, world.by_name[name].wall_ms()), folder)
     finally:
