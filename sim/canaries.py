@@ -380,6 +380,19 @@ def _no_awake_clock() -> None:
     AwakeClock.read = lambda self, now: now
 
 
+def _no_membership_first() -> None:
+    """A node's first tick decided whether to stand by its configured membership, before
+    that tick took the one of its dump and log: a node configured alone whose start took
+    longer than an election timeout stood alone and led a membership of several."""
+    init = RaftNode.__init__
+
+    def __init__(self, *args, **kwargs) -> None:
+        init(self, *args, **kwargs)
+        self._membership_taken = True
+
+    RaftNode.__init__ = __init__
+
+
 def _no_cut_fsync() -> None:
     """A store's commit journal cut back to its last sync point at open was not fsynced
     before the replayed batches were appended in its place: a later power loss keeping
@@ -612,6 +625,7 @@ CANARIES: dict[str, Callable[[], None]] = {
     "no-restart-hold": _no_restart_hold,
     "no-pre-vote": _no_pre_vote,
     "no-awake-clock": _no_awake_clock,
+    "no-membership-first": _no_membership_first,
     "no-joiner-applied": _no_joiner_applied,
     "no-later-term": _no_later_term,
     "no-ship-wait": _no_ship_wait,

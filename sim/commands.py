@@ -91,10 +91,11 @@ class _Zygote:
         self, hashseed: int, nodes: int, canary: str | None, scenario: str | None, mode: Mode
     ) -> None:
         self.hashseed = hashseed
-        extra = (["--canary", canary] if canary else []) + (["--scenario", scenario] if scenario else [])
-        extra += mode.options()
+        extra = (["--canary", canary] if canary else []) + mode.options()
+        # A scenario runs on its own number of nodes (run_seed), which --nodes may not offer.
+        extra += ["--scenario", scenario] if scenario else ["--nodes", str(nodes)]
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "sim", "zygote", "--nodes", str(nodes), *extra],
+            [sys.executable, "-m", "sim", "zygote", *extra],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,

@@ -17,6 +17,7 @@ from . import (
     rejoin_after_compaction,
     restore_a_spare,
     rot_in_journal,
+    slow_start_alone,
     stalled_machine,
     step_back,
     two_changes,
@@ -42,5 +43,6 @@ SCENARIOS: dict[str, Scenario] = {
         cut_from_the_leader.SCENARIO,
         stalled_machine.SCENARIO,
         restore_a_spare.SCENARIO,
+        slow_start_alone.SCENARIO,
     )
 }

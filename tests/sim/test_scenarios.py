@@ -79,6 +79,11 @@ in place it passes, every step fired (the window was reached); with the fix take
   1,010 entries into a log with no dump, added 20 entries later: judged by its own last
   dump alone, the master takes a fresh dump and ships it (fed-from-the-log: its log
   begins at 1029, not at the backup's 1010). Seeds 1 and 2.
+* ``slow-start-alone`` / ``no-membership-first``: the first node of a cluster grown by
+  adds, configured alone, restarts and its first tick comes 1 s late; deciding by the
+  configured membership, it stands alone and leads in a term the others' master leads
+  in (one-leader-per-term: n2 and n1 both led term 2). Seeds 1 and 3 (36 of seeds
+  1..40; seeds 1..40 pass with the fix).
 ``grow-and-replace`` has no canary: 3 → 4 → 5 nodes and one removed, around a crash of the
 leader, under every invariant (membership changes built under the simulator); one seed
 here, thousands by ``python -m sim run --scenario grow-and-replace``. Nor has
@@ -119,6 +124,7 @@ CAUGHT = [
     ("cut-from-the-leader", "no-pre-vote", ("leader-kept",), SEEDS),
     ("stalled-machine", "no-awake-clock", ("leader-kept",), (1, 3)),
     ("restore-a-spare", "no-joiner-applied", ("fed-from-the-log",), SEEDS),
+    ("slow-start-alone", "no-membership-first", ("one-leader-per-term",), (1, 3)),
 ]
 
 
