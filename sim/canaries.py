@@ -381,9 +381,9 @@ def _no_awake_clock() -> None:
 
 
 def _no_membership_first() -> None:
-    """A node's first tick decided whether to stand by its configured membership, before
-    that tick took the one of its dump and log: a node configured alone whose start took
-    longer than an election timeout stood alone and led a membership of several."""
+    """aadea71: a node's first tick decided whether to stand by its configured membership,
+    before that tick took the one of its dump and log: a node configured alone whose start
+    took longer than an election timeout stood alone and led a membership of several."""
     init = RaftNode.__init__
 
     def __init__(self, *args, **kwargs) -> None:

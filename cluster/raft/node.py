@@ -669,6 +669,7 @@ class RaftNode(SyncObjSeam):
         awake = self._awake.read(now)
         silence = awake - self._leader_contact_at
         if members and silence < self.settings.raft_min_timeout:
+            # A tick ahead at least: what is left may be a hair, and the next tick would come at once.
             self.election_deadline = now + max(self.random_election_timeout() - silence, self.settings.tick_s)
             return False
         pre_vote = Round(term, awake, members, granted=set(members & self._without_pre_vote))
@@ -1038,10 +1039,10 @@ class RaftNode(SyncObjSeam):
     def _tick_membership(self) -> None:
         """Start the changes asked for, and drive a catch-up under way (tick thread)."""
         if self._tail_to_take:  # the first tick of a node that had no dump to load
-            self._tail_to_take = False
             # From the journal's start: this tick may have applied committed entries already.
             self._take_membership_of_log(self._journal[0][1] if len(self._journal) else 1)
-        self._membership_taken = True
+            self._tail_to_take = False
+        self._membership_taken = True  # only once the take above went through
         while True:
             try:
                 kind, node, catch_up_s, done, applied = self._membership_asks.get_nowait()

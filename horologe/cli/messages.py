@@ -18,7 +18,7 @@ from horologe.cli._common import (
     token_option,
     url_option,
 )
-from horologe.client.limits import MAX_PENDING_PAGE
+from horologe.client.limits import MAX_ITEMS, MAX_PENDING_PAGE
 from horologe.storage.message_json import body_json
 
 
@@ -97,7 +97,7 @@ def produce(
 @click.option(
     "--max",
     "max_messages",
-    type=click.IntRange(1, 1000),
+    type=click.IntRange(1, MAX_ITEMS),
     default=32,
     show_default=True,
     help="Messages per pull.",

@@ -107,8 +107,8 @@ def test_a_restart_from_a_dump_takes_the_changes_after_it(tmp_path):
 def test_a_node_started_alone_whose_log_has_members_takes_no_lead_at_its_first_tick(tmp_path):
     """A node configured alone (the first of a cluster grown by adds) whose start took
     longer than an election timeout: its first tick must decide whether to stand by the
-    membership of its log, not the configured one. By the configured one it is alone, and
-    it stood at once and led a membership of two with no vote of the other's."""
+    membership of its log, not the configured one. By the configured one it is alone: it
+    would stand at once, and lead a membership of two with no vote of the other's."""
     node = ticked_node(tmp_path)
     lead_alone(node)
     node.addNodeToCluster(_node("127.0.0.1:1", "x"), callback=lambda _r, _e: None)
