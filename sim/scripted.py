@@ -107,6 +107,15 @@ def members(world: World) -> list[str]:
     return [n.name for n in world.nodes]
 
 
+def add_member(name: str) -> Callable[[World], None]:
+    """A step's action: the membership's leader adds spare ``name``."""
+
+    def add(world: World) -> None:
+        world.change_membership("add", name, leader(world, members(world)))
+
+    return add
+
+
 def settled(world: World, entries: int) -> SimNode | None:
     """The leader, once it committed ``entries`` or more and every node applied its commit."""
     lead = leader(world)

@@ -12,17 +12,11 @@ same ready logs on the members.
 
 from __future__ import annotations
 
-from ..scripted import Scenario, Step, leader, members, settled
+from ..scripted import Scenario, Step, add_member, leader, members, settled
 
 
 def plan() -> list[Step]:
     cast: dict[str, str] = {}
-
-    def add(name: str):
-        def do(world) -> None:
-            world.change_membership("add", name, leader(world, members(world)))
-
-        return do
 
     def crash_the_leader(world) -> None:
         lead = leader(world, members(world))
@@ -35,7 +29,7 @@ def plan() -> list[Step]:
 
     def back_and_add_n5(world) -> None:
         world.by_name[cast["crashed"]].start()
-        add("n5")(world)
+        add_member("n5")(world)
 
     def remove_a_first_follower(world) -> None:
         lead = leader(world, members(world))
@@ -47,7 +41,7 @@ def plan() -> list[Step]:
         Step(
             "a leader, 5 entries committed and applied everywhere: add n4",
             lambda w: settled(w, 5) is not None,
-            add("n4"),
+            add_member("n4"),
         ),
         Step(
             "n4 is a member: crash the leader",

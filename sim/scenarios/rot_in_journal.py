@@ -13,7 +13,7 @@ new membership.
 
 from __future__ import annotations
 
-from ..scripted import Scenario, Step, leader, members, settled
+from ..scripted import Scenario, Step, add_member, leader, members, settled
 from ..world import MS
 
 
@@ -55,9 +55,6 @@ def plan() -> list[Step]:
         world.damaged.add(f.name)
         world.at(world.rng.randrange(100 * MS, 500 * MS), "fault", None, world.restart_of(f.name))
 
-    def add_a_spare(world) -> None:
-        world.change_membership("add", "n4", leader(world, members(world)))
-
     def remove_it(world) -> None:
         world.change_membership("rem", cast["f"], leader(world, members(world)))
 
@@ -75,7 +72,7 @@ def plan() -> list[Step]:
         Step(
             "F tried to start again: add a spare, n4",
             lambda w: w.by_name[cast["f"]].starts_refused > 0 and leader(w, members(w)) is not None,
-            add_a_spare,
+            add_member("n4"),
         ),
         Step(
             "n4 is a member: remove F",

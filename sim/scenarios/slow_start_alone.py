@@ -16,7 +16,7 @@ tick stand.
 
 from __future__ import annotations
 
-from ..scripted import Scenario, Step, leader, members, settled
+from ..scripted import Scenario, Step, add_member, leader, members, settled
 
 AHEAD = 5
 STOP_S = 1.0
@@ -24,12 +24,6 @@ STOP_S = 1.0
 
 def plan() -> list[Step]:
     cast: dict = {}
-
-    def add(name: str):
-        def do(world) -> None:
-            world.change_membership("add", name, leader(world, members(world)))
-
-        return do
 
     def crash_n1(world) -> None:
         n1 = world.by_name["n1"]
@@ -46,11 +40,13 @@ def plan() -> list[Step]:
         on()
 
     return [
-        Step("n1 leads alone, 5 entries applied: add n2", lambda w: settled(w, 5) is not None, add("n2")),
+        Step(
+            "n1 leads alone, 5 entries applied: add n2", lambda w: settled(w, 5) is not None, add_member("n2")
+        ),
         Step(
             "n2 is a member: add n3",
             lambda w: "n2" in members(w) and settled(w, 1) is not None,
-            add("n3"),
+            add_member("n3"),
             within_s=15.0,
         ),
         Step(
