@@ -347,16 +347,22 @@ def _no_vote_sync() -> None:
     DiskJournal.setCurrentTerm = set_current_term
 
 
-def _no_restart_hold() -> None:
-    """A node that starts grants votes at once: it does not count its start as hearing a
-    leader (docs/cluster.md, "A deposed master stops at once": Restarts)."""
+def _set_at_start(**fields) -> None:
+    """Every RaftNode built from now on has ``fields`` set as its constructor ends."""
     init = RaftNode.__init__
 
     def __init__(self, *args, **kwargs) -> None:
         init(self, *args, **kwargs)
-        self._leader_contact_at = float("-inf")
+        for name, value in fields.items():
+            setattr(self, name, value)
 
     RaftNode.__init__ = __init__
+
+
+def _no_restart_hold() -> None:
+    """A node that starts grants votes at once: it does not count its start as hearing a
+    leader (docs/cluster.md, "A deposed master stops at once": Restarts)."""
+    _set_at_start(_leader_contact_at=float("-inf"))
 
 
 def _no_pre_vote() -> None:
@@ -384,13 +390,7 @@ def _no_membership_first() -> None:
     """aadea71: a node's first tick decided whether to stand by its configured membership,
     before that tick took the one of its dump and log: a node configured alone whose start
     took longer than an election timeout stood alone and led a membership of several."""
-    init = RaftNode.__init__
-
-    def __init__(self, *args, **kwargs) -> None:
-        init(self, *args, **kwargs)
-        self._membership_taken = True
-
-    RaftNode.__init__ = __init__
+    _set_at_start(_membership_taken=True)
 
 
 def _no_cut_fsync() -> None:
