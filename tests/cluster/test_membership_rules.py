@@ -64,15 +64,23 @@ def test_a_node_started_to_join_stands_for_no_election(tmp_path):
         crash(node)
 
 
-def test_a_restart_takes_the_changes_in_its_logs_tail_at_once(tmp_path):
-    """pysyncobj takes a change at start only once it applies it (committed); Raft has a
-    node use the latest membership in its log."""
+def _crash_with_an_add_uncommitted(tmp_path) -> int:
+    """A node of ``tmp_path`` that led alone, crashed with the addition of ``x`` in its log
+    and not committed; its term."""
     node = ticked_node(tmp_path)
     lead_alone(node)
     node.addNodeToCluster(_node("127.0.0.1:1", "x"), callback=lambda _r, _e: None)
     tick(node)
     assert node.raftCommitIndex < node.last_log_index()  # the change is in the log, uncommitted
+    term = node.raftCurrentTerm
     crash(node)
+    return term
+
+
+def test_a_restart_takes_the_changes_in_its_logs_tail_at_once(tmp_path):
+    """pysyncobj takes a change at start only once it applies it (committed); Raft has a
+    node use the latest membership in its log."""
+    _crash_with_an_add_uncommitted(tmp_path)
     again = ticked_node(tmp_path)
     try:
         tick(again)  # no dump to load: the tail is taken at the first tick
@@ -109,12 +117,7 @@ def test_a_node_started_alone_whose_log_has_members_takes_no_lead_at_its_first_t
     longer than an election timeout: its first tick must decide whether to stand by the
     membership of its log, not the configured one. By the configured one it is alone: it
     would stand at once, and lead a membership of two with no vote of the other's."""
-    node = ticked_node(tmp_path)
-    lead_alone(node)
-    node.addNodeToCluster(_node("127.0.0.1:1", "x"), callback=lambda _r, _e: None)
-    tick(node)
-    term = node.raftCurrentTerm
-    crash(node)
+    term = _crash_with_an_add_uncommitted(tmp_path)
     again = ticked_node(tmp_path)
     try:
         again.election_deadline = 0  # passed before the first tick
