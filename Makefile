@@ -23,7 +23,7 @@ DROP_OLD_STAMPS := find $(VENV) -maxdepth 1 -name '.installed-*' ! -name '*-$(HA
 DEB_PACKAGES := faketime iproute2 fuse3 libfuse3-dev pkg-config docker.io debootstrap docker-compose prometheus \
 	chromium chromium-driver
 
-.PHONY: help install bytecode test lint unit bench bench-parts run fuzz chaos task-queues soak sim compose-check compose-test deb-tools clean
+.PHONY: help install bytecode test lint unit bench bench-parts run fuzz chaos task-queues soak sim sim-pins compose-check compose-test deb-tools clean
 
 help:
 	@echo "make run    - start a local 3-node cluster, show messages scheduled and delivered; Ctrl-C stops it"
@@ -35,6 +35,7 @@ help:
 	@echo "make task-queues - Celery and Dramatiq at full size with faults, beside Redis (~15 min)"
 	@echo "make soak   - 30 min of mixed load, a fault every 2 min; report in soak-report/"
 	@echo "make sim    - the deterministic simulator: SEEDS=N or MINUTES=M of seeds; SEED=S replays one"
+	@echo "make sim-pins - every seed the scenario tests pin, with each fix and without (make test: the first)"
 	@echo "make compose-check - validate both compose layouts offline and their node command lines"
 	@echo "make compose-test - the compose deployment for real: own dockerd, images built offline,"
 	@echo "                    3 nodes on the host network, SIGKILL/stop/down-up/isolate; prints timings"
@@ -183,3 +184,8 @@ else
 		$(if $(SYNC_INTERVAL_MS),--sync-interval-ms $(SYNC_INTERVAL_MS)) $(if $(SCHEDULES),--schedules) \
 		$(if $(LATENESS),--lateness) $(if $(RETENTION),--retention) $(if $(PUSH),--push)
 endif
+
+# Every seed tests/sim/test_scenarios.py pins, with each fix and without it;
+# the default suite replays the first seed of each.
+sim-pins: install bytecode
+	HOROLOGE_SIM_PINS=all $(VENV)/bin/pytest -q -n 2 tests/sim/test_scenarios.py
