@@ -142,6 +142,11 @@ def write_app(root: str, name: str, source: str, env: dict[str, str]) -> tuple[d
     return {**os.environ, **env, "OUT": out, "PYTHONPATH": path}, out
 
 
+def celery_broker(cluster: Cluster) -> str:
+    """The broker URL of a Celery app on ``cluster``: ``horologe://`` and every node."""
+    return "horologe://" + ",".join(cluster.url(i).removeprefix("http://") for i in cluster.indexes)
+
+
 def start_celery(
     cluster: Cluster,
     tmp_path,
@@ -157,7 +162,7 @@ def start_celery(
     cluster, ``VISIBILITY_S``), and ``workers`` ``celery worker`` processes of it, each of
     one ``pool`` process or thread, logging to ``worker<k>.log`` in ``tmp_path``: the
     processes, and the directory the tasks write to."""
-    broker = "horologe://" + ",".join(cluster.url(i).removeprefix("http://") for i in cluster.indexes)
+    broker = celery_broker(cluster)
     env, out = app_module(
         cluster, tmp_path, monkeypatch, name, source, BROKER=broker, VISIBILITY_S=str(visibility_s)
     )

@@ -19,6 +19,7 @@ from testkit.process_cluster import CLIENT
 from testkit.task_queues import (
     CELERY_PROBE_APP,
     app_module,
+    celery_broker,
     dead_lettered,
     executions,
     faults,
@@ -56,7 +57,7 @@ RETRIED = 20  # tasks that retry once, 2 s later: a retry is a message of its ow
 def test_celery_tasks_run_once_on_time_across_a_release_and_a_sigkilled_master(
     cluster, tmp_path, monkeypatch
 ):
-    broker = "horologe://" + ",".join(cluster.url(i).removeprefix("http://") for i in cluster.indexes)
+    broker = celery_broker(cluster)
     env, out = app_module(
         cluster, tmp_path, monkeypatch, "acc_app", CELERY_PROBE_APP, BROKER=broker, VISIBILITY_S="10"
     )
@@ -115,8 +116,7 @@ def _app(cluster, monkeypatch, name: str):
     import horologe.kombu  # noqa: F401 - registers the transport
 
     monkeypatch.setenv("HOROLOGE_CLIENT_TOKEN", CLIENT)
-    nodes = ",".join(cluster.url(i).removeprefix("http://") for i in cluster.indexes)
-    app = Celery(name, broker=f"horologe://{nodes}")
+    app = Celery(name, broker=celery_broker(cluster))
     app.conf.task_default_queue = name
     return app
 

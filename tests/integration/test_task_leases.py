@@ -23,6 +23,7 @@ import pytest
 from testkit.task_queues import (
     CELERY_PROBE_APP,
     app_module,
+    celery_broker,
     dramatiq_slow_app,
     executions,
     received,
@@ -100,7 +101,7 @@ def _runs(out: str) -> dict[int, int]:
 
 def test_a_celery_task_held_longer_than_its_lease_runs_once(cluster, tmp_path, monkeypatch):
     """Without the renewals the last tasks ran twice (their leases ended in the prefetch)."""
-    broker = "horologe://" + ",".join(cluster.url(i).removeprefix("http://") for i in cluster.indexes)
+    broker = celery_broker(cluster)
     env, out = app_module(
         cluster, tmp_path, monkeypatch, "lk_app", CELERY_APP, BROKER=broker, VISIBILITY_S="6"
     )
@@ -155,7 +156,7 @@ def test_a_celery_task_whose_worker_died_before_its_ack_is_redelivered_and_not_r
     """Celery's ``worker_deduplicate_successful_tasks`` looks a task's result up only when
     its ``delivery_info["redelivered"]`` says it was handed out before: without it, the
     task whose lease ended with its worker ran a second time."""
-    broker = "horologe://" + ",".join(cluster.url(i).removeprefix("http://") for i in cluster.indexes)
+    broker = celery_broker(cluster)
     env, out = app_module(
         cluster, tmp_path, monkeypatch, "dd_app", CELERY_DEDUP_APP, BROKER=broker, VISIBILITY_S="2"
     )

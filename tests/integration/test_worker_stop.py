@@ -20,6 +20,7 @@ import time
 from testkit.task_queues import (
     CELERY_PROBE_APP,
     app_module,
+    celery_broker,
     dramatiq_slow_app,
     executions,
     start_workers,
@@ -65,7 +66,7 @@ def _stop_one_then_start_another(worker: list[str], env: dict, tmp_path, out: st
 def test_a_celery_worker_stopped_warm_gives_back_the_tasks_its_rate_limit_held(
     cluster, tmp_path, monkeypatch
 ):
-    broker = "horologe://" + ",".join(cluster.url(i).removeprefix("http://") for i in cluster.indexes)
+    broker = celery_broker(cluster)
     env, out = app_module(
         cluster, tmp_path, monkeypatch, "ws_cel", CELERY_APP, BROKER=broker, VISIBILITY_S="120"
     )
