@@ -88,6 +88,7 @@ def run_scenario(
                 scenario.run(run)
             except Exception as e:  # noqa: BLE001 - a fault that went wrong is a finding, not a crash
                 run.violations.append(f"the scenario did not complete: {type(e).__name__}: {e}")
+                run.undo_faults()  # the verdict then reads every member's log, caught up
             _load_for(history, SETTLE_S)
             run.drain()
         finally:
