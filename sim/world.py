@@ -237,6 +237,14 @@ class SimNode:
 
     # -- start, crash ------------------------------------------------------------
 
+    def configure_peers(self, members: dict[str, str]) -> None:
+        """Its config names ``members`` (name -> address) as its peers, as an operator
+        starts a node to join with the members of then (docs/deploy.md, "Membership"): a
+        member added since the world was made may lead, and a spare whose address is
+        the larger dials it."""
+        peers = tuple(Peer(n, a, service.http_of(n)) for n, a in members.items() if n != self.name)
+        self.settings = replace(self.settings, peers=peers)
+
     def start(self) -> None:
         clock = self.world.clock
         saved, clock.drift = clock.drift, self.drift  # a fault's step starts it: its own clock
@@ -1179,6 +1187,8 @@ class World:
         the (index, term) the spare applied up to, as its ``/readyz`` says (a restored one)."""
         node = self.by_name[name]
         if kind == "add" and not node.alive:
+            if node.incarnation == 0:  # started now for the first time: with the members of now
+                node.configure_peers({n.name: n.address for n in self.nodes})
             node.start()
 
         def settle(why) -> None:  # on the leader's loop, once made (None) or not

@@ -74,6 +74,9 @@ from .writer_questions import WriterQuestions
 log = logging.getLogger(__name__)
 
 KEEPALIVE = "horologe_keepalive"  # a message type pysyncobj does not use
+# How many keep-alive periods a master waits, once a learner holds and applied the log,
+# for a reading of its clock before it adds it all the same (_tick_membership).
+CLOCK_WAIT_KEEPALIVES = 4
 # What a lease gives up of the election timeout: the clocks' rates, a tick's lateness.
 LEASE_MARGIN_S = 0.05
 # The answer to a change proposed by a master that stopped leading before it committed.
@@ -347,7 +350,7 @@ class RaftNode(SyncObjSeam):
             self.raftCurrentTerm,
             self.leader_address(),
             frozenset(self.linked_peers()),
-            tuple(self._peer_clocks.values()),
+            self._member_clocks(),
             self.leader_changes,
             self.stale_answers,
             self._dump.last,
@@ -356,6 +359,19 @@ class RaftNode(SyncObjSeam):
             self.raftCommitIndex,
             self._journal.bytes,
         )
+
+    def _clock_fresh(self, node) -> bool:
+        """Whether a reading of ``node``'s clock was taken from its keep-alives
+        (peer_clocks.py) within two keep-alive periods: fresh still when it starts to count."""
+        clock = self._peer_clocks.get(node.address)
+        fresh = 2 * self.settings.link_keepalive_s
+        return clock is not None and clock.ms is not None and clock.age_s(monotonic_time()) < fresh
+
+    def _member_clocks(self) -> tuple[PeerClock, ...]:
+        """The clocks of the members: a learner's is kept (``_on_message``), but counts for
+        nothing until it is added."""
+        members = {node.address for node in self.otherNodes}
+        return tuple(clock for address, clock in self._peer_clocks.items() if address in members)
 
     def _take_status(self, status: RaftStatus) -> None:  # on the loop
         self.status = status
@@ -441,7 +457,8 @@ class RaftNode(SyncObjSeam):
     def _answer_leader(self, node, reset: bool, next_index: int | None, success: bool) -> None:
         """A follower's answer to the leader: entries it reports having are on disk first,
         and the answer names the term it answers in (pysyncobj's carries none; the leader
-        drops answers of other terms, ``_on_message``)."""
+        drops answers of other terms, ``_on_message``) and the index it applied (a master
+        adds a learner once it applied the log it must hold: ``_tick_membership``)."""
         if success and self._refuse_success:
             self._refuse_success = False  # a snapshot this follower could not install
             return
@@ -461,6 +478,7 @@ class RaftNode(SyncObjSeam):
                 "reset": reset,
                 "success": success,
                 "term": self.raftCurrentTerm,
+                "applied": self.raftLastApplied,
                 **self._echo(node),
             },
         )
@@ -501,13 +519,18 @@ class RaftNode(SyncObjSeam):
     # -- links ------------------------------------------------------------------
 
     def _tick_keepalive(self) -> None:
-        """Send every linked peer a keep-alive with this node's clock reading.
+        """Send every linked peer, and a learner this master feeds, a keep-alive with this
+        node's clock reading.
 
         It keeps links read (``ClusterSettings.link_keepalive_s``) and lets each node know
         the others' clocks (node/quorum_clock.py). Only to peers whose link finished its
         handshake: a message sent earlier would be taken for the encryption key exchange.
         It names the leader this node follows (or itself, leading): a member back from
-        being down learns of a leader added meanwhile (:meth:`_link_named_leader`).
+        being down learns of a leader added meanwhile (:meth:`_link_named_leader`). A
+        learner's echo of it makes the learner's clock known here, and it is added only
+        then (``_tick_membership``): a master whose new member made its majority (one
+        member down) served nothing for 0.5 s after the add, its quorum clock short of a
+        majority's readings until two keep-alives had crossed.
         """
         now = monotonic_time()
         if now < self._next_keepalive:
@@ -515,7 +538,7 @@ class RaftNode(SyncObjSeam):
         self._next_keepalive = now + self.settings.link_keepalive_s
         clock_ms = self._clock()
         leader = self.leader_address()
-        for node in self.otherNodes:
+        for node in self.otherNodes | self.readonly_nodes:
             if self.isNodeConnected(node):
                 last = self._peer_clocks.get(node.address)
                 clock = keepalive(clock_ms, now, last)
@@ -585,9 +608,10 @@ class RaftNode(SyncObjSeam):
             self._transfer_election = (self.raftCurrentTerm + 1, until)
         if kind == KEEPALIVE:
             clock = received(message, monotonic_time(), self._peer_clocks.get(node.address))
-            if not outside:  # a learner's clock counts for nothing, nor does it name leaders
-                if clock is not None:
-                    self._peer_clocks[node.address] = clock
+            if clock is not None and (not outside or node in self.readonly_nodes):
+                # a learner's clock is kept, to count once it is added (_member_clocks)
+                self._peer_clocks[node.address] = clock
+            if not outside:  # nor does a learner name leaders
                 self._link_named_leader(message.get("leader"))
                 if message.get(PRE_VOTE):
                     self._without_pre_vote.discard(node.address)
@@ -628,6 +652,9 @@ class RaftNode(SyncObjSeam):
             echo = message.get("echo")
             if isinstance(echo, (int, float)) and term is not None and self._isLeader():
                 self._acked_sent[node.address] = max(self._acked_sent.get(node.address, 0.0), echo)
+            joining = self._joining
+            if joining is not None and node == joining.node:
+                joining.heard_applied(message.get("applied"))
             if message.get("success"):
                 self._refused.pop(node.address, None)
                 self._take_ack(node, message)
@@ -999,8 +1026,8 @@ class RaftNode(SyncObjSeam):
         self, member: Member, dial: str | None, catch_up_s: float, applied: tuple[int, int] | None = None
     ) -> Awaitable[None]:
         """On the loop, on the master: feed ``member`` the log as a learner until it holds
-        it up to the commit index of now, then commit the change that adds it; ``applied``
-        is the (index, term) it says it applied (its ``/readyz``). Raises
+        and applied it up to the commit index of now, then commit the change that adds it;
+        ``applied`` is the (index, term) it says it applied (its ``/readyz``). Raises
         :class:`MembershipChangeError` when it cannot (``code`` says why)."""
         node = DialNode(member.raft, dial, member.node_id, member.http)
         return self._awaited(lambda settle: self.change_membership("add", node, catch_up_s, settle, applied))
@@ -1078,17 +1105,29 @@ class RaftNode(SyncObjSeam):
                 )
             return
         match = self.match_index.get(joining.node, 0)
-        if match >= joining.target:
+        if match >= joining.target and joining.applied_target():
+            # Its clock read too, for the quorum clock to count it at once; a node whose
+            # keep-alives give no reading is added all the same after a few keep-alives.
+            joining.ready_at = joining.ready_at or monotonic_time()
+            waited = monotonic_time() - joining.ready_at
+            if (
+                not self._clock_fresh(joining.node)
+                and waited < CLOCK_WAIT_KEEPALIVES * self.settings.link_keepalive_s
+            ):
+                return
             joining.proposed = True
             answered = self._change_answered(lambda why, joining=joining: self._end_join(why, joining))
             self.addNodeToCluster(joining.node, callback=answered)
         elif monotonic_time() > joining.deadline:
+            where = f"held the log only up to {match} of {joining.target}"
+            if match >= joining.target:
+                where = f"held the log up to {joining.target} but had applied it only up to {joining.applied}"
             self._end_join(
                 (
                     "catch_up_failed",
-                    f"{joining.node.node_id} held the log only up to {match} of {joining.target} "
-                    f"when the time to catch up ran out: is it running, started to join, with "
-                    f"this cluster's secret, and reachable from this node at {joining.node.address}?",
+                    f"{joining.node.node_id} {where} when the time to catch up ran out: is it "
+                    f"running, started to join, with this cluster's secret, and reachable from "
+                    f"this node at {joining.node.address}?",
                 ),
                 joining,
             )
@@ -1155,6 +1194,8 @@ class RaftNode(SyncObjSeam):
         self._joining = None
         if why is not None:
             self.drop_learner(joining.node)
+            if joining.node not in self.otherNodes:  # not proposed, or cut: no member's clock
+                self._peer_clocks.pop(joining.node.address, None)
         joining.done(why)  # after the learner is gone: the status it posts shows the change
 
     @staticmethod

@@ -687,13 +687,23 @@ class SyncObjSeam(SyncObj):
     def _SyncObj__doChangeCluster(self, request, reverse=False):  # noqa: N802 - pysyncobj's name
         """Wraps ``__doChangeCluster`` (syncobj.py:1374), where pysyncobj takes a change of
         the membership as this node's own (or undoes one, ``reverse``) when it appends it
-        (:526, :1011), cuts it (:997) or applies it (:889, a restart). A learner about to
-        become a member stops being fed as one first (:meth:`drop_learner`, its link with
-        it; ``addNode`` makes the member's); :meth:`_membership_changed` runs after."""
+        (:526, :1011), cuts it (:997) or applies it (:889, a restart). A learner that
+        becomes a member is fed as one from then on, on the link it has (``addNode`` keeps
+        it) and from where it was (pysyncobj starts a member it adds at the log's end with
+        nothing matched, :1397-1398). Dropped for a new link, the learner had to dial
+        again (``connect_retry_s``) before it heard of its add, and a cluster that needs the
+        new member for a majority (one member down) committed nothing meanwhile;
+        :meth:`_membership_changed` runs after."""
         node = request[2] if len(request) >= 3 else None
-        if not reverse and request[0] == "add" and node is not None and node in self.readonly_nodes:
-            self.drop_learner(node)
+        learner = not reverse and request[0] == "add" and node is not None and node in self.readonly_nodes
+        if learner:
+            self.readonly_nodes.discard(node)
+            fed = self.next_index.get(node), self.match_index.get(node)
         changed = SyncObj._SyncObj__doChangeCluster(self, request, reverse)
+        if learner and not changed:
+            self.readonly_nodes.add(node)  # still a learner, fed as before
+        elif learner and None not in fed:
+            self.next_index[node], self.match_index[node] = fed
         self._membership_changed(request, reverse)
         return changed
 

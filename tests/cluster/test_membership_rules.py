@@ -8,8 +8,10 @@ import time
 
 from pysyncobj import FAIL_REASON
 
+from horologe.cluster.raft import node as raft_node
 from horologe.cluster.raft.dial_node import DialNode
 from horologe.cluster.raft.membership import JOIN_FRESH_DUMP_ENTRIES, Member
+from horologe.cluster.raft.node import CLOCK_WAIT_KEEPALIVES, KEEPALIVE
 
 from .ticked import commit_alone, crash, lead_alone, stand, tick, ticked_node
 
@@ -211,3 +213,119 @@ def test_a_joiner_is_fed_from_what_it_applied_only_when_this_log_holds_that_entr
             assert node._joining is not None and node._joining.fed is fed, case
         finally:
             crash(node)
+
+
+def test_a_learner_made_a_member_keeps_its_link_and_what_it_matched(tmp_path):
+    """With a member down, a cluster that a new member makes a majority commits nothing
+    until the new member hears the change: the learner's link was dropped at the add and
+    the member's made anew (a second, until the joiner dialled again), and pysyncobj
+    starts a member it adds with nothing matched."""
+    node = ticked_node(tmp_path)
+    try:
+        lead_alone(node)
+        commit_alone(node, 1_000, 5)
+        learner = _node("127.0.0.1:1", "x")  # an address below the master's: the master dials it
+        node.feed_learner(learner)
+        link = node.transport._connections[learner]
+        node.next_index[learner] = node.raftCommitIndex + 1
+        node.match_index[learner] = matched = node.raftCommitIndex
+        node.addNodeToCluster(learner, callback=lambda _r, _e: None)
+        tick(node)
+        assert learner in node.otherNodes and learner not in node.readonly_nodes
+        assert node.transport._connections[learner] is link
+        assert node.match_index[learner] == matched
+    finally:
+        crash(node)
+
+
+def _feeding(node, learner: DialNode) -> int:
+    """``node`` leads alone with a few entries and feeds ``learner``; the index it must hold."""
+    lead_alone(node)
+    commit_alone(node, 1_000, 5)
+    node.change_membership("add", learner, 60.0, lambda why: None)
+    tick(node)
+    assert node._joining is not None and node._joining.fed
+    return node._joining.target
+
+
+def _answer(node, learner: DialNode, holds: int, **applied) -> None:
+    """The learner answers an append: it holds the log up to ``holds`` (and applied ``applied``)."""
+    ack = {"type": "next_node_idx", "next_node_idx": holds + 1, "reset": False, "success": True}
+    node._on_message(learner, {**ack, "term": node.raftCurrentTerm, **applied})
+    tick(node)
+
+
+def _clock_heard(node, learner: DialNode) -> None:
+    """A keep-alive from the learner that echoes one of ``node``'s: its clock is read."""
+    now = raft_node.monotonic_time()
+    echoed = [now - 0.001, 0.0]  # the send time of one of node's keep-alives, held for nothing
+    node._on_message(learner, {"type": KEEPALIVE, "clock_ms": 123_456, "sent": now, "echo": echoed})
+
+
+def test_a_learner_is_added_once_it_applied_the_log_it_must_hold(tmp_path):
+    """A learner answers an append once the entries are on its disk, then applies them and
+    answers nothing meanwhile: added then, with a member down, it held every commit."""
+    node = ticked_node(tmp_path / "new")
+    try:
+        learner = _node("127.0.0.1:1", "x")
+        target = _feeding(node, learner)
+        _clock_heard(node, learner)
+        _answer(node, learner, target, applied=target - 1)
+        assert not node._joining.proposed  # it holds the log, and has not applied it yet
+        _answer(node, learner, target, applied=target)
+        assert node._joining.proposed
+    finally:
+        crash(node)
+    node = ticked_node(tmp_path / "older")
+    try:
+        learner = _node("127.0.0.1:1", "x")
+        target = _feeding(node, learner)
+        _clock_heard(node, learner)
+        _answer(node, learner, target)  # a node of an older version says nothing of it
+        assert node._joining.proposed
+    finally:
+        crash(node)
+
+
+def test_a_learner_is_added_once_its_clock_is_known_and_it_counts_for_nothing_before(tmp_path):
+    """A master whose new member made its majority (one member down) served nothing until
+    two keep-alives had crossed after the add, short of a majority's clock readings."""
+    node = ticked_node(tmp_path)
+    try:
+        learner = _node("127.0.0.1:1", "x")
+        target = _feeding(node, learner)
+        node.isNodeConnected = lambda _node: True  # every link up
+        node._next_keepalive = 0.0
+        tick(node)
+        assert any(peer == learner and m.get("type") == KEEPALIVE for peer, m in node.sent)
+        _answer(node, learner, target, applied=target)
+        assert not node._joining.proposed  # its clock is not known yet
+        _clock_heard(node, learner)
+        assert node._status_now().peer_clocks == ()  # a learner's clock counts for nothing
+        tick(node)
+        assert node._joining.proposed
+        tick(node)  # the change proposed is appended, and taken
+        assert learner in node.otherNodes
+        assert [c.ms for c in node._status_now().peer_clocks] == [123_456]
+    finally:
+        crash(node)
+
+
+def test_a_learner_whose_clock_is_not_read_afresh_is_added_after_a_few_keep_alives(tmp_path, monkeypatch):
+    """A reading taken long before, as the learner applied a backlog, would be stale when
+    it starts to count; a learner whose keep-alives give none is not kept out for good."""
+    node = ticked_node(tmp_path)
+    try:
+        learner = _node("127.0.0.1:1", "x")
+        target = _feeding(node, learner)
+        _clock_heard(node, learner)
+        start = raft_node.monotonic_time()
+        monkeypatch.setattr(raft_node, "monotonic_time", lambda: start + 1.2)
+        _answer(node, learner, target, applied=target)
+        assert not node._joining.proposed  # its reading is 1.2 s old
+        wait = CLOCK_WAIT_KEEPALIVES * node.settings.link_keepalive_s
+        monkeypatch.setattr(raft_node, "monotonic_time", lambda: start + 1.2 + wait)
+        tick(node)
+        assert node._joining.proposed
+    finally:
+        crash(node)
