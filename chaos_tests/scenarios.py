@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from horologe.client import Client, HorologeError, node_role
+from horologe.client.membership_change import change_until_made
 
 from .harness import ChaosCluster
 from .history import History, now_ms
@@ -37,12 +38,8 @@ FOLLOWER = 0  # the follower whose clock the follower scenarios step
 LOADED_SLACK = 5  # entries a restarted node may still lag by, under load, once caught up
 PAUSE_S = 4.0  # SIGSTOP: beyond the 0.3-0.6 s election timeout and the 2 s leader fallback
 SCHEDULE_WINDOW_S = 20  # long enough for both kills and the release to fall inside it
-# Answers to a membership change after which it may have been made all the same
-# (``not_committed``: its master stopped leading with it proposed) or was not made, with
-# nothing wrong in the ask (docs/api.md): Run._change lists the members, then asks again.
-CHANGE_NOT_SURE = frozenset({"not_committed", "lost_lead", "change_under_way", "change_refused"})
-CHANGE_ASKS = 5
-CHANGE_PAUSE_S = 1.0  # before listing: an election or the change under way may end meanwhile
+CHANGE_ASKS = 5  # of a membership change that an answer left unsure (Run._change)
+CHANGE_PAUSE_S = 1.0  # before listing the members: an election may end meanwhile
 # Schedules planned 4 s ahead (checked every 200 ms) rather than 60 s: every master of the
 # run has firings of its own to plan, so planning has to go on across each failover.
 SCHEDULE_TOML = "schedule_horizon_ms = 4000\nschedule_check_ms = 200\n"
@@ -113,9 +110,7 @@ class Run:
         c.start(k)
         c.wait_serving(k)
         node_id, raft = f"n{k + 1}", f"127.0.0.1:{c.raft_ports[k]}"
-        self._change(
-            k, f"add {node_id}", lambda client: client.add_member(node_id, raft, c.member_http(k), 120), True
-        )
+        self._change(k, lambda client: client.add_member(node_id, raft, c.member_http(k), 120), True)
         self.note(f"{node_id} added")
         return k
 
@@ -124,41 +119,36 @@ class Run:
         it is (running or down) for the caller to stop."""
         node_id = f"n{i + 1}"
 
-        def ask(client: Client) -> None:
+        def ask(client: Client) -> list[dict]:
             try:
-                client.remove_member(node_id)
+                return client.remove_member(node_id)
             except HorologeError as e:
                 if e.code != "is_master":
                     raise
                 self.release()
-                client.remove_member(node_id)
+                return client.remove_member(node_id)
 
-        self._change(i, f"remove {node_id}", ask, False)
+        self._change(i, ask, False)
         self.retired.add(i)
         self.note(f"{node_id} removed")
 
-    def _change(self, i: int, what: str, ask: Callable[[Client], object], member_after: bool) -> None:
-        """Ask the master (through a client of it) for a change of node ``i``'s membership,
-        until it is made: whether ``i`` is a member after it is ``member_after``. An answer
-        after which the change may have been made all the same, or was not made
-        (:data:`CHANGE_NOT_SURE`), is followed as docs/api.md says: the members are listed,
-        and the change is asked again only if they show it was not made."""
+    def _change(self, i: int, ask: Callable[[Client], list[dict]], member_after: bool) -> None:
+        """Ask the master (through a client of it) for a change of node ``i``'s membership
+        until it is made (whether ``i`` is a member after it: ``member_after``), as
+        docs/api.md says: after an answer that leaves it unsure, the members are listed, and
+        the change asked again only if they lack it (horologe/client/membership_change.py)."""
         c = self.cluster
-        node_id = f"n{i + 1}"
-        for _ in range(CHANGE_ASKS):
-            among = [j for j in self.members() if j != i and j in c.alive()]
-            try:
-                ask(c.client(c.wait_leader(among), retry_s=10, timeout=10))
-                return
-            except HorologeError as e:
-                if e.code not in CHANGE_NOT_SURE:
-                    raise
-                self.note(f"{what} answered {e.status} {e.code}: listing the members before asking again")
-            time.sleep(CHANGE_PAUSE_S)
-            listed = c.client(c.wait_leader(among), retry_s=10, timeout=10).members()
-            if any(m["node_id"] == node_id for m in listed) == member_after:
-                return
-        raise RuntimeError(f"{what}: not made in {CHANGE_ASKS} asks")
+        among = [j for j in self.members() if j != i and j in c.alive()]
+        client = c.client(c.wait_leader(among), retry_s=10, timeout=10)
+        change_until_made(
+            client,
+            f"n{i + 1}",
+            lambda: ask(client),
+            member_after,
+            asks=CHANGE_ASKS,
+            pause_s=CHANGE_PAUSE_S,
+            said=self.note,
+        )
 
     def release(self, to: int | None = None) -> dict:
         """Force the master to hand over (to node ``to``), retrying a refused handover.

@@ -116,6 +116,6 @@ def test_a_change_refused_for_what_was_asked_is_not_asked_again(monkeypatch):
 
 def test_a_change_never_made_ends_the_scenario(monkeypatch):
     run = _run(["not_committed"] * scenarios.CHANGE_ASKS, monkeypatch)
-    with pytest.raises(RuntimeError, match="not made in"):
+    with pytest.raises(HorologeError, match="not made in"):
         run.remove_node(1)
     assert not run.retired

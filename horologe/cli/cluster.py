@@ -11,9 +11,11 @@ import click
 from horologe.cli._common import _client, _echo_json, _sdk_errors, admin_option, ca_option, url_option
 from horologe.client import Client, HorologeError
 from horologe.client.calls import node_urls
+from horologe.client.membership_change import change_until_made
 
 PROGRESS_S = 2.0  # how often `cluster add` looks at the new node's catch-up
 STILL_S = 10.0  # a catch-up that did not move is said again this often, with how long
+CHANGE_PAUSE_S = 1.0  # after an answer that leaves a change unsure (membership_change.py)
 
 
 @click.group()
@@ -23,6 +25,8 @@ def cluster() -> None:
     Replace a machine: start the new node with --join (its peers: the members), run
     `cluster add` for it, then `cluster remove` for the old one. Grow from 3 to 5 nodes:
     two adds, one after the other. Changes go to the master (any node's URL will do).
+    An answer that leaves a change unsure (the master stopped leading with it proposed)
+    is followed by a look at the members, and the change is asked again if they lack it.
     """
 
 
@@ -67,7 +71,12 @@ def add(url, admin_token, ca, node_id, raft_addr, http_addr, catch_up_s) -> None
 
     def add_it() -> None:
         try:
-            outcome["members"] = client.add_member(node_id, raft_addr, http_addr, catch_up_s)
+            outcome["members"] = _until_made(
+                client,
+                node_id,
+                lambda: client.add_member(node_id, raft_addr, http_addr, catch_up_s),
+                member_after=True,
+            )
         except BaseException as e:  # noqa: BLE001 - raised again on the main thread
             outcome["error"] = e
 
@@ -154,12 +163,21 @@ class _Progress:
 
 
 def _remove(client: Client, node_id: str) -> list[dict]:
-    try:
+    def remove_it() -> list[dict]:
+        try:
+            return client.remove_member(node_id)
+        except HorologeError as e:
+            if e.code != "is_master":
+                raise
+        click.echo(f"{node_id} is the master: releasing it first", err=True)
+        released = client.release_master()
+        click.echo(f"{released['new_master']} is the master now", err=True)
         return client.remove_member(node_id)
-    except HorologeError as e:
-        if e.code != "is_master":
-            raise
-    click.echo(f"{node_id} is the master: releasing it first", err=True)
-    released = client.release_master()
-    click.echo(f"{released['new_master']} is the master now", err=True)
-    return client.remove_member(node_id)
+
+    return _until_made(client, node_id, remove_it, member_after=False)
+
+
+def _until_made(client: Client, node_id: str, ask, member_after: bool) -> list[dict]:
+    """``ask()`` until the change is made, as docs/api.md says (membership_change.py)."""
+    said = lambda text: click.echo(text, err=True)  # noqa: E731 - a one-line callable
+    return change_until_made(client, node_id, ask, member_after, pause_s=CHANGE_PAUSE_S, said=said)

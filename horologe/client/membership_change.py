@@ -1,0 +1,53 @@
+"""A change of the membership asked until it is made, as docs/api.md says to.
+
+An add or a removal may be answered 504 ``not_committed``: the master stopped leading with
+the change proposed, and it may still be made. Other answers say it was not made, with
+nothing wrong in the ask: ``lost_lead``, or another change still under way. A client must
+not send the change again blindly: it lists the members, and asks again only if they lack
+the change. A change asked again that an earlier ask made is answered ``member_exists``
+or ``not_a_member``: made. ``horologe cluster add/remove`` and the chaos scenarios ask so.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from .errors import HorologeError
+from .sync_client import Client
+
+# Answers after which the change may have been made all the same, or was not made.
+NOT_SURE = frozenset({"not_committed", "lost_lead", "change_under_way", "change_refused"})
+
+
+def change_until_made(
+    client: Client,
+    node_id: str,
+    ask: Callable[[], list[dict]],
+    member_after: bool,
+    *,
+    asks: int = 5,
+    pause_s: float = 1.0,
+    said: Callable[[str], None] = lambda _text: None,
+) -> list[dict]:
+    """``ask()`` for a change of ``node_id``'s membership (whether it is a member after it:
+    ``member_after``) until it answers with the members after it, or ``client``'s members
+    show it made, at most ``asks`` times; the members then. After an answer in
+    :data:`NOT_SURE`: ``said(why)``, a pause of ``pause_s`` (an election may end
+    meanwhile), then the members are listed. Any other error is raised; so is a change
+    not made after ``asks`` asks."""
+    already = "member_exists" if member_after else "not_a_member"
+    for k in range(asks):
+        try:
+            return ask()
+        except HorologeError as e:
+            if k and e.code == already:
+                return client.members()
+            if e.code not in NOT_SURE:
+                raise
+            said(f"{e}: listing the members before asking again")
+        time.sleep(pause_s)
+        members = client.members()
+        if any(m["node_id"] == node_id for m in members) == member_after:
+            return members
+    raise HorologeError(f"{node_id}: the change was not made in {asks} asks")

@@ -1,0 +1,94 @@
+"""`cluster add` and `cluster remove` after an answer that leaves a change unsure: 504
+``not_committed`` (the master stopped leading with the change proposed: it may still be
+made) and the answers that say it was not made (``lost_lead``, a change under way). As
+docs/api.md says, the members are listed and the change asked again only if they lack it;
+the command printed the 504 and left that to the operator."""
+
+from __future__ import annotations
+
+import pytest
+
+from horologe.cli import cluster
+from horologe.client import HorologeError
+
+
+class _Client:
+    """A membership, and for each ask of a change the next of ``answers``: ``made``,
+    ``made+<code>`` (made, then answered with that error code) or ``<code>`` (not made)."""
+
+    def __init__(self, answers: list[str]) -> None:
+        self.ids = {"n1", "n2", "n3"}
+        self.answers = answers
+        self.asks: list[str] = []
+
+    def _answer(self, change) -> list[dict]:
+        answer = self.answers.pop(0)
+        if answer.startswith("made"):
+            change()
+            answer = answer.removeprefix("made").removeprefix("+")
+        if answer:
+            raise HorologeError(f"HTTP 504: {answer}: why", 504, answer)
+        return self.members()
+
+    def remove_member(self, node_id: str) -> list[dict]:
+        self.asks.append(f"remove {node_id}")
+        return self._answer(lambda: self.ids.discard(node_id))
+
+    def add_member(self, node_id: str, *_args) -> list[dict]:
+        self.asks.append(f"add {node_id}")
+        return self._answer(lambda: self.ids.add(node_id))
+
+    def members(self) -> list[dict]:
+        return [{"node_id": n} for n in sorted(self.ids)]
+
+
+@pytest.fixture(autouse=True)
+def _no_pause(monkeypatch):
+    monkeypatch.setattr(cluster, "CHANGE_PAUSE_S", 0.0)
+
+
+@pytest.mark.parametrize(
+    ("answers", "asks"),
+    [
+        (["made+not_committed"], 1),  # made: not asked again
+        (["not_committed", "made"], 2),  # not made: asked again
+        (["lost_lead", "change_under_way", "made"], 3),
+    ],
+)
+def test_a_removal_left_unsure_is_asked_again_only_if_the_members_lack_it(answers, asks, capsys):
+    client = _Client(answers)
+    assert cluster._remove(client, "n2") == [{"node_id": "n1"}, {"node_id": "n3"}]
+    assert client.asks == ["remove n2"] * asks
+    assert "listing the members before asking again" in capsys.readouterr().err
+
+
+def test_a_removal_an_earlier_ask_made_ends_when_the_master_says_so():
+    """The members are listed by the node at --url, whose log may not have the change yet;
+    asked again, the master answers that it is made (``not_a_member``)."""
+    client = _Client(["made+not_committed", "not_a_member"])
+    listed = client.members
+    lagging = iter([[{"node_id": "n1"}, {"node_id": "n2"}, {"node_id": "n3"}]])
+    client.members = lambda: next(lagging, None) or listed()
+    assert cluster._remove(client, "n2") == [{"node_id": "n1"}, {"node_id": "n3"}]
+    assert client.asks == ["remove n2"] * 2
+
+
+def test_an_addition_left_unsure_is_not_asked_again_once_the_members_have_it():
+    client = _Client(["made+not_committed"])
+    members = cluster._until_made(client, "n4", lambda: client.add_member("n4"), member_after=True)
+    assert {m["node_id"] for m in members} == {"n1", "n2", "n3", "n4"}
+    assert client.asks == ["add n4"]
+
+
+def test_a_refusal_of_the_ask_itself_is_not_asked_again():
+    client = _Client(["would_lose_quorum"])
+    with pytest.raises(HorologeError, match="would_lose_quorum"):
+        cluster._remove(client, "n2")
+    assert client.asks == ["remove n2"]
+
+
+def test_a_change_never_made_ends_with_an_error_after_a_few_asks():
+    client = _Client(["not_committed"] * 5)
+    with pytest.raises(HorologeError, match="not made in 5 asks"):
+        cluster._remove(client, "n2")
+    assert len(client.asks) == 5
