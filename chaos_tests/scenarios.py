@@ -38,8 +38,6 @@ FOLLOWER = 0  # the follower whose clock the follower scenarios step
 LOADED_SLACK = 5  # entries a restarted node may still lag by, under load, once caught up
 PAUSE_S = 4.0  # SIGSTOP: beyond the 0.3-0.6 s election timeout and the 2 s leader fallback
 SCHEDULE_WINDOW_S = 20  # long enough for both kills and the release to fall inside it
-CHANGE_ASKS = 5  # of a membership change that an answer left unsure (Run._change)
-CHANGE_PAUSE_S = 1.0  # before listing the members: an election may end meanwhile
 # Schedules planned 4 s ahead (checked every 200 ms) rather than 60 s: every master of the
 # run has firings of its own to plan, so planning has to go on across each failover.
 SCHEDULE_TOML = "schedule_horizon_ms = 4000\nschedule_check_ms = 200\n"
@@ -140,15 +138,7 @@ class Run:
         c = self.cluster
         among = [j for j in self.members() if j != i and j in c.alive()]
         client = c.client(c.wait_leader(among), retry_s=10, timeout=10)
-        change_until_made(
-            client,
-            f"n{i + 1}",
-            lambda: ask(client),
-            member_after,
-            asks=CHANGE_ASKS,
-            pause_s=CHANGE_PAUSE_S,
-            said=self.note,
-        )
+        change_until_made(client, f"n{i + 1}", lambda: ask(client), member_after, self.note)
 
     def release(self, to: int | None = None) -> dict:
         """Force the master to hand over (to node ``to``), retrying a refused handover.

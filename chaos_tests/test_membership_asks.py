@@ -11,9 +11,8 @@ import random
 
 import pytest
 
-from horologe.client import HorologeError
+from horologe.client import HorologeError, membership_change
 
-from . import scenarios
 from .history import History
 from .scenarios import Run
 
@@ -79,7 +78,7 @@ class _Client:
 
 
 def _run(answers: list[str], monkeypatch) -> Run:
-    monkeypatch.setattr(scenarios, "CHANGE_PAUSE_S", 0.0)
+    monkeypatch.setattr(membership_change, "PAUSE_S", 0.0)
     return Run(_Cluster(answers), workload=None, history=History(seed=0), rng=random.Random(0))
 
 
@@ -115,7 +114,7 @@ def test_a_change_refused_for_what_was_asked_is_not_asked_again(monkeypatch):
 
 
 def test_a_change_never_made_ends_the_scenario(monkeypatch):
-    run = _run(["not_committed"] * scenarios.CHANGE_ASKS, monkeypatch)
+    run = _run(["not_committed"] * membership_change.ASKS, monkeypatch)
     with pytest.raises(HorologeError, match="not made in"):
         run.remove_node(1)
     assert not run.retired

@@ -15,7 +15,6 @@ from horologe.client.membership_change import change_until_made
 
 PROGRESS_S = 2.0  # how often `cluster add` looks at the new node's catch-up
 STILL_S = 10.0  # a catch-up that did not move is said again this often, with how long
-CHANGE_PAUSE_S = 1.0  # after an answer that leaves a change unsure (membership_change.py)
 
 
 @click.group()
@@ -179,5 +178,4 @@ def _remove(client: Client, node_id: str) -> list[dict]:
 
 def _until_made(client: Client, node_id: str, ask, member_after: bool) -> list[dict]:
     """``ask()`` until the change is made, as docs/api.md says (membership_change.py)."""
-    said = lambda text: click.echo(text, err=True)  # noqa: E731 - a one-line callable
-    return change_until_made(client, node_id, ask, member_after, pause_s=CHANGE_PAUSE_S, said=said)
+    return change_until_made(client, node_id, ask, member_after, lambda text: click.echo(text, err=True))

@@ -18,6 +18,8 @@ from .sync_client import Client
 
 # Answers after which the change may have been made all the same, or was not made.
 NOT_SURE = frozenset({"not_committed", "lost_lead", "change_under_way", "change_refused"})
+ASKS = 5  # asks of one change at most
+PAUSE_S = 1.0  # after an answer in NOT_SURE, before the members are listed
 
 
 def change_until_made(
@@ -25,19 +27,16 @@ def change_until_made(
     node_id: str,
     ask: Callable[[], list[dict]],
     member_after: bool,
-    *,
-    asks: int = 5,
-    pause_s: float = 1.0,
     said: Callable[[str], None] = lambda _text: None,
 ) -> list[dict]:
     """``ask()`` for a change of ``node_id``'s membership (whether it is a member after it:
     ``member_after``) until it answers with the members after it, or ``client``'s members
-    show it made, at most ``asks`` times; the members then. After an answer in
-    :data:`NOT_SURE`: ``said(why)``, a pause of ``pause_s`` (an election may end
+    show it made, at most :data:`ASKS` times; the members then. After an answer in
+    :data:`NOT_SURE`: ``said(why)``, a pause of :data:`PAUSE_S` (an election may end
     meanwhile), then the members are listed. Any other error is raised; so is a change
-    not made after ``asks`` asks."""
+    not made after :data:`ASKS` asks."""
     already = "member_exists" if member_after else "not_a_member"
-    for k in range(asks):
+    for k in range(ASKS):
         try:
             return ask()
         except HorologeError as e:
@@ -46,8 +45,8 @@ def change_until_made(
             if e.code not in NOT_SURE:
                 raise
             said(f"{e}: listing the members before asking again")
-        time.sleep(pause_s)
+        time.sleep(PAUSE_S)
         members = client.members()
         if any(m["node_id"] == node_id for m in members) == member_after:
             return members
-    raise HorologeError(f"{node_id}: the change was not made in {asks} asks")
+    raise HorologeError(f"{node_id}: the change was not made in {ASKS} asks")

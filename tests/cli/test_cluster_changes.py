@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from horologe.cli import cluster
-from horologe.client import HorologeError
+from horologe.client import HorologeError, membership_change
 
 
 class _Client:
@@ -44,7 +44,7 @@ class _Client:
 
 @pytest.fixture(autouse=True)
 def _no_pause(monkeypatch):
-    monkeypatch.setattr(cluster, "CHANGE_PAUSE_S", 0.0)
+    monkeypatch.setattr(membership_change, "PAUSE_S", 0.0)
 
 
 @pytest.mark.parametrize(
