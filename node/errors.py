@@ -167,8 +167,9 @@ class MembershipChangeRefused(Refused):
     """Raised when a change of the membership cannot start now: another is under way
     (``change_under_way``, ``change_refused``), it would remove the master itself
     (``is_master``: release it first), the new node does not answer (``not_reachable``), is
-    another node than named (``wrong_node``), at another Raft address (``wrong_raft``) or was
-    not started to join (``not_joining``), or the members left would make no majority the
+    another node than named (``wrong_node``), at another Raft address (``wrong_raft``), was
+    not started to join (``not_joining``) or does not have the master among its peers
+    (``master_not_a_peer``), or the members left would make no majority the
     master hears (``would_lose_quorum``)."""
 
     def __init__(self, message: str, code: str, field: str | None = None) -> None:

@@ -115,6 +115,21 @@ class Membership:
                 "not_joining",
                 "http",
             )
+        links = ready.get("links")
+        own = next(m for m in self._members() if m.raft == self._own_raft)
+        if isinstance(links, dict) and own.node_id not in links:
+            # It dials only its peers and hangs up on any other node that calls: this
+            # master could not feed it, and the add would fail once catch_up_s ran out.
+            peers = ", ".join(sorted(links)) or "none"
+            raise MembershipChangeRefused(
+                f"{node_id} at {http} does not have this master ({own.node_id}, raft {own.raft}) among "
+                f"the peers it dials ({peers}: its [peers.*], or the members of the backup it was "
+                "restored from): the two would never link, and it would take no log. Start it again "
+                "with the current members as its peers (horologe cluster members lists them), "
+                "restored (if at all) from a backup taken since this master was a member",
+                "master_not_a_peer",
+                "http",
+            )
         index, term = ready.get("applied_index"), ready.get("applied_term")
         applied = (index, term) if type(index) is int and type(term) is int else None
         await self._change(self._add(Member(node_id, raft, http), catch_up_s, applied), catch_up_s + COMMIT_S)

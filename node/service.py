@@ -402,8 +402,8 @@ class NodeService:
         ``clock`` whether a majority's clock readings are in and fresh (a master serves
         nothing otherwise). ``node_id``, ``raft`` and ``join`` are this node's config's: a
         master adding a node checks it is the one named, at the Raft address named,
-        started to join; it feeds it the log from ``applied_index`` when it holds that entry,
-        of ``applied_term``.
+        started to join, with that master among the peers ``links`` names; it feeds it the
+        log from ``applied_index`` when it holds that entry, of ``applied_term``.
         """
         linked = self.linked_peer_ids()
         clock = self.quorum_clock.fresh()

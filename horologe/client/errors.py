@@ -59,6 +59,7 @@ KIND_BY_CODE = {
             "wrong_node",
             "wrong_raft",
             "not_joining",
+            "master_not_a_peer",
             "change_under_way",
             "change_refused",
             "is_master",

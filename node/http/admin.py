@@ -89,7 +89,8 @@ async def cluster_members(request: web.Request) -> web.Response:
         description="409 `member_exists` (its id or an address is a member's), `not_reachable` (nothing "
         "answers at its `http` address: start it first), `wrong_node` (the node there has another "
         "`node_id`), `wrong_raft` (its config names another `raft` address), `not_joining` (it was not "
-        "started with `join = true`), `change_under_way` or "
+        "started with `join = true`), `master_not_a_peer` (its peers leave out the master, which then "
+        "could not feed it), `change_under_way` or "
         "`change_refused` (another change is not committed yet: retry); 504 `catch_up_failed` (it did not "
         "catch up within `catch_up_s`: is it running with `join = true`, reachable at its Raft address?) "
         "or `lost_lead` (nothing changed), `not_committed` (it may still be made: list the members).",

@@ -300,6 +300,40 @@ def test_a_member_down_while_a_node_was_added_catches_up_from_it_as_master(clust
         assert "installing snapshot" in cluster.log(down)
 
 
+def test_a_node_whose_peers_omit_the_master_is_refused_at_once(cluster):
+    """A node started to join with peers that leave out the master (a config written
+    before the master's machine was replaced, say) dials only those peers, which hang up
+    on it until they are told of it, and hangs up itself on the master's calls: whichever
+    of the two dials, the master never fed it, and the add failed once its catch-up time
+    ran out (``catch_up_failed``). It is refused at once, naming the peers the node has;
+    started again with the master among them, it is added."""
+    master = cluster.wait_connected()
+    others = [i for i in cluster.indexes if i != master]
+    k = cluster.joiner(others)
+    with open(cluster.configs[k]) as f:
+        config = f.read()
+    cluster.start(k)
+    cluster.wait_serving(k)
+    refused = _add(cluster, k, via=master, catch_up_s=15.0)
+    assert refused.returncode == 1 and "master_not_a_peer" in refused.stderr, refused.stderr
+    assert f"among the peers it dials ({', '.join(f'n{i + 1}' for i in others)}:" in refused.stderr
+    assert "holds the log up to" not in refused.stderr  # refused before any feeding
+    assert _voters(cluster, master) == ["n1", "n2", "n3"]
+
+    cluster.stop(k)
+    with open(cluster.configs[k], "w") as f:
+        f.write(
+            f"{config}[peers.n{master + 1}]\n"
+            f'http = "127.0.0.1:{cluster.http_ports[master]}"\n'
+            f'raft = "127.0.0.1:{cluster.raft_ports[master]}"\n'
+        )
+    cluster.start(k)
+    cluster.wait_serving(k)
+    added = _add(cluster, k, via=master, catch_up_s=15.0)
+    assert added.returncode == 0, added.stderr
+    assert _voters(cluster, master) == ["n1", "n2", "n3", "n4"]
+
+
 def _raft_links(cluster: Cluster, i: int, j: int) -> list[str]:
     """The established TCP connections between nodes ``i`` and ``j`` to either one's Raft
     port, each named at the end that dialled (the process whose remote end it is)."""
