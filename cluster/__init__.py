@@ -1,13 +1,11 @@
 """Replication: the Raft state machine (pure) and its pysyncobj shell."""
 
 from .apply_result import ApplyResult
-from .committed_reads import CANCELLED, DELIVERED, SCHEDULED, UNKNOWN, MessageState, MessageStatus
+from .committed_reads import CANCELLED, DELIVERED, SCHEDULED, UNKNOWN
 from .entries import ACK, CANCEL, MOVE, PRODUCE, RELEASE, RETRY, SYNC, TRIM, Entry, EntryKind, decode
 from .errors import (
-    BadEntryError,
     ClusterError,
     EntryDroppedError,
-    InsecureConfigError,
     NotMasterError,
     ProposalRejectedError,
     ProposalTimeoutError,
@@ -30,15 +28,11 @@ __all__ = [
     "TRIM",
     "UNKNOWN",
     "ApplyResult",
-    "BadEntryError",
     "ClusterError",
     "EntryDroppedError",
     "ClusterSettings",
     "Entry",
     "EntryKind",
-    "InsecureConfigError",
-    "MessageState",
-    "MessageStatus",
     "NotMasterError",
     "Peer",
     "ProposalRejectedError",

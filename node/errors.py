@@ -30,16 +30,15 @@ class ListenError(NodeError):
 
 
 class Refused(NodeError):
-    """Raised when the node refuses a request; ``field`` names the part of it at fault, and
-    ``extra`` holds what the answer adds beside the error (a subclass names ``code``)."""
+    """Raised when the node refuses a request; ``field`` names the part of it at fault (a
+    subclass names ``code``)."""
 
     code = "refused"
 
-    def __init__(self, message: str, field: str | None = None, **extra) -> None:
+    def __init__(self, message: str, field: str | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.field = field
-        self.extra = extra
 
 
 class InvalidRequest(Refused):

@@ -75,6 +75,7 @@ which is fsynced and renamed over the journal, with the folder fsynced around th
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import zlib
@@ -309,7 +310,8 @@ class DiskJournal(Journal):
                 fsync(f.fileno(), tmp)
                 length = f.tell()
         except OSError as e:
-            _remove(tmp)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
             write_failed(tmp, e)
         # The rule: a snapshot's rename (same folder) is durable before the entries it
         # replaced are dropped.
@@ -558,10 +560,3 @@ def write_meta(path: str, meta: dict) -> None:
         write_failed(path + ".tmp", e)
     os.replace(path + ".tmp", path)
     fsync_dir(os.path.dirname(os.path.abspath(path)))
-
-
-def _remove(path: str) -> None:
-    try:
-        os.unlink(path)
-    except FileNotFoundError:
-        pass

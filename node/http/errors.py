@@ -67,7 +67,7 @@ class ApiError(node.NodeError):
     def of(cls, e: node.Refused) -> ApiError:
         """The answer to a domain refusal: its status from :data:`STATUS`."""
         status = next(STATUS[k] for k in type(e).__mro__ if k in STATUS)
-        return cls(status, e.code, e.message, e.field, **e.extra)
+        return cls(status, e.code, e.message, e.field)
 
 
 def error_body(code: str, message: str, field: str | None = None, **extra) -> dict:
