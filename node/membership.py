@@ -115,18 +115,18 @@ class Membership:
                 "not_joining",
                 "http",
             )
-        links = ready.get("links")
-        own = next(m for m in self._members() if m.raft == self._own_raft)
-        if isinstance(links, dict) and own.node_id not in links:
-            # It dials only its peers and hangs up on any other node that calls: this
-            # master could not feed it, and the add would fail once catch_up_s ran out.
-            peers = ", ".join(sorted(links)) or "none"
+        peers = ready.get("peers")
+        if isinstance(peers, dict) and self._own_raft not in peers.values():
+            # It dials only its peers and hangs up on any other node that calls (pysyncobj
+            # knows a node by its Raft address): this master could not feed it, and the add
+            # would fail once catch_up_s ran out.
+            dials = ", ".join(f"{i} at {a}" for i, a in sorted(peers.items())) or "none"
             raise MembershipChangeRefused(
-                f"{node_id} at {http} does not have this master ({own.node_id}, raft {own.raft}) among "
-                f"the peers it dials ({peers}: its [peers.*], or the members of the backup it was "
-                "restored from): the two would never link, and it would take no log. Start it again "
-                "with the current members as its peers (horologe cluster members lists them), "
-                "restored (if at all) from a backup taken since this master was a member",
+                f"{node_id} at {http} does not have this master's Raft address ({self._own_raft}) among "
+                f"the peers it dials ({dials}: its [peers.*], or the membership the log in its data "
+                "folder holds): the two would never link, and it would take no log. Start it again with "
+                "the current members as its peers (horologe cluster members lists them), on an emptied "
+                "or restored data folder if that log holds an older membership",
                 "master_not_a_peer",
                 "http",
             )

@@ -402,8 +402,8 @@ class NodeService:
         ``clock`` whether a majority's clock readings are in and fresh (a master serves
         nothing otherwise). ``node_id``, ``raft`` and ``join`` are this node's config's: a
         master adding a node checks it is the one named, at the Raft address named,
-        started to join, with that master among the peers ``links`` names; it feeds it the
-        log from ``applied_index`` when it holds that entry, of ``applied_term``.
+        started to join, with that master's Raft address among its ``peers``; it feeds it
+        the log from ``applied_index`` when it holds that entry, of ``applied_term``.
         """
         linked = self.linked_peer_ids()
         clock = self.quorum_clock.fresh()
@@ -414,6 +414,7 @@ class NodeService:
             "leader": self.leader_id(),
             "halted": halted,
             "links": {p.node_id: p.node_id in linked for p in self.peers()},
+            "peers": {p.node_id: p.raft for p in self.peers()},
             "clock": clock,
             "node_id": self.config.node_id,
             "raft": self.config.raft,

@@ -255,6 +255,10 @@ class Readiness(Answer):
     leader: str | None
     halted: str | None
     links: dict[str, bool]
+    peers: Annotated[
+        dict[str, str],
+        Meta(description="the Raft address of each peer this node dials, by id: the only nodes it links to"),
+    ]
     clock: Annotated[bool, Meta(description="a majority's clock readings are in")]
     node_id: Annotated[str, Meta(description="this node's id, as its config names it")]
     raft: Annotated[str, Meta(description="this node's Raft address, as its config names it")]
