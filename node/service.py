@@ -405,7 +405,7 @@ class NodeService:
         started to join, with that master's Raft address among its ``peers``; it feeds it
         the log from ``applied_index`` when it holds that entry, of ``applied_term``.
         """
-        linked = self.linked_peer_ids()
+        linked, peers = self.linked_peer_ids(), self.peers()
         clock = self.quorum_clock.fresh()
         halted = self.view.halted
         ready = self._why_behind() is None and not halted and clock  # a voter, a master known, a quorum
@@ -413,8 +413,8 @@ class NodeService:
             "ready": ready,
             "leader": self.leader_id(),
             "halted": halted,
-            "links": {p.node_id: p.node_id in linked for p in self.peers()},
-            "peers": {p.node_id: p.raft for p in self.peers()},
+            "links": {p.node_id: p.node_id in linked for p in peers},
+            "peers": {p.node_id: p.raft for p in peers},
             "clock": clock,
             "node_id": self.config.node_id,
             "raft": self.config.raft,
