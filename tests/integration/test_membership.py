@@ -273,6 +273,10 @@ def test_a_member_down_while_a_node_was_added_catches_up_from_it_as_master(clust
     cluster.wait_serving(k)
     added = _add(cluster, k, via=master)
     assert added.returncode == 0, added.stderr
+    # The other follower links to n4 once it applied the add, which may come after the
+    # answer: a release to n4 before that is refused (409 no_linked_target), as it should be.
+    up = [i for i in cluster.indexes if i not in (down, k)]
+    wait_until(lambda: cluster.ready(k, among=up), 10.0)
     released = cluster.to_master("POST", "/admin/release-master", {"to": f"n{k + 1}"}, token=ADMIN)
     assert released.status == 200, released.body
     term = cluster.status(k)["term"]
