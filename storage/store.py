@@ -82,6 +82,9 @@ class Storage(StoreReads):
         self.read_only = read_only
         if not read_only:
             os.makedirs(self.directory, exist_ok=True)
+            # What backups a stop cut short left: links that hold disk space. Not in _open:
+            # a restore (a snapshot installed) reopens while a backup may be sending them.
+            shutil.rmtree(os.path.join(self.directory, BACKUP_DIR), ignore_errors=True)
         self._open()
 
     # -- open and recovery ----------------------------------------------------
@@ -98,8 +101,6 @@ class Storage(StoreReads):
             else:
                 shutil.rmtree(staging)
         shutil.rmtree(os.path.join(self.directory, REPLACED_DIR), ignore_errors=True)
-        if not self.read_only:  # what backups a stop cut short left: links that hold disk space
-            shutil.rmtree(os.path.join(self.directory, BACKUP_DIR), ignore_errors=True)
         self.journal = CommitJournal(self.directory, self.config.journal_compact_bytes)
         self.journal.open(self.read_only)
         self._unsynced_bytes = self._unsynced_batches = 0

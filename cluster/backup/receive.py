@@ -48,6 +48,7 @@ def receive(
     wrong. A ``<dest>.part`` left by an attempt that stopped midway is replaced; anything
     else by that name is refused, and left as it is.
     """
+    dest = os.path.normpath(dest)  # "DIR/" names DIR: its ".part" is a sibling, not inside it
     if os.path.lexists(dest):
         raise BackupError(f"{dest} exists: name a new folder for the backup")
     part = dest + PART_SUFFIX

@@ -126,6 +126,28 @@ def test_nothing_to_back_up_before_two_entries_and_leftover_links_go_at_open(tmp
     assert not os.path.exists(tmp_path / "store" / BACKUP_DIR)
 
 
+def test_a_backup_being_sent_outlives_a_snapshot_installed_meanwhile(tmp_path):
+    """A follower far behind installs the leader's snapshot (Storage.restore) while a backup
+    of it is being sent: the backup's links stay, and the stream goes on to its end."""
+    store = _store(str(tmp_path / "store"))
+    point = take_point(store, "b1", _entry_at, last_applied=9, term=8)
+    snapshot = str(tmp_path / "snapshot")
+    _store(str(tmp_path / "leader")).snapshot(snapshot)
+    store.restore(snapshot)
+    assert os.path.isdir(point.folder)
+    manifest = receive(backup_chunks(point, "n1", 123), str(tmp_path / "backup"))
+    assert manifest.store_index == 7 and check(str(tmp_path / "backup")) == manifest
+
+
+def test_a_destination_named_with_a_trailing_slash_is_the_folder_it_names(tmp_path):
+    store = _store(str(tmp_path / "store"))
+    point = take_point(store, "b1", _entry_at, last_applied=9, term=8)
+    dest = str(tmp_path / "backup") + os.sep
+    manifest = receive(backup_chunks(point, "n1", 123), dest)
+    assert check(str(tmp_path / "backup")) == manifest
+    assert sorted(os.listdir(tmp_path)) == ["backup", "store"]
+
+
 def _fill(disk: str, leave_kb: int) -> str:
     """A ballast file that leaves about ``leave_kb`` free on ``disk``; its path."""
     ballast = os.path.join(disk, "ballast")
