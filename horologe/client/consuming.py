@@ -286,8 +286,8 @@ class Subscription(_Handing, Iterator[ReceivedMessage]):
         self._to_ack = []
 
     def __next__(self) -> ReceivedMessage:
+        self._ack_handed()  # first: a failed pull does not undo the handling of the last one
         self._raise_if_failed()
-        self._ack_handed()
         while not self._current:
             batch = self._batches.get()
             if batch is _DONE:
@@ -348,7 +348,9 @@ class Subscription(_Handing, Iterator[ReceivedMessage]):
     def __enter__(self) -> Subscription:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, exc_type, *_exc) -> None:
+        if exc_type is not None:
+            self._to_ack = []  # its handling raised: not acked, it comes back after its lease
         self.close()
 
 
@@ -498,5 +500,7 @@ class AsyncSubscription(_Handing, AsyncIterator[ReceivedMessage]):
     async def __aenter__(self) -> AsyncSubscription:
         return self
 
-    async def __aexit__(self, *exc) -> None:
+    async def __aexit__(self, exc_type, *_exc) -> None:
+        if exc_type is not None:
+            self._to_ack = []  # as Subscription's
         await self.close()

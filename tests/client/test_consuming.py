@@ -56,6 +56,58 @@ def test_each_message_is_acked_once_the_loop_moves_on():
     assert sorted(group.all_acked()) == ["r1", "r2", "r3"]  # the last one acked by close()
 
 
+def test_a_message_whose_handling_raised_is_not_acked():
+    group = FakeGroup([[1, 2, 3]])
+    with pytest.raises(ValueError, match="handler failed"):
+        with Subscription(group.pull, group.ack, prefetch=2, ack_queue=10) as sub:
+            for m in sub:
+                if m.id == "2":
+                    raise ValueError("handler failed")
+    assert group.all_acked() == ["r1"]  # 2 comes back after its lease; 3 was never handed out
+
+
+def test_an_async_message_whose_handling_raised_is_not_acked():
+    group = FakeGroup([[1, 2, 3]])
+
+    async def pull():
+        return group.pull()
+
+    async def ack(receipts):
+        group.ack(receipts)
+
+    async def run() -> None:
+        async with AsyncSubscription(pull, ack, prefetch=2, ack_queue=10) as sub:
+            async for m in sub:
+                if m.id == "2":
+                    raise ValueError("handler failed")
+
+    with pytest.raises(ValueError, match="handler failed"):
+        asyncio.run(run())
+    assert group.all_acked() == ["r1"]
+
+
+def test_the_message_handled_before_a_pull_failed_is_acked():
+    calls = []
+    handed = threading.Event()
+
+    def pull() -> list[ReceivedMessage]:
+        calls.append(1)
+        if len(calls) == 1:
+            return [msg(1)]
+        handed.wait(5)
+        raise RuntimeError("node gone")
+
+    acked: list[str] = []
+    with pytest.raises(RuntimeError, match="node gone"):
+        with Subscription(pull, acked.extend, prefetch=1, ack_queue=10, pulls=1) as sub:
+            for _m in sub:
+                handed.set()
+                deadline = time.monotonic() + 5
+                while sub._error is None and time.monotonic() < deadline:  # failed while handling
+                    time.sleep(0.01)
+    assert acked == ["r1"]  # the loop asked for the next one: 1 was handled
+
+
 def test_a_pull_error_surfaces_in_the_loop():
     def failing() -> list[ReceivedMessage]:
         raise RuntimeError("node gone")
