@@ -7,7 +7,11 @@ its lease ends. Per (group, ready topic) one meta value, ``lease/<group>/<topic>
 disjoint ``[lo, hi, until_ms, token, pull_id, deliveries]`` runs of positions. ``token``
 names the hand-out: the ``until_ms`` it was first leased with, which its receipts carry.
 An extend moves ``until_ms`` and keeps the token, so the consumer's receipts stay good; a
-later hand-out of the same position comes after the lease ended, so its token is later.
+later hand-out of the same position takes a later token: the master sets its
+``until_ms`` past the token the run holds (node/consumers/service.py), which a release
+keeps, since a lease given back may be handed out again before the time it would have
+ended (a pull ahead is leased from its message's own time, or a later pull asks a
+shorter visibility).
 ``deliveries`` counts the hand-outs of those positions (1: the first), which a pull's
 answer carries with each message (a consumer's hint that another may have had it). A
 hand-out whose answer never reached its consumer (lost on the way, or the pull scanned
@@ -23,7 +27,7 @@ was lost finds them on any master. An extend moves only positions still under it
 token: an ack or a release applied before it stands. A position leased under a token
 other than its run's is handed out anew: its count goes up by one. An ack or a nack of
 a position ends its run. A run whose lease ended (its ``until_ms`` passed, or 0 after a
-release) stays, holding nothing but its count, until its positions are acked, or leased
+release) stays, holding nothing but its count and token, until its positions are acked, or leased
 again (the count goes on), or the value is written once they are below the ready log's
 base (retention took them).
 
@@ -115,11 +119,11 @@ class LeaseTable:
 
     def put(self, lo: int, hi: int, until: int, token: int, pull: str = "") -> None:
         """Lease ``lo <= o < hi`` until ``until`` under ``token``, for the pull named
-        ``pull`` ("": unnamed). ``until`` 0 gives them back: each keeps its count and
-        leases nothing. A token other than ``until`` extends: only positions whose run
-        has that token move (their name and count kept); an ack or a release applied
-        before the extend stands. Otherwise a hand-out: a position whose run has another
-        token counts one more, one in no run its first."""
+        ``pull`` ("": unnamed). ``until`` 0 gives them back: each keeps its count and its
+        token, and leases nothing. A token other than ``until`` extends: only positions
+        whose run has that token, not given back, move (their name and count kept); an
+        ack or a release applied before the extend stands. Otherwise a hand-out: a
+        position whose run has another token counts one more, one in no run its first."""
         if lo >= hi:
             return
         extend = until > 0 and token != until
@@ -131,10 +135,10 @@ class LeaseTable:
                 runs.append((at, start, until, token, pull, 1))
             was_token, was_pull, count = self.token[k], self.pull[k], self.deliveries[k]
             if until == 0:
-                runs.append((start, end, 0, 0, "", count))
+                runs.append((start, end, 0, was_token, "", count))
             elif not extend:
                 runs.append((start, end, until, token, pull, count + (was_token != token)))
-            elif was_token == token:
+            elif was_token == token and self.until[k] != 0:
                 runs.append((start, end, until, token, was_pull, count))
             else:  # another hand-out's: the extend leaves it
                 runs.append((start, end, self.until[k], was_token, was_pull, count))
@@ -164,7 +168,16 @@ class LeaseTable:
         return tuple(column[k] for column in self._columns())
 
     def deliveries_of(self, offsets: list[int]) -> np.ndarray:
-        """How often each of ``offsets`` has been handed out (0: never). One search of the
+        """How often each of ``offsets`` has been handed out (0: never)."""
+        return self._of(offsets, self.deliveries)
+
+    def tokens_of(self, offsets: list[int]) -> np.ndarray:
+        """The token each of ``offsets`` was last handed out under (0: never): a hand-out
+        of them must take a later one (node/consumers/service.py)."""
+        return self._of(offsets, self.token)
+
+    def _of(self, offsets: list[int], column: list[int]) -> np.ndarray:
+        """``column``'s value for each of ``offsets`` (0: in no run). One search of the
         sorted runs for all of them: a pull asks for up to 1,000, and a lookup each
         (:meth:`at`) cost 1.6 ms of CPU for those (docs/benchmarks.md, "Consume")."""
         if not self.lo:
@@ -173,7 +186,7 @@ class LeaseTable:
         lo, hi = np.asarray(self.lo, dtype=np.int64), np.asarray(self.hi, dtype=np.int64)
         k = np.maximum(np.searchsorted(lo, o, side="right") - 1, 0)  # the last run from o down
         held = (lo[k] <= o) & (o < hi[k])
-        return np.where(held, np.asarray(self.deliveries, dtype=np.int64)[k], 0)
+        return np.where(held, np.asarray(column, dtype=np.int64)[k], 0)
 
     def trim(self, base: int) -> None:
         """Forget the positions below ``base``: the ready log no longer holds them."""

@@ -467,8 +467,13 @@ class Consumers:
     ) -> int:
         """The expiry of a pull's leases: ``visibility_ms`` from now, or, when it took
         messages ahead, from the latest ``deliver_at`` among them (the consumer holds each
-        until its time). Every lease the scans took is set to it."""
+        until its time); past every token those positions were handed out under before,
+        for it is their token too (cluster/leases.py): a receipt of a lease given back
+        must not name this one. Every lease the scans took is set to it."""
         until = now + visibility_ms + max(0, max(out.deliver_at, default=now) - now)
+        for ready, offsets in leased.items():
+            if offsets:
+                until = max(until, int(self._committed(group, ready).tokens_of(offsets).max()) + 1)
         if until != now + visibility_ms:
             for ready, offsets in leased.items():
                 self.leases[(group, ready)].update(dict.fromkeys(offsets, until))

@@ -26,7 +26,8 @@ def table_of(runs) -> dict[int, tuple[int, int, int]]:
 def test_puts_cuts_and_trims_agree_with_a_map_of_positions():
     """A put whose token is its until is a hand-out (under another token than the run's,
     its count goes up); one whose token differs an extend, of the positions leased under
-    that token only; one with until 0 a release (the count stays, nothing is held)."""
+    that token only, not given back; one with until 0 a release (the count and the token
+    stay, nothing is held)."""
     rng = random.Random(7)
     for _ in range(200):
         table, model = LeaseTable(), {}
@@ -44,12 +45,12 @@ def test_puts_cuts_and_trims_agree_with_a_map_of_positions():
                 for o in range(lo, hi):
                     old = model.get(o)
                     if until and token != until:
-                        if old is not None and old[1] == token:
+                        if old is not None and old[1] == token and old[0] != 0:
                             model[o] = (until, token, old[2])
                     elif until:
                         model[o] = (until, token, 1 if old is None else old[2] + (old[1] != token))
                     elif old is not None:
-                        model[o] = (0, 0, old[2])
+                        model[o] = (0, old[1], old[2])
             runs = list(table)
             assert all(a[1] <= b[0] for a, b in zip(runs, runs[1:], strict=False))  # sorted, disjoint
             assert all(lo < hi for lo, hi, *_ in runs)
@@ -57,6 +58,8 @@ def test_puts_cuts_and_trims_agree_with_a_map_of_positions():
             assert table.deliveries_of(list(range(50))).tolist() == [
                 model.get(o, (0, 0, 0))[2] for o in range(50)
             ]
+            tokens = [model.get(o, (0, 0, 0))[1] for o in range(50)]
+            assert table.tokens_of(list(range(50))).tolist() == tokens
         table.trim(20)
         assert table_of(table) == {o: v for o, v in model.items() if o >= 20}
         assert LeaseTable(table.to_wire()).to_wire() == table.to_wire()
@@ -120,7 +123,7 @@ def test_every_node_applies_leases_acks_releases_and_hand_outs_alike(tmp_path):
         [
             (0, 2, T + 1000, T + 1000),
             (4, 5, T + 1000, T + 1000),
-            (5, 6, 0, 0),
+            (5, 6, 0, T + 1000),
             (6, 8, T + 1000, T + 1000),
             (8, 10, T + 5000, T + 1000),
         ],
@@ -141,7 +144,7 @@ def test_an_extend_moves_only_what_its_hand_out_still_leases_and_keeps_its_name(
     apply(sm, 1, Entry(ACK, WS, T, leases=[("g", "t", 0, 6, T + 1000, T + 1000, "p1")]))
     apply(sm, 2, Entry(ACK, WS, T + 10, acks=[("g", "t", 0, 2)], leases=[("g", "t", 2, 3, 0)]))
     apply(sm, 3, Entry(ACK, WS, T + 20, leases=[("g", "t", 0, 6, T + 5000, T + 1000)]))
-    assert leases(sm) == [(2, 3, 0, 0), (3, 6, T + 5000, T + 1000, "p1")]
+    assert leases(sm) == [(2, 3, 0, T + 1000), (3, 6, T + 5000, T + 1000, "p1")]
     sm.store.close()
 
 
@@ -154,7 +157,7 @@ def test_a_run_below_the_ready_logs_base_is_forgotten(tmp_path):
     sm.apply(5, trim(ws, H, 10))
     assert sm.store.ready_base("t") == 4
     apply(sm, 6, Entry(ACK, Watermark(ws + 100), ws + 100, leases=[("h", "t", 4, 5, 0)]))
-    assert leases(sm, "h") == [(4, 5, 0, 0), (5, 10, ws + 50, ws + 50)]
+    assert leases(sm, "h") == [(4, 5, 0, ws + 50), (5, 10, ws + 50, ws + 50)]
     sm.store.close()
 
 

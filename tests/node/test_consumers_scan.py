@@ -793,6 +793,40 @@ def test_a_release_or_an_extend_under_a_lease_that_ended_moves_nothing(log):
     asyncio.run(run())
 
 
+@pytest.mark.parametrize("ahead", [True, False])
+def test_a_receipt_released_holds_nothing_of_a_later_hand_out_however_its_lease_was_set(log, ahead):
+    """A lease's token is the end its pull set. One handed out again after a release may
+    end at the very same time: a pull ahead is leased from the message's own time (the
+    same for any pull that takes it before then), or a later pull asks a shorter
+    visibility. Its token is still new: the first receipt, sent again (a release resent
+    after a timeout), gives back nothing the second consumer holds."""
+
+    async def run() -> None:
+        if ahead:
+            await log.propose(PRODUCE, messages=[Message("t", b"m0", T + 500, T)])
+            log.ws = lambda: Watermark(T + 500, ALL)
+            await log.propose(SYNC)  # fired 500 ms ahead of its time
+        else:
+            await _deliver(log, 1)
+        consumers = consumers_over(log)
+
+        async def pull(visibility_ms: int) -> dict:
+            got = await consumers.pull("g", "t", None, 1, 0, visibility_ms, ahead_ms=1000 if ahead else 0)
+            (m,) = as_json(got, T)["messages"]
+            return m
+
+        first = await pull(30_000)
+        assert await consumers.release("g", "t", [first["receipt"]]) == 1
+        log.now[0] += 1
+        second = await pull(30_000 if ahead else 29_999)
+        assert second["id"] == first["id"]
+        assert await consumers.release("g", "t", [first["receipt"]]) == 0  # the resend
+        assert len((await consumers.pull("g", "t", None, 1, 0, 30_000)).taken) == 0  # still held
+        assert await consumers.release("g", "t", [second["receipt"]]) == 1
+
+    asyncio.run(run())
+
+
 def test_a_pull_whose_caller_hung_up_leases_nothing(log):
     """A long poll whose caller hung up (its connection closed: node/http/consumers.py)
     leased what arrived meanwhile to nobody, and the next pull found nothing until that
