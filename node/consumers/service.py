@@ -688,21 +688,20 @@ class Consumers:
         unheld = await self._unheld(group, topic, self._clock())
         acks = [(group, topic, lo, hi) for lo, hi in to_ranges(unheld)]
         if acks:
-            await self._commit(acks)
+            with self._held_meanwhile(group, [(topic, off) for off in unheld]):
+                await self._commit(acks)
+            self._release(acks)
         return sum(hi - lo for *_, lo, hi in acks)
 
     async def _unheld(self, group: str, topic: str, now: int) -> list[int]:
         """The positions of ``topic``'s ready log that ``group`` has not acked, that are due
-        by ``now``, and that no lease holds. Read in chunks, the loop free between two."""
+        by ``now``, and that no lease holds as it returns (a pull may lease some while it
+        reads). Read in chunks, the loop free between two."""
         reads = self.view.reads
         progress = self.view.group_progress(group, topic)
         start = max(progress.committed, reads.ready_base(topic))
         end = reads.ready_count(topic)
-        lease_now = self._lease_now(now)
-        held = np.fromiter(
-            (o for o, until in self._leases_of(group, topic).items() if until > lease_now), dtype=np.int64
-        )
-        out: list[int] = []
+        out: list[np.ndarray] = []
         while start < end:
             reads = self.view.reads  # the latest state: the loop served others since the last chunk
             try:
@@ -711,11 +710,34 @@ class Consumers:
                 start = max(start + 1, reads.ready_base(topic))
                 continue
             offsets = start + np.arange(len(rows), dtype=np.int64)
-            free = ~progress.acked_mask(offsets) & (rows["deliver_at_ms"] <= now) & ~np.isin(offsets, held)
-            out += offsets[free].tolist()
+            out.append(offsets[~progress.acked_mask(offsets) & (rows["deliver_at_ms"] <= now)])
             start += len(rows)
             await asyncio.sleep(0)
-        return out
+        lease_now = self._lease_now(now)
+        held = np.fromiter(
+            (o for o, until in self._leases_of(group, topic).items() if until > lease_now), dtype=np.int64
+        )
+        due = np.concatenate(out) if out else np.zeros(0, dtype=np.int64)
+        return due[~np.isin(due, held)].tolist()
+
+    @contextlib.contextmanager
+    def _held_meanwhile(self, group: str, positions: list[tuple[str, int]]) -> Iterator[None]:
+        """Hold ``positions`` (ready log, offset) while the entry that settles them commits:
+        a scan hands none of them out meanwhile (one it leased would go to a consumer
+        whose ack then stopped nothing). If the commit fails each gets back what it had."""
+        holds = {(ready, off): self._leases_of(group, ready).get(off) for ready, off in positions}
+        for ready, off in positions:
+            self._leases_of(group, ready)[off] = HELD
+        try:
+            yield
+        except BaseException:
+            for (ready, off), until in holds.items():
+                leases = self._leases_of(group, ready)
+                if until is None:
+                    leases.pop(off, None)
+                else:
+                    leases[off] = until
+            raise
 
     def _nackable(self, group: str, topic: str, receipts: list, lease_now: int) -> list[tuple[str, int]]:
         """The positions ``receipts`` name, each once, less those leased again under
@@ -762,23 +784,10 @@ class Consumers:
                 retries.append((group, ready, off, now + delay))
             else:
                 retries.append((group, ready, off, -1))  # past the last level: the DLQ
-        # Held meanwhile: a scan hands none of them out before the retry is applied (one
-        # whose lease had ended would go to a consumer whose ack then stopped nothing).
-        holds = {(ready, off): self._leases_of(group, ready).get(off) for ready, off in named}
-        for ready, off in named:
-            self._leases_of(group, ready)[off] = HELD
-        try:
+        with self._held_meanwhile(group, named):
             # What the entry did, not what was asked: a message nacked twice, or acked (on
             # another hand-out) before this nack applied, gets no copy.
             done = await self._propose(RETRY, retries=retries) if retries else None
-        except BaseException:
-            for (ready, off), until in holds.items():
-                leases = self._leases_of(group, ready)
-                if until is None:
-                    leases.pop(off, None)
-                else:
-                    leases[off] = until
-            raise
         self._release([(g, ready, off, off + 1) for g, ready, off, _at in retries])
         self._cursors.clear()  # a nacked entry is handed out again: scans start over
         if done is None:

@@ -612,6 +612,39 @@ def test_a_purge_acks_what_waits_and_leaves_leased_and_later_messages_alone(log)
     asyncio.run(run())
 
 
+def test_a_message_whose_purge_is_committing_is_handed_out_to_nobody(log):
+    """A pull while a purge's acks commit passed over nothing the purge had taken: it
+    leased those messages, and answered with them once its leases applied after the acks,
+    so a consumer ran what the purge counted as dropped."""
+
+    async def run() -> None:
+        await _deliver(log, 3)
+        gate = asyncio.Event()
+        gated = []
+
+        async def propose(kind, **fields):
+            if kind == ACK and not gated:
+                gated.append(fields)
+                await gate.wait()  # the purge's entry commits slowly
+            return await log.propose(kind, **fields)
+
+        consumers = Consumers(log.view, propose, log.clock, (1000,), 50, Receipts("secret"))
+        committer = asyncio.get_running_loop().create_task(consumers.run())
+        purge = asyncio.create_task(consumers.purge("g", "t"))
+        for _ in range(200):
+            if gated:
+                break  # the purge's acks are on their way
+            await asyncio.sleep(0.01)
+        pull = asyncio.create_task(consumers.pull("g", "t", None, 10, 0, 30_000))
+        await asyncio.sleep(0.01)
+        gate.set()
+        assert await purge == 3
+        assert len((await pull).taken) == 0
+        committer.cancel()
+
+    asyncio.run(run())
+
+
 def test_a_pull_whose_leases_commit_too_late_hands_out_nothing_they_name(log):
     """A master cut off while its pull's leases were in flight, committed later by the next
     master: by then it may follow, and the leases may have ended, the messages handed to
