@@ -96,12 +96,12 @@ def _sdk_errors(fn):
             hint = "the client token: --token or HOROLOGE_CLIENT_TOKEN; the admin API's: --admin-token"
             raise click.ClickException(f"{e} ({hint} or HOROLOGE_ADMIN_TOKEN)") from e
         except UnavailableError as e:
-            if "may or may not have applied" in str(e):  # it was sent: the answer is what is missing
-                raise click.ClickException(str(e)) from e
-            hint = "is the cluster running, and at --url / HOROLOGE_URL?"
+            hints = []
+            if "may or may not have applied" not in str(e):  # else it was sent: the answer is what is missing
+                hints.append("is the cluster running, and at --url / HOROLOGE_URL?")
             if "closed the connection without an answer" in str(e) and "http://" in str(e):
-                hint += " A node serving HTTPS closes plain HTTP unanswered: give its URL as https://"
-            raise click.ClickException(f"{e} ({hint})") from e
+                hints.append("A node serving HTTPS closes plain HTTP unanswered: give its URL as https://")
+            raise click.ClickException(f"{e} ({' '.join(hints)})" if hints else str(e)) from e
         except HorologeError as e:
             raise click.ClickException(str(e)) from e
 

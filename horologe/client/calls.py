@@ -54,8 +54,10 @@ MAX_REDIRECTS = 3
 # Other httpx errors (a URL scheme it cannot send to, a header it cannot write) are the
 # caller's and propagate.
 UNREACHABLE = (httpx.NetworkError, httpx.TimeoutException, httpx.RemoteProtocolError, httpx.ProxyError)
-# Timed out after the request went out: the node may have applied it.
-MAYBE_APPLIED = (httpx.ReadTimeout, httpx.WriteTimeout)
+# Timed out after the request went out, or the connection broke or closed while the answer
+# was awaited (an idle one the node closed is dropped before use: blocking_http.py): the
+# node may have applied it.
+MAYBE_APPLIED = (httpx.ReadTimeout, httpx.WriteTimeout, httpx.ReadError, httpx.RemoteProtocolError)
 # The 503s that say nothing was done (no master for a moment, no room for the connection, a
 # release whose transfer failed: still master, a node that found its store damaged and
 # halted); any other may have taken effect (``timeout``:
@@ -218,7 +220,9 @@ class Endpoints:
         not be resent and timed out once sent."""
         check_certificate(base, error)
         if not resend and isinstance(error, MAYBE_APPLIED):
-            raise UnavailableError(f"{base}: timed out; the call may or may not have applied") from error
+            raise UnavailableError(
+                f"{base}: {_reason(error)}; the call may or may not have applied"
+            ) from error
         self.failed(base)
         return UnavailableError(f"{base}: {_reason(error)}")
 

@@ -22,8 +22,9 @@ class Node:
     """Answers each request with ``CREATED`` (201), then: ``keep`` the connection,
     ``close`` it after the answer (no ``Connection: close`` said: a keep-alive that ran
     out), ``say_close`` (the answer says ``Connection: close``), ``slow``: answer after a
-    second, ``too_large``: answer 413 before reading the body and close, or ``silent``:
-    read the request and never answer."""
+    second, ``too_large``: answer 413 before reading the body and close, ``silent``:
+    read the request and never answer, or ``hang_up``: read it and close unanswered (a
+    node that died with the request taken)."""
 
     def __init__(self, mode: str = "keep") -> None:
         self.mode = mode
@@ -78,6 +79,8 @@ class Node:
             buf = buf[length:]
             if self.mode == "silent":
                 time.sleep(5)
+                return
+            if self.mode == "hang_up":
                 return
             if self.mode == "slow":
                 time.sleep(1)
@@ -145,6 +148,17 @@ def test_no_answer_in_time_is_a_read_timeout_and_a_call_not_to_be_resent_is_not(
         c.request("POST", "/v1/messages/nack", {"receipts": []}, resend=False)
     assert "may or may not have applied" in str(e.value)
     assert len(node.requests) == 2  # sent once, not again
+
+
+def test_a_node_that_hung_up_on_a_request_may_have_applied_it_and_a_call_not_to_be_resent_is_not(node):
+    node.mode = "hang_up"
+    with Client([node.url], "token", retry_s=5) as c, pytest.raises(UnavailableError) as e:
+        c.request("POST", "/v1/topics/t/nack", {"group": "g", "receipts": []}, resend=False)
+    assert "may or may not have applied" in str(e.value)
+    assert len(node.requests) == 1  # sent once, not again
+    with Client([node.url], "token", retry_s=0.5) as c, pytest.raises(UnavailableError):
+        c.request("POST", "/v1/topics/t/ack", {"group": "g", "receipts": []})
+    assert len(node.requests) > 2  # a call that may be resent is
 
 
 def test_a_node_not_listening_is_passed_over_for_the_next(node):
