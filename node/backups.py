@@ -9,7 +9,7 @@ import shutil
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 from horologe.cluster.backup.stream import backup_chunks
-from horologe.cluster.raft.backup_point import BackupPoint, NothingToBackUpError
+from horologe.cluster.raft.backup_point import BackupPoint, NothingToBackUpError, taken_at_ms
 
 from .errors import BackupInProgress, BackupNotCurrent, Halted, NothingToBackUp
 
@@ -66,6 +66,6 @@ class Backups:
             self._busy = False
 
     async def _chunks(self, point: BackupPoint) -> AsyncIterator[bytes]:
-        chunks = backup_chunks(point, self._node_id, self._wall_ms())
+        chunks = backup_chunks(point, self._node_id, taken_at_ms(point, self._wall_ms()))
         while (chunk := await asyncio.to_thread(next, chunks, None)) is not None:
             yield chunk

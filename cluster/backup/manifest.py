@@ -5,7 +5,9 @@ JSON, one object::
     format            "horologe-backup"
     version           1
     node_id           the node it was taken from
-    taken_at_ms       its wall clock then (epoch ms)
+    taken_at_ms       the cluster's clock at the last entry its store applied, or the
+                      node's clock as it was sent if earlier (epoch ms): every id
+                      acknowledged before it is in the backup (backup_point.taken_at_ms)
     horologe_version  the version that took it
     raft              {"index": the last Raft index applied, "term": the node's term then,
                        "entries": the last applied entry and the one before it, oldest

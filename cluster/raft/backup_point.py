@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from horologe.cluster.leases import APPLIED_CLOCK
 from horologe.storage import Storage
 
 RaftEntry = tuple[bytes, int, int]  # (command, index, term), as pysyncobj keeps them
@@ -15,6 +16,16 @@ class BackupPoint(NamedTuple):
     store_index: int  # the last Raft index the store applied
     entries: tuple[RaftEntry, RaftEntry]  # (the entry before the last applied, the last applied)
     term: int  # the node's current term: a restored node starts there
+
+
+def taken_at_ms(point: BackupPoint, wall_ms: int) -> int:
+    """The time a backup of ``point`` holds everything acknowledged before: the cluster's
+    clock at the last entry its store applied (an entry after it was proposed later, and
+    acknowledged later still), or ``wall_ms`` if that is earlier. Not the time it was
+    sent: a node that had not applied all that was committed at the point (a follower
+    catching up) would date what it lacks before it."""
+    applied = point.checkpoint["meta"].get(APPLIED_CLOCK)
+    return wall_ms if applied is None else min(int(applied), wall_ms)
 
 
 class NothingToBackUpError(Exception):
