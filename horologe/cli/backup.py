@@ -11,7 +11,7 @@ import httpx
 
 from horologe.cli._common import DEFAULT_URL, admin_option, ca_option, utc_time
 from horologe.client import tls
-from horologe.client.calls import node_urls
+from horologe.client.calls import Endpoints
 from horologe.cluster.backup.manifest import BackupError, Manifest, read
 from horologe.cluster.backup.receive import receive
 from horologe.cluster.backup.restore import restore as restore_backup
@@ -58,16 +58,18 @@ def backup(url: str, admin_token: str | None, ca: str | None, dest: str, allow_s
     serving meanwhile. Every file is checked against the SHA-256 the node computed, and the
     folder appears only once whole (it is written to DEST.part first).
     """
-    nodes = [u.rstrip("/") for u in node_urls(url)]
-    if not nodes:
-        raise click.UsageError("--url names no node")
+    try:
+        nodes = Endpoints(url).urls
+        verify = tls.verify_setting(ca, True)
+    except ValueError as e:  # a URL or a CA file that cannot be used
+        raise click.UsageError(str(e)) from e
     if os.path.lexists(dest):
         raise click.UsageError(f"{dest} exists: name a new folder for the backup")
     began = time.monotonic()
     headers = {"Authorization": f"Bearer {admin_token}"} if admin_token else {}
     query = "?allow_stale=true" if allow_stale else ""
     failures = []
-    with httpx.Client(verify=tls.verify_setting(ca, True), timeout=httpx.Timeout(60.0)) as http:
+    with httpx.Client(verify=verify, timeout=httpx.Timeout(60.0)) as http:
         for k, node in enumerate(nodes):
             try:
                 manifest = _take(http, f"{node}/admin/backup{query}", headers, dest)

@@ -174,6 +174,17 @@ def node_urls(listed: str) -> list[str]:
     return [u.strip() for u in listed.split(",") if u.strip()]
 
 
+def check_node_url(url: str) -> None:
+    """Raise ValueError, saying why, unless ``url`` is an http(s) URL of a host (and port)."""
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - read for its check: a port that is not a number raises
+    except ValueError as e:
+        raise ValueError(f"{url!r} is not a node URL such as http://127.0.0.1:8081: {e}") from e
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"{url!r} is not a node URL such as http://127.0.0.1:8081")
+
+
 class Endpoints:
     """The known nodes, and the master once a redirect or an answer has named it."""
 
@@ -182,9 +193,7 @@ class Endpoints:
         if not urls:
             raise ValueError("give at least one node URL")
         for u in urls:
-            parts = urlsplit(u)
-            if parts.scheme not in ("http", "https") or not parts.hostname:
-                raise ValueError(f"{u!r} is not a node URL such as http://127.0.0.1:8081")
+            check_node_url(u)
         self.urls = [u.rstrip("/") for u in urls]
         self.master: str | None = None
 
