@@ -766,7 +766,7 @@ class Consumers:
         ended is the other consumer's to settle (its ack would not stop a retry filed now)."""
         reads = self.view.reads
         now = self._clock()
-        retries = []
+        retries, kept = [], []
         named = self._nackable(group, topic, receipts, self._lease_now(now))
         for ready, off in named:
             try:
@@ -781,18 +781,39 @@ class Consumers:
                 delay = self.retry_levels_ms[attempt]
                 if retry_after_ms is not None:
                     delay = min(delay, retry_after_ms)
-                retries.append((group, ready, off, now + delay))
+                if ready.startswith(DLQ_PREFIX):  # no pull of a DLQ reads a retry log
+                    kept.append((ready, off, now + delay))
+                else:
+                    retries.append((group, ready, off, now + delay))
             else:
                 retries.append((group, ready, off, -1))  # past the last level: the DLQ
         with self._held_meanwhile(group, named):
             # What the entry did, not what was asked: a message nacked twice, or acked (on
             # another hand-out) before this nack applied, gets no copy.
             done = await self._propose(RETRY, retries=retries) if retries else None
+            held = await self._hold_in_place(group, kept)
         self._release([(g, ready, off, off + 1) for g, ready, off, _at in retries])
+        for (ready, off), until in held.items():
+            self._leases_of(group, ready)[off] = until
+            self._extended.get((group, ready), {}).pop(off, None)  # no receipt holds it now
         self._cursors.clear()  # a nacked entry is handed out again: scans start over
         if done is None:
-            return {"retried": 0, "dead_lettered": 0}
-        return {"retried": len(done.id_gis), "dead_lettered": done.dead_lettered}
+            return {"retried": len(held), "dead_lettered": 0}
+        return {"retried": len(done.id_gis) + len(held), "dead_lettered": done.dead_lettered}
+
+    async def _hold_in_place(
+        self, group: str, kept: list[tuple[str, int, int]]
+    ) -> dict[tuple[str, int], int]:
+        """Retry dead letters where they are: the lease of each ``(DLQ, offset, at)`` moved to
+        end at ``at`` under its own token (an extend: cluster/leases.py), after which it is
+        handed out again. The end each got, by position."""
+        items = []
+        for ready, off, at in kept:
+            token = int(self._committed(group, ready).tokens_of([off])[0])
+            items.append((group, ready, off, off + 1, at + (at == token), token))  # not read as a hand-out
+        if items:
+            await self._commit(items)
+        return {(ready, off): until for _, ready, off, _hi, until, _token in items}
 
 
 def ack_parts(acks: list[tuple[str, str, int, int]]) -> list[tuple[list[tuple[str, str, int, int]], int]]:

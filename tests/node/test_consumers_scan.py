@@ -433,6 +433,31 @@ def test_a_nack_with_dead_letter_goes_to_the_dlq_at_once_whatever_its_level(log)
     asyncio.run(run())
 
 
+def test_a_dead_letter_nacked_by_a_group_reading_the_dlq_comes_back_to_it(log):
+    """A group reading another's dead-letter queue (an operator's tool) nacks what it
+    could not handle. Its retry went to that group's own retry log, which no pull of the
+    DLQ reads: the message reached nobody again, and was in no DLQ. It stays in the DLQ,
+    handed out again once the retry level's delay has passed."""
+
+    async def run() -> None:
+        await _deliver(log, 1)
+        consumers = consumers_over(log)  # retry levels (1000,)
+        pulled = await consumers.pull("g", "t", None, 1, 0, 30_000)
+        await consumers.nack("g", "t", pulled.receipts, dead_letter=True)
+        dead = await consumers.pull("ops", "%DLQ%g", None, 1, 0, 30_000)
+        assert len(dead.taken) == 1
+        assert await consumers.nack("ops", "%DLQ%g", dead.receipts) == {"retried": 1, "dead_lettered": 0}
+        assert len((await consumers.pull("ops", "%DLQ%g", None, 1, 0, 30_000)).taken) == 0
+        assert await consumers.release("ops", "%DLQ%g", dead.receipts) == 0  # its consumer let it go
+        log.now[0] += 1_000
+        await log.propose(SYNC)
+        again = await consumers.pull("ops", "%DLQ%g", None, 1, 0, 30_000)
+        assert as_json(again, T)["messages"][0]["id"] == as_json(dead, T)["messages"][0]["id"]
+        assert log.view.reads.ready_count("%RETRY%ops") == 0
+
+    asyncio.run(run())
+
+
 def test_a_named_pull_sent_again_after_its_master_died_gets_what_it_leased(log):
     """The master committed a pull's leases and died before answering; the SDK sends the
     same pull (the same ``pull_id``) to the next master, which answers it with those
