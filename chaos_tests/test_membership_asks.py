@@ -76,6 +76,9 @@ class _Client:
     def members(self) -> list[dict]:
         return [{"node_id": n} for n in sorted(self.c.ids)]
 
+    def membership(self) -> dict:
+        return {"members": self.members(), "settled": True}
+
 
 def _run(answers: list[str], monkeypatch) -> Run:
     monkeypatch.setattr(membership_change, "PAUSE_S", 0.0)

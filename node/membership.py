@@ -32,6 +32,7 @@ class Membership:
         require_master: Callable[[], None],
         members: Callable[[], tuple[Member, ...]],
         linked: Callable[[], set[str]],
+        settled: Callable[[], bool] = lambda: True,
         own_raft: str,
         add: Callable[[Member, float, tuple[int, int] | None], Awaitable[None]],
         remove: Callable[[str], Awaitable[None]],
@@ -41,9 +42,11 @@ class Membership:
         addresses of the nodes it has a live Raft link to; ``add(member, catch_up_s)`` and
         ``remove(raft address)`` the Raft shell's changes, on the master (``add`` also
         takes the (index, term) the node says it applied, from which it may be fed the log);
-        ``readiness(http address)`` what a node's ``/readyz`` says (None: no answer)."""
+        ``readiness(http address)`` what a node's ``/readyz`` says (None: no answer);
+        ``settled()`` whether no change of ``members()`` is in the log uncommitted."""
         self._require_master = require_master
         self._members = members
+        self._settled = settled
         self._linked = linked
         self._own_raft = own_raft
         self._add = add
@@ -70,7 +73,8 @@ class Membership:
                     ),
                 }
                 for m in self._members()
-            ]
+            ],
+            "settled": self._settled(),
         }
 
     async def add(self, node_id: str, raft: str, http: str, catch_up_s: float = DEFAULT_CATCH_UP_S) -> dict:

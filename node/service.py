@@ -240,6 +240,7 @@ class NodeService:
         self.membership = Membership(
             require_master=self.require_master,
             members=self.members,
+            settled=lambda: self.raft is None or self.raft.status.members_settled,
             linked=lambda: self.raft.status.linked,
             own_raft=config.raft,
             add=lambda member, catch_up_s, applied: self.raft.add_member(

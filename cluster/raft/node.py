@@ -356,6 +356,7 @@ class RaftNode(SyncObjSeam):
             self._dump.last,
             self._lease_until(),
             self._members(),
+            self._may_change_membership(),
             self.raftCommitIndex,
             self._journal.bytes,
         )

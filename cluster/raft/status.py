@@ -38,6 +38,7 @@ class RaftStatus(NamedTuple):
     last_dump: DumpFigures | None  # the last snapshot this process wrote
     lease_until: float  # a leader: until when (monotonic s) it may serve (RaftNode._lease_until)
     members: tuple[Member, ...]  # the membership in this node's log, itself first (membership.py)
+    members_settled: bool  # no change of it in the log above the commit index: none may be undone
     commit_index: int
     log_bytes: int  # commands held in the Raft log
 
@@ -54,4 +55,4 @@ class RaftStatus(NamedTuple):
         return [(c.ms, c.age_s(now)) for c in self.peer_clocks if c.ms is not None]
 
 
-STARTING = RaftStatus(Role.FOLLOWER, 0, None, frozenset(), (), 0, 0, None, 0.0, (), 0, 0)
+STARTING = RaftStatus(Role.FOLLOWER, 0, None, frozenset(), (), 0, 0, None, 0.0, (), True, 0, 0)

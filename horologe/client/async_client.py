@@ -228,7 +228,11 @@ class AsyncClient(core.ClientSettings, AsyncScheduleCalls, AsyncPushCalls):
     async def members(self) -> list[dict]:
         """The cluster's members as the answering node's Raft log has them, that node first:
         ``{node_id, raft, http, voter, self, linked}`` each."""
-        return (await self._call("GET", "/admin/cluster/members", admin=True))["members"]
+        return (await self.membership())["members"]
+
+    async def membership(self) -> dict:
+        """As :meth:`Client.membership`."""
+        return await self._call("GET", "/admin/cluster/members", admin=True)
 
     async def add_member(self, node_id: str, raft: str, http: str, catch_up_s: float = 600.0) -> list[dict]:
         """Add a node started with ``join = true``: the master feeds it the log, then commits

@@ -251,7 +251,12 @@ class Client(core.ClientSettings, calls.BlockingPool, ScheduleCalls, PushCalls):
     def members(self) -> list[dict]:
         """The cluster's members as the answering node's Raft log has them, that node first:
         ``{node_id, raft, http, voter, self, linked}`` each."""
-        return (self._call("GET", "/admin/cluster/members", admin=True))["members"]
+        return self.membership()["members"]
+
+    def membership(self) -> dict:
+        """As :meth:`members`, with ``settled``: whether no change of the membership is in
+        the answering node's log uncommitted (a new master may cut one that is)."""
+        return self._call("GET", "/admin/cluster/members", admin=True)
 
     def add_member(self, node_id: str, raft: str, http: str, catch_up_s: float = 600.0) -> list[dict]:
         """Add a node started with ``join = true``: the master feeds it the log, then commits

@@ -20,6 +20,7 @@ class _Client:
         self.ids = {"n1", "n2", "n3"}
         self.answers = answers
         self.asks: list[str] = []
+        self.listings: list[dict] = []
 
     def _answer(self, change) -> list[dict]:
         answer = self.answers.pop(0)
@@ -39,7 +40,17 @@ class _Client:
         return self._answer(lambda: self.ids.add(node_id))
 
     def members(self) -> list[dict]:
-        return [{"node_id": n} for n in sorted(self.ids)]
+        return self.membership()["members"]
+
+    def membership(self) -> dict:
+        if self.listings:  # what a node lists for a moment, before its log settles
+            return self.listings.pop(0)
+        return {"members": [{"node_id": n} for n in sorted(self.ids)], "settled": True}
+
+
+def _listing(ids: list[str], settled: bool = True, learner: str | None = None) -> dict:
+    members = [{"node_id": n, **({"voter": False} if n == learner else {})} for n in ids]
+    return {"members": members, "settled": settled}
 
 
 @pytest.fixture(autouse=True)
@@ -66,9 +77,7 @@ def test_a_removal_an_earlier_ask_made_ends_when_the_master_says_so():
     """The members are listed by the node at --url, whose log may not have the change yet;
     asked again, the master answers that it is made (``not_a_member``)."""
     client = _Client(["made+not_committed", "not_a_member"])
-    listed = client.members
-    lagging = iter([[{"node_id": "n1"}, {"node_id": "n2"}, {"node_id": "n3"}]])
-    client.members = lambda: next(lagging, None) or listed()
+    client.listings = [_listing(["n1", "n2", "n3"])]  # lagging
     assert cluster._remove(client, "n2") == [{"node_id": "n1"}, {"node_id": "n3"}]
     assert client.asks == ["remove n2"] * 2
 
@@ -92,3 +101,18 @@ def test_a_change_never_made_ends_with_an_error_after_a_few_asks():
     with pytest.raises(HorologeError, match="not made in 5 asks"):
         cluster._remove(client, "n2")
     assert len(client.asks) == 5
+
+
+def test_an_add_listed_uncommitted_or_as_a_learner_is_not_taken_as_made(capsys):
+    """The node answering the listing may hold the add uncommitted, which a new master may
+    cut (``settled`` false), or list the node as a learner the master still feeds: the
+    command printed that the add was made, and the operator went on to remove a machine."""
+    client = _Client(["lost_lead", "not_committed", "made"])
+    client.listings = [
+        _listing(["n1", "n2", "n3", "n4"], settled=False),  # the add in its log, uncommitted
+        _listing(["n1", "n2", "n3"]),  # then cut
+        _listing(["n1", "n2", "n3", "n4"], learner="n4"),  # fed, not added
+    ]
+    members = cluster._until_made(client, "n4", lambda: client.add_member("n4"), member_after=True)
+    assert client.asks == ["add n4"] * 3
+    assert [m["node_id"] for m in members] == ["n1", "n2", "n3", "n4"]

@@ -38,6 +38,22 @@ def test_a_second_change_waits_until_the_first_is_committed(tmp_path):
         crash(node)
 
 
+def test_the_status_says_whether_the_membership_it_lists_may_still_go_back(tmp_path):
+    """A change in the log uncommitted may be cut by a new master, and the membership with
+    it: a client that listed it and took the change as made told an operator so wrongly
+    (horologe/client/membership_change.py)."""
+    node = ticked_node(tmp_path)
+    try:
+        lead_alone(node)
+        assert node._status_now().members_settled
+        node.addNodeToCluster(_node("127.0.0.1:1", "x"), callback=lambda _r, _e: None)
+        tick(node)  # alone, the change makes a cluster of two: it cannot commit without x
+        status = node._status_now()
+        assert {m.node_id for m in status.members} == {"n0", "x"} and not status.members_settled
+    finally:
+        crash(node)
+
+
 def test_a_candidate_outside_the_membership_is_not_heard(tmp_path):
     node = ticked_node(tmp_path, peers=("127.0.0.1:7",))
     try:

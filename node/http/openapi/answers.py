@@ -191,6 +191,13 @@ class Members(Answer):
     """The membership as the answering node's Raft log has it, that node first."""
 
     members: list[ClusterMember]
+    settled: Annotated[
+        bool,
+        Meta(
+            description="no change of the membership is in the answering node's log uncommitted "
+            "(a new master may still cut one that is, and this listing would go back)"
+        ),
+    ]
 
 
 class Snapshot(Answer):
