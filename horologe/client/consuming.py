@@ -303,8 +303,8 @@ class Subscription(_Handing, Iterator[ReceivedMessage]):
         """Ack what was handed out before, then return what is pulled already and due, or
         wait up to ``timeout_s`` for the next pulled batch and for its first message's time
         (``[]`` if neither came)."""
+        self._ack_handed()  # first, as in __next__
         self._raise_if_failed()
-        self._ack_handed()
         deadline = time.monotonic() + timeout_s
         if not self._current:
             try:

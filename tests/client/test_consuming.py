@@ -86,7 +86,8 @@ def test_an_async_message_whose_handling_raised_is_not_acked():
     assert group.all_acked() == ["r1"]
 
 
-def test_the_message_handled_before_a_pull_failed_is_acked():
+@pytest.mark.parametrize("polled", [False, True])
+def test_the_message_handled_before_a_pull_failed_is_acked(polled):
     calls = []
     handed = threading.Event()
 
@@ -100,12 +101,13 @@ def test_the_message_handled_before_a_pull_failed_is_acked():
     acked: list[str] = []
     with pytest.raises(RuntimeError, match="node gone"):
         with Subscription(pull, acked.extend, prefetch=1, ack_queue=10, pulls=1) as sub:
-            for _m in sub:
+            for _m in sub.poll(5) if polled else sub:
                 handed.set()
                 deadline = time.monotonic() + 5
                 while sub._error is None and time.monotonic() < deadline:  # failed while handling
                     time.sleep(0.01)
-    assert acked == ["r1"]  # the loop asked for the next one: 1 was handled
+            sub.poll(5)
+    assert acked == ["r1"]  # the loop asked for more: 1 was handled
 
 
 def test_a_pull_error_surfaces_in_the_loop():
