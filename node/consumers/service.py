@@ -614,14 +614,16 @@ class Consumers:
     ) -> Iterator[tuple[str, int, int, bool | None]]:
         """Each position ``receipts`` name, as ``(ready log, offset, token, ours)``: ``ours``
         is None when no lease holds it now, else whether the lease holding it is the
-        receipt's (not one a pull handed out again since: cluster/leases.py)."""
+        receipt's (not one a pull handed out again since: cluster/leases.py; nor a hold
+        while a nack or a purge commits, whatever an ended extend left in ``_extended``)."""
         for ready, ranges, token in self.receipts.open_leases(group, receipts, ready_logs(group, topic)):
             leases = self._leases_of(group, ready)
             extended = self._extended.get((group, ready), {})
             for lo, hi in ranges:
                 for off in range(lo, hi):
-                    held = leases.get(off, 0) > lease_now
-                    yield ready, off, token, (extended.get(off, leases[off]) == token if held else None)
+                    until = leases.get(off, 0)
+                    ours = until != HELD and extended.get(off, until) == token
+                    yield ready, off, token, (ours if until > lease_now else None)
 
     def _held(
         self, group: str, topic: str, receipts: list

@@ -670,6 +670,47 @@ def test_a_message_whose_purge_is_committing_is_handed_out_to_nobody(log):
     asyncio.run(run())
 
 
+def test_a_receipt_whose_extended_lease_ended_takes_nothing_a_purge_holds(log):
+    """A lease extended, then ended: the master still knew the extend's token for those
+    positions, and a purge's hold (a lease no clock reaches) read as that lease, so the
+    dead consumer's release gave the held messages back and a pull took them."""
+
+    async def run() -> None:
+        await _deliver(log, 1)
+        gate = asyncio.Event()
+        gated = []
+
+        async def propose(kind, **fields):
+            if kind == ACK and fields.get("acks") and not gated:
+                gated.append(fields)
+                await gate.wait()  # the purge's entry commits slowly
+            return await log.propose(kind, **fields)
+
+        consumers = Consumers(log.view, propose, log.clock, (1000,), 50, Receipts("secret"))
+        committer = asyncio.get_running_loop().create_task(consumers.run())
+        first = await consumers.pull("g", "t", None, 1, 0, 1_000)
+        log.now[0] += 500
+        await consumers.extend("g", "t", first.receipts, 1_000)
+        log.now[0] += 1_001  # the extended lease ended
+        await log.propose(SYNC)
+        purge = asyncio.create_task(consumers.purge("g", "t"))
+        for _ in range(200):
+            if gated:
+                break
+            await asyncio.sleep(0.01)
+        release = asyncio.create_task(consumers.release("g", "t", first.receipts))
+        await asyncio.sleep(0.01)
+        pull = asyncio.create_task(consumers.pull("g", "t", None, 1, 0, 30_000))
+        await asyncio.sleep(0.01)
+        gate.set()
+        assert await purge == 1
+        assert await release == 0
+        assert len((await pull).taken) == 0
+        committer.cancel()
+
+    asyncio.run(run())
+
+
 def test_a_pull_whose_leases_commit_too_late_hands_out_nothing_they_name(log):
     """A master cut off while its pull's leases were in flight, committed later by the next
     master: by then it may follow, and the leases may have ended, the messages handed to
