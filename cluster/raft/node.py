@@ -188,6 +188,8 @@ class RaftNode(SyncObjSeam):
         # callbacks run after both), the node knows only the configured one: it may stand
         # in no election before (_ask_pre_vote).
         self._membership_taken = False
+        self._changes_seen: tuple[int, int | None] = (0, None)  # _membership_settled: (index, term)
+        self._last_change = 0  # the index of the last change of the membership it saw
         self._journal: DiskJournal | None = None
         self._refuse_success = False  # set when a shipped snapshot failed to install
         self._installed_at: int | None = None  # the index of a snapshot just installed
@@ -356,7 +358,7 @@ class RaftNode(SyncObjSeam):
             self._dump.last,
             self._lease_until(),
             self._members(),
-            self._may_change_membership(),
+            self._membership_settled(),
             self.raftCommitIndex,
             self._journal.bytes,
         )
@@ -1022,6 +1024,25 @@ class RaftNode(SyncObjSeam):
         """No change while another is in the log uncommitted (pysyncobj's intent)."""
         tail = self._get_entries(self.raftCommitIndex + 1)
         return not change_in_flight((e[0] for e in tail), self.membership_change_of)
+
+    def _membership_settled(self) -> bool:
+        """No change of the membership in the log above the commit index (a new leader may
+        cut one that is): :meth:`_may_change_membership` on every tick (the status), at
+        the cost of the entries appended since the last. The last change seen is kept,
+        and the log is looked at again above the commit index once the entry last looked
+        at changed its term (a leader's appends replaced it) or is gone."""
+        seen, term = self._changes_seen
+        last = self.last_log_index()
+        rewritten = seen > 0 and (seen > last or self.entry_term(seen) != term)
+        if rewritten:
+            self._last_change = 0
+        first = max(0 if rewritten else seen, self.raftCommitIndex) + 1
+        for command, index, _term in self._get_entries(first) if first <= last else ():
+            if self.membership_change_of(command) is not None:
+                self._last_change = index
+        if rewritten or first <= last:
+            self._changes_seen = (last, self.entry_term(last))
+        return self._last_change <= self.raftCommitIndex
 
     def add_member(
         self, member: Member, dial: str | None, catch_up_s: float, applied: tuple[int, int] | None = None

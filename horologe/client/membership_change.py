@@ -7,7 +7,8 @@ not send the change again blindly: it lists the members, and asks again only if 
 the change. A listing that holds a change not yet committed (``settled`` false) may still
 go back, as may one naming the node as a learner being fed (``voter`` false): it is
 listed again until settled, and an added node counts only as a voter. A change asked
-again that an earlier ask made is answered ``member_exists`` or ``not_a_member``: made.
+again that an earlier ask made is answered ``member_exists`` or ``not_a_member``; the
+members are listed then too, since a learner still fed is a member that exists.
 ``horologe cluster add/remove`` and the chaos scenarios ask so.
 """
 
@@ -44,9 +45,8 @@ def change_until_made(
         try:
             return ask()
         except HorologeError as e:
-            if k and e.code == already:
-                return client.members()
-            if e.code not in NOT_SURE:
+            # Asked again: an add is answered member_exists for a learner still fed too.
+            if not (k and e.code == already) and e.code not in NOT_SURE:
                 raise
             said(f"{e}: listing the members before asking again")
         time.sleep(PAUSE_S)

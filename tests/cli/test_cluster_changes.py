@@ -116,3 +116,13 @@ def test_an_add_listed_uncommitted_or_as_a_learner_is_not_taken_as_made(capsys):
     members = cluster._until_made(client, "n4", lambda: client.add_member("n4"), member_after=True)
     assert client.asks == ["add n4"] * 3
     assert [m["node_id"] for m in members] == ["n1", "n2", "n3", "n4"]
+
+
+def test_an_add_answered_member_exists_while_the_node_is_still_fed_is_not_taken_as_made(capsys):
+    """Asked again after a 504, an add of a node the master still feeds as a learner is
+    answered member_exists: made, the command said, though the node did not vote yet."""
+    client = _Client(["not_committed", "member_exists", "made+member_exists"])
+    client.listings = [_listing(["n1", "n2", "n3", "n4"], learner="n4")] * 2
+    members = cluster._until_made(client, "n4", lambda: client.add_member("n4"), member_after=True)
+    assert client.asks == ["add n4"] * 3
+    assert [m["node_id"] for m in members] == ["n1", "n2", "n3", "n4"]

@@ -54,6 +54,59 @@ def test_the_status_says_whether_the_membership_it_lists_may_still_go_back(tmp_p
         crash(node)
 
 
+class _Log:
+    """What ``RaftNode._membership_settled`` reads of a node: its log as (command, index,
+    term) entries from index 1 (b"c": a change of the membership) and its commit index."""
+
+    def __init__(self) -> None:
+        self.entries: list[tuple[bytes, int, int]] = []
+        self.raftCommitIndex = 0
+        self._changes_seen, self._last_change = (0, None), 0
+
+    def put(self, index: int, term: int, command: bytes = b"x") -> None:
+        del self.entries[index - 1 :]  # a leader's append replaces what follows
+        self.entries.append((command, index, term))
+
+    def last_log_index(self) -> int:
+        return len(self.entries)
+
+    def entry_term(self, index: int) -> int | None:
+        return self.entries[index - 1][2] if 0 < index <= len(self.entries) else None
+
+    def _get_entries(self, first: int):
+        return self.entries[first - 1 :]
+
+    def membership_change_of(self, command: bytes):
+        return ["add", "x"] if command == b"c" else None
+
+    def settled(self) -> bool:
+        return raft_node.RaftNode._membership_settled(self)
+
+
+def test_a_change_cut_or_replaced_by_a_leaders_appends_is_seen_gone():
+    """Each tick looks only at what was appended since the last; a log whose entry last
+    looked at changed is looked at again above the commit index."""
+    log = _Log()
+    log.put(1, 1)
+    assert log.settled()
+    log.put(2, 1, b"c")
+    assert not log.settled()  # uncommitted
+    log.put(2, 2)  # a new leader's entry in its place, no change
+    assert log.settled()
+    log.put(2, 2, b"x")
+    log.put(3, 2)
+    assert log.settled()
+    log.entries[1:] = [(b"c", 2, 3), (b"x", 3, 3)]  # replaced at the same length: a change at 2
+    assert not log.settled()
+    log.raftCommitIndex = 2
+    assert log.settled()
+    del log.entries[2:]
+    log.put(3, 4, b"c")
+    assert not log.settled()
+    del log.entries[2:]  # cut
+    assert log.settled()
+
+
 def test_a_candidate_outside_the_membership_is_not_heard(tmp_path):
     node = ticked_node(tmp_path, peers=("127.0.0.1:7",))
     try:
