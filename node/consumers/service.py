@@ -795,9 +795,9 @@ class Consumers:
             done = await self._propose(RETRY, retries=retries) if retries else None
             held = await self._hold_in_place(group, kept)
         self._release([(g, ready, off, off + 1) for g, ready, off, _at in retries])
-        for (ready, off), until in held.items():
+        for (ready, off), (until, token) in held.items():  # as a new master would load them
             self._leases_of(group, ready)[off] = until
-            self._extended.get((group, ready), {}).pop(off, None)  # no receipt holds it now
+            self._extended.setdefault((group, ready), {})[off] = token
         self._cursors.clear()  # a nacked entry is handed out again: scans start over
         if done is None:
             return {"retried": len(held), "dead_lettered": 0}
@@ -805,17 +805,17 @@ class Consumers:
 
     async def _hold_in_place(
         self, group: str, kept: list[tuple[str, int, int]]
-    ) -> dict[tuple[str, int], int]:
+    ) -> dict[tuple[str, int], tuple[int, int]]:
         """Retry dead letters where they are: the lease of each ``(DLQ, offset, at)`` moved to
         end at ``at`` under its own token (an extend: cluster/leases.py), after which it is
-        handed out again. The end each got, by position."""
+        handed out again. The end and token each got, by position."""
         items = []
         for ready, off, at in kept:
             token = int(self._committed(group, ready).tokens_of([off])[0])
             items.append((group, ready, off, off + 1, at + (at == token), token))  # not read as a hand-out
         if items:
             await self._commit(items)
-        return {(ready, off): until for _, ready, off, _hi, until, _token in items}
+        return {(ready, off): (until, token) for _, ready, off, _hi, until, token in items}
 
 
 def ack_parts(acks: list[tuple[str, str, int, int]]) -> list[tuple[list[tuple[str, str, int, int]], int]]:
