@@ -183,7 +183,13 @@ class NodeService:
             self.require_master,
         )
         self.dead_letters = DeadLetters(
-            self.view, self.produce, self.consumers.ack, self.consumers.receipts, self.clock
+            self.view,
+            self.produce,
+            self.consumers.ack,
+            self.consumers.receipts,
+            self.clock,
+            self.consumers.held_positions,
+            self.consumers.held_meanwhile,
         )
         self.retention = RetentionDriver(
             self.view.reads,

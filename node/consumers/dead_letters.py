@@ -6,7 +6,9 @@ the entries past that progress and leases nothing, so consumers of the DLQ are n
 disturbed.
 
 A requeue produces each entry's message again to the topic it was first produced to,
-due now, under the key ``requeue:<group>:<id>``; only once that is committed does it ack
+due now, under the key ``requeue:<group>:<id>``, but none that a consumer of the DLQ
+holds (the group pulls its DLQ: the entry is that consumer's to settle), and no pull
+hands its entries out meanwhile; only once that is committed does it ack
 the entry for the group, through the consumers' ack path with a receipt the master mints
 (the entry is then gone from the peek). A requeue that failed part-way is safe to send
 again: the key makes the produce return the message stored the first time (a key holds
@@ -18,6 +20,7 @@ next requeue gets a key of its own.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractContextManager
 from typing import NamedTuple
 
 import numpy as np
@@ -56,7 +59,9 @@ class Found(NamedTuple):
 
 class DeadLetters:
     """``produce(columns)`` stores messages through the master's group commit (their ids,
-    in order); ``ack(group, topic, receipts)`` is the consumers' ack."""
+    in order); ``ack(group, topic, receipts)`` is the consumers' ack; ``held(group,
+    topic)`` the positions a consumer's lease holds now, and ``hold(group, positions)``
+    a block during which no pull hands those ``(topic, position)`` out (the consumers')."""
 
     def __init__(
         self,
@@ -65,12 +70,16 @@ class DeadLetters:
         ack: Callable[[str, str, list[str]], Awaitable[int]],
         receipts: Receipts,
         clock: Callable[[], int],
+        held: Callable[[str, str], set[int]],
+        hold: Callable[[str, list[tuple[str, int]]], AbstractContextManager],
     ) -> None:
         self.view = view
         self._produce = produce
         self._ack = ack
         self._receipts = receipts
         self._clock = clock
+        self._held = held
+        self._hold = hold
 
     def _unacked(self, group: str, after: int, want: int, match=None) -> Found:
         """Up to ``want`` entries past position ``after`` the group has not acked (and that
@@ -150,8 +159,20 @@ class DeadLetters:
         records = self._records(found.rows)
         dlq_ids = id_strings(found.rows["hour"], found.rows["global_index"])
         now = self._clock()
-        moved, expired, messages, seen = [], [], [], set()
+        topic = dlq_topic(group)
+        held = self._held(group, topic)  # a consumer of the DLQ has them: theirs to settle
+        moved, expired, leased, messages, seen, taken = [], [], [], [], set(), []
         for pos, stored_id, record in zip(found.positions, dlq_ids, records, strict=True):
+            if pos in held:
+                shown = (
+                    stored_id
+                    if record is None
+                    else unpack_record(record)["headers"].get(ID_HEADER, stored_id)
+                )
+                leased.append(shown)
+                seen.add(shown)
+                continue
+            taken.append(pos)
             if record is None:
                 expired.append(stored_id)  # nothing to resend; acked all the same
                 seen.add(stored_id)
@@ -161,18 +182,17 @@ class DeadLetters:
             shown = rec["headers"].get(ID_HEADER, stored_id)  # as the peek shows it
             seen.add(shown)
             moved.append({"id": shown, "position": pos, "topic": messages[-1].topic})
-        new_ids = await self._produce(MessageColumns.from_messages(messages)) if messages else []
-        for entry, new_id in zip(moved, new_ids, strict=True):
-            entry["new_id"] = new_id
-        if found.positions:
-            topic = dlq_topic(group)
-            receipt = self._receipts.issue_ranges(
-                group, topic, to_ranges(found.positions), now + RECEIPT_LEASE_MS
-            )
-            await self._ack(group, topic, [receipt])
+        with self._hold(group, [(topic, pos) for pos in taken]):  # no pull hands them out meanwhile
+            new_ids = await self._produce(MessageColumns.from_messages(messages)) if messages else []
+            for entry, new_id in zip(moved, new_ids, strict=True):
+                entry["new_id"] = new_id
+            if taken:
+                receipt = self._receipts.issue_ranges(group, topic, to_ranges(taken), now + RECEIPT_LEASE_MS)
+                await self._ack(group, topic, [receipt])
         return {
             "requeued": moved,
             "expired": sorted(set(expired)),
+            "leased": sorted(set(leased)),
             "missing": [] if ids is None else sorted({i for i in ids if i not in seen}),
             "remaining": self.view.unacked_count(group, dlq_topic(group)),
         }

@@ -690,7 +690,7 @@ class Consumers:
         unheld = await self._unheld(group, topic, self._clock())
         acks = [(group, topic, lo, hi) for lo, hi in to_ranges(unheld)]
         if acks:
-            with self._held_meanwhile(group, [(topic, off) for off in unheld]):
+            with self.held_meanwhile(group, [(topic, off) for off in unheld]):
                 await self._commit(acks)
             self._release(acks)
         return sum(hi - lo for *_, lo, hi in acks)
@@ -722,8 +722,13 @@ class Consumers:
         due = np.concatenate(out) if out else np.zeros(0, dtype=np.int64)
         return due[~np.isin(due, held)].tolist()
 
+    def held_positions(self, group: str, topic: str) -> set[int]:
+        """The positions of ready log ``topic`` a lease of ``group`` holds now (on this master)."""
+        lease_now = self._lease_now(self._clock())
+        return {o for o, until in self._leases_of(group, topic).items() if until > lease_now}
+
     @contextlib.contextmanager
-    def _held_meanwhile(self, group: str, positions: list[tuple[str, int]]) -> Iterator[None]:
+    def held_meanwhile(self, group: str, positions: list[tuple[str, int]]) -> Iterator[None]:
         """Hold ``positions`` (ready log, offset) while the entry that settles them commits:
         a scan hands none of them out meanwhile (one it leased would go to a consumer
         whose ack then stopped nothing). If the commit fails each gets back what it had."""
@@ -789,7 +794,7 @@ class Consumers:
                     retries.append((group, ready, off, now + delay))
             else:
                 retries.append((group, ready, off, -1))  # past the last level: the DLQ
-        with self._held_meanwhile(group, named):
+        with self.held_meanwhile(group, named):
             # What the entry did, not what was asked: a message nacked twice, or acked (on
             # another hand-out) before this nack applied, gets no copy.
             done = await self._propose(RETRY, retries=retries) if retries else None

@@ -64,6 +64,10 @@ def test_peek_pages_without_leasing_and_requeue_sends_back_once(make_cluster):
     assert sorted(m.body for m in held) == [b"a", b"b", b"c"]
 
     one = page["messages"][1]
+    # Held by that consumer: left to it, not sent back beside it.
+    r = c.request("POST", "/admin/dlq/g/requeue", {"ids": [one["id"]]}, admin=True).body
+    assert r["requeued"] == [] and r["leased"] == [one["id"]] and r["remaining"] == 3
+    assert c.release("%DLQ%g", "g", [m.receipt for m in held]) == 3
     r = c.request("POST", "/admin/dlq/g/requeue", {"ids": [one["id"]]}, admin=True).body
     assert [(m["id"], m["position"], m["topic"]) for m in r["requeued"]] == [(one["id"], 1, "jobs")]
     assert r["missing"] == [] and r["expired"] == [] and r["remaining"] == 2

@@ -340,6 +340,10 @@ class RequeuedMessage(Answer):
 class Requeued(Answer):
     requeued: list[RequeuedMessage]
     expired: list[MessageId]
+    leased: Annotated[
+        list[MessageId],
+        Meta(description="entries a consumer of the DLQ holds now (a lease of the group): left to it"),
+    ]
     missing: list[MessageId]
     remaining: Count
 

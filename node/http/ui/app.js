@@ -266,6 +266,7 @@ async function requeue(all) {
     let text = `requeued ${r.requeued.length}${topics ? ` to ${topics}` : ""}; ${r.remaining} left in the DLQ`;
     if (r.missing.length) text += `; not found: ${r.missing.join(", ")}`;
     if (r.expired.length) text += `; removed by retention (acked): ${r.expired.join(", ")}`;
+    if (r.leased?.length) text += `; held by a consumer of the DLQ, left to it: ${r.leased.join(", ")}`;
     $("requeue-result").textContent = text;
   } catch (e) {
     $("requeue-result").textContent = `requeue failed: ${describe(e)}`;
