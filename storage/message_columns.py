@@ -81,16 +81,18 @@ class MessageColumns:
         )
 
     def wire_sizes(self) -> np.ndarray:
-        """Each message's share of an encoded entry, a little over: its fields plus framing."""
+        """Each message's share of an encoded entry, a little over: its fields in UTF-8 plus
+        msgpack's framing (a string's is 5 bytes at most; an entry is cut by these, and
+        one over the cap is refused: node/service.py)."""
         sizes = np.fromiter(map(len, self.bodies), dtype=np.int64, count=len(self))
-        sizes += np.fromiter(map(len, self.topics), dtype=np.int64, count=len(self))
-        sizes += np.fromiter((len(k) if k else 0 for k in self.keys), dtype=np.int64, count=len(self))
+        sizes += np.fromiter(map(_utf8_size, self.topics), dtype=np.int64, count=len(self))
+        sizes += np.fromiter((_utf8_size(k) if k else 0 for k in self.keys), dtype=np.int64, count=len(self))
         sizes += 64
         if self.tags:
             at = np.fromiter(self.tags, dtype=np.int64, count=len(self.tags))
             sizes[at] += np.fromiter(map(_tags_size, self.tags.values()), dtype=np.int64, count=len(at))
         for i, headers in self.headers.items():
-            sizes[i] += sum(len(k) + len(v) for k, v in headers.items())
+            sizes[i] += 16 + sum(_utf8_size(k) + _utf8_size(v) + 10 for k, v in headers.items())
         return sizes
 
     def __len__(self) -> int:
@@ -141,5 +143,10 @@ class MessageColumns:
 
 @functools.lru_cache(maxsize=4096)
 def _tags_size(tags: tuple[str, ...]) -> int:
-    """The characters of a tag set (a batch repeats the same few sets)."""
-    return sum(map(len, tags))
+    """What a tag set weighs encoded, a little over (a batch repeats the same few sets)."""
+    return 16 + sum(_utf8_size(t) + 5 for t in tags)
+
+
+def _utf8_size(text: str) -> int:
+    """The bytes of ``text`` in UTF-8 (its length, for ASCII, without encoding it)."""
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))

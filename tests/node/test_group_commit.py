@@ -76,6 +76,28 @@ def test_a_proposal_never_grows_past_max_entry_bytes():
     asyncio.run(run())
 
 
+@pytest.mark.parametrize(
+    ("body", "headers"),
+    [
+        (600, {f"h{k}": "\u9577" * 60 for k in range(4)}),  # headers past ASCII: 3 bytes a character
+        (800, {f"{k:02}": "v" for k in range(32)}),  # many small headers: their framing
+    ],
+)
+def test_every_part_of_a_batch_encodes_under_the_entry_cap(body, headers):
+    """A batch whose items are each within the documented limits was estimated under the
+    cap and encoded over it: the master refused it 413, after the parts before it had
+    committed."""
+    from horologe.cluster import PRODUCE, Entry
+    from horologe.node.group_commit import MAX_ENTRY_BYTES
+    from horologe.node.service import _entry_parts
+    from horologe.storage import Message, MessageColumns
+    from horologe.wheel import Watermark
+
+    messages = [Message("t", b"x" * body, 1_000 + k, 0, key=f"k{k}", headers=headers) for k in range(1000)]
+    for part, _size in _entry_parts(MessageColumns.from_messages(messages)):
+        assert len(Entry(PRODUCE, Watermark(0), 0, messages=part).encode()) <= MAX_ENTRY_BYTES
+
+
 def test_a_big_batch_goes_in_parts_under_the_cap_and_columns_combine_in_order():
     from horologe.node.group_commit import MAX_ENTRY_BYTES
     from horologe.node.service import _entry_parts

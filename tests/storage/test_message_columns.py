@@ -80,12 +80,16 @@ def test_columns_join_and_part_as_their_messages_do():
 
 
 def test_a_message_s_wire_size_counts_each_field():
+    """Each field's UTF-8 bytes, plus framing: 64 a message, 16 for its tag set and 5 a
+    tag, 16 for its headers and 10 a header (msgpack's string heads take 5 bytes at most)."""
     sizes = MessageColumns.from_messages(MIXED).wire_sizes().tolist()
     assert sizes == [
         3 + 1 + 64,
-        3 + 1 + 2 + 64 + len("red") + len("blue") + len("h") + len("v"),
+        3 + 1 + 2 + 64 + (16 + len("red") + 5 + len("blue") + 5) + (16 + len("h") + len("v") + 10),
         5 + 1 + 2 + 64,
     ]
+    wide = MessageColumns.from_messages([Message("t\u00e9", b"", 0, 0, key="\u9577")])
+    assert wide.wire_sizes().tolist() == [3 + 3 + 64]
 
 
 @pytest.mark.parametrize("n", [1, 3, 16, 17, 200])  # formatted one by one up to 16, by numpy above
