@@ -91,11 +91,11 @@ def retry_after_ms(value: str | None, now_ms: int) -> int | None:
     if value is None:
         return None
     value = value.strip()
-    if value.isdigit():
-        return int(value) * 1000
+    if value.isascii() and value.isdigit():  # not "²", a digit to isdigit() only
+        return int(value) * 1000 if len(value) <= 15 else 10**18  # past any retry level
     try:
         when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError, IndexError):
+    except (TypeError, ValueError, IndexError, OverflowError):
         return None
     if when.tzinfo is None:
         return None

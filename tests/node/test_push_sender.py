@@ -14,6 +14,10 @@ NOW = 1_767_225_600_000  # Thu, 01 Jan 2026 00:00:00 GMT
 
 def test_seconds_and_dates():
     assert retry_after_ms("0", NOW) == 0
+    # Digits str.isdigit() takes and int() does not, and more than int() reads: unreadable
+    # or past any retry level, never an error (it left the push's slot taken for good).
+    assert retry_after_ms("\u00b2", NOW) is None
+    assert retry_after_ms("9" * 4301, NOW) >= 10**15
     assert retry_after_ms(" 120 ", NOW) == 120_000
     assert retry_after_ms("Thu, 01 Jan 2026 00:00:30 GMT", NOW) == 30_000
     assert retry_after_ms("Wed, 31 Dec 2025 23:00:00 GMT", NOW) == 0  # passed: at once
