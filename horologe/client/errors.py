@@ -27,7 +27,8 @@ class NotFoundError(HorologeError):
 
 class ConflictError(HorologeError):
     """Raised when the request conflicts with what the cluster holds (409): a schedule name
-    taken by another definition (``schedule_exists``), or too many schedules."""
+    taken by another definition (``schedule_exists``), too many schedules or push
+    subscriptions, a release or a backup under way, a membership change refused."""
 
 
 class AlreadyDeliveredError(ConflictError):
@@ -47,10 +48,17 @@ class CertificateError(HorologeError):
     trusts (see ``ca=``), expired, or issued for another host. Nothing was sent; not retried."""
 
 
-# Error codes whose class is not the one of their status alone.
+# Error codes whose class is not the one of their status alone: a 409 is a message's state
+# (AlreadyDeliveredError) only as ``already_delivered``.
 KIND_BY_CODE = {
     "schedule_exists": ConflictError,
     "too_many_schedules": ConflictError,
+    "too_many_subscriptions": ConflictError,
+    "release_in_progress": ConflictError,
+    "no_linked_target": ConflictError,
+    "backup_in_progress": ConflictError,
+    "nothing_to_back_up": ConflictError,
+    "not_current": ConflictError,
     # a change of the cluster's membership refused (409), not a message's state
     **dict.fromkeys(
         (
