@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .errors import InvalidScheduleError
 from .schedule_state import Firings, Meta, ScheduleDef, ScheduleMark, definition, mark, names
 from .schedule_times import fires_after
 
@@ -38,6 +39,9 @@ FIRE_OVERHEAD_BYTES = 256  # a firing's record beside its body: key, headers, fr
 class Plan:
     firings: list[Firings]
     more: bool  # a budget ran out: plan again at once
+    # Schedules this node cannot plan, and why (a time zone its tzdata lacks, which the node
+    # that took the schedule had): left as they are, while the others are planned.
+    failed: tuple[tuple[str, str], ...] = ()
 
 
 class Planner:
@@ -52,6 +56,7 @@ class Planner:
         fires_left, bytes_left = MAX_FIRES, BODY_BUDGET
         more = False
         seen: dict[tuple[str, int, int], int | None] = {}
+        failed: list[tuple[str, str]] = []
         for name in names(meta):
             d, m = definition(meta, name), mark(meta, name)
             if d is None or m is None or d.paused or m.incarnation != d.incarnation:
@@ -59,7 +64,11 @@ class Planner:
             if m.mark >= now_ms + self.horizon_ms // 2:
                 continue  # planned far enough ahead
             ident = (name, d.incarnation, m.mark)
-            first = seen[ident] = self._first[ident] if ident in self._first else _first_fire(d, m)
+            try:
+                first = seen[ident] = self._first[ident] if ident in self._first else _first_fire(d, m)
+            except InvalidScheduleError as e:  # this node cannot read it: the others go on
+                failed.append((name, str(e)))
+                continue
             if first is None or first > until:
                 continue
             cap = min(fires_left, bytes_left // (len(d.body) + FIRE_OVERHEAD_BYTES))
@@ -73,7 +82,7 @@ class Planner:
             fires_left -= len(fires)
             bytes_left -= len(fires) * (len(d.body) + FIRE_OVERHEAD_BYTES)
         self._first = seen
-        return Plan(out, more)
+        return Plan(out, more, tuple(failed))
 
 
 def _first_fire(d: ScheduleDef, m: ScheduleMark) -> int | None:

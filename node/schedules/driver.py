@@ -10,6 +10,7 @@ after an outage), the next turn follows at once.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable
 
 from horologe.cluster.schedule_plan import Planner
@@ -17,6 +18,8 @@ from horologe.cluster.schedule_state import Firings
 from horologe.storage.store_reads import StoreReads
 
 from ..leader_task import LeaderTask, every
+
+log = logging.getLogger(__name__)
 
 
 class ScheduleDriver(LeaderTask):
@@ -37,6 +40,7 @@ class ScheduleDriver(LeaderTask):
         self.interval_ms = interval_ms
         self._may_lead = may_lead
         self.fires_proposed = 0
+        self._failed: dict[str, str] = {}  # schedules the last turn could not plan, why
 
     async def _run(self) -> None:
         await every(self.interval_ms, self.turn, "schedule")
@@ -47,6 +51,10 @@ class ScheduleDriver(LeaderTask):
         if not self._may_lead():
             return False
         plan = self.planner.plan(self._reads.meta, self._clock())
+        for name, why in plan.failed:
+            if self._failed.get(name) != why:  # once, not every turn
+                log.warning("schedule %s is not planned on this node: %s", name, why)
+        self._failed = dict(plan.failed)
         if not plan.firings:
             return False
         await self._propose_fires(plan.firings)

@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable
 
 from horologe.cluster import ApplyResult
 from horologe.cluster.entries import FIRE, SCHEDULE
+from horologe.cluster.errors import InvalidScheduleError
 from horologe.cluster.schedule_apply import CREATE, DELETE, PAUSE, RESUME, ScheduleOutcome
 from horologe.cluster.schedule_plan import Planner, next_fires
 from horologe.cluster.schedule_state import (
@@ -104,7 +105,10 @@ class Schedules:
 def schedule_json(d: ScheduleDef, m: ScheduleMark | None, now_ms: int) -> dict:
     """A schedule as the API shows it; ``state`` is ``active``, ``paused``, or ``ended``
     (``end_at`` set and no fire time left before it)."""
-    fires = next_fires(d, m, now_ms, NEXT_FIRES)
+    try:
+        fires = next_fires(d, m, now_ms, NEXT_FIRES)
+    except InvalidScheduleError:  # a time zone this node's tzdata lacks: it cannot say
+        fires = []
     state = "paused" if d.paused else "ended" if d.end_at is not None and not fires else "active"
     out: dict = {"name": d.name, "topic": d.topic, "cron": d.cron, "timezone": d.timezone, "state": state}
     out |= body_json(d.body) | {

@@ -8,10 +8,12 @@ import asyncio
 
 import pytest
 
+from horologe.cluster import schedule_times
 from horologe.cluster.entries import FIRE, SCHEDULE
 from horologe.cluster.schedule_plan import Planner
-from horologe.cluster.schedule_state import ScheduleDef, mark
+from horologe.cluster.schedule_state import ScheduleDef, definition, mark
 from horologe.node.schedules.driver import ScheduleDriver
+from horologe.node.schedules.service import schedule_json
 from horologe.storage import StorageConfig
 
 from .local_log import LocalLog
@@ -38,7 +40,8 @@ def driver(log: LocalLog, leads=lambda: True) -> ScheduleDriver:
 
 
 def create(log: LocalLog, body: bytes = b"x", **kw) -> None:
-    d = ScheduleDef(kw.pop("name", "tick"), "t", body, kw.pop("cron", "* * * * * *"), "UTC", **kw)
+    name, cron, zone = kw.pop("name", "tick"), kw.pop("cron", "* * * * * *"), kw.pop("timezone", "UTC")
+    d = ScheduleDef(name, "t", body, cron, zone, **kw)
     asyncio.run(log.propose(SCHEDULE, schedule={"op": "create", "name": d.name, "def": d.to_wire()}))
 
 
@@ -79,6 +82,20 @@ def test_plans_a_horizon_ahead_and_refills_at_half(log):
     log.now[0] = T + 31 * S
     assert run_turns(d) == 1
     assert fired(log) == [T + k * S for k in range(1, 92)]
+
+
+def test_a_schedule_this_master_cannot_plan_leaves_the_others_planned(log, monkeypatch):
+    """A time zone the node that took a schedule knew, and this master's tzdata lacks (an
+    older build): planning it raised, the turn was skipped, and no schedule fired at all."""
+    create(log, name="a", timezone="America/Santiago")
+    create(log, name="b")
+    monkeypatch.setattr(schedule_times, "zone_names", lambda: frozenset({"UTC"}))
+    assert run_turns(driver(log)) == 1
+    assert fired(log) == [T + k * S for k in range(1, 61)]  # b's
+    assert mark(log.view.reads.meta, "a").mark == T  # a waits, unplanned
+    meta = log.view.reads.meta
+    shown = {n: schedule_json(definition(meta, n), mark(meta, n), T)["next_fires"] for n in ("a", "b")}
+    assert shown["a"] == [] and len(shown["b"]) == 5  # both listed all the same
 
 
 def test_a_plan_from_a_stale_view_fires_nothing_twice(log):
