@@ -57,7 +57,7 @@ class Answer(NamedTuple):
 class Exchange:
     """One request sent (or waiting for a connection): ``future`` gets its answer."""
 
-    __slots__ = ("origin", "data", "future", "timer", "conn")
+    __slots__ = ("origin", "data", "future", "timer", "conn", "deadline")
 
     def __init__(self, origin: Origin, data: bytes, future: asyncio.Future) -> None:
         self.origin = origin
@@ -65,6 +65,7 @@ class Exchange:
         self.future = future
         self.timer: asyncio.TimerHandle | None = None
         self.conn: _Connection | None = None
+        self.deadline = 0.0  # the loop's time its answer is due by
 
     def cancel(self) -> None:
         """Drop the request: its connection is closed, its answer ``error`` "dropped"."""
@@ -189,6 +190,7 @@ class PushHttp:
             _settle(req, Answer(None, None, "closed"))
             return req
         req.timer = self._loop.call_later(timeout_s, self._timed_out, req, timeout_s)
+        req.deadline = self._loop.time() + timeout_s
         idle = self._idle.get(origin)
         while idle:
             conn = idle.pop()
@@ -227,12 +229,16 @@ class PushHttp:
     async def _make(self, req: Exchange) -> None:
         origin = req.origin
         try:
-            _transport, conn = await self._loop.create_connection(
-                lambda: _Connection(self, origin),
-                origin.host,
-                origin.port,
-                ssl=self._context() if origin.scheme == "https" else None,
-            )
+            # No longer than its request waits: a host that drops SYNs would hold the slot
+            # for the system's connect timeout (minutes), and other origins' requests time
+            # out waiting for one.
+            async with asyncio.timeout_at(req.deadline):
+                _transport, conn = await self._loop.create_connection(
+                    lambda: _Connection(self, origin),
+                    origin.host,
+                    origin.port,
+                    ssl=self._context() if origin.scheme == "https" else None,
+                )
         except asyncio.CancelledError:
             self.open -= 1
             _settle(req, Answer(None, None, "closed"))

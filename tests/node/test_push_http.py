@@ -183,6 +183,41 @@ async def test_at_most_limit_connections_and_the_rest_wait_in_turn(serve):
     await http.close()
 
 
+@pytest.fixture
+def hanging():
+    """An origin whose connects hang: a listener whose backlog is full, SYNs dropped."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(0)
+    port = listener.getsockname()[1]
+    fill = []
+    for _ in range(4):
+        c = socket.socket()
+        c.setblocking(False)
+        try:
+            c.connect(("127.0.0.1", port))
+        except BlockingIOError:
+            pass
+        fill.append(c)
+    yield Origin("http", "127.0.0.1", port)
+    for c in fill:
+        c.close()
+    listener.close()
+
+
+async def test_a_connect_that_hangs_gives_up_its_slot_with_its_request(serve, hanging):
+    """A receiver whose host drops SYNs held its connection slot for the system's connect
+    timeout (minutes) after its request had timed out: a few such took every slot, and
+    every other subscription's pushes timed out waiting."""
+    server = await serve(lambda n: OK)
+    http = PushHttp(1)
+    lost = await http.post(hanging, push(hanging), 0.1).future
+    assert lost.error == "no answer within 100 ms"
+    answer = await http.post(server.origin, push(server.origin), 2).future
+    assert answer.status == 200, answer.error
+    await http.close()
+
+
 async def test_close_ends_open_requests(serve):
     server = await serve(lambda n: None)
     http = PushHttp(8)
