@@ -32,7 +32,7 @@ STATUS: dict[type[node.Refused], int] = {
     node.MembershipChangeRefused: 409,
     node.EntryTooLarge: 413,
     node.UnknownNode: 422,
-    node.ApplyFailed: 500,
+    node.ApplyFailed: 503,  # committed, on a majority: it may have applied (clients retry under its key)
     node.TransferFailed: 503,
     node.TransferUnconfirmed: 503,
     node.MembershipChangeFailed: 504,  # not 503: clients must not send the change again blindly
