@@ -13,7 +13,7 @@ What pysyncobj lacks, the shell adds (``RaftNode``, node.py):
 
 * **One change at a time.** pysyncobj means to refuse a change while another is
   uncommitted but never records the index it checks against; the shell refuses it
-  (:func:`change_in_flight`).
+  (``RaftNode._membership_settled``).
 * **A new node catches up before it counts.** The leader first feeds it as a learner
   (pysyncobj's read-only nodes: sent the log, counted for nothing), by snapshot shipment
   when the log was compacted, and appends the change only once the learner holds the log
@@ -119,11 +119,6 @@ def needs_fresh_dump(dump_index: int, commit_index: int, applied: int = 0) -> bo
     history), when the leader's log still holds the entries after it."""
     start = applied if dump_index <= applied <= commit_index else dump_index
     return commit_index - start > JOIN_FRESH_DUMP_ENTRIES
-
-
-def change_in_flight(commands: Iterable[bytes], change_of: Callable[[bytes], list | None]) -> bool:
-    """Whether any of ``commands`` (the log's uncommitted entries) changes the membership."""
-    return any(change_of(c) is not None for c in commands)
 
 
 def self_after(change: list, self_address: str, reverse: bool, was: bool) -> bool:

@@ -54,7 +54,6 @@ from .loop_crossing import LoopCrossing, settle, within
 from .membership import (
     Joining,
     Member,
-    change_in_flight,
     members_of,
     needs_fresh_dump,
     only_own_elections,
@@ -1022,13 +1021,12 @@ class RaftNode(SyncObjSeam):
 
     def _may_change_membership(self) -> bool:
         """No change while another is in the log uncommitted (pysyncobj's intent)."""
-        tail = self._get_entries(self.raftCommitIndex + 1)
-        return not change_in_flight((e[0] for e in tail), self.membership_change_of)
+        return self._membership_settled()
 
     def _membership_settled(self) -> bool:
         """No change of the membership in the log above the commit index (a new leader may
-        cut one that is): :meth:`_may_change_membership` on every tick (the status), at
-        the cost of the entries appended since the last. The last change seen is kept,
+        cut one that is), looked at on every tick (the status) at the cost of the entries
+        appended since the last. The last change seen is kept,
         and the log is looked at again above the commit index once the entry last looked
         at changed its term (a leader's appends replaced it) or is gone."""
         seen, term = self._changes_seen

@@ -163,24 +163,18 @@ class DeadLetters:
         held = self._held(group, topic)  # a consumer of the DLQ has them: theirs to settle
         moved, expired, leased, messages, seen, taken = [], [], [], [], set(), []
         for pos, stored_id, record in zip(found.positions, dlq_ids, records, strict=True):
+            rec = None if record is None else unpack_record(record)
+            # as the peek shows it
+            shown = stored_id if rec is None else rec["headers"].get(ID_HEADER, stored_id)
+            seen.add(shown)
             if pos in held:
-                shown = (
-                    stored_id
-                    if record is None
-                    else unpack_record(record)["headers"].get(ID_HEADER, stored_id)
-                )
                 leased.append(shown)
-                seen.add(shown)
                 continue
             taken.append(pos)
-            if record is None:
+            if rec is None:
                 expired.append(stored_id)  # nothing to resend; acked all the same
-                seen.add(stored_id)
                 continue
-            rec = unpack_record(record)
             messages.append(_again(rec, group, now))
-            shown = rec["headers"].get(ID_HEADER, stored_id)  # as the peek shows it
-            seen.add(shown)
             moved.append({"id": shown, "position": pos, "topic": messages[-1].topic})
         with self._hold(group, [(topic, pos) for pos in taken]):  # no pull hands them out meanwhile
             new_ids = await self._produce(MessageColumns.from_messages(messages)) if messages else []
@@ -194,7 +188,7 @@ class DeadLetters:
             "expired": sorted(set(expired)),
             "leased": sorted(set(leased)),
             "missing": [] if ids is None else sorted({i for i in ids if i not in seen}),
-            "remaining": self.view.unacked_count(group, dlq_topic(group)),
+            "remaining": self.view.unacked_count(group, topic),
         }
 
 

@@ -676,8 +676,7 @@ class Consumers:
         self._require_master()
         now = self._clock()
         unacked = self.view.unacked_count(group, topic)
-        lease_now = self._lease_now(now)
-        leased = sum(1 for until in self._leases_of(group, topic).values() if until > lease_now)
+        leased = len(self.held_positions(group, topic, now))
         waiting = await self._unheld(group, topic, now)
         return {"topic": topic, "group": group, "unacked": unacked, "leased": leased, "waiting": len(waiting)}
 
@@ -715,16 +714,14 @@ class Consumers:
             out.append(offsets[~progress.acked_mask(offsets) & (rows["deliver_at_ms"] <= now)])
             start += len(rows)
             await asyncio.sleep(0)
-        lease_now = self._lease_now(now)
-        held = np.fromiter(
-            (o for o, until in self._leases_of(group, topic).items() if until > lease_now), dtype=np.int64
-        )
+        held = np.fromiter(self.held_positions(group, topic, now), dtype=np.int64)
         due = np.concatenate(out) if out else np.zeros(0, dtype=np.int64)
         return due[~np.isin(due, held)].tolist()
 
-    def held_positions(self, group: str, topic: str) -> set[int]:
-        """The positions of ready log ``topic`` a lease of ``group`` holds now (on this master)."""
-        lease_now = self._lease_now(self._clock())
+    def held_positions(self, group: str, topic: str, now: int | None = None) -> set[int]:
+        """The positions of ready log ``topic`` a lease of ``group`` holds at ``now`` (the
+        clock's now by default), on this master."""
+        lease_now = self._lease_now(self._clock() if now is None else now)
         return {o for o, until in self._leases_of(group, topic).items() if until > lease_now}
 
     @contextlib.contextmanager
@@ -815,8 +812,11 @@ class Consumers:
         end at ``at`` under its own token (an extend: cluster/leases.py), after which it is
         handed out again. The end and token each got, by position."""
         items = []
+        tables: dict[str, LeaseTable] = {}  # each ready log's committed leases, read once
         for ready, off, at in kept:
-            token = int(self._committed(group, ready).tokens_of([off])[0])
+            if ready not in tables:
+                tables[ready] = self._committed(group, ready)
+            token = int(tables[ready].tokens_of([off])[0])
             items.append((group, ready, off, off + 1, at + (at == token), token))  # not read as a hand-out
         if items:
             await self._commit(items)
