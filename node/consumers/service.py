@@ -750,10 +750,14 @@ class Consumers:
         return list(dict.fromkeys((ready, off) for ready, off, _, ours in named if ours is not False))
 
     def _release(self, acks: list[tuple[str, str, int, int]]) -> None:
+        """Forget what this master holds of the positions ``acks`` settled: their leases,
+        and the tokens extends left."""
         for group, topic, lo, hi in acks:
             leases = self.leases.get((group, topic), {})
+            extended = self._extended.get((group, topic), {})
             for off in range(lo, hi):
                 leases.pop(off, None)
+                extended.pop(off, None)
 
     async def nack(
         self,

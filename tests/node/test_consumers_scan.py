@@ -964,3 +964,22 @@ def test_a_waiting_pull_whose_caller_hung_up_ends_without_waiting_out_its_time(l
             await asyncio.wait_for(waiting, 2)
 
     asyncio.run(run())
+
+
+def test_what_an_extend_remembers_of_a_lease_goes_when_its_message_is_settled(log):
+    """A worker that extends every lease (a long task's heartbeat) leaves nothing behind
+    once the messages are acked or nacked: the master's memory stays flat however many
+    it ran."""
+
+    async def run() -> None:
+        await _deliver(log, 6)
+        consumers = consumers_over(log)
+        got = as_json(await consumers.pull("g", "t", None, 6, 0, 30_000), T)["messages"]
+        receipts = [m["receipt"] for m in got]
+        assert (await consumers.extend("g", "t", receipts, 60_000))[0] == 6
+        assert await consumers.ack("g", "t", receipts[:4]) == 4
+        assert await consumers.nack("g", "t", receipts[4:]) == {"retried": 2, "dead_lettered": 0}
+        assert {k: v for k, v in consumers._extended.items() if v} == {}
+        assert {k: v for k, v in consumers.leases.items() if v} == {}
+
+    asyncio.run(run())
