@@ -31,9 +31,11 @@ buckets form a reverse-linked chain whose heads are a rebuildable cache
 cleaning cursor, unless the bucket's marks (key_heads) say no entry of it has this
 hash's bit; each entry read is checked against its crc. An entry whose hash matches
 and that is live is checked against the message record itself (topic and key), so a
-hash collision never answers a wrong id. A key is only added when no live entry answers
-it, or for a rescheduled copy (moves), so that the key lives as long as the copy's hour:
-the entries live for one key then all answer to one original id.
+hash collision never answers a wrong id; it answers only while the hour its message
+lives in now is live too (a message moved to an earlier hour leaves its first hour's
+entry behind). A key is only added when no live entry answers it, or for a rescheduled
+copy (moves), so that the key lives as long as the copy's hour: the entries live for one
+key then all answer to one original id.
 
 **Cleaning** bounds the disk. The cursor (meta ``keys/cursor``) only moves forward, and
 entries below it are gone for look-ups. While the log from the cursor to its end holds
@@ -143,13 +145,17 @@ class KeyIndex:
         config: StorageConfig,
         committed_meta: Mapping[str, Any],
         read_message: Callable[[MessageId], StoredMessage],
+        lives_in: Callable[[MessageId], int],
     ) -> None:
         """``committed_meta``: the store's committed meta (its journal's, kept up to date);
-        ``read_message``: the store's, to check a hash's match against its message."""
+        ``read_message``: the store's, to check a hash's match against its message;
+        ``lives_in``: the hour the message an entry names lives in now, however often
+        it was rescheduled since (moves)."""
         self.files = files
         self.config = config
         self._committed_meta = committed_meta
         self._read_message = read_message
+        self._lives_in = lives_in
         self.heads_path = files.path(HEADS_NAME)
         self._heads: KeyHeads | None = None
         self._heads_saved = -1  # ``covered`` of the heads file as last read or written
@@ -282,7 +288,8 @@ class KeyIndex:
                 kh, pre, hour, gi = self._entry(n, firsts)
                 if kh == h and hour >= cutoff:
                     mid = MessageId(hour, gi)
-                    if self._names(mid, topic, key, n):
+                    # A message moved to an earlier hour: its first hour's entry outlives it.
+                    if self._names(mid, topic, key, n) and self._lives_in(mid) >= cutoff:
                         found = mid
                         break
                 if pre >= n:

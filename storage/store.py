@@ -126,7 +126,13 @@ class Storage(StoreReads):
         self._written: list[WrittenRecords] = []  # the last batch's records of messages due soon
         self.names_version = 0
         self._init_reads()
-        self.key_index = KeyIndex(self.files, self.config, self.journal.state.meta, self.read_message)
+        self.key_index = KeyIndex(
+            self.files,
+            self.config,
+            self.journal.state.meta,
+            self.read_message,
+            lambda mid: self.current_place(self.original_id(mid)).hour,
+        )
 
     def _set_aside(self, rel: str, start: int) -> None:
         src = os.path.join(self.directory, rel)

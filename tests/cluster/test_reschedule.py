@@ -170,3 +170,24 @@ def test_a_batch_of_moves_across_hours_fires_each_once_at_its_last_time(tmp_path
     assert len(got) == 300 and {i: at for i, _, at in got} == want
     assert all(message_status(r.store, ids[k]).deliver_at_ms == want[str(ids[k])] for k in range(300))
     r.close_and_compare()
+
+
+def test_a_key_whose_message_moved_earlier_lives_as_long_as_the_new_time_s_hour(tmp_path):
+    """A key lives 24 h past its message's delivery hour: for a message moved earlier that
+    is the hour it moved to, not the one it was first due in; a produce with the key past
+    that stores a new message (the entry the first hour's key left must not answer)."""
+    r = Replicas(tmp_path, StorageConfig(fsync=False))
+    (a,) = r.apply(produce(T, [Message("t", b"a", T + 10 * MS_PER_HOUR, T, key="k")])).ids
+    r.apply(move(T + 1, keys=[("t", "k")], at=[T + 60_000]))
+    r.apply(sync(T + 2 * 60_000))
+    assert [i for i, _, _ in fired(r)] == [str(a)]
+    then = T + 20 * MS_PER_HOUR
+    r.apply(sync(then))  # within 24 h of the hour it was delivered in
+    assert r.apply(produce(then, [Message("t", b"b", then + 60_000, then, key="k")])).ids == [a]
+    now = T + 26 * MS_PER_HOUR
+    r.apply(sync(now))  # past 24 h after it: the key is free, the first hour's entry live still
+    (b,) = r.apply(produce(now, [Message("t", b"b", now + 60_000, now, key="k")])).ids
+    assert b != a and message_status(r.store, b).state == SCHEDULED
+    r.apply(sync(now + 2 * 60_000))
+    assert [i for i, _, _ in fired(r)] == [str(a), str(b)]
+    r.close_and_compare()
