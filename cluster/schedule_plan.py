@@ -19,7 +19,9 @@ time after each mark is remembered here, so an idle turn costs no cron work.
 
 **Bounded entries.** One ``F`` entry makes at most ``MAX_FIRES`` firings, and at most
 about ``BODY_BUDGET`` bytes of bodies for the apply to write; a schedule behind by more
-is planned up to its last firing taken, and the rest on the next turn, at once.
+is planned up to its last firing taken, and the rest on the next turn, at once. That
+turn begins with the schedule after it by name (then wraps around), so one far behind
+takes turns with the others rather than holding every entry until it caught up.
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ class Planner:
     def __init__(self, horizon_ms: int) -> None:
         self.horizon_ms = horizon_ms
         self._first: dict[tuple[str, int, int], int | None] = {}  # (name, incarnation, mark) -> next fire
+        self._after = ""  # a turn cut short: the next begins with the schedule after this one
 
     def plan(self, meta: Meta, now_ms: int) -> Plan:
         """The firings to propose now, in one entry (none: nothing is due for planning)."""
@@ -57,7 +60,9 @@ class Planner:
         more = False
         seen: dict[tuple[str, int, int], int | None] = {}
         failed: list[tuple[str, str]] = []
-        for name in names(meta):
+        every = names(meta)
+        last = ""
+        for name in [n for n in every if n > self._after] + [n for n in every if n <= self._after]:
             d, m = definition(meta, name), mark(meta, name)
             if d is None or m is None or d.paused or m.incarnation != d.incarnation:
                 continue
@@ -79,9 +84,12 @@ class Planner:
             capped = len(fires) == cap
             more |= capped
             out.append(Firings(name, d.incarnation, m.mark, fires[-1] if capped else until, tuple(fires)))
+            last = name
             fires_left -= len(fires)
             bytes_left -= len(fires) * (len(d.body) + FIRE_OVERHEAD_BYTES)
         self._first = seen
+        if more:
+            self._after = last
         return Plan(out, more, tuple(failed))
 
 

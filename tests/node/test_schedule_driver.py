@@ -119,6 +119,24 @@ def test_after_an_outage_planning_resumes_at_the_mark_in_bounded_entries(log):
     assert entries > 55 and all(len(r.ids) <= 10 for r in log.applied if r.kind == FIRE)
 
 
+def test_a_schedule_far_behind_leaves_the_others_their_turn(log):
+    """After an outage, a schedule behind by more than an entry's firings takes each
+    entry whole; the ones after it by name waited until it caught up (an hour of every
+    second: four entries, and a day's would be 87), and fired that much later."""
+    create(log, name="a")
+    create(log, name="b", cron="0 * * * * *")
+    d = driver(log)
+    run_turns(d)
+    log.now[0] = T + 3600 * S  # an hour without a master
+    asyncio.run(d.turn())
+    assert mark(log.view.reads.meta, "a").mark < log.now[0]  # a's first entry: a thousand firings
+    asyncio.run(d.turn())
+    assert mark(log.view.reads.meta, "b").mark >= log.now[0] + HORIZON // 2  # b's turn came next
+    run_turns(d)
+    got = sorted(fired(log))
+    assert got == sorted([T + k * S for k in range(1, 3661)] + [T + k * 60 * S for k in range(1, 62)])
+
+
 def test_a_rare_schedule_keeps_its_mark_until_a_firing_is_due(log):
     create(log, cron="0 12 * * *")  # noon; the clock is at midnight
     d = driver(log)
