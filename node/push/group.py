@@ -20,7 +20,10 @@ So a push holds its slot from its lease until its ack or nack is applied, and at
 at most ``max_in_flight`` pushes were answered and not acked. A settle that fails (an
 election, the node no longer master) frees the slots all the same: what it carried was
 not acked, its lease runs out, and it is sent again by this master or the next.
-Cancelled, it drops the requests still open; what they carried stays unacked.
+Cancelled (a subscription updated or deleted, the node no longer master), it drops the
+requests still open, whose messages stay unacked, and gives back what it holds for
+later; what was answered is settled first, for up to ``SETTLE_ON_STOP_S``, so that a
+push answered 2xx is not sent again once its lease ran out.
 """
 
 from __future__ import annotations
@@ -49,6 +52,7 @@ LEASE_MARGIN_MS = 5_000
 RETRY_PAUSE_S = 0.2  # after a lease failed (an election, a timeout)
 AHEAD_MS = 10  # lease messages this long before they fall due (the wheel fires them earlier)
 LEASE_EVERY_S = 0.004  # while some are held for later: less than AHEAD_MS, so none is late
+SETTLE_ON_STOP_S = 5.0  # a stopping group's last acks and nacks: a commit's time, not a lease's
 
 # group, topic, tags, max, wait, lease, ahead
 Pull = Callable[[str, str, str, int, int, int, int], Awaitable[Pulled]]
@@ -110,13 +114,18 @@ class _Group:
             await self._send()
         finally:
             self.stopping = True
-            settler.cancel()
             for timer in self.timers.values():
                 timer.cancel()
             self._give_back_held()
             for exchange in list(self.open):
                 exchange.cancel()
-            await asyncio.gather(settler, return_exceptions=True)
+            self.arrived.set()  # the settler's last round: what ended, then it returns
+            try:
+                async with asyncio.timeout(SETTLE_ON_STOP_S):
+                    await asyncio.shield(settler)
+            except (TimeoutError, asyncio.CancelledError):
+                settler.cancel()  # not settled: those leases run out, and they are sent again
+                await asyncio.gather(settler, return_exceptions=True)
 
     async def _send(self) -> None:
         sub, flow = self.sub, self.flow
@@ -207,11 +216,11 @@ class _Group:
 
         def answered(future: asyncio.Future) -> None:
             self.open.discard(exchange)
-            if self.stopping:
-                return
             answer = future.result()
             # The clock only for a failure's Retry-After given as a date (ms from now).
             sent = outcome(answer, self.consumer.clock() if answer.retry_after is not None else 0)
+            if self.stopping and not sent.ok:
+                return  # dropped by the stop, or failed as it came: sent again after its lease
             if not sent.ok:
                 self.stats.failed += 1
                 _log_failure(self.sub, fields, sent)
@@ -223,8 +232,11 @@ class _Group:
     async def _settle(self) -> None:
         sub, consumer, stats = self.sub, self.consumer, self.stats
         while True:
-            await self.arrived.wait()
+            if not self.stopping:  # stopping: no round waits, till nothing is left
+                await self.arrived.wait()
             self.arrived.clear()
+            if self.stopping and self.ended.count == 0:
+                return
             batch = self.ended.take()
             calls = []
             if batch.acks:

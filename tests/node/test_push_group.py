@@ -11,7 +11,7 @@ import time
 
 from horologe.cluster.push_state import PushDef
 from horologe.node.consumers.service import Pulled, Taken
-from horologe.node.push.client import PushHttp
+from horologe.node.push.client import Answer, Exchange, PushHttp
 from horologe.node.push.flow import Flow
 from horologe.node.push.group import AHEAD_MS, RETRY_PAUSE_S, Consumer, PushStats, serve
 from horologe.storage import CorruptLogError, Message, MessageId
@@ -130,3 +130,78 @@ def test_a_lease_that_meets_damaged_files_says_so_and_tries_again(caplog):
     asyncio.run(run())
     assert len(seen) >= 2 and all(isinstance(e, CorruptLogError) for e in seen)
     assert "lease failed" not in caplog.text
+
+
+class AckingSlowly(Harness):
+    """Two messages due at once, leased one pull apart; the first ack takes until released."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.due = self.clock_ms
+        self.release_ack = asyncio.Event()
+        self.pulls = 0
+
+    async def _pull(self, group, topic, tags, most, wait_ms, lease_ms, ahead_ms):
+        self.pulls += 1
+        if self.pulls <= 2:
+            mid = MessageId(self.due // 3_600_000, self.pulls)
+            record = encode_record(mid, Message("orders", b"x", self.due, self.due))
+            return Pulled(Taken([record], [self.due], [self.due]), [f"r{self.pulls}"], [], [1])
+        await asyncio.sleep(wait_ms / 1000)
+        return Pulled(Taken(), [], [], [])
+
+    async def _ack(self, group, topic, receipts):
+        await self.release_ack.wait()
+        return await super()._ack(group, topic, receipts)
+
+
+def test_what_was_answered_2xx_when_the_group_stops_is_acked_not_pushed_again():
+    """A subscription updated or deleted stops its group: a push answered 2xx whose ack was
+    not yet on its way was left unacked, so its lease ran out and it was pushed again."""
+
+    async def run() -> None:
+        async with AckingSlowly() as h:
+            for _ in range(500):
+                if len(h.arrived) == 2:
+                    break
+                await asyncio.sleep(0.01)
+            await asyncio.sleep(0.05)  # both answered; the first one's ack is under way
+            h.task.cancel()
+            await asyncio.sleep(0.05)
+            h.release_ack.set()
+            await asyncio.gather(h.task, return_exceptions=True)
+            assert sorted(h.acked) == ["r1", "r2"]
+
+    asyncio.run(run())
+
+
+class HeldAnswers:
+    """A pool whose requests are answered when the test says (PushHttp's interface)."""
+
+    def __init__(self) -> None:
+        self.sent: list[Exchange] = []
+
+    def post(self, origin, data, timeout_s) -> Exchange:
+        exchange = Exchange(origin, data, asyncio.get_running_loop().create_future())
+        self.sent.append(exchange)
+        return exchange
+
+
+def test_an_answer_that_came_as_the_group_stopped_is_acked():
+    """The 2xx arrived in the turn the stop began, its callback run after the stop's."""
+    h = Harness()
+    h.due = h.clock_ms  # due at once: sent as leased
+    http = HeldAnswers()
+
+    async def run() -> None:
+        sub = PushDef("orders", "hooks", "http://127.0.0.1:9/", SECRET, 1_000, 4, 0, "*")
+        consumer = Consumer(h._pull, h._ack, h._nack, lambda: h.clock_ms, h._give_back)
+        task = asyncio.create_task(serve(http, sub, consumer, Flow(4, 0, time.monotonic), PushStats()))
+        while not http.sent:
+            await asyncio.sleep(0.01)
+        task.cancel()  # the stop begins at the loop's next turn ...
+        http.sent[0].future.set_result(Answer(200))  # ... and the answer's callback after it
+        await asyncio.gather(task, return_exceptions=True)
+
+    asyncio.run(run())
+    assert h.acked == ["r1"]
