@@ -100,7 +100,9 @@ def scan_frames(buf: bytes | memoryview, start: int, path: str) -> Iterator[tupl
     """Yield ``(offset, payload)`` for each good frame from ``start``.
 
     Stops silently at a torn tail (the caller learns where from the last offset it
-    saw); raises :class:`CorruptLogError` for a bad frame that is followed by more data.
+    saw); raises :class:`CorruptLogError` for a bad frame that is followed by more data,
+    and for a length that runs past the end with a whole frame after it (damaged, not
+    torn: a torn last frame holds nothing whole).
     """
     end = len(buf)
     offset = start
@@ -114,6 +116,8 @@ def scan_frames(buf: bytes | memoryview, start: int, path: str) -> Iterator[tupl
             raise CorruptLogError(path, offset, "an empty frame, and more after it")
         stop = offset + FRAME_HEAD.size + n
         if stop + FRAME_TAIL.size > end:
+            if frames_past(buf, offset + 1):
+                raise CorruptLogError(path, offset, "a length past the end, and whole frames after it")
             return  # torn: the frame claims more bytes than the file holds
         payload = bytes(buf[offset + FRAME_HEAD.size : stop])
         crc, n2 = FRAME_TAIL.unpack_from(buf, stop)

@@ -229,10 +229,8 @@ def test_unsynced_frames_lost_out_of_order_go_back_to_the_last_sync_point(tmp_pa
     assert replica_state(crashed, CFG) == replica_state(clean, CFG)
 
 
-def test_a_lost_write_before_a_sync_point_that_another_frame_follows_is_corruption(tmp_path):
-    """A frame after a sync point was written once that sync point's fsync returned, and
-    that fsync made every byte before it durable: damage there is not a lost write."""
-    root = str(tmp_path / "s")
+def _crash_past_two_sync_points(root: str) -> None:
+    """Batches 1..5, a sync point, 6..8, a sync point, batch 9, then a crash."""
     s = Storage(root, CFG)
     _apply(s, 1, 5)
     s.sync()
@@ -240,6 +238,13 @@ def test_a_lost_write_before_a_sync_point_that_another_frame_follows_is_corrupti
     s.sync()
     _apply(s, 9, 9)
     _crash(s)
+
+
+def test_a_lost_write_before_a_sync_point_that_another_frame_follows_is_corruption(tmp_path):
+    """A frame after a sync point was written once that sync point's fsync returned, and
+    that fsync made every byte before it durable: damage there is not a lost write."""
+    root = str(tmp_path / "s")
+    _crash_past_two_sync_points(root)
     _zero(root, *_frame_of(root, 7))
     with pytest.raises(CorruptLogError):
         Storage(root, CFG)
@@ -257,5 +262,20 @@ def test_a_bad_checksum_past_the_last_sync_point_with_whole_lengths_is_corruptio
         b = f.read(1)
         f.seek(start + 8)
         f.write(bytes([b[0] ^ 0x10]))
+    with pytest.raises(CorruptLogError):
+        Storage(root, CFG)
+
+
+def test_a_length_that_runs_past_the_end_with_whole_frames_after_it_is_corruption(tmp_path):
+    """A frame whose length claims more bytes than the file holds is a torn tail only when
+    nothing whole follows it. Frame 7's length damaged (a high bit flipped), before a
+    sync point that another frame follows: open set frames 7 to 9 aside as a torn tail
+    and went back to index 6, dropping batches whose sync point was on disk."""
+    root = str(tmp_path / "s")
+    _crash_past_two_sync_points(root)
+    start, _ = _frame_of(root, 7)
+    with open(os.path.join(root, JOURNAL_NAME), "r+b") as f:
+        f.seek(start + 3)
+        f.write(b"\x40")  # the length's high byte
     with pytest.raises(CorruptLogError):
         Storage(root, CFG)
