@@ -498,6 +498,11 @@ def _swap_in(directory: str, staging: str) -> None:
         if name not in (RESTORED_MARKER, OLD_ASIDE_MARKER):
             os.rename(os.path.join(staging, name), os.path.join(directory, name))
     fsync_dir(directory)
+    # In place: the marker that says a restore is to be finished goes first, durably, so a
+    # run cut short from here on leaves a staging folder that an open drops, rather than
+    # one it finishes again by setting the restored store aside as the old one.
+    os.unlink(os.path.join(staging, RESTORED_MARKER))
+    fsync_dir(staging)
     shutil.rmtree(staging)
     shutil.rmtree(replaced, ignore_errors=True)
     fsync_dir(directory)

@@ -7,6 +7,7 @@ import shutil
 
 from horologe.storage import Storage, StorageConfig
 from horologe.storage.commit_journal import JOURNAL_NAME
+from horologe.storage.store import OLD_ASIDE_MARKER, RESTORING_DIR
 
 from .helpers import H0, HOUR, msg
 
@@ -58,3 +59,39 @@ def test_restore_fsyncs_every_file_it_names_sealed_hours_included(tmp_path, monk
         assert unsynced == []
     finally:
         o.close()
+
+
+class Killed(BaseException):
+    """The process killed where a test says."""
+
+
+def test_a_restore_killed_while_it_cleans_up_keeps_the_restored_store(tmp_path, monkeypatch):
+    """The last step of a restore removes its staging folder, whose two markers say the
+    copy was whole and the old store set aside. Killed once the second marker was gone
+    and the first not yet, the next open took the restore as unfinished and ran it
+    again: it set the restored store aside as the old one and removed it, and opened empty."""
+    src = str(tmp_path / "src")
+    with Storage(src, StorageConfig(fsync=False)) as s:
+        _fill(s)
+        s.snapshot(str(tmp_path / "snap"))
+    other = str(tmp_path / "other")
+    o = Storage(other, StorageConfig(fsync=False))
+    o.apply(1, lambda tx: tx.append([msg(H0, body=b"to be replaced")]))
+    real_rmtree = shutil.rmtree
+
+    def killed_midway(path, *args, **kwargs):
+        aside = os.path.join(path, OLD_ASIDE_MARKER)
+        if os.path.basename(path) != RESTORING_DIR or not os.path.exists(aside):
+            return real_rmtree(path, *args, **kwargs)
+        os.unlink(aside)  # rmtree's order is the directory's: this marker first
+        raise Killed
+
+    monkeypatch.setattr(shutil, "rmtree", killed_midway)
+    try:
+        o.restore(str(tmp_path / "snap"))
+    except Killed:
+        pass
+    monkeypatch.undo()
+    o.files.close_all()
+    with Storage(other, StorageConfig(fsync=False)) as again:
+        assert again.applied_index == 11 and again.sealed_before_hour == HOUR + 5
