@@ -378,6 +378,10 @@ class KeyIndex:
         if budget <= 0 or not self.log.segments:
             return
         self._begin()
+        # The heads take in the log from the committed cursor before this batch moves it:
+        # read after, they would skip the entries between the two cursors, which are
+        # live again should the batch roll back.
+        self._heads_in(tx)
         slack = self.config.key_clean_slack
         while budget > 0 and self.end - self._meta(CURSOR, tx) > 2 * self._meta(LIVE, tx) + slack:
             cursor = self._meta(CURSOR, tx)

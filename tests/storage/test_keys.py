@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from horologe.storage import CorruptLogError, Storage, StorageConfig, check_store
+from horologe.storage.errors import StorageFullError
 from horologe.storage.key_heads import HEADS_NAME
 from horologe.storage.key_index import KEY_ENTRY, LIVE
 
@@ -247,3 +248,33 @@ def test_the_marks_of_keys_gone_do_not_pile_up(tmp_path, monkeypatch):
         assert [s.lookup_key("orders", f"never{k}") for k in range(1000)] == [None] * 1000
         assert read[0] <= 1000, read[0]
         check_store(s)
+
+
+def test_a_cleaning_rolled_back_before_the_heads_were_read_loses_no_key(tmp_path, monkeypatch):
+    """The heads cache is read on first use. When that use was a cleaning step, it was
+    read after the step moved the cursor in its batch, so the entries between the two
+    cursors were never taken in; the batch rolled back (a full disk), and the heads held
+    as whole lacked a live key: its look-up found nothing, and a produce stored it twice."""
+    root = str(tmp_path / "s")
+    cfg = StorageConfig(fsync=False, key_window_ms=3_600_000, key_buckets=1 << 4, key_clean_slack=0)
+    with Storage(root, cfg) as s:
+        s.apply(1, lambda tx: tx.append([msg(H0 + k, key=f"k{k}") for k in range(10)]))
+    s = Storage(root, cfg)  # the heads file covers those ten
+    (live,) = s.apply(2, lambda tx: tx.append([msg(H0 + 10 * 3_600_000, key="live")]))
+    s.apply(3, lambda tx: tx.seal_before(HOUR + 2))  # the ten die
+    s.sync()
+    s.files.close_all()  # killed: the heads file still covers ten entries of eleven
+    s.journal._file.close()
+    s = Storage(root, cfg)
+
+    def full(record, synced):
+        raise StorageFullError("no space left")
+
+    monkeypatch.setattr(s.journal, "append", full)
+    with pytest.raises(StorageFullError):
+        s.apply(4, lambda tx: tx.clean_keys(100))
+    monkeypatch.undo()
+    assert s.lookup_key("orders", "live") == live
+    assert s.apply(4, lambda tx: tx.append([msg(H0 + 10 * 3_600_000, key="live")])) == [live]
+    check_store(s)
+    s.close()
