@@ -77,7 +77,7 @@ class FileTable:
         """The file, created with its magic if new, marked as touched by this batch."""
         f = self.get(rel)
         if f is None:
-            os.makedirs(os.path.dirname(self.path(rel)), exist_ok=True)
+            self._make_folder(os.path.dirname(self.path(rel)))
             f = self._open[rel] = AppendFile.create(self.path(rel), magic(kind))
             self._created.add(rel)
             self._dirty_dirs.add(os.path.dirname(self.path(rel)))
@@ -86,6 +86,15 @@ class FileTable:
             self._touched.setdefault(rel, f.length)
         self._dirty.add(rel)
         return f
+
+    def _make_folder(self, folder: str) -> None:
+        """Make ``folder`` and its missing parents; the next sync point fsyncs the parent of
+        each one made, whose entry names it, as it does a folder that gained files."""
+        if os.path.isdir(folder):
+            return
+        self._make_folder(os.path.dirname(folder))
+        os.makedirs(folder, exist_ok=True)
+        self._dirty_dirs.add(os.path.dirname(folder))
 
     def remove(self, rel: str) -> None:
         if self.exists(rel):
