@@ -15,7 +15,7 @@ two creates of one name race to the log, and the second is told ``exists``.
   (their keys stay taken for 24 h after their hour, so they could not be produced again).
 * **delete** cancels the same way and drops the definition; its mark stays, as the floor
   of a schedule created again under that name (for the same reason), until the clock
-  passes it.
+  passes it; a schedule deleted before its ``start_at`` produced nothing and leaves none.
 * **F** produces each schedule's firings only if its definition is the incarnation that
   was planned, is not paused, and its mark is where the planning started; then moves the
   mark. Firings are ordinary messages keyed ``schedule:<name>:<fire ms>``, so a firing
@@ -94,7 +94,10 @@ def apply_schedule(store: Storage, tx: Transaction, entry: Entry, w: Watermark, 
     else:
         _cancel_planned(store, tx, entry, d, m, w, res)
         tx.set_meta(def_key(name), None)
-        tx.set_meta(mark_key(name), ScheduleMark(m.incarnation, m.mark).to_wire())
+        # The floor of a schedule made again under the name. One deleted before its start
+        # produced nothing (its mark stands just before the start): it leaves none.
+        floor = m.mark if d.start_at is None or m.mark >= d.start_at else entry.clock_ms
+        tx.set_meta(mark_key(name), ScheduleMark(m.incarnation, floor).to_wire())
         tx.set_meta(NAMES_KEY, [n for n in names(meta) if n != name])
         _drop_passed_floors(store, tx, entry.clock_ms)
         res.schedule = ScheduleOutcome.DELETED

@@ -12,7 +12,7 @@ of key, all msgpack values written by applying ``K`` and ``F`` entries
   purpose: before the schedule existed, or while it was paused), and ``planned`` lists
   the fire times produced recently (the last minute, and all ahead), which a pause or a
   delete cancels by key. It stays after a delete, as a floor for a schedule created again
-  under the same name (see ``floor_ms``), until the time it names has passed.
+  under the same name (cluster/schedule_apply.py), until the time it names has passed.
 
 Kept apart from the definition so that an ``F`` entry rewrites a few numbers, not the body.
 

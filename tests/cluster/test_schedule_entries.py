@@ -172,6 +172,21 @@ def test_delete_cancels_and_a_schedule_made_again_starts_past_the_old_one(tmp_pa
     assert mark(meta(log.sm), "tick") is None
 
 
+def test_a_schedule_deleted_before_it_started_leaves_its_name_free(tmp_path):
+    """Its mark stands just before its start, though it produced nothing: kept as the
+    floor of a schedule made again under the name, that one fired nothing until then."""
+    log = Log(machine(tmp_path))
+    log.create(every_second(start_at=T + 180 * 86_400 * S))
+    for paused in (False, True):
+        if paused:
+            log.create(every_second(start_at=T + 180 * 86_400 * S))
+            log.control("pause", "tick")
+        assert log.control("delete", "tick") == ScheduleOutcome.DELETED
+        log.create(every_second(body=b"new"))
+        assert mark(meta(log.sm), "tick").mark == log.clock
+        log.control("delete", "tick")
+
+
 def test_entries_round_trip_and_two_nodes_hold_the_same_bytes(tmp_path):
     a = Log(machine(tmp_path / "a"))
     a.create(every_second())
