@@ -32,7 +32,7 @@ from .apply_result import ApplyResult
 from .committed_reads import CANCELLED, SCHEDULED, message_state, pending_key
 from .consumer_groups import dlq_topic
 from .entries import Entry
-from .retention import groups_of
+from .retention import readers_of
 
 
 def bump(store: Storage, tx: Transaction, key: str, n: int) -> None:
@@ -53,7 +53,8 @@ def within_allowance(
 ) -> np.ndarray:
     """Which of messages ``hour``/``gis``, falling due now, are within their lateness
     allowance (storage/late_policies.py); the others are dropped, or put in the
-    dead-letter queue of every group that reads their topic, and recorded as such.
+    dead-letter queue of every group that reads their topic (a retry: its group's), and
+    recorded as such.
     ``named(k)``: the k-th one's topic and tag signature, asked only of those past
     their allowance. ``pending``: they were counted pending (not those delivered as
     they arrive)."""
@@ -68,7 +69,7 @@ def within_allowance(
         (topic, tag_sig), gi, by = named(k), int(gis[k]), int(late_by[k])
         if kinds[k] == DLQ_AFTER:
             if topic not in readers:
-                readers[topic] = groups_of(store.meta_keys(), topic)
+                readers[topic] = readers_of(store.meta_keys(), topic)
             entry = ReadyEntry(hour, gi, tag_sig, int(deliver_at[k]), clock_ms, 0)
             for group in readers[topic]:
                 dead[dlq_topic(group)].append(entry)

@@ -43,6 +43,15 @@ def groups_of(meta_keys: Iterable[str], topic: str) -> list[str]:
     return sorted(out)
 
 
+def readers_of(meta_keys: Iterable[str], topic: str) -> list[str]:
+    """The groups that read ``topic``: those with progress on it, and for a group's retry
+    log the group it belongs to, progress or not (it reads its retries before it acked one)."""
+    groups = set(groups_of(meta_keys, topic))
+    if topic.startswith(RETRY_PREFIX):
+        groups.add(topic[len(RETRY_PREFIX) :])
+    return sorted(groups)
+
+
 def passed_by_groups(
     meta_keys: Iterable[str],
     progress_of: Callable[[str], GroupProgress],
@@ -56,10 +65,8 @@ def passed_by_groups(
     releases cut alike).
 
     Offsets below the ready log's ``base`` are gone, so a group behind it counts as there."""
-    groups = set(groups_of(meta_keys, topic))
-    if owner_reads and topic.startswith(RETRY_PREFIX):
-        groups.add(topic[len(RETRY_PREFIX) :])
-    passed = [max(progress_of(g).committed, base) for g in sorted(groups)]
+    groups = readers_of(meta_keys, topic) if owner_reads else groups_of(meta_keys, topic)
+    passed = [max(progress_of(g).committed, base) for g in groups]
     return min(passed, default=None)
 
 

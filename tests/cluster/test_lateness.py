@@ -4,7 +4,7 @@ alike; the others are delivered, and every one says how late it was."""
 
 from __future__ import annotations
 
-from horologe.cluster import ACK, DELIVERED, PRODUCE, SYNC, Entry
+from horologe.cluster import ACK, DELIVERED, PRODUCE, RETRY, SYNC, Entry
 from horologe.cluster.committed_reads import (
     DEAD_LETTERED,
     DROPPED,
@@ -104,4 +104,23 @@ def test_a_rescheduled_copy_keeps_its_policy(tmp_path):
     st = message_status(r.store, a)
     assert (st.state, st.late_by_ms, st.deliver_at_ms) == (DROPPED, 20_000, T + 10_000)
     assert pending_by_topic(r.store) == {"t": 0}
+    r.close_and_compare()
+
+
+def test_a_late_retry_goes_to_its_group_s_dlq_before_the_group_read_a_retry(tmp_path):
+    """A retry keeps its message's policy, and is filed in its group's retry log, which
+    only that group reads: dead-lettered late, it went to the groups with progress in
+    that log, which a group has only once it acked a retry. The first late retry went
+    to no DLQ at all, counted dead-lettered and never read."""
+    r = Replicas(tmp_path)
+    r.apply(Entry(ACK, Watermark(T), T, acks=[("g", "t", 0, 0)]).encode())  # g reads t
+    (a,) = r.apply(produce(T, T, [msg("a", T + 1_000, max_ms=1_000, on_late="dlq")])).ids
+    r.apply(sync(T + 1_000))
+    assert delivered(r) == [a]
+    (copy,) = r.apply(
+        Entry(RETRY, Watermark(T + 1_000), T + 1_000, retries=[("g", "t", 0, T + 5_000)]).encode()
+    ).ids
+    r.apply(sync(T + 60_000))  # the retry falls due 55 s late
+    assert message_status(r.store, copy).state == DEAD_LETTERED
+    assert delivered(r, "%DLQ%g") == [copy] and delivered(r, "%RETRY%g") == []
     r.close_and_compare()
