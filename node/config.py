@@ -296,6 +296,12 @@ def load_config(path: str | None, **overrides) -> NodeConfig:
     if cfg.raft_bind:
         _host_port(cfg.raft_bind, "raft_bind")
     _check_tls(cfg)
+    if cfg.schedule_check_ms * 2 >= cfg.schedule_horizon_ms:
+        raise ConfigError(
+            f"schedule_check_ms ({cfg.schedule_check_ms}) must be under half of schedule_horizon_ms "
+            f"({cfg.schedule_horizon_ms}): planning refills at half the horizon, and a check that "
+            "comes later produces firings after their time"
+        )
     if not cfg.insecure_dev:
         for key in ENV_SECRETS:
             if not getattr(cfg, key):

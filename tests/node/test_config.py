@@ -58,6 +58,9 @@ def _load(tmp_path, extra: str):
         ('[peers.n2]\nraft = "127.0.0.1:3"\nhttp = "ftp://127.0.0.1:4"', "peers.n2.http"),
         ('[peers.n2]\nraft = "127.0.0.1:3"\nhttp = "127.0.0.1:99999"', "peers.n2.http"),
         ('[peers.n2]\nraft = "127.0.0.1:3"\nhttp = "127.0.0.1:4"\nhttps = "x"', "peers.n2"),
+        # planning refills at half the horizon: a check that comes later plans firings late
+        ("schedule_horizon_ms = 2000", "schedule_check_ms .* under half of schedule_horizon_ms"),
+        ("schedule_check_ms = 30000", "schedule_check_ms .* under half of schedule_horizon_ms"),
     ],
 )
 def test_bad_values_are_refused_naming_the_key(tmp_path, extra, key):
@@ -65,14 +68,22 @@ def test_bad_values_are_refused_naming_the_key(tmp_path, extra, key):
         _load(tmp_path, extra)
 
 
+# What a key's ends need of another key that a rule ties it to.
+BESIDE = {
+    "schedule_horizon_ms": "\nschedule_check_ms = 10",
+    "schedule_check_ms": "\nschedule_horizon_ms = 3600000",
+}
+
+
 @pytest.mark.parametrize("key", sorted(RANGES))
 def test_every_numeric_key_is_refused_just_outside_its_range(tmp_path, key):
     lo, hi = RANGES[key]
+    beside = BESIDE.get(key, "")
     for bad in (lo - 1, hi + 1):
         with pytest.raises(ConfigError, match=f"{key} must be an integer from {lo} to {hi}"):
-            _load(tmp_path, f"{key} = {bad}")
+            _load(tmp_path, f"{key} = {bad}{beside}")
     for good in (lo, hi):
-        assert getattr(_load(tmp_path, f"{key} = {good}"), key) == good
+        assert getattr(_load(tmp_path, f"{key} = {good}{beside}"), key) == good
 
 
 def test_good_values_load(tmp_path):
