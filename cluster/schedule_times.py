@@ -99,11 +99,16 @@ def check_cron(expr: str) -> None:
 def fires_after(expr: str, zone: str, after_ms: int) -> Iterator[int]:
     """The instants (epoch ms) at which ``expr`` fires in ``zone``, strictly after
     ``after_ms``, in order; endless unless the expression stops matching (croniter looks
-    up to 50 years ahead for the next match)."""
+    up to 50 years ahead for the next match). :class:`InvalidScheduleError` when this
+    node cannot read the zone or the expression (the node that took the schedule could:
+    another release of tzdata or croniter)."""
     tz = time_zone(zone)
     if not 0 <= after_ms < LAST_INSTANT_MS - 2 * 86_400_000:
         return  # datetime cannot name the wall times past year 9999
-    it = _iterator(expr, _wall(after_ms // MS_PER_S, tz))
+    try:
+        it = _iterator(expr, _wall(after_ms // MS_PER_S, tz))
+    except (CroniterError, ValueError, TypeError, KeyError, IndexError) as e:
+        raise InvalidScheduleError(f"cron {expr!r} cannot be read here: {e}", "cron") from e
     last = after_ms
     while True:
         try:

@@ -107,7 +107,7 @@ def schedule_json(d: ScheduleDef, m: ScheduleMark | None, now_ms: int) -> dict:
     (``end_at`` set and no fire time left before it)."""
     try:
         fires = next_fires(d, m, now_ms, NEXT_FIRES)
-    except InvalidScheduleError:  # a time zone this node's tzdata lacks: it cannot say
+    except InvalidScheduleError:  # a time zone or cron this node cannot read: it cannot say
         fires = []
     state = "paused" if d.paused else "ended" if d.end_at is not None and not fires else "active"
     out: dict = {"name": d.name, "topic": d.topic, "cron": d.cron, "timezone": d.timezone, "state": state}

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from croniter import CroniterBadCronError
 
 from horologe.cluster import schedule_times
 from horologe.cluster.entries import FIRE, SCHEDULE
@@ -96,6 +97,25 @@ def test_a_schedule_this_master_cannot_plan_leaves_the_others_planned(log, monke
     meta = log.view.reads.meta
     shown = {n: schedule_json(definition(meta, n), mark(meta, n), T)["next_fires"] for n in ("a", "b")}
     assert shown["a"] == [] and len(shown["b"]) == 5  # both listed all the same
+
+
+def test_a_schedule_whose_cron_this_master_cannot_read_leaves_the_others_planned(log, monkeypatch):
+    """The node that took the schedule read its cron; this master's croniter (another
+    release, in a rolling upgrade) does not: every turn raised, and no schedule fired."""
+    create(log, name="a", cron="*/2 * * * * *")
+    create(log, name="b")
+    iterator = schedule_times._iterator
+
+    def unreadable(expr, start):
+        if expr.startswith("*/2"):
+            raise CroniterBadCronError(f"[{expr}] is not acceptable")
+        return iterator(expr, start)
+
+    monkeypatch.setattr(schedule_times, "_iterator", unreadable)
+    assert run_turns(driver(log)) == 1
+    assert fired(log) == [T + k * S for k in range(1, 61)]  # b's
+    meta = log.view.reads.meta
+    assert schedule_json(definition(meta, "a"), mark(meta, "a"), T)["next_fires"] == []
 
 
 def test_a_plan_from_a_stale_view_fires_nothing_twice(log):
