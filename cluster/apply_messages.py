@@ -144,17 +144,21 @@ def store_messages(
 
 
 def resolve_targets(store: Storage, entry: Entry) -> list[MessageId | None]:
-    """The ids an entry's ``ids`` and then ``keys`` name, as users know them (a
-    rescheduled copy answers to its original's id, also when named by its own place:
-    a move must link from the original, whose one link leads to where it lives);
-    None for what names none."""
+    """The ids an entry's ``ids`` and then ``keys`` name (:func:`targets_of`)."""
+    return targets_of(store, entry.ids, entry.keys)
+
+
+def targets_of(store: Storage, ids: list[str], keys: list[tuple[str, str]]) -> list[MessageId | None]:
+    """The ids ``ids`` and then ``keys`` name, as users know them (a rescheduled copy
+    answers to its original's id, also when named by its own place: a move must link
+    from the original, whose one link leads to where it lives); None for what names none."""
     found: list[MessageId | None] = []
-    for text in entry.ids:
+    for text in ids:
         try:
             found.append(MessageId.parse(text))
         except UnknownMessageError:
             found.append(None)
-    found += [store.lookup_key(topic, key) for topic, key in entry.keys]
+    found += [store.lookup_key(topic, key) for topic, key in keys]
     return store.original_ids(found)
 
 

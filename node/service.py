@@ -31,6 +31,7 @@ from horologe.cluster import (
     StateMachine,
     all_committed,
 )
+from horologe.cluster.apply_messages import targets_of
 from horologe.cluster.committed_reads import GONE
 from horologe.cluster.entries import SUBSCRIBE
 from horologe.cluster.push_state import every as every_subscription
@@ -593,6 +594,11 @@ class NodeService:
         each one's state before the move (``scheduled``: moved now) and the id it names."""
         res = await self.propose(MOVE, ids=ids, keys=keys, deliver_at=deliver_at_ms)
         return list(zip(res.cancels, res.cancel_ids, strict=True))
+
+    async def targets(self, ids: list[str], keys: list[tuple[str, str]]) -> list[MessageId | None]:
+        """The message each of ``ids`` and then ``keys`` names now, as a reschedule or a
+        cancel entry finds them (None: none), found by the writer on its own thread."""
+        return await self.raft.ask_writer(lambda store: targets_of(store, ids, keys))
 
     async def lookup_key(self, topic: str, key: str) -> MessageId | None:
         """The id the key index holds for ``(topic, key)``, found by the writer on its own

@@ -263,8 +263,19 @@ async def post_reschedule(request: web.Request) -> web.Response:
     )
     good = [(i, item) for i, item in enumerate(items) if not isinstance(item, ApiError)]
     results = [item.body() if isinstance(item, ApiError) else {} for item in items]
+    # A message named twice moves once, to the last time the request gives it; the entry
+    # takes its ids before its keys, so only each message's last item goes into it, and
+    # the others answer as that one does.
     by_id = [(i, item) for i, item in good if item.id is not None]
     by_key = [(i, item) for i, item in good if item.id is None]
+    last_of = {}  # item -> the item naming the same message last
+    if len(good) > 1:
+        named = await svc.targets([item.id for _, item in by_id], [item.key for _, item in by_key])
+        target = {i: mid for (i, _), mid in zip(by_id + by_key, named, strict=True) if mid is not None}
+        last = {target[i]: i for i, _ in good if i in target}
+        last_of = {i: last[mid] for i, mid in target.items() if last[mid] != i}
+    by_id = [(i, item) for i, item in by_id if i not in last_of]
+    by_key = [(i, item) for i, item in by_key if i not in last_of]
     asked = by_id + by_key  # the order the entry answers in
     if asked:
         answers = await svc.reschedule(
@@ -278,6 +289,8 @@ async def post_reschedule(request: web.Request) -> web.Response:
                 if ok
                 else _not_scheduled(ident, state).body()
             )
+    for i, j in last_of.items():
+        results[i] = results[j]
     return answer(200, {"results": results})
 
 

@@ -118,3 +118,21 @@ def test_reschedule_refusals(cluster):
     with pytest.raises(MessageCancelledError):
         c.reschedule(m.id, deliver_after="1s")
     wait_until(lambda: c.status(m.id).state == "cancelled", 5)
+
+
+def test_a_message_named_twice_in_a_batch_moves_to_the_last_time_given(make_cluster):
+    """Whether named by id or by key, in any order: the entry took every id before every
+    key, so a key given before the id moved the message to the key's time; and each item
+    answered its own time, though the message moved once."""
+    c = make_cluster(nodes=1).client(0)
+    now = int(time.time() * 1000)
+    m = c.produce("r", "x", deliver_at=now + 3_600_000, key="k")
+    first, last = now + 7_200_000, now + 10_800_000
+    results = c.reschedule_batch(
+        [{"topic": "r", "key": "k", "deliver_at": first}, {"id": m.id, "deliver_at": last}]
+    )
+    assert [(r.id, r.deliver_at) for r in results] == [(m.id, last), (m.id, last)]
+    assert c.status(m.id).deliver_at == last
+    results = c.reschedule_batch([{"id": m.id, "deliver_at": last + 1}, {"id": m.id, "deliver_at": first}])
+    assert [(r.id, r.deliver_at) for r in results] == [(m.id, first), (m.id, first)]
+    assert c.status(m.id).deliver_at == first
