@@ -48,6 +48,7 @@ SCAN_CHUNK = 65_536
 CURSOR_MS = 10_000  # how long a scan's stopping point is trusted without a lease to bound it
 SCAN_LIMIT = 4 * SCAN_CHUNK  # ready entries one pull turn reads (the loop waits meanwhile)
 BACKLOG_CHUNK = SCAN_CHUNK  # ready entries a backlog count or a purge reads per turn of the loop
+PURGE_CHUNK = 65_536  # positions a purge holds and acks at a time
 HELD = 1 << 62  # the lease end of a position while its nack commits: no clock reaches it
 
 
@@ -687,12 +688,19 @@ class Consumers:
         How many were acked."""
         self._require_master()
         unheld = await self._unheld(group, topic, self._clock())
-        acks = [(group, topic, lo, hi) for lo, hi in to_ranges(unheld)]
-        if acks:
-            with self.held_meanwhile(group, [(topic, off) for off in unheld]):
-                await self._commit(acks)
-            self._release(acks)
-        return sum(hi - lo for *_, lo, hi in acks)
+        purged = 0
+        # A chunk at a time, each held while its acks commit: the loop is free between
+        # two, and a message a pull took meanwhile stays with its consumer.
+        for start in range(0, len(unheld), PURGE_CHUNK):
+            held = self.held_positions(group, topic)
+            chunk = [off for off in unheld[start : start + PURGE_CHUNK] if off not in held]
+            acks = [(group, topic, lo, hi) for lo, hi in to_ranges(chunk)]
+            if acks:
+                with self.held_meanwhile(group, [(topic, off) for off in chunk]):
+                    await self._commit(acks)
+                self._release(acks)
+            purged += len(chunk)
+        return purged
 
     async def _unheld(self, group: str, topic: str, now: int) -> list[int]:
         """The positions of ``topic``'s ready log that ``group`` has not acked, that are due

@@ -9,6 +9,7 @@ import pytest
 from horologe.client import pull_columns
 from horologe.cluster import ACK, PRODUCE, RETRY, SYNC, NotMasterError
 from horologe.cluster.consumer_groups import retry_topic
+from horologe.node.consumers import service
 from horologe.node.consumers.receipts import Receipts
 from horologe.node.consumers.service import SCAN_LIMIT, Consumers, TagFilter, Taken
 from horologe.node.consumers.wire import as_columns, as_json
@@ -981,5 +982,33 @@ def test_what_an_extend_remembers_of_a_lease_goes_when_its_message_is_settled(lo
         assert await consumers.nack("g", "t", receipts[4:]) == {"retried": 2, "dead_lettered": 0}
         assert {k: v for k, v in consumers._extended.items() if v} == {}
         assert {k: v for k, v in consumers.leases.items() if v} == {}
+
+    asyncio.run(run())
+
+
+def test_a_purge_holds_and_acks_a_chunk_at_a_time(log, monkeypatch):
+    """A purge of millions held every position at once, in a dict built on the loop, and
+    sent every ack before it freed any: it goes a chunk at a time, and a message a pull
+    took meanwhile stays with its consumer."""
+    monkeypatch.setattr(service, "PURGE_CHUNK", 100, raising=False)
+
+    async def run() -> None:
+        await _deliver(log, 1000)
+        consumers = consumers_over(log)
+        holds, pulled = [], []
+        hold = consumers.held_meanwhile
+
+        def recorded(group, positions):
+            holds.append(len(positions))
+            if len(holds) == 2:  # a pull while the purge goes on: it takes from the last chunks
+                pulled.append(asyncio.ensure_future(consumers.pull("g", "t", None, 5, 0, 30_000, ahead_ms=0)))
+            return hold(group, positions)
+
+        consumers.held_meanwhile = recorded
+        purged = await consumers.purge("g", "t")
+        assert max(holds) == 100 and len(holds) >= 10
+        got = await pulled[0]
+        assert purged + len(got.taken) == 1000 and len(got.taken) == 5
+        assert log.view.unacked_count("g", "t") == 5
 
     asyncio.run(run())
