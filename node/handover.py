@@ -160,7 +160,11 @@ class Handover:
             if self._is_master():
                 self._resume_leading()
         if new_master is None:
-            raise TransferFailed("no other node took over; this node is still master")
+            if self._is_master():
+                raise TransferFailed("no other node took over; this node is still master")
+            raise TransferFailed(
+                "this node stepped down, and no other node has taken over yet; an election is under way"
+            )
         heard_by = await self._followers_of(new_master, linked, 2.0)
         if len(heard_by) < majority(1 + len(self._peers())):
             raise TransferUnconfirmed(
