@@ -274,6 +274,7 @@ class Subscription(_Handing, Iterator[ReceivedMessage]):
             self._ack(receipts)
         except BaseException as e:  # noqa: BLE001 - handed to the iterating thread
             self._error = self._error or e
+            self._batches.put(_DONE)  # the loop may be waiting for a batch that never comes
 
     def _raise_if_failed(self) -> None:
         if self._error is not None:
@@ -425,7 +426,15 @@ class AsyncSubscription(_Handing, AsyncIterator[ReceivedMessage]):
             done = _DONE in group
             group = [r for r in group if r is not _DONE]
             if group:
-                await self._ack(group)
+                try:
+                    await self._ack(group)
+                except asyncio.CancelledError:
+                    raise
+                except BaseException as e:  # noqa: BLE001 - handed to the iterating task
+                    self._batches.put_nowait(e)  # it may be waiting for a batch that never comes
+                    while not self._receipts.empty():  # or to put a receipt into a full queue
+                        self._receipts.get_nowait()
+                    raise
             if done:
                 return
 
@@ -433,9 +442,9 @@ class AsyncSubscription(_Handing, AsyncIterator[ReceivedMessage]):
         return self
 
     async def _ack_handed(self) -> None:
-        if self._acker.done() and self._acker.exception() is not None:
-            raise self._acker.exception()
         for r in self._to_ack:
+            if self._acker.done() and self._acker.exception() is not None:
+                raise self._acker.exception()  # and nothing takes receipts: a put would wait for ever
             await self._receipts.put(r)
         self._to_ack = []
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
 import threading
 import time
 
@@ -363,3 +365,89 @@ def test_an_async_subscription_gives_back_what_it_never_handed_out():
     asyncio.run(run())
     assert group.all_acked() == ["r1"]
     assert sorted(given_back) == ["r2", "r3", "r4"]
+
+
+class Refused(Exception):
+    pass
+
+
+def _refused(_receipts) -> None:
+    raise Refused("403: the token may not ack")
+
+
+def test_an_ack_error_surfaces_in_the_loop_of_a_caught_up_consumer():
+    """The ack fails while the loop waits for the next batch, which never comes (the
+    consumer is caught up): the loop waited for ever instead of raising the error."""
+    group = FakeGroup([[1]])
+    sub = Subscription(group.pull, _refused, prefetch=1, ack_queue=10)
+    assert next(sub).id == "1"
+    failed: list[BaseException] = []
+
+    def iterate() -> None:
+        try:
+            next(sub)
+        except BaseException as e:  # noqa: BLE001 - what the loop raised
+            failed.append(e)
+
+    t = threading.Thread(target=iterate, daemon=True)
+    t.start()
+    t.join(10)
+    assert [type(e) for e in failed] == [Refused]
+    with contextlib.suppress(Refused):
+        sub.close()
+
+
+def test_an_ack_error_surfaces_in_the_loop_of_a_caught_up_async_consumer():
+    group = FakeGroup([[1]])
+
+    async def pull():
+        return group.pull()
+
+    async def ack(receipts):
+        _refused(receipts)
+
+    async def go(sub: AsyncSubscription) -> None:
+        assert (await sub.__anext__()).id == "1"
+        await sub.__anext__()
+
+    made = functools.partial(AsyncSubscription, pull, ack, prefetch=1, ack_queue=10)
+    assert type(asyncio.run(_what_the_loop_raised(made, go))) is Refused
+
+
+def test_an_async_ack_error_while_the_ack_queue_is_full_surfaces_in_the_loop():
+    """The loop was putting a receipt into a full queue when the acker failed: nothing
+    took receipts any more, and the put waited for ever."""
+    group = FakeGroup([[1, 2, 3]])
+    slow = asyncio.Event()
+
+    async def pull():
+        return group.pull()
+
+    async def ack(receipts):
+        await slow.wait()
+        _refused(receipts)
+
+    async def go(sub: AsyncSubscription) -> None:
+        for _ in range(3):
+            await sub.__anext__()
+        asyncio.get_running_loop().call_later(0.2, slow.set)  # the ack fails meanwhile
+        await sub.__anext__()  # puts the third receipt: the queue holds the second
+
+    made = functools.partial(AsyncSubscription, pull, ack, prefetch=1, ack_queue=1)
+    assert type(asyncio.run(_what_the_loop_raised(made, go))) is Refused
+
+
+async def _what_the_loop_raised(made, go) -> BaseException | None:
+    """Run ``go`` on the subscription ``made()`` (at most 10 s), then close it (which
+    raises the ack's error again)."""
+    sub = made()
+    await sub.__aenter__()
+    try:
+        async with asyncio.timeout(10):
+            await go(sub)
+    except BaseException as e:  # noqa: BLE001 - what the loop raised
+        return e
+    finally:
+        with contextlib.suppress(Refused):
+            await sub.close()
+    return None
