@@ -28,6 +28,7 @@ BASE64_PATTERN = r"(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)
 TOPIC_RE = re.compile(NAME_PATTERN)
 TAG_RE = re.compile(TAG_PATTERN)
 DURATION_RE = re.compile(DURATION_PATTERN)  # ASCII digits only, no spaces around
+MAX_DURATION_DIGITS = 18  # a count of more is past any limit a duration has
 UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
 # RocketMQ's 18 delay levels: 1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h
 DELAY_LEVELS_MS = [
@@ -103,6 +104,8 @@ def parse_duration(value, field: str = "deliver_after") -> int:
         m = DURATION_RE.fullmatch(value)
         if not m:
             raise refusal(f"{field} {value!r} is not like 500ms, 90s, 5m, 2h or 3d", field)
+        if len(m.group(1)) > MAX_DURATION_DIGITS:  # past any limit, and past what int() reads
+            raise refusal(f"{field} is too long a time ({len(m.group(1))} digits)", field, "out_of_range")
         return int(m.group(1)) * UNIT_MS[m.group(2)]
     ms = int_field(value, field)
     if ms < 0:

@@ -117,3 +117,13 @@ def test_a_string_refused_by_its_pattern_is_told_the_rule_in_words(field, value,
         parse_consumer_request("t", {"group": "g", field: value}, "pull")
     assert e.value.body()["error"]["message"].startswith(said), e.value.body()
     assert "regex" not in e.value.body()["error"]["message"]
+
+
+@pytest.mark.parametrize("field", ["deliver_after", "max_lateness"])
+def test_a_duration_of_thousands_of_digits_is_out_of_range_not_a_server_error(field):
+    """Python reads at most 4,300 digits into an int: a longer count raised ValueError,
+    a 500 that failed a whole batch (the valid items unstored)."""
+    body = {"topic": "t", "body": "x", field: "1" * 5000 + "s"}
+    if field == "max_lateness":
+        body["on_late"] = "drop"
+    assert refusal(parse_message, body, NOW, MessageLimits()) == (422, "out_of_range", field)
