@@ -12,6 +12,7 @@ from .calls import Reply
 from .consuming import AHEAD_MS, AsyncSubscription, fetch_and_decode, settle_calls
 from .core import CHANGE_S
 from .errors import HorologeError, InvalidRequestError
+from .limits import MAX_ITEMS
 from .models import Backlog, Forecast, MessageStatus, PendingPage, PulledBatch, Rescheduled, Scheduled
 from .push_subscriptions import AsyncPushCalls
 from .schedules import AsyncScheduleCalls
@@ -202,10 +203,12 @@ class AsyncClient(core.ClientSettings, AsyncScheduleCalls, AsyncPushCalls):
 
     async def release(self, topic: str, group: str, receipts: list[str]) -> int:
         """As :meth:`Client.release`."""
-        reply = await self._call(
-            "POST", f"/v1/topics/{quote(topic, safe='')}/release", {"group": group, "receipts": receipts}
-        )
-        return reply["released"]
+        path = f"/v1/topics/{quote(topic, safe='')}/release"
+        released = 0
+        for i in range(0, len(receipts), MAX_ITEMS):
+            part = receipts[i : i + MAX_ITEMS]
+            released += (await self._call("POST", path, {"group": group, "receipts": part}))["released"]
+        return released
 
     async def extend(self, topic: str, group: str, receipts: list[str], visibility_ms: int) -> dict:
         """As :meth:`Client.extend`."""

@@ -11,6 +11,7 @@ from .calls import Reply
 from .consuming import AHEAD_MS, Subscription, fetch_and_decode, settle_calls
 from .core import CHANGE_S
 from .errors import HorologeError, InvalidRequestError
+from .limits import MAX_ITEMS
 from .models import Backlog, Forecast, MessageStatus, PendingPage, PulledBatch, Rescheduled, Scheduled
 from .push_subscriptions import PushCalls
 from .schedules import ScheduleCalls
@@ -222,9 +223,14 @@ class Client(core.ClientSettings, calls.BlockingPool, ScheduleCalls, PushCalls):
     def release(self, topic: str, group: str, receipts: list[str]) -> int:
         """Give leased messages back now, no attempt counted (a worker's warm shutdown):
         the group's consumers get them again at once. How many were still leased under
-        these receipts (a lease that ended, or was given back, counts 0)."""
-        body = {"group": group, "receipts": receipts}
-        return self._call("POST", f"/v1/topics/{_quote(topic)}/release", body)["released"]
+        these receipts (a lease that ended, or was given back, counts 0). Any number of
+        receipts: sent ``MAX_ITEMS`` (1,000) a call, the most a call takes."""
+        path = f"/v1/topics/{_quote(topic)}/release"
+        released = 0
+        for i in range(0, len(receipts), MAX_ITEMS):
+            part = receipts[i : i + MAX_ITEMS]
+            released += self._call("POST", path, {"group": group, "receipts": part})["released"]
+        return released
 
     def extend(self, topic: str, group: str, receipts: list[str], visibility_ms: int) -> dict:
         """Renew leases these receipts still hold to ``visibility_ms`` from now, for a long

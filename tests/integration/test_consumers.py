@@ -386,3 +386,25 @@ def test_async_poll_hands_over_batches_and_acks_them(cluster):
 
     assert sorted(asyncio.run(run())) == sorted(bodies)
     assert _nothing_left(cluster, "apl")
+
+
+def test_closing_a_consumer_gives_back_more_than_one_call_takes(cluster):
+    """Left over at close: the rest of a batch of 1,000 and one pulled ahead, 1,999
+    receipts in one release, which the node refuses past 1,000: nothing was given back,
+    and those messages waited out their leases."""
+    now = int(time.time() * 1000)
+    for start in range(0, 2500, 1000):
+        cluster.produce(
+            0,
+            [{"topic": "gb", "body": f"m{k}", "deliver_at": now - 1} for k in range(start, start + 1000)][
+                : 2500 - start
+            ],
+        )
+    c = cluster.client(0)
+    with c.consume("gb", "g", batch=1000, prefetch=1, pulls=1, visibility_ms=600_000) as sub:
+        next(sub)
+        time.sleep(1.0)  # the next batch pulled ahead
+    got = 0
+    for _ in range(5):
+        got += len(c.pull("gb", "g", max=1000, wait_ms=0))
+    assert got == 2499
