@@ -41,7 +41,8 @@ def verify_signature(
             t_text = value
         elif name == "v1":
             macs.append(value)
-    if t_text is None or not t_text.isdigit() or not macs:
+    # ASCII digits (isdigit() takes "²", which int() refuses), few enough for int() to read
+    if t_text is None or not (t_text.isascii() and t_text.isdigit() and len(t_text) <= 20) or not macs:
         return False
     now = time.time() if now_s is None else now_s
     if abs(now - int(t_text)) > tolerance_s:
@@ -49,5 +50,7 @@ def verify_signature(
     key = secret.encode() if isinstance(secret, str) else secret
     raw = body.encode() if isinstance(body, str) else body
     want = hmac.new(key, t_text.encode() + b"." + raw, hashlib.sha256).hexdigest()
-    # Every candidate is compared (no early exit), each in constant time.
-    return sum(hmac.compare_digest(want, mac) for mac in macs) > 0
+    # Every candidate is compared (no early exit), each in constant time, as bytes: a
+    # string of other than ASCII makes compare_digest raise.
+    expected = want.encode()
+    return sum(hmac.compare_digest(expected, mac.encode("utf-8", "surrogatepass")) for mac in macs) > 0

@@ -51,3 +51,13 @@ def test_the_tolerance_is_a_parameter():
     header = signature(SECRET, T, BODY)
     assert not verify_signature(SECRET, header, BODY, tolerance_s=5, now_s=T + 6)
     assert verify_signature(SECRET, header, BODY, tolerance_s=5, now_s=T + 5)
+
+
+@pytest.mark.parametrize(
+    "header",
+    ["t=²,v1=00", "t=1" + "0" * 5000 + ",v1=00", f"t={T},v1=é", f"t={T},v1=\udcff", f"t={T},v1=\ud800"],
+)
+def test_a_malformed_header_is_refused_however_odd_its_characters(header):
+    """A superscript digit passes isdigit() and fails int(); a MAC of non-ASCII
+    characters made compare_digest raise: anyone could make a receiver answer 500."""
+    assert verify_signature(SECRET, header, BODY, now_s=T) is False
