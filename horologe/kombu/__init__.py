@@ -7,8 +7,8 @@ from __future__ import annotations
 from kombu.transport import TRANSPORT_ALIASES
 
 from .revoke import revoke_scheduled
-from .transport import Transport
+from .transport import Transport, UnroutableError
 
 TRANSPORT_ALIASES.setdefault("horologe", "horologe.kombu.transport:Transport")
 
-__all__ = ["Transport", "revoke_scheduled"]
+__all__ = ["Transport", "UnroutableError", "revoke_scheduled"]

@@ -22,7 +22,10 @@ failover; if no node takes it, the lease is released and the task handed out aga
 message of the queue's topic whose body is no kombu message (another producer's) is logged
 and moved to that dead-letter queue as it is pulled; the worker gets the rest. Fanout
 exchanges (remote control, broadcast) are not supported: what is published to one is
-dropped, with a warning (once per exchange and channel), rather than in silence.
+dropped, with a warning (once per exchange and channel), rather than in silence. Bindings
+are those declared in the publishing process (the cluster keeps none): a task published
+to an exchange that none of them routes raises :class:`UnroutableError` rather than
+vanish; anything else so published (an event) is dropped with a warning.
 """
 
 from __future__ import annotations
@@ -160,6 +163,12 @@ class DroppedBroadcast(FanoutExchange):
             )
 
 
+class UnroutableError(Exception):
+    """A task published to an exchange that no queue declared in this process is bound to
+    for its routing key: the transport keeps no bindings in the cluster, so it cannot tell
+    which queue the workers bound (declare the queue here too: ``task_queues``)."""
+
+
 class Channel(virtual.Channel):
     QoS = QoS
     exchange_types = {**virtual.Channel.exchange_types, "fanout": DroppedBroadcast}
@@ -176,11 +185,32 @@ class Channel(virtual.Channel):
         self.acker = Acker(self.client)
         self.leases = LeaseKeeper(self.client, self.visibility_ms)
         self._no_ack: set[str] = set()  # queues consumed with no_ack (basic_consume)
+        self._unrouted: set[str] = set()  # exchanges warned of (basic_publish)
 
     def _topic(self, queue: str) -> str:
         return topic_name(queue, self.prefix)
 
     # -- publishing ----------------------------------------------------------------------
+
+    def basic_publish(self, message, exchange, routing_key, **kwargs):
+        """As kombu's, but a task that no binding here routes is refused, not dropped (kombu
+        finds no queue and puts it nowhere); anything else (an event) so published is
+        dropped with a warning, once per exchange and channel."""
+        if exchange and not isinstance(self.typeof(exchange), DroppedBroadcast):
+            if not self._lookup(exchange, routing_key):
+                if (message.get("headers") or {}).get("task"):
+                    raise UnroutableError(
+                        f"no queue declared here is bound to exchange {exchange!r} for routing key "
+                        f"{routing_key!r}: declare the queue in the sending app too (task_queues), "
+                        "since the Horologe transport keeps no bindings in the cluster"
+                    )
+                if exchange not in self._unrouted:
+                    self._unrouted.add(exchange)
+                    log.warning(
+                        "dropped what was published to exchange %r: no queue here is bound to it", exchange
+                    )
+                return None
+        return super().basic_publish(message, exchange, routing_key, **kwargs)
 
     def _put(self, queue, message, **kwargs):
         headers = message.get("headers") or {}

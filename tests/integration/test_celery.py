@@ -368,3 +368,21 @@ def test_a_celery_retry_is_a_message_of_its_own_and_not_redelivered(cluster, tmp
         stop_workers(procs)
     runs = sorted((r["id"], r["attempt"], r["redelivered"]) for r in executions(out))
     assert runs == [(task.id, 0, False), (task.id, 1, False)]
+
+
+def test_a_task_sent_to_an_exchange_no_queue_here_is_bound_to_is_refused_not_dropped(cluster, monkeypatch):
+    """Routed by exchange and routing key (``task_routes``), to a queue only the workers
+    declare: kombu finds no binding in the sending process (this transport keeps none in
+    the cluster, as Redis keeps them in Redis), and the task vanished without a word."""
+    import horologe.kombu
+
+    app = _app(cluster, monkeypatch, "ex")
+    with pytest.raises(Exception, match="media") as refused:
+        app.send_task("ex.video", exchange="media", routing_key="media.video")
+    assert isinstance(refused.value, horologe.kombu.UnroutableError)
+    # declared here, it is routed: the queue's topic gets it
+    from kombu import Exchange, Queue
+
+    app.conf.task_queues = [Queue("video", Exchange("media", "topic"), "media.#")]
+    app.send_task("ex.video", queue=app.amqp.queues["video"], countdown=60)
+    assert len(cluster.client(0).pending("video").messages) == 1
