@@ -14,7 +14,6 @@ import textwrap
 import threading
 import time
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 
 from testkit.process_cluster import CLIENT, Cluster
 from testkit.waiting import wait_until
@@ -53,6 +52,13 @@ CELERY_PROBE_APP = textwrap.dedent(
         return (when if when.tzinfo else when.replace(tzinfo=timezone.utc)).timestamp() * 1000
 
 
+    def _eta_ms(request):
+        # The task's eta as Celery read it, or as the Horologe transport kept it for a
+        # task it handed out once due (a worker's request, or a task's context).
+        headers = getattr(request, "request_dict", None) or request.__dict__
+        return _ms(request.eta or headers.get("horologe_eta"))
+
+
     def _write(name, row):
         with open(os.path.join(OUT, f"{os.getpid()}.{name}"), "a") as f:
             f.write(json.dumps(row) + "\\n")
@@ -61,15 +67,15 @@ CELERY_PROBE_APP = textwrap.dedent(
 
     @task_received.connect
     def received(request=None, **kw):
-        eta = request.eta and request.eta.isoformat()
-        _write("received", {"id": request.id, "received_ms": time.time() * 1000, "eta": eta})
+        eta = _eta_ms(request)
+        _write("received", {"id": request.id, "received_ms": time.time() * 1000, "eta_ms": eta})
 
 
     @app.task(bind=True, max_retries=3)
     def probe(self, seq, retry):
         start = time.time() * 1000
         _write("jsonl", {"id": self.request.id, "attempt": self.request.retries, "seq": seq,
-                         "eta_ms": _ms(self.request.eta), "start_ms": start,
+                         "eta_ms": _eta_ms(self.request), "start_ms": start,
                          "redelivered": self.request.delivery_info.get("redelivered")})
         if retry and self.request.retries == 0:
             raise self.retry(countdown=2)
@@ -262,19 +268,13 @@ def executions(out_dir: str) -> list[dict]:
 
 def received(out_dir: str) -> list[dict]:
     """One row per hand-out to a Celery worker (its ``task_received`` signal):
-    ``received_ms`` and the task's ``eta`` (ISO-8601, or None)."""
+    ``received_ms`` and the task's ``eta_ms`` (None: it has none)."""
     return _rows(out_dir, "*.received")
 
 
 def held_early(out_dir: str, by_ms: float = 50) -> list[dict]:
     """The hand-outs received more than ``by_ms`` before their task's eta."""
-    return [r for r in received(out_dir) if r["eta"] and r["received_ms"] < iso_ms(r["eta"]) - by_ms]
-
-
-def iso_ms(iso: str) -> float:
-    """An ISO-8601 time as epoch ms (naive: UTC, as Celery reads it)."""
-    when = datetime.fromisoformat(iso)
-    return (when if when.tzinfo else when.replace(tzinfo=UTC)).timestamp() * 1000
+    return [r for r in received(out_dir) if r["eta_ms"] and r["received_ms"] < r["eta_ms"] - by_ms]
 
 
 def _rows(out_dir: str, pattern: str) -> list[dict]:

@@ -6,7 +6,9 @@ queue shares. Publishing a message produces it with the task's ``eta`` header as
 ``celery:{task id}:{retries}`` (``...:r{n}`` for a task's ``n``-th replacement by
 ``Task.replace``, which keeps its id): a publish resent across a failover is stored once,
 a retry or a replacement is a message of its own. The whole kombu message is the body.
-Workers pull only what is due and only as many as Celery's prefetch allows; each hand-out
+Workers pull only what is due and only as many as Celery's prefetch allows (a task comes
+without its eta, kept in the header ``horologe_eta``: Celery would take a task with an eta
+past its prefetch limit); each hand-out
 is leased (``visibility_timeout``), and the lease is replicated, so no other worker gets
 the task while it holds it, even across a failover of the cluster's master. The worker
 renews the leases of every task it holds, prefetched or running, every third of the
@@ -347,6 +349,13 @@ class Channel(virtual.Channel):
             },
         )
         payload["redelivered"] = redelivered
+        # It is due: handed out with its eta, Celery would schedule it and take it past its
+        # prefetch limit (strategy.py raises the limit by one while an eta task waits), so a
+        # worker whose processes are busy would go on pulling what falls due. The eta is
+        # kept in the header horologe_eta (a task reads it as self.request.horologe_eta).
+        headers = payload.get("headers") or {}
+        if headers.get("eta"):
+            headers["horologe_eta"], headers["eta"] = headers["eta"], None
         return payload
 
     @staticmethod

@@ -24,6 +24,7 @@ from testkit.task_queues import (
     executions,
     faults,
     held_early,
+    received,
     start_celery,
     start_workers,
     stop_workers,
@@ -386,3 +387,44 @@ def test_a_task_sent_to_an_exchange_no_queue_here_is_bound_to_is_refused_not_dro
     app.conf.task_queues = [Queue("video", Exchange("media", "topic"), "media.#")]
     app.send_task("ex.video", queue=app.amqp.queues["video"], countdown=60)
     assert len(cluster.client(0).pending("video").messages) == 1
+
+
+# The probe app with ``slow(seq)``: writes its start down, then takes 0.3 s.
+SLOW_APP = CELERY_PROBE_APP + textwrap.dedent(
+    """
+
+    @app.task(bind=True)
+    def slow(self, seq):
+        _write("jsonl", {"id": self.request.id, "attempt": 0, "seq": seq, "eta_ms": _eta_ms(self.request),
+                         "start_ms": time.time() * 1000})
+        time.sleep(0.3)
+    """
+)
+
+
+def test_a_worker_holds_no_more_tasks_that_fell_due_than_its_prefetch(cluster, tmp_path, monkeypatch):
+    """A task handed out is due, yet it came with its eta: Celery takes any task with an
+    eta past its prefetch limit (it schedules it, and raises the limit by one while it
+    waits), and a prefork worker whose processes were busy went on pulling, holding all
+    that fell due while the other workers had none."""
+    env, out = app_module(
+        cluster, tmp_path, monkeypatch, "pf_app", SLOW_APP, BROKER=celery_broker(cluster), VISIBILITY_S="30"
+    )
+    worker = [sys.executable, "-m", "celery", "-A", "pf_app", "worker", "--pool", "prefork", "-c", "1"]
+    worker += ["--prefetch-multiplier", "1", "--without-heartbeat", "--without-mingle", "--without-gossip"]
+    procs = start_workers([worker], env, str(tmp_path))
+    try:
+        import pf_app
+
+        eta = datetime.fromtimestamp(time.time() + 4, UTC)
+        ids = [pf_app.slow.apply_async((seq,), eta=eta).id for seq in range(20)]
+        wait_executed(out, len(ids), 60)
+    finally:
+        stop_workers(procs)
+    started = {r["id"]: r["start_ms"] for r in executions(out)}
+    got = sorted(r["received_ms"] for r in received(out))
+    # waiting in the worker as each one came: received, not started
+    waiting = [sum(1 for t in got if t <= at) - sum(1 for s in started.values() if s <= at) for at in got]
+    assert sorted(started) == sorted(ids)
+    assert max(waiting) <= 3, waiting  # the prefetch (1), the one a pull brings, one more
+    assert all(r["start_ms"] >= r["eta_ms"] for r in executions(out))
