@@ -21,9 +21,11 @@ they go to other workers once their leases end. A loop that is handing messages 
 goes on, however long that takes: Celery's solo pool runs the task right there, and a
 prefork pool whose processes are all busy makes the loop wait there for one (a worker
 whose pool no longer takes tasks keeps what it holds, as a task that hangs does). A
-renewal that fails is logged and tried again at the next round: a lease survives one
-failed round (a third of it), so a short visibility also wants a short ``retry_s`` on the
-client.
+loop stopped on purpose (``consuming(False)``: Celery's warm shutdown cancels its
+consumer, then waits for the tasks that run before it closes the channel) is no stall
+either: what it holds is renewed until acked, given back or closed. A renewal that
+fails is logged and tried again at the next round: a lease survives one failed round (a
+third of it), so a short visibility also wants a short ``retry_s`` on the client.
 """
 
 from __future__ import annotations
@@ -58,6 +60,7 @@ class LeaseKeeper:
         self._stale_s = max(STALE_S, visibility_ms / 3000)
         self._beat_at = clock()
         self._handing_over = 0  # hand-overs under way (the consumer loop's thread only)
+        self._consuming = True  # False: the loop stopped on purpose, its silence no stall
         self._said_stale = False
         # Per (topic, group): the leases found ended at the last round, and the receipts it renewed.
         self._said_ended: dict[tuple[str, str], tuple[int, frozenset[str]]] = {}
@@ -149,6 +152,12 @@ class LeaseKeeper:
             self._handing_over -= 1
             self.beat()
 
+    def consuming(self, consuming: bool) -> None:
+        """Whether the consumer loop consumes (it beats) or stopped on purpose, the worker
+        finishing what it holds (a warm shutdown)."""
+        self._consuming = consuming
+        self.beat()
+
     def held(self) -> int:
         with self._lock:
             return sum(len(receipts) for receipts in self._held.values())
@@ -157,7 +166,7 @@ class LeaseKeeper:
         """One round: every lease held, renewed to the visibility from now; how many were
         (none while the consumer loop has been silent past the stale time, not handing
         messages over)."""
-        silent_s = 0.0 if self._handing_over else self._clock() - self._beat_at
+        silent_s = 0.0 if self._handing_over or not self._consuming else self._clock() - self._beat_at
         if silent_s > self._stale_s:
             if not self._said_stale:
                 self._said_stale = True

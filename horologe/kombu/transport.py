@@ -277,7 +277,16 @@ class Channel(virtual.Channel):
 
     def basic_consume(self, queue, no_ack, callback, consumer_tag, **kwargs):
         (self._no_ack.add if no_ack else self._no_ack.discard)(queue)
+        self.leases.consuming(True)
         return super().basic_consume(queue, no_ack, callback, consumer_tag, **kwargs)
+
+    def basic_cancel(self, consumer_tag):
+        """kombu's; with no consumer left (Celery's warm shutdown: the worker finishes what
+        it runs, its loop silent, before it closes the channel) the leases held stay renewed."""
+        out = super().basic_cancel(consumer_tag)
+        if not self._consumers:
+            self.leases.consuming(False)
+        return out
 
     def basic_get(self, queue, no_ack=False, **kwargs):
         """One message of ``queue`` if one is due, else None (``SimpleQueue.get``, the

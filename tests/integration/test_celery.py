@@ -5,9 +5,11 @@ once, none early, and no worker holds a task before its time."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import random
 import signal
+import socket
 import sys
 import textwrap
 import time
@@ -428,3 +430,31 @@ def test_a_worker_holds_no_more_tasks_that_fell_due_than_its_prefetch(cluster, t
     assert sorted(started) == sorted(ids)
     assert max(waiting) <= 3, waiting  # the prefetch (1), the one a pull brings, one more
     assert all(r["start_ms"] >= r["eta_ms"] for r in executions(out))
+
+
+def test_leases_stay_renewed_while_a_worker_that_stopped_consuming_finishes_its_tasks(cluster, monkeypatch):
+    """A warm shutdown: Celery cancels its task consumer, then waits for the tasks that
+    run (its loop silent), and only then closes the channel. The keeper took the silence
+    for a stuck loop and stopped renewing: a long acks_late task went to another worker
+    while it still ran."""
+    from kombu import Consumer, Queue
+
+    app = _app(cluster, monkeypatch, "ws")
+    app.send_task("ws.long")
+    got = []
+    with app.connection_for_write() as conn:
+        channel = conn.default_channel
+        consumer = Consumer(
+            channel, queues=[Queue("ws")], callbacks=[lambda body, message: got.append(message)]
+        )
+        consumer.consume()
+        deadline = time.monotonic() + 10
+        while not got:
+            assert time.monotonic() < deadline
+            with contextlib.suppress(TimeoutError, socket.timeout):
+                conn.drain_events(timeout=0.5)
+        consumer.cancel()  # the warm shutdown begins; the task runs on
+        later = time.monotonic() + 3_600  # an hour of the loop's silence
+        monkeypatch.setattr(channel.leases, "_clock", lambda: later)
+        assert channel.leases.renew() == 1
+        got[0].ack()
