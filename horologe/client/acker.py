@@ -33,12 +33,16 @@ class Acker:
         self._queue.put((topic, group, receipt))
 
     def flush(self, timeout_s: float | None = None) -> None:
-        """Return once every ack queued before this call was sent (or failed)."""
+        """Return once every ack queued before this call was sent (or failed); at once
+        once closed (nothing sends any more)."""
+        if not self._thread.is_alive():
+            return
         done = threading.Event()
         self._queue.put(done)
         done.wait(timeout_s)
 
     def close(self, timeout_s: float | None = 10.0) -> None:
+        """Flush, then stop; again: nothing."""
         self.flush(timeout_s)
         self._queue.put(None)
         self._thread.join(timeout_s)
