@@ -32,7 +32,6 @@ vanish; anything else so published (an event) is dropped with a warning.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 from queue import Empty
@@ -40,6 +39,7 @@ from urllib.parse import unquote
 
 from kombu.transport import virtual
 from kombu.transport.virtual.exchange import FanoutExchange
+from kombu.utils import json
 
 from horologe.client import Client
 from horologe.client.acker import Acker

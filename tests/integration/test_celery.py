@@ -458,3 +458,15 @@ def test_leases_stay_renewed_while_a_worker_that_stopped_consuming_finishes_its_
         monkeypatch.setattr(channel.leases, "_clock", lambda: later)
         assert channel.leases.renew() == 1
         got[0].ack()
+
+
+def test_a_task_with_headers_kombu_can_encode_is_sent(cluster, monkeypatch):
+    """A header of a datetime, a UUID or a Decimal: kombu's JSON encodes them (its Redis
+    transport sends such a task); the standard library's raised TypeError."""
+    import uuid
+    from decimal import Decimal
+
+    app = _app(cluster, monkeypatch, "hd")
+    headers = {"sent_at": datetime.now(UTC), "trace": uuid.uuid4(), "price": Decimal("9.99")}
+    app.send_task("hd.x", headers=headers, countdown=60)
+    assert len(cluster.client(0).pending("hd").messages) == 1
