@@ -33,7 +33,7 @@ from dramatiq.errors import ConnectionFailed, DecodeError, QueueJoinTimeout
 from horologe.client import AlreadyDeliveredError, Client, NotFoundError, UnavailableError
 from horologe.client.acker import Acker
 from horologe.client.lease_keeper import LeaseKeeper
-from horologe.client.limits import MAX_ITEMS, MAX_PENDING_PAGE, MAX_VISIBILITY_MS, MIN_VISIBILITY_MS
+from horologe.client.limits import MAX_ITEMS, MAX_PENDING_PAGE, MAX_VISIBILITY_MS, MIN_WORKER_VISIBILITY_MS
 from horologe.client.task_keys import task_key, topic_name
 
 JOIN_POLL_S = 0.1
@@ -52,10 +52,10 @@ class HorologeBroker(Broker):
         **client_settings,
     ) -> None:
         """``client_settings``: those of :class:`horologe.client.Client` (``ca``, ``retry_s``, ...)."""
-        if not (type(visibility_ms) is int and MIN_VISIBILITY_MS <= visibility_ms <= MAX_VISIBILITY_MS):
+        lo, hi = MIN_WORKER_VISIBILITY_MS, MAX_VISIBILITY_MS
+        if not (type(visibility_ms) is int and lo <= visibility_ms <= hi):
             raise ValueError(
-                f"visibility_ms must be an integer from {MIN_VISIBILITY_MS} to {MAX_VISIBILITY_MS:,} "
-                f"(12 h), got {visibility_ms!r}"
+                f"visibility_ms must be an integer from {lo} to {hi:,} (12 h), got {visibility_ms!r}"
             )
         super().__init__(middleware=middleware)
         self.client = Client(urls, token, **client_settings)

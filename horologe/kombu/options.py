@@ -12,7 +12,7 @@ from typing import Annotated
 import msgspec
 from msgspec import Meta
 
-from horologe.client.limits import MAX_VISIBILITY_MS, MAX_WAIT_MS, MIN_VISIBILITY_MS
+from horologe.client.limits import MAX_VISIBILITY_MS, MAX_WAIT_MS, MIN_WORKER_VISIBILITY_MS
 
 log = logging.getLogger(__name__)
 
@@ -21,9 +21,9 @@ class Options(msgspec.Struct, kw_only=True, frozen=True):
     token: str | None = None
     ca: str | None = None
     topic_prefix: str = ""
-    visibility_timeout: Annotated[float, Meta(ge=MIN_VISIBILITY_MS / 1000, le=MAX_VISIBILITY_MS / 1000)] = (
-        1800.0  # s
-    )
+    visibility_timeout: Annotated[  # s
+        float, Meta(ge=MIN_WORKER_VISIBILITY_MS / 1000, le=MAX_VISIBILITY_MS / 1000)
+    ] = 1800.0
     wait_ms: Annotated[int, Meta(ge=0, le=MAX_WAIT_MS)] = 1000
     retry_s: Annotated[float, Meta(ge=0)] = 15.0  # how long the SDK retries across a failover
 

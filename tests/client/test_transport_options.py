@@ -30,7 +30,9 @@ def test_the_options_are_read_with_their_defaults():
         ({"visibility_timeout": "abc"}, "broker transport option visibility_timeout: Expected `float`"),
         ({"wait_ms": "abc"}, "broker transport option wait_ms: Expected `int`, got `str`"),
         ({"wait_ms": 40_000}, "broker transport option wait_ms: Expected `int` <= 30000"),
-        ({"visibility_timeout": 0}, "broker transport option visibility_timeout: Expected `float` >= 0.1"),
+        ({"visibility_timeout": 0}, "broker transport option visibility_timeout: Expected `float` >= 1.0"),
+        # renewed every third of it, at most every 0.2 s: a shorter lease ends before it is renewed
+        ({"visibility_timeout": 0.5}, "broker transport option visibility_timeout: Expected `float` >= 1.0"),
     ],
 )
 def test_a_wrong_value_is_refused_naming_its_option(given, said):
@@ -47,7 +49,7 @@ def test_a_misspelt_option_is_warned_of(caplog):
     assert said == [f"broker transport option 'visiblity_timeout' is unknown (left unread): {meant}"]
 
 
-@pytest.mark.parametrize("visibility_ms", ["abc", 50, True, 1.5, 12 * 3_600_000 + 1])
+@pytest.mark.parametrize("visibility_ms", ["abc", 50, 500, True, 1.5, 12 * 3_600_000 + 1])
 def test_the_dramatiq_broker_refuses_a_wrong_visibility(visibility_ms):
-    with pytest.raises(ValueError, match="visibility_ms must be an integer from 100 to 43,200,000"):
+    with pytest.raises(ValueError, match="visibility_ms must be an integer from 1000 to 43,200,000"):
         HorologeBroker(["http://127.0.0.1:1"], "token", visibility_ms=visibility_ms)
