@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from horologe.node.http.errors import ApiError
+from horologe.node.http.rules.cluster import parse_new_member
 from horologe.node.http.rules.messages import parse_consumer_request, parse_message
 from horologe.storage.message import MessageLimits
 
@@ -127,3 +128,11 @@ def test_a_duration_of_thousands_of_digits_is_out_of_range_not_a_server_error(fi
     if field == "max_lateness":
         body["on_late"] = "drop"
     assert refusal(parse_message, body, NOW, MessageLimits()) == (422, "out_of_range", field)
+
+
+@pytest.mark.parametrize("catch_up_s", [0, -1.5, 86_400.5])
+def test_a_number_outside_its_bounds_is_out_of_range_whether_integer_or_not(catch_up_s):
+    """msgspec says "Expected `float` > 0.0" for a float field's bounds, which the rules took
+    for the wrong type: 400 invalid_field, where docs/api.md says 422 out_of_range."""
+    body = {"node_id": "n4", "raft": "127.0.0.1:7004", "http": "127.0.0.1:8004", "catch_up_s": catch_up_s}
+    assert refusal(parse_new_member, body) == (422, "out_of_range", "catch_up_s")

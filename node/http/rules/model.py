@@ -35,7 +35,7 @@ from horologe.storage.message_json import (
 )
 
 T = TypeVar("T", bound=msgspec.Struct)
-OUT_OF_RANGE = re.compile(r"Expected `int` [<>]=? |Integer value out of range")
+OUT_OF_RANGE = re.compile(r"Expected `(?:int|float)` [<>]=? |Integer value out of range")
 UNMATCHED = re.compile(r"Expected `str` matching regex '(?P<pattern>.*)'", re.DOTALL)
 ERROR = re.compile(r"(?P<why>.*?)(?: - at (?:`key` in )?`\$(?P<path>[^`]*)`)?", re.DOTALL)
 FIELD_OF = re.compile(r"Object (?:contains unknown|missing required) field `(?P<name>[^`]*)`")
