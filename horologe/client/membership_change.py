@@ -7,8 +7,9 @@ not send the change again blindly: it lists the members, and asks again only if 
 the change. A listing that holds a change not yet committed (``settled`` false) may still
 go back, as may one naming the node as a learner being fed (``voter`` false): it is
 listed again until settled, and an added node counts only as a voter. A change asked
-again that an earlier ask made is answered ``member_exists`` or ``not_a_member``; the
-members are listed then too, since a learner still fed is a member that exists.
+again that an earlier ask made is answered ``member_exists``, or ``unknown_node`` (or
+``not_a_member``, from the master's Raft layer); the members are listed then too, since a
+learner still fed is a member that exists.
 ``horologe cluster add/remove`` and the chaos scenarios ask so.
 """
 
@@ -40,13 +41,13 @@ def change_until_made(
     :data:`NOT_SURE`: ``said(why)``, a pause of :data:`PAUSE_S` (an election may end
     meanwhile), then the members are listed. Any other error is raised; so is a change
     not made after :data:`ASKS` asks."""
-    already = "member_exists" if member_after else "not_a_member"
+    already = {"member_exists"} if member_after else {"unknown_node", "not_a_member"}
     for k in range(ASKS):
         try:
             return ask()
         except HorologeError as e:
             # Asked again: an add is answered member_exists for a learner still fed too.
-            if not (k and e.code == already) and e.code not in NOT_SURE:
+            if not (k and e.code in already) and e.code not in NOT_SURE:
                 raise
             said(f"{e}: listing the members before asking again")
         time.sleep(PAUSE_S)
