@@ -132,7 +132,8 @@ class TransferFailed(Refused):
 
 
 class TransferUnconfirmed(Refused):
-    """Raised when another node took over but too few nodes follow it yet."""
+    """Raised when the transfer took effect, or may have, unconfirmed: another node took
+    over but too few nodes follow it yet, or this node stepped down and none took over yet."""
 
     code = "transfer_unconfirmed"
 

@@ -162,7 +162,8 @@ class Handover:
         if new_master is None:
             if self._is_master():
                 raise TransferFailed("no other node took over; this node is still master")
-            raise TransferFailed(
+            # Not TransferFailed: that says nothing was done, and a client sends it again.
+            raise TransferUnconfirmed(
                 "this node stepped down, and no other node has taken over yet; an election is under way"
             )
         heard_by = await self._followers_of(new_master, linked, 2.0)

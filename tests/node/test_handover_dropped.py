@@ -9,9 +9,10 @@ import time
 
 import pytest
 
+from horologe.client.calls import REFUSED_503
 from horologe.cluster import SYNC, EntryDroppedError, Peer, ProposalRejectedError
 from horologe.node.config import NodeConfig
-from horologe.node.errors import TransferFailed
+from horologe.node.errors import Refused, TransferUnconfirmed
 from horologe.node.handover import Handover
 
 
@@ -48,9 +49,11 @@ def test_a_release_that_stepped_down_with_no_successor_in_sight_does_not_say_it_
 
     handover = _handover(tmp_path, propose, transfer, lambda: leading[0])
     monkeypatch.setattr(time, "monotonic", _fast_clock())
-    with pytest.raises(TransferFailed) as e:
+    with pytest.raises(Refused) as e:
         asyncio.run(handover.release(None))
     assert "still master" not in str(e.value) and "stepped down" in str(e.value)
+    # took effect, unconfirmed: not the code of a release that did nothing, which the SDK resends
+    assert isinstance(e.value, TransferUnconfirmed) and e.value.code not in REFUSED_503
 
 
 def _fast_clock():
