@@ -132,6 +132,18 @@ def test_a_lease_that_meets_damaged_files_says_so_and_tries_again(caplog):
     assert "lease failed" not in caplog.text
 
 
+class HeldAnswers:
+    """A pool whose requests are answered when the test says (PushHttp's interface)."""
+
+    def __init__(self) -> None:
+        self.sent: list[Exchange] = []
+
+    def post(self, origin, data, timeout_s) -> Exchange:
+        exchange = Exchange(origin, data, asyncio.get_running_loop().create_future())
+        self.sent.append(exchange)
+        return exchange
+
+
 class AckingSlowly(Harness):
     """Two messages due at once, leased one pull apart; the first ack takes until released."""
 
@@ -139,6 +151,7 @@ class AckingSlowly(Harness):
         super().__init__()
         self.due = self.clock_ms
         self.release_ack = asyncio.Event()
+        self.acks_asked = 0
         self.pulls = 0
 
     async def _pull(self, group, topic, tags, most, wait_ms, lease_ms, ahead_ms):
@@ -151,40 +164,41 @@ class AckingSlowly(Harness):
         return Pulled(Taken(), [], [], [])
 
     async def _ack(self, group, topic, receipts):
+        self.acks_asked += 1
         await self.release_ack.wait()
         return await super()._ack(group, topic, receipts)
+
+
+async def _until(done, what: str) -> None:
+    for _ in range(500):
+        if done():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"not {what} in 5 s")
 
 
 def test_what_was_answered_2xx_when_the_group_stops_is_acked_not_pushed_again():
     """A subscription updated or deleted stops its group: a push answered 2xx whose ack was
     not yet on its way was left unacked, so its lease ran out and it was pushed again."""
+    h = AckingSlowly()
+    http = HeldAnswers()
 
     async def run() -> None:
-        async with AckingSlowly() as h:
-            for _ in range(500):
-                if len(h.arrived) == 2:
-                    break
-                await asyncio.sleep(0.01)
-            await asyncio.sleep(0.05)  # both answered; the first one's ack is under way
-            h.task.cancel()
-            await asyncio.sleep(0.05)
-            h.release_ack.set()
-            await asyncio.gather(h.task, return_exceptions=True)
-            assert sorted(h.acked) == ["r1", "r2"]
+        sub = PushDef("orders", "hooks", "http://127.0.0.1:9/", SECRET, 1_000, 4, 0, "*")
+        consumer = Consumer(h._pull, h._ack, h._nack, lambda: h.clock_ms, h._give_back)
+        task = asyncio.create_task(serve(http, sub, consumer, Flow(4, 0, time.monotonic), PushStats()))
+        await _until(lambda: len(http.sent) == 2, "both sent")
+        http.sent[0].future.set_result(Answer(200))
+        await _until(lambda: h.acks_asked == 1, "the first one's ack under way")
+        http.sent[1].future.set_result(Answer(200))
+        await asyncio.sleep(0)  # its answer taken in: the settler is busy with the first
+        task.cancel()
+        await asyncio.sleep(0.05)
+        h.release_ack.set()
+        await asyncio.gather(task, return_exceptions=True)
 
     asyncio.run(run())
-
-
-class HeldAnswers:
-    """A pool whose requests are answered when the test says (PushHttp's interface)."""
-
-    def __init__(self) -> None:
-        self.sent: list[Exchange] = []
-
-    def post(self, origin, data, timeout_s) -> Exchange:
-        exchange = Exchange(origin, data, asyncio.get_running_loop().create_future())
-        self.sent.append(exchange)
-        return exchange
+    assert sorted(h.acked) == ["r1", "r2"]
 
 
 def test_an_answer_that_came_as_the_group_stopped_is_acked():
