@@ -690,10 +690,13 @@ class Consumers:
         unheld = await self._unheld(group, topic, self._clock())
         purged = 0
         # A chunk at a time, each held while its acks commit: the loop is free between
-        # two, and a message a pull took meanwhile stays with its consumer.
+        # two, and a message a pull took meanwhile stays with its consumer (counted as
+        # purged neither while it holds it nor once it acked it).
         for start in range(0, len(unheld), PURGE_CHUNK):
             held = self.held_positions(group, topic)
-            chunk = [off for off in unheld[start : start + PURGE_CHUNK] if off not in held]
+            part = np.asarray(unheld[start : start + PURGE_CHUNK], dtype=np.int64)
+            part = part[~self.view.group_progress(group, topic).acked_mask(part)]  # acked since
+            chunk = [off for off in part.tolist() if off not in held]
             acks = [(group, topic, lo, hi) for lo, hi in to_ranges(chunk)]
             if acks:
                 with self.held_meanwhile(group, [(topic, off) for off in chunk]):
