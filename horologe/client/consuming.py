@@ -431,6 +431,8 @@ class AsyncSubscription(_Handing, AsyncIterator[ReceivedMessage]):
                 except asyncio.CancelledError:
                     raise
                 except BaseException as e:  # noqa: BLE001 - handed to the iterating task
+                    for puller in self._pullers:  # what they would lease nothing could ack
+                        puller.cancel()
                     self._batches.put_nowait(e)  # it may be waiting for a batch that never comes
                     while not self._receipts.empty():  # or to put a receipt into a full queue
                         self._receipts.get_nowait()
@@ -442,11 +444,16 @@ class AsyncSubscription(_Handing, AsyncIterator[ReceivedMessage]):
         return self
 
     async def _ack_handed(self) -> None:
+        self._raise_if_acks_failed()
         for r in self._to_ack:
-            if self._acker.done() and self._acker.exception() is not None:
-                raise self._acker.exception()  # and nothing takes receipts: a put would wait for ever
+            self._raise_if_acks_failed()  # nothing takes receipts then: a put would wait for ever
             await self._receipts.put(r)
         self._to_ack = []
+
+    def _raise_if_acks_failed(self) -> None:
+        """The acker's error, at every call once it failed (as the blocking loop's)."""
+        if self._acker.done() and not self._acker.cancelled() and self._acker.exception() is not None:
+            raise self._acker.exception()
 
     async def __anext__(self) -> ReceivedMessage:
         await self._ack_handed()

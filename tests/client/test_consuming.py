@@ -451,3 +451,24 @@ async def _what_the_loop_raised(made, go) -> BaseException | None:
         with contextlib.suppress(Refused):
             await sub.close()
     return None
+
+
+def test_an_async_ack_error_is_raised_again_by_every_next_call():
+    """A loop that caught the ack error and went on waited for ever (caught up): the error
+    was handed over once, and the pulls went on leasing what nothing could ack."""
+    group = FakeGroup([[1]])
+
+    async def pull():
+        return group.pull()
+
+    async def ack(receipts):
+        _refused(receipts)
+
+    async def go(sub: AsyncSubscription) -> None:
+        assert (await sub.__anext__()).id == "1"
+        with contextlib.suppress(Refused):
+            await sub.__anext__()
+        await sub.__anext__()  # again
+
+    made = functools.partial(AsyncSubscription, pull, ack, prefetch=1, ack_queue=10)
+    assert type(asyncio.run(_what_the_loop_raised(made, go))) is Refused
