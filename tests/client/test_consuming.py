@@ -398,20 +398,11 @@ def test_an_ack_error_surfaces_in_the_loop_of_a_caught_up_consumer():
 
 
 def test_an_ack_error_surfaces_in_the_loop_of_a_caught_up_async_consumer():
-    group = FakeGroup([[1]])
-
-    async def pull():
-        return group.pull()
-
-    async def ack(receipts):
-        _refused(receipts)
-
     async def go(sub: AsyncSubscription) -> None:
         assert (await sub.__anext__()).id == "1"
         await sub.__anext__()
 
-    made = functools.partial(AsyncSubscription, pull, ack, prefetch=1, ack_queue=10)
-    assert type(asyncio.run(_what_the_loop_raised(made, go))) is Refused
+    assert type(asyncio.run(_what_the_loop_raised(_refusing_one([1]), go))) is Refused
 
 
 def test_an_async_ack_error_while_the_ack_queue_is_full_surfaces_in_the_loop():
@@ -456,13 +447,6 @@ async def _what_the_loop_raised(made, go) -> BaseException | None:
 def test_an_async_ack_error_is_raised_again_by_every_next_call():
     """A loop that caught the ack error and went on waited for ever (caught up): the error
     was handed over once, and the pulls went on leasing what nothing could ack."""
-    group = FakeGroup([[1]])
-
-    async def pull():
-        return group.pull()
-
-    async def ack(receipts):
-        _refused(receipts)
 
     async def go(sub: AsyncSubscription) -> None:
         assert (await sub.__anext__()).id == "1"
@@ -470,5 +454,18 @@ def test_an_async_ack_error_is_raised_again_by_every_next_call():
             await sub.__anext__()
         await sub.__anext__()  # again
 
-    made = functools.partial(AsyncSubscription, pull, ack, prefetch=1, ack_queue=10)
-    assert type(asyncio.run(_what_the_loop_raised(made, go))) is Refused
+    assert type(asyncio.run(_what_the_loop_raised(_refusing_one([1]), go))) is Refused
+
+
+def _refusing_one(batch: list[int]):
+    """An async subscription (made in the running loop) that pulls ``batch``, then nothing,
+    and whose acks are refused."""
+    group = FakeGroup([batch])
+
+    async def pull():
+        return group.pull()
+
+    async def ack(receipts):
+        _refused(receipts)
+
+    return functools.partial(AsyncSubscription, pull, ack, prefetch=1, ack_queue=10)
