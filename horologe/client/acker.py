@@ -26,6 +26,8 @@ class Acker:
         """``client``: a :class:`horologe.client.Client` (thread-safe), shared with the caller."""
         self._client = client
         self._queue: queue.Queue = queue.Queue()
+        self._lock = threading.Lock()
+        self._closed = False  # set under the lock once the thread sends no more
         self._thread = threading.Thread(target=self._run, name="horologe-acker", daemon=True)
         self._thread.start()
 
@@ -35,10 +37,11 @@ class Acker:
     def flush(self, timeout_s: float | None = None) -> None:
         """Return once every ack queued before this call was sent (or failed); at once
         once closed (nothing sends any more)."""
-        if not self._thread.is_alive():
-            return
         done = threading.Event()
-        self._queue.put(done)
+        with self._lock:
+            if self._closed:
+                return
+            self._queue.put(done)
         done.wait(timeout_s)
 
     def close(self, timeout_s: float | None = 10.0) -> None:
@@ -48,6 +51,17 @@ class Acker:
         self._thread.join(timeout_s)
 
     def _run(self) -> None:
+        try:
+            self._send_until_closed()
+        finally:
+            with self._lock:  # a flush from now on returns at once; one queued before is told
+                self._closed = True
+            while not self._queue.empty():
+                item = self._queue.get_nowait()
+                if isinstance(item, threading.Event):
+                    item.set()
+
+    def _send_until_closed(self) -> None:
         while True:
             first = self._queue.get()
             if first is None:
