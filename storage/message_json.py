@@ -104,9 +104,10 @@ def parse_duration(value, field: str = "deliver_after") -> int:
         m = DURATION_RE.fullmatch(value)
         if not m:
             raise refusal(f"{field} {value!r} is not like 500ms, 90s, 5m, 2h or 3d", field)
-        if len(m.group(1)) > MAX_DURATION_DIGITS:  # past any limit, and past what int() reads
-            raise refusal(f"{field} is too long a time ({len(m.group(1))} digits)", field, "out_of_range")
-        return int(m.group(1)) * UNIT_MS[m.group(2)]
+        count = m.group(1).lstrip("0") or "0"
+        if len(count) > MAX_DURATION_DIGITS:  # past any limit, and past what int() reads
+            raise refusal(f"{field} is too long a time ({len(count)} digits)", field, "out_of_range")
+        return int(count) * UNIT_MS[m.group(2)]
     ms = int_field(value, field)
     if ms < 0:
         raise refusal(f"{field} must not be negative", field, "out_of_range")

@@ -128,6 +128,8 @@ def test_a_duration_of_thousands_of_digits_is_out_of_range_not_a_server_error(fi
     if field == "max_lateness":
         body["on_late"] = "drop"
     assert refusal(parse_message, body, NOW, MessageLimits()) == (422, "out_of_range", field)
+    body[field] = "0" * 30 + "1s"  # leading zeros count for nothing
+    assert parse_message(body, NOW, MessageLimits()) is not None
 
 
 @pytest.mark.parametrize("catch_up_s", [0, -1.5, 86_400.5])
