@@ -107,7 +107,7 @@ def fires_after(expr: str, zone: str, after_ms: int) -> Iterator[int]:
         return  # datetime cannot name the wall times past year 9999
     try:
         it = _iterator(expr, _wall(after_ms // MS_PER_S, tz))
-    except (CroniterError, ValueError, TypeError, KeyError, IndexError) as e:
+    except (CroniterError, ValueError, TypeError, KeyError, IndexError, OverflowError) as e:
         raise InvalidScheduleError(f"cron {expr!r} cannot be read here: {e}", "cron") from e
     last = after_ms
     while True:
