@@ -173,6 +173,7 @@ class DumpWriter:
         self._checkpoint = checkpoint
         self._done: int | None = None  # SUCCESS or FAILED, reported once by state()
         self._pending: int | None = None
+        self._tmp = ""  # where the dump being written goes, before pysyncobj renames it
         self._remove_leftovers()
         self.index: int | None = None  # the current dump's, once one is written or read
         self.last: DumpFigures | None = None  # of the last dump written (any thread reads)
@@ -201,11 +202,14 @@ class DumpWriter:
         then makes the rename durable before the journal drops what the dump covers.
         """
         began = time.monotonic()
-        # raft_data: (last applied entry, the entry before it, cluster); entry: (command, index, term)
-        dump = LocalDump(raft_data[0][1], raft_data, self._checkpoint())
+        self._tmp = tmp_path
         try:
+            # raft_data: (last applied entry, the entry before it, cluster); entry: (command, index, term)
+            dump = LocalDump(raft_data[0][1], raft_data, self._checkpoint())
             write_local(tmp_path, dump)
-        except OSError as e:
+        except Exception as e:  # noqa: BLE001 - a full disk (the checkpoint syncs the store), a bug
+            # FAILED, not raised: pysyncobj would swallow it and wait for a state no call gives,
+            # and take no dump again.
             log.warning("raft dump failed: %s", e)
             if os.path.exists(tmp_path):
                 os.unlink(tmp_path)
@@ -227,6 +231,11 @@ class DumpWriter:
         done, self._done = self._done, None
         if done is None:
             return SERIALIZER_STATE.NOT_SERIALIZING
+        if done == SERIALIZER_STATE.SUCCESS and os.path.exists(self._tmp):
+            # pysyncobj's rename failed: the dump in place is the one before
+            log.warning("raft dump failed: %s was not renamed into place", self._tmp)
+            os.unlink(self._tmp)
+            return SERIALIZER_STATE.FAILED
         if done == SERIALIZER_STATE.SUCCESS:
             fsync_dir(self.folder)  # pysyncobj's rename, before the journal is cut
             self.index = self._pending

@@ -28,7 +28,7 @@ from horologe.cluster.raft.dump_file import (
 from horologe.cluster.raft.seam import ShipmentWaits
 from horologe.cluster.raft.snapshot_stream import SHIP_CHUNK, ShippingSerializer, tar_chunks
 from horologe.storage import Message, Storage, StorageConfig, check_store
-from horologe.storage.errors import CorruptLogError
+from horologe.storage.errors import CorruptLogError, StorageFullError
 from horologe.storage.framing import frame
 from horologe.storage.magic import RAFT_DUMP, magic
 
@@ -255,3 +255,46 @@ def test_a_deposed_leader_forgets_the_followers_that_waited_for_a_newer_dump(tmp
         assert serializer.held_back("n2", lambda node: 0)
         serializer.cancel_all()  # this node stopped leading
         assert not serializer.held_back("n2", lambda node: 0)
+
+
+def test_a_dump_whose_store_checkpoint_failed_is_a_failed_dump_and_the_next_one_is_taken(tmp_path):
+    """The store's checkpoint raised StorageFullError (the disk full as the dump began: its
+    sync appends to commits.log): pysyncobj's serializer caught it and waited for a state
+    this writer never gave, so no dump was taken again, and the journal grew for good."""
+    from pysyncobj.serializer import Serializer
+
+    with _store(tmp_path / "store") as store:
+        calls = []
+
+        def checkpoint():
+            calls.append(1)
+            if len(calls) == 1:
+                raise StorageFullError("no space left on device")
+            return store.checkpoint_record()
+
+        (tmp_path / "raft").mkdir()
+        writer = DumpWriter(str(tmp_path / "raft" / "snapshot"), checkpoint)
+        serializer = Serializer(writer.dump_path, 1 << 20, False, writer.start, None, writer.state)
+        data = (None, (b"cmd", 7, 1), (b"before", 6, 1), {"cluster"})
+        serializer.serialize(data, 7)
+        assert serializer.checkSerializing()[0] == SERIALIZER_STATE.FAILED
+        serializer.serialize(data, 7)
+        assert serializer.checkSerializing()[0] == SERIALIZER_STATE.SUCCESS
+        assert len(calls) == 2 and read_local(writer.dump_path).index == 7
+
+
+def test_a_dump_pysyncobj_could_not_rename_into_place_is_a_failed_dump(tmp_path, monkeypatch):
+    """Reported written, the journal would be cut to a dump that is not the one in place."""
+    from pysyncobj import serializer as upstream
+
+    with _store(tmp_path / "store") as store:
+        writer = _writer(tmp_path, store)
+
+        def no_rename(src, dst):
+            raise OSError("rename failed")
+
+        monkeypatch.setattr(upstream, "atomicReplace", no_rename)
+        s = upstream.Serializer(writer.dump_path, 1 << 20, False, writer.start, None, writer.state)
+        s.serialize((None, (b"cmd", 7, 1), (b"before", 6, 1), {"cluster"}), 7)
+        assert s.checkSerializing()[0] == SERIALIZER_STATE.FAILED
+        assert not os.path.exists(writer.dump_path) and not os.path.exists(writer.dump_path + ".tmp")
