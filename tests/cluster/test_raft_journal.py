@@ -511,35 +511,40 @@ def test_term_at_answers_from_memory_for_held_indexes_only(tmp_path):
     j.close()
 
 
-def test_a_damaged_length_below_the_stored_commit_index_is_refused_not_cut(tmp_path):
-    """A length field that claims more than the file holds looks like a torn tail; but the
-    commit index is stored only after a sync, so entries up to it were synced and cannot
-    be torn. Cut there, the journal dropped entries 5..10, acknowledged ones."""
+def _length_past_the_end(tmp_path, entry: int) -> tuple[str, int]:
+    """Ten entries synced, the commit index 8 stored, then the length field of entry
+    ``entry`` (1-based) made to claim more than the file holds: the journal's path, and
+    the damaged frame's offset."""
     j = _journal(tmp_path, _entries(10))
-    at = j._offsets[4]
+    at = j._offsets[entry - 1]
     j.setRaftCommitIndex(8)
     j.onOneSecondTimer()  # syncs, then stores the commit index
     j.close()
     with open(j.path, "r+b") as f:
         f.seek(at)
         f.write(FRAME_HEAD.pack(1 << 30))
+    return j.path, at
+
+
+@pytest.mark.parametrize("entry", [5, 9])
+def test_a_length_past_the_end_with_whole_frames_after_it_is_refused_not_cut(tmp_path, entry):
+    """A length field that claims more than the file holds looks like a torn tail. Below
+    the stored commit index (stored only after a sync) it names synced entries: cut there,
+    the journal dropped entries 5..10, acknowledged ones. Above it (stored at most once a
+    second) entries may be synced and acknowledged too, and a length past the end with
+    whole frames after it is no write a power loss leaves (a lost one reads as zeros):
+    cut there, it dropped entries 9 and 10."""
+    path, at = _length_past_the_end(tmp_path, entry)
     with pytest.raises(CorruptLogError, match="not a torn tail") as caught:
-        DiskJournal(j.path)
+        DiskJournal(path)
     assert caught.value.offset == at
-    assert not os.path.exists(f"{j.path}.torn-{at}")
+    assert not os.path.exists(f"{path}.torn-{at}")
 
 
 def test_a_torn_tail_past_the_stored_commit_index_is_still_set_aside(tmp_path):
-    j = _journal(tmp_path, _entries(10))
-    at = j._offsets[8]
-    j.setRaftCommitIndex(8)
-    j.onOneSecondTimer()
-    j.close()
-    with open(j.path, "r+b") as f:
-        f.seek(at)
-        f.write(FRAME_HEAD.pack(1 << 30))
-    j = DiskJournal(j.path)
-    assert j.last_idx == 8 and j.torn_tail is not None
+    path, _at = _length_past_the_end(tmp_path, 10)  # the last frame: nothing whole after it
+    j = DiskJournal(path)
+    assert j.last_idx == 9 and j.torn_tail is not None
     j.close()
 
 
