@@ -43,6 +43,9 @@ from .limits import MAX_ITEMS
 log = logging.getLogger(__name__)
 
 MIN_EVERY_S = 0.2  # however short the visibility, no busier than this
+# The shortest lease a task queue's worker may take (Celery, Dramatiq): renewed every third
+# of it, but at most every MIN_EVERY_S, a shorter one would end before it is renewed.
+MIN_WORKER_VISIBILITY_MS = 1_000
 STALE_S = 30.0  # a consumer loop silent this long holds its tasks no longer
 
 

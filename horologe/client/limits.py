@@ -8,6 +8,3 @@ MAX_PENDING_PAGE = 1000  # messages on one page of a pending list
 MAX_WAIT_MS = 30_000  # how long a pull may wait for a message (a long poll)
 MAX_AHEAD_MS = 1_000  # how early a pull may take messages (the wheel fires no earlier)
 MIN_VISIBILITY_MS, MAX_VISIBILITY_MS = 100, 12 * 3_600_000  # a lease's length, as a pull takes it
-# The shortest lease a task queue's worker takes (Celery, Dramatiq): its lease keeper renews
-# every third of it, at most every 0.2 s (lease_keeper.py), so a shorter one ends first.
-MIN_WORKER_VISIBILITY_MS = 1_000

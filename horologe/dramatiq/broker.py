@@ -32,8 +32,8 @@ from dramatiq.errors import ConnectionFailed, DecodeError, QueueJoinTimeout
 
 from horologe.client import AlreadyDeliveredError, Client, NotFoundError, UnavailableError
 from horologe.client.acker import Acker
-from horologe.client.lease_keeper import LeaseKeeper
-from horologe.client.limits import MAX_ITEMS, MAX_PENDING_PAGE, MAX_VISIBILITY_MS, MIN_WORKER_VISIBILITY_MS
+from horologe.client.lease_keeper import MIN_WORKER_VISIBILITY_MS, LeaseKeeper
+from horologe.client.limits import MAX_ITEMS, MAX_PENDING_PAGE, MAX_VISIBILITY_MS
 from horologe.client.task_keys import task_key, topic_name
 
 JOIN_POLL_S = 0.1

@@ -12,7 +12,8 @@ from typing import Annotated
 import msgspec
 from msgspec import Meta
 
-from horologe.client.limits import MAX_VISIBILITY_MS, MAX_WAIT_MS, MIN_WORKER_VISIBILITY_MS
+from horologe.client.lease_keeper import MIN_WORKER_VISIBILITY_MS
+from horologe.client.limits import MAX_VISIBILITY_MS, MAX_WAIT_MS
 
 log = logging.getLogger(__name__)
 

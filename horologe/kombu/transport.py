@@ -8,9 +8,9 @@ queue shares. Publishing a message produces it with the task's ``eta`` header as
 a retry or a replacement is a message of its own. The whole kombu message is the body.
 Workers pull only what is due and only as many as Celery's prefetch allows (a task comes
 without its eta, kept in the header ``horologe_eta``: Celery would take a task with an eta
-past its prefetch limit); each hand-out
-is leased (``visibility_timeout``), and the lease is replicated, so no other worker gets
-the task while it holds it, even across a failover of the cluster's master. The worker
+past its prefetch limit); each hand-out is leased (``visibility_timeout``), and the lease
+is replicated, so no other worker gets the task while it holds it, even across a
+failover of the cluster's master. The worker
 renews the leases of every task it holds, prefetched or running, every third of the
 visibility timeout (horologe/client/lease_keeper.py): the timeout is how long a worker
 that died keeps its tasks, not a bound on how long a task may wait in the worker and run.
