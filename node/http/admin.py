@@ -85,8 +85,9 @@ async def cluster_members(request: web.Request) -> web.Response:
         ADMIN,
         {"200": response_doc("It is a member: the membership now.", "Members")},
         body="NewMember",
-        errors=("Conflict", "NotCompleted"),
-        description="409 `member_exists` (its id or an address is a member's), `not_reachable` (nothing "
+        errors=("Conflict", "Unprocessable", "NotCompleted"),
+        description="422 `out_of_range` (`catch_up_s` outside its bounds); "
+        "409 `member_exists` (its id or an address is a member's), `not_reachable` (nothing "
         "answers at its `http` address: start it first), `wrong_node` (the node there has another "
         "`node_id`), `wrong_raft` (its config names another `raft` address), `not_joining` (it was not "
         "started with `join = true`), `master_not_a_peer` (its peers leave out the master, which then "
