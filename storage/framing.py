@@ -116,8 +116,7 @@ def scan_frames(buf: bytes | memoryview, start: int, path: str) -> Iterator[tupl
             raise CorruptLogError(path, offset, "an empty frame, and more after it")
         stop = offset + FRAME_HEAD.size + n
         if stop + FRAME_TAIL.size > end:
-            if frames_past(buf, offset + 1):
-                raise CorruptLogError(path, offset, "a length past the end, and whole frames after it")
+            refuse_a_damaged_length(buf, offset, path)
             return  # torn: the frame claims more bytes than the file holds
         payload = bytes(buf[offset + FRAME_HEAD.size : stop])
         crc, n2 = FRAME_TAIL.unpack_from(buf, stop)
@@ -127,6 +126,17 @@ def scan_frames(buf: bytes | memoryview, start: int, path: str) -> Iterator[tupl
             raise CorruptLogError(path, offset)
         yield offset, payload
         offset = stop + FRAME_TAIL.size
+
+
+def refuse_a_damaged_length(buf: bytes | memoryview, offset: int, path: str, file_at: int = 0) -> None:
+    """The frame at ``offset`` claims more bytes than ``buf`` holds: a torn tail when
+    nothing whole follows it; with a whole frame after it, :class:`CorruptLogError` (a lost
+    write reads as zeros, never as such a length). ``file_at``: where ``buf`` starts in
+    the file."""
+    if frames_past(buf, offset + 1):
+        raise CorruptLogError(
+            path, file_at + offset, "a length past the end, and whole frames after it: not a torn tail"
+        )
 
 
 def lost_write(buf: bytes | memoryview, offset: int, file_at: int = 0) -> bool:

@@ -89,7 +89,14 @@ from pysyncobj.pickle import dumps, loads, to_bytes
 from horologe.storage.append_file import AppendFile
 from horologe.storage.durable import fsync, fsync_dir, write_failed
 from horologe.storage.errors import CorruptLogError, StorageError
-from horologe.storage.framing import FRAME_HEAD, FRAME_OVERHEAD, FRAME_TAIL, frame, frames_past, lost_write
+from horologe.storage.framing import (
+    FRAME_HEAD,
+    FRAME_OVERHEAD,
+    FRAME_TAIL,
+    frame,
+    lost_write,
+    refuse_a_damaged_length,
+)
 from horologe.storage.magic import MAGIC_SIZE, RAFT_LOG, check_magic, magic
 
 from ..errors import StaleJournalViewError
@@ -186,13 +193,8 @@ class DiskJournal(Journal):
             (n,) = FRAME_HEAD.unpack_from(buf, pos - buf_at)
             stop = pos + FRAME_HEAD.size + n
             if stop + FRAME_TAIL.size > size:
-                # Torn (the frame claims more bytes than the file holds) when nothing whole
-                # follows: a lost write reads as zeros, never as a length past the end.
-                if frames_past(os.pread(fd, size - pos, pos), 1):
-                    raise CorruptLogError(
-                        self.path, pos, "a length past the end, and whole frames after it: not a torn tail"
-                    )
-                break
+                refuse_a_damaged_length(os.pread(fd, size - pos, pos), 0, self.path, pos)
+                break  # torn: the frame claims more bytes than the file holds
             if stop + FRAME_TAIL.size > buf_at + len(buf):
                 whole = stop + FRAME_TAIL.size - pos
                 buf, buf_at = memoryview(os.pread(fd, max(READ_CHUNK, whole), pos)), pos
