@@ -150,19 +150,13 @@ class DroppedBroadcast(FanoutExchange):
     (``app.control.revoke``, ``inspect``, ``ping``) and broadcasts publish to one and would
     see their message vanish without a word."""
 
-    def __init__(self, channel) -> None:
-        super().__init__(channel)
-        self.warned: set[str] = set()
-
     def deliver(self, message, exchange, routing_key, **kwargs) -> None:
-        if exchange not in self.warned:
-            self.warned.add(exchange)
-            log.warning(
-                "dropped what was published to the fanout exchange %r: the Horologe transport has "
-                "no remote control or broadcast (app.control.revoke does nothing here; cancel a task "
-                "that waits for its eta or countdown with horologe.kombu.revoke_scheduled(app, task_id))",
-                exchange,
-            )
+        self.channel.dropped(
+            exchange,
+            f"dropped what was published to the fanout exchange {exchange!r}: the Horologe transport has "
+            "no remote control or broadcast (app.control.revoke does nothing here; cancel a task "
+            "that waits for its eta or countdown with horologe.kombu.revoke_scheduled(app, task_id))",
+        )
 
 
 class UnroutableError(Exception):
@@ -187,7 +181,7 @@ class Channel(virtual.Channel):
         self.acker = Acker(self.client)
         self.leases = LeaseKeeper(self.client, self.visibility_ms)
         self._no_ack: set[str] = set()  # queues consumed with no_ack (basic_consume)
-        self._unrouted: set[str] = set()  # exchanges warned of (basic_publish)
+        self._dropped_to: set[str] = set()  # exchanges warned of (dropped)
 
     def _topic(self, queue: str) -> str:
         return topic_name(queue, self.prefix)
@@ -206,13 +200,19 @@ class Channel(virtual.Channel):
                         f"{routing_key!r}: declare the queue in the sending app too (task_queues), "
                         "since the Horologe transport keeps no bindings in the cluster"
                     )
-                if exchange not in self._unrouted:
-                    self._unrouted.add(exchange)
-                    log.warning(
-                        "dropped what was published to exchange %r: no queue here is bound to it", exchange
-                    )
+                self.dropped(
+                    exchange,
+                    f"dropped what was published to exchange {exchange!r}: no queue here is bound to it",
+                )
                 return None
         return super().basic_publish(message, exchange, routing_key, **kwargs)
+
+    def dropped(self, exchange: str, said: str) -> None:
+        """Log ``said`` (what was published to ``exchange`` was dropped, and why): once per
+        exchange and channel."""
+        if exchange not in self._dropped_to:
+            self._dropped_to.add(exchange)
+            log.warning("%s", said)
 
     def _put(self, queue, message, **kwargs):
         headers = message.get("headers") or {}
