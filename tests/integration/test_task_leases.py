@@ -139,6 +139,11 @@ def test_a_celery_task_that_holds_up_the_consumer_loop_longer_than_its_lease_run
         pool=pool,
         workers=2,
     )
+    import horologe.client.lease_keeper as lease_keeper
+
+    # The app sets the stale time for its workers, and importing it here would set it for
+    # the tests this process runs after (their loops taken for stuck after 2 s): undone.
+    monkeypatch.setattr(lease_keeper, "STALE_S", lease_keeper.STALE_S)
     try:
         app = importlib.import_module(f"bl_{pool}")
         for seq in range(3):
