@@ -3,9 +3,17 @@ message as they take it up (Celery, Dramatiq), where one ack call per message wo
 one Raft entry each.
 
 ``ack(topic, group, receipt)`` queues; a thread sends what gathered within
-``ACK_LINGER_S`` of the first, up to ``MAX_ITEMS`` (limits.py) receipts a call. ``flush()`` waits until
-everything queued before it was sent; ``close()`` flushes and stops. A failed ack is
-logged and dropped: its message comes back when its lease ends (at least once).
+``ACK_LINGER_S`` of the first, up to ``MAX_ITEMS`` (limits.py) receipts a call, and tells
+``settled(topic, group, receipts)`` once the cluster took them (the lease keeper's
+``let_go``: a message's lease is renewed until its ack is in). An ack that no node took
+(the cluster out of reach for the client's ``retry_s``) is kept and sent again every
+``RESEND_S``, its lease still renewed, so its message is handed out again only if the
+cluster stays out of reach past the lease. One the cluster refused is logged and settled
+(its message comes back when its lease ends: at least once).
+
+``flush()`` waits until everything queued before it was sent once (taken, refused or
+kept); ``close()`` flushes, sends what is kept once more, and stops: what is still not
+taken is logged.
 """
 
 from __future__ import annotations
@@ -14,20 +22,29 @@ import logging
 import queue
 import threading
 from collections import defaultdict
+from collections.abc import Callable
 
 from .consuming import gather
-from .errors import HorologeError
+from .errors import HorologeError, UnavailableError
+from .limits import MAX_ITEMS
 
 log = logging.getLogger(__name__)
 
+RESEND_S = 1.0  # how often acks that no node took are sent again
+
+Ack = tuple[str, str, str]  # topic, group, receipt
+
 
 class Acker:
-    def __init__(self, client) -> None:
-        """``client``: a :class:`horologe.client.Client` (thread-safe), shared with the caller."""
+    def __init__(self, client, settled: Callable[[str, str, list[str]], None] | None = None) -> None:
+        """``client``: a :class:`horologe.client.Client` (thread-safe), shared with the
+        caller; ``settled``: told the receipts whose acks the cluster took or refused."""
         self._client = client
+        self._settled = settled or (lambda topic, group, receipts: None)
         self._queue: queue.Queue = queue.Queue()
         self._lock = threading.Lock()
         self._closed = False  # set under the lock once the thread sends no more
+        self._said_kept = False  # the acks kept were logged (once per stretch out of reach)
         self._thread = threading.Thread(target=self._run, name="horologe-acker", daemon=True)
         self._thread.start()
 
@@ -35,8 +52,8 @@ class Acker:
         self._queue.put((topic, group, receipt))
 
     def flush(self, timeout_s: float | None = None) -> None:
-        """Return once every ack queued before this call was sent (or failed); at once
-        once closed (nothing sends any more)."""
+        """Return once every ack queued before this call was sent once (taken, refused,
+        or kept to be sent again); at once once closed (nothing sends any more)."""
         done = threading.Event()
         with self._lock:
             if self._closed:
@@ -62,31 +79,51 @@ class Acker:
                     item.set()
 
     def _send_until_closed(self) -> None:
-        while True:
-            first = self._queue.get()
-            if first is None:
-                return
-            items = gather(self._queue, first, lambda item: not isinstance(item, tuple))
-            self._send([item for item in items if isinstance(item, tuple)])
+        kept: list[Ack] = []  # acks no node took yet
+        closing = False
+        while not closing:
+            try:
+                first = self._queue.get(timeout=RESEND_S if kept else None)
+            except queue.Empty:
+                items = []
+            else:
+                items = gather(self._queue, first, lambda item: not isinstance(item, tuple))
+            closing = bool(items) and items[-1] is None
+            kept = self._send(kept + [item for item in items if isinstance(item, tuple)])
             for item in items:
                 if isinstance(item, threading.Event):
                     item.set()
-            if items[-1] is None:
-                return
+        if kept:
+            log.warning(
+                "%d acks not taken by any node as this closes: their messages are handed out "
+                "again when their leases end",
+                len(kept),
+            )
 
-    def _send(self, acks: list[tuple[str, str, str]]) -> None:
-        """At most ``MAX_ITEMS`` (limits.py) acks (one gathering): one call per (topic, group)."""
+    def _send(self, acks: list[Ack]) -> list[Ack]:
+        """One call per (topic, group) and ``MAX_ITEMS`` receipts; the acks no node took."""
         by: dict[tuple[str, str], list[str]] = defaultdict(list)
         for topic, group, receipt in acks:
             by[(topic, group)].append(receipt)
+        kept: list[Ack] = []
         for (topic, group), receipts in by.items():
-            try:
-                self._client.ack(topic, group, receipts)
-            except HorologeError as e:
-                log.warning(
-                    "%d acks on %s/%s not sent (handed out again after their lease): %s",
-                    len(receipts),
-                    topic,
-                    group,
-                    e,
-                )
+            for i in range(0, len(receipts), MAX_ITEMS):
+                chunk = receipts[i : i + MAX_ITEMS]
+                try:
+                    self._client.ack(topic, group, chunk)
+                except UnavailableError as e:
+                    if not self._said_kept:
+                        why = "%d acks on %s/%s not taken by any node (sent again every %g s, "
+                        why += "their leases renewed meanwhile): %s"
+                        log.warning(why, len(chunk), topic, group, RESEND_S, e)
+                    self._said_kept = True
+                    kept += [(topic, group, r) for r in chunk]
+                    continue
+                except HorologeError as e:
+                    why = "%d acks on %s/%s refused (handed out again after their lease): %s"
+                    log.warning(why, len(chunk), topic, group, e)
+                self._settled(topic, group, chunk)
+        if not kept and self._said_kept:
+            self._said_kept = False
+            log.info("the acks that no node took were sent again")
+        return kept

@@ -137,7 +137,7 @@ class HorologeBroker(Broker):
         with self._lock:
             if self._keeper is None:
                 self._keeper = LeaseKeeper(self.client, self.visibility_ms)
-                self._acker = Acker(self.client)
+                self._acker = Acker(self.client, self._keeper.let_go)  # renewed until acked
             return self._keeper, self._acker
 
     def close(self) -> None:
@@ -205,13 +205,9 @@ class _Consumer(Consumer):
         self.open.add(m.receipt)
         return _Handed(message, m.receipt, m.deliveries > 1)
 
-    def _receipt(self, message: _Handed) -> str:
-        self.open.discard(message.receipt)
-        self.leases.let_go(self.topic, self.topic, [message.receipt])
-        return message.receipt
-
     def ack(self, message) -> None:
-        self.acker.ack(self.topic, self.topic, self._receipt(message))
+        self.open.discard(message.receipt)
+        self.acker.ack(self.topic, self.topic, message.receipt)
 
     def nack(self, message: _Handed) -> None:
         """To the dead-letter queue, the lease held until the cluster took it. One that no

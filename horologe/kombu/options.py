@@ -26,6 +26,7 @@ class Options(msgspec.Struct, kw_only=True, frozen=True):
         float, Meta(ge=MIN_WORKER_VISIBILITY_MS / 1000, le=MAX_VISIBILITY_MS / 1000)
     ] = 1800.0
     wait_ms: Annotated[int, Meta(ge=0, le=MAX_WAIT_MS)] = 1000
+    timeout: Annotated[float, Meta(gt=0)] = 10.0  # s per request to a node
     retry_s: Annotated[float, Meta(ge=0)] = 15.0  # how long the SDK retries across a failover
 
     @property

@@ -90,7 +90,7 @@ def client_for(url: str, options: Options) -> Client:
             "no Horologe token: give horologe://:TOKEN@..., the token option, or HOROLOGE_CLIENT_TOKEN"
         )
     ca = options.ca or os.environ.get("HOROLOGE_CA")
-    return Client(node_urls(url), token, ca=ca, retry_s=options.retry_s)
+    return Client(node_urls(url), token, ca=ca, timeout=options.timeout, retry_s=options.retry_s)
 
 
 class NotKombuMessage(ValueError):
@@ -178,8 +178,8 @@ class Channel(virtual.Channel):
         self.wait_ms = options.wait_ms
         client = self.connection.client
         self.client = client_for(client.hostname or "", options)
-        self.acker = Acker(self.client)
         self.leases = LeaseKeeper(self.client, self.visibility_ms)
+        self.acker = Acker(self.client, self.leases.let_go)  # a lease is renewed until its ack is in
         self._no_ack: set[str] = set()  # queues consumed with no_ack (basic_consume)
         self._dropped_to: set[str] = set()  # exchanges warned of (dropped)
 
@@ -319,7 +319,6 @@ class Channel(virtual.Channel):
             if payload is not None:
                 break
         if no_ack:  # taken as handed over
-            self.leases.let_go(topic, topic, [m.receipt])
             self.acker.ack(topic, topic, m.receipt)
         return payload
 
@@ -373,9 +372,7 @@ class Channel(virtual.Channel):
         return info["topic"], info["group"], message.delivery_tag
 
     def _ack(self, message) -> None:
-        topic, group, receipt = self._where(message)
-        self.leases.let_go(topic, group, [receipt])
-        self.acker.ack(topic, group, receipt)
+        self.acker.ack(*self._where(message))
 
     def _restore(self, message) -> None:
         """kombu's requeue: release the lease."""

@@ -5,6 +5,8 @@ from __future__ import annotations
 import threading
 
 from horologe.client.acker import Acker
+from horologe.client.errors import NotFoundError, UnavailableError
+from testkit.waiting import wait_until
 
 
 class Recorded:
@@ -31,3 +33,41 @@ def test_closed_twice_or_flushed_once_closed_it_returns_at_once():
     done.start()
     done.join(5)
     assert not done.is_alive()
+
+
+class Failing(Recorded):
+    """A client whose acks raise ``error`` until ``up`` is set."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__()
+        self.error, self.tries, self.up = error, 0, False
+
+    def ack(self, topic, group, receipts):
+        self.tries += 1
+        if not self.up:
+            raise self.error
+        return super().ack(topic, group, receipts)
+
+
+def test_an_ack_no_node_took_is_sent_again_and_settled_once_taken(monkeypatch):
+    monkeypatch.setattr("horologe.client.acker.RESEND_S", 0.01)
+    client = Failing(UnavailableError("no node answered"))
+    settled = []
+    acker = Acker(client, lambda *ack: settled.append(ack))
+    acker.ack("t", "g", "r1")
+    wait_until(lambda: client.tries >= 3, 5)  # sent again, and again
+    assert settled == []  # kept, its lease still renewed
+    client.up = True
+    acker.close()
+    assert client.acked == [("t", "g", ["r1"])]
+    assert settled == [("t", "g", ["r1"])]
+
+
+def test_an_ack_the_cluster_refused_is_settled_and_not_sent_again():
+    client = Failing(NotFoundError("no such topic"))
+    settled = []
+    acker = Acker(client, lambda *ack: settled.append(ack))
+    acker.ack("t", "g", "r1")
+    acker.close()
+    assert (client.tries, client.acked) == (1, [])
+    assert settled == [("t", "g", ["r1"])]

@@ -33,6 +33,7 @@ from testkit.task_queues import (
     verdict,
     wait_executed,
 )
+from testkit.waiting import wait_until
 
 N = 240
 # The probe app with tasks that replace themselves (``Task.replace``): ``swap`` by a probe,
@@ -122,6 +123,15 @@ def _app(cluster, monkeypatch, name: str):
     app = Celery(name, broker=celery_broker(cluster))
     app.conf.task_default_queue = name
     return app
+
+
+def _got(channel, queue: str):
+    """The message ``basic_get`` takes from ``queue`` once one is due (at the wheel's next tick)."""
+    deadline = time.monotonic() + 10
+    while (message := channel.basic_get(queue)) is None:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    return message
 
 
 def test_revoke_scheduled_cancels_a_waiting_task_with_no_worker_running(cluster, monkeypatch):
@@ -342,10 +352,7 @@ def test_a_reject_to_the_dlq_goes_through_a_failover(cluster, monkeypatch):
         queue = conn.SimpleQueue("rj")
         queue.put({"n": 1})
         channel = conn.default_channel
-        deadline = time.monotonic() + 10
-        while (message := channel.basic_get("rj")) is None:  # due at the wheel's next tick
-            assert time.monotonic() < deadline
-            time.sleep(0.05)
+        message = _got(channel, "rj")
         master = cluster.wait_leader()
         cluster.signal(master, signal.SIGSTOP)  # it takes the nack and never answers
         try:
@@ -470,3 +477,31 @@ def test_a_task_with_headers_kombu_can_encode_is_sent(cluster, monkeypatch):
     headers = {"sent_at": datetime.now(UTC), "trace": uuid.uuid4(), "price": Decimal("9.99")}
     app.send_task("hd.x", headers=headers, countdown=60)
     assert len(cluster.client(0).pending("hd").messages) == 1
+
+
+def test_an_ack_no_node_took_is_sent_again_and_its_lease_kept_until_it_is(cluster, monkeypatch):
+    """An ack that no node took within the client's ``retry_s`` (the whole cluster
+    unreachable a while) was logged and dropped, its lease let go before it was sent: the
+    task was handed out again when its lease ended, and ran twice."""
+    app = _app(cluster, monkeypatch, "ak")
+    # A frozen node fails a call after 0.5 s, not 10; then no other is tried.
+    app.conf.broker_transport_options = {"visibility_timeout": 6, "timeout": 0.5, "retry_s": 0.5}
+    client = cluster.client(0)
+    with app.connection_for_write() as conn:
+        queue = conn.SimpleQueue("ak")
+        queue.put({"n": 1})
+        channel = conn.default_channel
+        message = _got(channel, "ak")
+        for i in cluster.indexes:  # no node answers: the ack fails after retry_s
+            cluster.signal(i, signal.SIGSTOP)
+        try:
+            message.ack()
+            time.sleep(3)  # the ack gave up; the lease (6 s from the pull) still stands
+        finally:
+            for i in cluster.indexes:
+                cluster.signal(i, signal.SIGCONT)
+        wait_until(lambda: client.backlog("ak", "ak").unacked == 0, 10)
+        time.sleep(5)  # past the lease as pulled: an ack not sent would have it handed out again
+        assert client.backlog("ak", "ak").waiting == 0
+        assert channel.leases.held() == 0
+        queue.close()

@@ -351,3 +351,36 @@ def test_a_nack_to_the_dlq_goes_through_a_failover_and_keeps_its_lease_until_it_
     assert sorted(dramatiq.Message.decode(m.body).args for m in dead) == [(1,), (2,)]
     consumer.close()
     broker.close()
+
+
+def test_an_ack_no_node_took_is_sent_again_and_its_lease_kept_until_it_is(cluster):
+    """An ack that no node took within the client's ``retry_s`` (the whole cluster
+    unreachable a while) was logged and dropped, its lease let go before it was sent: the
+    message was handed out again when its lease ended, and ran twice."""
+    import dramatiq
+
+    from horologe.dramatiq import HorologeBroker
+
+    urls = [cluster.url(i) for i in cluster.indexes]
+    broker = HorologeBroker(urls, CLIENT, timeout=0.5, retry_s=0.5, visibility_ms=6_000)
+    job = dramatiq.actor(lambda n: None, broker=broker, actor_name="ak", queue_name="ak")
+    job.send(1)
+    consumer = broker.consume("ak", prefetch=1, timeout=200)
+    deadline = time.monotonic() + 10
+    while (message := next(consumer)) is None:
+        assert time.monotonic() < deadline
+    for i in cluster.indexes:  # no node answers: the ack fails after retry_s
+        cluster.signal(i, signal.SIGSTOP)
+    try:
+        consumer.ack(message)
+        time.sleep(3)  # the ack gave up; the lease (6 s from the pull) still stands
+    finally:
+        for i in cluster.indexes:
+            cluster.signal(i, signal.SIGCONT)
+    client = cluster.client(0)
+    wait_until(lambda: client.backlog("ak", "ak").unacked == 0, 10)
+    time.sleep(5)  # past the lease as pulled: an ack not sent would have it handed out again
+    assert client.backlog("ak", "ak").waiting == 0
+    assert consumer.leases.held() == 0
+    consumer.close()
+    broker.close()
