@@ -13,9 +13,10 @@ writes an entry (an append and an fsync on every node) only that often. Its whee
 moves on every turn, and every proposal carries the wheel's watermark
 (:attr:`WheelDriver.ws`), which is so never more than a turn behind the clock plus half
 the lead: a message produced due before it is delivered as its entry applies, with no
-``S`` of its own. A turn does not wait for its ``S`` to commit before the next (up to
-``syncs_in_flight`` of them), so what falls due during a commit is fired on time and
-committed by the next ``S``.
+``S`` of its own (one the wheel passed after its entry was stamped, by an ``S`` proposed
+as it applies: :meth:`WheelDriver.on_append`). A turn does not wait for its ``S`` to
+commit before the next (up to ``syncs_in_flight`` of them), so what falls due during a
+commit is fired on time and committed by the next ``S``.
 
 **Fire lead.** The wheel runs ``lead_ms`` ahead of the clock: what falls due by
 ``clock + lead_ms`` is fired and committed now, stamped with the clock, so the Raft round
@@ -105,6 +106,7 @@ class WheelDriver(LeaderTask):
         self.syncs_led = 0
         self.last_sync_led_ms: int | None = None
         self._wake = asyncio.Event()
+        self._sync_owed = False  # messages stored pending behind the wheel wait for an S
 
     @property
     def ws(self) -> Watermark:
@@ -117,9 +119,17 @@ class WheelDriver(LeaderTask):
         self._wake.set()
 
     def on_append(self, slots: np.ndarray) -> None:
-        """New messages were applied on this master (called after the view followed them)."""
+        """New messages were applied on this master (called after the view followed them),
+        stored pending at ``slots``. One the wheel has passed (its entry was stamped before
+        a turn moved the wheel past it) is never fired by the wheel: the next ``S``, which
+        carries the wheel's watermark, delivers it, and is proposed at once."""
         w = self.wheel
-        if w is not None and len(slots) and w.on_append(slots):
+        if w is None or not len(slots):
+            return
+        if w.ws.passed_many(slots).any():
+            self._sync_owed = True
+            self.wake()
+        if w.on_append(slots):
             self.wake()
 
     async def _run(self) -> None:
@@ -217,7 +227,8 @@ class WheelDriver(LeaderTask):
                     )
                 due = self.wheel.advance_to(through, cfg.fire_batch_limit)
                 nxt = self.wheel.next_due_ms()
-                if len(due) or monotonic() - last_sync >= interval:
+                if len(due) or self._sync_owed or monotonic() - last_sync >= interval:
+                    self._sync_owed = False
                     syncing.append(self._sync(now))
                     last_sync = monotonic()
                 while syncing and (syncing[0].done() or len(syncing) >= cfg.syncs_in_flight):

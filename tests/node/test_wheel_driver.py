@@ -119,6 +119,31 @@ def test_idle_it_syncs_every_sync_interval_and_turns_every_50_ms(tmp_path):
         log.close()
 
 
+def test_a_message_stored_behind_the_wheel_but_ahead_of_its_entrys_stamp_is_synced_at_once(tmp_path):
+    """A produce stamped with the wheel's watermark, then a turn that fires nothing and
+    moves the wheel past the message's time, then the produce applies: stored pending (its
+    entry's watermark had not passed it), behind the wheel (which never fires it again). It
+    waited for the next S, up to ``sync_interval_ms`` later (250 ms by default)."""
+    interval = NodeConfig.__dataclass_fields__["sync_interval_ms"].default
+    loop, log, driver = _driver(tmp_path, lead_ms=50, sync_interval_ms=interval)
+
+    async def run() -> None:
+        driver.start()
+        assert await _until(lambda: driver.syncs_led >= 2)  # an S has just committed
+        stamped, due = driver.ws, log.clock() + 30
+        await asyncio.sleep(0.051)  # a turn that fires nothing: the wheel passes ``due``
+        assert driver.ws.passed(due)
+        await log.propose(PRODUCE, ws=stamped, messages=[Message("t", b"x", due, log.clock())])
+        assert log.view.reads.ready_count("t") == 0  # pending: behind the wheel only
+        assert await _until(lambda: log.view.reads.ready_count("t") == 1, turns=5)
+        await driver.stop()
+
+    try:
+        loop.run(run())
+    finally:
+        log.close()
+
+
 def test_losing_and_regaining_the_role_at_once_leaves_one_leader(tmp_path):
     loop, log, driver = _driver(tmp_path)
 
