@@ -53,6 +53,10 @@ class TimeWheel:
         self._seconds: dict[int, LoadedSecond] = {}  # loaded seconds, by epoch second
         self._order: list[int] = []  # their keys, ascending
         self._horizon_ms = ws.tick * 1000  # every second starting before this is loaded
+        # The first message at or past the horizon, looked up without loading its second
+        # (None: not looked up; NEVER: none). Loading it would move the horizon to it, days
+        # ahead maybe, and every second an arrival brings before it would stay loaded.
+        self._beyond_ms: int | None = None
         self._wait_ms = NEVER  # what next_due_ms() last told the driver
         self._mapped_hour: int | None = None
         self._remap()
@@ -78,6 +82,8 @@ class TimeWheel:
         for abs_sec in nonempty_seconds(self.store, self._horizon_ms, until_ms - 1, self._hours):
             self._load(abs_sec).refresh()
         self._horizon_ms = until_ms
+        if self._beyond_ms is not None and self._beyond_ms < until_ms:
+            self._beyond_ms = None  # loaded now
 
     def _first_pending(self) -> tuple[LoadedSecond, int] | None:
         """The loaded second holding the earliest message ahead of the watermark."""
@@ -110,16 +116,24 @@ class TimeWheel:
     def next_due_ms(self) -> int | None:
         """When the earliest pending message falls due; None when nothing is pending."""
         hit = self._first_pending()
-        if hit is None:
-            for abs_sec in nonempty_seconds(self.store, self._horizon_ms, NEVER, self._hours):
-                s = self._load(abs_sec)
-                s.refresh()
-                self._horizon_ms = (abs_sec + 1) * 1000
-                if s.first_after(self._ws) < len(s.rows):
-                    hit = (s, s.first_after(self._ws))
-                    break
-        self._wait_ms = NEVER if hit is None else int(hit[0].rows["slot_ms"][hit[1]])
-        return None if hit is None else self._wait_ms
+        if hit is not None:
+            self._wait_ms = int(hit[0].rows["slot_ms"][hit[1]])
+        else:
+            if self._beyond_ms is None:
+                self._beyond_ms = self._look_beyond()
+            self._wait_ms = self._beyond_ms
+        return None if self._wait_ms == NEVER else self._wait_ms
+
+    def _look_beyond(self) -> int:
+        """The first message at or past the horizon (NEVER: none), read from its second
+        without keeping it loaded."""
+        for abs_sec in nonempty_seconds(self.store, self._horizon_ms, NEVER, self._hours):
+            s = LoadedSecond(self.store, abs_sec)
+            s.refresh()
+            pos = s.first_after(self._ws)
+            if pos < len(s.rows):
+                return int(s.rows["slot_ms"][pos])
+        return NEVER
 
     def on_append(self, slots_ms: Iterable[int] | np.ndarray) -> bool:
         """Take note of newly stored messages; True when one is due before the driver's wait."""
@@ -136,6 +150,9 @@ class TimeWheel:
                 self._hours.insert(i, hour)
         for abs_sec in np.unique(slots[slots < self._horizon_ms] // 1000).tolist():
             self._load(abs_sec)
+        beyond = slots[slots >= self._horizon_ms]
+        if self._beyond_ms is not None and len(beyond):
+            self._beyond_ms = min(self._beyond_ms, int(beyond.min()))
         earliest = int(slots.min())
         if earliest < self._wait_ms:
             self._wait_ms = earliest

@@ -134,3 +134,26 @@ def test_idle_wheel_reports_nothing_due(tmp_path):
     assert node.wheel.on_append([MIDNIGHT + 86_400_000 + 5])  # earlier than "never": wake
     assert not node.wheel.on_append([MIDNIGHT + 86_400_000 + 9])
     node.close()
+
+
+def test_arrivals_before_a_far_next_message_leave_no_second_loaded_past_the_preload(tmp_path):
+    """With only a message a week away pending, asking when the next is due moved the
+    horizon (every second before it loaded) a week ahead: each second that an arrival
+    then brought before it stayed loaded (an object each) until the wheel reached it, the
+    master's memory growing with the backlog."""
+    week = 7 * 86_400_000
+    node = Node(str(tmp_path), MIDNIGHT)
+    node.produce([MIDNIGHT + week], MIDNIGHT)
+    assert node.wheel.next_due_ms() == MIDNIGHT + week
+    later = [MIDNIGHT + 3_600_000 + 7_001 * i for i in range(1000)]
+    node.produce(later, MIDNIGHT)
+    assert node.wheel.pending_seconds_loaded() <= 20
+    assert node.wheel.next_due_ms() == later[0]  # still told the earliest
+    due = node.advance(later[-1])
+    assert slots(due) == later
+    assert node.wheel.next_due_ms() == MIDNIGHT + week
+    node.produce([MIDNIGHT + week - 5], MIDNIGHT)  # before the far one, past the preload
+    assert node.wheel.next_due_ms() == MIDNIGHT + week - 5
+    assert slots(node.advance(MIDNIGHT + week)) == [MIDNIGHT + week - 5, MIDNIGHT + week]
+    assert node.wheel.next_due_ms() is None
+    node.close()
