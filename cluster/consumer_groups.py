@@ -91,6 +91,27 @@ class GroupProgress:
             mask |= (k >= 0) & (offsets < his[np.maximum(k, 0)])
         return mask
 
+    def first_unacked(self, offset: int) -> int:
+        """The first offset at or after ``offset`` that is not acked."""
+        if offset < self.committed:
+            return self.committed
+        k = bisect.bisect_right(self.acked, (offset, _END)) - 1
+        return self.acked[k][1] if k >= 0 and offset < self.acked[k][1] else offset
+
+    def unacked_end(self, start: int, count: int) -> int:
+        """Where a stretch from ``start`` (at or above ``committed``) that holds ``count``
+        offsets not acked ends: the acked ranges within it are not counted."""
+        ranges = [(max(lo, start), hi) for lo, hi in self.acked if hi > start]
+        if not ranges:
+            return start + count
+        los = np.array([lo for lo, _ in ranges], dtype=np.int64)
+        his = np.array([hi for _, hi in ranges], dtype=np.int64)
+        before = np.cumsum(los - np.r_[start, his[:-1]])  # offsets not acked below each range
+        k = int(np.searchsorted(before, count))
+        if k == len(ranges):
+            return int(his[-1]) + count - int(before[-1])
+        return int(los[k]) - (int(before[k]) - count)
+
     def skip_to(self, offset: int) -> GroupProgress:
         """Progress with everything below ``offset`` passed (retention removed it)."""
         if self.committed >= offset:

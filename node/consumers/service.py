@@ -279,16 +279,17 @@ class Consumers:
             # Held at most CURSOR_MS even without leases: a skip-ack that failed is sent again.
             start, until = floor, now + CURSOR_MS
         # Bounded: a filter that matches little, or a group far behind, scans at most
-        # SCAN_LIMIT entries past its committed offset; the skip-acks move it past them.
-        # (So leases too stay within SCAN_LIMIT entries of it.)
-        end = min(reads.ready_count(topic), floor + SCAN_LIMIT)
+        # SCAN_LIMIT entries not acked past its committed offset; the skip-acks move it past
+        # them. (So leases too stay within SCAN_LIMIT entries not acked of it; a message
+        # leased for long holds it back, the acked ranges after it do not count.)
+        end = min(reads.ready_count(topic), progress.unacked_end(floor, SCAN_LIMIT))
         chunk = max(4 * want, 1024)  # most pulls find what they want right at the cursor
         lease = now + visibility_ms
         lease_now = self._lease_now(now)
         exact = bool(filt.tags) or origin is not None  # checks that read the record
         leased: list[int] = []
         passed: list[int] = []  # filtered out for this group, or removed by retention
-        while start < end and len(out) < want:
+        while (start := progress.first_unacked(start)) < end and len(out) < want:  # acked: not read
             try:
                 rows = reads.read_ready(topic, start, min(end, start + chunk))
             except ReadyTrimmedError:

@@ -81,3 +81,16 @@ def test_acked_mask_is_is_acked_of_each_offset():
         progress = GroupProgress(rng.randint(0, 30)).ack(ranges)
         offsets = np.array(rng.sample(range(120), 60), dtype=np.int64)
         assert progress.acked_mask(offsets).tolist() == [progress.is_acked(int(o)) for o in offsets]
+
+
+def test_first_unacked_and_unacked_end_agree_with_the_acked_offsets_one_by_one():
+    rng = random.Random(7)
+    for _ in range(300):
+        committed = rng.randrange(5)
+        p = GroupProgress(committed).ack(
+            [(lo, lo + rng.randrange(1, 6)) for lo in (rng.randrange(40) for _ in range(rng.randrange(6)))]
+        )
+        unacked = [o for o in range(200) if not p.is_acked(o)]
+        start, count = p.committed + rng.randrange(30), rng.randrange(1, 20)
+        assert p.first_unacked(start) == next(o for o in unacked if o >= start)
+        assert p.unacked_end(start, count) == [o for o in unacked if o >= start][count - 1] + 1

@@ -1020,3 +1020,27 @@ def test_a_purge_holds_and_acks_a_chunk_at_a_time(log, monkeypatch, acked):
         assert log.view.unacked_count("g", "t") == (0 if acked else 5)
 
     asyncio.run(run())
+
+
+def test_a_lease_held_long_does_not_stall_the_group_once_scan_limit_later_ones_are_acked(log, monkeypatch):
+    """A pull read at most SCAN_LIMIT entries past the group's committed offset, which a
+    message leased for long (a Celery task of an hour, its lease renewed) holds back: once
+    the group had acked SCAN_LIMIT messages after it, every pull came back empty, however
+    many waited. Only entries not acked count now, so leases stay as bounded."""
+    monkeypatch.setattr(service, "SCAN_LIMIT", 4)
+
+    async def bodies(consumers, n, visibility_ms=30_000) -> list[dict]:
+        return as_json(await consumers.pull("g", "t", None, n, 0, visibility_ms), T)["messages"]
+
+    async def run() -> None:
+        await _deliver(log, 10)
+        consumers = consumers_over(log)
+        assert [m["body"] for m in await bodies(consumers, 1, 3_600_000)] == ["m0"]
+        done = await bodies(consumers, 3)
+        assert await consumers.ack("g", "t", [m["receipt"] for m in done]) == 3
+        got = await bodies(consumers, 10)  # m0 and these three: four not acked, the limit
+        assert [m["body"] for m in got] == ["m4", "m5", "m6"]
+        assert await consumers.ack("g", "t", [m["receipt"] for m in got]) == 3
+        assert [m["body"] for m in await bodies(consumers, 10)] == ["m7", "m8", "m9"]
+
+    asyncio.run(run())
