@@ -49,6 +49,7 @@ class GroupCommit(Generic[T, R]):
         self._combine = combine
         self._queue: asyncio.Queue[tuple[T, int, asyncio.Future]] = asyncio.Queue()
         self._held: tuple[T, int, asyncio.Future] | None = None
+        self._gathering: list[tuple[T, int, asyncio.Future]] = []  # the next proposal, its window open
 
     async def submit(self, items: T, size: int | None = None) -> tuple[R, int]:
         """Wait for the proposal that carries ``items`` (``size`` bytes of it, when the
@@ -70,7 +71,7 @@ class GroupCommit(Generic[T, R]):
         how many. A master that stops leading fails the leases its pulls took, which it
         forgot with its role: proposed after it leads again, they would commit beside the
         leases its new scans take of the same messages."""
-        waiting = [self._held] if self._held is not None else []
+        waiting = [*self._gathering, *([self._held] if self._held is not None else [])]
         self._held = None
         while not self._queue.empty():
             waiting.append(self._queue.get_nowait())
@@ -82,7 +83,7 @@ class GroupCommit(Generic[T, R]):
     async def run(self) -> None:
         loop = asyncio.get_running_loop()
         while True:
-            batch = [self._held or await self._queue.get()]
+            batch = self._gathering = [self._held or await self._queue.get()]
             self._held = None
             size = batch[0][1]
             deadline = loop.time() + self._window
@@ -103,9 +104,15 @@ class GroupCommit(Generic[T, R]):
                     break
                 batch.append(item)
                 size = grown
+            self._gathering = []
             await self._flush(batch)
 
     async def _flush(self, batch: list[tuple[T, int, asyncio.Future]]) -> None:
+        """Propose the calls of ``batch`` that still wait (not failed meanwhile: a role that
+        went while the window was open; nor given up by their callers)."""
+        batch = [call for call in batch if not call[2].done()]
+        if not batch:
+            return
         items = self._combine([chunk for chunk, _, _ in batch])
         try:
             res = await self._commit(items)

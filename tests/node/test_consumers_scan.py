@@ -389,6 +389,27 @@ def test_the_leases_a_pull_queued_are_never_proposed_once_its_node_stops_leading
     asyncio.run(run())
 
 
+def test_the_leases_a_pull_gathered_in_the_ack_window_are_never_proposed_once_its_node_stops_leading(log):
+    """With a linger (``ack_window_ms``), a pull's leases wait in the batch being gathered,
+    out of the queue, when the role goes: the failing of what waits missed them, and they
+    were proposed once the window closed, beside the leases a new lead's scans take."""
+
+    async def run() -> None:
+        await _deliver(log, 1)
+        consumers = Consumers(log.view, log.propose, log.clock, (1000,), 200, Receipts("secret"))
+        committer = asyncio.create_task(consumers.run())
+        pull = asyncio.create_task(consumers.pull("g", "t", None, 1, 0, 30_000))
+        await asyncio.sleep(0.05)  # its leases gathered, the window still open
+        consumers.forget_leases()  # the role went (NodeService._on_role)
+        with pytest.raises(NotMasterError):
+            await pull
+        await asyncio.sleep(0.3)  # past the window
+        assert [entry for entry in log.proposed if entry.kind == ACK] == []
+        committer.cancel()
+
+    asyncio.run(run())
+
+
 def test_a_new_master_honours_the_committed_leases_and_a_failed_commit_leases_nothing(log):
     async def run() -> None:
         await _deliver(log, 3)
