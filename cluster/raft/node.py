@@ -614,6 +614,16 @@ class RaftNode(SyncObjSeam):
                 # a learner's clock is kept, to count once it is added (_member_clocks)
                 self._peer_clocks[node.address] = clock
             if not outside:  # nor does a learner name leaders
+                if (
+                    self._isLeader()
+                    and message.get("leader") == self.settings.raft
+                    and self.serializer.shipping_to(node)
+                ):
+                    # A follower taking a snapshot answers nothing until its last chunk is in
+                    # (syncobj.py:1022): its keep-alives, which name this leader, count as its
+                    # answers, or a leader whose other followers are down would step down
+                    # within leader_fallback_timeout, and ship the snapshot again in each term.
+                    self.last_answered[node] = monotonic_time()
                 self._link_named_leader(message.get("leader"))
                 if message.get(PRE_VOTE):
                     self._without_pre_vote.discard(node.address)

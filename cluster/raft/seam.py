@@ -269,6 +269,10 @@ class SyncObjSeam(SyncObj):
     next_index = _Member("_SyncObj__raftNextIndex", "syncobj.py:178")
     # the leader's match index per follower (a dict, changed in place)
     match_index = _Member("_SyncObj__raftMatchIndex", "syncobj.py:180")
+    # when each follower last answered the leader (monotonic seconds; a dict, changed in
+    # place): a leader that heard no majority within leaderFallbackTimeout steps down
+    # (syncobj.py:679-686)
+    last_answered = _Member("_SyncObj__lastResponseTime", "syncobj.py:179")
     # nodes the leader sends appends to without counting them: the shell's learners
     readonly_nodes = _Member("_SyncObj__readonlyNodes", "syncobj.py:153")
     # when a follower or candidate next stands for election (monotonic seconds): an

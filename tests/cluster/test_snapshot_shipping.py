@@ -18,7 +18,10 @@ from __future__ import annotations
 import os
 import time
 
+from pysyncobj.monotonic import monotonic
+
 from horologe.cluster import PRODUCE, Entry
+from horologe.cluster.raft.node import KEEPALIVE
 from horologe.storage import Message
 from horologe.wheel import Watermark
 
@@ -114,5 +117,52 @@ def test_a_shipment_missing_a_file_is_begun_once_a_tick_and_then_waits_for_a_new
         sent_before = len(leader.sent)
         send_now(leader)  # held back until a newer dump is written
         assert not [m for n, m in leader.sent[sent_before:] if n == slow and m.get("serialized")]
+    finally:
+        crash(leader)
+
+
+def test_a_follower_taking_a_snapshot_counts_for_the_leaders_majority_while_its_keepalives_come(
+    tmp_path, monkeypatch
+):
+    """A follower answers nothing until the last chunk of a snapshot is in (pysyncobj,
+    syncobj.py:1022), and a leader that heard no majority answer for
+    ``leader_fallback_timeout`` steps down (syncobj.py:679), ending the shipment: with the
+    other follower down, a snapshot that took longer than that to ship was begun again in
+    each new term and never arrived, and the cluster took no write. Its keep-alives, which
+    name this leader, count as answers while it is shipped one."""
+    leader = ticked_node(tmp_path / "leader", peers=PEERS, ship_chunk_bytes=512)
+    try:
+        lead_with_peers(leader)
+        up, slow = peer(leader, 0), peer(leader, 1)
+        commit_with(leader, up, 1_000, 3)
+        leader.forceLogCompaction()
+        tick(leader, 2)
+        first = leader._journal[0][1]
+        commit_with(leader, up, 2_000, 3)
+        leader.next_index[slow] = first
+        full = {"backlog": 0}
+        monkeypatch.setattr(leader, "send_backlog", lambda node: full["backlog"] if node == slow else 0)
+        record = leader.transport.send
+
+        def slow_first_chunk(node, message):
+            if node == slow and message.get("serialized") and message["serialized"][1]:
+                time.sleep(leader.settings.heartbeat_s * 1.5)  # the tick's sends end with it
+            return record(node, message)
+
+        monkeypatch.setattr(leader.transport, "send", slow_first_chunk)
+        send_now(leader)
+        full["backlog"] = 1 << 30  # the link is busy with the rest for a while
+        assert leader.serializer.shipping_to(slow)
+        # The other follower went down; the slow one has been taking chunks for a while.
+        answered = leader._SyncObj__lastResponseTime
+        answered[up] = answered[slow] = monotonic() - 3 * leader.settings.leader_fallback_timeout
+        leader._on_message(slow, {"type": KEEPALIVE, "leader": leader.settings.raft})
+        send_now(leader)
+        assert leader.is_master()
+        assert leader.serializer.shipping_to(slow)
+        leader._on_message(up, {"type": KEEPALIVE, "leader": leader.settings.raft})  # not shipped: no answer
+        answered[slow] = monotonic() - 3 * leader.settings.leader_fallback_timeout
+        send_now(leader)
+        assert not leader.is_master()
     finally:
         crash(leader)
