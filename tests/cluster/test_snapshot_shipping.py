@@ -41,6 +41,30 @@ from .ticked import (
 T = 1_767_225_600_000  # 2026-01-01 00:00 UTC
 
 
+def _ship_over_ticks(leader, slow, first: int, monkeypatch) -> dict:
+    """Follower ``slow`` is behind the log (its next index ``first``): the next tick starts
+    shipping it the dump, and its first chunk takes a heartbeat's time to send, which ends
+    the tick's sends; its connection's buffer is then full (``["backlog"]`` of what this
+    returns: set it to 0 to drain it), so the shipment waits, tick after tick."""
+    leader.next_index[slow] = first
+    full = {"backlog": 0}
+    monkeypatch.setattr(leader, "send_backlog", lambda node: full["backlog"] if node == slow else 0)
+    record = leader.transport.send
+
+    def slow_first_chunk(node, message):
+        if node == slow and message.get("serialized") and message["serialized"][1]:
+            time.sleep(leader.settings.heartbeat_s * 1.5)
+        return record(node, message)
+
+    monkeypatch.setattr(leader.transport, "send", slow_first_chunk)
+    sent_before = len(leader.sent)
+    send_now(leader)
+    chunks = [m for n, m in leader.sent[sent_before:] if n == slow and m.get("serialized")]
+    assert chunks and not chunks[-1]["serialized"][2], "the shipment spans ticks"
+    full["backlog"] = 1 << 30
+    return full
+
+
 def test_no_compaction_while_a_shipment_is_under_way(tmp_path, monkeypatch):
     leader = ticked_node(tmp_path / "leader", peers=PEERS, ship_chunk_bytes=512)
     try:
@@ -54,25 +78,7 @@ def test_no_compaction_while_a_shipment_is_under_way(tmp_path, monkeypatch):
         assert first == shipped - 1
         commit_with(leader, fast, 2_000, 3)
 
-        # The slow follower is behind the log: the next tick starts shipping it the dump, and
-        # its first chunk takes a heartbeat's time to send, which ends the tick's sends; its
-        # connection's buffer is then full, so the shipment waits, tick after tick.
-        leader.next_index[slow] = first
-        full = {"backlog": 0}
-        monkeypatch.setattr(leader, "send_backlog", lambda node: full["backlog"] if node == slow else 0)
-        record = leader.transport.send
-
-        def slow_first_chunk(node, message):
-            if node == slow and message.get("serialized") and message["serialized"][1]:
-                time.sleep(leader.settings.heartbeat_s * 1.5)
-            return record(node, message)
-
-        monkeypatch.setattr(leader.transport, "send", slow_first_chunk)
-        sent_before = len(leader.sent)
-        send_now(leader)
-        chunks = [m for n, m in leader.sent[sent_before:] if n == slow and m.get("serialized")]
-        assert chunks and not chunks[-1]["serialized"][2], "the shipment spans ticks"
-        full["backlog"] = 1 << 30
+        full = _ship_over_ticks(leader, slow, first, monkeypatch)
         leader.forceLogCompaction()
         send_now(leader, 3)
         assert leader._journal[0][1] == first and leader._dump.current().index == shipped  # pinned
@@ -139,19 +145,7 @@ def test_a_follower_taking_a_snapshot_counts_for_the_leaders_majority_while_its_
         tick(leader, 2)
         first = leader._journal[0][1]
         commit_with(leader, up, 2_000, 3)
-        leader.next_index[slow] = first
-        full = {"backlog": 0}
-        monkeypatch.setattr(leader, "send_backlog", lambda node: full["backlog"] if node == slow else 0)
-        record = leader.transport.send
-
-        def slow_first_chunk(node, message):
-            if node == slow and message.get("serialized") and message["serialized"][1]:
-                time.sleep(leader.settings.heartbeat_s * 1.5)  # the tick's sends end with it
-            return record(node, message)
-
-        monkeypatch.setattr(leader.transport, "send", slow_first_chunk)
-        send_now(leader)
-        full["backlog"] = 1 << 30  # the link is busy with the rest for a while
+        _ship_over_ticks(leader, slow, first, monkeypatch)
         assert leader.serializer.shipping_to(slow)
         # The other follower went down; the slow one has been taking chunks for a while.
         answered = leader._SyncObj__lastResponseTime
