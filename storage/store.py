@@ -342,7 +342,8 @@ class Storage(StoreReads):
 
         The folder lies inside the store's, so its links never cross a filesystem (the
         store may be a volume of its own), and a restore that replaces the store leaves it
-        where it is. The caller removes it when done; an open removes what is left.
+        where it is. The caller removes it when done (:meth:`unlink_backup`, or the folder
+        itself); an open removes what is left.
         """
         if self._tx is not None:
             raise StorageError("link_for_backup() inside apply()")
@@ -352,6 +353,10 @@ class Storage(StoreReads):
         os.makedirs(os.path.dirname(dest), exist_ok=True)
         _materialize(self.directory, dest, record["files"], 0, link_all=True, caches=False)
         return dest, record
+
+    def unlink_backup(self, name: str) -> None:
+        """Remove the folder :meth:`link_for_backup` made for ``name``, if it is there."""
+        shutil.rmtree(os.path.join(self.directory, BACKUP_DIR, name), ignore_errors=True)
 
     def sync(self) -> None:
         """Make everything applied so far durable: a sync point (commit_journal.py), if the

@@ -498,15 +498,25 @@ class RaftNode(SyncObjSeam):
 
     # -- questions for the writer -----------------------------------------------
 
-    def ask_writer(self, question: Callable[[Storage], T], timeout: float | None = None) -> Awaitable[T]:
+    def ask_writer(
+        self,
+        question: Callable[[Storage], T],
+        timeout: float | None = None,
+        undo: Callable[[Storage], object] | None = None,
+    ) -> Awaitable[T]:
         """On the loop: ``question(store)`` answered on the tick thread, between applies
-        (writer_questions.py); only reads, and quick ones: the tick thread waits for it."""
-        return self._questions.ask(question, timeout or self.settings.proposal_timeout_s)
+        (writer_questions.py); only reads, and quick ones: the tick thread waits for it.
+        ``undo(store)`` runs there after it when the answer does not reach the asker."""
+        return self._questions.ask(question, timeout or self.settings.proposal_timeout_s, undo)
 
     def take_backup(self, name: str) -> Awaitable[BackupPoint]:
         """On the loop: the store hard-linked for a backup named ``name``, between applies
-        on the tick thread, with the Raft entries it ends at (cluster/backup/)."""
-        return self.ask_writer(lambda store: self.backup_point(store, name))
+        on the tick thread, with the Raft entries it ends at (cluster/backup/). The caller
+        removes the links once it took them; the links of a point that did not reach it (a
+        timeout, a cancelled request) are removed on the tick thread."""
+        return self.ask_writer(
+            lambda store: self.backup_point(store, name), undo=lambda store: store.unlink_backup(name)
+        )
 
     def backup_point(self, store, name: str) -> BackupPoint:
         """``store`` hard-linked for a backup named ``name``, with the Raft entries it ends

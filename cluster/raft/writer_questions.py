@@ -22,7 +22,9 @@ so an answer reaches the loop after the ``Applied`` of every entry applied befor
 was computed: the committed view has followed at least the state that answered. The
 loop awaits the answer with a timeout and never blocks; a question that raises is
 answered with its exception (a tick callback must never raise: pysyncobj would log and
-retry the whole tick).
+retry the whole tick). An answer whose asker stopped waiting is dropped; a question that
+makes something for its asker (a backup's links) comes with an ``undo``, queued behind it
+then, so that the tick thread removes what nobody holds.
 """
 
 from __future__ import annotations
@@ -52,12 +54,29 @@ class WriterQuestions:
         self._asked: collections.deque[tuple[Callable[[Any], Any], asyncio.Future | None]]
         self._asked = collections.deque()
 
-    def ask(self, question: Callable[[W], T], timeout_s: float) -> Awaitable[T]:
-        """On the loop: ``question(writer)``'s answer, computed on the tick thread."""
+    def ask(
+        self, question: Callable[[W], T], timeout_s: float, undo: Callable[[W], object] | None = None
+    ) -> Awaitable[T]:
+        """On the loop: ``question(writer)``'s answer, computed on the tick thread.
+
+        ``undo(writer)`` is for a question that makes something on the writer's side for
+        its asker (a backup's links): it runs on the tick thread, after the question, when
+        the answer does not reach the asker (its wait timed out or was cancelled, before
+        the answer came or after; or the question raised), so nothing is left that nobody
+        holds. It must do nothing where the question made nothing."""
         fut: asyncio.Future[T] = asyncio.get_running_loop().create_future()
         self._asked.append((question, fut))
         self._wake()
-        return within(fut, timeout_s, WriterTimeoutError, f"the writer did not answer within {timeout_s:g} s")
+        why = f"the writer did not answer within {timeout_s:g} s"
+        waited = within(fut, timeout_s, WriterTimeoutError, why)
+        return waited if undo is None else self._taken_or_undone(waited, undo)
+
+    async def _taken_or_undone(self, waited: Awaitable[T], undo: Callable[[W], object]) -> T:
+        try:
+            return await waited
+        except BaseException:
+            self.tell(undo)  # queued after the question: it runs once the question has
+            raise
 
     def tell(self, action: Callable[[W], object]) -> None:
         """On the loop: run ``action(writer)`` on the tick thread, between applies; nothing

@@ -103,3 +103,25 @@ async def test_a_writer_that_does_not_answer_times_out_without_blocking_the_loop
     # answered late (the asker gave up): dropped, not raised on the loop
     questions.answer_all({})
     await asyncio.sleep(0.05)
+
+
+async def test_what_a_question_made_is_undone_after_it_when_the_answer_does_not_reach_the_asker():
+    questions = WriterQuestions(LoopCrossing(asyncio.get_running_loop()))  # answered by hand
+    done: list[str] = []
+
+    def made(name: str):
+        return lambda w: done.append(f"made {name}") or name
+
+    def undone(name: str):
+        return lambda w: done.append(f"undone {name}")
+
+    given_up = asyncio.ensure_future(questions.ask(made("a"), 5, undo=undone("a")))
+    taken = asyncio.ensure_future(questions.ask(made("b"), 5, undo=undone("b")))
+    await asyncio.sleep(0)  # both asked
+    given_up.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await given_up
+    questions.answer_all({})
+    assert await taken == "b"
+    questions.answer_all({})
+    assert done == ["made a", "made b", "undone a"]
