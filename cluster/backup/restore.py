@@ -9,8 +9,19 @@ entries. The term matters: a node that started at term 0 with entries of term T 
 log could lead a term below T, and its entries would then lose every comparison of last
 terms to older ones.
 
-Both are made in ``<data_dir>/.restoring`` and moved into place once whole: a restore that
-fails (a full disk) leaves nothing a node or the next restore would take for its data.
+Both are made in ``<data_dir>/.restoring`` and moved into place once whole, ``raft/`` first
+and ``store/`` second, ``data_dir`` fsynced after each move: a restore that fails (a full
+disk) moves back what it moved and removes the stage, leaving nothing a node or the next
+restore would take for its data.
+
+A kill (or a power loss) between the two moves leaves ``raft/`` in place and the store in
+the stage. That order is the safe one: a node started on a store without its Raft files
+would begin an empty Raft log while its store says it applied up to the backup's index,
+and take the entries of a new history at those indexes for ones it holds. A dump without
+its store is refused instead: the node opens an empty store, finds it behind the dump
+(``StoreBehindDumpError``) and halts, saying so. The next restore into that folder takes
+it for what it is (``raft/`` holding only what a restore writes, the stage holding a store
+and ``data_dir`` none) and removes both before it begins.
 """
 
 from __future__ import annotations
@@ -37,6 +48,9 @@ def restore(backup: str, data_dir: str, on_bytes: Callable[[int], None] = lambda
     exactly what the backup in ``backup`` holds. Every file of the backup is checked
     against its manifest before anything is written. On a failure nothing is left in
     ``data_dir`` and BackupError says why."""
+    stage = os.path.join(data_dir, STAGE_DIR)
+    if _stopped_between_moves(data_dir, stage):
+        shutil.rmtree(os.path.join(data_dir, RAFT_DIR), ignore_errors=True)  # else refused below
     held = [p for p in _node_files(data_dir) if os.path.exists(p)]
     held += [p for p in _targets(data_dir) if os.path.lexists(p) and not _empty_dir(p)]
     if held:
@@ -44,15 +58,43 @@ def restore(backup: str, data_dir: str, on_bytes: Callable[[int], None] = lambda
             f"{data_dir} already holds a node's data ({held[0]}): move it aside, or name an empty folder"
         )
     manifest = check(backup, on_bytes)
-    stage = os.path.join(data_dir, STAGE_DIR)
     shutil.rmtree(stage, ignore_errors=True)  # a restore that stopped midway
     with staged(stage, f"restoring into {data_dir}"):
         _make(backup, manifest, stage)
-        for target in _targets(data_dir):
-            os.replace(os.path.join(stage, os.path.basename(target)), target)
+        _move_in(stage, data_dir)
         os.rmdir(stage)
         fsync_dir(data_dir)
     return manifest
+
+
+def _move_in(stage: str, data_dir: str) -> None:
+    """Move what ``stage`` holds into ``data_dir`` in the order of :func:`_targets`, each
+    move durable before the next; if one fails, what was moved goes back into ``stage``."""
+    moved: list[str] = []
+    try:
+        for target in _targets(data_dir):
+            os.replace(os.path.join(stage, os.path.basename(target)), target)
+            moved.append(target)
+            fsync_dir(data_dir)
+    except BaseException:
+        for target in reversed(moved):
+            os.replace(target, os.path.join(stage, os.path.basename(target)))
+        raise
+
+
+def _stopped_between_moves(data_dir: str, stage: str) -> bool:
+    """Whether ``data_dir`` is what a restore stopped between its moves left: its stage
+    holds the store, ``data_dir`` none (no ``store/``, or an empty one), and ``raft/`` what
+    a restore writes there, no more (a node started there would have made its store and
+    its Raft journal)."""
+    raft, store = os.path.join(data_dir, RAFT_DIR), os.path.join(data_dir, STORE_DIR)
+    return (
+        os.path.isdir(os.path.join(stage, STORE_DIR))
+        and (not os.path.lexists(store) or _empty_dir(store))
+        and os.path.isdir(raft)
+        and not os.path.islink(raft)
+        and set(os.listdir(raft)) == {DUMP_NAME, JOURNAL_FILE + ".meta"}
+    )
 
 
 def _make(backup: str, manifest: Manifest, data_dir: str) -> None:
@@ -79,8 +121,9 @@ def _make(backup: str, manifest: Manifest, data_dir: str) -> None:
 
 
 def _targets(data_dir: str) -> list[str]:
-    """Where a restore puts what it made: the store, then the Raft files."""
-    return [os.path.join(data_dir, STORE_DIR), os.path.join(data_dir, RAFT_DIR)]
+    """Where a restore puts what it made, in the order it moves them there: the Raft files,
+    then the store (the module's docstring says why)."""
+    return [os.path.join(data_dir, RAFT_DIR), os.path.join(data_dir, STORE_DIR)]
 
 
 def _empty_dir(path: str) -> bool:

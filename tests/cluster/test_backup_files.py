@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import errno
 import os
+import shutil
 
 import pytest
 
@@ -18,6 +20,7 @@ from horologe.storage import Storage, StorageConfig, check_store
 from horologe.storage.store import BACKUP_DIR
 
 from ..storage.helpers import H0, HOUR, msg
+from .ticked import crash, tick, ticked_node
 
 
 def _entry_at(i: int):
@@ -113,6 +116,90 @@ def test_restore_refuses_a_folder_that_holds_a_node(tmp_path):
     restore(str(tmp_path / "backup"), str(tmp_path / "node"))
     with pytest.raises(BackupError, match="already holds a node's data"):
         restore(str(tmp_path / "backup"), str(tmp_path / "node"))
+
+
+def _counting_moves(data: str, on_move):
+    """An os.replace that calls ``on_move(k)`` before the k-th move of a file or folder
+    into ``data`` (1, 2...), then moves it as os.replace does."""
+    replace, moves = os.replace, []
+
+    def counted(src, dst, **kw):
+        if os.path.dirname(dst) == data:
+            moves.append(dst)
+            on_move(len(moves))
+        return replace(src, dst, **kw)
+
+    return counted
+
+
+def test_a_restore_that_fails_between_its_two_moves_leaves_nothing_and_runs_again(tmp_path, monkeypatch):
+    """The Raft files and the store are made aside and moved into the data folder one
+    after the other: a failure of the second move left the first in place, which the next
+    restore refused as a node's data."""
+    store = _store(str(tmp_path / "store"))
+    _backup(store, str(tmp_path / "backup"))
+    data = str(tmp_path / "node")
+
+    def second_fails(k: int) -> None:
+        if k == 2:
+            raise OSError(errno.EIO, os.strerror(errno.EIO), "the second move")
+
+    monkeypatch.setattr(os, "replace", _counting_moves(data, second_fails))
+    with pytest.raises(BackupError, match="Input/output error"):
+        restore(str(tmp_path / "backup"), data)
+    assert os.listdir(data) == []
+    monkeypatch.undo()
+    restore(str(tmp_path / "backup"), data)
+    with Storage(os.path.join(data, "store"), read_only=True) as s:
+        assert s.applied_index == 7
+
+
+def _killed_at_the_second_move(backup: str, data: str) -> None:
+    """``restore(backup, data)`` in a child process that dies as its second move into
+    ``data`` begins, with no chance to undo anything (a kill, a power loss)."""
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        code = 1
+        try:
+
+            def die(k: int) -> None:
+                if k == 2:
+                    os._exit(9)
+
+            os.replace = _counting_moves(data, die)
+            restore(backup, data)
+            code = 0
+        finally:
+            os._exit(code)
+    _pid, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 9
+
+
+def test_a_restore_killed_between_its_two_moves_leaves_what_a_node_refuses_and_the_next_restore_replaces(
+    tmp_path,
+):
+    """Killed between the moves, a restore leaves the Raft files without the store (never
+    the store without them: a node would start on the store with an empty Raft log and
+    take the entries of a new history for ones it had applied). A node started there
+    halts, saying its store is behind its dump; the next restore replaces them."""
+    store = _store(str(tmp_path / "store"))
+    _backup(store, str(tmp_path / "backup"))
+    data = str(tmp_path / "node")
+    _killed_at_the_second_move(str(tmp_path / "backup"), data)
+    assert not os.path.exists(os.path.join(data, "store"))
+    started = tmp_path / "started"
+    shutil.copytree(data, started)
+    node = ticked_node(started)
+    try:
+        tick(node)  # pysyncobj loads the dump
+        assert "has applied up to Raft index 0, but this node's Raft dump says 7" in (node.state.halted or "")
+    finally:
+        crash(node)
+    restore(str(tmp_path / "backup"), data)
+    assert sorted(os.listdir(data)) == ["raft", "store"]
+    with Storage(os.path.join(data, "store"), read_only=True) as s:
+        assert s.applied_index == 7
+    assert read_local(os.path.join(data, "raft", "snapshot")).index == 9
 
 
 def test_nothing_to_back_up_before_two_entries_and_leftover_links_go_at_open(tmp_path):
