@@ -808,7 +808,15 @@ class TransportSeam(TCPTransport):
     def _onDisconnected(self, conn) -> None:  # noqa: N802 - pysyncobj's name
         """Wraps ``_onDisconnected`` (transport.py:481): a dialled connection that ended
         before its handshake was answered counts; at ``UNANSWERED_WARN`` in a row, a
-        warning (once, until one is answered)."""
+        warning (once, until one is answered).
+
+        A snapshot shipment to the peer ends with its link: the chunks in the connection's
+        write buffer are lost with it (tcp_connection.py:167), and pysyncobj ends the
+        shipment only once a tick's sends find the peer disconnected (syncobj.py:1260). A
+        link dialled again before that would go on with the chunk after the lost ones."""
+        node = self._connToNode(conn)
+        if node is not None:
+            self._syncObj.serializer.link_lost(node)
         if conn in self._unanswered:
             self._unanswered.discard(conn)
             closed = self._closed_unanswered

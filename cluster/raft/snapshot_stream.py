@@ -177,6 +177,11 @@ class ShippingSerializer(Serializer):
         self._shipments.clear()
         self._stale.clear()
 
+    def link_lost(self, node) -> None:
+        """The link to ``node`` dropped, and the chunks queued in it with it: its shipment,
+        if any, begins again from the first chunk."""
+        self._shipments.pop(node, None)
+
     def forget(self, node) -> None:
         """``node`` is fed no more (a learner dropped, a member removed): its shipment ends."""
         self._shipments.pop(node, None)

@@ -160,3 +160,30 @@ def test_a_follower_taking_a_snapshot_counts_for_the_leaders_majority_while_its_
         assert not leader.is_master()
     finally:
         crash(leader)
+
+
+def test_a_shipment_whose_link_dropped_begins_again_from_its_first_chunk(tmp_path, monkeypatch):
+    """The chunks in a dropped connection's write buffer are lost with it, and a link
+    dialled again before the next tick's sends (which end the shipment of a follower found
+    disconnected) went on with the chunk after them: the follower appended it to what it
+    had, its shipped store missing a stretch, and halted installing it."""
+    leader = ticked_node(tmp_path / "leader", peers=PEERS, ship_chunk_bytes=512)
+    try:
+        lead_with_peers(leader)
+        up, slow = peer(leader, 0), peer(leader, 1)
+        commit_with(leader, up, 1_000, 3)
+        leader.forceLogCompaction()
+        tick(leader, 2)
+        first = leader._journal[0][1]
+        commit_with(leader, up, 2_000, 3)
+        full = _ship_over_ticks(leader, slow, first, monkeypatch)
+        monkeypatch.setattr(leader.transport, "_connToNode", lambda conn: slow)
+        leader.transport._onDisconnected(object())  # the link to it dropped, its buffer lost
+        leader.connected_nodes.add(slow)  # and came up again at once
+        full["backlog"] = 0
+        sent_before = len(leader.sent)
+        send_now(leader)
+        chunks = [m["serialized"] for n, m in leader.sent[sent_before:] if n == slow and m.get("serialized")]
+        assert chunks and chunks[0][1], "shipped again from its first chunk"
+    finally:
+        crash(leader)
