@@ -65,6 +65,19 @@ def _ship_over_ticks(leader, slow, first: int, monkeypatch) -> dict:
     return full
 
 
+def _leading_past_a_dump(leader):
+    """``leader`` leads its two peers, has a dump and entries after it; its peers, the one
+    that acknowledged them, the other, and the first index its log holds."""
+    lead_with_peers(leader)
+    up, slow = peer(leader, 0), peer(leader, 1)
+    commit_with(leader, up, 1_000, 3)
+    leader.forceLogCompaction()
+    tick(leader, 2)
+    first = leader._journal[0][1]
+    commit_with(leader, up, 2_000, 3)
+    return up, slow, first
+
+
 def test_no_compaction_while_a_shipment_is_under_way(tmp_path, monkeypatch):
     leader = ticked_node(tmp_path / "leader", peers=PEERS, ship_chunk_bytes=512)
     try:
@@ -138,13 +151,7 @@ def test_a_follower_taking_a_snapshot_counts_for_the_leaders_majority_while_its_
     name this leader, count as answers while it is shipped one."""
     leader = ticked_node(tmp_path / "leader", peers=PEERS, ship_chunk_bytes=512)
     try:
-        lead_with_peers(leader)
-        up, slow = peer(leader, 0), peer(leader, 1)
-        commit_with(leader, up, 1_000, 3)
-        leader.forceLogCompaction()
-        tick(leader, 2)
-        first = leader._journal[0][1]
-        commit_with(leader, up, 2_000, 3)
+        up, slow, first = _leading_past_a_dump(leader)
         _ship_over_ticks(leader, slow, first, monkeypatch)
         assert leader.serializer.shipping_to(slow)
         # The other follower went down; the slow one has been taking chunks for a while.
@@ -169,13 +176,7 @@ def test_a_shipment_whose_link_dropped_begins_again_from_its_first_chunk(tmp_pat
     had, its shipped store missing a stretch, and halted installing it."""
     leader = ticked_node(tmp_path / "leader", peers=PEERS, ship_chunk_bytes=512)
     try:
-        lead_with_peers(leader)
-        up, slow = peer(leader, 0), peer(leader, 1)
-        commit_with(leader, up, 1_000, 3)
-        leader.forceLogCompaction()
-        tick(leader, 2)
-        first = leader._journal[0][1]
-        commit_with(leader, up, 2_000, 3)
+        up, slow, first = _leading_past_a_dump(leader)
         full = _ship_over_ticks(leader, slow, first, monkeypatch)
         monkeypatch.setattr(leader.transport, "_connToNode", lambda conn: slow)
         leader.transport._onDisconnected(object())  # the link to it dropped, its buffer lost
