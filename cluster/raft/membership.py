@@ -86,14 +86,20 @@ class Joining:
     ``RaftNode._tick_membership``), then the change that adds it is proposed. Tick thread
     only.
 
+    In rounds (the Raft thesis, 4.2.1): a round that took longer than an election timeout
+    (a snapshot shipped for minutes while the cluster took writes) leaves the learner
+    behind by what was committed meanwhile, and another round begins, to the commit index
+    then; the change is proposed after a round that took no longer.
+
     Holding is not enough: a learner answers an append once the entries are on its disk,
     then applies them, all that is committed in one go, and answers nothing meanwhile. Added
     at once, with a member down (the new member needed for every majority), a learner fed
     500 entries held every commit of the cluster for 0.7-1.2 s while it applied them."""
 
     node: DialNode
-    target: int  # the leader's commit index when the catch-up began
+    target: int  # the leader's commit index when this round of the catch-up began
     deadline: float  # monotonic s: give up catching up after this
+    round_began: float  # monotonic s the round to ``target`` began
     done: Callable[[tuple[str, str] | None], None]  # None once committed, else (code, why not)
     proposed: bool = False
     fed: bool = False  # fed as a learner (after a fresh dump, when one was taken for it)
@@ -110,6 +116,15 @@ class Joining:
     def applied_target(self) -> bool:
         """Whether the learner applied the log it must hold, as far as its answers say."""
         return self.applied is None or self.applied >= self.target
+
+    def another_round(self, commit_index: int, now: float, round_s: float) -> bool:
+        """The learner caught up with this round's target at ``now``: whether another round
+        begins, to ``commit_index`` (this one took longer than ``round_s``, and more was
+        committed since it began)."""
+        if commit_index <= self.target or now - self.round_began <= round_s:
+            return False
+        self.target, self.round_began, self.ready_at = commit_index, now, 0.0
+        return True
 
 
 def needs_fresh_dump(dump_index: int, commit_index: int, applied: int = 0) -> bool:

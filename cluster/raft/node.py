@@ -1146,6 +1146,8 @@ class RaftNode(SyncObjSeam):
             return
         match = self.match_index.get(joining.node, 0)
         if match >= joining.target and joining.applied_target():
+            if joining.another_round(self.raftCommitIndex, monotonic_time(), self.settings.raft_max_timeout):
+                return
             # Its clock read too, for the quorum clock to count it at once; a node whose
             # keep-alives give no reading is added all the same after a few keep-alives.
             joining.ready_at = joining.ready_at or monotonic_time()
@@ -1194,7 +1196,7 @@ class RaftNode(SyncObjSeam):
             return
         deadline = monotonic_time() + catch_up_s
         joining = self._joining = Joining(
-            node, self.raftCommitIndex, deadline, done, dump_after=self._dump.index or 0
+            node, self.raftCommitIndex, deadline, monotonic_time(), done, dump_after=self._dump.index or 0
         )
         # What the joiner applied counts only as an entry of this log, of the same term
         # (a backup of another history, one a whole-cluster restore left, may share indexes).

@@ -317,6 +317,15 @@ def _feeding(node, learner: DialNode) -> int:
     return node._joining.target
 
 
+def _fed_and_heard(node) -> tuple[DialNode, int]:
+    """:func:`_feeding` a learner whose clock ``node`` then read; the learner, and the index
+    it must hold."""
+    learner = _node("127.0.0.1:1", "x")
+    target = _feeding(node, learner)
+    _clock_heard(node, learner)
+    return learner, target
+
+
 def _answer(node, learner: DialNode, holds: int, **applied) -> None:
     """The learner answers an append: it holds the log up to ``holds`` (and applied ``applied``)."""
     ack = {"type": "next_node_idx", "next_node_idx": holds + 1, "reset": False, "success": True}
@@ -336,9 +345,7 @@ def test_a_learner_is_added_once_it_applied_the_log_it_must_hold(tmp_path):
     answers nothing meanwhile: added then, with a member down, it held every commit."""
     node = ticked_node(tmp_path / "new")
     try:
-        learner = _node("127.0.0.1:1", "x")
-        target = _feeding(node, learner)
-        _clock_heard(node, learner)
+        learner, target = _fed_and_heard(node)
         _answer(node, learner, target, applied=target - 1)
         assert not node._joining.proposed  # it holds the log, and has not applied it yet
         _answer(node, learner, target, applied=target)
@@ -347,9 +354,7 @@ def test_a_learner_is_added_once_it_applied_the_log_it_must_hold(tmp_path):
         crash(node)
     node = ticked_node(tmp_path / "older")
     try:
-        learner = _node("127.0.0.1:1", "x")
-        target = _feeding(node, learner)
-        _clock_heard(node, learner)
+        learner, target = _fed_and_heard(node)
         _answer(node, learner, target)  # a node of an older version says nothing of it
         assert node._joining.proposed
     finally:
@@ -385,9 +390,7 @@ def test_a_learner_whose_clock_is_not_read_afresh_is_added_after_a_few_keep_aliv
     it starts to count; a learner whose keep-alives give none is not kept out for good."""
     node = ticked_node(tmp_path)
     try:
-        learner = _node("127.0.0.1:1", "x")
-        target = _feeding(node, learner)
-        _clock_heard(node, learner)
+        learner, target = _fed_and_heard(node)
         start = raft_node.monotonic_time()
         monkeypatch.setattr(raft_node, "monotonic_time", lambda: start + 1.2)
         _answer(node, learner, target, applied=target)
@@ -396,5 +399,30 @@ def test_a_learner_whose_clock_is_not_read_afresh_is_added_after_a_few_keep_aliv
         monkeypatch.setattr(raft_node, "monotonic_time", lambda: start + 1.2 + wait)
         tick(node)
         assert node._joining.proposed
+    finally:
+        crash(node)
+
+
+def test_a_learner_that_took_long_to_catch_up_catches_up_again_to_what_was_committed_meanwhile(
+    tmp_path, monkeypatch
+):
+    """The catch-up's target was the commit index when it began: a learner whose snapshot
+    took minutes to ship while the cluster took writes was added as soon as it held that
+    much, behind by all committed meanwhile, which it then applied in one go, answering
+    nothing; with a member down (the new member needed for every majority), the cluster
+    took no write meanwhile. It catches up in rounds, until a round takes no longer than
+    an election timeout."""
+    node = ticked_node(tmp_path)
+    try:
+        learner, target = _fed_and_heard(node)
+        start = raft_node.monotonic_time()
+        monkeypatch.setattr(raft_node, "monotonic_time", lambda: start + 30)  # a long shipment
+        commit_alone(node, 2_000, 50)  # the cluster took writes meanwhile
+        _clock_heard(node, learner)
+        _answer(node, learner, target, applied=target)
+        assert not node._joining.proposed  # behind by those 50: a round more
+        assert node._joining.target == node.raftCommitIndex > target
+        _answer(node, learner, node.raftCommitIndex, applied=node.raftCommitIndex)
+        assert node._joining.proposed  # that round took no time
     finally:
         crash(node)
