@@ -788,6 +788,8 @@ class Consumers:
         now = self._clock()
         retries, kept = [], []
         named = self._nackable(group, topic, receipts, self._lease_now(now))
+        progress = {ready: self.view.group_progress(group, ready) for ready, _ in named}
+        named = [(ready, off) for ready, off in named if not progress[ready].is_acked(off)]  # no copy
         for ready, off in named:
             try:
                 rows = reads.read_ready(ready, off, off + 1)

@@ -455,6 +455,25 @@ def test_a_nack_with_dead_letter_goes_to_the_dlq_at_once_whatever_its_level(log)
     asyncio.run(run())
 
 
+def test_a_dead_letter_nacked_after_its_ack_is_counted_in_neither_field_and_holds_nothing(log):
+    """A dead letter acked, then nacked under the same receipt (a settle sent twice) was
+    held in place anyway: counted as retried, and leased (to nobody) until its level's
+    delay passed."""
+
+    async def run() -> None:
+        await _deliver(log, 1)
+        consumers = consumers_over(log)
+        pulled = await consumers.pull("g", "t", None, 1, 0, 30_000)
+        await consumers.nack("g", "t", pulled.receipts, dead_letter=True)
+        dead = await consumers.pull("ops", "%DLQ%g", None, 1, 0, 30_000)
+        assert len(dead.taken) == 1
+        assert await consumers.ack("ops", "%DLQ%g", dead.receipts) == 1
+        assert await consumers.nack("ops", "%DLQ%g", dead.receipts) == {"retried": 0, "dead_lettered": 0}
+        assert (await consumers.backlog("ops", "%DLQ%g"))["leased"] == 0
+
+    asyncio.run(run())
+
+
 def test_a_dead_letter_nacked_by_a_group_reading_the_dlq_comes_back_to_it(log):
     """A group reading another's dead-letter queue (an operator's tool) nacks what it
     could not handle. Its retry went to that group's own retry log, which no pull of the
