@@ -63,7 +63,8 @@ class MasterHold:
         """``call()``'s result; when it raises a refusal this hold may wait out (its master
         check, made again as it waited, found this master may not serve for a moment),
         ``call()`` again once the master may serve. A call so made again must have done
-        nothing it would not do again: a pull leases nothing before its check passes."""
+        nothing it would not do again: a pull leases nothing before its check passes, and
+        gives back the leases it took when the check after their commit fails."""
         while True:
             try:
                 return await call()

@@ -459,7 +459,16 @@ class Consumers:
         another pull may hold those messages now (the simulator's node services, seed 98).
         They end where the committed leases say: the entry of a silence that applied right
         after theirs moved them on (cluster/leases.py), and the messages are theirs till then."""
-        self._require_master()
+        try:
+            self._require_master()
+        except NotMasterError:
+            # Nobody is answered them: given back (a master that still leads commits the
+            # release; the pull made again by a held request takes them, MasterHold.through).
+            items = [(group, r, lo, hi, 0) for r, offs in leased.items() for lo, hi in to_ranges(offs)]
+            self._give_back(items)
+            for part, size in ack_parts(items):
+                self.entry_commit.enqueue(part, size).add_done_callback(_logged)
+            raise
         ready, offsets = next((r, o) for r, o in leased.items() if o)
         run = self._committed(group, ready).at(offsets[0])
         return run is not None and run[3] == until and run[2] > self._clock()

@@ -410,6 +410,33 @@ def test_the_leases_a_pull_gathered_in_the_ack_window_are_never_proposed_once_it
     asyncio.run(run())
 
 
+def test_a_pull_refused_once_its_leases_committed_gives_them_back_for_the_pull_made_again(log):
+    """The master check after a pull's leases committed can fail for a moment (its read
+    lease lapsed under fsync load): the held request made the pull again, which passed
+    over what the first had leased, held for nobody until the lease ended (30 s here)."""
+    from horologe.node.master_hold import MasterHold
+
+    checks = [0]
+
+    def require_master() -> None:
+        checks[0] += 1
+        if checks[0] == 2:  # the check after the first pull's leases committed
+            raise NotMasterError(None)
+
+    async def run() -> None:
+        await _deliver(log, 2)
+        consumers = Consumers(
+            log.view, log.propose, log.clock, (1000,), 0, Receipts("secret"), require_master=require_master
+        )
+        committer = asyncio.create_task(consumers.run())
+        hold = MasterHold(consumers._require_master, lambda: True, 1.0)
+        got = await hold.through(lambda: consumers.pull("g", "t", None, 1, 0, 30_000))
+        assert [m["body"] for m in as_json(got, T)["messages"]] == ["m0"]
+        committer.cancel()
+
+    asyncio.run(run())
+
+
 def test_a_new_master_honours_the_committed_leases_and_a_failed_commit_leases_nothing(log):
     async def run() -> None:
         await _deliver(log, 3)
