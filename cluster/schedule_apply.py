@@ -30,8 +30,9 @@ from enum import StrEnum
 from horologe.storage import Message, MessageColumns, Storage, Transaction
 from horologe.wheel import Watermark
 
-from .apply_messages import cancel_messages, store_messages
+from .apply_messages import cancel_messages, store_messages, targets_of
 from .apply_result import ApplyResult
+from .committed_reads import SCHEDULED, message_state
 from .entries import CANCEL, Entry
 from .errors import BadEntryError
 from .schedule_state import (
@@ -155,10 +156,17 @@ def apply_fires(store: Storage, tx: Transaction, entry: Entry, w: Watermark, res
             Message(d.topic, d.body, t, entry.clock_ms, d.tags, fire_key(d.name, t), headers) for t in fires
         ]
         recent = entry.clock_ms - PLANNED_KEPT_MS
-        planned = tuple(p for p in (*m.planned, *fires) if p > recent)
+        planned = tuple(p for p in (*m.planned, *fires) if p > recent or _still_scheduled(store, d, p, w))
         tx.set_meta(mark_key(f.name), ScheduleMark(m.incarnation, f.to_mark, planned).to_wire())
     if messages:
         store_messages(store, tx, MessageColumns.from_messages(messages), w, entry.clock_ms, res)
+
+
+def _still_scheduled(store: Storage, d: ScheduleDef, fire_ms: int, w: Watermark) -> bool:
+    """Whether the firing of ``d`` at ``fire_ms`` waits still: rescheduled later, say, it
+    stays in ``planned``, for a pause or a delete to cancel."""
+    (mid,) = targets_of(store, [], [(d.topic, fire_key(d.name, fire_ms))])
+    return mid is not None and message_state(store, store.current_place(mid), w) == SCHEDULED
 
 
 def _cancel_planned(

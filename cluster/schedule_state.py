@@ -10,9 +10,10 @@ of key, all msgpack values written by applying ``K`` and ``F`` entries
 * ``schedule_mark/<name>``: where planning stands (:class:`ScheduleMark`), rewritten by
   every ``F`` entry: every fire time up to ``mark`` was produced (or skipped on
   purpose: before the schedule existed, or while it was paused), and ``planned`` lists
-  the fire times produced recently (the last minute, and all ahead), which a pause or a
-  delete cancels by key. It stays after a delete, as a floor for a schedule created again
-  under the same name (cluster/schedule_apply.py), until the time it names has passed.
+  the fire times produced recently (the last minute, and all ahead) and those whose
+  firing still waits (rescheduled later), which a pause or a delete cancels by key. It
+  stays after a delete, as a floor for a schedule created again under the same name
+  (cluster/schedule_apply.py), until the time it names has passed.
 
 Kept apart from the definition so that an ``F`` entry rewrites a few numbers, not the body.
 

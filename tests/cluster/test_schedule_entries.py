@@ -228,3 +228,18 @@ def test_pause_cancels_a_firing_rescheduled_since(tmp_path):
     assert pending_by_topic(log.sm.store) == {"t": 0}
     log.deliver_to(T + 40 * S)
     assert log.sm.store.read_ready("t").size == 0  # neither the firing nor its moved copy
+
+
+def test_pause_cancels_a_firing_rescheduled_since_a_minute_after_its_first_time(tmp_path):
+    """A firing's time left ``planned`` (what a pause or a delete cancels by key) a minute
+    after it, rescheduled or not: a firing moved later escaped a pause made after that."""
+    log = Log(machine(tmp_path))
+    log.create(every_second())
+    log.fire(Firings("tick", 1, T, T + 2 * S, (T + S, T + 2 * S)))
+    log.apply(MOVE, keys=[("t", fire_key("tick", T + 2 * S))], deliver_at=[T + 600 * S])
+    log.deliver_to(T + 5 * S)
+    log.clock = T + 70 * S  # the next firings a minute past the moved one's first time
+    log.fire(Firings("tick", 1, T + 2 * S, T + 3 * S, (T + 3 * S,)))
+    assert mark(meta(log.sm), "tick").planned == (T + 2 * S,)  # the moved one kept
+    log.control("pause", "tick")
+    assert log.state("tick", T + 2 * S) == CANCELLED
