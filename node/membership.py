@@ -32,6 +32,7 @@ class Membership:
         require_master: Callable[[], None],
         members: Callable[[], tuple[Member, ...]],
         linked: Callable[[], set[str]],
+        shipping: Callable[[], set[str]] = frozenset,
         settled: Callable[[], bool] = lambda: True,
         own_raft: str,
         add: Callable[[Member, float, tuple[int, int] | None], Awaitable[None]],
@@ -43,11 +44,13 @@ class Membership:
         ``remove(raft address)`` the Raft shell's changes, on the master (``add`` also
         takes the (index, term) the node says it applied, from which it may be fed the log);
         ``readiness(http address)`` what a node's ``/readyz`` says (None: no answer);
-        ``settled()`` whether no change of ``members()`` is in the log uncommitted."""
+        ``settled()`` whether no change of ``members()`` is in the log uncommitted;
+        ``shipping()`` the Raft addresses of the members this master ships a snapshot to."""
         self._require_master = require_master
         self._members = members
         self._settled = settled
         self._linked = linked
+        self._shipping = shipping
         self._own_raft = own_raft
         self._add = add
         self._remove = remove
@@ -154,12 +157,17 @@ class Membership:
                 "node_id",
             )
         rest = [m for m in self._members() if m.voter and m.raft != member.raft]
-        heard = [m for m in rest if m.raft == self._own_raft or m.raft in self._linked()]
+        # One being shipped a snapshot answers nothing until it is in.
+        shipping = [m for m in rest if m.raft in self._shipping()]
+        heard = [
+            m for m in rest if m.raft == self._own_raft or (m.raft in self._linked() and m not in shipping)
+        ]
         if len(heard) < len(rest) // 2 + 1:
+            why = "".join(f"; {m.node_id} is being shipped a snapshot" for m in shipping)
             raise MembershipChangeRefused(
-                f"without {node_id}, the members this master is linked to "
-                f"({', '.join(m.node_id for m in heard)}) are no majority of the {len(rest)} left: "
-                "the cluster would stop. Bring a member back first",
+                f"without {node_id}, the members this master is linked to and that are caught up "
+                f"({', '.join(m.node_id for m in heard)}) are no majority of the {len(rest)} left{why}: "
+                "the cluster would stop. Bring a member back first, or wait for the snapshot to be in",
                 "would_lose_quorum",
                 "node_id",
             )

@@ -249,6 +249,7 @@ class NodeService:
             members=self.members,
             settled=lambda: self.raft is None or self.raft.status.members_settled,
             linked=lambda: self.raft.status.linked,
+            shipping=lambda: self.raft.status.shipping,
             own_raft=config.raft,
             add=lambda member, catch_up_s, applied: self.raft.add_member(
                 member, config.dial_of(member.raft), catch_up_s, applied

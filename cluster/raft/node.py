@@ -351,6 +351,7 @@ class RaftNode(SyncObjSeam):
             self.raftCurrentTerm,
             self.leader_address(),
             frozenset(self.linked_peers()),
+            self.serializer.shipping(),
             self._member_clocks(),
             self.leader_changes,
             self.stale_answers,

@@ -202,3 +202,7 @@ class ShippingSerializer(Serializer):
 
     def shipping_to(self, node) -> bool:
         return node in self._shipments
+
+    def shipping(self) -> frozenset[str]:
+        """The Raft addresses of the followers a shipment is under way to."""
+        return frozenset(node.address for node in self._shipments)

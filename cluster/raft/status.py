@@ -32,6 +32,7 @@ class RaftStatus(NamedTuple):
     term: int
     leader: str | None  # the leader's Raft address, as this node knows it
     linked: frozenset[str]  # Raft addresses of the peers with a live, handshaken link
+    shipping: frozenset[str]  # a leader: Raft addresses of the peers it ships a snapshot to
     peer_clocks: tuple[PeerClock, ...]  # each peer's keep-alives heard, with its last reading taken
     leader_changes: int  # changes of the leader this node knew of, since it started
     stale_answers: int  # followers' answers dropped for naming another term
@@ -55,4 +56,4 @@ class RaftStatus(NamedTuple):
         return [(c.ms, c.age_s(now)) for c in self.peer_clocks if c.ms is not None]
 
 
-STARTING = RaftStatus(Role.FOLLOWER, 0, None, frozenset(), (), 0, 0, None, 0.0, (), True, 0, 0)
+STARTING = RaftStatus(Role.FOLLOWER, 0, None, frozenset(), frozenset(), (), 0, 0, None, 0.0, (), True, 0, 0)

@@ -115,7 +115,8 @@ async def add_member(request: web.Request) -> web.Response:
         errors=("Conflict", "Unprocessable", "NotCompleted"),
         parameters=(path_param("node_id", {"type": "string"}, "the member's node id"),),
         description="409 `is_master` (release the master first), `would_lose_quorum` (the members left "
-        "that the master hears make no majority of them), `change_under_way` or `change_refused`; "
+        "that the master hears, and ships no snapshot to, make no majority of them), `change_under_way` "
+        "or `change_refused`; "
         "422 `unknown_node`; 504 `lost_lead` (nothing changed) or `not_committed` (it may still be made: "
         "list the members).",
     ),

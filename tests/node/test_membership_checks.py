@@ -75,3 +75,27 @@ def test_a_node_that_would_not_dial_the_master_is_refused_before_any_feeding(pee
 
 def test_a_node_of_a_version_that_names_no_peers_is_taken_at_its_word():
     assert _add(_ready()) == ADDED
+
+
+def test_a_removal_whose_majority_needs_a_member_taking_a_snapshot_is_refused():
+    """A member being shipped a snapshot answers nothing until it is in: counted as able to
+    help, it let a removal through after which no write could commit until then."""
+    third = Member("n3", NEW.raft, NEW.http)
+
+    async def remove(raft):
+        raise AssertionError("no removal")
+
+    membership = Membership(
+        require_master=lambda: None,
+        members=lambda: (*MEMBERS, third),
+        linked=lambda: {MEMBERS[1].raft, third.raft},
+        shipping=lambda: {third.raft},
+        own_raft=OWN,
+        add=None,
+        remove=remove,
+        readiness=None,
+    )
+    with pytest.raises(MembershipChangeRefused) as refused:
+        asyncio.run(membership.remove("n2"))
+    assert refused.value.code == "would_lose_quorum"
+    assert "n3 is being shipped a snapshot" in refused.value.message
