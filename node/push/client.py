@@ -201,6 +201,7 @@ class PushHttp:
             self._connect(req)
         else:
             self._waiting.append(req)
+            self._close_an_idle()
         return req
 
     async def close(self) -> None:
@@ -228,23 +229,35 @@ class PushHttp:
 
     async def _make(self, req: Exchange) -> None:
         origin = req.origin
+        made: list[_Connection] = []
+
+        def protocol() -> _Connection:
+            made.append(_Connection(self, origin))
+            return made[-1]
+
+        def give_back_slot() -> None:
+            """A connect that failed: its slot is free, unless its connection was made (and
+            closed by asyncio as the connect failed): ``_lost`` gives that one back."""
+            if not (made and made[0] in self._conns):
+                self.open -= 1
+
         try:
             # No longer than its request waits: a host that drops SYNs would hold the slot
             # for the system's connect timeout (minutes), and other origins' requests time
             # out waiting for one.
             async with asyncio.timeout_at(req.deadline):
                 _transport, conn = await self._loop.create_connection(
-                    lambda: _Connection(self, origin),
+                    protocol,
                     origin.host,
                     origin.port,
                     ssl=self._context() if origin.scheme == "https" else None,
                 )
         except asyncio.CancelledError:
-            self.open -= 1
+            give_back_slot()
             _settle(req, Answer(None, None, "closed"))
             raise
         except Exception as e:  # noqa: BLE001 - refused, unreachable, a name not found, TLS
-            self.open -= 1
+            give_back_slot()
             _settle(req, Answer(None, None, f"{type(e).__name__}: {e}"))
             self._next_waiting()
             return
@@ -277,6 +290,16 @@ class PushHttp:
             return
         conn.idle_since = time.monotonic()
         self._idle[conn.origin].append(conn)
+
+    def _close_an_idle(self) -> None:
+        """Every slot is taken and a request waits: the connection idle longest, if any,
+        is closed, and its slot goes to the waiting (``_lost``). An idle connection ends
+        no request, so nothing else would make room until the sweep."""
+        idle = [conn for conns in self._idle.values() for conn in conns if not conn.closed]
+        if idle:
+            oldest = min(idle, key=lambda conn: conn.idle_since)
+            self._idle[oldest.origin].remove(oldest)
+            oldest.abort()
 
     def _made(self, conn: _Connection) -> None:
         self._conns.add(conn)

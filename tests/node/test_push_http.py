@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import time
 
 import pytest
 
@@ -180,6 +181,43 @@ async def test_at_most_limit_connections_and_the_rest_wait_in_turn(serve):
     assert (await held.future).error == "dropped"
     answers = await asyncio.gather(*(w.future for w in waiting))
     assert [a.status for a in answers] == [200, 200, 200] and server.connections == 1
+    await http.close()
+
+
+async def test_an_idle_connection_to_one_origin_makes_room_for_another_at_the_limit(serve):
+    """Every slot held by idle kept-alive connections (one subscription's burst, then
+    quiet), another origin's request waited until the sweep closed one, 15 to 20 s later:
+    it timed out first, its receiver healthy."""
+    first = await serve(lambda n: OK)
+    second = await serve(lambda n: OK)
+    http = PushHttp(1)
+    assert (await http.post(first.origin, push(first.origin), 5).future).status == 200
+    answer = await http.post(second.origin, push(second.origin), 2).future
+    assert answer.status == 200, answer.error
+    assert http.open == 1
+    await http.close()
+
+
+async def test_a_connect_that_times_out_as_it_is_made_frees_its_slot_once(serve, monkeypatch):
+    """A connection made just as its connect timed out (a stalled loop, a TLS handshake
+    ending at the deadline) is closed by asyncio, and its slot was given back twice: by
+    the failed connect and by the connection's loss. The pool then held more connections
+    than its limit."""
+    from horologe.node.push import client
+
+    server = await serve(lambda n: OK)
+    made = client._Connection.__init__
+
+    def slow(self, *args) -> None:
+        time.sleep(0.1)  # the loop stalls as the connection is made: the deadline passes
+        made(self, *args)
+
+    monkeypatch.setattr(client._Connection, "__init__", slow)
+    http = PushHttp(1)
+    lost = await http.post(server.origin, push(server.origin), 0.05).future
+    assert lost.status is None
+    await asyncio.sleep(0.05)
+    assert http.open == 0
     await http.close()
 
 
