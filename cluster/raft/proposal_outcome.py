@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from pysyncobj import FAIL_REASON
 
-from ..errors import EntryDroppedError, ProposalRejectedError
+from ..errors import EntryDroppedError, NotMasterError, ProposalRejectedError
+
+# What an entry failed with when nothing of it was done for certain: dropped, or refused
+# before it was proposed (a release under way, the role gone).
+NOTHING_DONE = (EntryDroppedError, NotMasterError)
 
 # Why pysyncobj dropped a proposal for certain (EntryDroppedError), by its FAIL_REASON.
 DROPPED = {
@@ -26,16 +30,16 @@ def not_committed(reason: int) -> ProposalRejectedError:
 
 def all_committed(outcomes: list) -> list:
     """The results of a request's entries, as ``asyncio.gather(..., return_exceptions=True)``
-    gives them, when every one committed. When none did and each was dropped for certain,
-    the first :class:`EntryDroppedError` (nothing was done). Otherwise the first error, as
-    a :class:`ProposalRejectedError` if it was a drop: other entries of the request may
-    have committed, so a resend is not "nothing done"."""
+    gives them, when every one committed. When none did and nothing of each was done for
+    certain (:data:`NOTHING_DONE`), the first error (nothing was done). Otherwise the
+    first error, as a :class:`ProposalRejectedError` if it was such: other entries of the
+    request may have committed, so a resend is not "nothing done"."""
     errors = [o for o in outcomes if isinstance(o, BaseException)]
     if not errors:
         return outcomes
     first = errors[0]
-    every_one_dropped = len(errors) == len(outcomes) and all(isinstance(e, EntryDroppedError) for e in errors)
-    if every_one_dropped or not isinstance(first, EntryDroppedError):
+    nothing_done = len(errors) == len(outcomes) and all(isinstance(e, NOTHING_DONE) for e in errors)
+    if nothing_done or not isinstance(first, NOTHING_DONE):
         raise first
     raise ProposalRejectedError(
         f"{len(outcomes) - len(errors)} of the request's {len(outcomes)} entries committed, "

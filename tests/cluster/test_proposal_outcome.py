@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from horologe.cluster import EntryDroppedError, ProposalRejectedError, ProposalTimeoutError, all_committed
+from horologe.cluster import (
+    EntryDroppedError,
+    NotMasterError,
+    ProposalRejectedError,
+    ProposalTimeoutError,
+    all_committed,
+)
 
 DROPPED = EntryDroppedError("this node stopped leading before the entry was appended; nothing was done")
 
@@ -30,3 +36,13 @@ def test_an_outcome_not_known_stays_as_it_was():
     timeout = ProposalTimeoutError("entry neither committed nor rejected in time")
     with pytest.raises(ProposalTimeoutError):
         all_committed([timeout, DROPPED])
+
+
+def test_a_refusal_beside_a_committed_entry_is_not_nothing_done():
+    """A release began between two parts of a produce: the second was refused before it
+    was proposed (NotMasterError, 503 no_master: "nothing was done"), the first had
+    committed, and a raw client sent it all again."""
+    with pytest.raises(ProposalRejectedError, match="1 of the request's 2 entries committed"):
+        all_committed(["a", NotMasterError(None)])
+    with pytest.raises(NotMasterError):
+        all_committed([NotMasterError(None), DROPPED])  # nothing of it done
