@@ -798,7 +798,12 @@ class Consumers:
         retries, kept = [], []
         named = self._nackable(group, topic, receipts, self._lease_now(now))
         progress = {ready: self.view.group_progress(group, ready) for ready, _ in named}
-        named = [(ready, off) for ready, off in named if not progress[ready].is_acked(off)]  # no copy
+        # Acked: no copy (one retention removed since answers 404 expired, read below).
+        named = [
+            (ready, off)
+            for ready, off in named
+            if not progress[ready].is_acked(off) or off < reads.ready_base(ready)
+        ]
         for ready, off in named:
             try:
                 rows = reads.read_ready(ready, off, off + 1)
