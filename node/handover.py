@@ -58,13 +58,16 @@ class Handover:
         transfer: Callable[[str | None, float], Awaitable[bool]],
         pause_leading: Callable[[], Awaitable[None]],
         resume_leading: Callable[[], None],
+        settle_leading: Callable[[], Awaitable[None]] = lambda: asyncio.sleep(0),
     ) -> None:
         """``readiness(url, timeout_s)``: a peer's ``/readyz`` body, None when it does not
         answer in time (node/peer_readiness.py). ``propose(kind, **fields)`` an entry and
         wait until applied; ``transfer(raft address, deadline_s)`` Raft leadership, True
-        once this node stepped down; ``pause_leading`` stops the wheel and push (and
-        waits), ``resume_leading`` starts them again when this node is still master after
-        all. ``peers()`` are the other voting members now (the membership changes online)."""
+        once this node stepped down; ``settle_leading`` stops what must settle its work
+        in entries of its own first (push: the requests open end and are acked), before
+        the release proposes none but its own; ``pause_leading`` stops the wheel and push
+        (and waits), ``resume_leading`` starts them again when this node is still master
+        after all. ``peers()`` are the other voting members now (the membership changes online)."""
         self._config = config
         self._peers = peers
         self._readiness = readiness
@@ -75,6 +78,7 @@ class Handover:
         self._propose = propose
         self._transfer = transfer
         self._pause_leading = pause_leading
+        self._settle_leading = settle_leading
         self._resume_leading = resume_leading
         self.releasing = False  # a handover is under way: no new entries but its own
         self._running = False  # release is running (from its first await)
@@ -137,6 +141,12 @@ class Handover:
         linked = self._linked_peer_ids()
         target = await self._target(to, linked)
         t0 = time.monotonic()
+        try:
+            await self._settle_leading()
+        except BaseException:
+            if self._is_master():
+                self._resume_leading()
+            raise
         self.releasing = True
         await self._pause_leading()
         try:

@@ -239,6 +239,7 @@ class NodeService:
             transfer=lambda target, deadline_s: self.raft.transfer_leadership_to(target, deadline_s),
             pause_leading=self._pause_leading,
             resume_leading=self._resume_leading,
+            settle_leading=self.push.drain,
         )
         # The master check of the routes holds a request while this master may not serve
         # for a moment, up to the election timeout (node/master_hold.py).
@@ -337,8 +338,9 @@ class NodeService:
             self.handover.for_clock(offset, self.quorum_clock.tolerance_ms)
 
     async def _pause_leading(self) -> None:
-        """For a release: push stops at once (its acks would be refused now: the next master
-        sends what is unacked), and the wheel is let go of."""
+        """For a release: push stops at once (drained before, unless it was started again
+        since: its acks would be refused now, and the next master sends what is unacked),
+        and the wheel is let go of."""
         self.push.cancel()
         await self.driver.stop()
 

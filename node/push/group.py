@@ -23,7 +23,9 @@ not acked, its lease runs out, and it is sent again by this master or the next.
 Cancelled (a subscription updated or deleted, the node no longer master), it drops the
 requests still open, whose messages stay unacked, and gives back what it holds for
 later; what was answered is settled first, for up to ``SETTLE_ON_STOP_S``, so that a
-push answered 2xx is not sent again once its lease ran out.
+push answered 2xx is not sent again once its lease ran out. A planned stop (a release of
+the master: ``draining``) lets the requests open end first, for up to as long, so that a
+receiver that answers in time gets nothing twice.
 """
 
 from __future__ import annotations
@@ -85,15 +87,30 @@ class Consumer:
     damaged: Callable[[BaseException], bool] = lambda e: False
 
 
-async def serve(http: PushHttp, sub: PushDef, consumer: Consumer, flow: Flow, stats: PushStats) -> None:
-    """Push ``sub``'s messages until cancelled (see the module docstring)."""
-    await _Group(http, sub, consumer, flow, stats).run()
+async def serve(
+    http: PushHttp,
+    sub: PushDef,
+    consumer: Consumer,
+    flow: Flow,
+    stats: PushStats,
+    draining: Callable[[], bool] = lambda: False,
+) -> None:
+    """Push ``sub``'s messages until cancelled (see the module docstring); ``draining()``
+    says whether a cancel is a planned stop (a release), which lets open requests end."""
+    await _Group(http, sub, consumer, flow, stats, draining).run()
 
 
 class _Group:
     def __init__(
-        self, http: PushHttp, sub: PushDef, consumer: Consumer, flow: Flow, stats: PushStats
+        self,
+        http: PushHttp,
+        sub: PushDef,
+        consumer: Consumer,
+        flow: Flow,
+        stats: PushStats,
+        draining: Callable[[], bool],
     ) -> None:
+        self.draining = draining
         self.http = http
         self.sub = sub
         self.consumer = consumer
@@ -113,10 +130,12 @@ class _Group:
         try:
             await self._send()
         finally:
-            self.stopping = True
             for timer in self.timers.values():
                 timer.cancel()
             self._give_back_held()
+            if self.draining() and self.open:  # a planned stop: the requests open end first
+                await asyncio.wait([exchange.future for exchange in self.open], timeout=SETTLE_ON_STOP_S)
+            self.stopping = True
             for exchange in list(self.open):
                 exchange.cancel()
             self.arrived.set()  # the settler's last round: what ended, then it returns

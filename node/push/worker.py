@@ -73,6 +73,7 @@ class PushWorker(LeaderTask):
         self.allow = allow
         self.stats: dict[tuple[str, str], PushStats] = {}  # (topic, group)
         self._changed = asyncio.Event()
+        self._draining = False  # stopping for a release: open requests end first
 
     def allowed(self, sub: PushDef) -> bool:
         """Whether this node's push_allow lets it send to the subscription's URL."""
@@ -86,6 +87,16 @@ class PushWorker(LeaderTask):
         if started:
             self.stats = {}
         return started
+
+    async def drain(self) -> None:
+        """Stop for a release of the master: nothing more is sent, the requests open end
+        (up to node/push/group.py's ``SETTLE_ON_STOP_S``) and what was answered is acked
+        before this returns, so the next master sends none of it again."""
+        self._draining = True
+        try:
+            await self.stop()
+        finally:
+            self._draining = False
 
     def refresh(self) -> None:
         """Subscriptions may have changed (a ``U`` entry was applied): look again."""
@@ -135,4 +146,4 @@ class PushWorker(LeaderTask):
             )
             return
         flow = Flow(sub.max_in_flight, sub.rate_per_s, self._monotonic)
-        await serve(http, sub, self._consumer, flow, stats)
+        await serve(http, sub, self._consumer, flow, stats, lambda: self._draining)
