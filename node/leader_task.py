@@ -27,7 +27,7 @@ class LeaderTask:
         self._run = run
         self.name = name
         self._task: asyncio.Task | None = None  # leading
-        self._stopping: asyncio.Task | None = None  # cancelled, perhaps not finished yet
+        self._stopping: set[asyncio.Task] = set()  # cancelled, not finished yet
         self._closed = False
 
     @property
@@ -42,26 +42,29 @@ class LeaderTask:
         """Run (this node became master); a no-op, False, while it already runs or once closed."""
         if self._task is not None or self._closed:
             return False
-        previous, self._stopping = self._stopping, None
+        previous = set(self._stopping)
         self._task = asyncio.get_running_loop().create_task(self._after(previous), name=self.name)
         return True
 
-    async def _after(self, previous: asyncio.Task | None) -> None:
-        if previous is not None:  # a quick loss and regain of the role: let go first
-            await asyncio.wait([previous])
+    async def _after(self, previous: set[asyncio.Task]) -> None:
+        if previous:  # a quick loss and regain of the role: every run cancelled lets go first
+            await asyncio.wait(previous)
         await self._run()
 
     def cancel(self) -> None:
-        """Stop (this node no longer leads); the run ends shortly."""
+        """Stop (this node no longer leads); the run ends shortly. A run cancelled while
+        it waited for an earlier one to let go ends at once: the next waits for that one."""
         if self._task is not None:
             self._task.cancel()
-            self._stopping, self._task = self._task, None
+            self._stopping.add(self._task)
+            self._task.add_done_callback(self._stopping.discard)
+            self._task = None
 
     async def stop(self) -> None:
-        """Stop and wait until the run has ended."""
+        """Stop and wait until every run has ended."""
         self.cancel()
-        if self._stopping is not None:
-            await asyncio.wait([self._stopping])  # its cancellation is not ours
+        if self._stopping:
+            await asyncio.wait(set(self._stopping))  # their cancellation is not ours
 
     async def close(self) -> None:
         """Stop for good (the node shuts down): a role change after this starts nothing."""

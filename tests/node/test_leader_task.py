@@ -41,6 +41,40 @@ async def test_a_run_begins_only_after_the_cancelled_one_let_go():
     assert events[-1] == "cancelled" or events[-1] == "let go"
 
 
+async def test_a_run_lost_and_regained_twice_begins_only_after_the_first_let_go():
+    """The second run, cancelled while it waited for the first to let go, ended at once:
+    a third waited for the second only, and ran beside the first (a push run settling its
+    last acks); and a stop then returned with the first still running."""
+    events = []
+    letting_go = asyncio.Event()
+
+    async def run():
+        events.append("began")
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            await letting_go.wait()
+            events.append("let go")
+            raise
+
+    task = LeaderTask(run, "t")
+    task.start()
+    await asyncio.sleep(0)
+    try:
+        for _ in range(2):  # lost and regained, twice
+            task.cancel()
+            task.start()
+            await asyncio.sleep(0.01)
+        assert events == ["began"]
+        stopped = asyncio.create_task(task.stop())
+        await asyncio.sleep(0.01)
+        assert not stopped.done()  # the first has not let go
+    finally:
+        letting_go.set()
+    await stopped
+    assert events == ["began", "let go"]
+
+
 async def test_is_current_tells_a_cancelled_run_from_the_current_one():
     seen = []
     task: LeaderTask
