@@ -112,24 +112,32 @@ class PushWorker(LeaderTask):
                 log.info("push: barrier not committed (%s); trying again", e)
                 await asyncio.sleep(RETRY_PAUSE_S)
         http = self._http()
+        ending: set[asyncio.Task] = set()  # groups stopped, settling their last pushes
         try:
             while True:
                 self._changed.clear()
-                self._reconcile(http, serving)
+                self._reconcile(http, serving, ending)
                 await self._changed.wait()
         finally:
             for _inc, task in serving.values():
                 task.cancel()
-            await asyncio.gather(*(task for _inc, task in serving.values()), return_exceptions=True)
+            tasks = [*(task for _inc, task in serving.values()), *ending]
+            await asyncio.gather(*tasks, return_exceptions=True)
             await http.close()
 
-    def _reconcile(self, http: PushHttp, serving: dict) -> None:
-        """One task per subscription, started over when its definition changed."""
+    def _reconcile(self, http: PushHttp, serving: dict, ending: set[asyncio.Task]) -> None:
+        """One task per subscription, started over when its definition changed; the
+        stopped ones go to ``ending`` until they end. A subscription no longer wanted has
+        its figures forgotten."""
         wanted = {(d.topic, d.group): d for d in self._subscriptions()}
         for key, (inc, task) in list(serving.items()):
             if key not in wanted or wanted[key].incarnation != inc:
                 task.cancel()
+                ending.add(task)
+                task.add_done_callback(ending.discard)
                 del serving[key]
+        for key in [key for key in self.stats if key not in wanted]:
+            del self.stats[key]
         loop = asyncio.get_running_loop()
         for key, d in wanted.items():
             if key not in serving:
