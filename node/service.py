@@ -40,6 +40,7 @@ from horologe.cluster.raft.membership import Member
 from horologe.cluster.raft.node import Applied, RaftNode
 from horologe.cluster.retention import Cut
 from horologe.storage import (
+    CorruptLogError,
     MessageColumns,
     MessageExpiredError,
     MessageId,
@@ -561,14 +562,20 @@ class NodeService:
     async def produce_answered(self, messages: MessageColumns) -> tuple[list[str], list[int]]:
         """:meth:`produce`, with each one's deliver time as a produce answers it: the time
         asked, or for one whose key named a message already there, that message's time as
-        the committed view holds it now (moved, if it was rescheduled)."""
+        the committed view holds it now (moved, if it was rescheduled). The produce is done
+        by then: a read that finds the store damaged halts the node, and the time asked is
+        answered (an error would tell the client nothing was done, and it would send again)."""
         ids, named = await self._produce(messages)
         times = messages.deliver_at_ms.tolist()
         reads = self.view.reads
         for i in named:
-            with contextlib.suppress(MessageExpiredError, UnknownMessageError):  # gone by now
+            try:
                 place = reads.current_place(MessageId.parse(ids[i]))
                 times[i] = reads.read_message(place).message.deliver_at_ms
+            except (MessageExpiredError, UnknownMessageError):
+                pass  # gone by now
+            except CorruptLogError as e:
+                self.damage.seen(e)
         return ids, times
 
     async def _produce(self, messages: MessageColumns) -> tuple[list[str], list[int]]:
