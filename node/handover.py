@@ -41,6 +41,7 @@ from .quorum_clock import majority
 log = logging.getLogger(__name__)
 
 CLOCK_HANDOVER_EVERY_S = 10.0  # at most one handover for a straying clock in this long
+SETTLE_S = 2.0  # the most a release waits for what the master runs to settle (push's open requests)
 
 
 class Handover:
@@ -140,13 +141,18 @@ class Handover:
     async def _release(self, to: str | None) -> dict:
         linked = self._linked_peer_ids()
         target = await self._target(to, linked)
-        t0 = time.monotonic()
         try:
-            await self._settle_leading()
+            # Bounded: a graceful stop hands over within RELEASE_ON_SHUTDOWN_S (node/main.py),
+            # and what is not settled by then is sent again by the next master.
+            async with asyncio.timeout(SETTLE_S):
+                await self._settle_leading()
+        except TimeoutError:
+            log.info("release: what the master runs did not settle within %g s; handing over", SETTLE_S)
         except BaseException:
             if self._is_master():
                 self._resume_leading()
             raise
+        t0 = time.monotonic()
         self.releasing = True
         await self._pause_leading()
         try:

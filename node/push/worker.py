@@ -90,8 +90,8 @@ class PushWorker(LeaderTask):
 
     async def drain(self) -> None:
         """Stop for a release of the master: nothing more is sent, the requests open end
-        (up to node/push/group.py's ``SETTLE_ON_STOP_S``) and what was answered is acked
-        before this returns, so the next master sends none of it again."""
+        and what was answered is acked before this returns, so the next master sends none
+        of it again (the release waits for it a while at most: node/handover.py)."""
         self._draining = True
         try:
             await self.stop()

@@ -56,6 +56,30 @@ def test_a_release_that_stepped_down_with_no_successor_in_sight_does_not_say_it_
     assert isinstance(e.value, TransferUnconfirmed) and e.value.code not in REFUSED_503
 
 
+def test_a_release_settles_what_the_master_runs_first_and_waits_for_it_a_while_at_most(tmp_path, monkeypatch):
+    """Push settles its open requests before the release proposes none but its own entries
+    (the acks would be refused after); a receiver that hangs must not hold the release past
+    the graceful stop's budget (node/main.py's RELEASE_ON_SHUTDOWN_S)."""
+    monkeypatch.setattr("horologe.node.handover.SETTLE_S", 0.05)
+    seen = []
+
+    async def propose(kind, **fields):
+        seen.append(kind)
+        raise EntryDroppedError("this node stopped leading before the entry was appended; nothing was done")
+
+    async def transfer(to, timeout):
+        raise AssertionError("no transfer once the lead is lost")
+
+    async def settle():
+        seen.append(("settling, releasing:", handover.releasing))
+        await asyncio.Event().wait()  # a receiver that never answers
+
+    handover = _handover(tmp_path, propose, transfer, lambda: False, settle)
+    with pytest.raises(ProposalRejectedError):
+        asyncio.run(asyncio.wait_for(handover.release(None), 5))
+    assert seen == [("settling, releasing:", False), SYNC]
+
+
 def _fast_clock():
     """A monotonic clock that moves a second a read: waits of seconds end at once."""
     now = [0.0]
@@ -67,7 +91,7 @@ def _fast_clock():
     return read
 
 
-def _handover(tmp_path, propose, transfer, is_master) -> Handover:
+def _handover(tmp_path, propose, transfer, is_master, settle=None) -> Handover:
     """A release's handover on node n1 of n1 and n2, over the calls a test gives."""
     peer = Peer("n2", "127.0.0.1:7002", "127.0.0.1:8002")
     config = NodeConfig(node_id="n1", data_dir=str(tmp_path), http="127.0.0.1:8001", raft="127.0.0.1:7001")
@@ -90,4 +114,5 @@ def _handover(tmp_path, propose, transfer, is_master) -> Handover:
         transfer=transfer,
         pause_leading=paused,
         resume_leading=lambda: None,
+        **({"settle_leading": settle} if settle else {}),
     )
