@@ -281,7 +281,9 @@ class Consumers:
         # Bounded: a filter that matches little, or a group far behind, scans at most
         # SCAN_LIMIT entries not acked past its committed offset; the skip-acks move it past
         # them. (So leases too stay within SCAN_LIMIT entries not acked of it; a message
-        # leased for long holds it back, the acked ranges after it do not count.)
+        # leased for long holds it back, the acked ranges after it do not count.) A scan
+        # reads at most SCAN_LIMIT entries, passing over an acked range it starts a read
+        # in; the next goes on from where it stopped (its cursor).
         end = min(reads.ready_count(topic), progress.unacked_end(floor, SCAN_LIMIT))
         chunk = max(4 * want, 1024)  # most pulls find what they want right at the cursor
         lease = now + visibility_ms
@@ -289,11 +291,13 @@ class Consumers:
         exact = bool(filt.tags) or origin is not None  # checks that read the record
         leased: list[int] = []
         passed: list[int] = []  # filtered out for this group, or removed by retention
-        while (start := progress.first_unacked(start)) < end and len(out) < want:  # acked: not read
+        budget = SCAN_LIMIT  # entries read, acked or not: the window may reach far past the floor
+        while budget > 0 and (start := progress.first_unacked(start)) < end and len(out) < want:
             try:
-                rows = reads.read_ready(topic, start, min(end, start + chunk))
+                rows = reads.read_ready(topic, start, min(end, start + chunk, start + budget))
             except ReadyTrimmedError:
                 break  # cut since the view's state: the next state names the new base
+            budget -= len(rows)
             offsets = start + np.arange(len(rows), dtype=np.int64)
             # A retry topic holds every topic's retries: which topic a row came from is in
             # its record, so there the prefilter cannot tell one to pass over.

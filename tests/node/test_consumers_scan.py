@@ -389,6 +389,38 @@ def test_the_leases_a_pull_queued_are_never_proposed_once_its_node_stops_leading
     asyncio.run(run())
 
 
+def test_a_pull_reads_at_most_scan_limit_entries_however_far_its_window_reaches(log, monkeypatch):
+    """The window counts only entries not acked, so it may reach far past a message leased
+    for long: a scan read every entry up to its end, acked or not (hours of a queue's
+    traffic on the event loop). It reads at most SCAN_LIMIT, and the next goes on from
+    where it stopped."""
+    monkeypatch.setattr(service, "SCAN_LIMIT", 4)
+
+    async def run() -> None:
+        await _deliver(log, 20)
+        consumers = consumers_over(log)
+        await consumers.pull("g", "t", None, 1, 0, 3_600_000)  # m0, held for long
+        for _ in range(5):  # m1..m15 acked, three at a time (m0 and three: the limit)
+            done = await consumers.pull("g", "t", None, 3, 0, 30_000)
+            assert await consumers.ack("g", "t", done.receipts) == 3
+        read = []
+        real = log.view.reads.read_ready
+
+        def counted(topic, lo, hi):
+            rows = real(topic, lo, hi)
+            read.append(len(rows))
+            return rows
+
+        monkeypatch.setattr(log.view.reads, "read_ready", counted)
+        consumers._cursors.clear()  # a scan from the committed offset (a cursor run out)
+        first = as_json(await consumers.pull("g", "t", None, 10, 0, 30_000), T)["messages"]
+        assert sum(read) <= 4
+        second = as_json(await consumers.pull("g", "t", None, 10, 0, 30_000), T)["messages"]
+        assert [m["body"] for m in first + second] == ["m16", "m17", "m18"]  # four not acked: the limit
+
+    asyncio.run(run())
+
+
 def test_the_leases_a_pull_gathered_in_the_ack_window_are_never_proposed_once_its_node_stops_leading(log):
     """With a linger (``ack_window_ms``), a pull's leases wait in the batch being gathered,
     out of the queue, when the role goes: the failing of what waits missed them, and they
