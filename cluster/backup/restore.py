@@ -21,7 +21,8 @@ and take the entries of a new history at those indexes for ones it holds. A dump
 its store is refused instead: the node opens an empty store, finds it behind the dump
 (``StoreBehindDumpError``) and halts, saying so. The next restore into that folder takes
 it for what it is (``raft/`` holding only what a restore writes, the stage holding a store
-and ``data_dir`` none) and removes both before it begins.
+and ``data_dir`` none) and removes both before it begins; once a node was started there,
+it made files of its own, and the folder is refused like any node's.
 """
 
 from __future__ import annotations
