@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+import time
 from collections import defaultdict
 from collections.abc import Callable
 
@@ -80,16 +81,23 @@ class Acker:
 
     def _send_until_closed(self) -> None:
         kept: list[Ack] = []  # acks no node took yet
+        resend_at = 0.0  # monotonic s: when to send them again
         closing = False
         while not closing:
             try:
-                first = self._queue.get(timeout=RESEND_S if kept else None)
+                first = self._queue.get(timeout=max(0.0, resend_at - time.monotonic()) if kept else None)
             except queue.Empty:
                 items = []
             else:
                 items = gather(self._queue, first, lambda item: not isinstance(item, tuple))
             closing = bool(items) and items[-1] is None
-            kept = self._send(kept + [item for item in items if isinstance(item, tuple)])
+            batch = [item for item in items if isinstance(item, tuple)]
+            if closing or time.monotonic() >= resend_at:
+                batch, kept = kept + batch, []
+            failed = self._send(batch)
+            if failed and not kept:
+                resend_at = time.monotonic() + RESEND_S
+            kept += failed
             for item in items:
                 if isinstance(item, threading.Event):
                     item.set()

@@ -71,3 +71,19 @@ def test_an_ack_the_cluster_refused_is_settled_and_not_sent_again():
     acker.close()
     assert (client.tries, client.acked) == (1, [])
     assert settled == [("t", "g", ["r1"])]
+
+
+def test_acks_kept_are_sent_again_every_resend_s_not_with_every_new_ack(monkeypatch):
+    """Each call that no node takes waits the client's retry_s: kept acks sent again with
+    every new one held each new ack's call as long again, and a flush as many times."""
+    monkeypatch.setattr("horologe.client.acker.RESEND_S", 60.0)
+    client = Failing(UnavailableError("no node answered"))
+    acker = Acker(client)
+    acker.ack("t", "g", "r1")
+    acker.flush(5)
+    acker.ack("t", "g", "r2")
+    acker.flush(5)
+    assert client.tries == 2  # r1 once, r2 once: r1 waits for its minute
+    client.up = True
+    acker.close()
+    assert client.acked == [("t", "g", ["r1", "r2"])]  # sent once more as it closes
