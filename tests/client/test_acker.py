@@ -81,9 +81,9 @@ def test_acks_kept_are_sent_again_every_resend_s_not_with_every_new_ack(monkeypa
     acker = Acker(client)
     acker.ack("t", "g", "r1")
     acker.flush(5)
-    acker.ack("t", "g", "r2")
+    acker.ack("t", "h", "r2")  # another group's: a call of its own
     acker.flush(5)
     assert client.tries == 2  # r1 once, r2 once: r1 waits for its minute
     client.up = True
     acker.close()
-    assert client.acked == [("t", "g", ["r1", "r2"])]  # sent once more as it closes
+    assert client.acked == [("t", "g", ["r1"]), ("t", "h", ["r2"])]  # sent once more as it closes
