@@ -628,9 +628,9 @@ class RaftNode(SyncObjSeam):
                 if (
                     self._isLeader()
                     and message.get("leader") == self.settings.raft
-                    and self.serializer.shipping_to(node)
+                    and self.serializer.taking_snapshot(node)
                 ):
-                    # A follower taking a snapshot answers nothing until its last chunk is in
+                    # A follower taking a snapshot answers nothing until it is in and installed
                     # (syncobj.py:1022): its keep-alives, which name this leader, count as its
                     # answers, or a leader whose other followers are down would step down
                     # within leader_fallback_timeout, and ship the snapshot again in each term.
@@ -653,6 +653,8 @@ class RaftNode(SyncObjSeam):
             if not outside:
                 self._take_later_term(node, message.get("term"))
             return
+        if kind == "next_node_idx":
+            self.serializer.answered(node)  # a snapshot it took, if any, is installed
         if kind == "append_entries":
             term = message.get("term")
             if isinstance(term, int) and term < self.raftCurrentTerm:

@@ -90,6 +90,9 @@ class ShippingSerializer(Serializer):
         self._chunk = chunk
         self._on_stale = on_stale
         self._shipments: dict[object, Shipment] = {}
+        # Followers whose shipment's last chunk was taken: they receive what was queued,
+        # install it, and answer nothing until then (:meth:`answered`).
+        self._installing: set = set()
         self._paused: frozenset = frozenset()
         self._stale: dict[object, int] = {}  # follower -> index of the dump that failed it
         self._incoming = None  # the shipped dump being received (a follower's), open to write
@@ -123,6 +126,7 @@ class ShippingSerializer(Serializer):
             raise ShipmentWaits(transmissionID) from e
         if data[2]:
             del self._shipments[transmissionID]
+            self._installing.add(transmissionID)
             log.info(
                 "shipped the snapshot at index %d to %s: %d bytes",
                 shipment.index,
@@ -175,16 +179,19 @@ class ShippingSerializer(Serializer):
     def cancel_all(self) -> None:
         """This node leads no more: no shipment goes on, and no follower waits for a dump."""
         self._shipments.clear()
+        self._installing.clear()
         self._stale.clear()
 
     def link_lost(self, node) -> None:
         """The link to ``node`` dropped, and the chunks queued in it with it: its shipment,
         if any, begins again from the first chunk."""
         self._shipments.pop(node, None)
+        self._installing.discard(node)
 
     def forget(self, node) -> None:
         """``node`` is fed no more (a learner dropped, a member removed): its shipment ends."""
         self._shipments.pop(node, None)
+        self._installing.discard(node)
         self._stale.pop(node, None)
 
     def in_flight(self) -> bool:
@@ -203,6 +210,15 @@ class ShippingSerializer(Serializer):
     def shipping_to(self, node) -> bool:
         return node in self._shipments
 
+    def answered(self, node) -> None:
+        """``node`` answered an append: it takes no snapshot now."""
+        self._installing.discard(node)
+
+    def taking_snapshot(self, node) -> bool:
+        """Whether ``node`` is shipped a snapshot, or installs one shipped whole: it answers
+        no append until that is done."""
+        return node in self._shipments or node in self._installing
+
     def shipping(self) -> frozenset[str]:
-        """The Raft addresses of the followers a shipment is under way to."""
-        return frozenset(node.address for node in self._shipments)
+        """The Raft addresses of the followers a snapshot is shipped to or installed on."""
+        return frozenset(node.address for node in (*self._shipments, *self._installing))

@@ -27,6 +27,7 @@ from horologe.wheel import Watermark
 
 from .test_snapshot_messages import PEERS
 from .ticked import (
+    ack,
     commit_proposed,
     commit_with,
     crash,
@@ -165,6 +166,33 @@ def test_a_follower_taking_a_snapshot_counts_for_the_leaders_majority_while_its_
         answered[slow] = monotonic() - 3 * leader.settings.leader_fallback_timeout
         send_now(leader)
         assert not leader.is_master()
+    finally:
+        crash(leader)
+
+
+def test_a_follower_installing_a_snapshot_shipped_whole_counts_until_it_answers(tmp_path, monkeypatch):
+    """Its shipment ends with the last chunk taken, but the follower still receives what
+    was queued, installs it and answers nothing meanwhile: with the other member down, an
+    install longer than ``leader_fallback_timeout`` made the leader step down once."""
+    leader = ticked_node(tmp_path / "leader", peers=PEERS, ship_chunk_bytes=512)
+    try:
+        up, slow, first = _leading_past_a_dump(leader)
+        full = _ship_over_ticks(leader, slow, first, monkeypatch)
+        full["backlog"] = 0
+        send_now(leader)  # the rest goes, the last chunk with it
+        assert not leader.serializer.shipping_to(slow)
+        answered = leader._SyncObj__lastResponseTime
+        long_ago = monotonic() - 3 * leader.settings.leader_fallback_timeout
+        answered[up] = answered[slow] = long_ago
+        leader._on_message(slow, {"type": KEEPALIVE, "leader": leader.settings.raft})
+        send_now(leader)
+        assert leader.is_master()  # installing: its keep-alives count
+        assert slow.address in leader._status_now().shipping
+        ack(leader, slow, leader._dump.current().index)  # installed: it answers
+        answered[up] = answered[slow] = long_ago
+        leader._on_message(slow, {"type": KEEPALIVE, "leader": leader.settings.raft})
+        send_now(leader)
+        assert not leader.is_master()  # answering again: keep-alives count for nothing
     finally:
         crash(leader)
 
