@@ -40,6 +40,7 @@ from .schedule_state import (
     MAX_SCHEDULES,
     NAMES_KEY,
     PLANNED_KEPT_MS,
+    PLANNED_MOVED_KEPT,
     SCHEDULE_HEADER,
     ScheduleDef,
     ScheduleMark,
@@ -156,7 +157,8 @@ def apply_fires(store: Storage, tx: Transaction, entry: Entry, w: Watermark, res
             Message(d.topic, d.body, t, entry.clock_ms, d.tags, fire_key(d.name, t), headers) for t in fires
         ]
         recent = entry.clock_ms - PLANNED_KEPT_MS
-        planned = tuple(p for p in (*m.planned, *fires) if p > recent or _still_scheduled(store, d, p, w))
+        passed = [p for p in (*m.planned, *fires) if p <= recent and _still_scheduled(store, d, p, w)]
+        planned = (*passed[-PLANNED_MOVED_KEPT:], *(p for p in (*m.planned, *fires) if p > recent))
         tx.set_meta(mark_key(f.name), ScheduleMark(m.incarnation, f.to_mark, planned).to_wire())
     if messages:
         store_messages(store, tx, MessageColumns.from_messages(messages), w, entry.clock_ms, res)

@@ -11,7 +11,8 @@ of key, all msgpack values written by applying ``K`` and ``F`` entries
   every ``F`` entry: every fire time up to ``mark`` was produced (or skipped on
   purpose: before the schedule existed, or while it was paused), and ``planned`` lists
   the fire times produced recently (the last minute, and all ahead) and those whose
-  firing still waits (rescheduled later), which a pause or a delete cancels by key. It
+  firing still waits (rescheduled later; the latest ``PLANNED_MOVED_KEPT``), which a
+  pause or a delete cancels by key. It
   stays after a delete, as a floor for a schedule created again under the same name
   (cluster/schedule_apply.py), until the time it names has passed.
 
@@ -34,6 +35,9 @@ KEY_PREFIX = "schedule:"
 SCHEDULE_HEADER = "x-horologe-schedule"  # each firing names its schedule
 MAX_SCHEDULES = 1000
 PLANNED_KEPT_MS = 60_000  # fire times this far behind the clock stay in ``planned``
+# ... and, of those further behind whose firing still waits (rescheduled later), the latest
+# this many: each F entry looks each one up, and rewrites the mark with them.
+PLANNED_MOVED_KEPT = 100
 
 
 def fire_key(name: str, fire_ms: int) -> str:

@@ -243,3 +243,18 @@ def test_pause_cancels_a_firing_rescheduled_since_a_minute_after_its_first_time(
     assert mark(meta(log.sm), "tick").planned == (T + 2 * S,)  # the moved one kept
     log.control("pause", "tick")
     assert log.state("tick", T + 2 * S) == CANCELLED
+
+
+def test_the_firings_kept_for_a_pause_once_rescheduled_are_the_latest_few(tmp_path, monkeypatch):
+    """Every firing an application rescheduled later stayed in the mark, looked up and
+    rewritten by each F entry: a schedule every second whose firings were all put off a
+    month held millions."""
+    monkeypatch.setattr("horologe.cluster.schedule_apply.PLANNED_MOVED_KEPT", 1)
+    log = Log(machine(tmp_path))
+    log.create(every_second())
+    log.fire(Firings("tick", 1, T, T + 2 * S, (T + S, T + 2 * S)))
+    for fire in (T + S, T + 2 * S):
+        log.apply(MOVE, keys=[("t", fire_key("tick", fire))], deliver_at=[T + 600 * S])
+    log.clock = T + 70 * S
+    log.fire(Firings("tick", 1, T + 2 * S, T + 3 * S, (T + 3 * S,)))
+    assert mark(meta(log.sm), "tick").planned == (T + 2 * S,)  # the latest moved one only
