@@ -434,8 +434,7 @@ class Consumers:
                     group, retries, *scan, origin=topic, wake_at=wake_at, ahead_ms=ahead_ms
                 )
             if skipped:  # filtered out for this group: let its committed offset move past them
-                for part, size in ack_parts(skipped):
-                    self.entry_commit.enqueue(part, size).add_done_callback(_logged)
+                self._queue(skipped)
             remaining = deadline - loop.time()
             if out or remaining <= 0:
                 until = self._lease_until(group, leased, out, now, visibility_ms)
@@ -470,8 +469,7 @@ class Consumers:
             # release; the pull made again by a held request takes them, MasterHold.through).
             items = [(group, r, lo, hi, 0) for r, offs in leased.items() for lo, hi in to_ranges(offs)]
             self._give_back(items)
-            for part, size in ack_parts(items):
-                self.entry_commit.enqueue(part, size).add_done_callback(_logged)
+            self._queue(items)
             raise
         ready, offsets = next((r, o) for r, o in leased.items() if o)
         run = self._committed(group, ready).at(offsets[0])
@@ -559,6 +557,11 @@ class Consumers:
         order; once all are applied."""
         await asyncio.gather(*(self.entry_commit.enqueue(part, size) for part, size in ack_parts(items)))
 
+    def _queue(self, items: list[tuple]) -> None:
+        """:meth:`_commit` not waited for: queued in order now, a failure logged."""
+        for part, size in ack_parts(items):
+            self.entry_commit.enqueue(part, size).add_done_callback(_logged)
+
     def _handed(self, group: str, leased: dict[str, list[int]], out: Taken, lease_until: int) -> Pulled:
         """What a pull answers: a batch receipt per ready log it leased from, and each
         message with a receipt of its own (``leased``'s positions are ``out``'s, in order),
@@ -607,8 +610,7 @@ class Consumers:
             for lo, hi in ranges
         ]
         self._give_back(items)
-        for part, size in ack_parts(items):
-            self.entry_commit.enqueue(part, size).add_done_callback(_logged)
+        self._queue(items)
         return sum(hi - lo for _, _, lo, hi, _ in items)
 
     def _give_back(self, items: list[tuple]) -> None:
