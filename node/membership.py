@@ -158,10 +158,9 @@ class Membership:
             )
         rest = [m for m in self._members() if m.voter and m.raft != member.raft]
         # One being shipped a snapshot answers nothing until it is in.
-        shipping = [m for m in rest if m.raft in self._shipping()]
-        heard = [
-            m for m in rest if m.raft == self._own_raft or (m.raft in self._linked() and m not in shipping)
-        ]
+        linked, taking = self._linked(), self._shipping()
+        shipping = [m for m in rest if m.raft in taking]
+        heard = [m for m in rest if m.raft == self._own_raft or (m.raft in linked and m not in shipping)]
         if len(heard) < len(rest) // 2 + 1:
             why = "".join(f"; {m.node_id} is being shipped a snapshot" for m in shipping)
             raise MembershipChangeRefused(
