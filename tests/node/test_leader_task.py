@@ -11,9 +11,9 @@ from horologe.node.leader_task import LeaderTask, every
 from horologe.storage import CorruptLogError
 
 
-async def test_a_run_begins_only_after_the_cancelled_one_let_go():
-    events = []
-    letting_go = asyncio.Event()
+def _slow_to_let_go(events: list[str], letting_go: asyncio.Event):
+    """A run that records when it begins, is cancelled and lets go, which it does only
+    once ``letting_go`` is set (a wheel's syncs in flight, say)."""
 
     async def run():
         events.append("began")
@@ -21,11 +21,17 @@ async def test_a_run_begins_only_after_the_cancelled_one_let_go():
             await asyncio.Event().wait()
         except asyncio.CancelledError:
             events.append("cancelled")
-            await letting_go.wait()  # slow to let go: a wheel's syncs in flight, say
+            await letting_go.wait()
             events.append("let go")
             raise
 
-    task = LeaderTask(run, "t")
+    return run
+
+
+async def test_a_run_begins_only_after_the_cancelled_one_let_go():
+    events = []
+    letting_go = asyncio.Event()
+    task = LeaderTask(_slow_to_let_go(events, letting_go), "t")
     assert task.start() and not task.start()  # a second start while leading is a no-op
     await asyncio.sleep(0)
     task.cancel()
@@ -47,17 +53,7 @@ async def test_a_run_lost_and_regained_twice_begins_only_after_the_first_let_go(
     last acks); and a stop then returned with the first still running."""
     events = []
     letting_go = asyncio.Event()
-
-    async def run():
-        events.append("began")
-        try:
-            await asyncio.Event().wait()
-        except asyncio.CancelledError:
-            await letting_go.wait()
-            events.append("let go")
-            raise
-
-    task = LeaderTask(run, "t")
+    task = LeaderTask(_slow_to_let_go(events, letting_go), "t")
     task.start()
     await asyncio.sleep(0)
     try:
@@ -65,14 +61,14 @@ async def test_a_run_lost_and_regained_twice_begins_only_after_the_first_let_go(
             task.cancel()
             task.start()
             await asyncio.sleep(0.01)
-        assert events == ["began"]
+        assert events == ["began", "cancelled"]
         stopped = asyncio.create_task(task.stop())
         await asyncio.sleep(0.01)
         assert not stopped.done()  # the first has not let go
     finally:
         letting_go.set()
     await stopped
-    assert events == ["began", "let go"]
+    assert events == ["began", "cancelled", "let go"]
 
 
 async def test_is_current_tells_a_cancelled_run_from_the_current_one():
