@@ -54,7 +54,10 @@ these holds, and otherwise the last one taken stands, aged by this node's monoto
   lateness: a level, which keep-alives released together never make (each arrives as much
   less late as it was sent later), as on a link slow both ways.
 
-The first keep-alive heard from a peer, which echoes nothing, gives no reading.
+The first keep-alive heard from a peer, which echoes nothing, gives no reading; nor is
+it echoed: it may have waited on the way (behind a snapshot's chunks on a link just made)
+with no other of the peer's to tell its wait by, and a hold echoed short makes the round
+trip long, and a reading aged by half of it runs ahead of its sender's clock.
 
 Pure: monotonic times are arguments. node/quorum_clock.py uses the readings.
 """
@@ -93,8 +96,9 @@ class PeerClock(NamedTuple):
 def keepalive(clock_ms: int, now: float, last: PeerClock | None) -> dict:
     """The keep-alive fields for a peer whose last keep-alive here was ``last``."""
     fields: dict = {"clock_ms": clock_ms, "sent": now}
-    if last is not None and last.sent is not None:
-        # held here since it arrived, and as much longer as it waited to be read
+    if last is not None and last.sent is not None and len(last.delays) >= 2:
+        # held here since it arrived, and as much longer as it waited to be read: the
+        # first keep-alive heard has no other to tell its wait by, and is not echoed
         fields["echo"] = [last.sent, now - last.arrived + last.held_s()]
     return fields
 

@@ -21,7 +21,9 @@ def _exchange(
 
 
 def test_the_transit_is_half_the_round_trip_less_the_hold():
-    a_view, _ = _exchange(10.0, b_offset=5_000.0, one_way=0.003, back=0.003, hold=0.2)
+    a_view, b_view = _exchange(9.5, b_offset=5_000.0, one_way=0.003, back=0.003, hold=0.2)
+    assert a_view.ms is None  # B echoes A's keep-alives from its second on
+    a_view, _ = _exchange(10.0, 5_000.0, 0.003, 0.003, 0.2, b_last=b_view, a_last=a_view)
     assert a_view.transit_s() == pytest.approx(0.003)
     assert a_view.age_s(a_view.arrived + 0.1) == pytest.approx(0.103)
 
@@ -129,6 +131,7 @@ def test_a_monotonic_clock_that_stepped_ages_one_keepalive_by_the_step_not_the_w
     moves by the step for good: the second keep-alive at the new level starts the window
     again, and its reading is fresh (before, the step aged readings for 3.5 s)."""
     link, ages = Link(5_000.0), []
+    link.to_b(9.5, 0.002)  # B echoes A's keep-alives from its second on
     for k in range(8):
         link.to_b(10.0 + 0.5 * k, 0.002, a_clock=3600.0 if k >= 5 else 0.0)
         last = link.to_a(1000 + 500 * k, 10.25 + 0.5 * k, 0.002, a_clock=3600.0 if k >= 4 else 0.0)
@@ -190,3 +193,19 @@ def test_a_keepalive_that_waited_for_its_echoer_does_not_age_a_reading_past_its_
     woken = link.to_a(3500, 12.575, 0.002, a_clock=stepped)  # B's, as it woke
     assert woken.ms == 3500
     assert woken.age_s(woken.arrived) == pytest.approx(0.002)
+
+
+def test_the_first_keepalive_heard_from_a_peer_is_not_echoed():
+    """A's first keep-alive to B, a member being added, waited 44 ms behind the snapshot
+    chunks on their new link; B had no other of A's to tell that wait by, and echoed it
+    as held for none. A took the round trip for two transits of 23 ms, aged B's reading
+    21 ms past B's clock, and, with its own clock an hour ahead, ran the cluster's time
+    that far ahead: a push handed out 26 ms early (simulator, every option, seed
+    1170143). B echoes a keep-alive only once it has two to compare."""
+    link = Link(5_000.0)
+    link.to_b(10.0, 0.044)
+    first = link.to_a(1000, 10.4, 0.0015)
+    assert first.ms is None  # nothing echoed: no round trip, no reading
+    link.to_b(10.5, 0.0015)
+    second = link.to_a(1500, 10.9, 0.0015)
+    assert second.ms == 1500 and second.age_s(second.arrived) == pytest.approx(0.0015)
