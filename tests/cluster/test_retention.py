@@ -25,7 +25,9 @@ from ..storage.helpers import replica_state
 T = 1_767_225_600_000  # 2026-01-01 00:00 UTC
 H = T // MS_PER_HOUR
 DAY_MS = 86_400_000
-CFG = StorageConfig(fsync=False, ready_segment_entries=4)
+# Few key buckets: each store saves and loads its heads as it closes and opens (32 MiB of
+# them at the default), and the third replica reopens every seventh entry.
+CFG = StorageConfig(fsync=False, ready_segment_entries=4, key_buckets=1 << 12)
 
 
 def machine(path, cfg: StorageConfig = CFG) -> StateMachine:
@@ -158,7 +160,7 @@ def test_a_nack_of_a_trimmed_offset_is_skipped(tmp_path):
 def test_cancel_by_key_thirty_days_later(tmp_path):
     """Keyed traffic every hour for 29 days, the key index cleaning as it goes; then the
     30-day message is cancelled by its key and never delivered."""
-    cfg = StorageConfig(fsync=False, key_segment_entries=256, key_clean_slack=0)
+    cfg = StorageConfig(fsync=False, key_buckets=1 << 12, key_segment_entries=256, key_clean_slack=0)
     r = Replicas(tmp_path, cfg)
     far = Message("t", b"renew", T + 30 * DAY_MS, T, key="subscription-42")
     (mid,) = r.apply(produce(T, T, [far])).ids

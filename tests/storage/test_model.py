@@ -26,8 +26,9 @@ class StoreModel(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         self.dir = tempfile.mkdtemp(prefix="hz-model-")
-        # few open hours, so eviction and reloading of heads is exercised too
-        self.cfg = StorageConfig(fsync=False, max_open_hours=1, max_cached_hours=2)
+        # few open hours, so eviction and reloading of heads is exercised too; few key
+        # buckets, so keys share chains (and check_store reads 16 KiB of heads, not 32 MiB)
+        self.cfg = StorageConfig(fsync=False, max_open_hours=1, max_cached_hours=2, key_buckets=1 << 10)
         self.store = Storage(self.dir, self.cfg)
         self.ri = 0
         self.seconds: dict[tuple[int, int], list] = {}  # (hour, sec) -> ids, arrival order
