@@ -186,8 +186,10 @@ class AsyncClient(core.ClientSettings, AsyncScheduleCalls, AsyncPushCalls):
         """As :meth:`Client.consume`: ``async with c.consume(...) as s: async for m in s: ...``
         (call it inside a running loop)."""
         fetch, decode = fetch_and_decode(self, topic, group, tags, batch, wait_ms, visibility_ms, ahead_ms)
-        ack, give_back = settle_calls(self, topic, group)
-        return AsyncSubscription(fetch, ack, prefetch, ack_queue, decode, pulls, give_back)
+        ack, give_back, renew = settle_calls(self, topic, group, visibility_ms)
+        return AsyncSubscription(
+            fetch, ack, prefetch, ack_queue, decode, pulls, give_back, renew, visibility_ms
+        )
 
     async def ack(self, topic: str, group: str, receipts: list[str]) -> int:
         """As :meth:`Client.ack`."""

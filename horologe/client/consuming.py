@@ -23,6 +23,13 @@ batches, the rest of the current one, an answer that came in as it stopped) is g
 back (``release``): the group's consumers get it again at once, no attempt counted,
 rather than after its lease.
 
+A lease runs from its pull, and what was pulled ahead may wait in the subscription longer
+than ``visibility_ms`` behind a slow handler (the leases ended, the group's next pull took
+the messages again, and the handler ran them twice). So what waits is renewed (``extend``)
+each third of the visibility: the batches pulled ahead, and the messages of the current
+batch not handed over yet. A message handed over is renewed no more: it has at least two
+thirds of the visibility left, and a handler that hangs keeps it no longer than that.
+
 Pulls ask for messages up to ``ahead_ms`` before their time (what the master's wheel has
 fired ahead), and the subscription holds each until the master's clock reaches its
 ``deliver_at`` (horologe/client/holding.py): the round trip is over by then, so a message
@@ -48,11 +55,13 @@ log = logging.getLogger(__name__)
 # Logged when what a closing subscription gives back fails: it comes back after its lease.
 UNDECODED = "an answer pulled as the subscription closed could not be decoded"
 NOT_GIVEN_BACK = "could not give back %d messages pulled and not handed out"
+NOT_RENEWED = "could not renew the leases of %d messages pulled and not handed out yet"
 # How long the acker gathers receipts after the first before it sends them. Nothing waits
 # for these acks (the lease keeps a message until its ack commits, close() flushes), and a
 # message handed over at its time makes one receipt each: sent at once, 2,000 msg/s due
 # made hundreds of ack calls a second, each a Raft entry and a millisecond of the GIL.
 ACK_LINGER_S = 0.01
+RENEWED_EVERY = 3  # what waits in a subscription is renewed each third of the visibility
 # How early consume's pulls take messages: whatever the wheel fired (fire_lead_ms, at most 1,000).
 AHEAD_MS = MAX_AHEAD_MS
 _DONE = object()
@@ -96,9 +105,9 @@ def fetch_and_decode(
     return fetch, decode
 
 
-def settle_calls(client, topic: str, group: str):
-    """A client's ack and release of ``group``'s messages of ``topic``, bound to ``client``
-    (a Client or an AsyncClient, whose calls are awaitable)."""
+def settle_calls(client, topic: str, group: str, visibility_ms: int):
+    """A client's ack, release and renewal (to ``visibility_ms``) of ``group``'s messages
+    of ``topic``, bound to ``client`` (a Client or an AsyncClient, whose calls are awaitable)."""
 
     def ack(receipts: list[str]):
         return client.ack(topic, group, receipts)
@@ -106,7 +115,14 @@ def settle_calls(client, topic: str, group: str):
     def give_back(receipts: list[str]):
         return client.release(topic, group, receipts)
 
-    return ack, give_back
+    def renew(receipts: list[str]):
+        return client.extend(topic, group, receipts, visibility_ms)
+
+    return ack, give_back, renew
+
+
+def _receipts_of(batch) -> list[str]:
+    return batch.receipts() if isinstance(batch, PulledBatch) else [m.receipt for m in batch]
 
 
 def _local_ms() -> float:
@@ -125,17 +141,57 @@ class _Handing:
     _to_ack: list[str]
     clock: MasterClock
 
+    def _init_renewal(self, renew, visibility_ms: int) -> None:
+        """``renew(receipts)`` extends leases to ``visibility_ms`` (None: nothing renewed)."""
+        self._renew = renew
+        self._renew_every_ms = visibility_ms / RENEWED_EVERY
+        # id(batch) -> [when its leases last began at the latest (local ms), batch]: pulled,
+        # not taken yet (the decoder adds, the iterating loop takes, the renewal reads)
+        self._waiting: dict[int, list] = {}
+        self._waiting_lock = threading.Lock()
+        self._current_from = 0.0  # when the current batch's leases last began, at the latest
+
+    def _pulled(self, batch, sent_ms: float) -> None:
+        """``batch`` waits to be taken; its pull was sent at ``sent_ms``, before it leased."""
+        with self._waiting_lock:
+            self._waiting[id(batch)] = [sent_ms, batch]
+
+    def _due_renewals(self) -> list[list[str]]:
+        """The receipts to renew now, a call each: of every waiting batch whose leases began
+        a third of the visibility ago, and of the current batch's messages not handed over
+        yet, once as long since the last renewal. Taken as renewed from now."""
+        now, every, due = _local_ms(), self._renew_every_ms, []
+        with self._waiting_lock:
+            for entry in self._waiting.values():
+                if now - entry[0] >= every:
+                    entry[0] = now
+                    due.append(_receipts_of(entry[1]))
+        if now - self._current_from >= every:
+            left = [m.receipt for m in list(self._current)]  # list(): one step, under the GIL
+            self._current_from = now
+            due += [left[i : i + MAX_ITEMS] for i in range(0, len(left), MAX_ITEMS)]
+        return [receipts for receipts in due if receipts]
+
     def _observe(self, batch, arrived_ms: float) -> None:
         """A pull's answer arrived at ``arrived_ms`` (local): what its stamp says of the
         master's clock."""
         self.clock.observe(getattr(batch, "clock_ms", None), arrived_ms)
 
-    def _take(self, batch: list[ReceivedMessage]) -> None:
+    def _take(self, batch: list[ReceivedMessage]) -> list[str]:
         """A pulled batch becomes the current one (``_current`` is empty); its place
-        among the ``prefetch`` pulled ahead is free."""
+        among the ``prefetch`` pulled ahead is free. Its receipts if its leases are to be
+        renewed before any of it is handed over (they began a third of the visibility
+        ago), else ``[]``."""
         self._slots.release()
         self._current.extend(by_time(batch))
         self._whole = batch
+        now = _local_ms()
+        with self._waiting_lock:
+            self._current_from = self._waiting.pop(id(batch), [now])[0]
+        if self._renew is None or now - self._current_from < self._renew_every_ms:
+            return []
+        self._current_from = now
+        return _receipts_of(batch)
 
     def _wait_s(self) -> float:
         """How long until the next message may be handed over (0: now)."""
@@ -192,8 +248,13 @@ class Subscription(_Handing, Iterator[ReceivedMessage]):
         decode: Callable[[object], list[ReceivedMessage]] | None = None,
         pulls: int = 1,
         give_back: Callable[[list[str]], object] | None = None,
+        renew: Callable[[list[str]], object] | None = None,
+        visibility_ms: int = 30_000,
     ) -> None:
+        """``renew(receipts)``: extends leases to ``visibility_ms`` (None: what waits is
+        not renewed)."""
         self._pull, self._decode, self._ack, self._give_back = pull, decode, ack, give_back
+        self._init_renewal(renew, visibility_ms)
         self._late: list = []  # answers that came in once it was stopping (list.append: thread-safe)
         pulls = max(1, pulls)
         self._slots = threading.Semaphore(max(1, prefetch) + pulls)  # pulled ahead, not taken yet
@@ -209,10 +270,13 @@ class Subscription(_Handing, Iterator[ReceivedMessage]):
         self._pullers = [threading.Thread(target=self._pull_loop, daemon=True) for _ in range(pulls)]
         self._decoder = threading.Thread(target=self._decode_loop, daemon=True)
         self._acker = threading.Thread(target=self._ack_loop, daemon=True)
+        self._renewer = threading.Thread(target=self._renew_loop, daemon=True)
         for puller in self._pullers:
             puller.start()
         self._decoder.start()
         self._acker.start()
+        if renew is not None:
+            self._renewer.start()
 
     def _going(self) -> bool:
         return not self._stop.is_set() and self._error is None
@@ -222,8 +286,9 @@ class Subscription(_Handing, Iterator[ReceivedMessage]):
             while self._going():
                 if not self._slots.acquire(timeout=0.1):
                     continue
+                sent_ms = _local_ms()
                 answer = self._pull()
-                self._hand_on((answer, _local_ms()))
+                self._hand_on((answer, _local_ms(), sent_ms))
         except BaseException as e:  # noqa: BLE001 - after what was fetched before it
             self._hand_on(e)
 
@@ -248,10 +313,11 @@ class Subscription(_Handing, Iterator[ReceivedMessage]):
                     continue
                 if isinstance(fetched, BaseException):
                     raise fetched
-                answer, arrived_ms = fetched
+                answer, arrived_ms, sent_ms = fetched
                 batch = answer if self._decode is None else self._decode(answer)
                 self._observe(batch, arrived_ms)
                 if batch:
+                    self._pulled(batch, sent_ms)
                     self._batches.put(batch)
                 else:
                     self._slots.release()
@@ -276,6 +342,17 @@ class Subscription(_Handing, Iterator[ReceivedMessage]):
             self._error = self._error or e
             self._batches.put(_DONE)  # the loop may be waiting for a batch that never comes
 
+    def _renew_loop(self) -> None:
+        while not self._stop.wait(self._renew_every_ms / 2000):
+            for receipts in self._due_renewals():
+                self._renew_now(receipts)
+
+    def _renew_now(self, receipts: list[str]) -> None:
+        try:
+            self._renew(receipts)
+        except Exception:  # noqa: BLE001 - their leases end on their own; a later pull takes them
+            log.warning(NOT_RENEWED, len(receipts), exc_info=True)
+
     def _raise_if_failed(self) -> None:
         if self._error is not None:
             raise self._error
@@ -286,6 +363,11 @@ class Subscription(_Handing, Iterator[ReceivedMessage]):
             self._receipts.put(r)
         self._to_ack = []
 
+    def _renew_taken(self, batch) -> None:
+        receipts = self._take(batch)
+        if receipts:
+            self._renew_now(receipts)
+
     def __next__(self) -> ReceivedMessage:
         self._ack_handed()  # first: a failed pull does not undo the handling of the last one
         self._raise_if_failed()
@@ -294,7 +376,7 @@ class Subscription(_Handing, Iterator[ReceivedMessage]):
             if batch is _DONE:
                 self._raise_if_failed()
                 raise StopIteration
-            self._take(batch)
+            self._renew_taken(batch)
         wait = self._wait_s()
         if wait:  # held until the master's clock reaches its time
             time.sleep(wait)
@@ -316,7 +398,7 @@ class Subscription(_Handing, Iterator[ReceivedMessage]):
                 self._batches.put(_DONE)  # for the next call, too
                 self._raise_if_failed()
                 return []
-            self._take(batch)
+            self._renew_taken(batch)
         wait = self._wait_s()
         if wait > deadline - time.monotonic():
             time.sleep(max(0.0, deadline - time.monotonic()))
@@ -333,6 +415,8 @@ class Subscription(_Handing, Iterator[ReceivedMessage]):
         self._stop.set()
         self._receipts.put(_DONE)
         self._acker.join()
+        if self._renewer.is_alive():
+            self._renewer.join()
         for puller in self._pullers:
             puller.join()
         self._decoder.join()
@@ -362,9 +446,19 @@ class AsyncSubscription(_Handing, AsyncIterator[ReceivedMessage]):
     its own while the next ``await pull()`` is on its way (None: the answer is the batch)."""
 
     def __init__(
-        self, pull, ack, prefetch: int, ack_queue: int, decode=None, pulls: int = 1, give_back=None
+        self,
+        pull,
+        ack,
+        prefetch: int,
+        ack_queue: int,
+        decode=None,
+        pulls: int = 1,
+        give_back=None,
+        renew=None,
+        visibility_ms: int = 30_000,
     ) -> None:
         self._pull, self._decode, self._ack, self._give_back = pull, decode, ack, give_back
+        self._init_renewal(renew, visibility_ms)
         pulls = max(1, pulls)
         self._slots = asyncio.Semaphore(max(1, prefetch) + pulls)  # pulled ahead, not taken yet
         self._fetched: asyncio.Queue = asyncio.Queue(maxsize=1)  # (answer, when it arrived), or an error
@@ -378,13 +472,15 @@ class AsyncSubscription(_Handing, AsyncIterator[ReceivedMessage]):
         self._pullers = [loop.create_task(self._pull_loop()) for _ in range(pulls)]
         self._decoder = loop.create_task(self._decode_loop())
         self._acker = loop.create_task(self._ack_loop())
+        self._renewer = None if renew is None else loop.create_task(self._renew_loop())
 
     async def _pull_loop(self) -> None:
         try:
             while True:
                 await self._slots.acquire()
+                sent_ms = _local_ms()
                 answer = await self._pull()
-                await self._fetched.put((answer, _local_ms()))
+                await self._fetched.put((answer, _local_ms(), sent_ms))
         except asyncio.CancelledError:
             raise
         except BaseException as e:  # noqa: BLE001 - after what was fetched before it
@@ -396,10 +492,11 @@ class AsyncSubscription(_Handing, AsyncIterator[ReceivedMessage]):
                 fetched = await self._fetched.get()
                 if isinstance(fetched, BaseException):
                     raise fetched
-                answer, arrived_ms = fetched
+                answer, arrived_ms, sent_ms = fetched
                 batch = answer if self._decode is None else await self._decode(answer)
                 self._observe(batch, arrived_ms)
                 if batch:
+                    self._pulled(batch, sent_ms)
                     self._batches.put_nowait(batch)
                 else:
                     self._slots.release()
@@ -440,6 +537,23 @@ class AsyncSubscription(_Handing, AsyncIterator[ReceivedMessage]):
             if done:
                 return
 
+    async def _renew_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self._renew_every_ms / 2000)
+            for receipts in self._due_renewals():
+                await self._renew_now(receipts)
+
+    async def _renew_now(self, receipts: list[str]) -> None:
+        try:
+            await self._renew(receipts)
+        except Exception:  # noqa: BLE001 - their leases end on their own; a later pull takes them
+            log.warning(NOT_RENEWED, len(receipts), exc_info=True)
+
+    async def _renew_taken(self, batch) -> None:
+        receipts = self._take(batch)
+        if receipts:
+            await self._renew_now(receipts)
+
     def __aiter__(self) -> AsyncSubscription:
         return self
 
@@ -461,7 +575,7 @@ class AsyncSubscription(_Handing, AsyncIterator[ReceivedMessage]):
             batch = await self._batches.get()
             if isinstance(batch, BaseException):
                 raise batch
-            self._take(batch)
+            await self._renew_taken(batch)
         wait = self._wait_s()
         if wait:  # held until the master's clock reaches its time
             await asyncio.sleep(wait)
@@ -480,7 +594,7 @@ class AsyncSubscription(_Handing, AsyncIterator[ReceivedMessage]):
                 return []
             if isinstance(batch, BaseException):
                 raise batch
-            self._take(batch)
+            await self._renew_taken(batch)
         wait = self._wait_s()
         if wait > deadline - loop.time():
             await asyncio.sleep(max(0.0, deadline - loop.time()))
@@ -494,10 +608,13 @@ class AsyncSubscription(_Handing, AsyncIterator[ReceivedMessage]):
         for puller in self._pullers:
             puller.cancel()
         self._decoder.cancel()
+        if self._renewer is not None:
+            self._renewer.cancel()
         await self._ack_handed()
         await self._receipts.put(_DONE)
         await self._acker  # raises an ack's error
-        await asyncio.gather(*self._pullers, self._decoder, return_exceptions=True)
+        renewer = [] if self._renewer is None else [self._renewer]
+        await asyncio.gather(*self._pullers, self._decoder, *renewer, return_exceptions=True)
         batches = _drained(self._batches)
         answers = [f[0] for f in _drained(self._fetched) if not isinstance(f, BaseException)]
         decoded = []

@@ -199,8 +199,8 @@ class Client(core.ClientSettings, calls.BlockingPool, ScheduleCalls, PushCalls):
         Pulls take messages up to ``ahead_ms`` before their time, and each is handed over
         once the master's clock reaches its ``deliver_at`` (0: pulled once due)."""
         fetch, decode = fetch_and_decode(self, topic, group, tags, batch, wait_ms, visibility_ms, ahead_ms)
-        ack, give_back = settle_calls(self, topic, group)
-        return Subscription(fetch, ack, prefetch, ack_queue, decode, pulls, give_back)
+        ack, give_back, renew = settle_calls(self, topic, group, visibility_ms)
+        return Subscription(fetch, ack, prefetch, ack_queue, decode, pulls, give_back, renew, visibility_ms)
 
     def ack(self, topic: str, group: str, receipts: list[str]) -> int:
         """Acknowledge leased messages: never handed out again. How many messages the

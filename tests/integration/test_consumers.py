@@ -408,3 +408,43 @@ def test_closing_a_consumer_gives_back_more_than_one_call_takes(cluster):
     for _ in range(5):
         got += len(c.pull("gb", "g", max=1000, wait_ms=0))
     assert got == 2499
+
+
+def test_messages_that_wait_pulled_ahead_longer_than_their_lease_are_handled_once(cluster):
+    """A consumer pulls ahead of what it hands over (``prefetch`` batches ready, ``pulls``
+    more on their way), and a lease runs from the pull: with a handler of 20 ms and 150
+    messages pulled ahead, the last waited 3 s in the consumer behind a lease of 1 s.
+    Their leases ended while they waited, its own next pull took them again, and the
+    handler ran them again (400 repeats in a run). What waits is renewed now."""
+    bodies = _due(cluster, "ahead", 300)
+    c = cluster.client(0)
+    seen = []
+    with c.consume("ahead", "g", batch=50, wait_ms=500, visibility_ms=1_000, prefetch=2, pulls=1) as messages:
+        for m in messages:
+            seen.append(m.text)
+            time.sleep(0.02)
+            if len(set(seen)) == 300:
+                break
+    assert sorted(seen) == sorted(bodies), f"{len(seen) - len(set(seen))} handled twice"
+    assert _nothing_left(cluster, "ahead")
+
+
+def test_an_async_consumer_renews_what_it_pulled_ahead_as_well(cluster):
+    """As above, through the asyncio client."""
+    bodies = _due(cluster, "aahead", 300)
+
+    async def run() -> list[str]:
+        seen = []
+        async with AsyncClient([cluster.url(i) for i in cluster.indexes], CLIENT) as c:
+            sub = c.consume("aahead", "g", batch=50, wait_ms=500, visibility_ms=1_000, prefetch=2, pulls=1)
+            async with sub as messages:
+                async for m in messages:
+                    seen.append(m.text)
+                    await asyncio.sleep(0.02)
+                    if len(set(seen)) == 300:
+                        break
+        return seen
+
+    seen = asyncio.run(run())
+    assert sorted(seen) == sorted(bodies), f"{len(seen) - len(set(seen))} handled twice"
+    assert _nothing_left(cluster, "aahead")
