@@ -33,7 +33,7 @@ from dramatiq.errors import ConnectionFailed, DecodeError, QueueJoinTimeout
 from horologe.client import AlreadyDeliveredError, Client, NotFoundError, UnavailableError
 from horologe.client.acker import Acker
 from horologe.client.lease_keeper import MIN_WORKER_VISIBILITY_MS, LeaseKeeper
-from horologe.client.limits import MAX_ITEMS, MAX_PENDING_PAGE, MAX_VISIBILITY_MS
+from horologe.client.limits import MAX_ITEMS, MAX_PENDING_PAGE, MAX_VISIBILITY_MS, MAX_WAIT_MS
 from horologe.client.task_keys import task_key, topic_name
 
 JOIN_POLL_S = 0.1
@@ -166,7 +166,9 @@ class _Consumer(Consumer):
         self.broker = broker
         self.topic = broker.topic(queue_name)
         self.prefetch = min(max(prefetch, 1), MAX_ITEMS)
-        self.timeout_ms = timeout_ms
+        # Dramatiq's worker_timeout: how long a pull waits for a message, at most the longest
+        # long poll a node takes (the worker's loop then asks again)
+        self.timeout_ms = min(max(timeout_ms, 0), MAX_WAIT_MS)
         self.leases, self.acker = broker.holding()
         self.held: list = []  # pulled, not yet handed to the worker
         self.open = broker.running.setdefault(self.topic, set())  # receipts handed out, not settled

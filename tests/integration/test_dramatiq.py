@@ -177,6 +177,25 @@ def test_a_consumer_holding_its_prefetch_takes_no_more(cluster):
     broker.close()
 
 
+def test_a_worker_timeout_past_the_longest_long_poll_pulls_for_that_long(cluster):
+    """Dramatiq's ``worker_timeout`` is how long a consumer waits for a message; one over
+    the 30 s a pull may wait was sent as the pull's ``wait_ms``, which the node refuses
+    (422): every pull failed, and the worker consumed nothing."""
+    import dramatiq
+
+    from horologe.dramatiq import HorologeBroker
+
+    broker = HorologeBroker([cluster.url(i) for i in cluster.indexes], CLIENT)
+    job = dramatiq.actor(lambda n: None, broker=broker, actor_name="long", queue_name="long")
+    job.send(1)
+    consumer = broker.consume("long", prefetch=1, timeout=60_000)
+    message = next(consumer)
+    assert message is not None and message.args == (1,)
+    consumer.ack(message)
+    consumer.close()
+    broker.close()
+
+
 def test_a_message_given_back_comes_again_marked_redelivered(cluster):
     """As the RabbitMQ broker's messages say it: ``redelivered`` once handed out before."""
     import dramatiq
