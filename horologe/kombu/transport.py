@@ -343,8 +343,10 @@ class Channel(virtual.Channel):
         # new message, not redelivered. Celery reads it here
         # (worker_deduplicate_successful_tasks), as kombu's Redis transport sets it.
         redelivered = m.attempt > 0 or m.deliveries > 1
+        # The routing key it was published with, as kombu stored it (Celery's retry publishes
+        # with it: a queue's name there would route nowhere from a topic exchange's binding)
+        info.setdefault("routing_key", queue)
         info.update(
-            routing_key=queue,
             redelivered=redelivered,
             horologe={
                 "topic": topic,
