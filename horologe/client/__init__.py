@@ -21,6 +21,7 @@ from .errors import (
     InvalidRequestError,
     MessageCancelledError,
     NotFoundError,
+    ServerError,
     UnavailableError,
 )
 from .models import (
@@ -64,6 +65,7 @@ __all__ = [
     "Reply",
     "Rescheduled",
     "Schedule",
+    "ServerError",
     "Scheduled",
     "UnavailableError",
     "node_role",

@@ -43,6 +43,13 @@ class UnavailableError(HorologeError):
     """Raised when no master answered within the retry budget (503, timeouts, refused connections)."""
 
 
+class ServerError(HorologeError):
+    """Raised when a node answered with a failure of its own, not a refusal (a 5xx but
+    503: 500 an internal error, 507 a halted store, its disk full): not retried, and what
+    the call did is unknown. A node that halted hands its place over: a task queue's
+    worker reconnects and pulls again."""
+
+
 class CertificateError(HorologeError):
     """Raised when a node's TLS certificate does not verify: not signed by a CA the client
     trusts (see ``ca=``), expired, or issued for another host. Nothing was sent; not retried."""
@@ -90,7 +97,7 @@ def error_for(status: int, body) -> HorologeError:
         403: AuthError,
         404: NotFoundError,
         409: AlreadyDeliveredError,
-    }.get(status, UnavailableError if status in (0, 503) else HorologeError)
+    }.get(status, UnavailableError if status in (0, 503) else ServerError if status >= 500 else HorologeError)
     if status == 409 and err.get("code") == "cancelled":
         kind = MessageCancelledError
     return kind(message, status, err.get("code", ""), err.get("field"))

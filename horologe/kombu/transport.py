@@ -43,7 +43,13 @@ from kombu.utils import json
 
 from horologe.client import Client
 from horologe.client.acker import Acker
-from horologe.client.errors import CertificateError, InvalidRequestError, NotFoundError, UnavailableError
+from horologe.client.errors import (
+    CertificateError,
+    InvalidRequestError,
+    NotFoundError,
+    ServerError,
+    UnavailableError,
+)
 from horologe.client.lease_keeper import LeaseKeeper
 from horologe.client.limits import MAX_ITEMS
 from horologe.client.task_keys import eta_ms, task_key, topic_name
@@ -441,7 +447,9 @@ class Transport(virtual.Transport):
         asynchronous=False, exchange_type=frozenset({"direct", "topic"}), heartbeats=False
     )
     connection_errors = (*virtual.Transport.connection_errors, UnavailableError, CertificateError)
-    channel_errors = (*virtual.Transport.channel_errors, InvalidRequestError, NotFoundError)
+    # A node's own failure (ServerError: a master halted as its disk filled) is one too: the
+    # worker reconnects and pulls again, as from a Redis ResponseError
+    channel_errors = (*virtual.Transport.channel_errors, InvalidRequestError, NotFoundError, ServerError)
 
     def as_uri(self, uri: str, include_password: bool = False, mask: str = "**") -> str:
         """The broker URL as Celery shows it: a list of nodes (which urllib cannot parse),

@@ -27,3 +27,16 @@ def test_only_a_message_s_state_is_already_delivered():
         assert kind is ConflictError, code
     assert type(error_for(409, {"error": {"code": "already_delivered"}})) is AlreadyDeliveredError
     assert type(error_for(409, {"error": {"code": "cancelled"}})) is MessageCancelledError
+
+
+def test_a_node_s_own_failure_is_one_celery_reconnects_after():
+    """A pull answered 507 (the master's disk full, as it halts and steps down) or 500 was
+    a plain HorologeError, in neither of the transport's error tuples: Celery's consumer
+    recovers only from those, and the worker exited ("Unrecoverable error")."""
+    from horologe.kombu.transport import Transport
+
+    recoverable = Transport.connection_errors + Transport.channel_errors
+    for status, code in ((500, "internal"), (507, "disk_full")):
+        err = error_for(status, {"error": {"code": code, "message": "m"}})
+        assert isinstance(err, recoverable), (status, type(err))
+    assert not isinstance(error_for(401, {"error": {"code": "unauthorized"}}), recoverable)
