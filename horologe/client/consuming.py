@@ -459,6 +459,7 @@ class AsyncSubscription(_Handing, AsyncIterator[ReceivedMessage]):
     ) -> None:
         self._pull, self._decode, self._ack, self._give_back = pull, decode, ack, give_back
         self._init_renewal(renew, visibility_ms)
+        self._late: list = []  # answers a close cancelled on their way: decoded and given back
         pulls = max(1, pulls)
         self._slots = asyncio.Semaphore(max(1, prefetch) + pulls)  # pulled ahead, not taken yet
         self._fetched: asyncio.Queue = asyncio.Queue(maxsize=1)  # (answer, when it arrived), or an error
@@ -480,7 +481,11 @@ class AsyncSubscription(_Handing, AsyncIterator[ReceivedMessage]):
                 await self._slots.acquire()
                 sent_ms = _local_ms()
                 answer = await self._pull()
-                await self._fetched.put((answer, _local_ms(), sent_ms))
+                try:
+                    await self._fetched.put((answer, _local_ms(), sent_ms))
+                except asyncio.CancelledError:
+                    self._late.append(answer)  # its messages are leased: given back on close
+                    raise
         except asyncio.CancelledError:
             raise
         except BaseException as e:  # noqa: BLE001 - after what was fetched before it
@@ -493,7 +498,11 @@ class AsyncSubscription(_Handing, AsyncIterator[ReceivedMessage]):
                 if isinstance(fetched, BaseException):
                     raise fetched
                 answer, arrived_ms, sent_ms = fetched
-                batch = answer if self._decode is None else await self._decode(answer)
+                try:
+                    batch = answer if self._decode is None else await self._decode(answer)
+                except asyncio.CancelledError:
+                    self._late.append(answer)  # as a puller's
+                    raise
                 self._observe(batch, arrived_ms)
                 if batch:
                     self._pulled(batch, sent_ms)
@@ -616,7 +625,7 @@ class AsyncSubscription(_Handing, AsyncIterator[ReceivedMessage]):
         renewer = [] if self._renewer is None else [self._renewer]
         await asyncio.gather(*self._pullers, self._decoder, *renewer, return_exceptions=True)
         batches = _drained(self._batches)
-        answers = [f[0] for f in _drained(self._fetched) if not isinstance(f, BaseException)]
+        answers = [f[0] for f in _drained(self._fetched) if not isinstance(f, BaseException)] + self._late
         decoded = []
         for answer in answers:
             try:

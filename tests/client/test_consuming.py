@@ -367,6 +367,41 @@ def test_an_async_subscription_gives_back_what_it_never_handed_out():
     assert sorted(given_back) == ["r2", "r3", "r4"]
 
 
+def test_an_async_subscription_gives_back_the_answers_it_was_decoding_or_handing_on_as_it_closed():
+    """Closing cancelled the task decoding an answer and a puller waiting to hand the next
+    on (the decoder's queue holds one): those answers' messages, leased, were dropped, and
+    the group got them again only after their lease."""
+    group = FakeGroup([[1], [2], [3], [4], [5]])
+    given_back: list[str] = []
+
+    async def pull():
+        return group.pull()
+
+    async def decode(answer):
+        await asyncio.sleep(0.05)  # a large answer, decoded slowly
+        return answer
+
+    async def give_back(receipts):
+        given_back.extend(receipts)
+
+    async def run() -> None:
+        sub = AsyncSubscription(
+            pull, _ack_nothing, prefetch=1, ack_queue=10, decode=decode, pulls=2, give_back=give_back
+        )
+        first = await sub.__anext__()
+        assert first.id == "1"
+        await asyncio.sleep(0.02)  # the next answer being decoded, another waiting to be handed on
+        await sub.close()
+
+    asyncio.run(run())
+    pulled = [f"r{k}" for k in range(1, group.pulls + 1) if k <= 5]
+    assert sorted(given_back + ["r1"]) == sorted(pulled), (group.pulls, given_back)
+
+
+async def _ack_nothing(receipts) -> None:
+    return None
+
+
 class Refused(Exception):
     pass
 
