@@ -204,7 +204,7 @@ class _Handing:
         whole, self._whole = self._whole, None
         if whole is not None and n == len(self._current):
             self._current.clear()
-            self._to_ack = whole.receipts() if isinstance(whole, PulledBatch) else [m.receipt for m in whole]
+            self._to_ack = _receipts_of(whole)
             return list(whole)
         handed = [self._current.popleft() for _ in range(n)]
         self._to_ack = [m.receipt for m in handed]
