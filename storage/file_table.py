@@ -133,10 +133,14 @@ class FileTable:
         self._held.clear()
 
     def commit(self) -> None:
+        """After the batch's frame: what it removed is unlinked, and the unlinks made
+        durable (a power loss would bring the files back, hours of messages each)."""
         for rel in self._removed:
             self._forget(rel)
             if os.path.exists(self.path(rel)):
                 os.unlink(self.path(rel))
+        for folder in sorted({os.path.dirname(self.path(rel)) for rel in self._removed}):
+            fsync_dir(folder)
         self._forget_batch()
 
     def rollback(self) -> None:

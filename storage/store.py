@@ -135,22 +135,28 @@ class Storage(StoreReads):
         )
 
     def _set_aside(self, rel: str, start: int) -> None:
+        """Move what is past ``start`` of ``rel`` into ``torn/``: a whole file by a rename
+        (one a removal's unlink left behind is an hour's log, gigabytes), a tail by a copy."""
         src = os.path.join(self.directory, rel)
         torn = os.path.join(self.directory, TORN_DIR)
         os.makedirs(torn, exist_ok=True)
         dst = os.path.join(torn, f"{rel.replace('/', '_')}.{start}")
-        with open(src, "rb") as f:
-            f.seek(start)
-            tail = f.read()
-        with open(dst, "wb") as f:
-            f.write(tail)
-            f.flush()
-            fsync(f.fileno(), dst)
         if start == 0:
-            os.unlink(src)
+            size = os.path.getsize(src)
+            os.replace(src, dst)
+            fsync_dir(torn)
+            fsync_dir(os.path.dirname(src))
         else:
+            with open(src, "rb") as f:
+                f.seek(start)
+                tail = f.read()
+            with open(dst, "wb") as f:
+                f.write(tail)
+                f.flush()
+                fsync(f.fileno(), dst)
             os.truncate(src, start)
-        self.recovered.append(f"{rel}: set aside {len(tail)} uncommitted bytes at {start}")
+            size = len(tail)
+        self.recovered.append(f"{rel}: set aside {size} uncommitted bytes at {start}")
 
     def _recover_files(self) -> None:
         committed = self.journal.state.files

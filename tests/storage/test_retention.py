@@ -15,7 +15,9 @@ from horologe.storage import (
     Storage,
     StorageConfig,
     check_store,
+    file_table,
 )
+from horologe.storage.hour_names import hour_name
 
 from .helpers import H0, HOUR, msg, replica_state, tree_bytes
 
@@ -178,3 +180,48 @@ def test_a_quiet_topic_rolls_its_segments_by_the_hour_and_holds_nothing_back(tmp
         assert s.apply(8, lambda tx: tx.drop_hours_before(HOUR + 4)) == HOUR + 2
         assert s.hours() == [HOUR + 2, HOUR + 3] and s.ready_base("quiet") == 2
         check_store(s)
+
+
+def _cut_an_hour(root: str) -> str:
+    """A store whose first hour retention removed; that hour's log file's path."""
+    s = Storage(root, CFG)
+    fill(s)
+    s.apply(6, lambda tx: tx.trim_ready("orders", 10))
+    log = os.path.join(root, "delay", hour_name(HOUR) + ".log")
+    assert os.path.exists(log)
+    assert s.apply(7, lambda tx: tx.drop_hours_before(HOUR + 3)) == HOUR + 1
+    s.close()
+    return log
+
+
+def test_the_files_a_removal_unlinks_are_gone_for_good_once_it_returns(tmp_path, monkeypatch):
+    """The unlinks came after the removal's sync point, and no folder was fsynced after
+    them: a power loss then brought the files back, hours of messages each."""
+    seen = []
+
+    def fsync_dir(path: str) -> None:
+        seen.append((os.path.basename(path), sorted(os.listdir(path))))
+
+    monkeypatch.setattr(file_table, "fsync_dir", fsync_dir)
+    root = str(tmp_path / "s")
+    log = _cut_an_hour(root)
+    gone = os.path.basename(log)
+    assert any(folder == "delay" and gone not in names for folder, names in seen)  # fsynced once gone
+    assert not os.path.exists(log)
+
+
+def test_a_file_a_removal_left_behind_is_set_aside_whole_without_a_copy(tmp_path):
+    """An hour's log, gigabytes, back after a crash between the removal's sync point and its
+    unlink (or its folder's fsync): open copied it whole into torn/, read into memory and
+    written out again, on a disk retention was freeing."""
+    root = str(tmp_path / "s")
+    log = _cut_an_hour(root)
+    with open(log, "wb") as f:  # the unlink never reached the disk
+        f.write(b"x" * 4096)
+    inode = os.stat(log).st_ino
+    s = Storage(root, CFG)
+    (aside,) = os.listdir(os.path.join(root, "torn"))
+    assert os.stat(os.path.join(root, "torn", aside)).st_ino == inode  # moved, not copied
+    assert not os.path.exists(log) and any("4096 uncommitted bytes" in line for line in s.recovered)
+    check_store(s)
+    s.close()
