@@ -118,6 +118,7 @@ class CommitJournal:
         self.lost_at: int | None = None  # where open met writes a power cut lost out of order
         self.unsynced = False  # whether the last frame appended is not a sync point
         self._file: AppendFile | None = None
+        self._restated = 0  # bytes of the last checkpoint this journal was rewritten as
 
     def open(self, read_only: bool = False) -> None:
         """Fold the journal up to its last sync point. A torn last frame is set aside;
@@ -207,8 +208,11 @@ class CommitJournal:
 
     @property
     def checkpoint_due(self) -> bool:
-        """Whether the journal has grown past ``compact_bytes`` (rewritten at the next sync point)."""
-        return self._file is not None and self._file.length > self.compact_bytes
+        """Whether the journal has grown ``compact_bytes`` past its last checkpoint
+        (rewritten at the next sync point). Past the checkpoint, not in all: a state larger
+        than ``compact_bytes`` (schedules' definitions in meta) would make every
+        checkpoint due again at once, every batch a sync point and a rewrite."""
+        return self._file is not None and self._file.length > self._restated + self.compact_bytes
 
     def append(self, rec: dict, *, synced: bool) -> None:
         """Append ``rec``: a sync point when ``synced`` (the caller fsynced its data first,
@@ -251,6 +255,7 @@ class CommitJournal:
             if self._file is not None:
                 self._file.close()
             self._file = AppendFile(self.path, os.path.getsize(self.path))
+            self._restated = self._file.length
 
     def close(self) -> None:
         if self._file is not None:

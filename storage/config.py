@@ -50,6 +50,7 @@ class StorageConfig:
     # File descriptors a file table keeps open at most (ready-log segments, key files,
     # hour files), least recently used closed first; closed ones reopen when read.
     max_open_files: int = 256
+    # The commit journal is rewritten as one checkpoint once it grew this much past its last
     journal_compact_bytes: int = 4 * 1024 * 1024
     # Records of messages due soon after their production that a reader keeps in memory
     # for the pulls that read them next (recent_records.py); 0 keeps none.

@@ -279,3 +279,28 @@ def test_a_length_that_runs_past_the_end_with_whole_frames_after_it_is_corruptio
         f.write(b"\x40")  # the length's high byte
     with pytest.raises(CorruptLogError):
         Storage(root, CFG)
+
+
+def test_a_state_larger_than_the_journal_s_bound_is_restated_once_not_at_every_batch(tmp_path, monkeypatch):
+    """The journal is rewritten as one checkpoint once it grows past ``journal_compact_bytes``;
+    a state larger than that (schedules' definitions in meta, bodies and all) made every
+    checkpoint past the bound already: every batch was a sync point and rewrote the whole
+    journal (50 rewrites in 50 batches here)."""
+    cfg = StorageConfig(fsync=False, journal_compact_bytes=64 * 1024)
+    s = Storage(str(tmp_path / "s"), cfg)
+    s.apply(1, lambda tx: tx.set_meta("schedules", "x" * 100_000))  # the state: 100 kB
+    rewrites = [0]
+    write = s.journal.write_checkpoint
+
+    def counted(state, directory=None):
+        rewrites[0] += 1
+        write(state, directory)
+
+    monkeypatch.setattr(s.journal, "write_checkpoint", counted)
+    for ri in range(2, 52):
+        s.apply(ri, lambda tx, ri=ri: tx.set_meta("n", ri))
+    assert rewrites[0] <= 1
+    s.close()
+    s = Storage(str(tmp_path / "s"), cfg)
+    assert s.applied_index == 51 and s.meta("n") == 51 and len(s.meta("schedules")) == 100_000
+    s.close()
