@@ -156,12 +156,30 @@ def apply_fires(store: Storage, tx: Transaction, entry: Entry, w: Watermark, res
         messages += [
             Message(d.topic, d.body, t, entry.clock_ms, d.tags, fire_key(d.name, t), headers) for t in fires
         ]
-        recent = entry.clock_ms - PLANNED_KEPT_MS
-        passed = [p for p in (*m.planned, *fires) if p <= recent and _still_scheduled(store, d, p, w)]
-        planned = (*passed[-PLANNED_MOVED_KEPT:], *(p for p in (*m.planned, *fires) if p > recent))
-        tx.set_meta(mark_key(f.name), ScheduleMark(m.incarnation, f.to_mark, planned).to_wire())
+        tx.set_meta(
+            mark_key(f.name),
+            ScheduleMark(m.incarnation, f.to_mark, _planned(store, d, m, fires, w, entry)).to_wire(),
+        )
     if messages:
         store_messages(store, tx, MessageColumns.from_messages(messages), w, entry.clock_ms, res)
+
+
+def _planned(
+    store: Storage, d: ScheduleDef, m: ScheduleMark, fires: list[int], w: Watermark, entry: Entry
+) -> tuple[int, ...]:
+    """What a pause or a delete is to cancel after this entry stored ``fires``: the fire
+    times of the last ``PLANNED_KEPT_MS`` and ahead; of those further behind, every one the
+    wheel has not reached (a catch-up after an outage, produced a minute late or more,
+    while the wheel fast-forwards: this entry's own are not stored yet, so none is looked
+    up) and the latest ``PLANNED_MOVED_KEPT`` it passed whose firing still waits
+    (rescheduled later: looked up by key)."""
+    recent = entry.clock_ms - PLANNED_KEPT_MS
+    times = sorted({*m.planned, *fires})
+    lately = [p for p in times if p > recent]
+    older = times[: len(times) - len(lately)]
+    waiting = [p for p in older if not w.passed(p)]
+    moved = [p for p in older if w.passed(p) and _still_scheduled(store, d, p, w)]
+    return (*sorted({*waiting, *moved[-PLANNED_MOVED_KEPT:]}), *lately)
 
 
 def _still_scheduled(store: Storage, d: ScheduleDef, fire_ms: int, w: Watermark) -> bool:

@@ -11,8 +11,8 @@ of key, all msgpack values written by applying ``K`` and ``F`` entries
   every ``F`` entry: every fire time up to ``mark`` was produced (or skipped on
   purpose: before the schedule existed, or while it was paused), and ``planned`` lists
   the fire times produced recently (the last minute, and all ahead) and those whose
-  firing still waits (rescheduled later; the latest ``PLANNED_MOVED_KEPT``), which a
-  pause or a delete cancels by key. It
+  firing still waits (the wheel has not reached it: a catch-up; or rescheduled later:
+  the latest ``PLANNED_MOVED_KEPT``), which a pause or a delete cancels by key. It
   stays after a delete, as a floor for a schedule created again under the same name
   (cluster/schedule_apply.py), until the time it names has passed.
 

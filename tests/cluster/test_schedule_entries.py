@@ -255,6 +255,21 @@ def test_the_firings_kept_for_a_pause_once_rescheduled_are_the_latest_few(tmp_pa
     log.fire(Firings("tick", 1, T, T + 2 * S, (T + S, T + 2 * S)))
     for fire in (T + S, T + 2 * S):
         log.apply(MOVE, keys=[("t", fire_key("tick", fire))], deliver_at=[T + 600 * S])
+    log.deliver_to(T + 5 * S)  # the wheel passed their first times (one it has not reached stays)
     log.clock = T + 70 * S
     log.fire(Firings("tick", 1, T + 2 * S, T + 3 * S, (T + 3 * S,)))
     assert mark(meta(log.sm), "tick").planned == (T + 2 * S,)  # the latest moved one only
+
+
+def test_firings_caught_up_a_minute_late_behind_a_lagging_wheel_are_cancelled_by_a_pause(tmp_path):
+    """After an outage the master plans from the mark: firings over a minute behind its
+    clock, stored scheduled while its wheel catches up. Only the firings already stored
+    were looked up for ``planned``, so this entry's own were left out, and a pause (say,
+    to stop the flood) answered 200 while the wheel delivered them after it."""
+    log = Log(machine(tmp_path))
+    log.create(every_second())
+    log.clock = T + 600 * S  # the wheel's watermark stays behind, at T
+    log.fire(Firings("tick", 1, T, T + 660 * S, tuple(T + k * S for k in range(1, 661))))
+    assert log.state("tick", T + 10 * S) == SCHEDULED
+    log.control("pause", "tick")
+    assert log.state("tick", T + 10 * S) == CANCELLED
