@@ -72,7 +72,8 @@ class SyncedDisk:
     def __init__(self) -> None:
         self._synced: dict[tuple[int, int], bytes] = {}
         self._real_fsync = os.fsync
-        self._real_exit = os._exit
+        self._real_exit = os._exit  # what a process exit that is not a node's calls
+        self._saved_exit = os._exit  # what uninstall puts back, whatever _real_exit became
         self._armed: dict[str, list[int]] = {}  # folder -> [fsyncs left before one fails, errno]
         self._lost: dict[tuple[int, int], tuple[int, int]] = {}  # file -> [lo, hi) a failed fsync lost
         self._failure: tuple[str, str] | None = None  # (folder, file) of the fsync that just failed
@@ -112,7 +113,7 @@ class SyncedDisk:
 
     def uninstall(self) -> None:
         os.fsync = self._real_fsync
-        os._exit = self._real_exit
+        os._exit = self._saved_exit
         os.write, os.pwrite = self._real_write, self._real_pwrite
         builtins.open, tarfile.bltn_open = self._real_open, self._real_tar_open
 

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from horologe.storage import durable
-from sim.disk import ProcessExit
+from sim.disk import ProcessExit, SyncedDisk
+from sim.run import sim_root
 from sim.world import fresh_dir
 
 
@@ -80,6 +81,23 @@ def test_a_process_whose_exit_was_caught_exits_again_at_its_next_fsync(disk):
         assert disk.take_exited() == [(os.path.realpath(node), "journal.tmp")]
     finally:
         os.close(fd)
+
+
+def test_uninstalled_the_process_exits_as_before_whatever_stood_in_for_its_exit(tmp_path):
+    """The test above stands in for the simulator's own exit, and uninstall put that stand-in
+    in place of ``os._exit`` for the rest of the pytest worker: a later test's forked child
+    (tests/cluster/test_backup_files.py) could not exit, ran on as a second worker, and
+    its parent waited for it for ever (the default suite hung)."""
+    folder = fresh_dir(os.path.join(sim_root(), f"exit-test-{os.getpid()}"))
+    before = os._exit
+    disk = SyncedDisk()
+    disk.install(folder)
+    try:
+        disk._real_exit = lambda status: None
+    finally:
+        disk.uninstall()
+        os.rmdir(folder)
+    assert os._exit is before
 
 
 def test_after_a_power_loss_what_is_written_over_the_lost_pages_is_synced(disk):
