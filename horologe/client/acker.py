@@ -8,8 +8,9 @@ one Raft entry each.
 ``let_go``: a message's lease is renewed until its ack is in). An ack that no node took
 (the cluster out of reach for the client's ``retry_s``) is kept and sent again every
 ``RESEND_S``, its lease still renewed, so its message is handed out again only if the
-cluster stays out of reach past the lease. One the cluster refused is logged and settled
-(its message comes back when its lease ends: at least once).
+cluster stays out of reach past the lease. One the cluster refused, or whose call failed
+otherwise (the client closed under it), is logged and settled (its message comes back when
+its lease ends: at least once).
 
 ``flush()`` waits until everything queued before it was sent once (taken, refused or
 kept); ``close()`` flushes, sends what is kept once more, and stops: what is still not
@@ -130,6 +131,9 @@ class Acker:
                 except HorologeError as e:
                     why = "%d acks on %s/%s refused (handed out again after their lease): %s"
                     log.warning(why, len(chunk), topic, group, e)
+                except Exception:  # noqa: BLE001 - the thread must go on sending the acks after it
+                    why = "%d acks on %s/%s failed (handed out again after their lease)"
+                    log.exception(why, len(chunk), topic, group)
                 self._settled(topic, group, chunk)
         if not kept and self._said_kept:
             self._said_kept = False

@@ -87,3 +87,20 @@ def test_acks_kept_are_sent_again_every_resend_s_not_with_every_new_ack(monkeypa
     client.up = True
     acker.close()
     assert client.acked == [("t", "g", ["r1"]), ("t", "h", ["r2"])]  # sent once more as it closes
+
+
+def test_an_ack_call_that_fails_unexpectedly_is_settled_and_the_acks_after_it_are_sent():
+    """A call that raised other than a HorologeError (the client closed under the acker as a
+    worker shut down, a bug) ended the acker's thread: every later ack was queued to nothing,
+    and the lease keeper renewed those messages' leases for as long as the worker ran."""
+    client = Failing(RuntimeError("cannot send a request: the client has been closed"))
+    settled = []
+    acker = Acker(client, lambda *ack: settled.append(ack))
+    acker.ack("t", "g", "r1")
+    acker.flush(5)
+    assert settled == [("t", "g", ["r1"])]  # no longer renewed: handed out again after its lease
+    client.up = True
+    acker.ack("t", "g", "r2")
+    acker.close()
+    assert client.acked == [("t", "g", ["r2"])]
+    assert settled == [("t", "g", ["r1"]), ("t", "g", ["r2"])]
