@@ -183,6 +183,7 @@ class NodeService:
             Receipts(config.cluster_secret),
             observers.handout_lateness,
             self.require_master,
+            self.require_leading,
         )
         self.dead_letters = DeadLetters(
             self.view,
@@ -466,6 +467,11 @@ class NodeService:
     def require_master(self) -> None:
         if self.handover.releasing:
             raise NotMasterError(None)  # 503: the next master is a moment away; clients retry
+        self.require_leading()
+
+    def require_leading(self) -> None:
+        """:meth:`require_master`, but a handover under way is no refusal: for an answer
+        whose entries committed before it began (a pull's leases), which proposes nothing."""
         if not self.is_master():
             leader = self.leader_http()
             if leader is None and not self._is_voter():

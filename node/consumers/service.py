@@ -138,12 +138,15 @@ class Consumers:
         receipts: Receipts,
         observe_lateness: Callable[[np.ndarray], None] = lambda seconds: None,
         require_master: Callable[[], None] = lambda: None,
+        require_leading: Callable[[], None] | None = None,
     ) -> None:
         """``observe_lateness(seconds)``: how late after its deliver_at each message of a
-        pulled batch is handed out, one array per batch."""
+        pulled batch is handed out, one array per batch; ``require_leading()``:
+        ``require_master()`` but for a handover under way (default: the same)."""
         self.view = view
         self._observe_lateness = observe_lateness
         self._require_master = require_master
+        self._require_leading = require_leading or require_master
         self._propose = propose
         self._clock = clock
         self.receipts = receipts
@@ -461,9 +464,12 @@ class Consumers:
         nothing (NotMasterError), and leases that ended meanwhile go to nobody, since
         another pull may hold those messages now (the simulator's node services, seed 98).
         They end where the committed leases say: the entry of a silence that applied right
-        after theirs moved them on (cluster/leases.py), and the messages are theirs till then."""
+        after theirs moved them on (cluster/leases.py), and the messages are theirs till then.
+        A handover that began meanwhile is no reason to answer nothing: the leases committed,
+        and a release of them could not be proposed now (the pull made again, without a
+        name, would find them leased for their visibility)."""
         try:
-            self._require_master()
+            self._require_leading()
         except NotMasterError:
             # Nobody is answered them: given back (a master that still leads commits the
             # release; the pull made again by a held request takes them, MasterHold.through).

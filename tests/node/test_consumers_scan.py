@@ -469,6 +469,79 @@ def test_a_pull_refused_once_its_leases_committed_gives_them_back_for_the_pull_m
     asyncio.run(run())
 
 
+def test_a_pull_whose_leases_committed_as_a_handover_began_answers_them(log):
+    """A master hands its place over (a graceful stop) while a pull's leases commit: the pull
+    answered 503 and gave them back, but a release cannot be proposed while handing over, so
+    they stayed leased to nobody, and the pull made again at the next master (a raw HTTP
+    pull, without a name) waited out their visibility (30 s here)."""
+    releasing = [False]
+
+    def require_leading() -> None:
+        pass  # master, its lease held
+
+    def require_master() -> None:
+        if releasing[0]:
+            raise NotMasterError(None)
+        require_leading()
+
+    async def run() -> None:
+        await _deliver(log, 1)
+        consumers = Consumers(
+            log.view,
+            log.propose,
+            log.clock,
+            (1000,),
+            0,
+            Receipts("secret"),
+            require_master=require_master,
+            require_leading=require_leading,
+        )
+        propose = consumers._propose
+
+        async def handing_over_meanwhile(kind, **fields):
+            done = await propose(kind, **fields)
+            releasing[0] = bool(fields.get("leases"))
+            return done
+
+        consumers._propose = handing_over_meanwhile
+        committer = asyncio.create_task(consumers.run())
+        got = await consumers.pull("g", "t", None, 1, 0, 30_000)
+        assert [m["body"] for m in as_json(got, T)["messages"]] == ["m0"]
+        committer.cancel()
+
+    asyncio.run(run())
+
+
+def test_a_node_handing_over_is_no_master_but_still_leads(tmp_path, monkeypatch):
+    """What ``Consumers`` is given to check before answering: the handover alone is no refusal."""
+    from horologe.node.clock import system_clock
+    from horologe.node.config import NodeConfig
+    from horologe.node.service import NodeService
+
+    config = NodeConfig(node_id="n1", data_dir=str(tmp_path), http="127.0.0.1:1", raft="127.0.0.1:2")
+    svc = NodeService(config, system_clock(0))
+    try:
+        checks = {"is_master": True, "lease_held": True, "fresh": True, "_applied_own_term": True}
+        monkeypatch.setattr(svc, "is_master", lambda: checks["is_master"])
+        monkeypatch.setattr(svc, "leader_http", lambda: "http://127.0.0.1:3")
+        monkeypatch.setattr(svc, "_applied_own_term", lambda: checks["_applied_own_term"])
+        raft = type("Raft", (), {"lease_held": lambda self: checks["lease_held"]})
+        monkeypatch.setattr(svc, "raft", raft())
+        monkeypatch.setattr(svc.quorum_clock, "fresh", lambda: checks["fresh"])
+        svc.handover.releasing = True
+        with pytest.raises(NotMasterError):
+            svc.require_master()
+        svc.consumers._require_leading()  # leads: may answer
+        for check in checks:
+            checks[check] = False
+            with pytest.raises(NotMasterError):
+                svc.consumers._require_leading()
+            checks[check] = True
+    finally:
+        svc.view.close()
+        svc._writer.store.close()
+
+
 def test_a_new_master_honours_the_committed_leases_and_a_failed_commit_leases_nothing(log):
     async def run() -> None:
         await _deliver(log, 3)
