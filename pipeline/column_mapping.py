@@ -9,6 +9,7 @@ to keep them apart.
 
 from __future__ import annotations
 
+import datetime
 import json
 from dataclasses import dataclass
 
@@ -70,33 +71,66 @@ class ColumnMapping:
         }
         if self.tags_col is not None and row.get(self.tags_col) not in (None, ""):
             tags = row[self.tags_col]
-            msg["tags"] = [t for t in tags.split(",") if t] if isinstance(tags, str) else list(tags)
+            if isinstance(tags, str):
+                msg["tags"] = [t for t in tags.split(",") if t]
+            elif isinstance(tags, list | tuple):
+                msg["tags"] = list(tags)
+            else:
+                raise ValueError(f"tags: {self.tags_col} holds {type(tags).__name__}, not a list or text")
         for option, field in zip(TIME_OPTIONS, ("deliver_at", "deliver_after", "delay_level"), strict=True):
             col = getattr(self, option)
             if col is not None:
                 value = row.get(col)
                 if value is None:
                     raise ValueError(f"{col}: empty")
-                msg[field] = _number_if_numeric(value)
+                msg[field] = _time_value(col, value)
+        at = msg.get("deliver_at")
+        if type(at) is int and SECONDS_LOOK <= at < MS_LOOK:
+            raise ValueError(f"{self.deliver_at_col}: {at} looks like epoch seconds; give epoch milliseconds")
         if msg["body"] is None:
             raise ValueError(f"{self.body_col}: empty")
-        msg["body"] = str(msg["body"])
+        msg["body"] = _body(msg["body"])
+        key = row.get(self.key_col) if self.key_col is not None else None
+        if key not in (None, ""):
+            msg["key"] = str(key)
         try:
             check_message(msg, now_ms, LIMITS)
         except InvalidFieldError as e:
             raise ValueError(f"{e.field or 'row'}: {e.message}") from e
-        key = row.get(self.key_col) if self.key_col is not None else None
-        msg["key"] = str(key) if key not in (None, "") else row_key(msg)
+        if "key" not in msg:
+            msg["key"] = row_key(msg)
         return msg
 
 
-def _number_if_numeric(value):
+# An epoch-ms deliver time in [1e9, 1e11) is in 1970 (January to March 1973): most likely
+# epoch seconds (2001 to 5138), which as milliseconds would all be due at once.
+SECONDS_LOOK, MS_LOOK = 1_000_000_000, 100_000_000_000
+EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+
+
+def _body(value) -> str | bytes:
+    """A body column's value as the message's body: text or bytes as they are, structures
+    (a JSON object or array read into a struct, map or list) and scalars as JSON."""
+    if isinstance(value, str | bytes):
+        return value
+    if isinstance(value, bytearray | memoryview):
+        return bytes(value)
+    return json.dumps(value, separators=(",", ":"), default=str)
+
+
+def _time_value(col: str, value):
+    """A time column's value: an integer as it is (from text or a whole float too), a
+    timestamp as its epoch ms (the same instant, however the session's zone shows it)."""
     if type(value) is int:
         return value
     if isinstance(value, str) and value.strip().lstrip("-").isdigit():
         return int(value)
     if isinstance(value, float) and value.is_integer():
         return int(value)
+    if isinstance(value, datetime.datetime):
+        if value.tzinfo is None:
+            raise ValueError(f"{col}: a timestamp without a time zone ({value.isoformat()})")
+        return (value - EPOCH) // datetime.timedelta(milliseconds=1)
     return value if not hasattr(value, "isoformat") else value.isoformat()
 
 
