@@ -31,10 +31,17 @@ class AuditResult:
     lateness: pd.DataFrame  # minute_ms, delivered, p50_ms, p99_ms, max_ms
     duplicated_messages: int
     extra_deliveries: int
-    missing: pd.DataFrame  # topic, id, slot_ms
+    missing: pd.DataFrame  # topic, id, slot_ms: the first MISSING_SHOWN (missing.parquet: all)
+    missing_count: int
     cancelled: int
     backlog: pd.DataFrame  # hour_ms, pending
-    tags: pd.DataFrame  # tag, messages
+    tags: pd.DataFrame  # tag, messages: the TAGS_SHOWN most used (tags.parquet: all)
+
+
+# What the driver collects of the missing messages and the tags (the report shows them):
+# the tables in full are written by the executors, and may be as large as the store.
+MISSING_SHOWN = 50
+TAGS_SHOWN = 30
 
 
 def watermark_of(data_dir: str) -> int:
@@ -112,10 +119,11 @@ def run_audit(spark, data_dir: str, out_dir: str, *, grace_ms: int = 60_000, day
         lateness=lateness.toPandas(),
         duplicated_messages=int(dup_row["n"]),
         extra_deliveries=int(dup_row["extra"] or 0),
-        missing=missing.toPandas(),
+        missing=missing.limit(MISSING_SHOWN).toPandas(),
+        missing_count=missing.count(),
         cancelled=msgs.where("cancelled").count(),
         backlog=backlog.toPandas(),
-        tags=tags.toPandas(),
+        tags=tags.limit(TAGS_SHOWN).toPandas(),
     )
     msgs.unpersist()
     dels.unpersist()

@@ -26,7 +26,7 @@ def write_report(r, out_dir: str, *, grace_ms: int, days: int) -> str:
         f"| messages stored | {r.messages:,} |",
         f"| deliveries (ready-log entries, DLQ excluded) | {r.deliveries:,} |",
         f"| messages delivered more than once | {r.duplicated_messages:,} ({r.extra_deliveries:,} extra) |",
-        f"| missing (due {grace_ms / 1000:g} s before the watermark, undelivered) | {len(r.missing):,} |",
+        f"| missing (due {grace_ms / 1000:g} s before the watermark, undelivered) | {r.missing_count:,} |",
         f"| cancelled | {r.cancelled:,} |",
         f"| pending in the next {days} days | {int(r.backlog['pending'].sum()) if len(r.backlog) else 0:,} |",
         "",
@@ -70,11 +70,12 @@ def write_report(r, out_dir: str, *, grace_ms: int, days: int) -> str:
         fig.savefig(os.path.join(out_dir, "backlog.png"), dpi=100)
         plt.close(fig)
     if len(r.tags):
-        lines += ["", "## Tags", "", "| tag | messages |", "|---|---|"]
-        lines += [f"| {x.tag} | {int(x.messages):,} |" for x in r.tags.head(30).itertuples()]
+        lines += ["", f"## Tags (the {len(r.tags)} most used; tags.parquet: all)", "", "| tag | messages |"]
+        lines += ["|---|---|", *(f"| {x.tag} | {int(x.messages):,} |" for x in r.tags.itertuples())]
     if len(r.missing):
-        lines += ["", "## Missing deliveries (first 50)", "", "| topic | id | due (UTC) |", "|---|---|---|"]
-        lines += [f"| {x.topic} | {x.id} | {_utc(int(x.slot_ms))} |" for x in r.missing.head(50).itertuples()]
+        lines += ["", f"## Missing deliveries (the first {len(r.missing)} of {r.missing_count:,})", ""]
+        lines += ["| topic | id | due (UTC) |", "|---|---|---|"]
+        lines += [f"| {x.topic} | {x.id} | {_utc(int(x.slot_ms))} |" for x in r.missing.itertuples()]
     path = os.path.join(out_dir, "report.md")
     with open(path, "w") as f:
         f.write("\n".join(lines) + "\n")

@@ -57,6 +57,21 @@ def test_audit_numbers(spark, tmp_path):
     assert "| messages delivered more than once | 1 (1 extra) |" in report
 
 
+def test_the_driver_collects_a_few_missing_messages_and_tags_however_many(spark, tmp_path, monkeypatch):
+    """Every missing message and every tag was collected into the driver's memory, for a
+    report that shows 50 and 30: a store with millions missing (or a tag per customer)."""
+    from horologe.pipeline import audit
+
+    build_store(str(tmp_path / "n1" / "store"))
+    monkeypatch.setattr(audit, "MISSING_SHOWN", 0)
+    monkeypatch.setattr(audit, "TAGS_SHOWN", 2)
+    r = audit.run_audit(spark, str(tmp_path / "n1"), str(tmp_path / "out"), grace_ms=MIN, days=7)
+    assert (len(r.missing), r.missing_count) == (0, 1)
+    assert dict(zip(r.tags["tag"], r.tags["messages"], strict=True)) == {"a": 16, "b": 8}
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert "undelivered) | 1 |" in report and "## Tags (the 2 most used; tags.parquet: all)" in report
+
+
 def test_datasource_reads_a_live_store_without_touching_it(spark, tmp_path):
     root = str(tmp_path / "s")
     build_store(root)
