@@ -5,8 +5,8 @@
    every row with the API's own rules (column_mapping) and post the valid ones, in
    batches, with retries and per-row keys (poster), so task retries and reruns store
    nothing twice. Bad rows never reach the cluster: they come out of the pass and go to
-   a reject file (JSON lines: the row and the reason). Sorted rows keep each batch
-   within a few delivery hours.
+   a reject file (JSON lines: the row and the reason), as do the messages the server
+   refused (its reason). Sorted rows keep each batch within a few delivery hours.
 
 The pass's counts travel in accumulators: should Spark run a finished stage again (an
 executor lost), its rows would be counted again, though not stored again. Before, rows
@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from .column_mapping import ColumnMapping
-from .errors import PipelineError
+from .errors import JobFailedError, PipelineError
 from .poster import Poster
 from .progress import job_progress
 from .spark_session import LIGHT_JVM, spark_session
@@ -65,7 +65,12 @@ def read_input(spark, path: str, fmt: str | None = None):
     return reader.load(path)
 
 
-def schedule_session(master: str = "local[*]"):
+# Local mode on every core, a failed task run again up to 3 times (as on a cluster; plain
+# local[*] fails the job at a task's first failure): posting is idempotent (keys).
+LOCAL_MASTER = "local[*,4]"
+
+
+def schedule_session(master: str = LOCAL_MASTER):
     """The Spark session ``horologe spark schedule`` runs in: its JVM only reads, sorts
     and hands Arrow batches over, so it gets the light JIT (spark_session.LIGHT_JVM)."""
     return spark_session(master, "horologe-schedule", java_options=LIGHT_JVM)
@@ -96,21 +101,30 @@ def run_schedule(
     def check_and_post(batches):
         import pyarrow as pa
 
+        def refusals(poster: Poster) -> tuple[list[str], list[str]]:
+            """The messages the server refused since last asked, as reject rows."""
+            taken = [poster.refusals.popleft() for _ in range(len(poster.refusals))]
+            return [json.dumps(m, default=str) for m, _ in taken], [why for _, why in taken]
+
         with fewer_collections(), Poster(urls, token, batch_size=batch_size, ca=ca) as poster:
             for batch in batches:
                 bad, reasons = [], []
                 for row in batch.to_pylist():
                     try:
                         message = mapping.to_message(row, now)
-                    except ValueError as e:
+                    except (ValueError, TypeError) as e:  # a value of a type no rule expects
                         bad.append(json.dumps(row, default=str))
                         reasons.append(str(e))
                     else:
                         poster.add(message)
                 rows.add(batch.num_rows)
                 rejects.add(len(bad))
-                if bad:
-                    yield pa.RecordBatch.from_pydict({"row": bad, "reason": reasons})
+                more, why = refusals(poster)
+                if bad or more:
+                    yield pa.RecordBatch.from_pydict({"row": bad + more, "reason": reasons + why})
+        more, why = refusals(poster)  # the last batches, posted as the poster closed
+        if more:
+            yield pa.RecordBatch.from_pydict({"row": more, "reason": why})
         accepted.add(poster.stats.accepted)
         refused.add(poster.stats.refused)
         retried.add(poster.stats.retried)
@@ -119,7 +133,12 @@ def run_schedule(
     with job_progress(sc, "horologe-schedule", on_progress):
         # the one action: the pass runs once, on all partitions; its few rejects then
         # meet in one file
-        rejected.repartition(1).write.mode("overwrite").json(rejects_path)
+        try:
+            rejected.repartition(1).write.mode("overwrite").json(rejects_path)
+        except Exception as e:
+            if type(e).__module__.startswith(("pyspark", "py4j")):
+                raise JobFailedError.of(e) from e
+            raise
     return ScheduleSummary(
         rows.value, accepted.value, rejects.value, refused.value, retried.value, rejects_path
     )

@@ -11,7 +11,7 @@ from horologe.client import CertificateError, RawClient, UnavailableError
 from horologe.client.calls import node_urls
 from horologe.pipeline.column_mapping import ColumnMapping
 from horologe.pipeline.errors import PipelineError
-from horologe.pipeline.schedule import run_schedule, schedule_session
+from horologe.pipeline.schedule import LOCAL_MASTER, run_schedule, schedule_session
 from horologe.pipeline.spark_session import spark_session
 from horologe.storage import StorageError
 
@@ -61,8 +61,19 @@ def _check_certificates(urls: list[str], ca: str | None) -> None:
 @click.option(
     "--rejects", default="rejects", show_default=True, help="Folder for rejected rows (JSON lines)."
 )
-@click.option("--batch-size", default=1000, show_default=True, help="Messages per request.")
-@click.option("--master", default="local[*]", show_default=True, help="Spark master URL.")
+@click.option(
+    "--batch-size",
+    default=1000,
+    show_default=True,
+    type=click.IntRange(1),
+    help="Messages per request (fewer if they pass 3 MiB; halved while a node answers 413).",
+)
+@click.option(
+    "--master",
+    default=LOCAL_MASTER,
+    show_default=True,
+    help="Spark master URL (local[N,F]: N cores, a failed task tried F times in all).",
+)
 def spark_schedule(
     input_path,
     url,
@@ -154,5 +165,5 @@ def spark_audit(data_dir, out, grace_ms, days, master) -> None:
         raise click.ClickException(str(e)) from e
     click.echo(
         f"{r.messages:,} messages, {r.deliveries:,} deliveries; duplicates {r.duplicated_messages:,}, "
-        f"missing {len(r.missing):,}, cancelled {r.cancelled:,}; report: {out}/report.md"
+        f"missing {r.missing_count:,}, cancelled {r.cancelled:,}; report: {out}/report.md"
     )

@@ -28,3 +28,30 @@ def test_the_jvm_runs_with_the_options_its_job_needs(job, light):
     assert "-Dlog4j2.level=ERROR" in out
     assert ("-XX:TieredStopAtLevel=1" in out) is light
     assert ("-XX:+UseSerialGC" in out) is light
+
+
+FAIL_ONCE = """
+import os, sys
+from horologe.pipeline.schedule import schedule_session
+spark = schedule_session()
+def once(x, marker=sys.argv[1]):
+    if not os.path.exists(marker):
+        open(marker, "w").close()
+        raise RuntimeError("a task's first try fails")
+    return x
+print(spark.sparkContext.parallelize([7], 1).map(once).collect())
+spark.stop()
+"""
+
+
+def test_a_schedule_task_that_fails_once_is_run_again(tmp_path):
+    """``spark schedule`` runs local[*] by default, where a task's first failure (a node's
+    500, the posting's retries run out) failed the whole job; its posting is idempotent."""
+    out = subprocess.run(
+        [sys.executable, "-c", FAIL_ONCE, str(tmp_path / "tried")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "[7]"
