@@ -35,7 +35,7 @@ def check_token(request: web.Request, wanted: list[str]) -> None:
     auth = request.headers.get("Authorization", "")
     if not auth.startswith("Bearer "):
         raise ApiError(401, "unauthorized", "missing Authorization: Bearer <token>")
-    given = auth[7:].encode()
+    given = auth[7:].encode("utf-8", "surrogateescape")  # bytes not UTF-8 come as surrogates
     if not any(hmac.compare_digest(given, t.encode()) for t in wanted):
         raise ApiError(403, "forbidden", "wrong token for this API")
 

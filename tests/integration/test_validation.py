@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 import time
 
 import msgpack
@@ -256,3 +257,37 @@ def test_what_the_fuzz_test_found_is_answered_and_halts_nothing(cluster):
     cluster.produce(master, [{"topic": "t", "body": "after"}])
     cluster.catch_up(next(i for i in cluster.indexes if i != master), behind=0)
     assert [cluster.status(i)["halted"] for i in cluster.indexes] == [None, None, None]
+
+
+def _raw(url: str, request: bytes) -> bytes:
+    """``request`` sent as it is (bytes no HTTP client would send); the whole answer."""
+    host, port = url.split("//")[1].split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as s:
+        s.sendall(request)
+        answer = b""
+        while chunk := s.recv(65536):
+            answer += chunk
+    return answer
+
+
+def test_a_body_nested_deep_or_a_token_not_utf8_is_refused_not_a_500(cluster):
+    """Each was a 500 in plain text and a traceback in the log: JSON nested 600 deep on a
+    route with a typed body (orjson reads 1,024 levels; the check of its numbers recursed
+    past Python's limit), and an Authorization header with bytes that are not UTF-8."""
+    master = cluster.wait_leader()
+    deep = b'{"group": "g", "receipts": ' + b"[" * 600 + b"]" * 600 + b"}"
+    json_type = {"Content-Type": "application/json"}
+    r = cluster.to_master("POST", "/v1/topics/t/ack", content=deep, token=CLIENT, headers=json_type)
+    assert (r.status, r.body["error"]["code"]) == (400, "invalid_body"), r.text
+    body = b'{"deliver_at": ' + b"[" * 600 + b"]" * 600 + b"}"
+    mid = cluster.client(master).produce("t", b"x", deliver_after="1h").id
+    r = cluster.to_master("PATCH", f"/v1/messages/{mid}", content=body, token=CLIENT, headers=json_type)
+    assert (r.status, r.body["error"]["code"]) == (400, "invalid_body"), r.text
+    answer = _raw(
+        cluster.url(master),
+        b"GET /v1/forecast HTTP/1.1\r\nHost: n\r\nConnection: close\r\n"
+        b"Authorization: Bearer \xff\xfe\r\n\r\n",
+    )
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 403 "), answer[:300]
+    assert json.loads(body)["error"]["code"] == "forbidden"

@@ -65,7 +65,11 @@ def decode(model: type[T], obj, what: str = "body") -> T:
     """``obj`` (parsed JSON) as ``model``, or the refusal naming the field at fault."""
     obj = json_object(obj, set(model.__struct_fields__), what)  # unknown fields first, by name
     try:
-        return msgspec.convert(_ints(obj), model)
+        obj = _ints(obj)
+    except RecursionError:  # orjson reads 1,024 levels; no body of ours nests past a few
+        raise refusal(f"{what} nested too deep", None, "invalid_body") from None
+    try:
+        return msgspec.convert(obj, model)
     except msgspec.ValidationError as e:
         raise refusal_of(e) from e
 
