@@ -28,6 +28,7 @@ from .openapi.operations import (
 from .route_table import RouteTable
 from .rules.messages import batch_items, parse_message, parse_new_time, parse_reschedules
 from .rules.plain_batch import plain_batch, plain_message
+from .rules.queries import parse_key_query
 
 routes = RouteTable()
 
@@ -184,7 +185,7 @@ async def delete_message(request: web.Request) -> web.Response:
 async def delete_by_key(request: web.Request) -> web.Response:
     """Cancel by producer key: ?topic=&key=."""
     svc = request.app[SERVICE]
-    topic, key = _key_query(request)
+    topic, key = parse_key_query(request.query)
     ((state, mid),) = await svc.cancel([], [(topic, key)])
     return _cancel_answer(mid or f"{topic}/{key}", state)
 
@@ -226,7 +227,7 @@ async def patch_message(request: web.Request) -> web.Response:
 async def patch_by_key(request: web.Request) -> web.Response:
     """Reschedule by producer key: ?topic=&key=."""
     svc = request.app[SERVICE]
-    topic, key = _key_query(request)
+    topic, key = parse_key_query(request.query)
     at = parse_new_time(await json_body(request), svc.clock(), svc.limits)
     ((state, mid),) = await svc.reschedule([], [(topic, key)], [at])
     return _moved(svc, mid or f"{topic}/{key}", state, at)
@@ -292,10 +293,3 @@ async def post_reschedule(request: web.Request) -> web.Response:
     for i, j in last_of.items():
         results[i] = results[j]
     return answer(200, {"results": results})
-
-
-def _key_query(request: web.Request) -> tuple[str, str]:
-    topic, key = request.query.get("topic"), request.query.get("key")
-    if not topic or not key:
-        raise ApiError(400, "invalid_query", "give topic= and key=", "topic" if not topic else "key")
-    return topic, key

@@ -291,3 +291,20 @@ def test_a_body_nested_deep_or_a_token_not_utf8_is_refused_not_a_500(cluster):
     head, _, body = answer.partition(b"\r\n\r\n")
     assert head.startswith(b"HTTP/1.1 403 "), answer[:300]
     assert json.loads(body)["error"]["code"] == "forbidden"
+
+
+@pytest.mark.parametrize("method", ["DELETE", "PATCH"])
+def test_a_cancel_or_reschedule_by_key_checks_its_query_as_the_pending_list_does(cluster, method):
+    """A topic that is no name, a key over 256 characters or a parameter no route knows
+    went to Raft as a cancel or reschedule and came back 404 not_found."""
+    body = {"deliver_after": "1h"} if method == "PATCH" else None
+    for query, code, field in [
+        ("topic=bad%20name&key=k", "invalid_field", "topic"),
+        ("topic=t&key=" + "k" * 257, "invalid_field", "key"),
+        ("topic=t&key=k&junk=1", "unknown_field", "junk"),
+        ("topic=t&key=", "invalid_query", "key"),
+    ]:
+        r = cluster.to_master(method, f"/v1/messages?{query}", body, token=CLIENT)
+        assert (r.status, r.body["error"]["code"], r.body["error"].get("field")) == (400, code, field), query
+    r = cluster.to_master(method, "/v1/messages?topic=t&key=" + "k" * 256, body, token=CLIENT)
+    assert (r.status, r.body["error"]["code"]) == (404, "not_found")  # a key of 256: looked up

@@ -1,5 +1,6 @@
-"""The queries of ``GET /v1/forecast`` and ``GET /v1/topics/{topic}/pending`` (DESIGN §6,
-Schedule management), refused with the API's error shape before anything is read."""
+"""The queries of ``GET /v1/forecast``, ``GET /v1/topics/{topic}/pending`` (DESIGN §6,
+Schedule management) and the other routes that take one, refused with the API's error
+shape before anything is read or proposed."""
 
 from __future__ import annotations
 
@@ -122,6 +123,20 @@ def cursor_key(cursor: str) -> tuple[int, int]:
     ):
         raise refusal("cursor is not one this API gave out", "cursor")
     return key[0], key[1]
+
+
+@answered_over_http
+def parse_key_query(query: Mapping[str, str]) -> tuple[str, str]:
+    """``?topic=&key=`` of a cancel or reschedule by producer key: the (topic, key) it names,
+    checked as the pending list checks them, before anything is proposed."""
+    _known_only(query, {"topic", "key"})
+    topic, key = query.get("topic"), query.get("key")
+    if not topic or not key:
+        raise refusal("give topic= and key=", "topic" if not topic else "key", "invalid_query")
+    _check_topic(topic)
+    if len(key) > MAX_KEY:
+        raise refusal(f"key must be a string of 1-{MAX_KEY} characters", "key")
+    return topic, key
 
 
 @answered_over_http
