@@ -12,7 +12,8 @@ makes them) to an origin; the :class:`Exchange` it returns has a future of the
 
 * the status and the ``Retry-After`` header once the status line, the headers and the
   body are read; a body longer than ``ANSWER_BYTES_READ`` is not read further, and its
-  connection is closed. 1xx answers are passed over. Nothing else of an answer is kept,
+  connection is closed. 1xx answers are passed over. A head (status line and headers,
+  1xx answers included) past ``ANSWER_HEAD_BYTES`` is no answer; Nothing else of an answer is kept,
   and a redirect is only a status: it is never followed;
 * no status (``status`` None, ``error`` saying why) when the connection was refused, could
   not be made (TLS certificates are verified) or was closed or reset before the answer
@@ -38,6 +39,9 @@ from typing import NamedTuple
 import httptools
 
 ANSWER_BYTES_READ = 64 * 1024  # of an answer's body; past that the connection is closed
+# Of an answer's status line and headers (1xx answers before it included): past that it is
+# no answer, and its connection is closed (a header value is read whole, copied each chunk).
+ANSWER_HEAD_BYTES = 64 * 1024
 IDLE_S = 15.0  # an idle connection is closed after this long
 SWEEP_S = 5.0  # how often idle connections are looked at
 
@@ -95,6 +99,7 @@ class _Connection(asyncio.Protocol):
         self.status: int | None = None
         self.retry_after: str | None = None
         self.body_read = 0
+        self.head_read = 0  # bytes read before the answer's head was whole
         self.idle_since = 0.0
         self.closed = False
 
@@ -103,7 +108,7 @@ class _Connection(asyncio.Protocol):
     def send(self, req: Exchange) -> None:
         self.req, req.conn = req, self
         self.status = self.retry_after = None
-        self.body_read = 0
+        self.body_read = self.head_read = 0
         self.transport.write(req.data)
 
     def abort(self) -> None:
@@ -122,6 +127,11 @@ class _Connection(asyncio.Protocol):
             return
         try:
             self.parser.feed_data(data)
+            if self.status is None and self.req is not None:  # the head is not whole yet
+                self.head_read += len(data)
+                if self.head_read > ANSWER_HEAD_BYTES:
+                    why = f"an answer head over {ANSWER_HEAD_BYTES} bytes"
+                    self._end(Answer(None, None, why), keep=False)
         except httptools.HttpParserUpgrade:
             self._end(Answer(None, None, "the answer asked to upgrade the connection"), keep=False)
         except httptools.HttpParserError as e:

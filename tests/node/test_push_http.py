@@ -137,6 +137,20 @@ async def test_a_long_body_is_cut_and_its_connection_closed(serve):
     await http.close()
 
 
+async def test_an_answer_head_past_its_bound_ends_the_request_and_its_connection(serve):
+    """A receiver that sent header bytes without end: the parser kept growing one header's
+    value (a copy of it all at each chunk) until the push's timeout, up to a minute of the
+    master's loop and memory, on as many connections as the subscription's max_in_flight."""
+    endless = b"HTTP/1.1 200 OK\r\nX-Long: " + b"y" * 4_000_000
+    server = await serve(lambda n: [endless, OK][n])
+    http = PushHttp(8)
+    answer = await http.post(server.origin, push(server.origin, 0), 30).future
+    assert answer.status is None and "head" in answer.error
+    assert (await http.post(server.origin, push(server.origin, 1), 5).future).status == 200
+    assert server.connections == 2  # the first closed
+    await http.close()
+
+
 async def test_a_timeout_closes_the_connection_and_the_next_request_gets_a_new_one(serve):
     server = await serve(lambda n: None if n == 0 else OK)
     http = PushHttp(8)
