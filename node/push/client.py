@@ -19,12 +19,18 @@ makes them) to an origin; the :class:`Exchange` it returns has a future of the
   not be made (TLS certificates are verified) or was closed or reset before the answer
   was whole, when the answer is not HTTP, or when ``timeout_s`` (counted from the call,
   the wait for a free connection included) passed first; the connection is then closed.
+  A request whose time passed while it waited for a connection is answered ``unsent``:
+  its origin was never asked (other origins' requests held every connection).
 
 A connection is kept for the next request to its origin only when its answer was read
 whole and allows it (HTTP/1.1 without ``Connection: close``); one idle for ``IDLE_S`` is
 closed, and so is the connection of a request dropped (:meth:`Exchange.cancel`). At most
-``limit`` connections are open over all origins; a request beyond waits, in call order,
-for one. Runs on the event loop that calls it; :meth:`close` aborts every
+``limit`` connections are open over all origins, and while requests of several origins
+wait for one, each origin's share is ``limit`` divided among the origins that have
+connections open or requests waiting: a request beyond waits, in call order among its
+origin's, and a connection freed goes to the origins below their share in turn (one
+whose receiver is slow cannot hold every connection for long while another's wait).
+Runs on the event loop that calls it; :meth:`close` aborts every
 connection and ends every open request with ``error`` "closed".
 """
 
@@ -56,12 +62,13 @@ class Answer(NamedTuple):
     status: int | None  # None: no answer (error says why)
     retry_after: str | None = None  # the answer's Retry-After, as sent
     error: str | None = None
+    unsent: bool = False  # its time passed while it waited for a connection: never sent
 
 
 class Exchange:
     """One request sent (or waiting for a connection): ``future`` gets its answer."""
 
-    __slots__ = ("origin", "data", "future", "timer", "conn", "deadline")
+    __slots__ = ("origin", "data", "future", "timer", "conn", "deadline", "waiting")
 
     def __init__(self, origin: Origin, data: bytes, future: asyncio.Future) -> None:
         self.origin = origin
@@ -70,6 +77,7 @@ class Exchange:
         self.timer: asyncio.TimerHandle | None = None
         self.conn: _Connection | None = None
         self.deadline = 0.0  # the loop's time its answer is due by
+        self.waiting = False  # waits for a connection (none made for it yet)
 
     def cancel(self) -> None:
         """Drop the request: its connection is closed, its answer ``error`` "dropped"."""
@@ -186,7 +194,10 @@ class PushHttp:
         self._ssl = ssl_context
         self._loop = asyncio.get_running_loop()
         self._idle: dict[Origin, list[_Connection]] = collections.defaultdict(list)
-        self._waiting: collections.deque[Exchange] = collections.deque()
+        # Requests waiting for a connection, by origin (in turn: the first origin is served
+        # next, then goes last), each origin's in call order; an origin with none left out.
+        self._waiting: dict[Origin, collections.deque[Exchange]] = {}
+        self._open_of: collections.Counter[Origin] = collections.Counter()  # open or being made
         self._conns: set[_Connection] = set()
         self._connecting: set[asyncio.Task] = set()
         self.open = 0  # connections open or being made
@@ -210,9 +221,15 @@ class PushHttp:
         if self.open < self.limit:
             self._connect(req)
         else:
-            self._waiting.append(req)
+            req.waiting = True
+            self._waiting.setdefault(origin, collections.deque()).append(req)
             self._close_an_idle()
         return req
+
+    def _share(self, origin: Origin) -> int:
+        """How many connections ``origin`` may have while others' requests wait: ``limit``
+        over the origins with connections open or requests waiting (it among them)."""
+        return max(1, self.limit // len(self._waiting.keys() | self._open_of.keys() | {origin}))
 
     async def close(self) -> None:
         """Abort every connection; open requests end with ``error`` "closed"."""
@@ -221,8 +238,10 @@ class PushHttp:
         for task in list(self._connecting):
             task.cancel()
         await asyncio.gather(*self._connecting, return_exceptions=True)
-        while self._waiting:
-            _settle(self._waiting.popleft(), Answer(None, None, "closed"))
+        for queue in self._waiting.values():
+            for req in queue:
+                _settle(req, Answer(None, None, "closed"))
+        self._waiting.clear()
         for conn in list(self._conns):
             if conn.req is not None:
                 conn._end(Answer(None, None, "closed"), keep=False)
@@ -233,6 +252,7 @@ class PushHttp:
 
     def _connect(self, req: Exchange) -> None:
         self.open += 1
+        self._open_of[req.origin] += 1
         task = self._loop.create_task(self._make(req))
         self._connecting.add(task)
         task.add_done_callback(self._connecting.discard)
@@ -249,7 +269,7 @@ class PushHttp:
             """A connect that failed: its slot is free, unless its connection was made (and
             closed by asyncio as the connect failed): ``_lost`` gives that one back."""
             if not (made and made[0] in self._conns):
-                self.open -= 1
+                self._freed(origin)
 
         try:
             # No longer than its request waits: a host that drops SYNs would hold the slot
@@ -269,7 +289,6 @@ class PushHttp:
         except Exception as e:  # noqa: BLE001 - refused, unreachable, a name not found, TLS
             give_back_slot()
             _settle(req, Answer(None, None, f"{type(e).__name__}: {e}"))
-            self._next_waiting()
             return
         if conn.closed:
             _settle(req, Answer(None, None, "closed as soon as it was made"))
@@ -284,22 +303,38 @@ class PushHttp:
         return self._ssl
 
     def _release(self, conn: _Connection) -> None:
-        """``conn`` finished a request and may take the next."""
+        """``conn`` finished a request and may take the next: its origin's, unless this
+        origin is over its share while another below its own waits; with none of its
+        origin's waiting, another origin's request takes its slot (it is closed: ``_lost``
+        hands the slot on)."""
         if self._closed:
             conn.abort()
             return
-        while self._waiting:
-            req = self._waiting.popleft()
-            if req.future.done():
-                continue  # timed out while waiting
-            if req.origin == conn.origin:
-                conn.send(req)
-                return
-            self._waiting.appendleft(req)  # another origin's: this connection makes room
+        origin = conn.origin
+        over = self._open_of[origin] > self._share(origin) and any(
+            self._open_of[o] < self._share(o) for o in self._waiting if o != origin
+        )
+        req = None if over else self._take_waiting(origin)
+        if req is not None:
+            conn.send(req)
+        elif self._waiting:
             conn.abort()
-            return
-        conn.idle_since = time.monotonic()
-        self._idle[conn.origin].append(conn)
+        else:
+            conn.idle_since = time.monotonic()
+            self._idle[origin].append(conn)
+
+    def _take_waiting(self, origin: Origin) -> Exchange | None:
+        """The next request of ``origin`` that still waits (one that timed out is passed over)."""
+        queue = self._waiting.get(origin)
+        while queue:
+            req = queue.popleft()
+            if not req.future.done():
+                if not queue:
+                    del self._waiting[origin]
+                req.waiting = False
+                return req
+        self._waiting.pop(origin, None)
+        return None
 
     def _close_an_idle(self) -> None:
         """Every slot is taken and a request waits: the connection idle longest, if any,
@@ -317,17 +352,34 @@ class PushHttp:
     def _lost(self, conn: _Connection) -> None:
         if conn in self._conns:
             self._conns.discard(conn)
-            self.open -= 1
-            self._next_waiting()
+            self._freed(conn.origin)
+
+    def _freed(self, origin: Origin) -> None:
+        """A connection of ``origin`` closed, or was never made: its slot is free."""
+        self.open -= 1
+        self._open_of[origin] -= 1
+        if not self._open_of[origin]:
+            del self._open_of[origin]
+        self._next_waiting()
 
     def _next_waiting(self) -> None:
+        """Free slots to the waiting origins in turn, one request each, those below their
+        share first."""
         while self._waiting and not self._closed and self.open < self.limit:
-            req = self._waiting.popleft()
-            if not req.future.done():
+            below = (o for o in self._waiting if self._open_of[o] < self._share(o))
+            origin = next(below, next(iter(self._waiting)))
+            req = self._take_waiting(origin)
+            if req is not None:
+                if origin in self._waiting:  # its turn taken: it goes last
+                    self._waiting[origin] = self._waiting.pop(origin)
                 self._connect(req)
 
     def _timed_out(self, req: Exchange, timeout_s: float) -> None:
         req.timer = None
+        if req.waiting:
+            why = f"no connection free within {timeout_s * 1000:.0f} ms (other origins held them)"
+            _settle(req, Answer(None, None, why, unsent=True))
+            return  # passed over in its origin's queue
         _settle(req, Answer(None, None, f"no answer within {timeout_s * 1000:.0f} ms"))
         req.cancel()
 

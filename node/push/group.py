@@ -14,7 +14,9 @@
 * the settler: every push that ended since its last round (node/push/settle.py) is
   settled together, one ack for all those answered 2xx and one nack per ``Retry-After``
   among the others (the next retry level, brought forward by it; after the last level,
-  ``%DLQ%<group>``), acks and nacks at once; then their flow-control slots are freed.
+  ``%DLQ%<group>``), acks and nacks at once; then their flow-control slots are freed. A
+  push that never found a free connection before its timeout (node/push/client.py: other
+  receivers held them) is no attempt: its lease is given back, and it is sent again.
 
 So a push holds its slot from its lease until its ack or nack is applied, and at a crash
 at most ``max_in_flight`` pushes were answered and not acked. A settle that fails (an
@@ -236,6 +238,11 @@ class _Group:
         def answered(future: asyncio.Future) -> None:
             self.open.discard(exchange)
             answer = future.result()
+            if answer.unsent and not self.stopping:  # never sent: no attempt, handed out again
+                self.ended.unsent.append(handed.receipt)
+                self.ended.count += 1
+                self.arrived.set()
+                return
             # The clock only for a failure's Retry-After given as a date (ms from now).
             sent = outcome(answer, self.consumer.clock() if answer.retry_after is not None else 0)
             if self.stopping and not sent.ok:
@@ -262,6 +269,8 @@ class _Group:
                 calls.append(_ack(sub, consumer, batch.acks, stats))
             for retry_after_ms, receipts in batch.nacks.items():
                 calls.append(_nack(sub, consumer, receipts, retry_after_ms, stats))
+            if batch.unsent:
+                _give_back(sub, consumer, batch.unsent)
             try:
                 await asyncio.gather(*calls)
             finally:
@@ -296,6 +305,21 @@ async def _nack(
         return
     stats.retried += done["retried"]
     stats.dead_lettered += done["dead_lettered"]
+
+
+def _give_back(sub: PushDef, consumer: Consumer, receipts: list[str]) -> None:
+    """Pushes that waited for a connection past their timeout, never sent: their leases end
+    now, and they are pushed again as any other, no attempt counted."""
+    log.info(
+        "push %s/%s: %d pushes found no free connection in time (other receivers held them); sent again",
+        sub.topic,
+        sub.group,
+        len(receipts),
+    )
+    try:
+        consumer.give_back(sub.group, sub.topic, receipts)
+    except Exception:  # noqa: BLE001 - the leases then run out, and they are sent again
+        log.exception("push %s/%s: could not give back %d leases", sub.topic, sub.group, len(receipts))
 
 
 def _not_settled(sub: PushDef, n: int, how: str, e: Exception) -> None:

@@ -13,6 +13,7 @@ class Ended:
     def __init__(self) -> None:
         self.acks: list[str] = []  # receipts of pushes answered 2xx
         self.nacks: dict[int | None, list[str]] = defaultdict(list)  # Retry-After ms -> receipts
+        self.unsent: list[str] = []  # receipts of pushes never sent (no connection in time)
         self.count = 0
 
     def add(self, receipt: str, sent: Sent) -> None:
@@ -25,6 +26,6 @@ class Ended:
     def take(self) -> Ended:
         """What ended so far, as an :class:`Ended` of its own; this one is empty after."""
         taken = Ended()
-        taken.acks, taken.nacks, taken.count = self.acks, self.nacks, self.count
-        self.acks, self.nacks, self.count = [], defaultdict(list), 0
+        taken.acks, taken.nacks, taken.unsent, taken.count = self.acks, self.nacks, self.unsent, self.count
+        self.acks, self.nacks, self.unsent, self.count = [], defaultdict(list), [], 0
         return taken

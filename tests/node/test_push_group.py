@@ -219,3 +219,25 @@ def test_an_answer_that_came_as_the_group_stopped_is_acked():
 
     asyncio.run(run())
     assert h.acked == ["r1"]
+
+
+def test_a_push_that_never_found_a_connection_is_given_back_not_a_failed_attempt():
+    """Other receivers held every connection of the pool until its timeout passed: it was
+    nacked as failed, and after the last retry level dead-lettered, its receiver never asked."""
+    h = Harness()
+    h.due = h.clock_ms  # due at once: sent as leased
+    http = HeldAnswers()
+    stats = PushStats()
+
+    async def run() -> None:
+        sub = PushDef("orders", "hooks", "http://127.0.0.1:9/", SECRET, 1_000, 4, 0, "*")
+        consumer = Consumer(h._pull, h._ack, h._nack, lambda: h.clock_ms, h._give_back)
+        task = asyncio.create_task(serve(http, sub, consumer, Flow(4, 0, time.monotonic), stats))
+        await _until(lambda: http.sent, "sent")
+        http.sent[0].future.set_result(Answer(None, None, "no connection free within 1000 ms", unsent=True))
+        await _until(lambda: h.given_back, "given back")
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+    asyncio.run(run())  # Harness._nack raises: nothing was nacked
+    assert (h.given_back, h.acked, stats.failed, stats.in_flight) == (["r1"], [], 0, 0)

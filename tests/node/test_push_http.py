@@ -198,6 +198,62 @@ async def test_at_most_limit_connections_and_the_rest_wait_in_turn(serve):
     await http.close()
 
 
+async def test_a_request_whose_time_passed_waiting_for_a_connection_is_answered_unsent(serve):
+    """Every connection held by one slow receiver's requests: another subscription's waited
+    in the pool until its timeout and was counted a failed attempt, and after the last
+    retry level its message went to the DLQ, its receiver never asked."""
+    slow = await serve(lambda n: None)
+    other = await serve(lambda n: OK)
+    http = PushHttp(2)
+    held = [http.post(slow.origin, push(slow.origin, k), 30) for k in range(2)]
+    answer = await http.post(other.origin, push(other.origin), 0.2).future
+    assert (answer.status, answer.unsent, other.connections) == (None, True, 0)
+    assert "no connection free" in answer.error
+    assert not any(h.future.done() for h in held)
+    await http.close()
+
+
+async def test_a_slow_origin_over_its_share_hands_a_freed_connection_to_another_that_waits():
+    """A subscription with a slow receiver and more requests than connections kept every
+    connection: each one freed went to its next request (first come, first served), and
+    another origin's requests waited behind all of them."""
+    done: list[str] = []
+
+    async def answer_after(delay_s: float, reader, writer) -> None:
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                length = int(head.lower().split(b"content-length:")[1].split(b"\r\n")[0])
+                await reader.readexactly(length)
+                await asyncio.sleep(delay_s)
+                writer.write(OK)
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+    servers = [
+        await asyncio.start_server(lambda r, w, d=d: answer_after(d, r, w), "127.0.0.1", 0) for d in (0.3, 0)
+    ]
+    slow, fast = (Origin("http", "127.0.0.1", s.sockets[0].getsockname()[1]) for s in servers)
+    http = PushHttp(4)
+
+    def post(origin: Origin, name: str) -> asyncio.Future:
+        future = http.post(origin, push(origin), 10).future
+        future.add_done_callback(lambda f: done.append(name))
+        return future
+
+    futures = [post(slow, f"slow{k}") for k in range(8)]  # 4 sent, 4 wait for a connection
+    await asyncio.sleep(0.05)
+    futures += [post(fast, f"fast{k}") for k in range(2)]
+    answers = await asyncio.gather(*futures)
+    assert all(a.status == 200 for a in answers)
+    assert done.index("fast1") < done.index("slow4"), done  # not behind every slow request
+    await http.close()
+    for server in servers:
+        server.close()
+
+
 async def test_an_idle_connection_to_one_origin_makes_room_for_another_at_the_limit(serve):
     """Every slot held by idle kept-alive connections (one subscription's burst, then
     quiet), another origin's request waited until the sweep closed one, 15 to 20 s later:
