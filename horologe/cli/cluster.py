@@ -13,6 +13,7 @@ from horologe.client import Client, HorologeError
 from horologe.client.calls import node_urls
 from horologe.client.membership_change import change_until_made
 
+ANY_ADDRESS = ("0.0.0.0", "::", "")  # a node listening on every interface lists these
 PROGRESS_S = 2.0  # how often `cluster add` looks at the new node's catch-up
 STILL_S = 10.0  # a catch-up that did not move is said again this often, with how long
 
@@ -23,7 +24,8 @@ def cluster() -> None:
 
     Replace a machine: start the new node with --join (its peers: the members), run
     `cluster add` for it, then `cluster remove` for the old one. Grow from 3 to 5 nodes:
-    two adds, one after the other. Changes go to the master (any node's URL will do).
+    two adds, one after the other. Changes go to the master: any node's URL will do, and
+    the command then reaches every member at the HTTP address the cluster lists for it.
     An answer that leaves a change unsure (the master stopped leading with it proposed)
     is followed by a look at the members, and the change is asked again if they lack it.
     """
@@ -60,7 +62,7 @@ def members(url, admin_token, ca) -> None:
 def add(url, admin_token, ca, node_id, raft_addr, http_addr, catch_up_s) -> None:
     """Add NODE_ID, already started with --join: the master feeds it the log, then commits it
     as a member. Prints the members after."""
-    client = _client(url, None, admin_token, ca)
+    client = _members_client(url, admin_token, ca)
     click.echo(
         f"adding {node_id}: once it answers at {http_addr} as {node_id}, started to join, the master "
         f"feeds it the log at {raft_addr} (up to {catch_up_s:g} s), then commits it",
@@ -100,8 +102,21 @@ def add(url, admin_token, ca, node_id, raft_addr, http_addr, catch_up_s) -> None
 def remove(url, admin_token, ca, node_id) -> None:
     """Remove member NODE_ID; if it is the master, it hands over first. Prints the members
     after. Stop its process afterwards: the others no longer talk to it."""
-    client = _client(url, None, admin_token, ca)
-    _echo_json(_remove(client, node_id))
+    _echo_json(_remove(_members_client(url, admin_token, ca), node_id))
+
+
+def _members_client(url: str, admin_token, ca) -> Client:
+    """A client of the nodes given and of every member at the HTTP address the cluster lists
+    for it (the scheme the URLs given have): the SDK follows a redirect only to a host it
+    was given, and a follower names the master by its own address, another host but on
+    one machine. An address that listens on every interface names no host to dial."""
+    given = node_urls(url)
+    scheme = urlsplit(given[0]).scheme
+    with _client(url, None, admin_token, ca) as entry:
+        listed = [m["http"] for m in entry.members()]
+    more = [a if "://" in a else f"{scheme}://{a}" for a in listed]
+    dialled = [u for u in more if urlsplit(u).hostname not in ANY_ADDRESS]
+    return _client(",".join(dict.fromkeys(given + dialled)), None, admin_token, ca)
 
 
 class _Progress:
@@ -112,6 +127,7 @@ class _Progress:
     def __init__(self, url: str, admin_token, ca, node_id: str, clock=time.monotonic) -> None:
         self._url, self._admin_token, self._ca, self._node_id = url, admin_token, ca, node_id
         self._clients: list[Client] = []
+        self._entry: Client | None = None
         self._master: Client | None = None
         self._clock = clock
         self._shown = None
@@ -134,7 +150,10 @@ class _Progress:
         try:
             learner = next((m for m in self._on_master().members() if m["node_id"] == self._node_id), {})
         except HorologeError:
-            self._master = None  # another master, perhaps: look for it again next time
+            if self._master is not None:  # another master, perhaps: look for it again next time
+                self._clients.remove(self._master)
+                self._master.close()
+                self._master = None
             return
         held = learner.get("catch_up")
         if not held:
@@ -151,9 +170,10 @@ class _Progress:
     def _on_master(self) -> Client:
         """A client of the master's own URL: only the master reports a learner."""
         if self._master is None:
-            entry = self._client(self._url)  # whichever node listed answers
-            leader = entry.node_status().get("leader")
-            http = next((m["http"] for m in entry.members() if m["node_id"] == leader), None)
+            if self._entry is None:
+                self._entry = self._client(self._url)  # whichever node listed answers
+            leader = self._entry.node_status().get("leader")
+            http = next((m["http"] for m in self._entry.members() if m["node_id"] == leader), None)
             if http is None:  # no master known now (an election): ask again next time
                 raise HorologeError(f"no master is known to {self._url} now")
             scheme = urlsplit(node_urls(self._url)[0]).scheme

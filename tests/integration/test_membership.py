@@ -400,3 +400,16 @@ def test_a_node_started_once_without_join_is_still_added_once_started_to_join(cl
     assert added.returncode == 0, added.stderr
     assert _voters(cluster, master) == ["n1", "n2", "n3", "n4"]
     assert cluster.status(master)["term"] == members_term  # its asks moved nobody
+
+
+def test_a_change_asked_of_a_follower_by_another_name_of_its_host_reaches_the_master(cluster):
+    """The follower redirects to the master's address as configured (another host, where
+    the nodes are on several machines, as deploy.md has them): the SDK follows a redirect
+    only to a host it was given, so `cluster remove` through a follower's URL exited 1,
+    and a removal of the master stopped once released, still a member."""
+    master = cluster.wait_leader()
+    follower, other = (i for i in cluster.indexes if i != master)
+    via = cluster.url(follower).replace("127.0.0.1", "localhost")
+    done = _horologe("cluster", "remove", f"n{other + 1}", "--url", via)
+    assert done.returncode == 0, done.stderr
+    wait_until(lambda: _voters(cluster, master) == sorted(f"n{i + 1}" for i in (master, follower)), 20)
