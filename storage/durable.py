@@ -18,6 +18,10 @@ The failure is also sticky: once one fsync failed, every later call fails the sa
 without calling fsync. That only matters where ``os._exit`` was replaced (tests); then
 :class:`~horologe.storage.errors.FsyncFailedError` is raised.
 
+An offline tool that makes a folder whole or not at all (a backup's receive, a restore:
+cluster/backup/) runs in :func:`offline`: there a failure raises FsyncFailedError, and the
+tool removes what it made and says what failed; nothing serves on from its memory.
+
 ``tests/storage/test_fsync_fatal.py`` checks that no other module calls ``os.fsync``.
 
 A failed *write* of the Raft journal or its meta (term, vote, commit index) ends the
@@ -33,8 +37,10 @@ fails is rolled back whole and the replica halts (cluster/state_machine.py).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+from collections.abc import Iterator
 
 from .errors import FsyncFailedError
 
@@ -43,16 +49,31 @@ log = logging.getLogger(__name__)
 FSYNC_FAILED_EXIT = 74  # EX_IOERR of sysexits.h: an I/O error on some file
 
 _failed: FsyncFailedError | None = None  # the first failure of this process, once there was one
+_offline = False  # in offline(): a failure raises, and is not remembered
+
+
+@contextlib.contextmanager
+def offline() -> Iterator[None]:
+    """Within it, a failed fsync or write of Raft state raises FsyncFailedError instead of
+    ending the process (module docstring): for an offline tool's run, not a node's."""
+    global _offline
+    was, _offline = _offline, True
+    try:
+        yield
+    finally:
+        _offline = was
 
 
 def fsync(fd: int, path: str) -> None:
     """fsync ``fd`` (open on ``path``, named in the log line); the process ends if it fails."""
     global _failed
-    if _failed is not None:
+    if _failed is not None and not _offline:
         _fatal(_failed)
     try:
         os.fsync(fd)
     except OSError as e:
+        if _offline:
+            raise FsyncFailedError(path, e.errno, e.strerror) from e
         _failed = FsyncFailedError(path, e.errno, e.strerror)
         _fatal(_failed)
 
@@ -81,6 +102,8 @@ def write_failed(path: str, error: Exception) -> None:
     """A write of Raft state to ``path`` failed with ``error`` (an OSError, or the
     StorageFullError of a short write): the process ends (module docstring)."""
     errno = getattr(error.__cause__ or error, "errno", None)
+    if _offline:
+        raise FsyncFailedError(path, errno, getattr(error, "strerror", None) or str(error)) from error
     log.critical(
         "write of %s failed: %s; the node's Raft state in memory is not what its disk holds: "
         "exiting with status %d so that a restart reads back what is on disk",

@@ -102,11 +102,21 @@ def read(folder: str) -> Manifest:
             data = f.read()
     except FileNotFoundError:
         raise BackupError(f"{folder} is not a Horologe backup: it has no {MANIFEST_NAME}") from None
+    except OSError as e:
+        raise BackupError(f"cannot read {path}: {e.strerror}") from e
     return decode(data, path)
 
 
 def check(folder: str, on_bytes: Callable[[int], None] = lambda _n: None) -> Manifest:
-    """The manifest of the backup in ``folder``, once every file is checked against it."""
+    """The manifest of the backup in ``folder``, once every file is checked against it; a
+    file that cannot be read (its permissions, an I/O error) is a BackupError naming it."""
+    try:
+        return _checked(folder, on_bytes)
+    except OSError as e:
+        raise BackupError(f"cannot read {e.filename or folder}: {e.strerror}") from e
+
+
+def _checked(folder: str, on_bytes: Callable[[int], None]) -> Manifest:
     manifest = read(folder)
     on_disk = set()
     for root, _dirs, names in os.walk(os.path.join(folder, "store")):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import os
 import shutil
@@ -14,6 +16,7 @@ from .manifest import MANIFEST_NAME, BackupError, Manifest, decode, is_store_pat
 from .staging import staged
 
 PART_SUFFIX = ".part"
+LOCK_SUFFIX = ".lock"
 
 
 class _ChunkReader:
@@ -46,23 +49,57 @@ def receive(
     manifest's size and SHA-256 and all of it is on disk: ``dest`` exists only whole. On a
     failure (a full disk too), ``<dest>.part`` is removed and BackupError says what went
     wrong. A ``<dest>.part`` left by an attempt that stopped midway is replaced; anything
-    else by that name is refused, and left as it is.
+    else by that name is refused, and left as it is. A receive holds ``<dest>.lock`` (an
+    ``flock``) while it writes: another into the same ``dest`` meanwhile (two runs of a
+    cron job that overlap) is refused, rather than taking the first's ``.part`` for one
+    left over.
     """
     dest = os.path.normpath(dest)  # "DIR/" names DIR: its ".part" is a sibling, not inside it
-    if os.path.lexists(dest):
-        raise BackupError(f"{dest} exists: name a new folder for the backup")
-    part = dest + PART_SUFFIX
-    if os.path.lexists(part) and not _unfinished(part):
-        raise BackupError(
-            f"{part} exists and is not a backup's unfinished folder: move it away, or name another folder"
-        )
-    shutil.rmtree(part, ignore_errors=True)
-    with staged(part, f"writing {part}"):
-        os.makedirs(part)
-        manifest = _unpack(_ChunkReader(iter(chunks), on_bytes), part)
-        os.rename(part, dest)
-        fsync_dir(os.path.dirname(os.path.abspath(dest)))
+    with _receiving(dest):
+        if os.path.lexists(dest):
+            raise BackupError(f"{dest} exists: name a new folder for the backup")
+        part = dest + PART_SUFFIX
+        if os.path.lexists(part) and not _unfinished(part):
+            raise BackupError(
+                f"{part} exists and is not a backup's unfinished folder: move it away, or name another folder"
+            )
+        shutil.rmtree(part, ignore_errors=True)
+        with staged(part, f"writing {part}"):
+            os.makedirs(part)
+            manifest = _unpack(_ChunkReader(iter(chunks), on_bytes), part)
+            os.rename(part, dest)
+            fsync_dir(os.path.dirname(os.path.abspath(dest)))
     return manifest
+
+
+@contextlib.contextmanager
+def _receiving(dest: str) -> Iterator[None]:
+    """Hold ``<dest>.lock`` while the block runs (BackupError if another receive holds it);
+    removed after. One taken on a lock file another receive removed meanwhile is taken again
+    on the path's new file."""
+    lock = dest + LOCK_SUFFIX
+    while True:
+        try:
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as e:
+            raise BackupError(f"cannot make {lock}: {e.strerror}") from e
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise BackupError(f"another backup is being written into {dest} ({lock} is held)") from None
+        try:
+            same = os.fstat(fd).st_ino == os.stat(lock).st_ino
+        except FileNotFoundError:
+            same = False
+        if same:
+            break
+        os.close(fd)
+    try:
+        yield
+    finally:
+        os.unlink(lock)
+        os.close(fd)
 
 
 def _unfinished(part: str) -> bool:

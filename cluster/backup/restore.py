@@ -50,16 +50,17 @@ def restore(backup: str, data_dir: str, on_bytes: Callable[[int], None] = lambda
     against its manifest before anything is written. On a failure nothing is left in
     ``data_dir`` and BackupError says why."""
     stage = os.path.join(data_dir, STAGE_DIR)
-    if _stopped_between_moves(data_dir, stage):
-        shutil.rmtree(os.path.join(data_dir, RAFT_DIR), ignore_errors=True)  # else refused below
-    held = [p for p in _node_files(data_dir) if os.path.exists(p)]
-    held += [p for p in _targets(data_dir) if os.path.lexists(p) and not _empty_dir(p)]
+    # What a restore stopped between its moves left: replaced, once the backup is checked.
+    left = [os.path.join(data_dir, RAFT_DIR)] if _stopped_between_moves(data_dir, stage) else []
+    held = [p for p in _node_files(data_dir) if os.path.exists(p) and os.path.dirname(p) not in left]
+    held += [p for p in _targets(data_dir) if os.path.lexists(p) and not _empty_dir(p) and p not in left]
     if held:
         raise BackupError(
             f"{data_dir} already holds a node's data ({held[0]}): move it aside, or name an empty folder"
         )
     manifest = check(backup, on_bytes)
-    shutil.rmtree(stage, ignore_errors=True)  # a restore that stopped midway
+    for path in [*left, stage]:  # a restore that stopped midway
+        shutil.rmtree(path, ignore_errors=True)
     with staged(stage, f"restoring into {data_dir}"):
         _make(backup, manifest, stage)
         _move_in(stage, data_dir)

@@ -195,6 +195,9 @@ def test_a_restore_killed_between_its_two_moves_leaves_what_a_node_refuses_and_t
         assert "has applied up to Raft index 0, but this node's Raft dump says 7" in (node.state.halted or "")
     finally:
         crash(node)
+    with pytest.raises(BackupError, match="not a Horologe backup"):  # checked before anything is removed
+        restore(str(tmp_path / "nothing"), data)
+    assert sorted(os.listdir(os.path.join(data, "raft"))) == ["journal.meta", "snapshot"]
     restore(str(tmp_path / "backup"), data)
     assert sorted(os.listdir(data)) == ["raft", "store"]
     with Storage(os.path.join(data, "store"), read_only=True) as s:
@@ -288,3 +291,75 @@ def test_a_backup_whose_folder_cannot_be_made_says_why(tmp_path):
     (tmp_path / "file").write_text("x")
     with pytest.raises(BackupError, match="Not a directory"):
         receive(chunks, str(tmp_path / "file" / "b"))
+
+
+def test_two_backups_into_one_folder_at_once_the_second_is_refused_and_the_first_is_whole(tmp_path):
+    """Two runs of a cron job that overlap, with one --to: the second took the first's
+    .part for one left over and removed it, both wrote into the folder made again, and the
+    first named its backup done over files of both (or missing)."""
+    import threading
+
+    store = _store(str(tmp_path / "store"))
+    chunks = list(
+        backup_chunks(take_point(store, "b1", _entry_at, last_applied=9, term=8), "n1", 123, chunk=4096)
+    )
+    halfway, go_on = threading.Event(), threading.Event()
+
+    def slow():
+        for k, chunk in enumerate(chunks):
+            if k == len(chunks) // 2:
+                halfway.set()
+                go_on.wait(10)
+            yield chunk
+
+    dest = str(tmp_path / "b")
+    first = threading.Thread(target=receive, args=(slow(), dest))
+    first.start()
+    assert halfway.wait(10)
+    with pytest.raises(BackupError, match="another backup is being written into"):
+        receive(chunks, dest)
+    go_on.set()
+    first.join(10)
+    check(dest)
+    assert sorted(os.listdir(tmp_path)) == ["b", "store"]  # no .part, no .lock
+    with pytest.raises(BackupError, match="exists"):
+        receive(chunks, dest)
+
+
+def test_an_fsync_that_fails_in_a_receive_or_a_restore_says_so_and_leaves_nothing(tmp_path, monkeypatch):
+    """A failed fsync ends a node's process at once (storage/durable.py); in a backup's
+    receive or a restore it did the same, with a message about the node's Raft state, and
+    left the .part or .restoring folder behind."""
+    from horologe.storage import durable
+
+    store = _store(str(tmp_path / "store"))
+    chunks = list(backup_chunks(take_point(store, "b1", _entry_at, last_applied=9, term=8), "n1", 123))
+    receive(chunks, str(tmp_path / "good"))
+
+    def no_exit(code):
+        raise AssertionError(f"the process was ended ({code})")
+
+    def eio(fd):
+        raise OSError(errno.EIO, os.strerror(errno.EIO))
+
+    monkeypatch.setattr(os, "_exit", no_exit)
+    monkeypatch.setattr(durable.os, "fsync", eio)
+    with pytest.raises(BackupError, match=r"writing .* to disk failed: Input/output error"):
+        receive(chunks, str(tmp_path / "b"))
+    assert not os.path.exists(tmp_path / "b.part") and not os.path.exists(tmp_path / "b")
+    with pytest.raises(BackupError, match=r"restoring into .* failed: writing .* to disk failed"):
+        restore(str(tmp_path / "good"), str(tmp_path / "node"))
+    assert os.listdir(tmp_path / "node") == []
+    assert durable.failed() is None  # nothing remembered: a node's fsyncs are not failed for it
+
+
+def test_a_backup_that_cannot_be_read_says_which_file(tmp_path):
+    """An unreadable manifest or store file (its owner's permissions, an I/O error) ended
+    in an OSError traceback."""
+    store = _store(str(tmp_path / "store"))
+    _backup(store, str(tmp_path / "backup"))
+    manifest = tmp_path / "backup" / "backup.json"
+    manifest.unlink()
+    manifest.mkdir()  # read as a file: IsADirectoryError, as a PermissionError would be
+    with pytest.raises(BackupError, match=r"cannot read .*backup.json: Is a directory"):
+        restore(str(tmp_path / "backup"), str(tmp_path / "node"))
