@@ -77,7 +77,7 @@ class PushWorker(LeaderTask):
 
     def allowed(self, sub: PushDef) -> bool:
         """Whether this node's push_allow lets it send to the subscription's URL."""
-        return self.allow.allows(URL(sub.url).host)
+        return self.allow.allows(URL(sub.url).raw_host)  # a name as ASCII, as the list has it
 
     def start(self) -> bool:
         """Push (this node became master), counting afresh. Cancelled (no longer master),
@@ -150,7 +150,7 @@ class PushWorker(LeaderTask):
                 "push %s/%s: this node's push_allow leaves out %s; nothing is pushed from here",
                 sub.topic,
                 sub.group,
-                URL(sub.url).host,
+                URL(sub.url).raw_host,
             )
             return
         flow = Flow(sub.max_in_flight, sub.rate_per_s, self._monotonic)

@@ -76,6 +76,8 @@ def test_an_empty_allow_list_allows_nothing():
         "http://:80/",
         "http://user:pw@127.0.0.1/",
         "http://127.0.0.1:99999/",
+        "http://127.0.0.1:0/",  # pushed to port 80, its Host header saying :0
+        "http://127.0.0.1:1_0/",  # read as port 10
         "http://127.0.0.1/a b",
         "http://127.0.0.1/" + "x" * 2048,
         5,
@@ -118,3 +120,12 @@ def test_the_path_names_are_checked():
         with pytest.raises(ApiError) as e:
             parse_names(topic, group)
         assert (e.value.status, e.value.field) == (400, field)
+
+
+def test_an_international_host_name_is_allowed_by_its_ascii_name():
+    """The allow list's names are ASCII (xn-- for an international one); a URL's host was
+    compared decoded (bücher.example), and no entry could ever allow it."""
+    allow = PushAllow(("xn--bcher-kva.example",))
+    for url in ("http://xn--bcher-kva.example/hook", "http://bücher.example/hook"):
+        assert parse(allow, url=url).url == "http://xn--bcher-kva.example/hook"
+    assert refused(PushAllow(("example.com",)), url="http://bücher.example/")[1] == "push_target_not_allowed"

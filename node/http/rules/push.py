@@ -9,7 +9,9 @@ node's ``push_allow`` (node/push/allow.py), else 422 ``push_target_not_allowed``
 
 from __future__ import annotations
 
+import re
 from typing import Annotated
+from urllib.parse import urlsplit
 
 from msgspec import Meta
 from yarl import URL
@@ -70,9 +72,9 @@ def parse_subscription(topic: str, group: str, obj, allow: PushAllow) -> PushDef
     """A PUT's body as the definition to propose (no clock, no incarnation yet)."""
     push = decode(NewSubscription, obj).push
     url = target_url(push.url)
-    if not allow.allows(url.host):
+    if not allow.allows(url.raw_host):
         raise refusal(
-            f"the host {url.host!r} is not allowed as a push target: an operator must add it (or "
+            f"the host {url.raw_host!r} is not allowed as a push target: an operator must add it (or "
             f"a CIDR holding it) to {CONFIG_KEY} in the node config",
             "push.url",
             NOT_ALLOWED,
@@ -83,10 +85,17 @@ def parse_subscription(topic: str, group: str, obj, allow: PushAllow) -> PushDef
 
 def target_url(value: str) -> URL:
     """A push URL that ``Push.url``'s pattern took (``http(s)://host[:port][/path][?query]``,
-    no user or password: GET shows the URL), if it parses."""
+    no user or password: GET shows the URL), if it parses, with a port of 1-65535 written
+    in digits (yarl reads ``:1_0`` as 10, and ``:0`` would be sent to the scheme's port)."""
     try:
         url = URL(value)
         url.port  # noqa: B018 - a port out of range raises here
     except ValueError as e:
         raise refusal(f"url is not a URL: {e}", "push.url") from e
+    port_text = PORT_AT_END.search(urlsplit(value).netloc)
+    if url.explicit_port is not None and (port_text is None or not 1 <= url.explicit_port <= 65535):
+        raise refusal("url's port must be a number from 1 to 65535", "push.url")
     return url  # yarl refuses an http(s) URL without a host
+
+
+PORT_AT_END = re.compile(r":[0-9]{1,5}$")  # an authority's port, as digits
