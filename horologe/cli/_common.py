@@ -62,16 +62,19 @@ class _SaidOnStderr(logging.Handler):
         click.echo(f"{self.format(record)}...", err=True)
 
 
+def retry_for() -> float:
+    """`horologe --retry-for S` (the root command's option); 15 s, the SDK's, when run without it."""
+    root = click.get_current_context(silent=True)
+    return root.find_root().params.get("retry_for", 15.0) if root else 15.0
+
+
 def _client(url: str, token: str | None, admin_token: str | None = None, ca: str | None = None) -> Client:
     retries = logging.getLogger("horologe.client.calls")
     if not any(isinstance(h, _SaidOnStderr) for h in retries.handlers):
         retries.setLevel(logging.INFO)
         retries.addHandler(_SaidOnStderr())
-    # `horologe --retry-for S` (the root command's option); 15 s, the SDK's, when run without it.
-    root = click.get_current_context(silent=True)
-    retry_s = root.find_root().params.get("retry_for", 15.0) if root else 15.0
     try:
-        return Client(node_urls(url), token or "", admin_token=admin_token, ca=ca, retry_s=retry_s)
+        return Client(node_urls(url), token or "", admin_token=admin_token, ca=ca, retry_s=retry_for())
     except ValueError as e:  # a URL, a token or a CA file the client cannot use
         raise click.UsageError(str(e)) from e
 

@@ -9,7 +9,7 @@ import time
 import click
 import httpx
 
-from horologe.cli._common import DEFAULT_URL, admin_option, ca_option, utc_time
+from horologe.cli._common import DEFAULT_URL, admin_option, ca_option, retry_for, utc_time
 from horologe.client import tls
 from horologe.client.calls import Endpoints
 from horologe.cluster.backup.manifest import BackupError, Manifest, read
@@ -33,7 +33,8 @@ def _summary(manifest: Manifest) -> str:
     show_envvar=True,
     help="The node to copy: any node of the cluster, a follower as well as the master. "
     "Of a comma-separated list, the first that answers and agrees (the next is tried when "
-    "one cannot be reached or refuses).",
+    "one cannot be reached or refuses; the list again while --retry-for lasts, when one "
+    "could not be reached, answered 503 or knew no master).",
 )
 @admin_option
 @ca_option
@@ -66,48 +67,73 @@ def backup(url: str, admin_token: str | None, ca: str | None, dest: str, allow_s
     if os.path.lexists(dest):
         raise click.UsageError(f"{dest} exists: name a new folder for the backup")
     began = time.monotonic()
+    deadline = began + retry_for()
     headers = {"Authorization": f"Bearer {admin_token}"} if admin_token else {}
     query = "?allow_stale=true" if allow_stale else ""
-    failures = []
-    with httpx.Client(verify=verify, timeout=httpx.Timeout(60.0)) as http:
-        for k, node in enumerate(nodes):
-            try:
-                manifest = _take(http, f"{node}/admin/backup{query}", headers, dest)
-                break
-            except _Refused as e:
-                failures.append(f"{node} refused the backup: {e}")
-            except httpx.HTTPError as e:
-                failures.append(f"backup from {node} failed: {e!r}")
-            except BackupError as e:  # what it sent failed its check, or this machine could not keep it
-                raise click.ClickException(f"backup from {node} failed: {e}; nothing was kept") from e
-            if k + 1 < len(nodes):
+    with httpx.Client(verify=verify, timeout=httpx.Timeout(READ_S, connect=CONNECT_S)) as http:
+        while True:
+            failures, again = [], False
+            for node in nodes:
+                try:
+                    manifest = _take(http, f"{node}/admin/backup{query}", headers, dest)
+                    break
+                except _Refused as e:
+                    failures.append(f"{node} refused the backup: {e}")
+                    again |= e.status == 503 or e.code == NOT_CURRENT  # an election, a node starting
+                except httpx.TransportError as e:
+                    failures.append(f"backup from {node} failed: {e!r}")
+                    again = True  # down or out of reach: it may be back soon
+                except httpx.HTTPError as e:
+                    failures.append(f"backup from {node} failed: {e!r}")
+                except BackupError as e:  # what it sent failed its check, or this machine could not keep it
+                    raise click.ClickException(f"backup from {node} failed: {e}; nothing was kept") from e
                 click.echo(f"{failures[-1]}; trying the next node", err=True)
-        else:
-            raise click.ClickException(f"{'; '.join(failures)}; nothing was kept")
+            else:
+                if again and time.monotonic() + AGAIN_S < deadline:
+                    click.echo(f"no node backed up; trying again in {AGAIN_S:g} s (--retry-for)", err=True)
+                    time.sleep(AGAIN_S)
+                    continue
+                raise click.ClickException(f"{'; '.join(failures)}; nothing was kept")
+            break
     click.echo(f"backed up {_summary(manifest)} from {node} into {dest} in {time.monotonic() - began:.1f} s")
+
+
+CONNECT_S = 5.0  # a node that does not take the connection by then is passed over
+READ_S = 60.0  # a node that sends nothing for this long is passed over
+AGAIN_S = 1.0  # between rounds of the nodes, while --retry-for lasts
+NOT_CURRENT = "not_current"  # the node knows no master (yet): asked again while --retry-for lasts
 
 
 class _Refused(Exception):
     """The node answered the backup with an error: its status and code."""
+
+    def __init__(self, reason: str, status: int, code: str | None) -> None:
+        super().__init__(reason)
+        self.status, self.code = status, code
 
 
 def _take(http: httpx.Client, url: str, headers: dict, dest: str) -> Manifest:
     with http.stream("GET", url, headers=headers) as response:
         if response.status_code != 200:
             response.read()
-            raise _Refused(_reason(response))
+            raise _Refused(*_reason(response))
         total = int(response.headers.get("Horologe-Backup-Bytes", "0"))
         index = response.headers.get("Horologe-Backup-Index", "?")
         with click.progressbar(length=total, label=f"backup at Raft index {index}", file=sys.stderr) as bar:
             return receive(response.iter_bytes(), dest, bar.update)
 
 
-def _reason(response: httpx.Response) -> str:
+def _reason(response: httpx.Response) -> tuple[str, int, str | None]:
+    """What a refusal says, its status and its error code."""
     try:
         error = response.json()["error"]
-        return f"{response.status_code} {error['code']}: {error['message']}"
+        return (
+            f"{response.status_code} {error['code']}: {error['message']}",
+            response.status_code,
+            error["code"],
+        )
     except (ValueError, KeyError, TypeError):
-        return f"{response.status_code} {response.text[:200]}"
+        return f"{response.status_code} {response.text[:200]}", response.status_code, None
 
 
 @click.command()

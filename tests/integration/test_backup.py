@@ -234,3 +234,26 @@ def test_a_node_that_cannot_be_current_is_backed_up_only_when_asked_to(make_clus
     taken = _horologe(*args, "--allow-stale")
     assert taken.returncode == 0, taken.stderr
     check(backup)
+
+
+def test_a_backup_asked_of_a_node_that_is_down_waits_for_it_within_retry_for(make_cluster, tmp_path):
+    """A node restarting (a rolling upgrade) as the nightly backup ran: the command tried
+    each node once and gave up, --retry-for unheard, and a node whose address dropped the
+    connection held it a minute before the next was tried."""
+    cluster = make_cluster()
+    cluster.client(0).produce("orders", "x", deliver_after=HOUR_MS)
+    node = _follower(cluster)
+    cluster.stop(node)
+    backup = str(tmp_path / "backup")
+    cli = [sys.executable, "-m", "horologe", "--retry-for", "60", "backup"]
+    cli += ["--url", cluster.url(node), "--admin-token", ADMIN, "--to", backup]
+    taking = subprocess.Popen(
+        cli, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, **ENV}
+    )
+    time.sleep(2)
+    assert taking.poll() is None, taking.communicate()
+    cluster.start(node)
+    out, err = taking.communicate(timeout=90)
+    assert taking.returncode == 0, err
+    assert "trying again" in err and "backed up" in out
+    check(backup)
