@@ -51,6 +51,9 @@ RESTORED_MARKER = "RESTORED"  # in it once the copy is whole and durable
 OLD_ASIDE_MARKER = "OLD_ASIDE"  # in it once the old entries went aside into REPLACED_DIR
 REPLACED_DIR = ".replaced"  # the old entries, until the staged ones are in place
 BACKUP_DIR = ".backup"  # link_for_backup()'s snapshots, while a backup reads them
+# A read-only open reads commits.log again this often in all when a file it names is gone
+# (removed by the node writing the store, between the read and the look).
+READ_ONLY_TRIES = 3
 
 
 class Skipped:
@@ -76,7 +79,8 @@ class Storage(StoreReads):
         self, directory: str, config: StorageConfig | None = None, *, read_only: bool = False
     ) -> None:
         """Open (or create) a store. ``read_only`` opens a store that a running node may be
-        writing: nothing is set aside, cached or written, and bytes past a commit are ignored."""
+        writing: nothing is set aside, cached or written, bytes past a commit are ignored, and a
+        file removed as it opens is looked for in commits.log again (:meth:`_open_journal`)."""
         self.directory = os.path.abspath(directory)
         self.config = config or StorageConfig()
         self.read_only = read_only
@@ -101,9 +105,40 @@ class Storage(StoreReads):
             else:
                 shutil.rmtree(staging)
         shutil.rmtree(os.path.join(self.directory, REPLACED_DIR), ignore_errors=True)
-        self.journal = CommitJournal(self.directory, self.config.journal_compact_bytes)
-        self.journal.open(self.read_only)
+        self._open_journal()
         self._unsynced_bytes = self._unsynced_batches = 0
+        self.files = FileTable(self.directory, self.journal.state.files, self.config.max_open_files)
+        self._tx: Transaction | None = None
+        self.generation = getattr(self, "generation", -1) + 1  # a new one per open or restore
+        self._written: list[WrittenRecords] = []  # the last batch's records of messages due soon
+        self.names_version = 0
+        self._init_reads()
+        self.key_index = KeyIndex(
+            self.files,
+            self.config,
+            self.journal.state.meta,
+            self.read_message,
+            lambda mid: self.current_place(self.original_id(mid)).hour,
+        )
+
+    def _open_journal(self) -> None:
+        """Read commits.log, and check the files it names against it. Read-only, beside a
+        node that writes the store, a file it names may be removed between the two (a trim,
+        an hour cut): commits.log is read again, and only a file it still names is missing."""
+        said = len(self.recovered)
+        for tries_left in range(READ_ONLY_TRIES - 1, -1, -1):
+            del self.recovered[said:]
+            self.journal = CommitJournal(self.directory, self.config.journal_compact_bytes)
+            self.journal.open(self.read_only)
+            self._say_journal_recovery()
+            try:
+                self._recover_files()
+                return
+            except CorruptLogError:
+                if not self.read_only or not tries_left:
+                    raise
+
+    def _say_journal_recovery(self) -> None:
         if self.journal.lost_at is not None:
             self.recovered.append(
                 f"commits.log: writes lost at {self.journal.lost_at}, past the last sync point, with later "
@@ -119,20 +154,6 @@ class Storage(StoreReads):
                 f"{back.frames} unsynced batch(es) up to index {back.last_index} dropped; "
                 "the Raft log replays them"
             )
-        self._recover_files()
-        self.files = FileTable(self.directory, self.journal.state.files, self.config.max_open_files)
-        self._tx: Transaction | None = None
-        self.generation = getattr(self, "generation", -1) + 1  # a new one per open or restore
-        self._written: list[WrittenRecords] = []  # the last batch's records of messages due soon
-        self.names_version = 0
-        self._init_reads()
-        self.key_index = KeyIndex(
-            self.files,
-            self.config,
-            self.journal.state.meta,
-            self.read_message,
-            lambda mid: self.current_place(self.original_id(mid)).hour,
-        )
 
     def _set_aside(self, rel: str, start: int) -> None:
         """Move what is past ``start`` of ``rel`` into ``torn/``: a whole file by a rename

@@ -225,3 +225,24 @@ def test_a_file_a_removal_left_behind_is_set_aside_whole_without_a_copy(tmp_path
     assert not os.path.exists(log) and any("4096 uncommitted bytes" in line for line in s.recovered)
     check_store(s)
     s.close()
+
+
+def test_a_read_only_open_beside_a_writer_whose_trim_removes_a_file_meanwhile(tmp_path, monkeypatch):
+    """The audit and `storage inspect` open a live node's store read-only: a trim that
+    removed a segment between their read of commits.log and their look at the files it
+    names made the open fail as if the store were damaged (CorruptLogError)."""
+    from horologe.storage import commit_journal
+
+    root = str(tmp_path / "s")
+    with Storage(root, CFG) as writer:
+        fill(writer)
+        opened = commit_journal.CommitJournal.open
+
+        def read_then_trimmed(journal, read_only=False):
+            opened(journal, read_only)
+            if read_only and os.path.exists(os.path.join(root, "ready", "0.0.rdy")):
+                writer.apply(6, lambda tx: tx.trim_ready("orders", 17))  # the writer goes on meanwhile
+
+        monkeypatch.setattr(commit_journal.CommitJournal, "open", read_then_trimmed)
+        with Storage(root, CFG, read_only=True) as reader:
+            assert reader.ready_base("orders") == 10
