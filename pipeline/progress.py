@@ -9,7 +9,8 @@ from contextlib import contextmanager
 
 @contextmanager
 def job_progress(sc, group: str, on_progress: Callable[[int, int], None] | None, every_s: float = 0.5):
-    """Run the body as job group ``group``; call ``on_progress(done_tasks, total_tasks)`` meanwhile."""
+    """Run the body as job group ``group``; call ``on_progress(done_tasks, total_tasks)`` meanwhile:
+    the tasks of every stage of the group's jobs so far (a job planned later adds its own)."""
     sc.setJobGroup(group, group)
     stop = threading.Event()
 

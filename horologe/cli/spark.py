@@ -113,7 +113,7 @@ def spark_schedule(
             key_col=key_col,
         )
         session = schedule_session(master)
-        with click.progressbar(length=1, label="posting", file=sys.stderr) as bar:
+        with click.progressbar(length=1, label="Spark tasks", file=sys.stderr) as bar:
 
             def progress(done: int, total: int) -> None:
                 bar.length = total
