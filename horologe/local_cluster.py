@@ -115,10 +115,6 @@ def start_node(config: str, env: dict[str, str], log_dir: str) -> subprocess.Pop
         )
 
 
-def start(configs: list[str], env: dict[str, str], log_dir: str) -> list[subprocess.Popen]:
-    return [start_node(path, env, log_dir) for path in configs]
-
-
 def wait_ready(
     urls: list[str], timeout_s: float = 30.0, procs: list[subprocess.Popen] | None = None, log_dir: str = ""
 ) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import signal
 import sys
@@ -13,6 +14,8 @@ import click
 from horologe import local_cluster as lc
 from horologe.client import HorologeError
 from horologe.local_supervisor import Supervisor
+
+OUTPUT_GONE = (errno.EPIPE, errno.EIO)  # a write to a closed pipe, to a terminal that was closed
 
 
 @click.command("local-cluster")
@@ -74,6 +77,12 @@ def local_cluster(
         if first + nodes - 1 > 65535:
             raise click.BadParameter(f"{nodes} nodes from port {first} go past 65535", param_hint=option)
     http_ports, raft_ports = [http_port + i for i in range(nodes)], [raft_port + i for i in range(nodes)]
+    if both := sorted(set(http_ports) & set(raft_ports)):
+        raise click.BadParameter(
+            f"the HTTP ports {http_port}-{http_ports[-1]} and the Raft ports {raft_port}-{raft_ports[-1]} "
+            f"share {', '.join(map(str, both))}",
+            param_hint="--http-port/--raft-port",
+        )
     if taken := lc.taken_ports(http_ports + raft_ports):
         raise click.ClickException(
             f"already in use on 127.0.0.1: port {', '.join(map(str, taken))} (another local-cluster?); "
@@ -86,9 +95,12 @@ def local_cluster(
             "stop them first, or start elsewhere with --data"
         )
     env, generated = lc.secrets_env()
-    configs = lc.write_configs(data, http_ports, raft_ports)
-    procs = lc.start(configs, env, data)
+    try:
+        configs = lc.write_configs(data, http_ports, raft_ports)
+    except OSError as e:
+        raise click.ClickException(f"cannot write the nodes' configs into {data}: {e.strerror}") from e
     urls = [f"http://127.0.0.1:{http_port + i}" for i in range(nodes)]
+    procs: list = []  # filled one by one: a stop meanwhile stops those started
     supervisor = Supervisor(
         procs, configs, env, data, urls, restart=restart, delay_s=restart_delay, echo=click.echo
     )
@@ -99,6 +111,8 @@ def local_cluster(
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGHUP, supervisor.request_restart)
     try:
+        for config in configs:
+            procs.append(lc.start_node(config, env, data))
         leader = lc.wait_ready(urls, procs=supervisor.procs, log_dir=data)
         click.echo(
             f"{nodes} nodes up; master is {leader} (ready {time.monotonic() - began:.1f} s after start)"
@@ -127,15 +141,20 @@ def local_cluster(
             supervisor.run()
     except KeyboardInterrupt:
         pass
-    except BrokenPipeError:  # output closed (`| head`): stop the nodes, and say nothing more
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     except lc.NodeExited as e:
         lc.stop(supervisor.procs)
         raise click.ClickException(str(e)) from e
     except (TimeoutError, HorologeError, click.ClickException) as e:
         lc.stop(supervisor.procs)
         raise click.ClickException(f"{e} (see {data}/n*.log)") from e
+    except OSError as e:
+        if e.errno not in OUTPUT_GONE:
+            raise
+        # Output closed (`| head`: EPIPE) or its terminal gone (a window closed: EIO): stop
+        # the nodes, and say nothing more.
+        for stream in (sys.stdout, sys.stderr):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())
     finally:
-        with contextlib.suppress(BrokenPipeError):  # output closed: the nodes stop all the same
+        with contextlib.suppress(OSError):  # output gone: the nodes stop all the same
             click.echo("stopping nodes...")
         lc.stop(supervisor.procs)

@@ -272,3 +272,64 @@ def test_a_node_that_exits_at_start_is_named_with_the_end_of_its_log(tmp_path):
     assert out.returncode == 1, out.stdout + out.stderr
     assert "n2 exited with code 1 before the cluster was ready" in out.stderr, out.stderr
     assert "n2" in out.stderr.split("before the cluster was ready", 1)[1], out.stderr  # its log's end
+
+
+def test_a_closed_terminal_does_not_leave_the_nodes_running(tmp_path):
+    """The terminal closed (a window, an SSH session): its SIGHUP reached local-cluster,
+    which restarts dead nodes on one and said so to the terminal; that write failed (EIO),
+    and so did its goodbye, before it stopped the nodes, which ran on in their own
+    sessions, holding the ports and data folders."""
+    import pty
+
+    http, raft = free_port_run(1), free_port_run(1)
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "horologe", "local-cluster", "--data", str(tmp_path / "local"), "--nodes", "1"]
+        + ["--http-port", str(http), "--raft-port", str(raft)],
+        env={**os.environ, **ENV},
+        stdin=subprocess.DEVNULL,
+        stdout=slave,
+        stderr=slave,
+    )
+    os.close(slave)
+    node_pid, out = None, b""
+    try:
+        deadline = time.monotonic() + 60
+        while node_pid is None and time.monotonic() < deadline:
+            out += os.read(master, 4096)
+            if m := re.search(rb"  n1  \S+   pid (\d+)", out):
+                node_pid = int(m[1])
+        assert node_pid, out.decode(errors="replace")
+        while b"running (pid" not in out:
+            out += os.read(master, 4096)
+        os.close(master)  # the terminal is gone ...
+        proc.send_signal(signal.SIGHUP)  # ... and its hang-up comes
+        proc.wait(30)
+
+        def node_gone() -> bool:
+            """the node process ended"""
+            try:
+                os.kill(node_pid, 0)
+            except ProcessLookupError:
+                return True
+            return False
+
+        wait_until(node_gone, 15.0)
+    finally:
+        if node_pid is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(node_pid, signal.SIGKILL)
+        if proc.poll() is None:
+            proc.kill()
+
+
+def test_http_and_raft_ports_that_overlap_are_refused_before_anything_starts(tmp_path):
+    """--http-port 7080 beside the default Raft ports 7081-7083: each port free alone, the
+    nodes raced for 7081 and 7082, and one exited unable to listen."""
+    from click.testing import CliRunner
+
+    from horologe.cli import main
+
+    r = CliRunner().invoke(main, ["local-cluster", "--data", str(tmp_path / "local"), "--http-port", "7080"])
+    assert r.exit_code == 2 and "share 7081, 7082" in r.output, r.output
+    assert not (tmp_path / "local").exists()
