@@ -143,8 +143,7 @@ class NodeConfig:
         port, as pysyncobj binds with no bind address (transport.py:268-273)."""
         if self.raft_bind:
             return self.raft_bind
-        host, _, port = self.raft.rpartition(":")
-        return f"{'[::]' if ':' in host else '0.0.0.0'}:{port}"
+        return f"0.0.0.0:{self.raft.rpartition(':')[2]}"
 
     @property
     def scheme(self) -> str:
@@ -165,6 +164,12 @@ def _host_port(value: str, key: str) -> str:
     host, sep, port = value.rpartition(":") if isinstance(value, str) else ("", "", "")
     if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
         raise ConfigError(f"{key} must be host:port, got {value!r}")
+    if ":" in host or host.startswith("["):
+        # pysyncobj reads a Raft address as host:port, and resolves and dials IPv4 alone:
+        # an IPv6 one was taken here and failed as the node started, or was never dialled.
+        raise ConfigError(
+            f"{key}: IPv6 addresses are not supported (an IPv4 address or a host name), got {value!r}"
+        )
     return value
 
 
@@ -248,6 +253,10 @@ def load_config(path: str | None, **overrides) -> NodeConfig:
                 raw = tomllib.load(f)
         except FileNotFoundError as e:
             raise ConfigError(f"no config file at {path}") from e
+        except OSError as e:  # its permissions, a folder by that name, an I/O error
+            raise ConfigError(f"cannot read the config file {path}: {e.strerror}") from e
+        except UnicodeDecodeError as e:
+            raise ConfigError(f"{path} is not UTF-8 text (TOML is): byte {e.start}") from e
         except tomllib.TOMLDecodeError as e:
             raise ConfigError(f"{path}: {e}") from e
     peers_raw = raw.pop("peers", {})

@@ -260,3 +260,28 @@ def test_check_config_prints_every_setting_but_the_secrets(tmp_path, monkeypatch
     assert "  sync_interval_ms = 250  # the default" in lines
     assert "  client_token: set (not shown)" in lines and "  cluster_secret: not set (not shown)" in lines
     assert "a-client-token-not-to-print" not in r.output
+
+
+def test_a_config_file_that_cannot_be_read_or_is_not_utf8_is_refused_naming_it(tmp_path):
+    """Each ended `horologe node` in a traceback (PermissionError, UnicodeDecodeError)."""
+    (tmp_path / "folder.toml").mkdir()  # read as a file: an OSError, as its permissions would be
+    with pytest.raises(ConfigError, match=r"cannot read the config file .*folder.toml: Is a directory"):
+        load_config(str(tmp_path / "folder.toml"))
+    latin = tmp_path / "latin.toml"
+    latin.write_bytes(b'node_id = "n\xe9"\n')
+    with pytest.raises(ConfigError, match=r"latin.toml is not UTF-8 text \(TOML is\): byte 12"):
+        load_config(str(latin))
+
+
+@pytest.mark.parametrize(
+    "key, value", [("http", "[::1]:8080"), ("raft", "[fd00::1]:7000"), ("raft_bind", "[::]:7000")]
+)
+def test_an_ipv6_address_is_refused_naming_the_key(tmp_path, key, value):
+    """Each was taken: the HTTP one failed as the node started (after its store and Raft),
+    the Raft bind with a TypeError inside pysyncobj, a peer's was never dialled."""
+    config = tmp_path / "n1.toml"
+    lines = {"node_id": "n1", "data_dir": str(tmp_path), "http": "127.0.0.1:8080", "raft": "127.0.0.1:7000"}
+    lines[key] = value
+    config.write_text("".join(f'{k} = "{v}"\n' for k, v in lines.items()))
+    with pytest.raises(ConfigError, match=rf"^{key}: IPv6 addresses are not supported"):
+        load_config(str(config))
