@@ -77,7 +77,13 @@ def _receiving(dest: str) -> Iterator[None]:
     """Hold ``<dest>.lock`` while the block runs (BackupError if another receive holds it);
     removed after. One taken on a lock file another receive removed meanwhile is taken again
     on the path's new file."""
-    lock = dest + LOCK_SUFFIX
+    lock, parent = dest + LOCK_SUFFIX, os.path.dirname(os.path.abspath(dest))
+    try:
+        os.makedirs(parent, exist_ok=True)  # as the .part's were made
+    except FileExistsError:
+        raise BackupError(f"cannot write into {parent}: Not a directory") from None
+    except OSError as e:
+        raise BackupError(f"cannot make {parent}: {e.strerror}") from e
     while True:
         try:
             fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)

@@ -13,8 +13,8 @@ makes them) to an origin; the :class:`Exchange` it returns has a future of the
 * the status and the ``Retry-After`` header once the status line, the headers and the
   body are read; a body longer than ``ANSWER_BYTES_READ`` is not read further, and its
   connection is closed. 1xx answers are passed over. A head (status line and headers,
-  1xx answers included) past ``ANSWER_HEAD_BYTES`` is no answer; Nothing else of an answer is kept,
-  and a redirect is only a status: it is never followed;
+  1xx answers included) past ``ANSWER_HEAD_BYTES`` is no answer. Nothing else of an
+  answer is kept, and a redirect is only a status: it is never followed;
 * no status (``status`` None, ``error`` saying why) when the connection was refused, could
   not be made (TLS certificates are verified) or was closed or reset before the answer
   was whole, when the answer is not HTTP, or when ``timeout_s`` (counted from the call,

@@ -322,6 +322,8 @@ def test_two_backups_into_one_folder_at_once_the_second_is_refused_and_the_first
     first.join(10)
     check(dest)
     assert sorted(os.listdir(tmp_path)) == ["b", "store"]  # no .part, no .lock
+    receive(chunks, str(tmp_path / "new" / "folders" / "c"))  # its folders made, as before
+    check(str(tmp_path / "new" / "folders" / "c"))
     with pytest.raises(BackupError, match="exists"):
         receive(chunks, dest)
 
