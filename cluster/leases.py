@@ -171,6 +171,10 @@ class LeaseTable:
         """How often each of ``offsets`` has been handed out (0: never)."""
         return self._of(offsets, self.deliveries)
 
+    def ends_of(self, offsets: list[int]) -> np.ndarray:
+        """When the lease of each of ``offsets`` ends (0: in no run)."""
+        return self._of(offsets, self.until)
+
     def tokens_of(self, offsets: list[int]) -> np.ndarray:
         """The token each of ``offsets`` was last handed out under (0: never): a hand-out
         of them must take a later one (node/consumers/service.py)."""

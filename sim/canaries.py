@@ -279,7 +279,7 @@ def _no_answer_check() -> None:
     """A pull answered once its leases committed, however long that took: a master cut off
     answered, as a follower, with leases that had ended, after the new master had handed
     the same messages to another consumer (the simulator's node services, seed 98)."""
-    Consumers._may_answer = lambda self, *_: True
+    Consumers._answerable = lambda self, group, leased, out, until: (leased, out)
 
 
 def _no_stale_refusal_skip() -> None:

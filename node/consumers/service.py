@@ -430,12 +430,14 @@ class Consumers:
             wake_at: list[int] = []  # when the scans' stopping points stop holding
             now = self._clock()
             scan = (filt, max_messages, now, out, skipped, visibility_ms)
-            leased = {topic: self._scan(group, topic, *scan, wake_at=wake_at, ahead_ms=ahead_ms)}
-            if len(out) < max_messages and not topic.startswith(DLQ_PREFIX):
+            leased: dict[str, list[int]] = {}
+            if not topic.startswith(DLQ_PREFIX):  # its retries fallen due first: due before the rest
                 retries = retry_topic(group)
                 leased[retries] = self._scan(
                     group, retries, *scan, origin=topic, wake_at=wake_at, ahead_ms=ahead_ms
                 )
+            if len(out) < max_messages:
+                leased[topic] = self._scan(group, topic, *scan, wake_at=wake_at, ahead_ms=ahead_ms)
             if skipped:  # filtered out for this group: let its committed offset move past them
                 self._queue(skipped)
             remaining = deadline - loop.time()
@@ -445,8 +447,11 @@ class Consumers:
                     self._drop_leases(group, leased, until)
                     raise CallerGone(HUNG_UP)
                 await self._commit_leases(group, leased, until, pull_id)
-                if out and not self._may_answer(group, leased, until):
-                    continue  # the leases ended while they committed: scan again
+                if out:
+                    answered = self._answerable(group, leased, out, until)
+                    if answered is None:
+                        continue  # the leases ended while they committed: scan again
+                    leased, out = answered
                 return self._handed(group, leased, out, until)
             if gone():  # the caller hung up while it waited: nothing to wait for
                 raise CallerGone(HUNG_UP)
@@ -457,14 +462,20 @@ class Consumers:
                 async with asyncio.timeout(max(wait, 0.0)):  # not wait_for: it can drop a cancel
                     await self._arrived.wait()
 
-    def _may_answer(self, group: str, leased: dict[str, list[int]], until: int) -> bool:
-        """Whether a pull whose leases (taken to end at ``until``, their token) just
-        committed may hand them out. The commit may have taken long (a master cut off,
+    def _answerable(
+        self, group: str, leased: dict[str, list[int]], out: Taken, until: int
+    ) -> tuple[dict[str, list[int]], Taken] | None:
+        """What a pull whose leases (taken to end at ``until``, their token) just committed
+        may hand out: the positions whose committed lease is still its own and holds, and
+        their messages (None: none is). The commit may have taken long (a master cut off,
         whose entries a later master committed): a node that no longer leads answers
         nothing (NotMasterError), and leases that ended meanwhile go to nobody, since
         another pull may hold those messages now (the simulator's node services, seed 98).
         They end where the committed leases say: the entry of a silence that applied right
         after theirs moved them on (cluster/leases.py), and the messages are theirs till then.
+        A position acked meanwhile (a late ack of a lease that had ended, committed with
+        these or just after) is left out, and the others answered: scanned again, they would
+        be passed over as leased, to nobody.
         A handover that began meanwhile is no reason to answer nothing: the leases committed,
         and a release of them could not be proposed now (the pull made again, without a
         name, would find them leased for their visibility)."""
@@ -477,9 +488,32 @@ class Consumers:
             self._give_back(items)
             self._queue(items)
             raise
-        ready, offsets = next((r, o) for r, o in leased.items() if o)
-        run = self._committed(group, ready).at(offsets[0])
-        return run is not None and run[3] == until and run[2] > self._clock()
+        now = self._clock()
+        keep = {}  # per ready log, which of its positions this pull may hand out
+        for ready, offsets in leased.items():
+            if offsets:
+                committed = self._committed(group, ready)
+                keep[ready] = (committed.tokens_of(offsets) == until) & (committed.ends_of(offsets) > now)
+        if all(k.all() for k in keep.values()):
+            return leased, out
+        if not any(k.any() for k in keep.values()):
+            return None
+        answered: dict[str, list[int]] = {}
+        kept = Taken()
+        at = 0  # ``out`` holds the messages of ``leased``'s positions, in its order
+        for ready, offsets in leased.items():
+            mask = keep.get(ready, np.zeros(0, bool))
+            mine = self.leases.get((group, ready), {})
+            for k, offset in enumerate(offsets):
+                if mask[k]:
+                    answered.setdefault(ready, []).append(offset)
+                    kept.records.append(out.records[at + k])
+                    kept.deliver_at.append(out.deliver_at[at + k])
+                    kept.delivered_at.append(out.delivered_at[at + k])
+                elif mine.get(offset) == until:
+                    del mine[offset]  # not this pull's any more: as the committed leases say
+            at += len(offsets)
+        return answered, kept
 
     def _lease_until(
         self, group: str, leased: dict[str, list[int]], out: Taken, now: int, visibility_ms: int

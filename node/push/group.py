@@ -3,8 +3,8 @@
 :func:`serve` runs until cancelled, in two tasks:
 
 * the sender: waits until flow control (node/push/flow.py) lets requests start; leases up
-  to that many messages of the group as a pull does (the consumers' pull: the topic's
-  ready log, then the group's retries of it; a long poll woken when messages become
+  to that many messages of the group as a pull does (the consumers' pull: the group's
+  retries of the topic fallen due, then its ready log; a long poll woken when messages become
   ready), including those the wheel made ready ahead of their time (its fire lead) that
   fall due within ``AHEAD_MS``; and sends each (node/push/sender.py makes the request,
   node/push/client.py sends it), signed with the clock read then: at once if it is due,

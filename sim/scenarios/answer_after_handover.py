@@ -16,7 +16,7 @@ last entry and B's first: cluster/leases.py), then B may hand their messages to 
   cut, A's links come back: A learns, as a follower, that its entries committed, and X's
   pull, waiting on them, may answer. Answered then, it hands X leases that ended, on
   messages another pull may hold now (handed-out-inside-a-lease). A pull answers only
-  while its node leads and its leases still hold (``Consumers._may_answer``).
+  while its node leads and its leases still hold (``Consumers._answerable``).
 - ``long-silence``: A's links come back 3.5 s after the cut. Its peers queued appends
   for it all the while; back, it refuses each. Those refusals must not each send it the
   rest of the log again (``RaftNode._refusal_as_raft_has_it``), or it is not caught up

@@ -1216,3 +1216,50 @@ def test_a_lease_held_long_does_not_stall_the_group_once_scan_limit_later_ones_a
         assert [m["body"] for m in await bodies(consumers, 10)] == ["m7", "m8", "m9"]
 
     asyncio.run(run())
+
+
+def test_a_retry_fallen_due_is_handed_out_while_its_topic_has_a_backlog(log):
+    """The retry log was read only when the topic's own log did not fill the pull: under a
+    backlog (a worker pulling one at a time, producers ahead of it) a nacked message came
+    back only once the topic drained, whatever its retry level said."""
+
+    async def run() -> None:
+        await _deliver(log, 1)
+        consumers = consumers_over(log)  # retry levels (1000,)
+        (got,) = as_json(await consumers.pull("g", "t", None, 1, 0, 30_000), T)["messages"]
+        assert await consumers.nack("g", "t", [got["receipt"]]) == {"retried": 1, "dead_lettered": 0}
+        backlog = [Message("t", b"n%d" % i, T + 2_000, T) for i in range(5)]
+        await log.propose(PRODUCE, messages=backlog)
+        log.now[0] = T + 5_000
+        log.ws = lambda: Watermark(T + 5_000, ALL)
+        await log.propose(SYNC)  # the retry and the backlog: all due
+        first = as_json(await consumers.pull("g", "t", None, 1, 0, 30_000), T)["messages"]
+        assert [m["body"] for m in first] == ["m0"]  # the retry, due since T + 1 s
+
+    asyncio.run(run())
+
+
+def test_a_pull_whose_first_message_was_acked_as_its_leases_committed_answers_the_rest(log):
+    """An ack of a message whose lease had ended (a slow consumer, late) committed with or
+    right after a new pull's leases of it and others: the pull checked its first position
+    alone, found it acked, and scanned again past the others, leased to itself, so they
+    went to nobody until their visibility ended (12 h at most)."""
+
+    async def run() -> None:
+        await _deliver(log, 2)
+        consumers = consumers_over(log)
+        propose = consumers._propose
+
+        async def acked_meanwhile(kind, **fields):
+            done = await propose(kind, **fields)
+            if fields.get("leases"):  # the late ack of the first, committed right after
+                await propose(ACK, acks=[("g", "t", 0, 1)], leases=[])
+            return done
+
+        consumers._propose = acked_meanwhile
+        got = as_json(await consumers.pull("g", "t", None, 2, 0, 30_000), T)["messages"]
+        consumers._propose = propose
+        assert [m["body"] for m in got] == ["m1"]
+        assert log.view.group_progress("g", "t").is_acked(0)
+
+    asyncio.run(run())

@@ -151,16 +151,18 @@ random seeds (the ones below; tests/sim/test_scenarios.py has the scripted catch
   it runs on, and 0 of seeds 1..79 with those options (1..39 with ``--membership
   --power-loss`` too) fail. tests/node/test_cancelled_waits.py holds the fix.
 * ``no-owner-reads`` (93aebaf taken back: a retry topic counts for retention only the
-  groups with progress on it): seed 43 with ``--service --retention --push``, no fault
-  at all: the push group's first retries are trimmed unread 300 ms after they fell due,
-  and never pushed (push-liveness).
+  groups with progress on it: a group's first retries were trimmed unread once
+  ``retention_ms`` passed) left the random seeds when a pull came to hand out a topic's
+  retries fallen due before its own messages: they are no longer left waiting behind the
+  topic for 300 ms, 0 of seeds 1..119 with ``--service --retention --push``.
+  tests/cluster/test_retention.py holds the fix.
 * ``no-known-clock`` (8288fd5 taken back: a master that never had a majority's clock
-  readings stamps what it proposes by its own clock): seed 960198 with every option of
-  the node services and ``--push``, faults 1,2,3,4 (power losses, n3's clocks stepped an
-  hour ahead, a member added and another removed): n3, its clocks stepped an hour ahead,
-  is elected and its push worker's barrier stamps the term's first entry an hour ahead,
-  which moves every running lease on by the hour: a message leased then is not pushed
-  again within the run (push-liveness).
+  readings stamps what it proposes by its own clock): seed 970300 with every option of
+  the node services and ``--push``, faults 0,1,3,4,5,6,7,8 (found by ``python -m sim run
+  --start 970001 --canary no-known-clock`` with those options, 1 of 304 seeds, then
+  shrunk; n2's clocks stepped 3 s ahead among them): a message is handed to the push
+  worker 16 ms before its time (handed-out-early; with an hour's step, a master stamping
+  its term's first entry so moved every running lease on by the hour, push-liveness).
 * ``no-retry-id`` (a retry filed under an id of its own, as before retries carried their
   first message's ``x-horologe-id``): seed 1 with ``--service``, no fault at all: a
   consumer's nack is retried and the retry handed out under another id than the
@@ -201,12 +203,11 @@ CAUGHT = {
         ("one-vote-per-term", "one-leader-per-term"),
         ("--power-loss",),
     ),
-    "no-owner-reads": (43, "none", ("push-liveness",), ("--service", "--retention", "--push")),
     "no-retry-id": (1, "none", ("retry-id",), ("--service",)),
     "no-known-clock": (
-        960198,
-        "1,2,3,4",
-        ("push-liveness",),
+        970300,
+        "0,1,3,4,5,6,7,8",
+        ("handed-out-early", "pushed-early", "push-liveness"),
         (
             "--service",
             "--power-loss",
@@ -282,12 +283,12 @@ def test_shrink_leaves_the_fault_that_catches_the_journal_cut():
 # a failed push: the workload's checks catch it
 # (sim/workload.py), so that they can fail. All the seed's faults; (invariant, options,
 # seed): seed 1, but for fake-skip-passed, which needs a master elected after fire times
-# passed unplanned (seed 3).
+# passed unplanned (seed 14).
 FAKES = {
     "fake-cancel": ("cancelled-handed-out", (), 1),
     "fake-move": ("rescheduled-at-old-time", (), 1),
     "fake-extend": ("handed-out-inside-a-lease", (), 1),
-    "fake-skip-passed": ("schedule-missed", ("--schedules",), 3),
+    "fake-skip-passed": ("schedule-missed", ("--schedules",), 14),
     "fake-pause": ("schedule-fired-while-paused", ("--schedules",), 1),
     "fake-late-deliver": ("late-policy", ("--lateness",), 1),
     "fake-late-lose": ("ready-logs", ("--lateness",), 1),
