@@ -25,11 +25,11 @@ makes them) to an origin; the :class:`Exchange` it returns has a future of the
 A connection is kept for the next request to its origin only when its answer was read
 whole and allows it (HTTP/1.1 without ``Connection: close``); one idle for ``IDLE_S`` is
 closed, and so is the connection of a request dropped (:meth:`Exchange.cancel`). At most
-``limit`` connections are open over all origins, and while requests of several origins
-wait for one, each origin's share is ``limit`` divided among the origins that have
-connections open or requests waiting: a request beyond waits, in call order among its
-origin's, and a connection freed goes to the origins below their share in turn (one
-whose receiver is slow cannot hold every connection for long while another's wait).
+``limit`` connections are open over all origins; a request beyond waits, in call order
+among its origin's. A slot freed goes to the waiting origin with the fewest connections,
+and a connection that finished a request is handed on to a waiting origin holding at
+least two fewer than its own: one whose receiver is slow cannot hold every connection
+for long while another's requests wait.
 Runs on the event loop that calls it; :meth:`close` aborts every
 connection and ends every open request with ``error`` "closed".
 """
@@ -133,9 +133,10 @@ class _Connection(asyncio.Protocol):
         if self.req is None:  # nothing was asked: not HTTP as this client speaks it
             self.abort()
             return
+        req = self.req
         try:
             self.parser.feed_data(data)
-            if self.status is None and self.req is not None:  # the head is not whole yet
+            if self.status is None and self.req is req:  # its head is not whole yet
                 self.head_read += len(data)
                 if self.head_read > ANSWER_HEAD_BYTES:
                     why = f"an answer head over {ANSWER_HEAD_BYTES} bytes"
@@ -226,11 +227,6 @@ class PushHttp:
             self._close_an_idle()
         return req
 
-    def _share(self, origin: Origin) -> int:
-        """How many connections ``origin`` may have while others' requests wait: ``limit``
-        over the origins with connections open or requests waiting (it among them)."""
-        return max(1, self.limit // len(self._waiting.keys() | self._open_of.keys() | {origin}))
-
     async def close(self) -> None:
         """Abort every connection; open requests end with ``error`` "closed"."""
         self._closed = True
@@ -303,25 +299,33 @@ class PushHttp:
         return self._ssl
 
     def _release(self, conn: _Connection) -> None:
-        """``conn`` finished a request and may take the next: its origin's, unless this
-        origin is over its share while another below its own waits; with none of its
-        origin's waiting, another origin's request takes its slot (it is closed: ``_lost``
-        hands the slot on)."""
+        """``conn`` finished a request and may take the next: its origin's, unless another
+        origin waits holding at least two connections fewer (its slot is handed on); with
+        none of its origin's waiting, another origin's request takes its slot."""
         if self._closed:
             conn.abort()
             return
         origin = conn.origin
-        over = self._open_of[origin] > self._share(origin) and any(
-            self._open_of[o] < self._share(o) for o in self._waiting if o != origin
-        )
-        req = None if over else self._take_waiting(origin)
+        fewest = min((self._open_of[o] for o in self._waiting if o != origin), default=None)
+        req = None
+        if fewest is None or fewest + 1 >= self._open_of[origin]:
+            req = self._take_waiting(origin)
         if req is not None:
             conn.send(req)
         elif self._waiting:
-            conn.abort()
+            self._hand_on(conn)
         else:
             conn.idle_since = time.monotonic()
             self._idle[origin].append(conn)
+
+    def _hand_on(self, conn: _Connection) -> None:
+        """Close ``conn`` for a waiting request of another origin: its slot is free now
+        (counted at once, not when the close is done: the next release in this turn
+        sees it)."""
+        if conn in self._conns:
+            self._conns.discard(conn)
+            conn.abort()
+            self._freed(conn.origin)
 
     def _take_waiting(self, origin: Origin) -> Exchange | None:
         """The next request of ``origin`` that still waits (one that timed out is passed over)."""
@@ -363,11 +367,10 @@ class PushHttp:
         self._next_waiting()
 
     def _next_waiting(self) -> None:
-        """Free slots to the waiting origins in turn, one request each, those below their
-        share first."""
+        """Free slots to the waiting origins, one request at a time, each to the origin with
+        the fewest connections (of those, the one served longest ago)."""
         while self._waiting and not self._closed and self.open < self.limit:
-            below = (o for o in self._waiting if self._open_of[o] < self._share(o))
-            origin = next(below, next(iter(self._waiting)))
+            origin = min(self._waiting, key=self._open_of.__getitem__)
             req = self._take_waiting(origin)
             if req is not None:
                 if origin in self._waiting:  # its turn taken: it goes last
@@ -379,7 +382,12 @@ class PushHttp:
         if req.waiting:
             why = f"no connection free within {timeout_s * 1000:.0f} ms (other origins held them)"
             _settle(req, Answer(None, None, why, unsent=True))
-            return  # passed over in its origin's queue
+            queue = self._waiting.get(req.origin)
+            if queue is not None and req in queue:  # out of the turns: it waits no more
+                queue.remove(req)
+                if not queue:
+                    del self._waiting[req.origin]
+            return
         _settle(req, Answer(None, None, f"no answer within {timeout_s * 1000:.0f} ms"))
         req.cancel()
 

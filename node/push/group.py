@@ -221,13 +221,8 @@ class _Group:
         master (the subscription replaced) hands it out again at once, not a lease later."""
         receipts = [handed.receipt for held in self.held.values() for handed in held]
         self.held.clear()
-        if not receipts:
-            return
-        try:
-            self.consumer.give_back(self.sub.group, self.sub.topic, receipts)
-        except Exception:  # noqa: BLE001 - stopping regardless: the leases then run out
-            sub = self.sub
-            log.exception("push %s/%s: could not give back %d leases", sub.topic, sub.group, len(receipts))
+        if receipts:
+            _give_back(self.sub, self.consumer, receipts)
 
     def _post(self, handed: Handed, now_ms: int) -> None:
         body, fields = push_body(handed)
@@ -270,6 +265,13 @@ class _Group:
             for retry_after_ms, receipts in batch.nacks.items():
                 calls.append(_nack(sub, consumer, receipts, retry_after_ms, stats))
             if batch.unsent:
+                log.info(
+                    "push %s/%s: %d pushes found no free connection in time (other receivers held "
+                    "them); sent again",
+                    sub.topic,
+                    sub.group,
+                    len(batch.unsent),
+                )
                 _give_back(sub, consumer, batch.unsent)
             try:
                 await asyncio.gather(*calls)
@@ -308,14 +310,9 @@ async def _nack(
 
 
 def _give_back(sub: PushDef, consumer: Consumer, receipts: list[str]) -> None:
-    """Pushes that waited for a connection past their timeout, never sent: their leases end
-    now, and they are pushed again as any other, no attempt counted."""
-    log.info(
-        "push %s/%s: %d pushes found no free connection in time (other receivers held them); sent again",
-        sub.topic,
-        sub.group,
-        len(receipts),
-    )
+    """End the leases of pushes never sent (held for their time as the group stopped, or
+    found no free connection before their timeout): handed out again at once, no attempt
+    counted."""
     try:
         consumer.give_back(sub.group, sub.topic, receipts)
     except Exception:  # noqa: BLE001 - the leases then run out, and they are sent again

@@ -218,8 +218,10 @@ async def test_a_slow_origin_over_its_share_hands_a_freed_connection_to_another_
     connection: each one freed went to its next request (first come, first served), and
     another origin's requests waited behind all of them."""
     done: list[str] = []
+    connections = {0.3: 0, 0: 0}
 
     async def answer_after(delay_s: float, reader, writer) -> None:
+        connections[delay_s] += 1
         try:
             while True:
                 head = await reader.readuntil(b"\r\n\r\n")
@@ -249,9 +251,26 @@ async def test_a_slow_origin_over_its_share_hands_a_freed_connection_to_another_
     answers = await asyncio.gather(*futures)
     assert all(a.status == 200 for a in answers)
     assert done.index("fast1") < done.index("slow4"), done  # not behind every slow request
+    # One slow connection handed on for each fast one made (not each slow one that ended in
+    # that turn), and each handed on made again once: at most 4 + 2.
+    assert connections[0.3] <= 6 and connections[0] <= 2, connections
     await http.close()
     for server in servers:
         server.close()
+
+
+async def test_an_answer_read_whole_in_one_chunk_is_not_counted_against_the_next_head(serve):
+    """A kept connection took its next request as it read the last answer: that answer's
+    bytes (a 65,500-byte body in one read) were counted against the next answer's head,
+    which failed at once (over 64 KiB) and was nacked."""
+    big = b"HTTP/1.1 200 OK\r\nContent-Length: 65500\r\n\r\n" + b"x" * 65500
+    server = await serve(lambda n: [big, OK][n])
+    http = PushHttp(1)
+    first, second = (http.post(server.origin, push(server.origin, k), 5) for k in range(2))
+    answers = await asyncio.gather(first.future, second.future)
+    assert [(a.status, a.error) for a in answers] == [(200, None), (200, None)]
+    assert server.connections == 1
+    await http.close()
 
 
 async def test_an_idle_connection_to_one_origin_makes_room_for_another_at_the_limit(serve):
