@@ -40,6 +40,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import threading
 from collections.abc import Iterator
 
 from .errors import FsyncFailedError
@@ -49,30 +50,35 @@ log = logging.getLogger(__name__)
 FSYNC_FAILED_EXIT = 74  # EX_IOERR of sysexits.h: an I/O error on some file
 
 _failed: FsyncFailedError | None = None  # the first failure of this process, once there was one
-_offline = False  # in offline(): a failure raises, and is not remembered
+_offline = threading.local()  # .on in offline(), on its thread: a failure raises, not remembered
 
 
 @contextlib.contextmanager
 def offline() -> Iterator[None]:
-    """Within it, a failed fsync or write of Raft state raises FsyncFailedError instead of
-    ending the process (module docstring): for an offline tool's run, not a node's."""
-    global _offline
-    was, _offline = _offline, True
+    """Within it, on this thread, a failed fsync or write of Raft state raises
+    FsyncFailedError instead of ending the process (module docstring): for an offline
+    tool's run, not a node's (another thread's fsyncs are as they were)."""
+    was = getattr(_offline, "on", False)
+    _offline.on = True
     try:
         yield
     finally:
-        _offline = was
+        _offline.on = was
+
+
+def _is_offline() -> bool:
+    return getattr(_offline, "on", False)
 
 
 def fsync(fd: int, path: str) -> None:
     """fsync ``fd`` (open on ``path``, named in the log line); the process ends if it fails."""
     global _failed
-    if _failed is not None and not _offline:
+    if _failed is not None and not _is_offline():
         _fatal(_failed)
     try:
         os.fsync(fd)
     except OSError as e:
-        if _offline:
+        if _is_offline():
             raise FsyncFailedError(path, e.errno, e.strerror) from e
         _failed = FsyncFailedError(path, e.errno, e.strerror)
         _fatal(_failed)
@@ -102,7 +108,7 @@ def write_failed(path: str, error: Exception) -> None:
     """A write of Raft state to ``path`` failed with ``error`` (an OSError, or the
     StorageFullError of a short write): the process ends (module docstring)."""
     errno = getattr(error.__cause__ or error, "errno", None)
-    if _offline:
+    if _is_offline():
         raise FsyncFailedError(path, errno, getattr(error, "strerror", None) or str(error)) from error
     log.critical(
         "write of %s failed: %s; the node's Raft state in memory is not what its disk holds: "

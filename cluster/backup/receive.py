@@ -11,6 +11,7 @@ import tarfile
 from collections.abc import Callable, Iterable, Iterator
 
 from horologe.storage.durable import fsync, fsync_dir
+from horologe.storage.errors import FsyncFailedError
 
 from .manifest import MANIFEST_NAME, BackupError, Manifest, decode, is_store_path
 from .staging import staged
@@ -68,7 +69,11 @@ def receive(
             os.makedirs(part)
             manifest = _unpack(_ChunkReader(iter(chunks), on_bytes), part)
             os.rename(part, dest)
-            fsync_dir(os.path.dirname(os.path.abspath(dest)))
+            try:
+                fsync_dir(os.path.dirname(os.path.abspath(dest)))
+            except FsyncFailedError:  # the rename may not be on disk: nothing is kept
+                shutil.rmtree(dest, ignore_errors=True)
+                raise
     return manifest
 
 

@@ -365,3 +365,39 @@ def test_a_backup_that_cannot_be_read_says_which_file(tmp_path):
     manifest.mkdir()  # read as a file: IsADirectoryError, as a PermissionError would be
     with pytest.raises(BackupError, match=r"cannot read .*backup.json: Is a directory"):
         restore(str(tmp_path / "backup"), str(tmp_path / "node"))
+
+
+def test_a_failed_fsync_after_the_last_rename_keeps_nothing_or_a_whole_restore(tmp_path, monkeypatch):
+    """The fsync of the folder a backup was renamed into failed: the message said nothing
+    was kept, and the backup was there (the next run: "exists"). The fsync after a
+    restore's last move, of its empty stage's removal, failed a restore made whole."""
+    from horologe.cluster.backup import receive as receiving
+    from horologe.cluster.backup import restore as restoring
+    from horologe.storage.errors import FsyncFailedError
+
+    store = _store(str(tmp_path / "store"))
+    chunks = list(backup_chunks(take_point(store, "b1", _entry_at, last_applied=9, term=8), "n1", 123))
+    synced = receiving.fsync_dir
+
+    def parent_fails(path):
+        if os.path.abspath(path) == str(tmp_path):
+            raise FsyncFailedError(path, errno.EIO, os.strerror(errno.EIO))
+        synced(path)
+
+    monkeypatch.setattr(receiving, "fsync_dir", parent_fails)
+    with pytest.raises(BackupError, match="nothing was kept"):
+        receive(chunks, str(tmp_path / "b"))
+    assert not os.path.exists(tmp_path / "b") and not os.path.exists(tmp_path / "b.part")
+    monkeypatch.undo()
+    receive(chunks, str(tmp_path / "b"))
+    data, calls = str(tmp_path / "node"), []
+
+    def third_fails(path):
+        calls.append(path)
+        if path == data and calls.count(data) == 3:  # after the two moves: the stage's removal
+            raise FsyncFailedError(path, errno.EIO, os.strerror(errno.EIO))
+        synced(path)
+
+    monkeypatch.setattr(restoring, "fsync_dir", third_fails)
+    restore(str(tmp_path / "b"), data)
+    assert sorted(os.listdir(data)) == ["raft", "store"]
