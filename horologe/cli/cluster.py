@@ -111,12 +111,16 @@ def _members_client(url: str, admin_token, ca) -> Client:
     was given, and a follower names the master by its own address, another host but on
     one machine. An address that listens on every interface names no host to dial."""
     given = node_urls(url)
-    scheme = urlsplit(given[0]).scheme
     with _client(url, None, admin_token, ca) as entry:
-        listed = [m["http"] for m in entry.members()]
-    more = [a if "://" in a else f"{scheme}://{a}" for a in listed]
-    dialled = [u for u in more if urlsplit(u).hostname not in ANY_ADDRESS]
-    return _client(",".join(dict.fromkeys(given + dialled)), None, admin_token, ca)
+        listed = [_member_url(m["http"], url) for m in entry.members()]
+    return _client(",".join(dict.fromkeys(given + [u for u in listed if u])), None, admin_token, ca)
+
+
+def _member_url(http: str, given: str) -> str | None:
+    """A member's listed HTTP address as a URL (the scheme of the URLs given, unless it
+    names one); None for an address that listens on every interface, no host to dial."""
+    url = http if "://" in http else f"{urlsplit(node_urls(given)[0]).scheme}://{http}"
+    return None if urlsplit(url).hostname in ANY_ADDRESS else url
 
 
 class _Progress:
@@ -176,8 +180,10 @@ class _Progress:
             http = next((m["http"] for m in self._entry.members() if m["node_id"] == leader), None)
             if http is None:  # no master known now (an election): ask again next time
                 raise HorologeError(f"no master is known to {self._url} now")
-            scheme = urlsplit(node_urls(self._url)[0]).scheme
-            self._master = self._client(http if "://" in http else f"{scheme}://{http}")
+            url = _member_url(http, self._url)
+            if url is None:  # it listens on every interface: no host of its own to ask
+                raise HorologeError(f"the master lists {http}, no host to reach it at")
+            self._master = self._client(url)
         return self._master
 
 
