@@ -104,7 +104,7 @@ def run_schedule(
         def refusals(poster: Poster) -> tuple[list[str], list[str]]:
             """The messages the server refused since last asked, as reject rows."""
             taken = [poster.refusals.popleft() for _ in range(len(poster.refusals))]
-            return [json.dumps(m, default=str) for m, _ in taken], [why for _, why in taken]
+            return [_as_json(m) for m, _ in taken], [why for _, why in taken]
 
         with fewer_collections(), Poster(urls, token, batch_size=batch_size, ca=ca) as poster:
             for batch in batches:
@@ -113,7 +113,7 @@ def run_schedule(
                     try:
                         message = mapping.to_message(row, now)
                     except (ValueError, TypeError) as e:  # a value of a type no rule expects
-                        bad.append(json.dumps(row, default=str))
+                        bad.append(_as_json(row))
                         reasons.append(str(e))
                     else:
                         poster.add(message)
@@ -141,4 +141,12 @@ def run_schedule(
             raise
     return ScheduleSummary(
         rows.value, accepted.value, rejects.value, refused.value, retried.value, rejects_path
+    )
+
+
+def _as_json(obj) -> str:
+    """A row or message as a reject file shows it: bytes as their text (UTF-8, what is not
+    replaced), anything else JSON has no type for as its ``str``."""
+    return json.dumps(
+        obj, default=lambda v: v.decode("utf-8", "replace") if isinstance(v, bytes | bytearray) else str(v)
     )

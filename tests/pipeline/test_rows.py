@@ -103,3 +103,11 @@ def test_deliver_times_in_epoch_seconds_are_refused_not_delivered_at_once():
     with pytest.raises(ValueError, match="^at: .*seconds"):
         AT.to_message({"b": "x", "at": str(NOW // 1000)}, NOW)
     assert AT.to_message({"b": "x", "at": 0}, NOW)["deliver_at"] == 0  # the epoch itself: now
+
+
+def test_a_reject_shows_a_binary_value_as_its_text_not_a_python_repr():
+    """A message the server refused went to the rejects as json.dumps(default=str): its
+    binary body as "b'...'" (the form the posting no longer sends)."""
+    from horologe.pipeline.schedule import _as_json
+
+    assert _as_json({"body": b"caf\xc3\xa9", "n": 1}) == '{"body": "caf\\u00e9", "n": 1}'
