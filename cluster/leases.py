@@ -171,9 +171,14 @@ class LeaseTable:
         """How often each of ``offsets`` has been handed out (0: never)."""
         return self._of(offsets, self.deliveries)
 
-    def ends_of(self, offsets: list[int]) -> np.ndarray:
-        """When the lease of each of ``offsets`` ends (0: in no run)."""
-        return self._of(offsets, self.until)
+    def held_by(self, offsets: list[int], token: int, now_ms: int) -> np.ndarray:
+        """Whether each of ``offsets`` is leased under ``token`` past ``now_ms``: one search
+        of the runs, as :meth:`_of` (a pull that just committed asks it of all it leased)."""
+        if not self.lo:
+            return np.zeros(len(offsets), dtype=bool)
+        k, held = self._runs_of(offsets)
+        tokens, ends = np.asarray(self.token, dtype=np.int64)[k], np.asarray(self.until, dtype=np.int64)[k]
+        return held & (tokens == token) & (ends > now_ms)
 
     def tokens_of(self, offsets: list[int]) -> np.ndarray:
         """The token each of ``offsets`` was last handed out under (0: never): a hand-out
@@ -186,11 +191,16 @@ class LeaseTable:
         (:meth:`at`) cost 1.6 ms of CPU for those (docs/benchmarks.md, "Consume")."""
         if not self.lo:
             return np.zeros(len(offsets), dtype=np.int64)
+        k, held = self._runs_of(offsets)
+        return np.where(held, np.asarray(column, dtype=np.int64)[k], 0)
+
+    def _runs_of(self, offsets: list[int]) -> tuple[np.ndarray, np.ndarray]:
+        """For each of ``offsets`` (the runs not empty), the run from it down, and whether
+        that run holds it."""
         o = np.asarray(offsets, dtype=np.int64)
         lo, hi = np.asarray(self.lo, dtype=np.int64), np.asarray(self.hi, dtype=np.int64)
         k = np.maximum(np.searchsorted(lo, o, side="right") - 1, 0)  # the last run from o down
-        held = (lo[k] <= o) & (o < hi[k])
-        return np.where(held, np.asarray(column, dtype=np.int64)[k], 0)
+        return k, (lo[k] <= o) & (o < hi[k])
 
     def trim(self, base: int) -> None:
         """Forget the positions below ``base``: the ready log no longer holds them."""

@@ -492,8 +492,7 @@ class Consumers:
         keep = {}  # per ready log, which of its positions this pull may hand out
         for ready, offsets in leased.items():
             if offsets:
-                committed = self._committed(group, ready)
-                keep[ready] = (committed.tokens_of(offsets) == until) & (committed.ends_of(offsets) > now)
+                keep[ready] = self._committed(group, ready).held_by(offsets, until, now)
         if all(k.all() for k in keep.values()):
             return leased, out
         if not any(k.any() for k in keep.values()):
