@@ -201,22 +201,30 @@ def test_a_closed_output_does_not_leave_the_nodes_running(tmp_path, kill_node_fi
             proc.send_signal(signal.SIGTERM)
         assert proc.wait(30) == 0
         assert "Traceback" not in proc.stderr.read()
-
-        def node_gone() -> bool:
-            """the node process ended"""
-            try:
-                os.kill(node_pid, 0)
-            except ProcessLookupError:
-                return True
-            return False
-
-        wait_until(node_gone, 15.0)
+        _wait_until_gone(node_pid)
     finally:
-        if node_pid is not None:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(node_pid, signal.SIGKILL)
-        if proc.poll() is None:
-            proc.kill()
+        _kill_what_is_left(proc, node_pid)
+
+
+def _wait_until_gone(node_pid: int) -> None:
+    def node_gone() -> bool:
+        """the node process ended"""
+        try:
+            os.kill(node_pid, 0)
+        except ProcessLookupError:
+            return True
+        return False
+
+    wait_until(node_gone, 15.0)
+
+
+def _kill_what_is_left(proc: subprocess.Popen, node_pid: int | None) -> None:
+    """A test that failed midway leaves no node and no local-cluster running."""
+    if node_pid is not None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(node_pid, signal.SIGKILL)
+    if proc.poll() is None:
+        proc.kill()
 
 
 def test_ports_past_65535_are_refused_before_anything_starts(tmp_path):
@@ -305,22 +313,9 @@ def test_a_closed_terminal_does_not_leave_the_nodes_running(tmp_path):
         os.close(master)  # the terminal is gone ...
         proc.send_signal(signal.SIGHUP)  # ... and its hang-up comes
         proc.wait(30)
-
-        def node_gone() -> bool:
-            """the node process ended"""
-            try:
-                os.kill(node_pid, 0)
-            except ProcessLookupError:
-                return True
-            return False
-
-        wait_until(node_gone, 15.0)
+        _wait_until_gone(node_pid)
     finally:
-        if node_pid is not None:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(node_pid, signal.SIGKILL)
-        if proc.poll() is None:
-            proc.kill()
+        _kill_what_is_left(proc, node_pid)
 
 
 def test_http_and_raft_ports_that_overlap_are_refused_before_anything_starts(tmp_path):
