@@ -500,8 +500,8 @@ class Consumers:
         answered: dict[str, list[int]] = {}
         kept = Taken()
         at = 0  # ``out`` holds the messages of ``leased``'s positions, in its order
-        for ready, offsets in leased.items():
-            mask = keep.get(ready, np.zeros(0, bool))
+        for ready, mask in keep.items():  # the ready logs it leased from (none empty), in order
+            offsets = leased[ready]
             mine = self.leases.get((group, ready), {})
             for k, offset in enumerate(offsets):
                 if mask[k]:

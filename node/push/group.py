@@ -234,8 +234,7 @@ class _Group:
             self.open.discard(exchange)
             answer = future.result()
             if answer.unsent and not self.stopping:  # never sent: no attempt, handed out again
-                self.ended.unsent.append(handed.receipt)
-                self.ended.count += 1
+                self.ended.add_unsent(handed.receipt)
                 self.arrived.set()
                 return
             # The clock only for a failure's Retry-After given as a date (ms from now).

@@ -23,6 +23,11 @@ class Ended:
             self.nacks[sent.retry_after_ms].append(receipt)
         self.count += 1
 
+    def add_unsent(self, receipt: str) -> None:
+        """A push that found no free connection before its timeout: no attempt, given back."""
+        self.unsent.append(receipt)
+        self.count += 1
+
     def take(self) -> Ended:
         """What ended so far, as an :class:`Ended` of its own; this one is empty after."""
         taken = Ended()
